@@ -10,6 +10,7 @@ package kubelet
 import (
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 )
 
@@ -17,6 +18,13 @@ import (
 type NodeSpec struct {
 	Name   string            // also the kubernetes.io/hostname label
 	Labels map[string]string // extra labels, e.g. topology.kubernetes.io/zone
+	// IP is the node's InternalIP and its pods' hostIP; default 127.0.0.1. Pods with
+	// hostNetwork get this IP as their podIP.
+	IP string
+	// CPU and Memory are the node's capacity (= allocatable); defaults "4" and "8Gi".
+	CPU, Memory string
+	// MaxPods is the pods capacity; default 110.
+	MaxPods int
 }
 
 // Config is what the bench hands the kubelet.
@@ -41,4 +49,16 @@ type Config struct {
 	PodIPPrefix string
 	// HeartbeatInterval for Node Leases and status (default 2s).
 	HeartbeatInterval time.Duration
+
+	// ExtraEnv ("K=V") is appended to every container's environment before the
+	// container's own env, e.g. GOCOVERDIR for coverage of the operator under test.
+	ExtraEnv []string
+	// Logger for the kubelet; default klog.Background().
+	Logger logr.Logger
+	// RestartBackoffInitial/Max bound the CrashLoopBackOff delay (defaults 1s and 10s;
+	// a real kubelet uses 10s and 5m, which is too slow for a bench).
+	RestartBackoffInitial, RestartBackoffMax time.Duration
+	// StorageClassName is the default StorageClass the built-in provisioner creates and
+	// serves (WaitForFirstConsumer, local PVs pinned to the node); default "bench-local".
+	StorageClassName string
 }

@@ -1,0 +1,121 @@
+package v1beta2
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BackupFinalizer is the finalizer CoreOS's operator put on periodic backups; kept so CRs
+// carrying it are released. Removing it never deletes stored backups.
+const BackupFinalizer = "backup-operator-periodic"
+
+// EtcdBackupSpec is a one-shot or periodic backup of an etcd cluster.
+// +kubebuilder:validation:XValidation:rule="self.storageType != 'S3' || has(self.s3)",message="storageType S3 needs spec.s3",fieldPath=".s3"
+// +kubebuilder:validation:XValidation:rule="self.storageType != 'PVC' || has(self.pvc)",message="storageType PVC needs spec.pvc",fieldPath=".pvc"
+type EtcdBackupSpec struct {
+	// EtcdEndpoints are the client URLs of the cluster to back up. The snapshot is taken
+	// from the member with the highest revision.
+	// +kubebuilder:validation:MinItems=1
+	EtcdEndpoints []string `json:"etcdEndpoints,omitempty"`
+	// StorageType is where the backup goes: S3 or PVC. ABS, GCS and OSS are accepted for
+	// compatibility and reported as unsupported in status.
+	// +kubebuilder:default=S3
+	StorageType BackupStorageType `json:"storageType"`
+	// BackupPolicy makes the backup periodic and bounds it in time and count.
+	// +optional
+	BackupPolicy *BackupPolicy `json:"backupPolicy,omitempty"`
+	// ClientTLSSecret names a Secret with etcd-client.crt, etcd-client.key and
+	// etcd-client-ca.crt for TLS-secured clusters.
+	// +optional
+	ClientTLSSecret string `json:"clientTLSSecret,omitempty"`
+
+	BackupSource `json:",inline"`
+}
+
+// BackupSource is where backups are written; exactly the one named by storageType is used.
+type BackupSource struct {
+	// S3 is an S3-compatible object store.
+	// +optional
+	S3 *S3BackupSource `json:"s3,omitempty"`
+	// ABS is Azure Blob Storage (unsupported).
+	// +optional
+	ABS *ABSBackupSource `json:"abs,omitempty"`
+	// GCS is Google Cloud Storage (unsupported natively).
+	// +optional
+	GCS *GCSBackupSource `json:"gcs,omitempty"`
+	// OSS is Alibaba Cloud OSS (unsupported natively).
+	// +optional
+	OSS *OSSBackupSource `json:"oss,omitempty"`
+	// PVC is a PersistentVolumeClaim.
+	// +optional
+	PVC *PVCBackupSource `json:"pvc,omitempty"`
+}
+
+// BackupPolicy controls timing and retention.
+type BackupPolicy struct {
+	// TimeoutInSecond bounds one backup; 0 means the operator's default (60 s).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	TimeoutInSecond int64 `json:"timeoutInSecond,omitempty"`
+	// BackupIntervalInSecond makes the backup periodic; 0 takes one backup.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	BackupIntervalInSecond int64 `json:"backupIntervalInSecond,omitempty"`
+	// MaxBackups keeps only the newest this many periodic backups; 0 keeps all.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxBackups int `json:"maxBackups,omitempty"`
+}
+
+// EtcdBackupStatus reports the last backup.
+type EtcdBackupStatus struct {
+	// Succeeded is true when the last backup succeeded.
+	// +optional
+	Succeeded bool `json:"succeeded,omitempty"`
+	// Reason explains a failed backup. Its JSON name is capitalised, as in CoreOS's operator.
+	// +optional
+	Reason string `json:"Reason,omitempty"`
+	// EtcdVersion of the member the last snapshot was taken from.
+	// +optional
+	EtcdVersion string `json:"etcdVersion,omitempty"`
+	// EtcdRevision the last snapshot holds.
+	// +optional
+	EtcdRevision int64 `json:"etcdRevision,omitempty"`
+	// LastSuccessDate is when the last backup succeeded.
+	// +optional
+	LastSuccessDate metav1.Time `json:"lastSuccessDate,omitempty"`
+	// Conditions (added by this operator).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EtcdBackup takes one or periodic snapshots of an etcd cluster. Deleting it never deletes
+// stored backups.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=etcd
+// +kubebuilder:printcolumn:name="Storage",type=string,JSONPath=`.spec.storageType`
+// +kubebuilder:printcolumn:name="Succeeded",type=boolean,JSONPath=`.status.succeeded`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.etcdRevision`
+// +kubebuilder:printcolumn:name="Last Success",type=date,JSONPath=`.status.lastSuccessDate`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdBackup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EtcdBackupSpec   `json:"spec"`
+	Status EtcdBackupStatus `json:"status,omitempty"`
+}
+
+// EtcdBackupList is a list of EtcdBackup.
+// +kubebuilder:object:root=true
+type EtcdBackupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdBackup `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EtcdBackup{}, &EtcdBackupList{})
+}

@@ -1,0 +1,294 @@
+package v1beta2
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// DefaultRepository is CoreOS's default image repository; the image is
+	// <repository>:v<version>.
+	DefaultRepository = "quay.io/coreos/etcd"
+	// DefaultVersion is the etcd version a cluster gets when spec.version is empty.
+	DefaultVersion = "3.6.16"
+	// DefaultBusyboxImage is kept for compatibility; our pods need no busybox.
+	DefaultBusyboxImage = "busybox:1.28.0-glibc"
+
+	// EtcdClientPort and EtcdPeerPort are fixed, as in CoreOS's operator.
+	EtcdClientPort = 2379
+	EtcdPeerPort   = 2380
+)
+
+// EtcdClusterSpec is the desired state of an etcd cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.TLS) || !has(self.TLS.static) || !has(self.TLS.static.member) || ((has(self.TLS.static.member.serverSecret) && self.TLS.static.member.serverSecret != '') == (has(self.TLS.static.operatorSecret) && self.TLS.static.operatorSecret != ''))",message="TLS.static.operatorSecret must be set if and only if TLS.static.member.serverSecret is set",fieldPath=".TLS.static.operatorSecret"
+type EtcdClusterSpec struct {
+	// Size is the number of voting members. Odd sizes from 1 to 7 are recommended: an even
+	// size tolerates no more failures than the odd size below it.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=99
+	Size int `json:"size"`
+
+	// Repository is the etcd image repository; the image used is <repository>:v<version>.
+	// Defaults to quay.io/coreos/etcd.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Repository string `json:"repository,omitempty"`
+
+	// Version is the etcd version to run, e.g. 3.6.16; a leading "v" is accepted and
+	// ignored. Changing it performs a rolling upgrade, one member at a time. Downgrades and
+	// skipping a minor version are refused with a status condition.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version,omitempty"`
+
+	// Paused stops the operator from touching the cluster's members, pods and services.
+	// status.controlPaused mirrors it.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// Pod customises the member pods.
+	// +optional
+	Pod *PodPolicy `json:"pod,omitempty"`
+
+	// TLS configures TLS for peer and client traffic. Its JSON name is capitalised, as in
+	// CoreOS's operator.
+	// +optional
+	TLS *TLSPolicy `json:"TLS,omitempty"`
+}
+
+// PodPolicy customises the member pods.
+type PodPolicy struct {
+	// Labels are added to every member pod. Keys "app" and those starting with "etcd_" are
+	// reserved for the operator.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'app' && !k.startsWith('etcd_'))",message="label keys 'app' and 'etcd_*' are reserved"
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// NodeSelector must match a node's labels for a member pod to be scheduled there.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// AntiAffinity, when true, forbids two members of this cluster on one node (required
+	// pod anti-affinity on topology key kubernetes.io/hostname). Deprecated: use Affinity.
+	// +optional
+	AntiAffinity bool `json:"antiAffinity,omitempty"`
+
+	// Affinity is the member pods' scheduling affinity.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// Resources of the etcd container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Tolerations of the member pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// EtcdEnv is extra environment for the etcd container, e.g. ETCD_QUOTA_BACKEND_BYTES.
+	// +optional
+	EtcdEnv []corev1.EnvVar `json:"etcdEnv,omitempty"`
+
+	// PersistentVolumeClaimSpec, when set, gives each member a PVC (named like its pod)
+	// for its data instead of an emptyDir.
+	// +optional
+	PersistentVolumeClaimSpec *corev1.PersistentVolumeClaimSpec `json:"persistentVolumeClaimSpec,omitempty"`
+
+	// Annotations are added to every member pod. The key "etcd.version" is reserved.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="!('etcd.version' in self)",message="annotation key 'etcd.version' is reserved"
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// BusyboxImage is accepted for compatibility and ignored: member pods need no shell or
+	// init container to wait for DNS.
+	// +optional
+	BusyboxImage string `json:"busyboxImage,omitempty"`
+
+	// SecurityContext of the member pods.
+	// +optional
+	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
+
+	// DNSTimeoutInSecond bounds how long a new member waits for its own DNS record before
+	// giving up; 0 waits forever. The operator never removes a member because its record is
+	// late.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	DNSTimeoutInSecond int64 `json:"DNSTimeoutInSecond,omitempty"`
+
+	// ClusterDomain is the cluster's DNS domain, e.g. cluster.local. Empty means members
+	// are addressed as <pod>.<cluster>.<namespace>.svc, which resolves in any domain.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ClusterDomain string `json:"ClusterDomain,omitempty"`
+}
+
+// TLSPolicy configures TLS for the cluster.
+type TLSPolicy struct {
+	// Static uses certificates the user put in Secrets.
+	// +optional
+	Static *StaticTLS `json:"static,omitempty"`
+}
+
+// StaticTLS names Secrets holding certificates.
+type StaticTLS struct {
+	// Member holds the members' peer and server certificates.
+	// +optional
+	Member *MemberSecret `json:"member,omitempty"`
+	// OperatorSecret is the client certificate the operator uses to talk to the members
+	// (keys etcd-client.crt, etcd-client.key, etcd-client-ca.crt). Set iff
+	// member.serverSecret is set.
+	// +optional
+	OperatorSecret string `json:"operatorSecret,omitempty"`
+}
+
+// MemberSecret names the members' certificate Secrets.
+type MemberSecret struct {
+	// PeerSecret holds peer.crt, peer.key and peer-ca.crt for member-to-member traffic.
+	// +optional
+	PeerSecret string `json:"peerSecret,omitempty"`
+	// ServerSecret holds server.crt, server.key and server-ca.crt for client traffic.
+	// +optional
+	ServerSecret string `json:"serverSecret,omitempty"`
+}
+
+// ClusterPhase is the coarse state of a cluster.
+type ClusterPhase string
+
+const (
+	ClusterPhaseNone     ClusterPhase = ""
+	ClusterPhaseCreating ClusterPhase = "Creating"
+	ClusterPhaseRunning  ClusterPhase = "Running"
+	ClusterPhaseFailed   ClusterPhase = "Failed"
+)
+
+// ClusterConditionType names a condition, as in CoreOS's operator.
+type ClusterConditionType string
+
+const (
+	ClusterConditionAvailable  ClusterConditionType = "Available"
+	ClusterConditionRecovering ClusterConditionType = "Recovering"
+	ClusterConditionScaling    ClusterConditionType = "Scaling"
+	ClusterConditionUpgrading  ClusterConditionType = "Upgrading"
+)
+
+// ClusterCondition is one aspect of the cluster's state. Times are RFC 3339 strings, as in
+// CoreOS's operator.
+type ClusterCondition struct {
+	// Type of the condition: Available, Recovering, Scaling or Upgrading (and, added by this
+	// operator, Degraded and UpgradeRefused).
+	Type ClusterConditionType `json:"type"`
+	// Status is True, False or Unknown.
+	Status corev1.ConditionStatus `json:"status"`
+	// LastUpdateTime is when the condition was last written (RFC 3339).
+	// +optional
+	LastUpdateTime string `json:"lastUpdateTime,omitempty"`
+	// LastTransitionTime is when Status last changed (RFC 3339).
+	// +optional
+	LastTransitionTime string `json:"lastTransitionTime,omitempty"`
+	// Reason is a CamelCase word for the condition's cause.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message explains the condition for humans.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// MembersStatus lists member pods by readiness.
+type MembersStatus struct {
+	// Ready members: their pods are ready and serving.
+	// +optional
+	Ready []string `json:"ready,omitempty"`
+	// Unready members.
+	// +optional
+	Unready []string `json:"unready,omitempty"`
+}
+
+// EtcdClusterStatus is the observed state of an etcd cluster.
+type EtcdClusterStatus struct {
+	// Phase is "", Creating, Running or Failed.
+	// +optional
+	Phase ClusterPhase `json:"phase,omitempty"`
+	// Reason explains a Failed phase.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// ControlPaused mirrors spec.paused once the operator has stopped acting.
+	// +optional
+	ControlPaused bool `json:"controlPaused,omitempty"`
+	// Conditions of the cluster.
+	// +optional
+	Conditions []ClusterCondition `json:"conditions,omitempty"`
+	// Size is the current number of members.
+	// +optional
+	Size int `json:"size"`
+	// ServiceName is the client Service, <cluster>-client.
+	// +optional
+	ServiceName string `json:"serviceName,omitempty"`
+	// ClientPort is the etcd client port of the Service, 2379.
+	// +optional
+	ClientPort int `json:"clientPort,omitempty"`
+	// Members lists members by readiness.
+	// +optional
+	Members MembersStatus `json:"members"`
+	// CurrentVersion is the etcd version every member runs; during an upgrade, the version
+	// being upgraded from.
+	// +optional
+	CurrentVersion string `json:"currentVersion"`
+	// TargetVersion is the version an upgrade is moving to; empty when none is in progress.
+	// +optional
+	TargetVersion string `json:"targetVersion"`
+
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// ClusterID is etcd's cluster ID, in hex, once the cluster has formed.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+	// PendingMember records a membership change the operator has started but not finished
+	// (a learner added but not yet promoted), so a restarted operator resumes it.
+	// +optional
+	PendingMember *PendingMember `json:"pendingMember,omitempty"`
+}
+
+// PendingMember is a member added to etcd whose pod may not yet run.
+type PendingMember struct {
+	// Name of the member and its pod.
+	Name string `json:"name"`
+	// ID is etcd's member ID in hex.
+	ID string `json:"id"`
+	// AddedAt is when the member was added.
+	AddedAt metav1.Time `json:"addedAt"`
+}
+
+// EtcdCluster is an etcd cluster run by the operator.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+// +kubebuilder:resource:shortName=etcd,categories=etcd
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired members"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`,description="Whether the cluster serves with all members"
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`,description="Running etcd version"
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.paused`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EtcdClusterSpec   `json:"spec"`
+	Status EtcdClusterStatus `json:"status,omitempty"`
+}
+
+// EtcdClusterList is a list of EtcdCluster.
+// +kubebuilder:object:root=true
+type EtcdClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EtcdCluster{}, &EtcdClusterList{})
+}

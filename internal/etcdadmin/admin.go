@@ -1,0 +1,232 @@
+// Package etcdadmin is the operator's only way to change an etcd cluster's
+// membership and to ask a cluster about itself. It wraps
+// go.etcd.io/etcd/client/v3 with:
+//
+//   - per-request timeouts, so one dead member never stalls a reconcile;
+//   - bounded, jittered retries of the errors etcd is known to return while
+//     it is merely busy (an election, "unhealthy cluster" right after start or
+//     while a dead member is listed, a learner still catching up);
+//   - sentinel errors (ErrMemberNotFound, ErrLearnerNotReady, ...) for errors.Is;
+//   - idempotent variants (EnsureLearner, EnsurePromoted, EnsureRemoved) for a
+//     controller that may crash between sending a change and recording it;
+//   - per-endpoint operations (Status, Health, MoveLeader to the leader's
+//     endpoint, Snapshot from a chosen member) that the balanced client of
+//     clientv3 cannot target by itself.
+//
+// Members are always identified by ID: a learner that has not started yet has
+// no name.
+package etcdadmin
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Config says how to reach a cluster. Zero durations take the defaults.
+type Config struct {
+	// Endpoints are client URLs (http://host:2379, https://host:2379) or
+	// host:port. Per-endpoint operations (Status, Health, leader discovery)
+	// use exactly this list; see SetEndpoints.
+	Endpoints []string
+	// TLS is used for every endpoint when set (client certificates and CA).
+	TLS *tls.Config
+	// DialTimeout bounds establishing a connection (default 3s).
+	DialTimeout time.Duration
+	// CallTimeout bounds one request of a membership change (default 5s).
+	CallTimeout time.Duration
+	// ProbeTimeout bounds one Status, Health or version probe of one endpoint
+	// (default 2s). It is short so that a dead member is noticed quickly.
+	ProbeTimeout time.Duration
+	// Retry bounds the retries of transient errors.
+	Retry Backoff
+	// Log receives structured logs: V(0) for changes made, V(1) for retries.
+	Log logr.Logger
+	// ClientLog is handed to clientv3; nil silences it (it would log every
+	// retry of its own interceptor as a warning).
+	ClientLog *zap.Logger
+}
+
+// Backoff bounds the retries of one operation: waits grow from Initial by
+// doubling up to Max, with ±20% jitter, until Budget has elapsed (or the
+// caller's context ends, whichever comes first).
+type Backoff struct {
+	Initial time.Duration // default 200ms
+	Max     time.Duration // default 2s
+	Budget  time.Duration // default 30s; a learner needs ~10 s to become promotable
+}
+
+// Defaults.
+const (
+	DefaultDialTimeout  = 3 * time.Second
+	DefaultCallTimeout  = 5 * time.Second
+	DefaultProbeTimeout = 2 * time.Second
+)
+
+// DefaultBackoff is used for zero fields of Config.Retry.
+var DefaultBackoff = Backoff{Initial: 200 * time.Millisecond, Max: 2 * time.Second, Budget: 30 * time.Second}
+
+// Admin administers one etcd cluster. It is safe for concurrent use.
+type Admin struct {
+	cfg    Config
+	log    logr.Logger
+	client *clientv3.Client
+
+	mu        sync.Mutex
+	endpoints []string
+}
+
+// New creates an Admin. It does not contact the cluster: connections are made
+// lazily, so New succeeds while the cluster is still starting.
+func New(cfg Config) (*Admin, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("etcdadmin: at least one endpoint is required")
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
+	if cfg.ProbeTimeout <= 0 {
+		cfg.ProbeTimeout = DefaultProbeTimeout
+	}
+	if cfg.Retry.Initial <= 0 {
+		cfg.Retry.Initial = DefaultBackoff.Initial
+	}
+	if cfg.Retry.Max <= 0 {
+		cfg.Retry.Max = DefaultBackoff.Max
+	}
+	if cfg.Retry.Budget <= 0 {
+		cfg.Retry.Budget = DefaultBackoff.Budget
+	}
+	if cfg.Log.GetSink() == nil {
+		cfg.Log = logr.Discard()
+	}
+	if cfg.ClientLog == nil {
+		cfg.ClientLog = zap.NewNop()
+	}
+	eps := slices.Clone(cfg.Endpoints)
+	c, err := clientv3.New(clientConfig(cfg, eps))
+	if err != nil {
+		return nil, fmt.Errorf("etcdadmin: creating client for %v: %w", eps, err)
+	}
+	return &Admin{cfg: cfg, log: cfg.Log, client: c, endpoints: eps}, nil
+}
+
+func clientConfig(cfg Config, eps []string) clientv3.Config {
+	return clientv3.Config{
+		Endpoints:   eps,
+		TLS:         cfg.TLS,
+		DialTimeout: cfg.DialTimeout,
+		// Keepalive notices a silently dead connection (a partitioned member).
+		DialKeepAliveTime:    10 * time.Second,
+		DialKeepAliveTimeout: 3 * time.Second,
+		Logger:               cfg.ClientLog,
+	}
+}
+
+// Close releases the connections.
+func (a *Admin) Close() error { return a.client.Close() }
+
+// Endpoints returns the current endpoint list.
+func (a *Admin) Endpoints() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.endpoints)
+}
+
+// SetEndpoints replaces the endpoint list, e.g. after a member was added or
+// removed. In-flight requests are not affected.
+func (a *Admin) SetEndpoints(eps ...string) {
+	if len(eps) == 0 {
+		return
+	}
+	a.mu.Lock()
+	a.endpoints = slices.Clone(eps)
+	a.mu.Unlock()
+	a.client.SetEndpoints(eps...)
+}
+
+// Client exposes the underlying balanced client for reads and writes of keys
+// (e.g. by tests); membership must go through Admin.
+func (a *Admin) Client() *clientv3.Client { return a.client }
+
+// dialOne creates a client bound to exactly one endpoint, for requests that
+// must reach a particular member (the leader, the member to snapshot, the
+// member whose health is checked).
+func (a *Admin) dialOne(ep string) (*clientv3.Client, error) {
+	c, err := clientv3.New(clientConfig(a.cfg, []string{ep}))
+	if err != nil {
+		return nil, &Error{Op: "dial", Target: ep, Kind: ErrUnavailable, Err: err, Attempts: 1}
+	}
+	return c, nil
+}
+
+// FormatID renders a member ID the way etcd prints it (hex).
+func FormatID(id uint64) string { return strconv.FormatUint(id, 16) }
+
+// ParseID parses a member ID printed by FormatID or etcdctl.
+func ParseID(s string) (uint64, error) { return strconv.ParseUint(s, 16, 64) }
+
+// retry runs f until it succeeds, fails permanently, the retry budget is
+// spent or ctx ends. Each attempt gets its own timeout. The returned error is
+// always an *Error.
+func retry[T any](ctx context.Context, a *Admin, op, target string, timeout time.Duration,
+	f func(ctx context.Context) (T, error)) (T, error) {
+	start := time.Now()
+	wait := a.cfg.Retry.Initial
+	var zero T
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		v, err := f(actx)
+		cancel()
+		if err == nil {
+			if attempt > 1 {
+				a.log.V(1).Info("etcd request succeeded after retries", "op", op, "target", target, "attempts", attempt)
+			}
+			return v, nil
+		}
+		// f may already return an *Error (from a nested helper): keep its kind.
+		var kindErr error
+		var transient bool
+		var inner *Error
+		if errors.As(err, &inner) {
+			kindErr, transient = inner.Kind, IsTransient(inner.Kind)
+			err = inner.Err
+		} else {
+			kindErr, transient = classify(ctx, err)
+		}
+		e := &Error{Op: op, Target: target, Kind: kindErr, Err: err, Attempts: attempt, Elapsed: time.Since(start)}
+		if !transient {
+			e.ctxErr = ctx.Err()
+			return zero, e
+		}
+		// Jitter spreads the retries of several reconcilers apart.
+		sleep := time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
+		if time.Since(start)+sleep > a.cfg.Retry.Budget {
+			return zero, e
+		}
+		a.log.V(1).Info("transient etcd error, retrying", "op", op, "target", target, "attempt", attempt, "backoff", sleep, "error", err.Error())
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			e.ctxErr = ctx.Err()
+			e.Elapsed = time.Since(start)
+			return zero, e
+		case <-t.C:
+		}
+		wait = min(2*wait, a.cfg.Retry.Max)
+	}
+}

@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// NewForTest starts a bench for t and stops it in t.Cleanup, whatever the outcome.
+// Missing cached binaries skip the test, unless CI is set: there they fail it. On
+// failure the bench directory (logs of every process) is kept and its path logged.
+// The test binary's TestMain must have called kubelet.MaybeRunShim and EnterNamespace.
+func NewForTest(t testing.TB, opts Options) *Bench {
+	t.Helper()
+	if missing := MissingBinaries(); len(missing) > 0 {
+		msg := (&MissingBinariesError{Paths: missing}).Error()
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	if !InNamespace() {
+		t.Fatal("bench: TestMain must call bench.EnterNamespace() (after kubelet.MaybeRunShim())")
+	}
+	keep := opts.Dir != ""
+	if opts.Dir == "" {
+		d, err := os.MkdirTemp("", "bench-"+sanitize(t.Name())+"-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Dir = d
+	}
+	if opts.Log == nil {
+		opts.Log = t.Logf
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b, err := Start(ctx, opts)
+	if err != nil {
+		var mb *MissingBinariesError
+		if errors.As(err, &mb) && os.Getenv("CI") == "" {
+			t.Skip(err)
+		}
+		t.Logf("bench logs kept in %s", opts.Dir)
+		t.Fatalf("bench start: %v", err)
+	}
+	t.Cleanup(func() {
+		b.Stop()
+		if t.Failed() || keep {
+			t.Logf("bench dir kept: %s", opts.Dir)
+			return
+		}
+		os.RemoveAll(opts.Dir)
+	})
+	return b
+}
+
+func sanitize(s string) string {
+	out := []rune{}
+	for _, r := range s {
+		if r == '/' || r == filepath.Separator || r == ' ' {
+			r = '_'
+		}
+		out = append(out, r)
+	}
+	if len(out) > 40 {
+		out = out[:40]
+	}
+	return string(out)
+}
