@@ -246,6 +246,14 @@ type EtcdClusterStatus struct {
 	// ClusterID is etcd's cluster ID, in hex, once the cluster has formed.
 	// +optional
 	ClusterID string `json:"clusterID,omitempty"`
+	// Bootstrapped records that the cluster has formed (etcd answered a member list) at
+	// least once, so a later total outage is never mistaken for "not created yet".
+	// +optional
+	Bootstrapped bool `json:"bootstrapped,omitempty"`
+	// BootstrapMembers are the initial members' names, recorded before their pods are
+	// created so an interrupted bootstrap completes with the same initial cluster.
+	// +optional
+	BootstrapMembers []string `json:"bootstrapMembers,omitempty"`
 	// PendingMember records a membership change the operator has started but not finished
 	// (a learner added but not yet promoted), so a restarted operator resumes it.
 	// +optional

@@ -311,6 +311,11 @@ func (in *EtcdClusterStatus) DeepCopyInto(out *EtcdClusterStatus) {
 		copy(*out, *in)
 	}
 	in.Members.DeepCopyInto(&out.Members)
+	if in.BootstrapMembers != nil {
+		in, out := &in.BootstrapMembers, &out.BootstrapMembers
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.PendingMember != nil {
 		in, out := &in.PendingMember, &out.PendingMember
 		*out = new(PendingMember)

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -84,6 +85,8 @@ type Admin struct {
 
 	mu        sync.Mutex
 	endpoints []string
+
+	http *http.Client // for /version
 }
 
 // New creates an Admin. It does not contact the cluster: connections are made
@@ -121,7 +124,11 @@ func New(cfg Config) (*Admin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcdadmin: creating client for %v: %w", eps, err)
 	}
-	return &Admin{cfg: cfg, log: cfg.Log, client: c, endpoints: eps}, nil
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if cfg.TLS != nil {
+		tr.TLSClientConfig = cfg.TLS.Clone()
+	}
+	return &Admin{cfg: cfg, log: cfg.Log, client: c, endpoints: eps, http: &http.Client{Transport: tr}}, nil
 }
 
 func clientConfig(cfg Config, eps []string) clientv3.Config {
@@ -137,7 +144,10 @@ func clientConfig(cfg Config, eps []string) clientv3.Config {
 }
 
 // Close releases the connections.
-func (a *Admin) Close() error { return a.client.Close() }
+func (a *Admin) Close() error {
+	a.http.CloseIdleConnections()
+	return a.client.Close()
+}
 
 // Endpoints returns the current endpoint list.
 func (a *Admin) Endpoints() []string {

@@ -19,7 +19,6 @@ var (
 	// Permanent: retrying the same request cannot succeed.
 	ErrMemberNotFound   = errors.New("member not found")
 	ErrPeerURLExists    = errors.New("peer URL already belongs to a member")
-	ErrMemberExists     = errors.New("member ID already exists")
 	ErrMemberNotLearner = errors.New("member is not a learner")
 	ErrTooManyLearners  = errors.New("cluster already has the maximum number of learners")
 	ErrInvalidPeerURL   = errors.New("invalid peer URL")
@@ -46,25 +45,30 @@ type kind struct {
 }
 
 var serverErrors = map[string]kind{
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCMemberNotFound):         {ErrMemberNotFound, false},
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCPeerURLExist):           {ErrPeerURLExists, false},
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCMemberExist):            {ErrMemberExists, false},
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCMemberNotLearner):       {ErrMemberNotLearner, false},
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCTooManyLearners):        {ErrTooManyLearners, false},
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCMemberBadURLs):          {ErrInvalidPeerURL, false},
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCBadLeaderTransferee):    {ErrBadTransferee, false},
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCLearnerNotReady):        {ErrLearnerNotReady, true},
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCUnhealthy):              {ErrUnhealthyCluster, true},
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCMemberNotEnoughStarted): {ErrNotEnoughStarted, true},
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCNoLeader):               {ErrNoLeader, true},
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCNotLeader):              {ErrNotLeader, true},
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCLeaderChanged):          {ErrLeaderChanged, true},
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCStopped):                {ErrUnavailable, true},
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCTimeout):                {ErrServerTimeout, true},
-	rpctypes.ErrorDesc(rpctypes.ErrGRPCTimeoutDueToLeaderFail): {ErrServerTimeout, true},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCMemberNotFound): {ErrMemberNotFound, false},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCPeerURLExist):   {ErrPeerURLExists, false},
+	// etcd derives a new member's ID from its peer URLs and the current
+	// second, so adding the same peer URLs twice within a second collides on
+	// the ID instead: the same condition for the caller.
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCMemberExist):                {ErrPeerURLExists, false},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCMemberNotLearner):           {ErrMemberNotLearner, false},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCTooManyLearners):            {ErrTooManyLearners, false},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCMemberBadURLs):              {ErrInvalidPeerURL, false},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCBadLeaderTransferee):        {ErrBadTransferee, false},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCLearnerNotReady):            {ErrLearnerNotReady, true},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCUnhealthy):                  {ErrUnhealthyCluster, true},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCMemberNotEnoughStarted):     {ErrNotEnoughStarted, true},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCNoLeader):                   {ErrNoLeader, true},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCNotLeader):                  {ErrNotLeader, true},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCLeaderChanged):              {ErrLeaderChanged, true},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCStopped):                    {ErrUnavailable, true},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCTimeout):                    {ErrServerTimeout, true},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCTimeoutDueToLeaderFail):     {ErrServerTimeout, true},
 	rpctypes.ErrorDesc(rpctypes.ErrGRPCTimeoutDueToConnectionLost): {ErrServerTimeout, true},
 	rpctypes.ErrorDesc(rpctypes.ErrGRPCTimeoutWaitAppliedIndex):    {ErrServerTimeout, true},
 	rpctypes.ErrorDesc(rpctypes.ErrGRPCRequestTooManyRequests):     {ErrServerTimeout, true},
+	// Not in rpctypes: the server sends it as an untyped error.
+	"etcdserver: request timed out, leader transfer took too long": {ErrServerTimeout, true},
 }
 
 // classify maps an error from clientv3 to a sentinel (nil when unknown) and

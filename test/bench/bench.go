@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/test/bench/kubelet"
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -72,6 +74,7 @@ type Bench struct {
 	kubeletCancel context.CancelFunc
 	kubeletDone   chan struct{}
 	kubeletErr    error
+	kubeletLog    *os.File
 
 	stopOnce sync.Once
 }
@@ -158,7 +161,17 @@ func (b *Bench) startKubelet() error {
 			Labels: map[string]string{corev1.LabelTopologyZone: Zone(i)},
 		}
 	}
+	logPath := filepath.Join(b.dir, "logs", "kubelet.log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	b.kubeletLog = logFile
 	kl, err := kubelet.New(kubelet.Config{
+		Logger:        fileLogger(logFile),
 		RestConfig:    rest.CopyConfig(b.restConfig),
 		Nodes:         nodes,
 		RootDir:       filepath.Join(b.dir, "kubelet"),
@@ -198,6 +211,18 @@ func (b *Bench) kubeletExited() error {
 	}
 }
 
+// fileLogger logs to f, one line per entry, with timestamps: the kubelet runs in the
+// test process, and its chatter belongs next to the other processes' logs, not in the
+// test output.
+func fileLogger(f *os.File) logr.Logger {
+	var mu sync.Mutex
+	return funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(f, "%s %s %s\n", time.Now().Format("15:04:05.000"), prefix, args)
+	}, funcr.Options{Verbosity: 4})
+}
+
 // NodeName is the name of the i-th (0-based) node: bench-node-1, bench-node-2, ...
 func NodeName(i int) string { return "bench-node-" + strconv.Itoa(i+1) }
 
@@ -220,6 +245,9 @@ func (b *Bench) Stop() {
 				// stuck kubelet die with this process (the kubelet's own Pdeathsig).
 				b.opts.Log("bench: kubelet did not stop within 60s")
 			}
+		}
+		if b.kubeletLog != nil {
+			b.kubeletLog.Close()
 		}
 		b.mu.Lock()
 		procs := b.procs

@@ -29,7 +29,7 @@ func CacheDir() string {
 }
 
 // K8sBinDir and EtcdBinDir are the cache folders of one version.
-func K8sBinDir() string           { return filepath.Join(CacheDir(), "k8s-"+K8sVersion) }
+func K8sBinDir() string            { return filepath.Join(CacheDir(), "k8s-"+K8sVersion) }
 func EtcdBinDir(ver string) string { return filepath.Join(CacheDir(), "etcd-"+ver) }
 
 // MissingBinaries lists the control-plane binaries that are not in the cache yet.

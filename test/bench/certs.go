@@ -18,10 +18,10 @@ import (
 
 // pki is the bench's throwaway PKI, written as PEM files under dir.
 type pki struct {
-	CACert, CAKey         string // cluster CA (also the client CA and the signing CA for kcm)
+	CACert, CAKey           string // cluster CA (also the client CA and the signing CA for kcm)
 	ServingCert, ServingKey string // kube-apiserver serving pair
-	AdminCert, AdminKey   string // client cert in system:masters
-	SAKey, SAPub          string // service-account token signing pair (RSA: widest support)
+	AdminCert, AdminKey     string // client cert in system:masters
+	SAKey, SAPub            string // service-account token signing pair (RSA: widest support)
 
 	caPEM, adminCertPEM, adminKeyPEM []byte
 }

@@ -65,6 +65,9 @@ func (b *Bench) startControlPlane(ctx context.Context) error {
 		"--etcd-servers=" + loop(etcdClient),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		// The endpoint reconciler refuses loopback addresses; the bench does not need the
+		// kubernetes Service's endpoints (pods get KUBERNETES_SERVICE_HOST=127.0.0.1).
+		"--endpoint-reconciler-type=none",
 		"--secure-port=" + strconv.Itoa(apiPort),
 		"--tls-cert-file=" + p.ServingCert,
 		"--tls-private-key-file=" + p.ServingKey,

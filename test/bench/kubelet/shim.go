@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // shimEnvVar marks a re-exec of the current binary as the container shim; its value is
@@ -23,10 +25,13 @@ type mountSpec struct {
 type shimSpec struct {
 	Mounts   []mountSpec `json:"mounts"`
 	Hostname string      `json:"hostname"`
-	Dir      string      `json:"dir"`
-	Path     string      `json:"path"`
-	Argv     []string    `json:"argv"`
-	Env      []string    `json:"env"`
+	Dir      string      `json:"dir,omitempty"` // workingDir, in the container's view
+	// ScratchDir is the working directory when Dir is empty: a per-container directory
+	// standing in for the image's writable root, entered before any mount can hide it.
+	ScratchDir string   `json:"scratchDir"`
+	Path       string   `json:"path"`
+	Argv       []string `json:"argv"`
+	Env        []string `json:"env"`
 }
 
 // MaybeRunShim must be the first statement of main() of every binary that runs the bench
@@ -54,10 +59,38 @@ func runShim(specPath string) error {
 	if err := json.Unmarshal(raw, &spec); err != nil {
 		return fmt.Errorf("spec %s: %w", specPath, err)
 	}
-	for _, m := range spec.Mounts {
-		if err := bindMount(m); err != nil {
+	// Everything on the host side is pinned before the first mount: a volume mounted on a
+	// parent of RootDir (say an emptyDir at /tmp while RootDir is under /tmp) would
+	// otherwise hide later mount sources, the scratch dir or the executable.
+	srcFDs := make([]int, len(spec.Mounts))
+	for i, m := range spec.Mounts {
+		fd, err := syscall.Open(m.Source, unix.O_PATH|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("mount source %s: %w", m.Source, err)
+		}
+		srcFDs[i] = fd
+	}
+	exeFD, err := syscall.Open(spec.Path, syscall.O_RDONLY, 0) // inherited by exec on purpose
+	if err != nil {
+		return fmt.Errorf("executable: %w", err)
+	}
+	var exeStat syscall.Stat_t
+	if err := syscall.Fstat(exeFD, &exeStat); err != nil {
+		return err
+	}
+	if spec.Dir == "" && spec.ScratchDir != "" {
+		if err := os.MkdirAll(spec.ScratchDir, 0o755); err != nil {
 			return err
 		}
+		if err := os.Chdir(spec.ScratchDir); err != nil {
+			return err
+		}
+	}
+	for i, m := range spec.Mounts {
+		if err := bindMount(srcFDs[i], m); err != nil {
+			return err
+		}
+		syscall.Close(srcFDs[i])
 	}
 	if spec.Hostname != "" {
 		if err := syscall.Sethostname([]byte(spec.Hostname)); err != nil {
@@ -72,15 +105,24 @@ func runShim(specPath string) error {
 			return err
 		}
 	}
-	return fmt.Errorf("exec %s: %w", spec.Path, syscall.Exec(spec.Path, spec.Argv, spec.Env))
+	path := spec.Path
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err == nil && st.Dev == exeStat.Dev && st.Ino == exeStat.Ino {
+		syscall.Close(exeFD)
+	} else {
+		// The executable's path is hidden by a mount: run it through the pinned fd.
+		path = fmt.Sprintf("/proc/self/fd/%d", exeFD)
+	}
+	return fmt.Errorf("exec %s: %w", spec.Path, syscall.Exec(path, spec.Argv, spec.Env))
 }
 
 // bindMount mounts m.Source over m.Target, creating the mountpoint (a directory, or an
 // empty file when the source is a file, e.g. a subPath of a secret volume). The
 // mountpoint is created in the real filesystem: mount namespaces share the filesystem,
 // only the mount table is private, so an empty directory is the one trace left behind.
-func bindMount(m mountSpec) error {
-	st, err := os.Stat(m.Source)
+func bindMount(srcFD int, m mountSpec) error {
+	src := fmt.Sprintf("/proc/self/fd/%d", srcFD)
+	st, err := os.Stat(src)
 	if err != nil {
 		return fmt.Errorf("mount source: %w", err)
 	}
@@ -98,7 +140,7 @@ func bindMount(m mountSpec) error {
 		}
 		f.Close()
 	}
-	if err := syscall.Mount(m.Source, m.Target, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+	if err := syscall.Mount(src, m.Target, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind %s on %s: %w", m.Source, m.Target, err)
 	}
 	if m.ReadOnly {

@@ -1,0 +1,179 @@
+package v1beta2_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/testenv"
+)
+
+// startAPIServer runs a real kube-apiserver (envtest) with the generated CRDs installed, so
+// the OpenAPI schema and CEL rules are checked by the same code a cluster runs.
+func startAPIServer(t *testing.T) client.Client {
+	t.Helper()
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: testenv.EnvtestAssets(t),
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start envtest: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme := runtime.NewScheme()
+	if err := etcdv1beta2.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func objectFromYAML(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatalf("bad test YAML: %v", err)
+	}
+	if u.GetNamespace() == "" {
+		u.SetNamespace("default")
+	}
+	return u
+}
+
+func TestCRDAdmission(t *testing.T) {
+	c := startAPIServer(t)
+	ctx := context.Background()
+
+	t.Run("samples apply unchanged", func(t *testing.T) {
+		files, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "*_v1beta2_*.yaml"))
+		if err != nil || len(files) < 4 {
+			t.Fatalf("expected the v1beta2 samples, got %v (%v)", files, err)
+		}
+		for _, f := range files {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Create(ctx, objectFromYAML(t, string(raw))); err != nil {
+				t.Errorf("%s rejected: %v", filepath.Base(f), err)
+			}
+		}
+		// The CoreOS sample must mean the same thing once read back through our types.
+		var got etcdv1beta2.EtcdCluster
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "coreos-etcd-cluster"}, &got); err != nil {
+			t.Fatal(err)
+		}
+		p := got.Spec.Pod
+		if got.Spec.Size != 3 || p == nil || !p.AntiAffinity || p.DNSTimeoutInSecond != 60 ||
+			p.ClusterDomain != "cluster.local" || p.Labels["team"] != "storage" || len(p.EtcdEnv) != 1 {
+			t.Errorf("CoreOS sample read back differently: %+v pod=%+v", got.Spec, p)
+		}
+	})
+
+	rejected := []struct {
+		name, field, doc string
+	}{
+		{"size zero", "spec.size", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: size-zero}
+spec: {size: 0}`},
+		{"size negative", "spec.size", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: size-negative}
+spec: {size: -3}`},
+		{"malformed version", "spec.version", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: bad-version}
+spec: {size: 3, version: "3.6"}`},
+		{"reserved label app", "spec.pod.labels", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: reserved-app}
+spec: {size: 3, pod: {labels: {app: mine}}}`},
+		{"reserved label etcd_", "spec.pod.labels", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: reserved-etcd}
+spec: {size: 3, pod: {labels: {etcd_cluster: other}}}`},
+		{"reserved annotation", "spec.pod.annotations", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: reserved-annotation}
+spec: {size: 3, pod: {annotations: {etcd.version: "1"}}}`},
+		{"server TLS without operator secret", "spec.TLS.static.operatorSecret", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-half}
+spec: {size: 3, TLS: {static: {member: {peerSecret: p, serverSecret: s}}}}`},
+		{"operator secret without server TLS", "spec.TLS.static.operatorSecret", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-other-half}
+spec: {size: 3, TLS: {static: {member: {peerSecret: p}, operatorSecret: o}}}`},
+		{"backup S3 without s3", "spec.s3", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdBackup
+metadata: {name: no-s3}
+spec: {etcdEndpoints: ["http://x:2379"], storageType: S3}`},
+		{"backup unknown storage", "spec.storageType", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdBackup
+metadata: {name: ftp}
+spec: {etcdEndpoints: ["http://x:2379"], storageType: FTP}`},
+		{"restore without cluster name", "spec.etcdCluster.name", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdRestore
+metadata: {name: nameless}
+spec: {etcdCluster: {name: ""}, backupStorageType: S3, s3: {path: b/k, awsSecret: a}}`},
+	}
+	for _, tc := range rejected {
+		t.Run("rejects "+tc.name, func(t *testing.T) {
+			err := c.Create(ctx, objectFromYAML(t, tc.doc))
+			if err == nil {
+				t.Fatalf("accepted; want a rejection naming %s", tc.field)
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want an Invalid error, got %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.field) {
+				t.Errorf("error does not name %s: %v", tc.field, err)
+			}
+		})
+	}
+
+	t.Run("defaults", func(t *testing.T) {
+		u := objectFromYAML(t, `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdBackup
+metadata: {name: defaulted}
+spec: {etcdEndpoints: ["http://x:2379"], s3: {path: b/k, awsSecret: a}}`)
+		if err := c.Create(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		var got etcdv1beta2.EtcdBackup
+		if err := c.Get(ctx, client.ObjectKeyFromObject(u), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Spec.StorageType != etcdv1beta2.BackupStorageTypeS3 {
+			t.Errorf("storageType defaulted to %q, want S3", got.Spec.StorageType)
+		}
+	})
+}

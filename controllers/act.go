@@ -1,0 +1,288 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// act performs one planned step. Every step is idempotent: repeating it after an operator
+// restart, or after a partial failure, converges to the same state.
+func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) (ctrl.Result, error) {
+	lg := log.FromContext(ctx).WithValues("action", a.Kind.String())
+	if a.ClearPending {
+		c.Status.PendingMember = nil
+	}
+	needAdmin := func() error {
+		if o.admin == nil {
+			return fmt.Errorf("no reachable etcd endpoint for %s", a.Kind)
+		}
+		return nil
+	}
+	switch a.Kind {
+	case planner.Wait:
+		return ctrl.Result{RequeueAfter: clampRequeue(a.RequeueAfter)}, nil
+
+	case planner.Done:
+		return ctrl.Result{RequeueAfter: steadyResync}, nil
+
+	case planner.Bootstrap:
+		names := make([]string, 0, len(a.Members))
+		for _, m := range a.Members {
+			names = append(names, m.Name)
+		}
+		// Record the initial cluster before creating any pod, so an operator restarted
+		// half-way creates the remaining pods with the very same --initial-cluster.
+		if !slices.Equal(c.Status.BootstrapMembers, names) {
+			c.Status.BootstrapMembers = names
+			c.Status.Phase = etcdv1beta2.ClusterPhaseCreating
+			if err := r.persistStatus(ctx, c); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		initial := render.InitialCluster(c, names, r.ClusterDomain)
+		members := make([]render.Member, 0, len(names))
+		for _, n := range names {
+			members = append(members, render.Member{Name: n, InitialClusterState: render.StateNew, InitialCluster: initial, Version: a.Version})
+		}
+		if err := r.createMembers(ctx, c, members); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, "Bootstrapping", "creating %d initial members of etcd %s: %v", len(names), a.Version, names)
+		lg.Info("bootstrapping", "members", names)
+
+	case planner.CreatePod:
+		m := render.Member{Name: a.Name, ID: idString(a.ID), Version: a.Version,
+			InitialClusterState: render.StateExisting, InitialCluster: r.initialClusterOf(c, o.members, a.Name)}
+		if !c.Status.Bootstrapped && slices.Contains(c.Status.BootstrapMembers, a.Name) {
+			m.InitialClusterState = render.StateNew
+			m.InitialCluster = render.InitialCluster(c, c.Status.BootstrapMembers, r.ClusterDomain)
+		}
+		if err := r.createMembers(ctx, c, []render.Member{m}); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberPodCreated", "created pod for member %s", a.Name)
+
+	case planner.AddLearner:
+		if err := needAdmin(); err != nil {
+			return ctrl.Result{}, err
+		}
+		res, err := o.admin.EnsureLearner(ctx, []string{render.PeerURL(c, a.Name, r.ClusterDomain)})
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("add learner %s: %w", a.Name, err)
+		}
+		// Persist the in-flight step before starting the pod: a restarted operator must
+		// finish this learner rather than add another.
+		c.Status.PendingMember = &etcdv1beta2.PendingMember{Name: a.Name, ID: idString(res.Member.ID), AddedAt: metav1.NewTime(r.Now())}
+		if err := r.persistStatus(ctx, c); err != nil {
+			return ctrl.Result{}, err
+		}
+		m := render.Member{Name: a.Name, ID: idString(res.Member.ID), Version: a.Version,
+			InitialClusterState: render.StateExisting, InitialCluster: r.initialClusterOf(c, res.Members, a.Name)}
+		if err := r.createMembers(ctx, c, []render.Member{m}); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberAdded", "added learner %s (%s)", a.Name, idString(res.Member.ID))
+		lg.Info("learner added", "member", a.Name, "id", idString(res.Member.ID))
+
+	case planner.PromoteLearner:
+		if err := needAdmin(); err != nil {
+			return ctrl.Result{}, err
+		}
+		if _, err := o.admin.EnsurePromoted(ctx, a.ID); err != nil {
+			return ctrl.Result{}, fmt.Errorf("promote %s: %w", a.Name, err)
+		}
+		c.Status.PendingMember = nil
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberPromoted", "promoted learner %s (%s) to voting member", a.Name, idString(a.ID))
+
+	case planner.MoveLeader:
+		if err := needAdmin(); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := o.admin.MoveLeader(ctx, a.To); err != nil {
+			return ctrl.Result{}, fmt.Errorf("move leader to %s: %w", idString(a.To), err)
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, "LeaderMoved", "moved leadership from %s to %s: %s", idString(a.From), idString(a.To), a.Message)
+
+	case planner.RemoveMember, planner.ReplaceMember:
+		if err := needAdmin(); err != nil {
+			return ctrl.Result{}, err
+		}
+		if _, err := o.admin.EnsureRemoved(ctx, a.ID); err != nil {
+			return ctrl.Result{}, fmt.Errorf("remove member %s: %w", a.Name, err)
+		}
+		if a.DeletePod && a.Name != "" {
+			if err := r.deleteMember(ctx, c, a.Name); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		reason := "MemberRemoved"
+		if a.Kind == planner.ReplaceMember {
+			reason = "MemberReplaced"
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, reason, "removed member %s (%s): %s", a.Name, idString(a.ID), a.Message)
+
+	case planner.DeletePod:
+		if err := r.deleteMember(ctx, c, a.Name); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, "PodDeleted", "deleted pod %s: %s", a.Name, a.Message)
+
+	case planner.UpgradeMember:
+		if err := r.upgradeMember(ctx, c, a.Name, a.Version); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberUpgrading", "restarting member %s on etcd %s", a.Name, a.Version)
+
+	case planner.RefuseUpgrade, planner.QuorumLost:
+		// Reported through conditions and a warning event; nothing is touched.
+		r.Recorder.Event(c, corev1.EventTypeWarning, a.Reason, a.Message)
+		return ctrl.Result{RequeueAfter: steadyResync}, nil
+
+	case planner.ForceNewCluster:
+		// TODO(failover issue): restart the surviving member with --force-new-cluster.
+		r.Recorder.Eventf(c, corev1.EventTypeWarning, "ForceNewClusterNotImplemented",
+			"quorum lost; recovery from member %s was requested but is not implemented yet", idString(a.From))
+		return ctrl.Result{RequeueAfter: steadyResync}, nil
+
+	default:
+		return ctrl.Result{}, fmt.Errorf("unknown action %v", a.Kind)
+	}
+	return ctrl.Result{RequeueAfter: activeResync}, nil
+}
+
+// clampRequeue keeps a planner's wait hint within what the watch-driven loop needs.
+func clampRequeue(d time.Duration) time.Duration {
+	switch {
+	case d <= 0:
+		return activeResync
+	case d > steadyResync:
+		return steadyResync
+	}
+	return d
+}
+
+// persistStatus writes status now, before a step whose effect must survive a restart.
+func (r *EtcdClusterReconciler) persistStatus(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
+	if err := r.Status().Update(ctx, c); err != nil {
+		return fmt.Errorf("record status before acting: %w", err)
+	}
+	return nil
+}
+
+// initialClusterOf is --initial-cluster for a member joining an existing cluster: etcd
+// requires it to list every current member (learners and unstarted ones too) by peer URL.
+func (r *EtcdClusterReconciler) initialClusterOf(c *etcdv1beta2.EtcdCluster, members []etcdadmin.Member, self string) string {
+	names := []string{}
+	for _, m := range members {
+		n := m.Name
+		if n == "" {
+			n = memberNameFromPeerURLs(m.PeerURLs)
+		}
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if !slices.Contains(names, self) {
+		names = append(names, self)
+	}
+	slices.Sort(names)
+	return render.InitialCluster(c, names, r.ClusterDomain)
+}
+
+// createMembers creates the PVCs and pods the chart renders for members; existing ones are
+// left as they are.
+func (r *EtcdClusterReconciler) createMembers(ctx context.Context, c *etcdv1beta2.EtcdCluster, members []render.Member) error {
+	objs, err := r.renderer.Render(render.Input{Cluster: c, ClusterDomain: r.ClusterDomain, Members: members})
+	if err != nil {
+		return fmt.Errorf("render member pods: %w", err)
+	}
+	// PVCs first: a pod referencing a missing claim would not schedule.
+	for _, kindPass := range []func(client.Object) bool{isPVC, isPod} {
+		for _, obj := range objs {
+			if !kindPass(obj) {
+				continue
+			}
+			if err := controllerutil.SetControllerReference(c, obj, r.Scheme); err != nil {
+				return err
+			}
+			if err := r.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
+
+func isPVC(o client.Object) bool { _, ok := o.(*corev1.PersistentVolumeClaim); return ok }
+func isPod(o client.Object) bool { _, ok := o.(*corev1.Pod); return ok }
+
+// deleteMember deletes a removed member's pod and its PVC: a removed member can never
+// rejoin with its old data, and its name is never reused.
+func (r *EtcdClusterReconciler) deleteMember(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) error {
+	meta := metav1.ObjectMeta{Namespace: c.Namespace, Name: name}
+	if err := r.Delete(ctx, &corev1.Pod{ObjectMeta: meta}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete pod %s: %w", name, err)
+	}
+	var pvc corev1.PersistentVolumeClaim
+	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &pvc); err == nil && metav1.IsControlledBy(&pvc, c) {
+		if err := r.Delete(ctx, &pvc); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete pvc %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// upgradeMember changes the image of one member's etcd container in place. The kubelet
+// restarts the container on the same pod and volume, so the member keeps its data and ID;
+// etcd hands leadership off on SIGTERM.
+func (r *EtcdClusterReconciler) upgradeMember(ctx context.Context, c *etcdv1beta2.EtcdCluster, name, version string) error {
+	var pod corev1.Pod
+	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &pod); err != nil {
+		return fmt.Errorf("get pod %s: %w", name, err)
+	}
+	image := render.Image(c.Spec, version)
+	orig := pod.DeepCopy()
+	changed := false
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == render.ContainerName && pod.Spec.Containers[i].Image != image {
+			pod.Spec.Containers[i].Image = image
+			changed = true
+		}
+	}
+	if pod.Annotations[render.AnnotationVersion] != version {
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[render.AnnotationVersion] = version
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	if err := r.Patch(ctx, &pod, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("set image of %s to %s: %w", name, image, err)
+	}
+	return nil
+}
+
+func idString(id uint64) string {
+	if id == 0 {
+		return ""
+	}
+	return etcdadmin.FormatID(id)
+}

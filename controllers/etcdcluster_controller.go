@@ -1,0 +1,157 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// Requeue intervals. Pod events wake the reconciler at once (watch-driven); these only
+// bound how stale the view of etcd itself (leader, raft progress) may become.
+const (
+	steadyResync   = 30 * time.Second
+	activeResync   = 2 * time.Second
+	etcdCallBudget = 10 * time.Second
+)
+
+// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+
+// EtcdClusterReconciler keeps an etcd cluster's members, pods and services as its
+// EtcdCluster asks: observe (pods + etcd), plan (internal/planner), act (one step), status.
+type EtcdClusterReconciler struct {
+	client.Client
+	Scheme        *runtime.Scheme
+	Recorder      record.EventRecorder
+	ClusterDomain string
+
+	// Now is the clock; tests may replace it.
+	Now func() time.Time
+
+	renderer *render.Renderer
+	health   *healthTracker
+}
+
+// SetupWithManager watches EtcdClusters and the objects they own. Owned pods changing
+// (a process dying, readiness flipping, a node going away) requeue their cluster at once.
+func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	rd, err := render.New()
+	if err != nil {
+		return fmt.Errorf("load embedded member chart: %w", err)
+	}
+	r.renderer = rd
+	r.health = newHealthTracker()
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&etcdv1beta2.EtcdCluster{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.Service{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(r)
+}
+
+// Reconcile performs at most one membership step per call; each step is idempotent, so an
+// operator restarted between any two calls resumes from what it observes.
+func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	lg := log.FromContext(ctx)
+	var c etcdv1beta2.EtcdCluster
+	if err := r.Get(ctx, req.NamespacedName, &c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.health.forget(req.NamespacedName.String())
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		// Owner references let the garbage collector remove pods, services and PVCs.
+		return ctrl.Result{}, nil
+	}
+	orig := c.DeepCopy()
+
+	if c.Spec.Paused {
+		c.Status.ControlPaused = true
+		return ctrl.Result{}, r.patchStatus(ctx, orig, &c)
+	}
+	c.Status.ControlPaused = false
+
+	if err := r.ensureServices(ctx, &c); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	obs, err := r.observe(ctx, &c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer obs.close()
+
+	desired := desiredFromSpec(&c)
+	action := planner.Plan(desired, obs.planner)
+	summary := planner.Summarize(desired, obs.planner, action)
+	lg.V(1).Info("planned", "action", action.String(), "members", len(obs.planner.Members), "pods", len(obs.planner.Pods))
+
+	result, actErr := r.act(ctx, &c, obs, action)
+	if actErr != nil {
+		lg.Error(actErr, "action failed", "action", action.String())
+		r.Recorder.Eventf(&c, corev1.EventTypeWarning, "ActionFailed", "%s: %v", action.Kind, actErr)
+	}
+
+	r.applySummary(&c, obs, summary, action)
+	recordAction(&c, action, actErr)
+	if err := r.patchStatus(ctx, orig, &c); err != nil {
+		return ctrl.Result{}, err
+	}
+	if actErr != nil {
+		// Transient etcd errors are retried by etcdadmin already; back off before the
+		// next attempt rather than spin.
+		return ctrl.Result{RequeueAfter: activeResync}, nil
+	}
+	return result, nil
+}
+
+func (r *EtcdClusterReconciler) patchStatus(ctx context.Context, orig, c *etcdv1beta2.EtcdCluster) error {
+	c.Status.ObservedGeneration = c.Generation
+	if err := r.Status().Patch(ctx, c, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("patch status: %w", err)
+	}
+	return nil
+}
+
+// desiredFromSpec translates the CR into the planner's terms.
+func desiredFromSpec(c *etcdv1beta2.EtcdCluster) planner.Desired {
+	return planner.Desired{
+		ClusterName:        c.Name,
+		Size:               c.Spec.Size,
+		Version:            render.ClusterVersion(c.Spec),
+		Paused:             c.Spec.Paused,
+		QuorumLossRecovery: c.Annotations[AnnotationForceNewCluster] == "true",
+	}
+}
+
+// AnnotationForceNewCluster opts a cluster into automatic recovery from a lasting quorum
+// loss (force-new-cluster from the surviving member with the highest revision). Without
+// it a lost quorum is only reported: nothing is destroyed.
+const AnnotationForceNewCluster = "etcd.database.coreos.com/allow-force-new-cluster"

@@ -1,0 +1,37 @@
+package controllers
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+)
+
+var (
+	actionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "etcd_operator_actions_total",
+		Help: "Membership and lifecycle steps taken, by kind and result.",
+	}, []string{"namespace", "cluster", "kind", "result"})
+	clusterMembers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcd_operator_cluster_members",
+		Help: "Members of a cluster as last observed, by readiness.",
+	}, []string{"namespace", "cluster", "state"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(actionsTotal, clusterMembers)
+}
+
+// recordAction counts a step and exports the membership gauges.
+func recordAction(c *etcdv1beta2.EtcdCluster, a planner.Action, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	if a.Kind != planner.Wait && a.Kind != planner.Done {
+		actionsTotal.WithLabelValues(c.Namespace, c.Name, a.Kind.String(), result).Inc()
+	}
+	clusterMembers.WithLabelValues(c.Namespace, c.Name, "ready").Set(float64(len(c.Status.Members.Ready)))
+	clusterMembers.WithLabelValues(c.Namespace, c.Name, "unready").Set(float64(len(c.Status.Members.Unready)))
+}

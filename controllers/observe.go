@@ -1,0 +1,292 @@
+package controllers
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+
+// observation is one reconcile's view of a cluster: its pods from the API and its
+// members from etcd, joined, plus an etcd admin client for acting on it.
+type observation struct {
+	planner  planner.Observed
+	pods     map[string]*corev1.Pod // by name
+	members  []etcdadmin.Member     // nil when no endpoint answered
+	admin    *etcdadmin.Admin       // nil when no pod has an IP yet
+	leaderEP string                 // client endpoint of the leader, if known
+}
+
+func (o *observation) close() {
+	if o.admin != nil {
+		_ = o.admin.Close()
+	}
+}
+
+func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*observation, error) {
+	lg := log.FromContext(ctx)
+	now := r.Now()
+	key := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}.String()
+	o := &observation{pods: map[string]*corev1.Pod{}}
+	o.planner = planner.Observed{
+		Now:              now,
+		Bootstrapped:     c.Status.Bootstrapped,
+		BootstrapMembers: c.Status.BootstrapMembers,
+		NameSeed:         string(c.UID),
+	}
+	if p := c.Status.PendingMember; p != nil {
+		if id, err := etcdadmin.ParseID(p.ID); err == nil {
+			o.planner.Pending = &planner.PendingMember{Name: p.Name, ID: id, AddedAt: p.AddedAt.Time}
+		}
+	}
+
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(c.Namespace),
+		client.MatchingLabelsSelector{Selector: render.ClusterSelector(c.Name)}); err != nil {
+		return nil, fmt.Errorf("list member pods: %w", err)
+	}
+	// Endpoints are pod IPs, not DNS names: the operator must see a member as soon as its
+	// process serves, whatever the state of DNS. (With client TLS the certificates name
+	// the DNS names, so there the DNS names are used.)
+	var endpoints []string
+	epOfPod := map[string]string{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !metav1IsControlledBy(p, c) {
+			continue
+		}
+		o.pods[p.Name] = p
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
+			continue
+		}
+		ep := r.memberEndpoint(c, p)
+		endpoints = append(endpoints, ep)
+		epOfPod[p.Name] = ep
+	}
+	sort.Strings(endpoints)
+
+	statusOf := map[uint64]etcdadmin.EndpointStatus{}
+	podOfMember := map[uint64]string{}
+	if len(endpoints) > 0 {
+		tlsCfg, err := r.operatorTLS(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		admin, err := etcdadmin.New(etcdadmin.Config{
+			Endpoints:    endpoints,
+			TLS:          tlsCfg,
+			DialTimeout:  2 * time.Second,
+			CallTimeout:  3 * time.Second,
+			ProbeTimeout: 2 * time.Second,
+			Retry:        etcdadmin.Backoff{Budget: etcdCallBudget},
+			Log:          lg.WithName("etcd"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("etcd client: %w", err)
+		}
+		o.admin = admin
+		sts := admin.Status(ctx, endpoints...)
+		for _, st := range sts {
+			if st.Err != nil {
+				continue
+			}
+			statusOf[st.MemberID] = st
+			if st.Leader != 0 && o.planner.LeaderID == 0 {
+				o.planner.LeaderID = st.Leader
+			}
+			if st.IsLeader() {
+				o.leaderEP = st.Endpoint
+			}
+			for pod, ep := range epOfPod {
+				if ep == st.Endpoint {
+					podOfMember[st.MemberID] = pod
+				}
+			}
+		}
+		// A linearizable list first: it cannot be stale. Without a quorum it fails, and a
+		// serializable list from any live member still tells the planner who the members
+		// are, so it can tell "quorum lost" from "not created yet".
+		listCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		members, err := admin.MemberList(listCtx)
+		cancel()
+		if err != nil {
+			lg.V(1).Info("linearizable member list unavailable", "err", err.Error())
+			members, err = admin.MemberListSerializable(ctx)
+		}
+		if err == nil {
+			o.members = members
+		}
+	}
+
+	seen := map[string]bool{}
+	if o.members != nil {
+		o.planner.MembersKnown = true
+		o.planner.Bootstrapped = true
+		for _, m := range o.members {
+			name := m.Name
+			if name == "" {
+				// Not started yet: its name is only in its peer URL, which we chose.
+				name = memberNameFromPeerURLs(m.PeerURLs)
+			}
+			st, reachable := statusOf[m.ID]
+			pm := planner.Member{
+				ID: m.ID, Name: name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner,
+				Reachable: reachable,
+			}
+			if reachable {
+				pm.RaftIndex, pm.Revision, pm.Version = st.RaftIndex, st.Revision, st.Version
+			}
+			subject := "member/" + etcdadmin.FormatID(m.ID)
+			seen[subject] = true
+			pm.UnhealthySince = r.health.observe(key, subject, reachable, now)
+			o.planner.Members = append(o.planner.Members, pm)
+
+			// A learner the operator added whose pending record was lost (operator stopped
+			// between MemberAdd and the status write) is adopted, not duplicated.
+			if m.IsLearner && !m.Started() && o.planner.Pending == nil && name != "" {
+				o.planner.Pending = &planner.PendingMember{Name: name, ID: m.ID, AddedAt: now}
+			}
+		}
+	}
+
+	nodeReady := map[string]bool{}
+	for _, p := range o.pods {
+		mid := memberIDAnnotation(p)
+		for id, pod := range podOfMember {
+			if pod == p.Name {
+				mid = id
+			}
+		}
+		pp := planner.Pod{
+			Name:         p.Name,
+			MemberID:     mid,
+			Phase:        planner.PodPhase(p.Status.Phase),
+			Ready:        podReady(p),
+			Deleting:     p.DeletionTimestamp != nil,
+			Version:      render.NormalizeVersion(p.Annotations[render.AnnotationVersion]),
+			CreatedAt:    p.CreationTimestamp.Time,
+			NodeNotReady: p.Spec.NodeName != "" && !r.nodeIsReady(ctx, p.Spec.NodeName, nodeReady),
+		}
+		pp.Terminated, pp.CrashLooping = etcdContainerState(p)
+		subject := "pod/" + p.Name
+		seen[subject] = true
+		pp.UnhealthySince = r.health.observe(key, subject, pp.Ready, now)
+		o.planner.Pods = append(o.planner.Pods, pp)
+	}
+	sort.Slice(o.planner.Pods, func(i, j int) bool { return o.planner.Pods[i].Name < o.planner.Pods[j].Name })
+	r.health.retain(key, seen)
+	return o, nil
+}
+
+// memberEndpoint is the client URL the operator dials for a member pod.
+func (r *EtcdClusterReconciler) memberEndpoint(c *etcdv1beta2.EtcdCluster, p *corev1.Pod) string {
+	if render.ClientTLS(c) {
+		return render.ClientURL(c, p.Name, r.ClusterDomain)
+	}
+	return "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdv1beta2.EtcdClientPort))
+}
+
+// operatorTLS loads the operator's client certificate for a TLS-secured cluster.
+func (r *EtcdClusterReconciler) operatorTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*tls.Config, error) {
+	if !render.ClientTLS(c) {
+		return nil, nil
+	}
+	return loadClientTLS(ctx, r.Client, c.Namespace, c.Spec.TLS.Static.OperatorSecret)
+}
+
+func (r *EtcdClusterReconciler) nodeIsReady(ctx context.Context, name string, cache map[string]bool) bool {
+	if ready, ok := cache[name]; ok {
+		return ready
+	}
+	var n corev1.Node
+	ready := true // an unreadable Node is not evidence of a dead member
+	if err := r.Get(ctx, client.ObjectKey{Name: name}, &n); err == nil {
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				ready = cond.Status == corev1.ConditionTrue
+			}
+		}
+	}
+	cache[name] = ready
+	return ready
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// etcdContainerState reports whether the etcd container is terminated (not running) and
+// whether it is crash-looping.
+func etcdContainerState(p *corev1.Pod) (terminated, crashLooping bool) {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != render.ContainerName {
+			continue
+		}
+		if cs.State.Terminated != nil {
+			terminated = true
+		}
+		if w := cs.State.Waiting; w != nil && w.Reason == "CrashLoopBackOff" {
+			crashLooping = true
+		}
+	}
+	return terminated, crashLooping
+}
+
+func memberIDAnnotation(p *corev1.Pod) uint64 {
+	if v := p.Annotations[render.AnnotationMemberID]; v != "" {
+		if id, err := etcdadmin.ParseID(v); err == nil {
+			return id
+		}
+	}
+	return 0
+}
+
+// memberNameFromPeerURLs recovers a member's name from the peer URL the operator gave it:
+// <scheme>://<name>.<cluster>.<ns>.svc[.<domain>]:2380.
+func memberNameFromPeerURLs(urls []string) string {
+	for _, s := range urls {
+		u, err := url.Parse(s)
+		if err != nil {
+			continue
+		}
+		host := u.Hostname()
+		if net.ParseIP(host) != nil {
+			continue
+		}
+		if name, _, ok := strings.Cut(host, "."); ok && name != "" {
+			return name
+		}
+	}
+	return ""
+}
+
+func metav1IsControlledBy(obj client.Object, owner client.Object) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller && ref.UID == owner.GetUID() {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,64 @@
+// Package controllers holds the operator's reconcilers. Each is thin: it observes the API
+// and etcd, asks a pure planner for the next step, performs that one step, and writes
+// status. The decisions live in internal/planner, the pod shapes in the embedded chart.
+package controllers
+
+import (
+	"bufio"
+	"os"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Options configure the controllers.
+type Options struct {
+	// ClusterDomain is the cluster's DNS domain; empty means detect it from
+	// /etc/resolv.conf and fall back to names without a domain (<pod>.<svc>.<ns>.svc).
+	ClusterDomain string
+}
+
+// RestrictToNamespace limits the manager's caches to one namespace (empty: all).
+func RestrictToNamespace(opts *ctrl.Options, namespace string) {
+	if namespace == "" {
+		return
+	}
+	opts.Cache.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+}
+
+// SetupWithManager registers every controller of the operator.
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if opts.ClusterDomain == "" {
+		opts.ClusterDomain = detectClusterDomain("/etc/resolv.conf")
+	}
+	return (&EtcdClusterReconciler{
+		Client:        mgr.GetClient(),
+		Scheme:        mgr.GetScheme(),
+		Recorder:      mgr.GetEventRecorderFor("etcd-operator"),
+		ClusterDomain: opts.ClusterDomain,
+	}).SetupWithManager(mgr)
+}
+
+// detectClusterDomain reads the search list a kubelet writes into a pod's resolv.conf
+// ("<ns>.svc.<domain> svc.<domain> <domain>") and returns <domain>, or "" if absent.
+func detectClusterDomain(resolvConf string) string {
+	f, err := os.Open(resolvConf)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 || fields[0] != "search" {
+			continue
+		}
+		for _, d := range fields[1:] {
+			if rest, ok := strings.CutPrefix(d, "svc."); ok && rest != "" {
+				return strings.TrimSuffix(rest, ".")
+			}
+		}
+	}
+	return ""
+}

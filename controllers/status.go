@@ -1,0 +1,86 @@
+package controllers
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// applySummary copies the planner's summary into the CoreOS-shaped status, keeping
+// condition transition times stable and emitting an event when a condition flips.
+func (r *EtcdClusterReconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *observation, s planner.Summary, a planner.Action) {
+	st := &c.Status
+	now := r.Now().UTC().Format(time.RFC3339)
+	if o.planner.MembersKnown {
+		st.Bootstrapped = true
+		st.BootstrapMembers = nil
+	}
+	// Keep "Creating" until the cluster has formed, as CoreOS did.
+	switch {
+	case !st.Bootstrapped && s.Phase != planner.PhaseFailed:
+		st.Phase = etcdv1beta2.ClusterPhaseCreating
+	default:
+		st.Phase = etcdv1beta2.ClusterPhase(s.Phase)
+	}
+	st.Reason = s.Reason
+	st.Size = len(o.planner.Members)
+	if !o.planner.MembersKnown {
+		st.Size = len(o.pods)
+	}
+	st.ServiceName = render.ClientServiceName(c)
+	st.ClientPort = etcdv1beta2.EtcdClientPort
+	st.Members = etcdv1beta2.MembersStatus{Ready: s.ReadyMembers, Unready: s.UnreadyMembers}
+	if s.CurrentVersion != "" {
+		st.CurrentVersion = s.CurrentVersion
+	}
+	st.TargetVersion = ""
+	if s.TargetVersion != "" && s.TargetVersion != st.CurrentVersion {
+		st.TargetVersion = s.TargetVersion
+	}
+	for _, cond := range s.Conditions {
+		r.setCondition(c, etcdv1beta2.ClusterConditionType(cond.Type), cond.Status, cond.Reason, cond.Message, now)
+	}
+}
+
+func (r *EtcdClusterReconciler) setCondition(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType, status bool, reason, msg, now string) {
+	want := corev1.ConditionFalse
+	if status {
+		want = corev1.ConditionTrue
+	}
+	for i := range c.Status.Conditions {
+		cur := &c.Status.Conditions[i]
+		if cur.Type != t {
+			continue
+		}
+		if cur.Status != want {
+			cur.LastTransitionTime = now
+			r.conditionEvent(c, t, want, reason, msg)
+		}
+		if cur.Status != want || cur.Reason != reason || cur.Message != msg {
+			cur.LastUpdateTime = now
+		}
+		cur.Status, cur.Reason, cur.Message = want, reason, msg
+		return
+	}
+	c.Status.Conditions = append(c.Status.Conditions, etcdv1beta2.ClusterCondition{
+		Type: t, Status: want, Reason: reason, Message: msg, LastUpdateTime: now, LastTransitionTime: now,
+	})
+	if want == corev1.ConditionTrue {
+		r.conditionEvent(c, t, want, reason, msg)
+	}
+}
+
+func (r *EtcdClusterReconciler) conditionEvent(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType, s corev1.ConditionStatus, reason, msg string) {
+	kind := corev1.EventTypeNormal
+	if t == etcdv1beta2.ClusterConditionAvailable && s != corev1.ConditionTrue {
+		kind = corev1.EventTypeWarning
+	}
+	if reason == "" {
+		reason = string(t)
+	}
+	r.Recorder.Eventf(c, kind, reason, "%s=%s: %s", t, s, msg)
+}

@@ -1,0 +1,107 @@
+package etcdtest
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func alive(pid int) bool {
+	return syscall.Kill(pid, 0) == nil
+}
+
+// The cluster forms on distinct loopback addresses; a killed member stops
+// answering and comes back on restart; every process is gone after the test.
+func TestClusterLifecycleAndCleanup(t *testing.T) {
+	var pids []int
+	t.Run("cluster", func(t *testing.T) {
+		c := StartCluster(t, 3, DefaultVersion)
+		if got := len(c.Endpoints()); got != 3 {
+			t.Fatalf("endpoints = %d, want 3", got)
+		}
+		ips := map[string]bool{}
+		for _, m := range c.Members {
+			if ips[m.IP] {
+				t.Fatalf("address %s used twice", m.IP)
+			}
+			ips[m.IP] = true
+			if !strings.HasPrefix(m.IP, "127.") || !strings.HasSuffix(m.ClientURL, ":2379") || !strings.HasSuffix(m.PeerURL, ":2380") {
+				t.Fatalf("unexpected URLs %s %s", m.ClientURL, m.PeerURL)
+			}
+			pids = append(pids, m.PID())
+		}
+
+		victim := c.Members[1]
+		victim.Kill(t)
+		if victim.Running() || alive(pids[1]) {
+			t.Fatal("killed member still running")
+		}
+		if got := len(c.Endpoints()); got != 2 {
+			t.Fatalf("endpoints after kill = %d, want 2", got)
+		}
+		hc := &http.Client{Timeout: time.Second}
+		if err := probeHealth(hc, victim.ClientURL); err == nil {
+			t.Fatal("killed member still answers /health")
+		}
+
+		c.Restart(victim)
+		if err := probeHealth(hc, victim.ClientURL); err != nil {
+			t.Fatalf("restarted member unhealthy: %v", err)
+		}
+		pids = append(pids, victim.PID())
+
+		// A member that cannot start makes StartJoining fail fast, not hang:
+		// checked through waitHealthy so the test itself does not fail.
+		bad := c.NewMember("bad", "")
+		c.start(bad, "bad="+bad.PeerURL+",x=not-a-url", "existing")
+		err := waitHealthy(bad, 30*time.Second)
+		if err == nil || !strings.Contains(err.Error(), "exited") {
+			t.Fatalf("waitHealthy on a broken member = %v, want an 'exited' error", err)
+		}
+	})
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("pid %d still alive after the test's cleanup", pid)
+		}
+	}
+}
+
+func TestBinaryMissingSkipsOrFails(t *testing.T) {
+	t.Setenv("ETCD_OPERATOR_CACHE", t.TempDir())
+	t.Setenv("CI", "")
+	ft := &fakeTB{TB: t}
+	func() {
+		defer func() { _ = recover() }()
+		Binary(ft, "v0.0.0", "etcd")
+	}()
+	if !ft.skipped || ft.failed {
+		t.Fatalf("missing binary without CI: skipped=%v failed=%v, want a skip", ft.skipped, ft.failed)
+	}
+	t.Setenv("CI", "true")
+	ft = &fakeTB{TB: t}
+	func() {
+		defer func() { _ = recover() }()
+		Binary(ft, "v0.0.0", "etcd")
+	}()
+	if !ft.failed {
+		t.Fatal("missing binary under CI must fail the test")
+	}
+}
+
+// fakeTB records Skip/Fatal instead of ending the real test.
+type fakeTB struct {
+	testing.TB
+	skipped, failed bool
+}
+
+var errStop = errors.New("stop")
+
+func (f *fakeTB) Helper()          {}
+func (f *fakeTB) Skip(args ...any) { f.skipped = true; panic(errStop) }
+func (f *fakeTB) Fatal(args ...any) {
+	f.failed = true
+	panic(errStop)
+}

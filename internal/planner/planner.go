@@ -1,0 +1,932 @@
+// Package planner decides the single next safe step for one etcd cluster.
+//
+// Plan is a pure function from (Desired, Observed) to one Action: no I/O,
+// no clock (Observed.Now is an input), no randomness (names derive from
+// Observed.NameSeed). The controller observes, calls Plan, executes the one
+// action, records what it must (Pending, Bootstrapped, *Since times) and
+// calls Plan again. Every safety rule of the operator lives here; the rules
+// are checked in this order and the first that applies wins.
+//
+// Vocabulary. A voter is a non-learner member. A member is reachable when it
+// answered Status in this observation; it is alive when, in addition, its
+// pod exists and is not gone (Failed, Succeeded or being deleted). Quorum(n)
+// is n/2+1. "Down since" is the earliest recorded UnhealthySince of the
+// member or its pod (Now if none is recorded yet), but never earlier than
+// the pod's creation: a freshly created pod always gets its full grace.
+//
+//  1. Paused → Wait. The user asked us to touch nothing, so nothing is
+//     touched, not even orphan pods.
+//  2. Size < 1 → Wait(InvalidSpec). There is no safe move towards an
+//     impossible target; a zero-member cluster would destroy the data.
+//  3. No member list (no endpoint answered MemberList):
+//     - never bootstrapped, no pods → Bootstrap with all Size members at
+//     once in one initial cluster. Growing a new cluster one member at a
+//     time would make the first member a single point of failure and
+//     every later add a membership change; one initial cluster is how
+//     etcd is meant to start. Recorded BootstrapMembers are reused so an
+//     interrupted bootstrap converges on the same initial cluster.
+//     - never bootstrapped, pods exist → create the recorded initial members
+//     whose pods are missing (Bootstrap again), else Wait for the cluster
+//     to form. Nothing is deleted during bootstrap: pods that have no
+//     member yet are normal then.
+//     - bootstrapped, no pod at all → QuorumLost: the data is gone, only a
+//     restore can help, and re-bootstrapping would silently serve an empty
+//     cluster under the old name.
+//     - bootstrapped, pods exist → Wait, or QuorumLost (report only) once
+//     every pod has been unready for QuorumLossGrace. Without a member
+//     list we cannot name a survivor, so nothing destructive is possible.
+//  4. Quorum: fewer than Quorum(voters) voters reachable, or no reachable
+//     leader →
+//     - quorum reachable but no leader → Wait: an election takes seconds.
+//     - a reachable leader but fewer reachable voters than quorum → Wait:
+//     etcd leaders step down when they lose quorum (CheckQuorum), so a
+//     live leader means our view is partial, not that the cluster is dead.
+//     - otherwise, until quorum has been lost for QuorumLossGrace (counted
+//     from the moment enough voters went down) → Wait; elections and
+//     restarts lose quorum briefly.
+//     - then QuorumLost, touching nothing, unless QuorumLossRecovery is set:
+//     ForceNewCluster from the reachable member with the highest revision
+//     (it holds the most data). The old members then become orphans and
+//     the cluster regrows by normal scale-up.
+//     With no quorum no membership change is even possible, and guessing
+//     would risk the data, so nothing below runs.
+//  5. Orphan pods (no matching member, not the pending member's pod, not
+//     already deleting, older than ReplaceGoneAfter so list lag cannot make
+//     a new pod look orphaned) → DeletePod. Never before Bootstrapped.
+//     A removed member's process must not keep running under our label.
+//  6. One membership change at a time. A learner, a member that has not
+//     started (empty name in MemberList: the ID from MemberAdd is the only
+//     handle, so members are matched by ID first) or the Pending record is
+//     an in-flight change; it is finished or abandoned before anything
+//     else happens to membership:
+//     - learner no longer needed (voters that are not dead >= Size) →
+//     RemoveMember(learner).
+//     - Pending older than LearnerTimeout → RemoveMember (stuck learner;
+//     the next attempt uses a new name, never the old one).
+//     - its pod gone, or its pod missing after it started, for
+//     ReplaceGoneAfter → RemoveMember.
+//     - pod missing, not started, name known → CreatePod (join existing).
+//     - pod exists but not started/reachable → Wait, or RemoveMember once
+//     down for ReplaceUnhealthyAfter (DNS lag is far shorter).
+//     - started learner caught up (raft index within PromoteMaxLag of the
+//     leader's and at least 90% of it, etcd's own promotion check) →
+//     PromoteLearner; else Wait. Removing a learner never changes the
+//     voter quorum, so abandoning is always quorum-safe.
+//     The Pending record is cleared (Action.ClearPending) once its member
+//     is a started voter, or has vanished from the list for ReplaceGoneAfter.
+//  7. Fewer alive voters than quorum, or the leader's pod gone → Wait.
+//     Every change below needs an alive quorum after it, not just now.
+//  8. Dead voter (not alive, down longer than its grace: ReplaceGoneAfter
+//     when the pod is missing or gone, ReplaceUnhealthyAfter otherwise —
+//     crash-looping, terminated, node not ready, running but unreachable)
+//     → ReplaceMember (remove it and its pod); later plans add a fresh
+//     member under a new name. Only one at a time, only with no change in
+//     flight, only if the alive voters stay >= Quorum(voters-1). Removing
+//     the dead member before adding restores fault tolerance sooner, and
+//     etcd refuses MemberAdd while a dead member is listed anyway. A member
+//     that is merely slow to start (DNS lag, pod Running but not Ready) is
+//     never removed within its grace.
+//  9. Scale down (voters > Size): remove not-alive members first, then the
+//     newest pod (then highest name). If the victim is the leader →
+//     MoveLeader to an alive voter first (removing the leader stalls
+//     writes for an election). Refused (Wait) if the alive voters after the
+//     removal would be fewer than the quorum of the new size.
+//  10. Any voter down but within its grace → Wait (it may come back; its
+//     grace decides, not an unrelated scale-up or upgrade step).
+//  11. Scale up (voters < Size) → AddLearner (one; a learner does not count
+//     for quorum while it catches up, so adding cannot hurt availability).
+//  12. Upgrade (some member's version != Version) — only here, i.e. with
+//     the cluster fully healthy, at full size and nothing in flight:
+//     - skew: no major change, no minor downgrade, no skipped minor (3.6 →
+//     3.7 ok, 3.5 → 3.7 refused, patch changes either way ok) →
+//     otherwise RefuseUpgrade with the reason; nothing else is blocked.
+//     - a member whose pod already has the new version but which does not
+//     run it yet → Wait (one member restarting at a time).
+//     - followers first, one at a time, by name → UpgradeMember; the leader
+//     last, after MoveLeader to an upgraded voter (one leader election
+//     instead of one per restart). A one-member cluster is restarted in
+//     place: there is nowhere to move leadership.
+//  13. Otherwise Done.
+//
+// Precedence decisions: membership repair (rules 6–8) comes before scaling,
+// and scaling before upgrading. A scale change made during a rolling upgrade
+// is applied between two upgrade steps (each step ends when the restarted
+// member is alive again — rule 10 — so a restart and a membership change
+// are never in flight together); new members are created on the desired
+// version when its skew is allowed, otherwise on the highest version
+// running, so a refused upgrade never blocks repairs.
+package planner
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Requeue hints for Wait actions.
+const (
+	requeueShort = 2 * time.Second
+	requeueWait  = 5 * time.Second
+	requeueLong  = 30 * time.Second
+)
+
+// Plan returns the single next safe action. See the package documentation
+// for the rules.
+func Plan(d Desired, o Observed) Action {
+	d = d.withDefaults()
+	if d.Paused {
+		return wait("Paused", "reconciliation is paused (spec.paused); nothing is changed", 0)
+	}
+	if d.Size < 1 {
+		return wait("InvalidSpec", fmt.Sprintf("size %d: a cluster needs at least one member", d.Size), 0)
+	}
+	if !o.MembersKnown || len(o.Members) == 0 {
+		if !o.Bootstrapped {
+			return planBootstrap(d, o)
+		}
+		return planNoMembers(d, o)
+	}
+	v := newView(d, o)
+	a := v.plan()
+	a.ClearPending = v.clearPending
+	if a.Kind == Done && v.orphanRequeue > 0 {
+		a.RequeueAfter = v.orphanRequeue
+	}
+	return a
+}
+
+func wait(reason, msg string, after time.Duration) Action {
+	return Action{Kind: Wait, Reason: reason, Message: msg, RequeueAfter: after}
+}
+
+func planBootstrap(d Desired, o Observed) Action {
+	ver, err := ParseVersion(d.Version)
+	if err != nil {
+		return wait("InvalidSpec", "cannot bootstrap: "+err.Error(), 0)
+	}
+	podByName := map[string]*Pod{}
+	for i := range o.Pods {
+		podByName[o.Pods[i].Name] = &o.Pods[i]
+	}
+	recorded := o.BootstrapMembers
+	if len(o.Pods) == 0 {
+		names := recorded
+		if len(names) != d.Size {
+			avoid := map[string]bool{}
+			for _, n := range o.RetiredNames {
+				avoid[n] = true
+			}
+			names = NewMemberNames(d.ClusterName, o.NameSeed, d.Size, avoid)
+		}
+		return bootstrapAction(names, ver, "Bootstrapping", fmt.Sprintf("creating a %d-member cluster", len(names)))
+	}
+	if len(recorded) == 0 {
+		return wait("BootstrapUnknown", "member pods exist but no initial cluster is recorded; waiting for the cluster to form (nothing is deleted during bootstrap)", requeueWait)
+	}
+	var missing []string
+	for _, n := range recorded {
+		if podByName[n] == nil {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return bootstrapAction(recorded, ver, "CompletingBootstrap", "creating missing initial member pods: "+strings.Join(missing, ", "))
+	}
+	return wait("WaitingForClusterToForm", "all initial member pods exist; waiting for a member to answer", requeueWait)
+}
+
+func bootstrapAction(names []string, ver Version, reason, msg string) Action {
+	ms := make([]NewMember, len(names))
+	for i, n := range names {
+		ms[i] = NewMember{Name: n}
+	}
+	return Action{Kind: Bootstrap, Members: ms, Version: ver.String(), Reason: reason, Message: msg}
+}
+
+// planNoMembers handles a bootstrapped cluster of which no endpoint answered.
+func planNoMembers(d Desired, o Observed) Action {
+	if len(o.Pods) == 0 {
+		return Action{Kind: QuorumLost, Reason: "AllMembersLost",
+			Message: "the cluster was formed but no member pod exists and no endpoint answers; restore from a backup"}
+	}
+	var lastDown time.Time
+	for i := range o.Pods {
+		p := &o.Pods[i]
+		if p.Ready && !p.gone() {
+			return wait("MembersUnknown", "no etcd endpoint answered MemberList; waiting", requeueWait)
+		}
+		since := p.UnhealthySince
+		if since.IsZero() {
+			since = o.Now
+		}
+		if since.After(lastDown) {
+			lastDown = since
+		}
+	}
+	if elapsed := o.Now.Sub(lastDown); elapsed < d.QuorumLossGrace {
+		return wait("MembersUnknown", "no etcd endpoint answers and no member pod is ready", remaining(d.QuorumLossGrace, elapsed))
+	}
+	return Action{Kind: QuorumLost, Reason: "NoEndpoint",
+		Message: fmt.Sprintf("no etcd endpoint has answered and no member pod has been ready for %s; no survivor can be identified", d.QuorumLossGrace)}
+}
+
+func remaining(grace, elapsed time.Duration) time.Duration {
+	r := grace - elapsed
+	if r < time.Second {
+		r = time.Second
+	}
+	return r
+}
+
+// view is Observed indexed for planning. It holds copies: Plan never
+// modifies its input.
+type view struct {
+	d Desired
+	o Observed
+
+	members []*Member // sorted by ID
+	byID    map[uint64]*Member
+	podOf   map[uint64]*Pod
+	orphans []*Pod // unmatched pods, excluding the pending pod
+	voters  []*Member
+	leader  *Member // a voter, or nil
+
+	pending       *PendingMember
+	clearPending  bool
+	orphanRequeue time.Duration // when the youngest orphan pod may be deleted
+
+	reachableVoters, aliveVoters int
+}
+
+func newView(d Desired, o Observed) *view {
+	v := &view{d: d, o: o, byID: map[uint64]*Member{}, podOf: map[uint64]*Pod{}}
+	for i := range o.Members {
+		m := o.Members[i]
+		v.members = append(v.members, &m)
+	}
+	sort.Slice(v.members, func(i, j int) bool { return v.members[i].ID < v.members[j].ID })
+	for _, m := range v.members {
+		v.byID[m.ID] = m
+	}
+	if o.Pending != nil {
+		p := *o.Pending
+		v.pending = &p
+	}
+
+	pods := make([]*Pod, len(o.Pods))
+	for i := range o.Pods {
+		p := o.Pods[i]
+		pods[i] = &p
+	}
+	isPendingPod := func(p *Pod) bool { return v.pending != nil && v.pending.Name != "" && p.Name == v.pending.Name }
+	// Deterministic matching regardless of input order; the pod named after
+	// the pending member is matched before other pods carrying its ID.
+	sort.SliceStable(pods, func(i, j int) bool {
+		if pi, pj := isPendingPod(pods[i]), isPendingPod(pods[j]); pi != pj {
+			return pi
+		}
+		if pods[i].Name != pods[j].Name {
+			return pods[i].Name < pods[j].Name
+		}
+		return pods[i].MemberID < pods[j].MemberID
+	})
+	// A started member owns the pod with its name (and, if annotated, its
+	// ID). A member that has not started has no name yet: it owns the pod
+	// annotated with its ID, or the pod named after the pending record.
+	match := func(p *Pod) *Member {
+		if p.MemberID != 0 {
+			if m := v.byID[p.MemberID]; m != nil && (m.Name == p.Name || m.Name == "") {
+				return m
+			}
+			return nil
+		}
+		for _, m := range v.members {
+			if m.Name != "" && m.Name == p.Name {
+				return m
+			}
+		}
+		if isPendingPod(p) {
+			if m := v.byID[v.pending.ID]; m != nil && m.Name == "" {
+				return m
+			}
+		}
+		return nil
+	}
+	for _, p := range pods {
+		m := match(p)
+		if m != nil && v.podOf[m.ID] == nil {
+			v.podOf[m.ID] = p
+			continue
+		}
+		if !isPendingPod(p) {
+			v.orphans = append(v.orphans, p)
+		}
+	}
+
+	for _, m := range v.members {
+		if m.IsLearner {
+			continue
+		}
+		v.voters = append(v.voters, m)
+		if m.Reachable {
+			v.reachableVoters++
+		}
+		if v.alive(m) {
+			v.aliveVoters++
+		}
+		if m.ID == o.LeaderID && o.LeaderID != 0 {
+			v.leader = m
+		}
+	}
+
+	if v.pending != nil {
+		m := v.byID[v.pending.ID]
+		switch {
+		case m != nil && !m.IsLearner && m.Name != "":
+			v.clearPending = true // promoted and started: the step is done
+		case m == nil && o.Now.Sub(v.pending.AddedAt) >= d.ReplaceGoneAfter:
+			v.clearPending = true // never added, or removed
+		}
+	}
+	return v
+}
+
+// healthyForChange: an alive quorum of voters and an alive leader, the
+// precondition of every membership change.
+func (v *view) healthyForChange() bool {
+	return v.aliveVoters >= Quorum(len(v.voters)) && v.leader != nil && v.alive(v.leader)
+}
+
+func (v *view) alive(m *Member) bool {
+	p := v.podOf[m.ID]
+	return m.Reachable && p != nil && !p.gone()
+}
+
+// downSince is when m stopped being alive, as far as the record shows.
+func (v *view) downSince(m *Member) time.Time {
+	var since time.Time
+	p := v.podOf[m.ID]
+	for _, t := range []time.Time{m.UnhealthySince, podUnhealthySince(p)} {
+		if !t.IsZero() && (since.IsZero() || t.Before(since)) {
+			since = t
+		}
+	}
+	if since.IsZero() || since.After(v.o.Now) {
+		since = v.o.Now
+	}
+	if p != nil && p.CreatedAt.After(since) {
+		since = p.CreatedAt
+	}
+	return since
+}
+
+func podUnhealthySince(p *Pod) time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	return p.UnhealthySince
+}
+
+// grace is how long m may be down before it is replaced.
+func (v *view) grace(m *Member) time.Duration {
+	p := v.podOf[m.ID]
+	if p == nil || p.gone() {
+		return v.d.ReplaceGoneAfter
+	}
+	return v.d.ReplaceUnhealthyAfter
+}
+
+// downFor returns how long m has been down and whether that exceeds its grace.
+func (v *view) downFor(m *Member) (time.Duration, bool) {
+	el := v.o.Now.Sub(v.downSince(m))
+	return el, el >= v.grace(m)
+}
+
+func (v *view) dead(m *Member) bool {
+	if v.alive(m) {
+		return false
+	}
+	_, over := v.downFor(m)
+	return over
+}
+
+// removalSafe: after removing m, the alive voters still form a quorum of the
+// remaining voters, and at least one voter remains.
+func (v *view) removalSafe(m *Member) bool {
+	votersAfter, aliveAfter := len(v.voters), v.aliveVoters
+	if !m.IsLearner {
+		votersAfter--
+		if v.alive(m) {
+			aliveAfter--
+		}
+	}
+	return votersAfter >= 1 && aliveAfter >= Quorum(votersAfter)
+}
+
+func (v *view) plan() Action {
+	if len(v.voters) == 0 {
+		// etcd never lists only learners; refuse to reason about it.
+		return wait("NoVoters", "the member list has no voting member", requeueWait)
+	}
+	if v.reachableVoters < Quorum(len(v.voters)) || v.leader == nil || !v.leader.Reachable {
+		return v.planNoQuorum()
+	}
+	if a, ok := v.planOrphan(); ok {
+		return a
+	}
+	if a, ok := v.planInFlight(); ok {
+		return a
+	}
+	if !v.healthyForChange() {
+		return wait("Degraded", fmt.Sprintf("%d of %d voting members alive (reachable with a running pod); waiting before any change", v.aliveVoters, len(v.voters)), requeueShort)
+	}
+	if a, ok := v.planDead(); ok {
+		return a
+	}
+	if len(v.voters) > v.d.Size {
+		return v.planScaleDown()
+	}
+	if a, ok := v.planWaitUnhealthy(); ok {
+		return a
+	}
+	if len(v.voters) < v.d.Size {
+		name := NewMemberNames(v.d.ClusterName, v.o.NameSeed, 1, v.usedNames())[0]
+		return Action{Kind: AddLearner, Name: name, Version: v.newMemberVersion(), Reason: "ScalingUp",
+			Message: fmt.Sprintf("adding learner %s (%d of %d voting members)", name, len(v.voters), v.d.Size)}
+	}
+	return v.planUpgrade()
+}
+
+func (v *view) planNoQuorum() Action {
+	n, q := len(v.voters), Quorum(len(v.voters))
+	if v.reachableVoters >= q {
+		return wait("NoLeader", "a quorum is reachable but no leader is known; waiting for the election", requeueShort)
+	}
+	if v.leader != nil && v.leader.Reachable {
+		return wait("PartialVisibility", fmt.Sprintf("only %d of %d voting members answer, but leader %x does: the cluster has quorum beyond our view; waiting", v.reachableVoters, n, v.leader.ID), requeueWait)
+	}
+	// Quorum was lost when the (n-q+1)-th voter went down.
+	var downs []time.Time
+	for _, m := range v.voters {
+		if !m.Reachable {
+			t := m.UnhealthySince
+			if t.IsZero() || t.After(v.o.Now) {
+				t = v.o.Now
+			}
+			downs = append(downs, t)
+		}
+	}
+	sort.Slice(downs, func(i, j int) bool { return downs[i].Before(downs[j]) })
+	lostSince := downs[n-q] // len(downs) = n - reachable >= n-q+1
+	msg := fmt.Sprintf("%d of %d voting members reachable, %d needed", v.reachableVoters, n, q)
+	if el := v.o.Now.Sub(lostSince); el < v.d.QuorumLossGrace {
+		return wait("QuorumUnavailable", msg+"; waiting for members to return", remaining(v.d.QuorumLossGrace, el))
+	}
+	if !v.d.QuorumLossRecovery {
+		return Action{Kind: QuorumLost, Reason: "QuorumLost", RequeueAfter: requeueLong,
+			Message: msg + fmt.Sprintf(" for over %s; nothing is changed (enable quorum-loss recovery to force a new cluster from the most up-to-date survivor, or restore from a backup)", v.d.QuorumLossGrace)}
+	}
+	var best *Member
+	for _, m := range v.members {
+		if !v.alive(m) {
+			continue
+		}
+		if best == nil || betterSurvivor(m, best) {
+			best = m
+		}
+	}
+	if best == nil {
+		return Action{Kind: QuorumLost, Reason: "NoSurvivor", RequeueAfter: requeueLong,
+			Message: msg + "; no reachable member with a running pod to recover from"}
+	}
+	return Action{Kind: ForceNewCluster, From: best.ID, ID: best.ID, Name: best.Name, Reason: "QuorumLossRecovery",
+		Message: msg + fmt.Sprintf(" for over %s; forcing a new cluster from %s (revision %d)", v.d.QuorumLossGrace, best.Name, best.Revision)}
+}
+
+// betterSurvivor orders recovery candidates: most data first, voters over
+// learners, then the longer raft log, then the lowest ID for determinism.
+func betterSurvivor(a, b *Member) bool {
+	if a.Revision != b.Revision {
+		return a.Revision > b.Revision
+	}
+	if a.IsLearner != b.IsLearner {
+		return !a.IsLearner
+	}
+	if a.RaftIndex != b.RaftIndex {
+		return a.RaftIndex > b.RaftIndex
+	}
+	return a.ID < b.ID
+}
+
+func (v *view) planOrphan() (Action, bool) {
+	if !v.o.Bootstrapped {
+		return Action{}, false
+	}
+	for _, p := range v.orphans {
+		if p.Deleting {
+			continue
+		}
+		// A second pod carrying the ID of a member that has not started yet
+		// is ambiguous (which one will start?); once the member publishes
+		// its name the wrong one no longer matches and is removed then.
+		if m := v.byID[p.MemberID]; m != nil && m.Name == "" {
+			continue
+		}
+		// Young orphans are left for a later plan: a list read from a
+		// lagging member may not show a member added a moment ago.
+		if age := v.o.Now.Sub(p.CreatedAt); age < v.d.ReplaceGoneAfter {
+			if r := remaining(v.d.ReplaceGoneAfter, age); v.orphanRequeue == 0 || r < v.orphanRequeue {
+				v.orphanRequeue = r
+			}
+			continue
+		}
+		return Action{Kind: DeletePod, Name: p.Name, ID: p.MemberID, Reason: "OrphanPod",
+			Message: fmt.Sprintf("pod %s has no etcd member", p.Name)}, true
+	}
+	return Action{}, false
+}
+
+func (v *view) planInFlight() (Action, bool) {
+	var inflight []*Member
+	for _, m := range v.members {
+		if m.IsLearner || m.Name == "" {
+			inflight = append(inflight, m)
+		}
+	}
+	if len(inflight) == 0 {
+		return Action{}, false
+	}
+	// The recorded step first; anything else (e.g. added by hand) after it.
+	sort.SliceStable(inflight, func(i, j int) bool {
+		return v.isPending(inflight[i]) && !v.isPending(inflight[j])
+	})
+	m := inflight[0]
+	pod := v.podOf[m.ID]
+	name := m.Name
+	if name == "" && v.isPending(m) {
+		name = v.pending.Name
+	}
+	if name == "" && pod != nil {
+		name = pod.Name
+	}
+	started := m.Name != ""
+	kind := "learner"
+	if !m.IsLearner {
+		kind = "member"
+	}
+	abandon := func(reason, msg string) (Action, bool) {
+		if !v.healthyForChange() {
+			return wait("Degraded", fmt.Sprintf("not removing %s %x while the voting members are degraded", kind, m.ID), requeueShort), true
+		}
+		if !v.removalSafe(m) {
+			return wait("RemovalWouldLoseQuorum", fmt.Sprintf("not removing %s %x: %s", kind, m.ID, msg), requeueShort), true
+		}
+		return Action{Kind: RemoveMember, ID: m.ID, Name: name, DeletePod: pod != nil, Reason: reason,
+			Message: fmt.Sprintf("removing %s %s (%x): %s", kind, name, m.ID, msg)}, true
+	}
+
+	// Dead voters are about to be replaced, so they do not count here: a
+	// learner that was in flight when a voter died still fills the gap.
+	if live := len(v.voters) - v.deadVoters(); m.IsLearner && live >= v.d.Size {
+		return abandon("LearnerNotNeeded", fmt.Sprintf("already %d live voting members for size %d", live, v.d.Size))
+	}
+	if v.isPending(m) {
+		if age := v.o.Now.Sub(v.pending.AddedAt); age >= v.d.LearnerTimeout {
+			return abandon("LearnerStuck", fmt.Sprintf("not promoted %s after it was added", age.Round(time.Second)))
+		}
+	}
+	el, over := v.downFor(m)
+	switch {
+	case pod != nil && pod.gone():
+		if over {
+			return abandon("LearnerPodGone", "its pod is gone")
+		}
+		return wait("MemberPodGone", fmt.Sprintf("pod %s of %s %x is gone", pod.Name, kind, m.ID), remaining(v.grace(m), el)), true
+	case pod == nil && !started && name != "" && !v.podNameTaken(name):
+		return Action{Kind: CreatePod, Name: name, ID: m.ID, Version: v.newMemberVersion(), Reason: "StartingMember",
+			Message: fmt.Sprintf("creating pod for %s %s (%x) to join the cluster", kind, name, m.ID)}, true
+	case pod == nil:
+		if over {
+			return abandon("MemberWithoutPod", "it has no pod and none can be created for it")
+		}
+		return wait("MemberWithoutPod", fmt.Sprintf("%s %x has no pod", kind, m.ID), remaining(v.grace(m), el)), true
+	case !started || !m.Reachable:
+		if over {
+			return abandon("MemberNotStarting", fmt.Sprintf("its pod has not served for %s", el.Round(time.Second)))
+		}
+		return wait("MemberStarting", fmt.Sprintf("waiting for %s %s (%x) to start", kind, name, m.ID), requeueShort), true
+	}
+	// Started, reachable learner.
+	if !v.healthyForChange() {
+		return wait("Degraded", "not promoting while the voting members are degraded", requeueShort), true
+	}
+	if !caughtUp(m.RaftIndex, v.leader.RaftIndex, v.d.PromoteMaxLag) {
+		return wait("LearnerCatchingUp", fmt.Sprintf("learner %s at raft index %d, leader at %d", name, m.RaftIndex, v.leader.RaftIndex), requeueWait), true
+	}
+	return Action{Kind: PromoteLearner, ID: m.ID, Name: name, Reason: "PromotingLearner",
+		Message: fmt.Sprintf("promoting caught-up learner %s (%x)", name, m.ID)}, true
+}
+
+// caughtUp: within maxLag entries of the leader and at least 90% of its
+// index (etcd refuses a promotion below 90%: "learner not ready").
+func caughtUp(learner, leader, maxLag uint64) bool {
+	if learner >= leader {
+		return true
+	}
+	return leader-learner <= maxLag && learner >= leader-leader/10
+}
+
+func (v *view) podNameTaken(name string) bool {
+	for i := range v.o.Pods {
+		if v.o.Pods[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *view) isPending(m *Member) bool {
+	return v.pending != nil && v.pending.ID == m.ID
+}
+
+func (v *view) deadVoters() int {
+	n := 0
+	for _, m := range v.voters {
+		if v.dead(m) {
+			n++
+		}
+	}
+	return n
+}
+
+func (v *view) planDead() (Action, bool) {
+	var dead []*Member
+	for _, m := range v.voters {
+		if v.dead(m) {
+			dead = append(dead, m)
+		}
+	}
+	if len(dead) == 0 {
+		return Action{}, false
+	}
+	sort.SliceStable(dead, func(i, j int) bool { return v.downSince(dead[i]).Before(v.downSince(dead[j])) })
+	for _, m := range dead {
+		if !v.removalSafe(m) {
+			continue
+		}
+		pod := v.podOf[m.ID]
+		why := "its pod is missing"
+		if pod != nil {
+			why = "its pod is " + podTrouble(pod)
+		}
+		el, _ := v.downFor(m)
+		return Action{Kind: ReplaceMember, ID: m.ID, Name: m.Name, DeletePod: pod != nil, Reason: "ReplacingDeadMember",
+			Message: fmt.Sprintf("member %s (%x) unreachable for %s and %s; removing it so a new member can take its place", m.Name, m.ID, el.Round(time.Second), why)}, true
+	}
+	return wait("RemovalWouldLoseQuorum", "dead members cannot be removed without losing quorum", requeueShort), true
+}
+
+func podTrouble(p *Pod) string {
+	switch {
+	case p.Deleting:
+		return "being deleted"
+	case p.Phase == PodFailed || p.Phase == PodSucceeded:
+		return "terminated (" + string(p.Phase) + ")"
+	case p.NodeNotReady:
+		return "on a node that is not ready"
+	case p.CrashLooping:
+		return "crash-looping"
+	case p.Terminated:
+		return "not running"
+	case p.Phase != PodRunning:
+		return "in phase " + string(p.Phase)
+	case !p.Ready:
+		return "running but not ready"
+	}
+	return "running but its member does not answer"
+}
+
+func (v *view) planScaleDown() Action {
+	cands := append([]*Member(nil), v.voters...)
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		aa, ba := v.alive(a), v.alive(b)
+		if aa != ba {
+			return !aa
+		}
+		if !aa {
+			return v.downSince(a).Before(v.downSince(b))
+		}
+		ca, cb := v.podOf[a.ID].CreatedAt, v.podOf[b.ID].CreatedAt
+		if !ca.Equal(cb) {
+			return ca.After(cb)
+		}
+		return a.Name > b.Name
+	})
+	m := cands[0]
+	if m == v.leader {
+		to := v.leaderTarget(m, nil)
+		if to == nil {
+			return wait("NoLeaderTarget", "no alive voter to move leadership to before removing the leader", requeueShort)
+		}
+		return Action{Kind: MoveLeader, From: m.ID, To: to.ID, Reason: "ScalingDown",
+			Message: fmt.Sprintf("moving leadership from %s to %s before removing %s", m.Name, to.Name, m.Name)}
+	}
+	if !v.removalSafe(m) {
+		return wait("RemovalWouldLoseQuorum", fmt.Sprintf("removing %s would leave fewer alive voters than the quorum of %d", m.Name, len(v.voters)-1), requeueShort)
+	}
+	return Action{Kind: RemoveMember, ID: m.ID, Name: m.Name, DeletePod: v.podOf[m.ID] != nil, Reason: "ScalingDown",
+		Message: fmt.Sprintf("removing %s (%d voting members, size %d)", m.Name, len(v.voters), v.d.Size)}
+}
+
+// leaderTarget picks the alive voter to hand leadership to: one running
+// prefer (if given), then the longest raft log, then the lowest ID.
+func (v *view) leaderTarget(from *Member, prefer *Version) *Member {
+	var best *Member
+	runs := func(m *Member) bool {
+		if prefer == nil {
+			return false
+		}
+		rv, err := ParseVersion(m.Version)
+		return err == nil && rv.Compare(*prefer) == 0
+	}
+	for _, m := range v.voters {
+		if m == from || !v.alive(m) {
+			continue
+		}
+		if best == nil {
+			best = m
+			continue
+		}
+		if rm, rb := runs(m), runs(best); rm != rb {
+			if rm {
+				best = m
+			}
+			continue
+		}
+		if m.RaftIndex > best.RaftIndex {
+			best = m
+		}
+	}
+	return best
+}
+
+func (v *view) planWaitUnhealthy() (Action, bool) {
+	var soonest time.Duration
+	var names []string
+	for _, m := range v.voters {
+		if v.alive(m) {
+			continue
+		}
+		el, _ := v.downFor(m)
+		r := remaining(v.grace(m), el)
+		if soonest == 0 || r < soonest {
+			soonest = r
+		}
+		names = append(names, m.Name)
+	}
+	if len(names) == 0 {
+		return Action{}, false
+	}
+	return wait("MemberUnhealthy", "waiting for "+strings.Join(names, ", ")+" to recover (or for its grace to expire)", soonest), true
+}
+
+func (v *view) usedNames() map[string]bool {
+	used := map[string]bool{}
+	for _, m := range v.members {
+		used[m.Name] = true
+	}
+	for i := range v.o.Pods {
+		used[v.o.Pods[i].Name] = true
+	}
+	if v.pending != nil {
+		used[v.pending.Name] = true
+	}
+	for _, n := range v.o.RetiredNames {
+		used[n] = true
+	}
+	for _, n := range v.o.BootstrapMembers {
+		used[n] = true
+	}
+	return used
+}
+
+// runningVersion is what m runs: its Status answer, else its pod's image.
+func (v *view) runningVersion(m *Member) string {
+	if m.Version != "" {
+		return m.Version
+	}
+	if p := v.podOf[m.ID]; p != nil {
+		return p.Version
+	}
+	return ""
+}
+
+// newMemberVersion is the version for a pod created now: the desired one if
+// the cluster may move to it, else the highest version running.
+func (v *view) newMemberVersion() string {
+	target, err := ParseVersion(v.d.Version)
+	if err == nil && CheckUpgrade(v.d, v.o) == nil {
+		return target.String()
+	}
+	var best *Version
+	for _, m := range v.members {
+		rv, err := ParseVersion(v.runningVersion(m))
+		if err == nil && (best == nil || rv.Compare(*best) > 0) {
+			best = &rv
+		}
+	}
+	if best != nil {
+		return best.String()
+	}
+	return strings.TrimPrefix(v.d.Version, "v")
+}
+
+// CheckUpgrade reports whether the cluster may be moved to d.Version: nil
+// when every member whose version is known is within the allowed skew.
+func CheckUpgrade(d Desired, o Observed) error {
+	target, err := ParseVersion(d.Version)
+	if err != nil {
+		return err
+	}
+	pods := map[string]*Pod{}
+	for i := range o.Pods {
+		pods[o.Pods[i].Name] = &o.Pods[i]
+	}
+	for _, m := range o.Members {
+		s := m.Version
+		if s == "" && pods[m.Name] != nil {
+			s = pods[m.Name].Version
+		}
+		cur, err := ParseVersion(s)
+		if err != nil {
+			continue
+		}
+		if err := CheckSkew(cur, target); err != nil {
+			return fmt.Errorf("member %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+func (v *view) planUpgrade() Action {
+	target, err := ParseVersion(v.d.Version)
+	if err != nil {
+		return Action{Kind: RefuseUpgrade, Reason: "InvalidVersion", Message: err.Error()}
+	}
+	type state struct {
+		m         *Member
+		spec, run Version
+	}
+	var need []state
+	for _, m := range v.voters {
+		run, rerr := ParseVersion(m.Version)
+		var podVersion string
+		if p := v.podOf[m.ID]; p != nil {
+			podVersion = p.Version
+		}
+		spec, serr := ParseVersion(podVersion)
+		switch {
+		case rerr != nil && serr != nil:
+			return wait("VersionUnknown", fmt.Sprintf("cannot tell which version %s runs", m.Name), requeueWait)
+		case rerr != nil:
+			run = spec
+		case serr != nil:
+			spec = run
+		}
+		if err := CheckSkew(run, target); err != nil {
+			return Action{Kind: RefuseUpgrade, Reason: "UpgradeRefused", Message: fmt.Sprintf("member %s: %v", m.Name, err)}
+		}
+		if spec.Compare(target) == 0 && run.Compare(target) != 0 {
+			return wait("UpgradeInProgress", fmt.Sprintf("waiting for %s to run %s", m.Name, target), requeueShort)
+		}
+		if spec.Compare(target) != 0 {
+			need = append(need, state{m, spec, run})
+		}
+	}
+	if len(need) == 0 {
+		return Action{Kind: Done, Reason: "Ready", Message: fmt.Sprintf("%d members healthy, version %s", len(v.voters), target)}
+	}
+	sort.SliceStable(need, func(i, j int) bool { return need[i].m.Name < need[j].m.Name })
+	for _, s := range need {
+		if s.m != v.leader {
+			return v.upgradeAction(s.m, target)
+		}
+	}
+	// Only the leader is left.
+	if len(v.voters) == 1 {
+		return v.upgradeAction(v.leader, target)
+	}
+	to := v.leaderTarget(v.leader, &target)
+	if to == nil {
+		return wait("NoLeaderTarget", "no alive voter to move leadership to before upgrading the leader", requeueShort)
+	}
+	return Action{Kind: MoveLeader, From: v.leader.ID, To: to.ID, Reason: "Upgrading",
+		Message: fmt.Sprintf("moving leadership from %s to %s before upgrading %s", v.leader.Name, to.Name, v.leader.Name)}
+}
+
+func (v *view) upgradeAction(m *Member, target Version) Action {
+	return Action{Kind: UpgradeMember, ID: m.ID, Name: m.Name, Version: target.String(), Reason: "Upgrading",
+		Message: fmt.Sprintf("restarting %s on version %s", m.Name, target)}
+}

@@ -1,0 +1,536 @@
+package planner
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// checkInvariants re-derives the safety rules independently of the planner's
+// code and fails if a breaks one of them for (d, o).
+func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
+	t.Helper()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("%v\nviolates: %s\ndesired: %+v\nobserved: %s", a, fmt.Sprintf(format, args...), d, dump(o))
+	}
+	if b := Plan(d, o); !reflect.DeepEqual(a, b) {
+		fail("not deterministic: second call gave %v", b)
+	}
+	if d.Paused {
+		if a.Kind != Wait {
+			fail("paused cluster must only wait")
+		}
+		return
+	}
+	dd := d.withDefaults()
+	if a.Kind == ForceNewCluster && !d.QuorumLossRecovery {
+		fail("force-new-cluster without the opt-in")
+	}
+
+	byID := map[uint64]*Member{}
+	voters := 0
+	for i := range o.Members {
+		m := &o.Members[i]
+		byID[m.ID] = m
+		if !m.IsLearner {
+			voters++
+		}
+	}
+	// A pessimistic, name-based notion of "alive": the member answered and a
+	// live pod carrying its (published) name exists.
+	podNamed := func(name string) *Pod {
+		for i := range o.Pods {
+			if o.Pods[i].Name == name {
+				return &o.Pods[i]
+			}
+		}
+		return nil
+	}
+	alive := func(m *Member) bool {
+		if !m.Reachable || m.Name == "" {
+			return false
+		}
+		p := podNamed(m.Name)
+		return p != nil && (p.MemberID == 0 || p.MemberID == m.ID) && !p.gone()
+	}
+	aliveVoters := 0
+	for i := range o.Members {
+		if !o.Members[i].IsLearner && alive(&o.Members[i]) {
+			aliveVoters++
+		}
+	}
+	inflight := map[uint64]bool{}
+	for _, m := range o.Members {
+		if m.IsLearner || m.Name == "" {
+			inflight[m.ID] = true
+		}
+	}
+	leader := byID[o.LeaderID]
+	leaderAlive := leader != nil && !leader.IsLearner && alive(leader)
+	membersKnown := o.MembersKnown && len(o.Members) > 0
+
+	if a.IsMembershipChange() || a.Kind == MoveLeader || a.Kind == UpgradeMember || a.Kind == CreatePod || a.Kind == DeletePod {
+		if !membersKnown {
+			fail("acts on the cluster without a member list")
+		}
+		// Deleting an orphan or creating the pending member's pod changes
+		// no membership: a reachable leader (an authoritative list) is
+		// enough. Everything else needs an alive leader.
+		switch a.Kind {
+		case ForceNewCluster:
+		case DeletePod, CreatePod:
+			if leader == nil || leader.IsLearner || !leader.Reachable {
+				fail("acts on pods without a reachable leader")
+			}
+		default:
+			if !leaderAlive {
+				fail("changes the cluster without an alive leader")
+			}
+		}
+	}
+
+	switch a.Kind {
+	case Bootstrap:
+		if o.Bootstrapped || membersKnown {
+			fail("bootstrap of a formed cluster")
+		}
+		if len(a.Members) != dd.Size && len(o.BootstrapMembers) == 0 {
+			fail("bootstrap with %d members, size %d", len(a.Members), dd.Size)
+		}
+	case AddLearner:
+		if len(inflight) > 0 {
+			fail("second membership change while %v in flight", inflight)
+		}
+		if voters >= dd.Size {
+			fail("add with %d voters for size %d", voters, dd.Size)
+		}
+		if aliveVoters != voters {
+			fail("add while %d of %d voters are not alive", voters-aliveVoters, voters)
+		}
+		if a.Name == "" || podNamed(a.Name) != nil || (o.Pending != nil && o.Pending.Name == a.Name) {
+			fail("new member name %q in use", a.Name)
+		}
+		for _, m := range o.Members {
+			if m.Name == a.Name {
+				fail("new member name %q in use", a.Name)
+			}
+		}
+		for _, n := range o.RetiredNames {
+			if n == a.Name {
+				fail("reuses retired name %q", a.Name)
+			}
+		}
+	case PromoteLearner:
+		m := byID[a.ID]
+		if m == nil || !m.IsLearner || !alive(m) {
+			fail("promotes something that is not an alive learner")
+		}
+		if voters >= dd.Size && aliveVoters == voters {
+			fail("promotion beyond size with every voter alive")
+		}
+		if aliveVoters+1 < Quorum(voters+1) {
+			fail("promotion without an alive quorum")
+		}
+	case RemoveMember, ReplaceMember:
+		m := byID[a.ID]
+		if m == nil {
+			fail("removes an unknown member")
+		}
+		if len(inflight) > 0 && !inflight[a.ID] {
+			fail("removes %x while %v is in flight", a.ID, inflight)
+		}
+		if a.Kind == ReplaceMember && len(inflight) > 0 {
+			fail("replace while a change is in flight")
+		}
+		votersAfter, aliveAfter := voters, aliveVoters
+		if !m.IsLearner {
+			votersAfter--
+			if alive(m) {
+				aliveAfter--
+			}
+			if m.ID == o.LeaderID {
+				fail("removes the leader without moving leadership")
+			}
+		}
+		if votersAfter < 1 || aliveAfter < Quorum(votersAfter) {
+			fail("removal leaves %d alive of %d voters", aliveAfter, votersAfter)
+		}
+		if a.Kind == ReplaceMember {
+			if alive(m) {
+				fail("replaces an alive member")
+			}
+			if p := podNamed(m.Name); p != nil && !p.gone() && o.Now.Sub(p.CreatedAt) < dd.ReplaceUnhealthyAfter {
+				fail("replaces a member whose pod started %s ago (DNS lag grace)", o.Now.Sub(p.CreatedAt))
+			}
+		}
+		if a.Kind == RemoveMember && !m.IsLearner && m.Name != "" && voters <= dd.Size {
+			fail("removes a started voter without scaling down")
+		}
+	case MoveLeader:
+		to := byID[a.To]
+		if a.From != o.LeaderID || to == nil || to.IsLearner || !alive(to) || a.To == a.From {
+			fail("bad leadership move")
+		}
+	case DeletePod:
+		if !o.Bootstrapped {
+			fail("deletes a pod before the cluster was bootstrapped")
+		}
+		p := podNamed(a.Name)
+		if p == nil || p.Deleting {
+			fail("deletes a missing or deleting pod")
+		}
+		if o.Pending != nil && o.Pending.Name == a.Name {
+			fail("deletes the pending member's pod")
+		}
+		for _, m := range o.Members {
+			if m.Name != "" && m.Name == p.Name && (p.MemberID == 0 || p.MemberID == m.ID) {
+				fail("deletes the pod of member %x", m.ID)
+			}
+		}
+		if m := byID[p.MemberID]; m != nil && m.Name == "" {
+			fail("deletes the pod of unstarted member %x", m.ID)
+		}
+	case CreatePod:
+		m := byID[a.ID]
+		if m == nil || m.Name != "" || podNamed(a.Name) != nil {
+			fail("creates a pod for a started member or over an existing pod")
+		}
+	case UpgradeMember:
+		if len(inflight) > 0 || voters != dd.Size || aliveVoters != voters {
+			fail("upgrade while not fully healthy at size (%d alive of %d, size %d, in flight %v)", aliveVoters, voters, dd.Size, inflight)
+		}
+		if err := CheckUpgrade(d, o); err != nil {
+			fail("upgrade despite skew: %v", err)
+		}
+		if a.ID == o.LeaderID && voters > 1 {
+			fail("upgrades the leader without moving leadership")
+		}
+	case ForceNewCluster:
+		reachable := 0
+		for _, m := range o.Members {
+			if !m.IsLearner && m.Reachable {
+				reachable++
+			}
+		}
+		if reachable >= Quorum(voters) {
+			fail("force-new-cluster while a quorum answers")
+		}
+		if leader != nil && leader.Reachable && !leader.IsLearner {
+			fail("force-new-cluster while the leader answers")
+		}
+		if m := byID[a.From]; m == nil || !alive(m) {
+			fail("force-new-cluster from a member that is not alive")
+		}
+	}
+}
+
+func dump(o Observed) string {
+	s := fmt.Sprintf("now=%s bootstrapped=%v known=%v leader=%x pending=%+v\n", o.Now.Format(time.TimeOnly), o.Bootstrapped, o.MembersKnown, o.LeaderID, o.Pending)
+	for _, m := range o.Members {
+		s += fmt.Sprintf("  member %x %q learner=%v reachable=%v idx=%d rev=%d v=%s unhealthy=%s\n", m.ID, m.Name, m.IsLearner, m.Reachable, m.RaftIndex, m.Revision, m.Version, ago(o.Now, m.UnhealthySince))
+	}
+	for _, p := range o.Pods {
+		s += fmt.Sprintf("  pod %s id=%x %s ready=%v crash=%v term=%v del=%v node=%v v=%s created=%s unhealthy=%s\n", p.Name, p.MemberID, p.Phase, p.Ready, p.CrashLooping, p.Terminated, p.Deleting, p.NodeNotReady, p.Version, ago(o.Now, p.CreatedAt), ago(o.Now, p.UnhealthySince))
+	}
+	return s
+}
+
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return now.Sub(t).String() + " ago"
+}
+
+func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.Intn(len(xs))] }
+
+func randomAgo(r *rand.Rand, now time.Time) time.Time {
+	return now.Add(-pick(r, time.Second, 5*time.Second, 15*time.Second, time.Minute, 2*time.Minute, 10*time.Minute, 2*time.Hour))
+}
+
+// randomState makes a plausible but adversarial observation: every field
+// varies, including combinations a buggy controller could produce.
+func randomState(r *rand.Rand) (Desired, Observed) {
+	d := Desired{
+		ClusterName:        "c",
+		Size:               pick(r, -1, 0, 1, 1, 2, 3, 3, 3, 4, 5, 5, 6, 7),
+		Version:            pick(r, v37, v37, v37, v36, "3.7.4", "3.5.21", "3.8.0", "v3.7.3", "bogus"),
+		Paused:             r.Intn(10) == 0,
+		QuorumLossRecovery: r.Intn(2) == 0,
+	}
+	if r.Intn(3) == 0 {
+		d.ReplaceUnhealthyAfter = pick(r, 10*time.Second, time.Minute, 5*time.Minute)
+		d.ReplaceGoneAfter = pick(r, time.Second, 30*time.Second)
+		d.QuorumLossGrace = pick(r, time.Second, time.Minute)
+		d.LearnerTimeout = pick(r, 30*time.Second, time.Minute)
+	}
+	o := Observed{
+		Now:          t0,
+		Bootstrapped: r.Intn(8) != 0,
+		MembersKnown: r.Intn(8) != 0,
+		NameSeed:     fmt.Sprint(r.Intn(5)),
+	}
+	n := r.Intn(9)
+	used := map[uint64]bool{}
+	var voterIDs []uint64
+	for i := 0; i < n; i++ {
+		id := uint64(r.Intn(40) + 1)
+		if used[id] {
+			continue
+		}
+		used[id] = true
+		m := Member{ID: id, IsLearner: r.Intn(6) == 0,
+			RaftIndex: uint64(9000 + r.Intn(1200)), Revision: int64(r.Intn(5)),
+			Version: pick(r, v37, v37, v36, "3.5.21", "")}
+		started := r.Intn(8) != 0
+		if started {
+			m.Name = mname(id)
+			m.Reachable = r.Intn(10) < 7
+		}
+		if !m.Reachable && r.Intn(4) != 0 {
+			m.UnhealthySince = randomAgo(r, o.Now)
+		}
+		if !m.IsLearner {
+			voterIDs = append(voterIDs, id)
+		}
+		o.Members = append(o.Members, m)
+		if r.Intn(7) != 0 {
+			p := Pod{Name: m.Name, Phase: pick(r, PodRunning, PodRunning, PodRunning, PodPending, PodFailed, PodUnknown),
+				Version: pick(r, m.Version, m.Version, v37, v36), CreatedAt: randomAgo(r, o.Now)}
+			if p.Name == "" {
+				p.Name = fmt.Sprintf("c-p%d", id)
+			}
+			if r.Intn(3) != 0 {
+				p.MemberID = id
+			}
+			p.Ready = m.Reachable && r.Intn(8) != 0
+			p.CrashLooping = !m.Reachable && r.Intn(3) == 0
+			p.Terminated = p.CrashLooping && r.Intn(2) == 0
+			p.Deleting = r.Intn(12) == 0
+			p.NodeNotReady = r.Intn(12) == 0
+			if !p.Ready && r.Intn(3) != 0 {
+				p.UnhealthySince = randomAgo(r, o.Now)
+			}
+			o.Pods = append(o.Pods, p)
+		}
+	}
+	for i := r.Intn(3); i > 0; i-- { // orphans and strays (pod names are unique)
+		o.Pods = append(o.Pods, Pod{Name: fmt.Sprintf("c-o%d", i), MemberID: pick(r, 0, uint64(r.Intn(40)+1)),
+			Phase: PodRunning, CreatedAt: randomAgo(r, o.Now), Deleting: r.Intn(5) == 0})
+	}
+	switch {
+	case len(voterIDs) > 0 && r.Intn(10) < 7:
+		o.LeaderID = pick(r, voterIDs...)
+	case r.Intn(2) == 0:
+		o.LeaderID = uint64(r.Intn(40) + 1)
+	}
+	if r.Intn(3) == 0 {
+		p := &PendingMember{Name: "c-pend", ID: uint64(r.Intn(40) + 1), AddedAt: randomAgo(r, o.Now)}
+		for _, m := range o.Members {
+			if (m.IsLearner || m.Name == "") && r.Intn(2) == 0 {
+				p.ID = m.ID
+				if m.Name != "" {
+					p.Name = m.Name
+				}
+				for _, pd := range o.Pods {
+					if pd.MemberID == m.ID {
+						p.Name = pd.Name
+					}
+				}
+			}
+		}
+		o.Pending = p
+	}
+	if r.Intn(4) == 0 {
+		o.RetiredNames = NewMemberNames("c", o.NameSeed, 2, nil)
+	}
+	if r.Intn(6) == 0 {
+		o.BootstrapMembers = []string{"c-b1", "c-b2", "c-b3"}
+	}
+	r.Shuffle(len(o.Members), func(i, j int) { o.Members[i], o.Members[j] = o.Members[j], o.Members[i] })
+	r.Shuffle(len(o.Pods), func(i, j int) { o.Pods[i], o.Pods[j] = o.Pods[j], o.Pods[i] })
+	return d, o
+}
+
+// perturbedState starts from a healthy or half-upgraded cluster and applies
+// a few realistic faults and in-flight steps, which reaches the interesting
+// (non-Wait) actions far more often than fully random states.
+func perturbedState(r *rand.Rand) (Desired, Observed) {
+	n := 1 + r.Intn(7)
+	d := desired(pick(r, n, n, n-1, n+1, n+2, 1, 7))
+	d.QuorumLossRecovery = r.Intn(2) == 0
+	d.Paused = r.Intn(20) == 0
+	if r.Intn(4) == 0 {
+		d.Version = pick(r, v36, "3.7.4", "3.8.0", "3.9.0")
+	}
+	var o Observed
+	if r.Intn(3) == 0 {
+		var done []uint64
+		for id := uint64(1); id <= uint64(n); id++ {
+			if r.Intn(2) == 0 {
+				done = append(done, id)
+			}
+		}
+		o = upgrading(n, 1, done...)()
+	} else {
+		o = cluster(n)
+	}
+	for k := r.Intn(4); k > 0; k-- {
+		id := uint64(1 + r.Intn(n))
+		if findMember(&o, id) == nil {
+			continue // removed by an earlier perturbation
+		}
+		switch r.Intn(11) {
+		case 0:
+			if findPod(&o, mname(id)) != nil {
+				crashloop(&o, id, randomAgo(r, o.Now))
+			}
+		case 1:
+			unreachable(&o, id, randomAgo(r, o.Now))
+		case 2:
+			if p := findPod(&o, mname(id)); p != nil {
+				dropPod(&o, p.Name)
+				mem(&o, id).UnhealthySince = randomAgo(r, o.Now)
+			}
+		case 3:
+			if p := findPod(&o, mname(id)); p != nil {
+				p.Deleting = true
+				p.UnhealthySince = randomAgo(r, o.Now)
+			}
+		case 4:
+			o.LeaderID = pick(r, uint64(0), id, id)
+		case 5:
+			if o.Pending == nil {
+				lid := uint64(100 + r.Intn(3))
+				withLearner(&o, lid, fmt.Sprintf("c-l%d", lid), r.Intn(2) == 0, r.Intn(2) == 0, r.Intn(3) != 0, uint64(9000+r.Intn(1100)))
+				o.Pending.AddedAt = randomAgo(r, o.Now)
+				if r.Intn(4) == 0 {
+					o.Pending = nil
+				}
+			}
+		case 6:
+			o.Pods = append(o.Pods, Pod{Name: fmt.Sprintf("c-orphan%d", r.Intn(1000)), MemberID: uint64(r.Intn(3) * 500),
+				Phase: PodRunning, CreatedAt: randomAgo(r, o.Now)})
+		case 7:
+			if p := findPod(&o, mname(id)); p != nil {
+				p.Version = d.Version
+			}
+		case 8:
+			mem(&o, id).RaftIndex += uint64(r.Intn(3))
+			mem(&o, id).Revision += int64(r.Intn(3))
+		case 9:
+			if p := findPod(&o, mname(id)); p != nil {
+				p.CreatedAt = randomAgo(r, o.Now)
+			}
+		case 10:
+			if len(o.Members) > 1 && id != o.LeaderID {
+				dropMember(&o, id)
+			}
+		}
+	}
+	r.Shuffle(len(o.Members), func(i, j int) { o.Members[i], o.Members[j] = o.Members[j], o.Members[i] })
+	return d, o
+}
+
+func findMember(o *Observed, id uint64) *Member {
+	for i := range o.Members {
+		if o.Members[i].ID == id {
+			return &o.Members[i]
+		}
+	}
+	return nil
+}
+
+func findPod(o *Observed, name string) *Pod {
+	for i := range o.Pods {
+		if o.Pods[i].Name == name {
+			return &o.Pods[i]
+		}
+	}
+	return nil
+}
+
+// TestPlanProperties checks the invariants on many random observations and
+// that the generator reaches every kind of action, so the invariants are
+// exercised for each.
+func TestPlanProperties(t *testing.T) {
+	iterations := 40000
+	if testing.Short() {
+		iterations = 5000
+	}
+	seed := int64(20261202)
+	if s := os.Getenv("PLANNER_PROPERTY_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseInt(s, 10, 64); err != nil {
+			t.Fatalf("PLANNER_PROPERTY_SEED: %v", err)
+		}
+	}
+	t.Logf("seed %d (set PLANNER_PROPERTY_SEED to vary)", seed)
+	r := rand.New(rand.NewSource(seed))
+	seen := map[Kind]int{}
+	for i := 0; i < iterations; i++ {
+		var d Desired
+		var o Observed
+		if i%2 == 0 {
+			d, o = randomState(r)
+		} else {
+			d, o = perturbedState(r)
+		}
+		before := dump(o)
+		a := Plan(d, o)
+		if after := dump(o); after != before {
+			t.Fatalf("Plan mutated its input")
+		}
+		seen[a.Kind]++
+		checkInvariants(t, d, o, a)
+		s := Summarize(d, o, a)
+		if len(s.Conditions) != 4 || s.Phase == "" {
+			t.Fatalf("bad summary %+v", s)
+		}
+	}
+	for k := Wait; k <= ForceNewCluster; k++ {
+		if seen[k] == 0 {
+			t.Errorf("random states never produced %v; the property test does not cover it", k)
+		}
+	}
+	t.Logf("action mix: %v", seen)
+}
+
+// TestPlanConvergesUnderRandomFaults walks random clusters through the
+// simulated controller: from any healthy start, with a size change and an
+// upgrade, the planner reaches Done within a bounded number of steps
+// without ever breaking an invariant.
+func TestPlanConvergesUnderRandomFaults(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	for i := 0; i < 300; i++ {
+		from, to := 1+r.Intn(7), 1+r.Intn(7)
+		d := desired(to)
+		o := cluster(from)
+		if r.Intn(2) == 0 {
+			o = upgrading(from, 1)()
+		}
+		if from >= 3 && r.Intn(2) == 0 {
+			crashloop(&o, uint64(2+r.Intn(from-1)), t0.Add(-time.Hour))
+		}
+		steps := 0
+		for ; steps < 100; steps++ {
+			a := Plan(d, o)
+			checkInvariants(t, d, o, a)
+			if a.Kind == Done {
+				break
+			}
+			o = simulate(t, o, a)
+		}
+		if steps == 100 {
+			t.Fatalf("no convergence from %d to %d: %s", from, to, dump(o))
+		}
+		if len(o.Members) != to {
+			t.Fatalf("converged with %d members, want %d", len(o.Members), to)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Condition types, as in the CoreOS v1beta2 status.
+const (
+	ConditionAvailable  = "Available"
+	ConditionRecovering = "Recovering"
+	ConditionScaling    = "Scaling"
+	ConditionUpgrading  = "Upgrading"
+)
+
+// Phases, as in the CoreOS v1beta2 status.
+const (
+	PhaseCreating = "Creating"
+	PhaseRunning  = "Running"
+	PhaseFailed   = "Failed"
+)
+
+// Condition is one status condition; timestamps are the controller's job.
+type Condition struct {
+	Type    string
+	Status  bool
+	Reason  string
+	Message string
+}
+
+// Summary is what the controller copies into the cluster status.
+type Summary struct {
+	Phase  string
+	Reason string
+	// Conditions always holds Available, Recovering, Scaling, Upgrading in
+	// that order.
+	Conditions     []Condition
+	ReadyMembers   []string // alive members, by name
+	UnreadyMembers []string // the others (unstarted ones by ID)
+	// CurrentVersion is the lowest version running (what the cluster as a
+	// whole speaks); TargetVersion the desired one.
+	CurrentVersion string
+	TargetVersion  string
+}
+
+// Summarize derives the status summary from the same inputs as Plan and the
+// action Plan returned for them.
+func Summarize(d Desired, o Observed, a Action) Summary {
+	d = d.withDefaults()
+	s := Summary{Phase: PhaseRunning, TargetVersion: d.Version}
+	if tv, err := ParseVersion(d.Version); err == nil {
+		s.TargetVersion = tv.String()
+	}
+	known := o.MembersKnown && len(o.Members) > 0
+
+	var v *view
+	if known {
+		v = newView(d, o)
+		var lowest *Version
+		for _, m := range v.members {
+			if v.alive(m) && m.Name != "" {
+				s.ReadyMembers = append(s.ReadyMembers, m.Name)
+			} else if m.Name != "" {
+				s.UnreadyMembers = append(s.UnreadyMembers, m.Name)
+			} else {
+				s.UnreadyMembers = append(s.UnreadyMembers, fmt.Sprintf("%x", m.ID))
+			}
+			if rv, err := ParseVersion(v.runningVersion(m)); err == nil && (lowest == nil || rv.Compare(*lowest) < 0) {
+				lowest = &rv
+			}
+		}
+		sort.Strings(s.ReadyMembers)
+		sort.Strings(s.UnreadyMembers)
+		if lowest != nil {
+			s.CurrentVersion = lowest.String()
+		}
+	}
+
+	switch {
+	case a.Kind == QuorumLost:
+		s.Phase = PhaseFailed
+	case !o.Bootstrapped && !known:
+		s.Phase = PhaseCreating
+	}
+	if d.Paused {
+		s.Reason = "Paused"
+	} else if a.Kind != Done {
+		s.Reason = a.Reason
+	}
+
+	avail := Condition{Type: ConditionAvailable}
+	switch {
+	case !known:
+		avail.Reason, avail.Message = "MembersUnknown", "no etcd endpoint answered"
+	case v.leader == nil || !v.leader.Reachable:
+		avail.Reason, avail.Message = "NoLeader", "no reachable leader"
+	case v.reachableVoters < Quorum(len(v.voters)):
+		avail.Reason, avail.Message = "NoQuorum", fmt.Sprintf("%d of %d voting members reachable", v.reachableVoters, len(v.voters))
+	default:
+		avail.Status = true
+		avail.Reason = "QuorumAvailable"
+		avail.Message = fmt.Sprintf("%d of %d voting members reachable", v.reachableVoters, len(v.voters))
+	}
+
+	rec := Condition{Type: ConditionRecovering}
+	switch a.Kind {
+	case ReplaceMember, ForceNewCluster, QuorumLost:
+		rec.Status, rec.Reason, rec.Message = true, a.Reason, a.Message
+	case Wait:
+		switch a.Reason {
+		case "MemberUnhealthy", "QuorumUnavailable", "Degraded", "MembersUnknown", "MemberPodGone", "MemberWithoutPod":
+			rec.Status, rec.Reason, rec.Message = true, a.Reason, a.Message
+		}
+	}
+
+	scale := Condition{Type: ConditionScaling}
+	if known {
+		learners := len(v.members) - len(v.voters)
+		switch {
+		case len(v.voters) < d.Size || learners > 0 && len(v.voters) <= d.Size:
+			scale.Status, scale.Reason = true, "ScalingUp"
+			scale.Message = fmt.Sprintf("%d of %d voting members", len(v.voters), d.Size)
+		case len(v.voters) > d.Size:
+			scale.Status, scale.Reason = true, "ScalingDown"
+			scale.Message = fmt.Sprintf("%d voting members, size %d", len(v.voters), d.Size)
+		}
+	} else if a.Kind == Bootstrap {
+		scale.Status, scale.Reason, scale.Message = true, "Bootstrapping", a.Message
+	}
+
+	up := Condition{Type: ConditionUpgrading}
+	if known {
+		if err := CheckUpgrade(d, o); err != nil {
+			up.Reason, up.Message = "UpgradeRefused", err.Error()
+		} else if tv, err := ParseVersion(d.Version); err == nil {
+			var behind []string
+			for _, m := range v.members {
+				rv, err := ParseVersion(v.runningVersion(m))
+				if err == nil && rv.Compare(tv) != 0 {
+					behind = append(behind, m.Name)
+				}
+			}
+			if len(behind) > 0 {
+				sort.Strings(behind)
+				up.Status, up.Reason = true, "Upgrading"
+				up.Message = fmt.Sprintf("%d member(s) not yet on %s: %v", len(behind), tv, behind)
+			}
+		}
+	}
+	s.Conditions = []Condition{avail, rec, scale, up}
+	return s
+}

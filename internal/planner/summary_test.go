@@ -1,0 +1,76 @@
+package planner
+
+import (
+	"testing"
+	"time"
+)
+
+func cond(s Summary, typ string) Condition {
+	for _, c := range s.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return Condition{Type: "missing"}
+}
+
+func TestSummarize(t *testing.T) {
+	type exp struct {
+		phase                                string
+		available, recovering, scaling, upgr bool
+		reason                               string
+	}
+	for _, c := range []struct {
+		name string
+		d    Desired
+		o    Observed
+		want exp
+	}{
+		{"creating", desired(3), Observed{Now: t0}, exp{phase: PhaseCreating, scaling: true, reason: "Bootstrapping"}},
+		{"healthy", desired(3), cluster(3), exp{phase: PhaseRunning, available: true}},
+		{"scaling up", desired(5), cluster(3), exp{phase: PhaseRunning, available: true, scaling: true, reason: "ScalingUp"}},
+		{"scaling down", desired(1), cluster(3), exp{phase: PhaseRunning, available: true, scaling: true, reason: "ScalingDown"}},
+		{"upgrading", desired(3), upgrading(3, 1)(), exp{phase: PhaseRunning, available: true, upgr: true, reason: "Upgrading"}},
+		{"recovering", desired(3), func() Observed { o := cluster(3); crashloop(&o, 2, t0.Add(-time.Hour)); return o }(),
+			exp{phase: PhaseRunning, available: true, recovering: true, reason: "ReplacingDeadMember"}},
+		{"quorum lost", desired(3), func() Observed {
+			o := cluster(3)
+			crashloop(&o, 1, t0.Add(-time.Hour))
+			crashloop(&o, 2, t0.Add(-time.Hour))
+			return o
+		}(), exp{phase: PhaseFailed, recovering: true, reason: "QuorumLost"}},
+		{"paused", func() Desired { d := desired(3); d.Paused = true; return d }(), cluster(3),
+			exp{phase: PhaseRunning, available: true, reason: "Paused"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := Plan(c.d, c.o)
+			s := Summarize(c.d, c.o, a)
+			if s.Phase != c.want.phase || s.Reason != c.want.reason {
+				t.Errorf("phase/reason = %s/%s, want %s/%s", s.Phase, s.Reason, c.want.phase, c.want.reason)
+			}
+			for typ, want := range map[string]bool{ConditionAvailable: c.want.available, ConditionRecovering: c.want.recovering,
+				ConditionScaling: c.want.scaling, ConditionUpgrading: c.want.upgr} {
+				if got := cond(s, typ); got.Status != want || got.Reason == "" && want {
+					t.Errorf("%s = %+v, want status %v", typ, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestSummarizeMembersAndVersions(t *testing.T) {
+	o := upgrading(3, 1, 2)()
+	crashloop(&o, 3, t0)
+	d := desired(3)
+	d.Version = "3.9.0"
+	s := Summarize(d, o, Plan(d, o))
+	if got := len(s.ReadyMembers); got != 2 || s.UnreadyMembers[0] != mname(3) {
+		t.Errorf("ready %v unready %v", s.ReadyMembers, s.UnreadyMembers)
+	}
+	if s.CurrentVersion != v36 || s.TargetVersion != "3.9.0" {
+		t.Errorf("versions %s -> %s", s.CurrentVersion, s.TargetVersion)
+	}
+	if up := cond(s, ConditionUpgrading); up.Status || up.Reason != "UpgradeRefused" {
+		t.Errorf("upgrading condition %+v, want refused", up)
+	}
+}

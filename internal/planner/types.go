@@ -1,0 +1,302 @@
+package planner
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults used when the matching Desired field is zero. They are exported
+// so the controller and the docs can quote them.
+const (
+	// DefaultReplaceUnhealthyAfter is how long a member may be unreachable
+	// while its pod still exists (crash-looping, node not ready, running but
+	// not answering, DNS not yet resolvable) before it is replaced. It is far
+	// longer than the ~30 s a joining etcd retries an unresolvable peer name,
+	// so DNS lag alone can never trigger a replacement.
+	DefaultReplaceUnhealthyAfter = 90 * time.Second
+	// DefaultReplaceGoneAfter is how long a member may be unreachable once
+	// its process is certainly gone (pod missing, Failed/Succeeded, being
+	// deleted) before it is replaced. Short, because waiting cannot help and
+	// the design asks for failover in seconds; not zero, because the pod and
+	// member lists are read at slightly different moments.
+	DefaultReplaceGoneAfter = 10 * time.Second
+	// DefaultQuorumLossGrace is how long a quorum must stay lost before the
+	// planner reports QuorumLost (or, with the opt-in, forces a new
+	// cluster). Elections and rolling restarts lose quorum for seconds.
+	DefaultQuorumLossGrace = 5 * time.Minute
+	// DefaultLearnerTimeout bounds one scale-up step (learner added → pod
+	// started → caught up → promoted). Past it the learner is removed and
+	// the step is retried under a new name.
+	DefaultLearnerTimeout = 5 * time.Minute
+	// DefaultPromoteMaxLag is the largest raft-index gap between the leader
+	// and a learner at which the learner counts as caught up.
+	DefaultPromoteMaxLag uint64 = 1000
+)
+
+// Desired is the part of the cluster spec the planner needs. The controller
+// translates the custom resource into it.
+type Desired struct {
+	// ClusterName prefixes every generated member name.
+	ClusterName string
+	// Size is the number of voting members wanted (>= 1).
+	Size int
+	// Version is the etcd version wanted ("3.7.3"; a leading "v" is ignored).
+	Version string
+	// Paused stops all actions.
+	Paused bool
+	// QuorumLossRecovery opts in to ForceNewCluster after a lasting quorum
+	// loss. Without it a lost quorum is only reported.
+	QuorumLossRecovery bool
+
+	// Zero values below mean "use the Default* constant".
+	ReplaceUnhealthyAfter time.Duration
+	ReplaceGoneAfter      time.Duration
+	QuorumLossGrace       time.Duration
+	LearnerTimeout        time.Duration
+	PromoteMaxLag         uint64
+}
+
+// Observed is everything the controller saw in one reconcile, plus the few
+// facts it recorded earlier (Bootstrapped, BootstrapMembers, Pending and the
+// *Since timestamps). The planner never reads a clock: Now is an input.
+type Observed struct {
+	Now time.Time
+
+	// Bootstrapped is true once the controller has ever seen the cluster
+	// formed (a MemberList answered). It is recorded in status so a later
+	// total outage is never mistaken for "not created yet".
+	Bootstrapped bool
+	// BootstrapMembers are the initial member names recorded before the
+	// bootstrap pods were created, so an interrupted bootstrap can be
+	// completed with the same initial cluster.
+	BootstrapMembers []string
+
+	// MembersKnown is true when some endpoint answered MemberList (a
+	// serializable list is fine; it is answered without quorum).
+	MembersKnown bool
+	Members      []Member
+	// LeaderID is the leader as reported by reachable members (0 = unknown).
+	LeaderID uint64
+
+	// Pods are the member pods of this cluster (selected by label).
+	Pods []Pod
+
+	// Pending is the learner the controller added (MemberAdd answered) and
+	// has not yet seen promoted. Its ID comes from the MemberAdd response
+	// because a learner that has not started has an empty name in MemberList.
+	Pending *PendingMember
+
+	// NameSeed makes generated names vary between clusters and attempts
+	// while keeping Plan deterministic (the controller passes e.g. a random
+	// string or UID+counter it persisted).
+	NameSeed string
+	// RetiredNames are names of removed members, which must never be reused
+	// (their data and DNS records may linger). Optional: generated names
+	// already avoid every name visible in Members, Pods and Pending.
+	RetiredNames []string
+}
+
+// Member is one entry of etcd's MemberList, joined with that member's own
+// Status answer.
+type Member struct {
+	ID        uint64
+	Name      string // empty until the member has started and published it
+	PeerURLs  []string
+	IsLearner bool
+
+	// Reachable: the member answered Status in this observation.
+	Reachable bool
+	// RaftIndex, Revision and Version come from that Status answer.
+	RaftIndex uint64
+	Revision  int64
+	Version   string
+
+	// UnhealthySince is when the controller first saw this member
+	// unreachable or without a pod (zero when it is fine, or not yet
+	// recorded: the planner then starts the grace at Now).
+	UnhealthySince time.Time
+}
+
+// PodPhase mirrors the Kubernetes pod phase.
+type PodPhase string
+
+// Pod phases.
+const (
+	PodPending   PodPhase = "Pending"
+	PodRunning   PodPhase = "Running"
+	PodSucceeded PodPhase = "Succeeded"
+	PodFailed    PodPhase = "Failed"
+	PodUnknown   PodPhase = "Unknown"
+)
+
+// Pod is one member pod.
+type Pod struct {
+	Name string
+	// MemberID is the member-ID annotation (0 when absent: bootstrap pods
+	// learn their ID only after the cluster forms).
+	MemberID     uint64
+	Phase        PodPhase
+	Ready        bool
+	Terminated   bool // etcd container terminated, not running
+	CrashLooping bool
+	Deleting     bool // deletionTimestamp set
+	NodeNotReady bool // node NotReady/Unreachable
+	Version      string
+	CreatedAt    time.Time
+	// UnhealthySince is when the controller first saw this pod unhealthy.
+	UnhealthySince time.Time
+}
+
+// gone reports that the pod's process is certainly not coming back: waiting
+// longer cannot help.
+func (p *Pod) gone() bool {
+	return p.Deleting || p.Phase == PodFailed || p.Phase == PodSucceeded
+}
+
+// PendingMember is the in-flight learner recorded by the controller.
+type PendingMember struct {
+	Name    string
+	ID      uint64
+	AddedAt time.Time
+}
+
+// Kind is the type of an Action.
+type Kind int
+
+// Action kinds. The zero value is Wait, so a forgotten field never does
+// anything destructive.
+const (
+	Wait Kind = iota
+	Done
+	Bootstrap
+	CreatePod
+	AddLearner
+	PromoteLearner
+	MoveLeader
+	RemoveMember
+	ReplaceMember
+	DeletePod
+	UpgradeMember
+	RefuseUpgrade
+	QuorumLost
+	ForceNewCluster
+)
+
+var kindNames = [...]string{
+	Wait: "Wait", Done: "Done", Bootstrap: "Bootstrap", CreatePod: "CreatePod",
+	AddLearner: "AddLearner", PromoteLearner: "PromoteLearner", MoveLeader: "MoveLeader",
+	RemoveMember: "RemoveMember", ReplaceMember: "ReplaceMember", DeletePod: "DeletePod",
+	UpgradeMember: "UpgradeMember", RefuseUpgrade: "RefuseUpgrade", QuorumLost: "QuorumLost",
+	ForceNewCluster: "ForceNewCluster",
+}
+
+func (k Kind) String() string {
+	if k >= 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// NewMember is one member of the initial cluster.
+type NewMember struct {
+	Name string
+}
+
+// Action is the single next step. Which fields are set depends on Kind:
+//
+//	Wait            Reason, Message, RequeueAfter
+//	Done            —
+//	Bootstrap       Members (the whole initial cluster), Version
+//	CreatePod       Name, ID, Version (pod joins the existing cluster)
+//	AddLearner      Name, Version (MemberAdd as learner; record Pending)
+//	PromoteLearner  ID, Name
+//	MoveLeader      From, To
+//	RemoveMember    ID, Name, DeletePod
+//	ReplaceMember   ID, Name, DeletePod (remove a dead member; a new one is
+//	                added by later plans under a new name)
+//	DeletePod       Name (orphan pod)
+//	UpgradeMember   ID, Name, Version (restart that pod on the new image)
+//	RefuseUpgrade   Reason, Message
+//	QuorumLost      Reason, Message (nothing is touched)
+//	ForceNewCluster From, Name (restart that member with --force-new-cluster)
+//
+// Reason is a CamelCase code usable as a condition reason; Message is for
+// humans. ClearPending asks the controller to forget Observed.Pending before
+// (or regardless of) executing the action.
+type Action struct {
+	Kind         Kind
+	Reason       string
+	Message      string
+	RequeueAfter time.Duration
+
+	Members   []NewMember
+	Name      string
+	ID        uint64
+	From, To  uint64
+	DeletePod bool
+	Version   string
+
+	ClearPending bool
+}
+
+func (a Action) String() string {
+	s := a.Kind.String()
+	switch a.Kind {
+	case Bootstrap:
+		s += fmt.Sprintf("{%d members, v%s}", len(a.Members), a.Version)
+	case CreatePod, AddLearner, UpgradeMember:
+		s += fmt.Sprintf("{%s %x v%s}", a.Name, a.ID, a.Version)
+	case PromoteLearner, DeletePod:
+		s += fmt.Sprintf("{%s %x}", a.Name, a.ID)
+	case RemoveMember, ReplaceMember:
+		s += fmt.Sprintf("{%s %x deletePod=%v}", a.Name, a.ID, a.DeletePod)
+	case MoveLeader:
+		s += fmt.Sprintf("{%x -> %x}", a.From, a.To)
+	case ForceNewCluster:
+		s += fmt.Sprintf("{from %s %x}", a.Name, a.From)
+	}
+	if a.Reason != "" {
+		s += " " + a.Reason
+	}
+	if a.Message != "" {
+		s += ": " + a.Message
+	}
+	return s
+}
+
+// IsMembershipChange reports whether executing a changes the etcd member set
+// (or its voters).
+func (a Action) IsMembershipChange() bool {
+	switch a.Kind {
+	case AddLearner, PromoteLearner, RemoveMember, ReplaceMember, ForceNewCluster:
+		return true
+	}
+	return false
+}
+
+// Quorum is the number of voters needed for a majority of n.
+func Quorum(n int) int { return n/2 + 1 }
+
+func (d Desired) withDefaults() Desired {
+	if d.ReplaceUnhealthyAfter <= 0 {
+		d.ReplaceUnhealthyAfter = DefaultReplaceUnhealthyAfter
+	}
+	if d.ReplaceGoneAfter <= 0 {
+		d.ReplaceGoneAfter = DefaultReplaceGoneAfter
+	}
+	// A certainly-gone process never deserves a longer wait than an
+	// ambiguous one.
+	if d.ReplaceGoneAfter > d.ReplaceUnhealthyAfter {
+		d.ReplaceGoneAfter = d.ReplaceUnhealthyAfter
+	}
+	if d.QuorumLossGrace <= 0 {
+		d.QuorumLossGrace = DefaultQuorumLossGrace
+	}
+	if d.LearnerTimeout <= 0 {
+		d.LearnerTimeout = DefaultLearnerTimeout
+	}
+	if d.PromoteMaxLag == 0 {
+		d.PromoteMaxLag = DefaultPromoteMaxLag
+	}
+	return d
+}

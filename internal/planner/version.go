@@ -1,0 +1,96 @@
+package planner
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Version is a parsed etcd version: MAJOR.MINOR.PATCH with an optional
+// pre-release ("3.7.0-rc.1"). Build metadata ("+...") is ignored.
+type Version struct {
+	Major, Minor, Patch int
+	Pre                 string
+}
+
+// ParseVersion accepts "3.7.3", "v3.7.3", "3.7.0-rc.1".
+func ParseVersion(s string) (Version, error) {
+	orig := s
+	s = strings.TrimPrefix(strings.TrimSpace(s), "v")
+	if i := strings.IndexByte(s, '+'); i >= 0 {
+		s = s[:i]
+	}
+	var v Version
+	if i := strings.IndexByte(s, '-'); i >= 0 {
+		v.Pre = s[i+1:]
+		s = s[:i]
+		if v.Pre == "" {
+			return Version{}, fmt.Errorf("version %q: empty pre-release", orig)
+		}
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 {
+		return Version{}, fmt.Errorf("version %q: want MAJOR.MINOR.PATCH", orig)
+	}
+	nums := make([]int, 3)
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || p == "" || (len(p) > 1 && p[0] == '0') {
+			return Version{}, fmt.Errorf("version %q: bad number %q", orig, p)
+		}
+		nums[i] = n
+	}
+	v.Major, v.Minor, v.Patch = nums[0], nums[1], nums[2]
+	return v, nil
+}
+
+func (v Version) String() string {
+	s := fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
+	if v.Pre != "" {
+		s += "-" + v.Pre
+	}
+	return s
+}
+
+// Compare orders versions (-1, 0, 1). A pre-release sorts before its
+// release; pre-releases compare as strings, which is enough to tell
+// "rc.1" from "rc.2" and never matters for the skew rules.
+func (v Version) Compare(o Version) int {
+	for _, d := range [...]int{v.Major - o.Major, v.Minor - o.Minor, v.Patch - o.Patch} {
+		if d < 0 {
+			return -1
+		}
+		if d > 0 {
+			return 1
+		}
+	}
+	switch {
+	case v.Pre == o.Pre:
+		return 0
+	case v.Pre == "":
+		return 1
+	case o.Pre == "":
+		return -1
+	case v.Pre < o.Pre:
+		return -1
+	default:
+		return 1
+	}
+}
+
+// CheckSkew says whether a member running cur may be restarted on to.
+// etcd supports a rolling restart only within a minor version (either
+// direction: patch releases share the storage format) or one minor up.
+// Minor downgrades need etcd's downgrade API, a skipped minor is untested
+// by etcd and refused by it, and a major change is not a rolling upgrade.
+func CheckSkew(cur, to Version) error {
+	switch {
+	case cur.Major != to.Major:
+		return fmt.Errorf("major version change %s -> %s is not supported", cur, to)
+	case to.Minor < cur.Minor:
+		return fmt.Errorf("downgrade %s -> %s is not supported (minor downgrades need etcd's downgrade procedure)", cur, to)
+	case to.Minor > cur.Minor+1:
+		return fmt.Errorf("upgrade %s -> %s skips a minor version; upgrade to %d.%d.x first", cur, to, cur.Major, cur.Minor+1)
+	}
+	return nil
+}

@@ -1,0 +1,473 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/etcd-operator/etcd-operator/test/bench"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const etcdImage = "gcr.io/etcd-development/etcd:v3.7.3"
+
+// TestNamespace checks what EnterNamespace promises, without any cluster.
+func TestNamespace(t *testing.T) {
+	if !bench.InNamespace() {
+		t.Fatal("TestMain did not enter the bench namespace")
+	}
+	var a, b syscall.Stat_t
+	if err := syscall.Stat(bench.HostsFile(), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Stat("/etc/hosts", &b); err != nil {
+		t.Fatal(err)
+	}
+	if a.Ino != b.Ino || a.Dev != b.Dev {
+		t.Errorf("/etc/hosts is not the bench hosts file %s", bench.HostsFile())
+	}
+	resolv, err := os.ReadFile("/etc/resolv.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"nameserver 127.0.0.1", "search default.svc.cluster.local svc.cluster.local cluster.local"} {
+		if !strings.Contains(string(resolv), want) {
+			t.Errorf("/etc/resolv.conf lacks %q:\n%s", want, resolv)
+		}
+	}
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lo.Flags&net.FlagUp == 0 {
+		t.Error("lo is down")
+	}
+	// A fresh net namespace: lo is the only interface, so nothing can leave it.
+	ifs, _ := net.Interfaces()
+	if len(ifs) != 1 {
+		t.Errorf("interfaces in the bench namespace = %v, want only lo", ifs)
+	}
+	// Any 127.x address works for pods, and a name appended to the hosts file in place
+	// resolves (this is how the kubelet publishes DNS records).
+	ln, err := net.Listen("tcp", "127.9.8.7:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	f, err := os.OpenFile(bench.HostsFile(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, "127.9.8.7\tnstest.example.svc.cluster.local")
+	f.Close()
+	waitFor(t, 15*time.Second, "appended hosts record resolves", func() (bool, string) {
+		addrs, err := net.LookupHost("nstest.example.svc.cluster.local")
+		return err == nil && len(addrs) == 1 && addrs[0] == "127.9.8.7", fmt.Sprint(addrs, err)
+	})
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("nstest.example.svc.cluster.local", fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}
+
+// TestBench starts one bench and runs the checks in order; later ones build on the
+// static etcd cluster of earlier ones, and the node-down check runs last.
+func TestBench(t *testing.T) {
+	b := bench.NewForTest(t, bench.Options{})
+	tm := b.Timings()
+	t.Logf("bench start: control plane ready %v, %d nodes ready %v", tm.ControlPlane.Round(time.Millisecond), len(b.Nodes()), tm.NodesReady.Round(time.Millisecond))
+	ctx := context.Background()
+
+	t.Run("NodesReadyAndScheduled", func(t *testing.T) { testNodes(ctx, t, b) })
+	clusterOK := t.Run("StaticEtcdCluster", func(t *testing.T) { testStaticCluster(ctx, t, b) })
+	t.Run("KillRestartsUnderAlways", func(t *testing.T) {
+		if !clusterOK {
+			t.Skip("static cluster did not come up")
+		}
+		testKillRestarts(ctx, t, b)
+	})
+	t.Run("KillFailsUnderNever", func(t *testing.T) { testKillNever(ctx, t, b) })
+	t.Run("NodeDown", func(t *testing.T) { testNodeDown(ctx, t, b) })
+}
+
+func testNodes(ctx context.Context, t *testing.T, b *bench.Bench) {
+	c := b.Client()
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 3 {
+		t.Fatalf("got %d nodes, want 3", len(nodes.Items))
+	}
+	zones := map[string]bool{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if ok, why := bench.NodeSchedulable(n); !ok {
+			t.Errorf("node %s not schedulable: %s", n.Name, why)
+		}
+		zones[n.Labels[corev1.LabelTopologyZone]] = true
+		// Heartbeats go through Leases, which kube-controller-manager watches.
+		var lease coordinationv1.Lease
+		if err := c.Get(ctx, client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: n.Name}, &lease); err != nil {
+			t.Errorf("node %s lease: %v", n.Name, err)
+		}
+	}
+	if !zones["zone-a"] || !zones["zone-b"] || !zones["zone-c"] {
+		t.Errorf("zones = %v, want zone-a, zone-b, zone-c", zones)
+	}
+
+	// The real scheduler binds a pod to one of them and the kubelet runs it to completion.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "main", Image: etcdImage, Command: []string{"etcdctl"}, Args: []string{"version"},
+			}},
+		},
+	}
+	if err := c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, c, pod, 60*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	if !strings.HasPrefix(pod.Spec.NodeName, "bench-node-") {
+		t.Errorf("pod bound to %q", pod.Spec.NodeName)
+	}
+	logs, err := os.ReadFile(b.Kubelet().PodLogPath("default", "hello", "main"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(logs), "etcdctl version: 3.7.3") {
+		t.Errorf("pod output %q lacks the etcdctl version", logs)
+	}
+
+	// An image the bench cannot provide is reported like a failed pull, not run.
+	bad := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "unknown-image", Namespace: "default"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "example.com/nope:v1"}}},
+	}
+	if err := c.Create(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, c, bad, 30*time.Second, "image error", func(p *corev1.Pod) bool {
+		for _, s := range p.Status.ContainerStatuses {
+			if w := s.State.Waiting; w != nil && (strings.Contains(w.Reason, "Image") || strings.Contains(w.Reason, "Pull")) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+const (
+	clusterNS  = "static"
+	clusterSvc = "etcd"
+)
+
+var members = []string{"m1", "m2", "m3"}
+
+func memberHost(name string) string { return name + "." + clusterSvc + "." + clusterNS + ".svc" }
+
+// etcdPod is a member of a statically bootstrapped cluster: stable DNS name through
+// hostname+subdomain, listening on its pod IP only (all pods share one net namespace).
+func etcdPod(ns, name string, initialCluster string, policy corev1.RestartPolicy) *corev1.Pod {
+	host := memberHost(name)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "static-etcd"}},
+		Spec: corev1.PodSpec{
+			Hostname:      name,
+			Subdomain:     clusterSvc,
+			RestartPolicy: policy,
+			Containers: []corev1.Container{{
+				Name:    "etcd",
+				Image:   etcdImage,
+				Command: []string{"/usr/local/bin/etcd"},
+				Args: []string{
+					"--name=" + name,
+					"--data-dir=/var/etcd/data",
+					"--listen-client-urls=http://$(POD_IP):2379",
+					"--advertise-client-urls=http://" + host + ":2379",
+					"--listen-peer-urls=http://$(POD_IP):2380",
+					"--initial-advertise-peer-urls=http://" + host + ":2380",
+					"--initial-cluster=" + initialCluster,
+					"--initial-cluster-state=new",
+					"--initial-cluster-token=" + ns,
+				},
+				Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
+					FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
+				Ports:        []corev1.ContainerPort{{Name: "client", ContainerPort: 2379}, {Name: "peer", ContainerPort: 2380}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/etcd"}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/health", Port: intstr.FromInt32(2379)}},
+					PeriodSeconds:    1,
+					FailureThreshold: 3,
+				},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
+			}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+}
+
+func testStaticCluster(ctx context.Context, t *testing.T, b *bench.Bench) {
+	c := b.Client()
+	start := time.Now()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNS}}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterSvc, Namespace: clusterNS},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			PublishNotReadyAddresses: true, // peers must find each other before any is Ready
+			Selector:                 map[string]string{"app": "static-etcd"},
+			Ports:                    []corev1.ServicePort{{Name: "client", Port: 2379}, {Name: "peer", Port: 2380}},
+		},
+	}
+	if err := c.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	var initial []string
+	for _, m := range members {
+		initial = append(initial, m+"=http://"+memberHost(m)+":2380")
+	}
+	pods := map[string]*corev1.Pod{}
+	for _, m := range members {
+		p := etcdPod(clusterNS, m, strings.Join(initial, ","), corev1.RestartPolicyAlways)
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		pods[m] = p
+	}
+	for _, m := range members {
+		waitPod(t, c, pods[m], 90*time.Second, "Ready", podReady)
+	}
+	readyAt := time.Since(start)
+
+	cli := etcdClient(t)
+	if _, err := cli.Put(ctx, "bench", "works"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Get(ctx, "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "works" {
+		t.Fatalf("get bench = %v", resp.Kvs)
+	}
+	ml, err := cli.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ml.Members) != 3 {
+		t.Errorf("member list has %d members, want 3", len(ml.Members))
+	}
+	nodes := map[string]bool{}
+	for _, p := range pods {
+		nodes[p.Spec.NodeName] = true
+		if !strings.HasPrefix(p.Status.PodIP, "127.") {
+			t.Errorf("pod %s IP %q is not a loopback address", p.Name, p.Status.PodIP)
+		}
+	}
+	t.Logf("3-member static etcd cluster: all Ready %v after creation, put/get ok %v; on nodes %v",
+		readyAt.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), nodes)
+}
+
+func etcdClient(t *testing.T) *clientv3.Client {
+	var eps []string
+	for _, m := range members {
+		eps = append(eps, "http://"+memberHost(m)+":2379")
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+func testKillRestarts(ctx context.Context, t *testing.T, b *bench.Bench) {
+	c := b.Client()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNS, Name: "m2"}}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+		t.Fatal(err)
+	}
+	before := pod.Status.ContainerStatuses[0].RestartCount
+	pidBefore, ok := b.Kubelet().PodPID(clusterNS, "m2", "etcd")
+	if !ok {
+		t.Fatal("no pid for m2/etcd")
+	}
+	if err := b.Kubelet().KillPod(clusterNS, "m2", syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, c, pod, 60*time.Second, "restarted after SIGKILL", func(p *corev1.Pod) bool {
+		s := p.Status.ContainerStatuses
+		return len(s) == 1 && s[0].RestartCount > before && s[0].LastTerminationState.Terminated != nil
+	})
+	term := pod.Status.ContainerStatuses[0].LastTerminationState.Terminated
+	if term.ExitCode != 137 && term.Signal != int32(syscall.SIGKILL) {
+		t.Errorf("last termination = exit %d signal %d reason %q, want SIGKILL (137)", term.ExitCode, term.Signal, term.Reason)
+	}
+	waitPod(t, c, pod, 60*time.Second, "Ready again", podReady)
+	pidAfter, ok := b.Kubelet().PodPID(clusterNS, "m2", "etcd")
+	if !ok {
+		t.Fatal("no pid for m2/etcd after restart")
+	}
+	if pidAfter == pidBefore {
+		t.Errorf("member process pid %d unchanged after restart", pidAfter)
+	}
+	// The restarted member kept its emptyDir data and rejoined: the key is still there.
+	cli := etcdClient(t)
+	resp, err := cli.Get(ctx, "bench")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("get after restart: %v %v", resp, err)
+	}
+}
+
+func testKillNever(ctx context.Context, t *testing.T, b *bench.Bench) {
+	c := b.Client()
+	// A single-member cluster of its own, so it is Ready on its own.
+	pod := etcdPod("default", "solo", "solo=http://solo.etcd.default.svc:2380", corev1.RestartPolicyNever)
+	pod.Labels = map[string]string{"app": "solo"}
+	host := "solo." + clusterSvc + ".default.svc"
+	for i, a := range pod.Spec.Containers[0].Args {
+		pod.Spec.Containers[0].Args[i] = strings.ReplaceAll(a, memberHost("solo"), host)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterSvc, Namespace: "default"},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true,
+			Selector: map[string]string{"app": "solo"}, Ports: []corev1.ServicePort{{Name: "client", Port: 2379}}},
+	}
+	if err := c.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, c, pod, 60*time.Second, "Ready", podReady)
+	if err := b.Kubelet().KillPod("default", "solo", syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, c, pod, 30*time.Second, "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	s := pod.Status.ContainerStatuses[0]
+	if s.State.Terminated == nil || s.RestartCount != 0 {
+		t.Errorf("container status after kill under Never: %+v", s)
+	}
+}
+
+func testNodeDown(ctx context.Context, t *testing.T, b *bench.Bench) {
+	c := b.Client()
+	node := b.Nodes()[2]
+	// A pod on that node, to see taint-based eviction act on the short toleration.
+	victim := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{corev1.LabelHostname: node},
+			Containers: []corev1.Container{{Name: "main", Image: etcdImage, Command: []string{"etcd"},
+				Args: []string{"--data-dir=/tmp/victim", "--listen-client-urls=http://$(POD_IP):2379",
+					"--advertise-client-urls=http://$(POD_IP):2379", "--listen-peer-urls=http://$(POD_IP):2380"},
+				Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
+					FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}}},
+		},
+	}
+	if err := c.Create(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, c, victim, 60*time.Second, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+
+	start := time.Now()
+	if err := b.Kubelet().NodeDown(node); err != nil {
+		t.Fatal(err)
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	// Grace period 10s plus a monitor period; allow generous slack on a busy machine.
+	waitObj(t, c, n, 40*time.Second, "Ready=Unknown", func() bool {
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				return cond.Status == corev1.ConditionUnknown
+			}
+		}
+		return false
+	})
+	t.Logf("node %s Ready=Unknown %v after NodeDown", node, time.Since(start).Round(time.Millisecond))
+	waitObj(t, c, n, 20*time.Second, "unreachable taint", func() bool {
+		for _, tn := range n.Spec.Taints {
+			if tn.Key == corev1.TaintNodeUnreachable {
+				return true
+			}
+		}
+		return false
+	})
+	// tolerationSeconds=10 from the apiserver defaults: the pod is evicted shortly after.
+	waitPod(t, c, victim, 40*time.Second, "evicted (deletionTimestamp set)", func(p *corev1.Pod) bool { return p.DeletionTimestamp != nil })
+	t.Logf("pod on %s evicted %v after NodeDown", node, time.Since(start).Round(time.Millisecond))
+
+	if err := b.Kubelet().NodeUp(node); err != nil {
+		t.Fatal(err)
+	}
+	waitObj(t, c, n, 40*time.Second, "schedulable again", func() bool { ok, _ := bench.NodeSchedulable(n); return ok })
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// waitPod polls pod until cond holds; pod is updated in place.
+func waitPod(t *testing.T, c client.Client, pod *corev1.Pod, timeout time.Duration, what string, cond func(*corev1.Pod) bool) {
+	t.Helper()
+	waitObj(t, c, pod, timeout, pod.Name+" "+what, func() bool { return cond(pod) })
+}
+
+func waitObj(t *testing.T, c client.Client, obj client.Object, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(obj)
+	waitFor(t, timeout, what, func() (bool, string) {
+		if err := c.Get(context.Background(), key, obj); err != nil {
+			return false, err.Error()
+		}
+		return cond(), describe(obj)
+	})
+}
+
+func describe(obj client.Object) string {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return fmt.Sprintf("phase=%s node=%s conditions=%v statuses=%+v", o.Status.Phase, o.Spec.NodeName, o.Status.Conditions, o.Status.ContainerStatuses)
+	case *corev1.Node:
+		return fmt.Sprintf("conditions=%v taints=%v", o.Status.Conditions, o.Spec.Taints)
+	}
+	return ""
+}
+
+// waitFor polls cond every 200ms until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s; last: %s", timeout, what, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

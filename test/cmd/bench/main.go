@@ -1,0 +1,335 @@
+// Command bench runs the local bench (real control plane + emulated kubelet) in the
+// foreground, for demos and manual testing:
+//
+//	bench up   [--dir D] [--nodes N] [--image IMAGE=DIR]...   run until SIGINT/SIGTERM
+//	bench exec --dir D -- CMD [ARG]...                        run CMD inside the bench namespaces
+//	bench down --dir D                                        stop a running bench
+//	bench fault --dir D kill-pod NS/NAME [SIGNAL] | stop-pod NS/NAME | continue-pod NS/NAME |
+//	            node-down NODE | node-up NODE | delay-dns HOSTNAME DURATION
+//
+// The bench lives in private mount+net namespaces (pods get 127.x addresses and names in
+// a private /etc/hosts). `up` opens a listener in the host namespace before entering them
+// and proxies it to the apiserver inside, so D/kubeconfig works from the host.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/etcd-operator/etcd-operator/test/bench"
+	"github.com/etcd-operator/etcd-operator/test/bench/kubelet"
+)
+
+const usage = `usage:
+  bench up    [--dir D] [--nodes N] [--image IMAGE=DIR]...
+  bench exec  --dir D -- CMD [ARG]...
+  bench down  --dir D
+  bench fault --dir D kill-pod NS/NAME [SIGNAL] | stop-pod NS/NAME | continue-pod NS/NAME |
+              node-down NODE | node-up NODE | delay-dns HOSTNAME DURATION
+`
+
+// Files in the bench directory the subcommands share.
+const (
+	pidFile      = "pid"              // pid of the namespaced bench process (nsenter target)
+	hostKubecfg  = "kubeconfig"       // for the host, via the proxy
+	innerKubecfg = "admin.kubeconfig" // written by package bench, valid inside the namespaces
+	controlSock  = "control.sock"     // fault requests
+)
+
+func main() {
+	kubelet.MaybeRunShim()
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "up":
+		err = up(os.Args[2:])
+	case "exec":
+		err = execIn(os.Args[2:])
+	case "down":
+		err = down(os.Args[2:])
+	case "fault":
+		err = fault(os.Args[2:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		err = fmt.Errorf("unknown subcommand %q\n%s", os.Args[1], usage)
+	}
+	if err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			os.Exit(int(ee))
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type exitError int
+
+func (e exitError) Error() string { return "exit " + strconv.Itoa(int(e)) }
+
+func defaultDir() string { return filepath.Join(os.TempDir(), "etcd-operator-bench") }
+
+type imageFlags map[string]string
+
+func (m imageFlags) String() string { return fmt.Sprint(map[string]string(m)) }
+func (m imageFlags) Set(v string) error {
+	img, dir, ok := strings.Cut(v, "=")
+	if !ok || img == "" || dir == "" {
+		return fmt.Errorf("want IMAGE=DIR, got %q", v)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	m[img] = abs
+	return nil
+}
+
+func up(args []string) error {
+	fs := flag.NewFlagSet("up", flag.ContinueOnError)
+	dir := fs.String("dir", defaultDir(), "bench directory (kubeconfig, pid, logs, data)")
+	nodes := fs.Int("nodes", 3, "number of emulated nodes")
+	images := imageFlags{}
+	fs.Var(images, "image", "IMAGE=DIR: run IMAGE's executables from DIR (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	d, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+
+	if !bench.InNamespace() {
+		// Host side: refuse to clobber a live bench, clear the previous run's state (its
+		// certs and data belong to a cluster that is gone), open the host listener and
+		// re-exec into the namespaces, handing the listener over as fd 3.
+		if pid, err := readPid(d); err == nil && alive(pid) {
+			return fmt.Errorf("a bench is already running from %s (pid %d); `bench down --dir %s` first", d, pid, d)
+		}
+		for _, sub := range []string{"etcd", "kubelet", "pki", "logs", pidFile, hostKubecfg, innerKubecfg, controlSock} {
+			if err := os.RemoveAll(filepath.Join(d, sub)); err != nil {
+				return err
+			}
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		f, err := ln.(*net.TCPListener).File()
+		if err != nil {
+			return err
+		}
+		return bench.EnterNamespaceWith(bench.NamespaceOptions{ExtraFiles: []*os.File{f}})
+	}
+
+	if err := bench.EnterNamespace(); err != nil { // mounts and lo, inside
+		return err
+	}
+	ln, err := net.FileListener(os.NewFile(3, "host-listener"))
+	if err != nil {
+		return fmt.Errorf("host listener (fd 3): %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+
+	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
+	b, err := bench.Start(ctx, bench.Options{Dir: d, Nodes: *nodes, ExtraImages: images, Log: logf})
+	if err != nil {
+		return err
+	}
+	defer b.Stop()
+
+	go proxy(ctx, ln, "127.0.0.1:"+strconv.Itoa(b.APIServerPort()))
+	hostAddr := ln.Addr().String()
+	ca, cert, key := b.AdminCredentials()
+	if err := bench.WriteKubeconfig(filepath.Join(d, hostKubecfg), "https://"+hostAddr, ca, cert, key); err != nil {
+		return err
+	}
+	sock, err := serveControl(ctx, filepath.Join(d, controlSock), b)
+	if err != nil {
+		return err
+	}
+	defer sock.Close()
+	if err := os.WriteFile(filepath.Join(d, pidFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(filepath.Join(d, pidFile))
+
+	t := b.Timings()
+	fmt.Printf(`bench up: %d nodes (%s), control plane ready in %v, nodes ready in %v
+  apiserver (host):      https://%s   kubeconfig %s
+  apiserver (inside):    https://127.0.0.1:%d   kubeconfig %s
+  logs:                  %s
+try:
+  kubectl --kubeconfig %s get nodes -L topology.kubernetes.io/zone
+  %s exec --dir %s -- etcdctl --endpoints http://POD.SUBDOMAIN.NAMESPACE.svc:2379 endpoint health
+  %s fault --dir %s kill-pod NAMESPACE/POD
+stop with Ctrl-C or: %s down --dir %s
+`, len(b.Nodes()), strings.Join(b.Nodes(), ", "), t.ControlPlane.Round(time.Millisecond), t.NodesReady.Round(time.Millisecond),
+		hostAddr, filepath.Join(d, hostKubecfg), b.APIServerPort(), b.Kubeconfig(), filepath.Join(d, "logs"),
+		filepath.Join(d, hostKubecfg), os.Args[0], d, os.Args[0], d, os.Args[0], d)
+
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "bench: stopping")
+	return nil
+}
+
+// proxy forwards raw TCP (TLS stays end to end) from the host listener to the apiserver.
+func proxy(ctx context.Context, ln net.Listener, target string) {
+	go func() { <-ctx.Done(); ln.Close() }()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			u, err := net.DialTimeout("tcp", target, 5*time.Second)
+			if err != nil {
+				return
+			}
+			defer u.Close()
+			done := make(chan struct{}, 2)
+			go func() { io.Copy(u, c); u.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
+			go func() { io.Copy(c, u); c.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
+			<-done
+			<-done
+		}()
+	}
+}
+
+// execIn replaces this process with nsenter into the bench's mount and net namespaces,
+// so the command sees the bench's /etc/hosts and can reach 127.x pod addresses; stdio
+// and the exit code pass straight through.
+func execIn(args []string) error {
+	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
+	dir := fs.String("dir", defaultDir(), "bench directory")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cmd := fs.Args()
+	if len(cmd) == 0 {
+		return errors.New("exec: no command; usage: bench exec --dir D -- CMD [ARG]...")
+	}
+	d, _ := filepath.Abs(*dir)
+	pid, err := readPid(d)
+	if err != nil {
+		return err
+	}
+	if !alive(pid) {
+		return fmt.Errorf("bench pid %d from %s is not running", pid, d)
+	}
+	argv := append([]string{"nsenter", "-t", strconv.Itoa(pid), "-m", "-n", "--"}, cmd...)
+	env := append(os.Environ(), "KUBECONFIG="+filepath.Join(d, innerKubecfg))
+	// Cached etcd tools on PATH, so `bench exec -- etcdctl ...` just works.
+	env = append(env, "PATH="+bench.EtcdBinDir(bench.EtcdVersion)+":"+bench.K8sBinDir()+":"+os.Getenv("PATH"))
+	return syscall.Exec("/usr/bin/nsenter", argv, env)
+}
+
+// down stops the bench running from dir: SIGTERM, wait, then SIGKILL.
+func down(args []string) error {
+	fs := flag.NewFlagSet("down", flag.ContinueOnError)
+	dir := fs.String("dir", defaultDir(), "bench directory")
+	grace := fs.Duration("grace", 60*time.Second, "time to wait after SIGTERM before SIGKILL")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	d, _ := filepath.Abs(*dir)
+	pid, err := readPid(d)
+	if err != nil {
+		return err
+	}
+	if !alive(pid) {
+		fmt.Fprintf(os.Stderr, "bench: pid %d is not running\n", pid)
+		os.Remove(filepath.Join(d, pidFile))
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(*grace)
+	for time.Now().Before(deadline) {
+		if !alive(pid) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond) // polling another process's exit; no wait(2) on non-children
+	}
+	fmt.Fprintf(os.Stderr, "bench: pid %d still alive after %v, sending SIGKILL\n", pid, *grace)
+	return syscall.Kill(pid, syscall.SIGKILL)
+}
+
+func readPid(dir string) (int, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, pidFile))
+	if err != nil {
+		return 0, fmt.Errorf("no running bench in %s: %w", dir, err)
+	}
+	return strconv.Atoi(strings.TrimSpace(string(raw)))
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// Field 3 (after "(comm)") is the state; Z = zombie, X = dead.
+	s := string(raw)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
+}
+
+// fault sends one request line over the control socket and prints the answer.
+func fault(args []string) error {
+	fs := flag.NewFlagSet("fault", flag.ContinueOnError)
+	dir := fs.String("dir", defaultDir(), "bench directory")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return errors.New("fault: missing action\n" + usage)
+	}
+	d, _ := filepath.Abs(*dir)
+	c, err := net.DialTimeout("unix", filepath.Join(d, controlSock), 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("bench control socket: %w", err)
+	}
+	defer c.Close()
+	if _, err := fmt.Fprintln(c, strings.Join(fs.Args(), " ")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	line = strings.TrimSpace(line)
+	if msg, ok := strings.CutPrefix(line, "error: "); ok {
+		return errors.New(msg)
+	}
+	fmt.Println(line)
+	return nil
+}

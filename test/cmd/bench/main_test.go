@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/etcd-operator/etcd-operator/test/bench"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// envRunMain makes the test binary act as the bench command, so the test drives the real
+// main (namespace re-exec and kubelet shim included) without a separate go build.
+const envRunMain = "BENCH_CMD_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunMain) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func benchCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), envRunMain+"=1")
+	return cmd
+}
+
+// TestUpExecFaultDown runs `bench up` as a separate process and uses it from the host
+// network namespace the way a person would: kubeconfig through the proxy, exec into
+// the namespaces, a fault over the control socket, and down.
+func TestUpExecFaultDown(t *testing.T) {
+	if missing := bench.MissingBinaries(); len(missing) > 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("missing %v", missing)
+		}
+		t.Skipf("bench binaries missing: %v", missing)
+	}
+	if bench.InNamespace() {
+		t.Fatal("this test must start in the host namespaces")
+	}
+	dir := t.TempDir()
+	up := benchCmd("up", "--dir", dir, "--nodes", "2")
+	var out bytes.Buffer
+	up.Stdout, up.Stderr = &out, &out
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- up.Wait() }()
+	t.Cleanup(func() {
+		// Whatever happened, the bench must be gone: SIGTERM the namespaced child by pid
+		// file, then SIGKILL the process we started.
+		_ = benchCmd("down", "--dir", dir, "--grace", "30s").Run()
+		select {
+		case <-exited:
+		case <-time.After(40 * time.Second):
+			_ = up.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("bench up output:\n%s", out.String())
+		}
+	})
+
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "pid")); err == nil {
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("bench up exited early: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pid file after 2m:\n%s", out.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// From the host: the kubeconfig reaches the apiserver through the proxy.
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := cs.CoreV1().Nodes().List(context.Background(), metavListAll)
+	if err != nil {
+		t.Fatalf("list nodes from the host: %v", err)
+	}
+	if len(nodes.Items) != 2 {
+		t.Fatalf("got %d nodes from the host, want 2", len(nodes.Items))
+	}
+
+	// exec runs inside the bench's mount namespace: it sees the bench hosts file.
+	ex := benchCmd("exec", "--dir", dir, "--", "cat", "/etc/hosts")
+	hosts, err := ex.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench exec: %v\n%s", err, hosts)
+	}
+	if !strings.Contains(string(hosts), "bench cluster DNS records") {
+		t.Errorf("bench exec did not see the bench /etc/hosts:\n%s", hosts)
+	}
+	// The exit code passes through.
+	if err := benchCmd("exec", "--dir", dir, "--", "sh", "-c", "exit 7").Run(); exitCode(err) != 7 {
+		t.Errorf("bench exec exit code = %v, want 7", err)
+	}
+
+	// A fault over the control socket takes effect in the cluster.
+	if msg, err := benchCmd("fault", "--dir", dir, "node-down", "bench-node-2").CombinedOutput(); err != nil {
+		t.Fatalf("bench fault: %v\n%s", err, msg)
+	}
+	if msg, err := benchCmd("fault", "--dir", dir, "node-down", "no-such-node").CombinedOutput(); err == nil {
+		t.Errorf("fault on an unknown node succeeded: %s", msg)
+	}
+	waitUntil(t, 45*time.Second, "bench-node-2 Ready=Unknown", func() (bool, string) {
+		n, err := cs.CoreV1().Nodes().Get(context.Background(), "bench-node-2", metavGet)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionUnknown, string(c.Status)
+			}
+		}
+		return false, "no Ready condition"
+	})
+
+	// down stops it: the up process exits 0 and leaves no pid file.
+	raw, _ := os.ReadFile(filepath.Join(dir, "pid"))
+	if msg, err := benchCmd("down", "--dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("bench down: %v\n%s", err, msg)
+	}
+	select {
+	case err := <-exited:
+		exited <- err // for the cleanup
+		if err != nil {
+			t.Errorf("bench up exited with %v after down", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("bench up still running 60s after down")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pid")); err == nil {
+		t.Error("pid file left behind")
+	}
+	var pid int
+	fmt.Sscan(string(raw), &pid)
+	if pid > 0 && syscall.Kill(pid, 0) == nil {
+		t.Errorf("bench process %d still alive", pid)
+	}
+}
+
+func exitCode(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err == nil {
+		return 0
+	}
+	return -1
+}
+
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s; last: %s", timeout, what, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+var (
+	metavListAll = metav1.ListOptions{}
+	metavGet     = metav1.GetOptions{}
+)

@@ -1,0 +1,319 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/controllers"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/test/bench"
+)
+
+// env is one bench with the CRDs installed and an operator that can be started and
+// stopped (to test that a restarted operator resumes).
+type env struct {
+	t      *testing.T
+	bench  *bench.Bench
+	c      client.Client
+	scheme *runtime.Scheme
+
+	stopOperator context.CancelFunc
+	operatorDone chan struct{}
+}
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(etcdv1beta2.AddToScheme(s))
+	return s
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	s := newScheme()
+	b := bench.NewForTest(t, bench.Options{Scheme: s})
+	e := &env{t: t, bench: b, c: b.Client(), scheme: s}
+	if _, err := envtest.InstallCRDs(b.RestConfig(), envtest.CRDInstallOptions{
+		Paths:              []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfPathMissing: true,
+		Scheme:             s,
+	}); err != nil {
+		t.Fatalf("install CRDs: %v", err)
+	}
+	e.startOperator()
+	t.Cleanup(e.stopOperatorNow)
+	return e
+}
+
+// startOperator runs the operator's manager in this process (inside the bench network
+// namespace, so it reaches pod IPs and bench DNS like an in-cluster pod would).
+func (e *env) startOperator() {
+	e.t.Helper()
+	mgr, err := ctrl.NewManager(e.bench.RestConfig(), ctrl.Options{
+		Scheme:                 e.scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 crzap.New(crzap.UseDevMode(true), crzap.WriteTo(operatorLog(e.t, e.bench))),
+	})
+	if err != nil {
+		e.t.Fatalf("manager: %v", err)
+	}
+	if err := controllers.SetupWithManager(mgr, controllers.Options{}); err != nil {
+		e.t.Fatalf("setup controllers: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			e.t.Errorf("manager stopped: %v", err)
+		}
+	}()
+	e.stopOperator, e.operatorDone = cancel, done
+}
+
+func (e *env) stopOperatorNow() {
+	if e.stopOperator != nil {
+		e.stopOperator()
+		<-e.operatorDone
+		e.stopOperator = nil
+	}
+}
+
+func operatorLog(t *testing.T, b *bench.Bench) *os.File {
+	f, err := os.OpenFile(filepath.Join(b.Dir(), "operator.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// eventually polls cond until it returns nil or the timeout passes.
+func (e *env) eventually(timeout time.Duration, what string, cond func() error) {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		if last = cond(); last == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.dumpState()
+			e.t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, last)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (e *env) dumpState() {
+	ctx := context.Background()
+	var cs etcdv1beta2.EtcdClusterList
+	if err := e.c.List(ctx, &cs); err == nil {
+		for _, c := range cs.Items {
+			e.t.Logf("cluster %s/%s status: %+v", c.Namespace, c.Name, c.Status)
+		}
+	}
+	var pods corev1.PodList
+	if err := e.c.List(ctx, &pods); err == nil {
+		for _, p := range pods.Items {
+			e.t.Logf("pod %s/%s node=%s phase=%s ip=%s ready=%v", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.PodIP, podReady(&p))
+		}
+	}
+	e.t.Logf("operator log: %s", filepath.Join(e.bench.Dir(), "operator.log"))
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (e *env) create(obj client.Object) {
+	e.t.Helper()
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace("default")
+	}
+	if err := e.c.Create(context.Background(), obj); err != nil {
+		e.t.Fatalf("create %s: %v", obj.GetName(), err)
+	}
+}
+
+func (e *env) cluster(name string) *etcdv1beta2.EtcdCluster {
+	e.t.Helper()
+	var c etcdv1beta2.EtcdCluster
+	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &c); err != nil {
+		e.t.Fatalf("get cluster %s: %v", name, err)
+	}
+	return &c
+}
+
+// update applies mutate to the latest version of a cluster, retrying conflicts.
+func (e *env) update(name string, mutate func(*etcdv1beta2.EtcdCluster)) {
+	e.t.Helper()
+	e.eventually(10*time.Second, "update of "+name, func() error {
+		c := e.cluster(name)
+		mutate(c)
+		return e.c.Update(context.Background(), c)
+	})
+}
+
+func conditionTrue(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == t {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// waitAvailable waits until the cluster reports Available with size ready members and
+// etcd itself lists exactly size voting members.
+func (e *env) waitAvailable(name string, size int, timeout time.Duration) *etcdv1beta2.EtcdCluster {
+	e.t.Helper()
+	var c *etcdv1beta2.EtcdCluster
+	e.eventually(timeout, fmt.Sprintf("%s Available with %d members", name, size), func() error {
+		c = e.cluster(name)
+		if !conditionTrue(c, etcdv1beta2.ClusterConditionAvailable) || len(c.Status.Members.Ready) != size ||
+			len(c.Status.Members.Unready) != 0 || conditionTrue(c, etcdv1beta2.ClusterConditionScaling) {
+			return fmt.Errorf("status: phase=%s ready=%v unready=%v conditions=%v", c.Status.Phase, c.Status.Members.Ready, c.Status.Members.Unready, c.Status.Conditions)
+		}
+		ms, err := e.members(name)
+		if err != nil {
+			return err
+		}
+		voters := 0
+		for _, m := range ms {
+			if !m.IsLearner {
+				voters++
+			}
+		}
+		if voters != size || len(ms) != size {
+			return fmt.Errorf("etcd lists %d members (%d voters), want %d voters", len(ms), voters, size)
+		}
+		return nil
+	})
+	return c
+}
+
+// etcdClient connects through the client Service's DNS name, as an application would.
+func (e *env) etcdClient(name string) *clientv3.Client {
+	e.t.Helper()
+	c := e.cluster(name)
+	ep := fmt.Sprintf("http://%s.%s.svc:%d", render.ClientServiceName(c), c.Namespace, etcdv1beta2.EtcdClientPort)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		e.t.Fatalf("etcd client %s: %v", ep, err)
+	}
+	e.t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// memberPods returns the cluster's member pods by name.
+func (e *env) memberPods(name string) map[string]corev1.Pod {
+	e.t.Helper()
+	var pods corev1.PodList
+	if err := e.c.List(context.Background(), &pods, client.InNamespace("default"),
+		client.MatchingLabelsSelector{Selector: render.ClusterSelector(name)}); err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]corev1.Pod{}
+	for _, p := range pods.Items {
+		out[p.Name] = p
+	}
+	return out
+}
+
+// members lists etcd's members, asking the member pods directly by IP.
+func (e *env) members(name string) ([]*etcdMember, error) {
+	var eps []string
+	for _, p := range e.memberPods(name) {
+		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+			eps = append(eps, fmt.Sprintf("http://%s:%d", p.Status.PodIP, etcdv1beta2.EtcdClientPort))
+		}
+	}
+	if len(eps) == 0 {
+		return nil, fmt.Errorf("no member pod has an IP")
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*etcdMember
+	for _, m := range resp.Members {
+		out = append(out, &etcdMember{ID: m.ID, Name: m.Name, IsLearner: m.IsLearner})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+type etcdMember struct {
+	ID        uint64
+	Name      string
+	IsLearner bool
+}
+
+func memberIDs(ms []*etcdMember) map[uint64]string {
+	out := map[uint64]string{}
+	for _, m := range ms {
+		out[m.ID] = m.Name
+	}
+	return out
+}
+
+// events returns the reasons of the events recorded for an object.
+func (e *env) eventReasons(name string) []string {
+	var evs corev1.EventList
+	if err := e.c.List(context.Background(), &evs, client.InNamespace("default")); err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range evs.Items {
+		if ev.InvolvedObject.Name == name && ev.InvolvedObject.Kind == "EtcdCluster" {
+			out = append(out, ev.Reason)
+		}
+	}
+	return out
+}
+
+func hasAny(list []string, want ...string) bool {
+	for _, l := range list {
+		for _, w := range want {
+			if strings.EqualFold(l, w) {
+				return true
+			}
+		}
+	}
+	return false
+}
