@@ -2,119 +2,179 @@
 //
 // Plan is a pure function from (Desired, Observed) to one Action: no I/O,
 // no clock (Observed.Now is an input), no randomness (names derive from
-// Observed.NameSeed). The controller observes, calls Plan, executes the one
-// action, records what it must (Pending, Bootstrapped, *Since times) and
-// calls Plan again. Every safety rule of the operator lives here; the rules
-// are checked in this order and the first that applies wins.
+// Observed.NameSeed and Observed.Now). The controller observes, calls Plan,
+// executes the one action, records what it must (Pending, Bootstrapped,
+// BootstrapMembers, RetiredNames, the *Since times) and calls Plan again.
+// Every safety rule of the operator lives here. The rules below are checked
+// in this order and the first that applies wins.
 //
-// Vocabulary. A voter is a non-learner member. A member is reachable when it
-// answered Status in this observation; it is alive when, in addition, its
-// pod exists and is not gone (Failed, Succeeded or being deleted). Quorum(n)
-// is n/2+1. "Down since" is the earliest recorded UnhealthySince of the
-// member or its pod (Now if none is recorded yet), but never earlier than
-// the pod's creation: a freshly created pod always gets its full grace.
+// # Vocabulary
 //
-//  1. Paused → Wait. The user asked us to touch nothing, so nothing is
-//     touched, not even orphan pods.
-//  2. Size < 1 → Wait(InvalidSpec). There is no safe move towards an
-//     impossible target; a zero-member cluster would destroy the data.
-//  3. No member list (no endpoint answered MemberList):
-//     - never bootstrapped, no pods → Bootstrap with all Size members at
-//     once in one initial cluster. Growing a new cluster one member at a
-//     time would make the first member a single point of failure and
-//     every later add a membership change; one initial cluster is how
-//     etcd is meant to start. Recorded BootstrapMembers are reused so an
+// A voter is a non-learner member. A member is reachable when it answered
+// Status in this observation; it is alive when, in addition, it has started
+// (published its name: a member that has not started has an empty name in
+// MemberList) and its pod exists and is not gone (Failed, Succeeded or being
+// deleted). Quorum(n) is n/2+1. "Down since" is the earliest recorded
+// UnhealthySince of the member or its pod (Now when nothing is recorded yet,
+// so the grace starts now), but never earlier than the pod's creation: a
+// freshly created pod always gets its full grace. Pods are matched to
+// members by the member-ID annotation first and by name otherwise; a member
+// that has not started is matched only by ID or by the Pending record.
+//
+// # Rule 1: paused
+//
+// Paused → Wait. The user asked us to touch nothing, so nothing is touched,
+// not even orphan pods.
+//
+// # Rule 2: invalid size
+//
+// Size < 1 → Wait(InvalidSpec). There is no safe move towards an impossible
+// target; a zero-member cluster would destroy the data.
+//
+// # Rule 3: no member list
+//
+// No endpoint answered MemberList (a serializable list answers without
+// quorum, so this means no etcd process is reachable at all):
+//   - Never bootstrapped, no pods → Bootstrap with all Size members at once
+//     in one initial cluster. Growing a new cluster one member at a time
+//     would make the first member a single point of failure and every later
+//     add a membership change. Recorded BootstrapMembers are reused so an
 //     interrupted bootstrap converges on the same initial cluster.
-//     - never bootstrapped, pods exist → create the recorded initial members
-//     whose pods are missing (Bootstrap again), else Wait for the cluster
-//     to form. Nothing is deleted during bootstrap: pods that have no
-//     member yet are normal then.
-//     - bootstrapped, no pod at all → QuorumLost: the data is gone, only a
+//   - Never bootstrapped, pods exist → Bootstrap again (the controller
+//     creates the recorded members whose pods are missing), else Wait for
+//     the cluster to form. Nothing is deleted during bootstrap: pods without
+//     a member are normal then. (A bootstrap that never forms is retried by
+//     deleting its pods by hand.)
+//   - Bootstrapped, no pod at all → QuorumLost: the data is gone; only a
 //     restore can help, and re-bootstrapping would silently serve an empty
 //     cluster under the old name.
-//     - bootstrapped, pods exist → Wait, or QuorumLost (report only) once
-//     every pod has been unready for QuorumLossGrace. Without a member
-//     list we cannot name a survivor, so nothing destructive is possible.
-//  4. Quorum: fewer than Quorum(voters) voters reachable, or no reachable
-//     leader →
-//     - quorum reachable but no leader → Wait: an election takes seconds.
-//     - a reachable leader but fewer reachable voters than quorum → Wait:
-//     etcd leaders step down when they lose quorum (CheckQuorum), so a
-//     live leader means our view is partial, not that the cluster is dead.
-//     - otherwise, until quorum has been lost for QuorumLossGrace (counted
-//     from the moment enough voters went down) → Wait; elections and
-//     restarts lose quorum briefly.
-//     - then QuorumLost, touching nothing, unless QuorumLossRecovery is set:
-//     ForceNewCluster from the reachable member with the highest revision
-//     (it holds the most data). The old members then become orphans and
-//     the cluster regrows by normal scale-up.
-//     With no quorum no membership change is even possible, and guessing
-//     would risk the data, so nothing below runs.
-//  5. Orphan pods (no matching member, not the pending member's pod, not
-//     already deleting, older than ReplaceGoneAfter so list lag cannot make
-//     a new pod look orphaned) → DeletePod. Never before Bootstrapped.
-//     A removed member's process must not keep running under our label.
-//  6. One membership change at a time. A learner, a member that has not
-//     started (empty name in MemberList: the ID from MemberAdd is the only
-//     handle, so members are matched by ID first) or the Pending record is
-//     an in-flight change; it is finished or abandoned before anything
-//     else happens to membership:
-//     - learner no longer needed (voters that are not dead >= Size) →
-//     RemoveMember(learner).
-//     - Pending older than LearnerTimeout → RemoveMember (stuck learner;
-//     the next attempt uses a new name, never the old one).
-//     - its pod gone, or its pod missing after it started, for
-//     ReplaceGoneAfter → RemoveMember.
-//     - pod missing, not started, name known → CreatePod (join existing).
-//     - pod exists but not started/reachable → Wait, or RemoveMember once
-//     down for ReplaceUnhealthyAfter (DNS lag is far shorter).
-//     - started learner caught up (raft index within PromoteMaxLag of the
-//     leader's and at least 90% of it, etcd's own promotion check) →
-//     PromoteLearner; else Wait. Removing a learner never changes the
-//     voter quorum, so abandoning is always quorum-safe.
-//     The Pending record is cleared (Action.ClearPending) once its member
-//     is a started voter, or has vanished from the list for ReplaceGoneAfter.
-//  7. Fewer alive voters than quorum, or the leader's pod gone → Wait.
-//     Every change below needs an alive quorum after it, not just now.
-//  8. Dead voter (not alive, down longer than its grace: ReplaceGoneAfter
-//     when the pod is missing or gone, ReplaceUnhealthyAfter otherwise —
-//     crash-looping, terminated, node not ready, running but unreachable)
-//     → ReplaceMember (remove it and its pod); later plans add a fresh
-//     member under a new name. Only one at a time, only with no change in
-//     flight, only if the alive voters stay >= Quorum(voters-1). Removing
-//     the dead member before adding restores fault tolerance sooner, and
-//     etcd refuses MemberAdd while a dead member is listed anyway. A member
-//     that is merely slow to start (DNS lag, pod Running but not Ready) is
-//     never removed within its grace.
-//  9. Scale down (voters > Size): remove not-alive members first, then the
-//     newest pod (then highest name). If the victim is the leader →
-//     MoveLeader to an alive voter first (removing the leader stalls
-//     writes for an election). Refused (Wait) if the alive voters after the
-//     removal would be fewer than the quorum of the new size.
-//  10. Any voter down but within its grace → Wait (it may come back; its
-//     grace decides, not an unrelated scale-up or upgrade step).
-//  11. Scale up (voters < Size) → AddLearner (one; a learner does not count
-//     for quorum while it catches up, so adding cannot hurt availability).
-//  12. Upgrade (some member's version != Version) — only here, i.e. with
-//     the cluster fully healthy, at full size and nothing in flight:
-//     - skew: no major change, no minor downgrade, no skipped minor (3.6 →
-//     3.7 ok, 3.5 → 3.7 refused, patch changes either way ok) →
-//     otherwise RefuseUpgrade with the reason; nothing else is blocked.
-//     - a member whose pod already has the new version but which does not
-//     run it yet → Wait (one member restarting at a time).
-//     - followers first, one at a time, by name → UpgradeMember; the leader
-//     last, after MoveLeader to an upgraded voter (one leader election
-//     instead of one per restart). A one-member cluster is restarted in
-//     place: there is nowhere to move leadership.
-//  13. Otherwise Done.
+//   - Bootstrapped, pods exist → Wait, or QuorumLost (a report only) once
+//     every pod has been unready for QuorumLossGrace. Without a member list
+//     no survivor can be named, so nothing destructive is possible.
 //
-// Precedence decisions: membership repair (rules 6–8) comes before scaling,
-// and scaling before upgrading. A scale change made during a rolling upgrade
-// is applied between two upgrade steps (each step ends when the restarted
-// member is alive again — rule 10 — so a restart and a membership change
-// are never in flight together); new members are created on the desired
-// version when its skew is allowed, otherwise on the highest version
-// running, so a refused upgrade never blocks repairs.
+// # Rule 4: quorum
+//
+// Fewer than Quorum(voters) voters reachable, or no reachable leader:
+//   - a quorum is reachable but there is no leader → Wait: an election
+//     takes seconds.
+//   - the leader is reachable but fewer voters than a quorum → Wait
+//     (PartialVisibility): etcd leaders step down when they lose quorum
+//     (CheckQuorum), so a live leader means our view is partial, not that
+//     the cluster is dead.
+//   - otherwise Wait until quorum has been lost for QuorumLossGrace, counted
+//     from the moment the quorum-breaking voter went down; elections and
+//     restarts lose quorum briefly.
+//   - then QuorumLost, touching nothing, unless QuorumLossRecovery is set:
+//     ForceNewCluster from the alive voter with the highest revision.
+//     Every committed entry is on a majority of voters, so that voter holds
+//     everything that survived; learners are not in that majority and may
+//     lag, so they are never the source. The old members' pods then become
+//     orphans and the cluster regrows by normal scale-up.
+//
+// Without quorum no membership change is even possible, and guessing would
+// risk the data, so no rule below runs.
+//
+// # Rule 5: orphan pods
+//
+// A pod with no matching member that is not the pending member's pod → one
+// DeletePod at a time. Never before Bootstrapped; never a pod already being
+// deleted; never a pod younger than ReplaceGoneAfter (a list read from a
+// lagging member may not yet show a member added a moment ago; Done then
+// carries a RequeueAfter); never a second pod annotated with the ID of a
+// member that has not started (which one will start is unknowable; once it
+// publishes its name the other no longer matches). A removed member's
+// process must not keep running under our labels.
+//
+// # Rule 6: one membership change at a time
+//
+// A learner, a member that has not started, or the Pending record is an
+// in-flight change. It is finished or abandoned before any other membership
+// change, in this order:
+//   - a learner no longer needed (voters that are not dead >= Size) →
+//     RemoveMember; dead voters are about to be replaced, so a learner in
+//     flight when a voter died still fills the gap.
+//   - Pending older than LearnerTimeout → RemoveMember (stuck learner).
+//   - its pod gone for ReplaceGoneAfter → RemoveMember.
+//   - no pod, not started, name known from Pending → CreatePod (the pod
+//     joins the existing cluster).
+//   - no pod otherwise (started, or name unknown) → RemoveMember after
+//     ReplaceGoneAfter: there is nothing to start.
+//   - pod exists but the member has not started or does not answer → Wait,
+//     or RemoveMember once down for ReplaceUnhealthyAfter (DNS lag is far
+//     shorter).
+//   - a started learner that has caught up (raft index within PromoteMaxLag
+//     of the leader's and at least 90% of it, etcd's own promotion check) →
+//     PromoteLearner; otherwise Wait.
+//
+// Removals and promotions also need rule 7's alive quorum. Removing a
+// learner never changes the voter quorum, so abandoning one is always safe,
+// and the next attempt uses a new name. The Pending record is cleared
+// (Action.ClearPending) once its member is a started voter, or has been
+// missing from the list for ReplaceGoneAfter after it was added.
+//
+// # Rule 7: alive quorum
+//
+// Fewer alive voters than a quorum, or the leader not alive → Wait. Every
+// change below must leave an alive quorum, so it needs one now.
+//
+// # Rule 8: dead members
+//
+// A voter not alive for longer than its grace — ReplaceGoneAfter when its pod
+// is missing or gone, ReplaceUnhealthyAfter otherwise (crash-looping,
+// terminated, node not ready, Running but not answering) — is dead →
+// ReplaceMember (remove it and its pod; later plans add a fresh member under
+// a new name, never the old name or data). The one down longest goes first,
+// one at a time, only with nothing in flight, and only if the alive voters
+// stay >= Quorum(voters-1). Removing before adding restores fault tolerance
+// sooner, and etcd refuses MemberAdd while a dead member is listed anyway. A
+// member merely slow to start (DNS lag: pod Running, not yet Ready, name not
+// yet resolvable) is never removed within its grace.
+//
+// # Rule 9: scale down
+//
+// Voters > Size → remove members that are not alive first (even within their
+// grace: a removal is happening anyway), then the newest pod, then the
+// highest name. If the victim is the leader → MoveLeader to an alive voter
+// first (removing the leader stalls writes for an election). Wait instead if
+// the alive voters after the removal would be fewer than the new quorum.
+//
+// # Rule 10: members within their grace
+//
+// Any voter down but still within its grace → Wait: it may come back, and
+// its grace decides, not an unrelated scale-up or upgrade step.
+//
+// # Rule 11: scale up
+//
+// Voters < Size → AddLearner, one at a time. A learner does not count for
+// quorum while it catches up, so adding one cannot hurt availability.
+//
+// # Rule 12: upgrade
+//
+// Some member's version differs from Version. Reached only with the cluster
+// fully healthy, at full size and nothing in flight:
+//   - skew: no major change, no minor downgrade, no skipped minor (3.6 → 3.7
+//     ok, 3.5 → 3.7 refused; patch changes either way are fine) →
+//     otherwise RefuseUpgrade with the reason. Nothing else is blocked.
+//   - a member whose pod has the new version but which does not run it yet →
+//     Wait: one member restarts at a time.
+//   - followers first, one at a time, by name → UpgradeMember; the leader
+//     last, after MoveLeader to an upgraded voter (one election instead of
+//     one per restart). A one-member cluster is restarted in place: there is
+//     nowhere to move leadership.
+//
+// # Rule 13
+//
+// Otherwise Done.
+//
+// # Precedence decisions
+//
+// Membership repair (rules 6–8) comes before scaling, and scaling before
+// upgrading. A scale change made during a rolling upgrade is applied between
+// two upgrade steps: each step ends only when the restarted member is alive
+// again (rule 10), so a restart and a membership change are never in flight
+// together. New members are created on the desired version when its skew is
+// allowed, otherwise on the highest version running, so a refused upgrade
+// never blocks repairs.
 package planner
 
 import (
@@ -177,7 +237,7 @@ func planBootstrap(d Desired, o Observed) Action {
 			for _, n := range o.RetiredNames {
 				avoid[n] = true
 			}
-			names = NewMemberNames(d.ClusterName, o.NameSeed, d.Size, avoid)
+			names = NewMemberNames(d.ClusterName, o.nameSeed(), d.Size, avoid)
 		}
 		return bootstrapAction(names, ver, "Bootstrapping", fmt.Sprintf("creating a %d-member cluster", len(names)))
 	}
@@ -360,7 +420,7 @@ func (v *view) healthyForChange() bool {
 
 func (v *view) alive(m *Member) bool {
 	p := v.podOf[m.ID]
-	return m.Reachable && p != nil && !p.gone()
+	return m.Reachable && m.Name != "" && p != nil && !p.gone()
 }
 
 // downSince is when m stopped being alive, as far as the record shows.
@@ -451,7 +511,7 @@ func (v *view) plan() Action {
 		return a
 	}
 	if len(v.voters) < v.d.Size {
-		name := NewMemberNames(v.d.ClusterName, v.o.NameSeed, 1, v.usedNames())[0]
+		name := NewMemberNames(v.d.ClusterName, v.o.nameSeed(), 1, v.usedNames())[0]
 		return Action{Kind: AddLearner, Name: name, Version: v.newMemberVersion(), Reason: "ScalingUp",
 			Message: fmt.Sprintf("adding learner %s (%d of %d voting members)", name, len(v.voters), v.d.Size)}
 	}
@@ -487,8 +547,11 @@ func (v *view) planNoQuorum() Action {
 		return Action{Kind: QuorumLost, Reason: "QuorumLost", RequeueAfter: requeueLong,
 			Message: msg + fmt.Sprintf(" for over %s; nothing is changed (enable quorum-loss recovery to force a new cluster from the most up-to-date survivor, or restore from a backup)", v.d.QuorumLossGrace)}
 	}
+	// Only voters: every committed entry is on a majority of voters, so the
+	// surviving voter with the most data has everything that survived. A
+	// learner is not part of that majority and may lag arbitrarily.
 	var best *Member
-	for _, m := range v.members {
+	for _, m := range v.voters {
 		if !v.alive(m) {
 			continue
 		}
@@ -504,14 +567,11 @@ func (v *view) planNoQuorum() Action {
 		Message: msg + fmt.Sprintf(" for over %s; forcing a new cluster from %s (revision %d)", v.d.QuorumLossGrace, best.Name, best.Revision)}
 }
 
-// betterSurvivor orders recovery candidates: most data first, voters over
-// learners, then the longer raft log, then the lowest ID for determinism.
+// betterSurvivor orders recovery candidates: most data first, then the
+// longer raft log, then the lowest ID for determinism.
 func betterSurvivor(a, b *Member) bool {
 	if a.Revision != b.Revision {
 		return a.Revision > b.Revision
-	}
-	if a.IsLearner != b.IsLearner {
-		return !a.IsLearner
 	}
 	if a.RaftIndex != b.RaftIndex {
 		return a.RaftIndex > b.RaftIndex
@@ -726,7 +786,11 @@ func (v *view) planScaleDown() Action {
 	})
 	m := cands[0]
 	if m == v.leader {
-		to := v.leaderTarget(m, nil)
+		next := map[uint64]bool{}
+		for _, c := range cands[:len(v.voters)-v.d.Size] {
+			next[c.ID] = true
+		}
+		to := v.leaderTarget(m, nil, next)
 		if to == nil {
 			return wait("NoLeaderTarget", "no alive voter to move leadership to before removing the leader", requeueShort)
 		}
@@ -740,10 +804,11 @@ func (v *view) planScaleDown() Action {
 		Message: fmt.Sprintf("removing %s (%d voting members, size %d)", m.Name, len(v.voters), v.d.Size)}
 }
 
-// leaderTarget picks the alive voter to hand leadership to: one running
-// prefer (if given), then the longest raft log, then the lowest ID.
-func (v *view) leaderTarget(from *Member, prefer *Version) *Member {
-	var best *Member
+// leaderTarget picks the alive voter to hand leadership to. In order of
+// preference: not in avoid (members about to be removed, so leadership does
+// not have to move twice), running prefer (if given), the longest raft log,
+// the lowest ID.
+func (v *view) leaderTarget(from *Member, prefer *Version, avoid map[uint64]bool) *Member {
 	runs := func(m *Member) bool {
 		if prefer == nil {
 			return false
@@ -751,21 +816,24 @@ func (v *view) leaderTarget(from *Member, prefer *Version) *Member {
 		rv, err := ParseVersion(m.Version)
 		return err == nil && rv.Compare(*prefer) == 0
 	}
+	better := func(a, b *Member) bool {
+		if aa, ba := !avoid[a.ID], !avoid[b.ID]; aa != ba {
+			return aa
+		}
+		if ra, rb := runs(a), runs(b); ra != rb {
+			return ra
+		}
+		if a.RaftIndex != b.RaftIndex {
+			return a.RaftIndex > b.RaftIndex
+		}
+		return a.ID < b.ID
+	}
+	var best *Member
 	for _, m := range v.voters {
 		if m == from || !v.alive(m) {
 			continue
 		}
-		if best == nil {
-			best = m
-			continue
-		}
-		if rm, rb := runs(m), runs(best); rm != rb {
-			if rm {
-				best = m
-			}
-			continue
-		}
-		if m.RaftIndex > best.RaftIndex {
+		if best == nil || better(m, best) {
 			best = m
 		}
 	}
@@ -918,7 +986,7 @@ func (v *view) planUpgrade() Action {
 	if len(v.voters) == 1 {
 		return v.upgradeAction(v.leader, target)
 	}
-	to := v.leaderTarget(v.leader, &target)
+	to := v.leaderTarget(v.leader, &target, nil)
 	if to == nil {
 		return wait("NoLeaderTarget", "no alive voter to move leadership to before upgrading the leader", requeueShort)
 	}

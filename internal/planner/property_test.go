@@ -347,7 +347,7 @@ func randomState(r *rand.Rand) (Desired, Observed) {
 		o.Pending = p
 	}
 	if r.Intn(4) == 0 {
-		o.RetiredNames = NewMemberNames("c", o.NameSeed, 2, nil)
+		o.RetiredNames = NewMemberNames("c", o.nameSeed(), 2, nil)
 	}
 	if r.Intn(6) == 0 {
 		o.BootstrapMembers = []string{"c-b1", "c-b2", "c-b3"}
@@ -405,8 +405,7 @@ func perturbedState(r *rand.Rand) (Desired, Observed) {
 		case 4:
 			o.LeaderID = pick(r, uint64(0), id, id)
 		case 5:
-			if o.Pending == nil {
-				lid := uint64(100 + r.Intn(3))
+			if lid := uint64(100 + r.Intn(3)); o.Pending == nil && findMember(&o, lid) == nil {
 				withLearner(&o, lid, fmt.Sprintf("c-l%d", lid), r.Intn(2) == 0, r.Intn(2) == 0, r.Intn(3) != 0, uint64(9000+r.Intn(1100)))
 				o.Pending.AddedAt = randomAgo(r, o.Now)
 				if r.Intn(4) == 0 {

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -86,9 +87,10 @@ type Observed struct {
 	// because a learner that has not started has an empty name in MemberList.
 	Pending *PendingMember
 
-	// NameSeed makes generated names vary between clusters and attempts
-	// while keeping Plan deterministic (the controller passes e.g. a random
-	// string or UID+counter it persisted).
+	// NameSeed makes generated names vary between clusters while keeping
+	// Plan deterministic (the controller passes e.g. the resource UID).
+	// Names are derived from NameSeed and Now, so two attempts at different
+	// times never propose the same name even if nobody remembered the first.
 	NameSeed string
 	// RetiredNames are names of removed members, which must never be reused
 	// (their data and DNS records may linger). Optional: generated names
@@ -115,6 +117,12 @@ type Member struct {
 	// unreachable or without a pod (zero when it is fine, or not yet
 	// recorded: the planner then starts the grace at Now).
 	UnhealthySince time.Time
+}
+
+// nameSeed is the input of generated names: the seed plus the time, so a
+// learner abandoned and forgotten is never re-proposed under its old name.
+func (o Observed) nameSeed() string {
+	return o.NameSeed + "@" + strconv.FormatInt(o.Now.UnixNano(), 36)
 }
 
 // PodPhase mirrors the Kubernetes pod phase.
