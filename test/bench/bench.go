@@ -79,7 +79,12 @@ type Bench struct {
 	stopOnce sync.Once
 }
 
-var benchSeq atomic.Int32
+var (
+	benchSeq atomic.Int32
+	// active guards the one-bench-per-process rule: every bench of a process shares the
+	// namespace's /etc/hosts, and the kubelet owns the DNS block in it.
+	active atomic.Bool
+)
 
 // Start brings a bench up and returns once the apiserver is ready, every node is Ready
 // (per kube-controller-manager: no not-ready taint) and the default ServiceAccount
@@ -103,28 +108,37 @@ func Start(ctx context.Context, opts Options) (_ *Bench, err error) {
 		}
 	}
 	if opts.PodIPPrefix == "" {
-		opts.PodIPPrefix = fmt.Sprintf("127.%d.", benchSeq.Add(1))
+		// Successive benches get fresh ranges, so a stale address from the previous
+		// one can never reach a new pod.
+		opts.PodIPPrefix = fmt.Sprintf("127.%d.", 1+(benchSeq.Add(1)-1)%200)
 	}
 	if opts.Log == nil {
 		opts.Log = func(string, ...any) {}
 	}
+	if !active.CompareAndSwap(false, true) {
+		return nil, errors.New("bench: another bench is running in this process; they would share /etc/hosts (run benches one after another, or in separate test packages)")
+	}
 	b := &Bench{opts: opts, dir: opts.Dir, scheme: opts.Scheme}
 	if b.dir == "" {
 		if b.dir, err = os.MkdirTemp("", "bench-"); err != nil {
+			active.Store(false)
 			return nil, err
 		}
 		b.removeDir = true
-	} else if err := os.MkdirAll(b.dir, 0o755); err != nil {
+	}
+	defer func() {
+		if err != nil {
+			// Keep the logs the error points at.
+			b.removeDir = false
+			b.Stop()
+		}
+	}()
+	if err := os.MkdirAll(b.dir, 0o755); err != nil {
 		return nil, err
 	}
 	if b.dir, err = filepath.Abs(b.dir); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			b.Stop()
-		}
-	}()
 
 	if b.pki, err = newPKI(filepath.Join(b.dir, "pki")); err != nil {
 		return nil, fmt.Errorf("bench pki: %w", err)
@@ -259,6 +273,7 @@ func (b *Bench) Stop() {
 		if b.removeDir {
 			os.RemoveAll(b.dir)
 		}
+		active.Store(false)
 	})
 }
 

@@ -69,13 +69,15 @@ func TestNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintln(f, "127.9.8.7\tnstest.example.svc.cluster.local")
+	// A fresh name per run: -count=N runs this in the same namespace again.
+	name := fmt.Sprintf("nstest-%d.example.svc.cluster.local", time.Now().UnixNano())
+	fmt.Fprintf(f, "127.9.8.7\t%s\n", name)
 	f.Close()
 	waitFor(t, 15*time.Second, "appended hosts record resolves", func() (bool, string) {
-		addrs, err := net.LookupHost("nstest.example.svc.cluster.local")
+		addrs, err := net.LookupHost(name)
 		return err == nil && len(addrs) == 1 && addrs[0] == "127.9.8.7", fmt.Sprint(addrs, err)
 	})
-	c, err := net.DialTimeout("tcp", net.JoinHostPort("nstest.example.svc.cluster.local", fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)), 2*time.Second)
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(name, fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)), 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +155,8 @@ func testNodes(ctx context.Context, t *testing.T, b *bench.Bench) {
 		t.Errorf("pod output %q lacks the etcdctl version", logs)
 	}
 
-	// An image the bench cannot provide is reported like a failed pull, not run.
+	// An image the bench cannot provide is reported in the container's waiting state
+	// with the resolver's explanation, and nothing runs.
 	bad := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "unknown-image", Namespace: "default"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "example.com/nope:v1"}}},
@@ -163,7 +166,7 @@ func testNodes(ctx context.Context, t *testing.T, b *bench.Bench) {
 	}
 	waitPod(t, c, bad, 30*time.Second, "image error", func(p *corev1.Pod) bool {
 		for _, s := range p.Status.ContainerStatuses {
-			if w := s.State.Waiting; w != nil && (strings.Contains(w.Reason, "Image") || strings.Contains(w.Reason, "Pull")) {
+			if w := s.State.Waiting; w != nil && w.Reason != "" && strings.Contains(w.Message, "not available on the bench") {
 				return true
 			}
 		}

@@ -29,6 +29,7 @@ type containerRuntime struct {
 	started  bool
 	done     bool // will not run again
 	exitCode int32
+	newImage string // set by a pod update that changed the image; applied at the next start
 }
 
 // podWorker runs one pod (one UID) from admission to deletion.
@@ -92,13 +93,30 @@ func newPodWorker(k *Kubelet, node *nodeState, pod *v1.Pod) *podWorker {
 	return w
 }
 
-// update records a newer version of the Pod object.
+// update records a newer version of the Pod object. A changed container image is the
+// one in-place pod change a kubelet acts on (the operator upgrades etcd members this way):
+// the container is stopped gracefully and started again on the new image, with the same
+// pod, IP and volumes.
 func (w *podWorker) update(pod *v1.Pod) {
+	var restart []*process
 	w.mu.Lock()
 	w.pod = pod
+	for _, c := range w.mains {
+		for _, sc := range pod.Spec.Containers {
+			if sc.Name == c.spec.Name && sc.Image != c.spec.Image && sc.Image != c.newImage {
+				c.newImage = sc.Image
+				if c.proc != nil && !c.proc.exited() {
+					restart = append(restart, c.proc)
+				}
+			}
+		}
+	}
 	w.mu.Unlock()
 	if pod.DeletionTimestamp != nil {
 		w.markDeleting()
+	}
+	for _, p := range restart {
+		go w.stopProcess(p, w.gracePeriod())
 	}
 }
 
@@ -400,6 +418,17 @@ func (w *podWorker) containerLoop(c *containerRuntime) {
 			c.done = true
 			w.mu.Unlock()
 			return
+		}
+		w.mu.Lock()
+		imageChanged := c.newImage != ""
+		if imageChanged {
+			c.spec.Image, c.newImage = c.newImage, ""
+		}
+		w.mu.Unlock()
+		if imageChanged {
+			// Restarted for a new image, not crashed: no back-off, whatever the policy.
+			consecutive = 0
+			continue
 		}
 		restart := startErr != nil || policy == v1.RestartPolicyAlways || (policy == v1.RestartPolicyOnFailure && code != 0)
 		if !restart {

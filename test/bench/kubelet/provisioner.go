@@ -92,7 +92,7 @@ func (p *provisioner) sync(ctx context.Context) error {
 	}
 	var firstErr error
 	for _, pvc := range pvcs {
-		if pvc.Spec.VolumeName != "" || pvc.Status.Phase != v1.ClaimPending || pvc.DeletionTimestamp != nil {
+		if pvc.Spec.VolumeName != "" || (pvc.Status.Phase != v1.ClaimPending && pvc.Status.Phase != "") || pvc.DeletionTimestamp != nil {
 			continue
 		}
 		if err := p.provision(ctx, pvc); err != nil && firstErr == nil {

@@ -240,9 +240,17 @@ func execIn(args []string) error {
 		return fmt.Errorf("bench pid %d from %s is not running", pid, d)
 	}
 	argv := append([]string{"nsenter", "-t", strconv.Itoa(pid), "-m", "-n", "--"}, cmd...)
-	env := append(os.Environ(), "KUBECONFIG="+filepath.Join(d, innerKubecfg))
-	// Cached etcd tools on PATH, so `bench exec -- etcdctl ...` just works.
-	env = append(env, "PATH="+bench.EtcdBinDir(bench.EtcdVersion)+":"+bench.K8sBinDir()+":"+os.Getenv("PATH"))
+	// Cached etcd and kube tools on PATH, so `bench exec -- etcdctl ...` just works, and
+	// the in-namespace admin kubeconfig as default.
+	env := []string{
+		"KUBECONFIG=" + filepath.Join(d, innerKubecfg),
+		"PATH=" + bench.EtcdBinDir(bench.EtcdVersion) + ":" + bench.K8sBinDir() + ":" + os.Getenv("PATH"),
+	}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "KUBECONFIG=") {
+			env = append(env, kv)
+		}
+	}
 	return syscall.Exec("/usr/bin/nsenter", argv, env)
 }
 

@@ -116,6 +116,10 @@ func TestUpExecFaultDown(t *testing.T) {
 	if !strings.Contains(string(hosts), "bench cluster DNS records") {
 		t.Errorf("bench exec did not see the bench /etc/hosts:\n%s", hosts)
 	}
+	// The cached etcd tools are on PATH inside.
+	if msg, err := benchCmd("exec", "--dir", dir, "--", "etcdctl", "version").CombinedOutput(); err != nil || !strings.Contains(string(msg), "3.7.3") {
+		t.Errorf("bench exec etcdctl version: %v\n%s", err, msg)
+	}
 	// The exit code passes through.
 	if err := benchCmd("exec", "--dir", dir, "--", "sh", "-c", "exit 7").Run(); exitCode(err) != 7 {
 		t.Errorf("bench exec exit code = %v, want 7", err)
