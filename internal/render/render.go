@@ -255,7 +255,7 @@ func Values(in Input) (map[string]interface{}, error) {
 	if c == nil {
 		return nil, errors.New("render: no cluster")
 	}
-	if err := checkCluster(c); err != nil {
+	if err := ValidateCluster(c); err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
@@ -308,7 +308,36 @@ func Values(in Input) (map[string]interface{}, error) {
 	}, nil
 }
 
-func checkCluster(c *v1beta2.EtcdCluster) error {
+// ReservedEnv lists the environment variables spec.pod.etcdEnv must not set for this
+// cluster: the pod's own POD_IP and POD_NAME, and ETCD_<FLAG> for every flag the chart
+// passes on the command line, because etcd exits at start-up ("conflicting environment
+// variable is shadowed by corresponding command-line flag") when both are given.
+func ReservedEnv(c *v1beta2.EtcdCluster) []string {
+	flags := []string{
+		"name", "data-dir", "listen-peer-urls", "listen-client-urls", "listen-metrics-urls",
+		"initial-advertise-peer-urls", "advertise-client-urls", "initial-cluster",
+		"initial-cluster-state", "initial-cluster-token",
+	}
+	if PeerTLS(c) {
+		flags = append(flags, "peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "peer-client-cert-auth")
+	}
+	if ClientTLS(c) {
+		flags = append(flags, "cert-file", "key-file", "trusted-ca-file", "client-cert-auth")
+	}
+	out := []string{"POD_IP", "POD_NAME"}
+	for _, f := range flags {
+		out = append(out, "ETCD_"+strings.ToUpper(strings.ReplaceAll(f, "-", "_")))
+	}
+	return out
+}
+
+// ValidateCluster reports what Render would refuse about the cluster itself (name,
+// namespace, version, spec.pod.etcdEnv), so an admission webhook or a status condition
+// can say it before any member exists.
+func ValidateCluster(c *v1beta2.EtcdCluster) error {
+	if c == nil {
+		return errors.New("render: no cluster")
+	}
 	if c.Namespace == "" {
 		return fmt.Errorf("render: cluster %q has no namespace", c.Name)
 	}
@@ -322,6 +351,17 @@ func checkCluster(c *v1beta2.EtcdCluster) error {
 	}
 	if v := NormalizeVersion(c.Spec.Version); v != "" && !versionRE.MatchString(v) {
 		return fmt.Errorf("render: spec.version %q is not a version like 3.6.16", c.Spec.Version)
+	}
+	if c.Spec.Pod != nil {
+		reserved := map[string]bool{}
+		for _, n := range ReservedEnv(c) {
+			reserved[n] = true
+		}
+		for _, e := range c.Spec.Pod.EtcdEnv {
+			if reserved[e.Name] {
+				return fmt.Errorf("render: spec.pod.etcdEnv: %s is set by the operator (etcd refuses to start when a variable repeats a command-line flag)", e.Name)
+			}
+		}
 	}
 	return nil
 }

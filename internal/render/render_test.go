@@ -815,6 +815,16 @@ func TestInvalidInput(t *testing.T) {
 		{"initial cluster with the wrong domain", func(in *Input) { in.ClusterDomain = "cluster.local" }, "own entry"},
 		{"bad member version", func(in *Input) { in.Members[0].Version = "3.6" }, "version"},
 		{"bad ID", func(in *Input) { in.Members[0].ID = "xyz" }, "hex"},
+		{"etcdEnv repeats a flag", func(in *Input) {
+			in.Cluster.Spec.Pod = &v1beta2.PodPolicy{EtcdEnv: []corev1.EnvVar{{Name: "ETCD_INITIAL_CLUSTER_TOKEN", Value: "x"}}}
+		}, "ETCD_INITIAL_CLUSTER_TOKEN is set by the operator"},
+		{"etcdEnv overrides POD_IP", func(in *Input) {
+			in.Cluster.Spec.Pod = &v1beta2.PodPolicy{EtcdEnv: []corev1.EnvVar{{Name: "POD_IP", Value: "1.2.3.4"}}}
+		}, "POD_IP"},
+		{"etcdEnv repeats a TLS flag", func(in *Input) {
+			in.Cluster.Spec.TLS = tlsCluster("p", "s").Spec.TLS
+			in.Cluster.Spec.Pod = &v1beta2.PodPolicy{EtcdEnv: []corev1.EnvVar{{Name: "ETCD_CLIENT_CERT_AUTH", Value: "false"}}}
+		}, "ETCD_CLIENT_CERT_AUTH"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := valid()
@@ -867,5 +877,30 @@ func TestConcurrentRenders(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// ReservedEnv must name exactly the flags the chart passes, or a user variable could
+// still collide with a flag (etcd then exits) or be refused for no reason.
+func TestReservedEnvMatchesRenderedFlags(t *testing.T) {
+	for _, c := range []*v1beta2.EtcdCluster{coreosSample("3.6.16"), tlsCluster("p", "s"), tlsCluster("p", "")} {
+		got := mustRender(t, Input{Cluster: c, Members: bootstrap(c, 1, "")})
+		want := map[string]bool{"POD_IP": true, "POD_NAME": true}
+		for _, a := range got.pods["example-0000"].Spec.Containers[0].Args {
+			f, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+			want["ETCD_"+strings.ToUpper(strings.ReplaceAll(f, "-", "_"))] = true
+		}
+		have := map[string]bool{}
+		for _, n := range ReservedEnv(c) {
+			have[n] = true
+		}
+		if !reflect.DeepEqual(have, want) {
+			t.Errorf("ReservedEnv %v, rendered flags give %v", have, want)
+		}
+		// A variable etcd knows but the chart does not set is allowed.
+		c.Spec.Pod = &v1beta2.PodPolicy{EtcdEnv: []corev1.EnvVar{{Name: "ETCD_QUOTA_BACKEND_BYTES", Value: "1"}}}
+		if _, err := sharedRenderer.Render(Input{Cluster: c, Members: bootstrap(c, 1, "")}); err != nil {
+			t.Errorf("ETCD_QUOTA_BACKEND_BYTES refused: %v", err)
+		}
 	}
 }

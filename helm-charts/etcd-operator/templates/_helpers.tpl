@@ -1,0 +1,29 @@
+{{/* Name of every object of the release. */}}
+{{- define "etcd-operator.fullname" -}}
+{{- default .Release.Name .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels that select the operator's pods; fixed for the life of a release. */}}
+{{- define "etcd-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "etcd-operator.labels" -}}
+{{ include "etcd-operator.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "etcd-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{ default (include "etcd-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else -}}
+{{ required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end -}}
+{{- end -}}
+
+{{- define "etcd-operator.image" -}}
+{{ .Values.image.repository }}:{{ default (printf "v%s" .Chart.AppVersion) .Values.image.tag }}
+{{- end -}}

@@ -1,0 +1,483 @@
+package runtest
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/test/bench"
+)
+
+// runningPod is a rendered member pod run as a local process.
+type runningPod struct {
+	pod  *corev1.Pod
+	ip   string
+	log  string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// TestRenderedPodsFormACluster renders a three-member cluster, runs every pod's etcd
+// container as a process exactly as rendered (command, args, env with the downward
+// API, $(VAR) expansion), with only what a kubelet would provide substituted: the
+// image becomes the cached etcd binary of the image's version, mount paths become
+// temporary directories holding the volume contents, and the pod IP is a loopback
+// address published in the private /etc/hosts under the member's DNS name.
+// Then it checks that the cluster serves through the advertised client URLs, that
+// the rendered probes pass, and that on quorum loss readiness fails while liveness
+// keeps passing.
+func TestRenderedPodsFormACluster(t *testing.T) {
+	for i, tc := range []struct {
+		name     string
+		versions []string // per member; spec.version is the last
+		tls      bool
+	}{
+		{"3.6.16", []string{"3.6.16", "3.6.16", "3.6.16"}, false},
+		{"3.7.3", []string{"3.7.3", "3.7.3", "3.7.3"}, false},
+		{"upgrade in progress", []string{"3.6.16", "3.7.3", "3.7.3"}, false},
+		{"TLS", []string{"3.7.3", "3.7.3", "3.7.3"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runCluster(t, byte(i+1), tc.versions, tc.tls)
+		})
+	}
+}
+
+func runCluster(t *testing.T, subnet byte, versions []string, withTLS bool) {
+	bins := map[string]string{}
+	for _, v := range versions {
+		bins["v"+v] = etcdtest.Binary(t, v, "etcd")
+	}
+	ns := "default"
+	c := &v1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("run%d", subnet), Namespace: ns, UID: "uid-1"},
+		Spec:       v1beta2.EtcdClusterSpec{Size: len(versions), Version: versions[len(versions)-1]},
+	}
+	if withTLS {
+		c.Spec.TLS = &v1beta2.TLSPolicy{Static: &v1beta2.StaticTLS{
+			Member:         &v1beta2.MemberSecret{PeerSecret: "peer", ServerSecret: "server"},
+			OperatorSecret: "client",
+		}}
+	}
+	var names []string
+	for i := range versions {
+		names = append(names, fmt.Sprintf("%s-%d", c.Name, i))
+	}
+	ic := render.InitialCluster(c, names, "")
+	var members []render.Member
+	for i, n := range names {
+		members = append(members, render.Member{Name: n, Version: versions[i], InitialClusterState: render.StateNew, InitialCluster: ic})
+	}
+	r, err := render.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := r.Render(render.Input{Cluster: c, Members: members})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// "Cluster DNS": one hosts line per member, appended in place as the bench does.
+	ips := map[string]string{}
+	var hosts strings.Builder
+	for i, n := range names {
+		ips[n] = fmt.Sprintf("127.0.%d.%d", subnet, i+1)
+		fmt.Fprintf(&hosts, "%s\t%s\n", ips[n], render.MemberHost(c, n, ""))
+	}
+	appendHosts(t, hosts.String())
+
+	var certs *testCerts
+	if withTLS {
+		certs = newTestCerts(t, c)
+	}
+	var pods []*runningPod
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			pods = append(pods, startPod(t, p, ips[p.Name], bins, certs))
+		}
+	}
+	hc := &http.Client{Timeout: 5 * time.Second}
+	if certs != nil {
+		hc.Transport = &http.Transport{TLSClientConfig: certs.clientConfig}
+	}
+
+	// Every member becomes ready by its own rendered readiness probe.
+	for _, p := range pods {
+		waitProbe(t, p, p.pod.Spec.Containers[0].ReadinessProbe, true, 90*time.Second)
+		for _, pr := range []*corev1.Probe{p.pod.Spec.Containers[0].LivenessProbe, p.pod.Spec.Containers[0].StartupProbe} {
+			if ok, msg := probe(p, pr); !ok {
+				t.Errorf("%s: probe %s fails on a healthy member: %s", p.pod.Name, pr.HTTPGet.Path, msg)
+			}
+		}
+	}
+	// A write through one member's advertised client URL is read through another's.
+	put(t, hc, render.ClientURL(c, names[0], ""), "k", "v1")
+	if got := get(t, hc, render.ClientURL(c, names[2], ""), "k"); got != "v1" {
+		t.Fatalf("read %q through %s, want v1", got, names[2])
+	}
+	if withTLS {
+		// Client certificate auth is on: a client without a certificate is refused.
+		plain := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: certs.clientConfig.RootCAs}}}
+		if _, err := plain.Get(render.ClientURL(c, names[0], "") + "/version"); err == nil {
+			t.Errorf("a client without a certificate was served")
+		}
+	}
+
+	// Quorum loss: stop two of three. The survivor turns unready, but stays live.
+	stopPod(t, pods[1])
+	stopPod(t, pods[2])
+	survivor := pods[0]
+	waitProbe(t, survivor, survivor.pod.Spec.Containers[0].ReadinessProbe, false, 60*time.Second)
+	live := survivor.pod.Spec.Containers[0].LivenessProbe
+	for i := 0; i < 3; i++ {
+		if ok, msg := probe(survivor, live); !ok {
+			t.Fatalf("liveness fails on quorum loss (a restart would not help): %s", msg)
+		}
+		time.Sleep(time.Second) // spacing the checks, not synchronising
+	}
+}
+
+// startPod runs the pod's etcd container as a process.
+func startPod(t *testing.T, p *corev1.Pod, ip string, bins map[string]string, certs *testCerts) *runningPod {
+	t.Helper()
+	if len(p.Spec.Containers) != 1 || len(p.Spec.InitContainers) != 0 {
+		t.Fatalf("%s: want one container and no init containers", p.Name)
+	}
+	ctr := p.Spec.Containers[0]
+	_, tag, _ := strings.Cut(ctr.Image, ":")
+	bin := bins[tag]
+	if bin == "" {
+		t.Fatalf("%s: no binary for image %s", p.Name, ctr.Image)
+	}
+	if len(ctr.Command) != 1 || ctr.Command[0] != "/usr/local/bin/etcd" {
+		t.Fatalf("%s: command %v", p.Name, ctr.Command)
+	}
+
+	// Volumes: a directory per mount, filled like the kubelet would.
+	dir := t.TempDir()
+	volumes := map[string]corev1.Volume{}
+	for _, v := range p.Spec.Volumes {
+		volumes[v.Name] = v
+	}
+	mounts := map[string]string{}
+	for _, m := range ctr.VolumeMounts {
+		v, ok := volumes[m.Name]
+		if !ok {
+			t.Fatalf("%s: mount of unknown volume %s", p.Name, m.Name)
+		}
+		host := filepath.Join(dir, m.Name)
+		if err := os.MkdirAll(host, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case v.EmptyDir != nil:
+		case v.Secret != nil && certs != nil:
+			for k, data := range certs.secrets[v.Secret.SecretName] {
+				if err := os.WriteFile(filepath.Join(host, k), data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+		default:
+			t.Fatalf("%s: volume %+v not supported here", p.Name, v)
+		}
+		mounts[m.MountPath] = host
+	}
+
+	// Environment, downward API first, then $(VAR) expansion of the arguments.
+	env := map[string]string{}
+	var envList []string
+	for _, e := range ctr.Env {
+		val := e.Value
+		if e.ValueFrom != nil {
+			switch {
+			case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP":
+				val = ip
+			case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+				val = p.Name
+			default:
+				t.Fatalf("%s: env %s source not supported here", p.Name, e.Name)
+			}
+		} else {
+			val = expand(val, env)
+		}
+		env[e.Name] = val
+		envList = append(envList, e.Name+"="+val)
+	}
+	var args []string
+	for _, a := range ctr.Args {
+		args = append(args, remapPaths(expand(a, env), mounts))
+	}
+
+	rp := &runningPod{pod: p, ip: ip, log: filepath.Join(dir, "etcd.log"), done: make(chan struct{})}
+	logf, err := os.Create(rp.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp.cmd = exec.Command(bin, args...)
+	rp.cmd.Env = envList
+	rp.cmd.Stdout, rp.cmd.Stderr = logf, logf
+	// If the test binary dies, its etcd processes die with it.
+	rp.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := rp.cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", p.Name, err)
+	}
+	go func() {
+		_ = rp.cmd.Wait()
+		logf.Close()
+		close(rp.done)
+	}()
+	t.Cleanup(func() {
+		stopPod(t, rp)
+		if t.Failed() {
+			b, _ := os.ReadFile(rp.log)
+			if len(b) > 3000 {
+				b = b[len(b)-3000:]
+			}
+			t.Logf("%s (pid %d) log tail:\n%s", p.Name, rp.cmd.Process.Pid, b)
+		}
+	})
+	return rp
+}
+
+// stopPod stops the process like a pod deletion: SIGTERM, then SIGKILL after a grace.
+func stopPod(t *testing.T, p *runningPod) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// expand applies Kubernetes' $(VAR) expansion: known variables are replaced, unknown
+// references stay as written, and $$ is a literal $.
+func expand(s string, env map[string]string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '$' && i+1 < len(s) {
+			if s[i+1] == '$' {
+				b.WriteByte('$')
+				i++
+				continue
+			}
+			if s[i+1] == '(' {
+				if end := strings.IndexByte(s[i+2:], ')'); end >= 0 {
+					name := s[i+2 : i+2+end]
+					if v, ok := env[name]; ok {
+						b.WriteString(v)
+						i += 2 + end
+						continue
+					}
+				}
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// remapPaths rewrites "--flag=<mount path>/..." to the directory standing in for it.
+func remapPaths(arg string, mounts map[string]string) string {
+	flag, val, ok := strings.Cut(arg, "=")
+	if !ok {
+		return arg
+	}
+	for mp, host := range mounts {
+		if val == mp || strings.HasPrefix(val, mp+"/") {
+			return flag + "=" + host + strings.TrimPrefix(val, mp)
+		}
+	}
+	return arg
+}
+
+// probe performs an HTTP probe as the kubelet does: GET http://<pod IP>:<port><path>,
+// success on 2xx/3xx within timeoutSeconds.
+func probe(p *runningPod, pr *corev1.Probe) (bool, string) {
+	g := pr.HTTPGet
+	if g == nil || (g.Scheme != "" && g.Scheme != corev1.URISchemeHTTP) {
+		return false, fmt.Sprintf("not a plain HTTP probe: %+v", pr)
+	}
+	url := fmt.Sprintf("http://%s%s", net.JoinHostPort(p.ip, g.Port.String()), g.Path)
+	hc := &http.Client{Timeout: time.Duration(pr.TimeoutSeconds) * time.Second}
+	resp, err := hc.Get(url)
+	if err != nil {
+		return false, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
+		return false, fmt.Sprintf("%s: %d %s", url, resp.StatusCode, bytes.TrimSpace(body))
+	}
+	return true, ""
+}
+
+func waitProbe(t *testing.T, p *runningPod, pr *corev1.Probe, want bool, budget time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(budget)
+	for {
+		ok, msg := probe(p, pr)
+		if ok == want {
+			return
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited while waiting for probe %s", p.pod.Name, pr.HTTPGet.Path)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: probe %s did not become %v within %v (last: %s)", p.pod.Name, pr.HTTPGet.Path, want, budget, msg)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// put and get use etcd's JSON gateway on the client URL, so the test needs no client
+// library and goes through the advertised URL (DNS name, scheme) exactly.
+func put(t *testing.T, hc *http.Client, clientURL, k, v string) {
+	t.Helper()
+	gateway(t, hc, clientURL+"/v3/kv/put", map[string]string{"key": b64(k), "value": b64(v)}, nil)
+}
+
+func get(t *testing.T, hc *http.Client, clientURL, k string) string {
+	t.Helper()
+	var out struct {
+		Kvs []struct{ Value string } `json:"kvs"`
+	}
+	gateway(t, hc, clientURL+"/v3/kv/range", map[string]string{"key": b64(k)}, &out)
+	if len(out.Kvs) != 1 {
+		t.Fatalf("range %q: %d keys", k, len(out.Kvs))
+	}
+	v, err := base64.StdEncoding.DecodeString(out.Kvs[0].Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(v)
+}
+
+func gateway(t *testing.T, hc *http.Client, url string, req, out interface{}) {
+	t.Helper()
+	body, _ := json.Marshal(req)
+	resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %d %s", url, resp.StatusCode, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("POST %s: %v in %s", url, err, b)
+		}
+	}
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+func appendHosts(t *testing.T, lines string) {
+	t.Helper()
+	// Appended in place: resolvers notice appends, not a replaced file.
+	f, err := os.OpenFile(bench.HostsFile(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(lines); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testCerts are the CoreOS-style Secrets of a cluster (peer, server) and a client
+// configuration for the test, all signed by one throwaway CA.
+type testCerts struct {
+	secrets      map[string]map[string][]byte // Secret name -> key -> data
+	clientConfig *tls.Config
+}
+
+func newTestCerts(t *testing.T, c *v1beta2.EtcdCluster) *testCerts {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	wildcard := fmt.Sprintf("*.%s.%s.svc", c.Name, c.Namespace)
+	issue := func(cn string, serial int64, dns []string, ips []net.IP) (certPEM, keyPEM []byte) {
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+			DNSNames:    dns,
+			IPAddresses: ips,
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kb, _ := x509.MarshalECPrivateKey(key)
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
+	}
+	// With --peer-client-cert-auth etcd also checks a connecting peer's certificate
+	// against the connection's source address (reverse DNS of the source IP must match
+	// a SAN). In Kubernetes the source is the pod IP, whose PTR record is the member's
+	// name under the headless Service. Here all "pods" share one network namespace and
+	// the kernel sources loopback connections from 127.0.0.1, so the peer certificate
+	// carries that address too. Only the test's certificate differs; the pods don't.
+	peerCrt, peerKey := issue("peer", 2, []string{wildcard}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	serverCrt, serverKey := issue("server", 3, []string{wildcard, "localhost"}, nil)
+	clientCrt, clientKey := issue("client", 4, nil, nil)
+	pair, err := tls.X509KeyPair(clientCrt, clientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(caCert)
+	return &testCerts{
+		secrets: map[string]map[string][]byte{
+			"peer":   {"peer.crt": peerCrt, "peer.key": peerKey, "peer-ca.crt": caPEM},
+			"server": {"server.crt": serverCrt, "server.key": serverKey, "server-ca.crt": caPEM},
+		},
+		clientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}},
+	}
+}
