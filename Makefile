@@ -37,9 +37,9 @@ fmt:
 	gofmt -l -w .
 
 .PHONY: verify
-verify: generate manifests ## Fail if generated files are stale or code is unformatted or vet complains.
+verify: generate manifests bundle ## Fail if generated files are stale or code is unformatted or vet complains.
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt needed on the files above"; exit 1; }
-	@git diff --exit-code -- api config || { echo "generated files are stale: run make generate manifests and commit"; exit 1; }
+	@git diff --exit-code -- api config bundle bundle.Dockerfile helm-charts/etcd-operator || { echo "generated files are stale: run make generate manifests bundle and commit"; exit 1; }
 	go vet ./...
 
 .PHONY: build
@@ -56,6 +56,31 @@ test: tools verify ## Unit, envtest and bench e2e tests against real kube-apiser
 .PHONY: bench
 bench: tools ## Benchmarks (ratios against a baseline measured in the same run).
 	go test -run '^$$' -bench . -benchtime 1x ./bench/...
+
+##@ Bundle
+
+VERSION         ?= 0.1.0
+PREV_VERSION    ?=
+CHANNELS        ?= alpha
+DEFAULT_CHANNEL ?= alpha
+IMG             ?= etcd-operator:v$(VERSION)
+BUNDLE_IMG      ?= etcd-operator-bundle:v$(VERSION)
+CONTAINER_TOOL  ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
+
+.PHONY: bundle
+bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) and the install chart's CRD/RBAC copies from config/.
+	go run ./hack/bundle --version $(VERSION) --image $(IMG) --channels $(CHANNELS) --default-channel $(DEFAULT_CHANNEL) \
+		$(if $(PREV_VERSION),--replaces etcd-operator.v$(PREV_VERSION)) \
+		--out bundle --dockerfile bundle.Dockerfile --chart helm-charts/etcd-operator
+
+.PHONY: bundle-validate
+bundle-validate: ## Validate bundle/ with OLM's validators and check it and the install chart are up to date.
+	go test ./test/olm/ ./hack/bundle/...
+
+.PHONY: bundle-build
+bundle-build: bundle ## Build the bundle image $(BUNDLE_IMG) with docker or podman.
+	@test -n "$(CONTAINER_TOOL)" || { echo "bundle-build needs docker or podman"; exit 1; }
+	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
 
 ##@ Demo
 

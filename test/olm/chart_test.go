@@ -1,0 +1,374 @@
+package olm
+
+import (
+	"bytes"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+)
+
+const chartDir = root + "/helm-charts/etcd-operator"
+
+// release is what `helm install <name> helm-charts/etcd-operator -n <namespace>` renders.
+type release struct {
+	chart *chart.Chart
+	objs  []*unstructured.Unstructured // templates, in a stable order
+	crds  []*unstructured.Unstructured // crds/, which Helm creates before the templates
+}
+
+// renderChart renders the install chart the way `helm install --dry-run` does for a
+// first install, with Helm's own engine: chart defaults coalesced with vals, strict
+// about undefined values.
+func renderChart(t *testing.T, vals map[string]any, name, namespace string) (*release, error) {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatalf("load chart: %v", err)
+	}
+	// Helm's default capabilities claim Kubernetes 1.20; render as for the version the
+	// operator is built and tested against, as `helm install` against such a cluster would.
+	kv, err := chartutil.ParseKubeVersion(k8sVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = *kv
+	if !chartutil.IsCompatibleRange(ch.Metadata.KubeVersion, caps.KubeVersion.String()) {
+		t.Fatalf("chart kubeVersion %q excludes %s", ch.Metadata.KubeVersion, caps.KubeVersion.String())
+	}
+	rv, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{
+		Name: name, Namespace: namespace, Revision: 1, IsInstall: true,
+	}, caps)
+	if err != nil {
+		return nil, err
+	}
+	out, err := engine.Engine{Strict: true}.Render(ch, rv)
+	if err != nil {
+		return nil, err
+	}
+	r := &release{chart: ch}
+	var names []string
+	for n := range out {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if strings.HasSuffix(n, "NOTES.txt") {
+			continue
+		}
+		r.objs = append(r.objs, readObjects(t, []byte(out[n]))...)
+	}
+	for _, crd := range ch.CRDObjects() {
+		r.crds = append(r.crds, readObjects(t, crd.File.Data)...)
+	}
+	return r, nil
+}
+
+func mustRender(t *testing.T, vals map[string]any) *release {
+	t.Helper()
+	r, err := renderChart(t, vals, "etcd-operator", "etcd-operator-system")
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	return r
+}
+
+// one returns the only rendered object of a kind, converted to a typed object.
+func one[T any](t *testing.T, r *release, kind string) *T {
+	t.Helper()
+	var found []*unstructured.Unstructured
+	for _, o := range r.objs {
+		if o.GetKind() == kind {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want one %s, rendered %d", kind, len(found))
+	}
+	out := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(found[0].Object, out, true); err != nil {
+		t.Fatalf("%s: %v", kind, err)
+	}
+	return out
+}
+
+// TestChartLints runs Helm's linter (Chart.yaml, values, templates rendered and parsed)
+// with the default values and with every documented value set. Anything above an
+// informational message fails.
+func TestChartLints(t *testing.T) {
+	for name, vals := range map[string]map[string]any{"defaults": nil, "all values": allValues()} {
+		t.Run(name, func(t *testing.T) {
+			l := lint.All(chartDir, vals, "etcd-operator-system", false)
+			for _, m := range l.Messages {
+				if m.Severity > support.InfoSev {
+					t.Errorf("helm lint: %s", m.Error())
+				} else {
+					t.Logf("helm lint: %s", m.Error())
+				}
+			}
+		})
+	}
+}
+
+func allValues() map[string]any {
+	return map[string]any{
+		"image":            map[string]any{"repository": "mirror/etcd-operator", "tag": "dev", "pullPolicy": "Always"},
+		"imagePullSecrets": []any{map[string]any{"name": "pull"}},
+		"watchNamespace":   "team-a",
+		"clusterDomain":    "example.local",
+		"extraArgs":        []any{"--zap-log-level=debug"},
+		"replicaCount":     2,
+		"resources":        map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}},
+		"nodeSelector":     map[string]any{"node-role.kubernetes.io/infra": ""},
+		"tolerations": []any{map[string]any{
+			"key": "node-role.kubernetes.io/infra", "operator": "Exists", "effect": "NoSchedule",
+		}},
+		"affinity":          map[string]any{},
+		"priorityClassName": "system-cluster-critical",
+		"podAnnotations":    map[string]any{"example.com/note": "x"},
+		"podLabels":         map[string]any{"team": "storage"},
+	}
+}
+
+// TestChartDefaultInstall renders the chart with its defaults and checks every object:
+// the CRDs are config/crd/bases, the ClusterRole is config/rbac/role.yaml, the
+// Deployment runs the manager like config/manager does, and the bindings tie them to
+// the release's ServiceAccount.
+func TestChartDefaultInstall(t *testing.T) {
+	r := mustRender(t, nil)
+	const ns = "etcd-operator-system"
+
+	kinds := map[string]int{}
+	for _, o := range r.objs {
+		kinds[o.GetKind()]++
+		if o.GetKind() != "ClusterRole" && o.GetKind() != "ClusterRoleBinding" && o.GetNamespace() != ns {
+			t.Errorf("%s %s in namespace %q, want %q", o.GetKind(), o.GetName(), o.GetNamespace(), ns)
+		}
+		if o.GetLabels()["app.kubernetes.io/instance"] != "etcd-operator" {
+			t.Errorf("%s %s lacks the release labels: %v", o.GetKind(), o.GetName(), o.GetLabels())
+		}
+	}
+	want := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "Deployment": 1}
+	if !reflect.DeepEqual(kinds, want) {
+		t.Errorf("rendered kinds %v, want %v", kinds, want)
+	}
+
+	// CRDs: exactly config/crd/bases.
+	cfg := configCRDs(t)
+	if len(r.crds) != len(cfg) {
+		t.Errorf("chart has %d CRDs, config/crd/bases %d", len(r.crds), len(cfg))
+	}
+	for _, f := range r.chart.CRDObjects() {
+		if !bytes.Equal(f.File.Data, readFile(t, filepath.Join(root, "config/crd/bases", filepath.Base(f.Name)))) {
+			t.Errorf("chart crds/%s differs from config/crd/bases", f.Name)
+		}
+	}
+
+	sa := one[corev1.ServiceAccount](t, r, "ServiceAccount")
+	cr := one[rbacv1.ClusterRole](t, r, "ClusterRole")
+	if !reflect.DeepEqual(cr.Rules, configClusterRoleRules(t)) {
+		t.Errorf("chart ClusterRole rules differ from config/rbac/role.yaml:\n got %+v\nwant %+v", cr.Rules, configClusterRoleRules(t))
+	}
+	crb := one[rbacv1.ClusterRoleBinding](t, r, "ClusterRoleBinding")
+	if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != cr.Name || !bindsSA(crb.Subjects, sa.Name, ns) {
+		t.Errorf("ClusterRoleBinding %+v does not bind ClusterRole %s to %s/%s", crb, cr.Name, ns, sa.Name)
+	}
+	role := one[rbacv1.Role](t, r, "Role")
+	var le rbacv1.Role
+	if err := yaml.UnmarshalStrict(readFile(t, filepath.Join(root, "config/rbac/leader_election_role.yaml")), &le); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(role.Rules, le.Rules) {
+		t.Errorf("leader election Role rules %+v, want config/rbac's %+v", role.Rules, le.Rules)
+	}
+	rb := one[rbacv1.RoleBinding](t, r, "RoleBinding")
+	if rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != role.Name || !bindsSA(rb.Subjects, sa.Name, ns) {
+		t.Errorf("RoleBinding %+v does not bind Role %s to %s/%s", rb, role.Name, ns, sa.Name)
+	}
+
+	dep := one[appsv1.Deployment](t, r, "Deployment")
+	pod := dep.Spec.Template.Spec
+	if pod.ServiceAccountName != sa.Name {
+		t.Errorf("Deployment runs as %q, want %q", pod.ServiceAccountName, sa.Name)
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("want one container, got %d", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	if wantImage := "etcd-operator:v" + r.chart.Metadata.AppVersion; c.Image != wantImage {
+		t.Errorf("image %q, want %q", c.Image, wantImage)
+	}
+	if hasRegistryHost(c.Image) {
+		t.Errorf("default image %q names a registry host", c.Image)
+	}
+	if e := envVar(c.Env, "WATCH_NAMESPACE"); e != nil {
+		t.Errorf("WATCH_NAMESPACE = %+v by default; want unset (all namespaces)", e)
+	}
+	if e := envVar(c.Env, "POD_NAMESPACE"); e == nil || e.ValueFrom == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
+		t.Errorf("POD_NAMESPACE = %+v, want the downward API namespace", e)
+	}
+	for k, v := range dep.Spec.Selector.MatchLabels {
+		if dep.Spec.Template.Labels[k] != v {
+			t.Errorf("selector %s=%s does not match the pod template labels %v", k, v, dep.Spec.Template.Labels)
+		}
+	}
+
+	// The container is config/manager's, apart from image, pull policy and env.
+	m := configManager(t).Spec.Template.Spec
+	mc := m.Containers[0]
+	checks := map[string][2]any{
+		"command":         {c.Command, mc.Command},
+		"args":            {c.Args, mc.Args},
+		"ports":           {c.Ports, mc.Ports},
+		"livenessProbe":   {c.LivenessProbe, mc.LivenessProbe},
+		"readinessProbe":  {c.ReadinessProbe, mc.ReadinessProbe},
+		"securityContext": {c.SecurityContext, mc.SecurityContext},
+		"resources":       {c.Resources, mc.Resources},
+		"podSecurity":     {pod.SecurityContext, m.SecurityContext},
+		"grace":           {pod.TerminationGracePeriodSeconds, m.TerminationGracePeriodSeconds},
+	}
+	for name, pair := range checks {
+		if !reflect.DeepEqual(pair[0], pair[1]) {
+			t.Errorf("container %s differs from config/manager: chart %+v, config %+v", name, pair[0], pair[1])
+		}
+	}
+}
+
+func bindsSA(subjects []rbacv1.Subject, name, ns string) bool {
+	return len(subjects) == 1 && subjects[0].Kind == "ServiceAccount" && subjects[0].Name == name && subjects[0].Namespace == ns
+}
+
+// TestChartValues renders with every value set and checks each reaches the Deployment;
+// with watchNamespace set the operator is told the namespace and the RBAC stays the same
+// (cluster-wide: Nodes are cluster-scoped).
+func TestChartValues(t *testing.T) {
+	def := mustRender(t, nil)
+	r := mustRender(t, allValues())
+	dep := one[appsv1.Deployment](t, r, "Deployment")
+	pod := dep.Spec.Template.Spec
+	c := pod.Containers[0]
+
+	if e := envVar(c.Env, "WATCH_NAMESPACE"); e == nil || e.Value != "team-a" {
+		t.Errorf("WATCH_NAMESPACE = %+v, want team-a", e)
+	}
+	if c.Image != "mirror/etcd-operator:dev" || c.ImagePullPolicy != corev1.PullAlways {
+		t.Errorf("image %q policy %q", c.Image, c.ImagePullPolicy)
+	}
+	if !contains(c.Args, "--cluster-domain=example.local") || !contains(c.Args, "--zap-log-level=debug") || !contains(c.Args, "--leader-elect") {
+		t.Errorf("args %q lack the cluster domain, extra args or leader election", c.Args)
+	}
+	if *dep.Spec.Replicas != 2 {
+		t.Errorf("replicas %d", *dep.Spec.Replicas)
+	}
+	// Helm merges maps with the defaults: the given requests replace the default ones and
+	// the default memory limit stays (`--set resources.limits=null` removes it).
+	if c.Resources.Requests.Cpu().String() != "100m" || c.Resources.Requests.Memory().String() != "128Mi" || c.Resources.Limits.Memory().String() != "256Mi" {
+		t.Errorf("resources %+v: want the given requests and the default limit", c.Resources)
+	}
+	if v, ok := pod.NodeSelector["node-role.kubernetes.io/infra"]; !ok || v != "" || len(pod.NodeSelector) != 1 {
+		t.Errorf("nodeSelector %v", pod.NodeSelector)
+	}
+	if len(pod.Tolerations) != 1 || pod.Tolerations[0].Operator != corev1.TolerationOpExists || pod.Tolerations[0].Effect != corev1.TaintEffectNoSchedule {
+		t.Errorf("tolerations %+v", pod.Tolerations)
+	}
+	if pod.Affinity != nil {
+		t.Errorf("empty affinity rendered as %+v", pod.Affinity)
+	}
+	if pod.PriorityClassName != "system-cluster-critical" || len(pod.ImagePullSecrets) != 1 {
+		t.Errorf("priorityClassName %q imagePullSecrets %v", pod.PriorityClassName, pod.ImagePullSecrets)
+	}
+	if dep.Spec.Template.Annotations["example.com/note"] != "x" || dep.Spec.Template.Labels["team"] != "storage" {
+		t.Errorf("pod annotations %v labels %v", dep.Spec.Template.Annotations, dep.Spec.Template.Labels)
+	}
+	for k, v := range dep.Spec.Selector.MatchLabels {
+		if dep.Spec.Template.Labels[k] != v {
+			t.Errorf("selector %s=%s does not match the pod labels", k, v)
+		}
+	}
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
+		a, b := findKind(def, kind), findKind(r, kind)
+		if a == nil || b == nil || !reflect.DeepEqual(a.Object, b.Object) {
+			t.Errorf("%s changed with the values set; RBAC must not depend on them", kind)
+		}
+	}
+}
+
+func findKind(r *release, kind string) *unstructured.Unstructured {
+	for _, o := range r.objs {
+		if o.GetKind() == kind {
+			return o
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestChartExistingServiceAccount: with serviceAccount.create=false the chart creates no
+// ServiceAccount, binds and runs the named one, and refuses to render without a name.
+func TestChartExistingServiceAccount(t *testing.T) {
+	r := mustRender(t, map[string]any{"serviceAccount": map[string]any{"create": false, "name": "ops"}})
+	if findKind(r, "ServiceAccount") != nil {
+		t.Error("a ServiceAccount was rendered with serviceAccount.create=false")
+	}
+	if dep := one[appsv1.Deployment](t, r, "Deployment"); dep.Spec.Template.Spec.ServiceAccountName != "ops" {
+		t.Errorf("Deployment runs as %q, want ops", dep.Spec.Template.Spec.ServiceAccountName)
+	}
+	if crb := one[rbacv1.ClusterRoleBinding](t, r, "ClusterRoleBinding"); !bindsSA(crb.Subjects, "ops", "etcd-operator-system") {
+		t.Errorf("ClusterRoleBinding subjects %+v", crb.Subjects)
+	}
+	_, err := renderChart(t, map[string]any{"serviceAccount": map[string]any{"create": false}}, "etcd-operator", "etcd-operator-system")
+	if err == nil || !strings.Contains(err.Error(), "serviceAccount.name is required") {
+		t.Errorf("render without a service account name: err %v, want a clear refusal", err)
+	}
+	// rbac.create=false leaves RBAC to the installer.
+	r = mustRender(t, map[string]any{"rbac": map[string]any{"create": false}})
+	for _, o := range r.objs {
+		if strings.HasPrefix(o.GetAPIVersion(), "rbac.authorization.k8s.io/") {
+			t.Errorf("rendered %s with rbac.create=false", o.GetKind())
+		}
+	}
+}
+
+// TestChartFollowsBundleVersion keeps the chart's appVersion (and so its default image
+// tag) equal to the OLM bundle's operator version and image, and its kubeVersion
+// constraint consistent with the CSV's minKubeVersion.
+func TestChartFollowsBundleVersion(t *testing.T) {
+	b := loadCommitted(t)
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := b.CSV.Spec.Version.String(); ch.Metadata.AppVersion != v || ch.Metadata.Version != v {
+		t.Errorf("chart version %s appVersion %s, bundle version %s: bump Chart.yaml with the bundle", ch.Metadata.Version, ch.Metadata.AppVersion, v)
+	}
+	dep := one[appsv1.Deployment](t, mustRender(t, nil), "Deployment")
+	if img := b.CSV.Annotations["containerImage"]; dep.Spec.Template.Spec.Containers[0].Image != img {
+		t.Errorf("chart default image %q, bundle image %q", dep.Spec.Template.Spec.Containers[0].Image, img)
+	}
+	if !chartutil.IsCompatibleRange(ch.Metadata.KubeVersion, b.CSV.Spec.MinKubeVersion) {
+		t.Errorf("chart kubeVersion %q excludes the CSV's minKubeVersion %s", ch.Metadata.KubeVersion, b.CSV.Spec.MinKubeVersion)
+	}
+}
