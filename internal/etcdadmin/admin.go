@@ -11,13 +11,17 @@
 //     controller that may crash between sending a change and recording it;
 //   - per-endpoint operations (Status, Health, MoveLeader to the leader's
 //     endpoint, Snapshot from a chosen member) that the balanced client of
-//     clientv3 cannot target by itself.
+//     clientv3 cannot target by itself;
+//   - errors that say why an endpoint is unreachable (connection refused, TLS
+//     rejected, no answer) where clientv3 only says "deadline exceeded";
+//   - optional Prometheus metrics (NewMetrics) and logr logs.
 //
 // Members are always identified by ID: a learner that has not started yet has
 // no name.
 package etcdadmin
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -53,6 +57,8 @@ type Config struct {
 	Retry Backoff
 	// Log receives structured logs: V(0) for changes made, V(1) for retries.
 	Log logr.Logger
+	// Metrics, if set, counts requests, retries and durations (NewMetrics).
+	Metrics *Metrics
 	// ClientLog is handed to clientv3; nil silences it (it would log every
 	// retry of its own interceptor as a warning).
 	ClientLog *zap.Logger
@@ -197,9 +203,12 @@ func retry[T any](ctx context.Context, a *Admin, op, target string, timeout time
 	start := time.Now()
 	wait := a.cfg.Retry.Initial
 	var zero T
+	var err error
+	defer func() { a.cfg.Metrics.observe(op, start, err) }()
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, timeout)
-		v, err := f(actx)
+		var v T
+		v, err = f(actx)
 		cancel()
 		if err == nil {
 			if attempt > 1 {
@@ -211,13 +220,18 @@ func retry[T any](ctx context.Context, a *Admin, op, target string, timeout time
 		var kindErr error
 		var transient bool
 		var inner *Error
+		cause := err
 		if errors.As(err, &inner) {
 			kindErr, transient = inner.Kind, IsTransient(inner.Kind)
-			err = inner.Err
+			cause = inner.Err
+			if cause == nil {
+				cause = cmp.Or(kindErr, error(inner))
+			}
 		} else {
 			kindErr, transient = classify(ctx, err)
 		}
-		e := &Error{Op: op, Target: target, Kind: kindErr, Err: err, Attempts: attempt, Elapsed: time.Since(start)}
+		e := &Error{Op: op, Target: target, Kind: kindErr, Err: cause, Attempts: attempt, Elapsed: time.Since(start)}
+		err = e
 		if !transient {
 			e.ctxErr = ctx.Err()
 			return zero, e
@@ -225,9 +239,14 @@ func retry[T any](ctx context.Context, a *Admin, op, target string, timeout time
 		// Jitter spreads the retries of several reconcilers apart.
 		sleep := time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
 		if time.Since(start)+sleep > a.cfg.Retry.Budget {
+			// Giving up: say why the endpoints could not be reached.
+			if kindErr == ErrUnavailable {
+				e.Err = a.withDiagnosis(context.WithoutCancel(ctx), e.Err, a.Endpoints()...)
+			}
 			return zero, e
 		}
-		a.log.V(1).Info("transient etcd error, retrying", "op", op, "target", target, "attempt", attempt, "backoff", sleep, "error", err.Error())
+		a.log.V(1).Info("transient etcd error, retrying", "op", op, "target", target, "attempt", attempt, "backoff", sleep, "error", cause.Error())
+		a.cfg.Metrics.retried(op, kindErr)
 		t := time.NewTimer(sleep)
 		select {
 		case <-ctx.Done():

@@ -69,6 +69,18 @@ func idOf(t *testing.T, ms []etcdadmin.Member, peerURL string) uint64 {
 	return m.ID
 }
 
+// followerOf returns the status of a member that is not the leader.
+func followerOf(t *testing.T, a *etcdadmin.Admin) etcdadmin.EndpointStatus {
+	t.Helper()
+	for _, s := range a.Status(context.Background()) {
+		if s.Err == nil && s.Leader != 0 && !s.IsLeader() {
+			return s
+		}
+	}
+	t.Fatal("no follower answered")
+	return etcdadmin.EndpointStatus{}
+}
+
 func countVoters(ms []etcdadmin.Member) (voters, learners int) {
 	for _, m := range ms {
 		if m.IsLearner {
@@ -135,20 +147,23 @@ func TestListStatusHealthVersion(t *testing.T) {
 		t.Fatalf("ClusterVersion = %q, %v", cv, err)
 	}
 
-	// A dead endpoint is reported as such, quickly, without hiding the others.
-	c.Members[2].Kill(t)
+	// A dead endpoint is reported as such, quickly, without hiding the
+	// others. (A follower: killing the leader would make all unhealthy for
+	// an election.)
+	dead := slices.Index(c.Endpoints(), followerOf(t, a).Endpoint)
+	c.Members[dead].Kill(t)
 	start := time.Now()
 	hs := a.Health(ctx)
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("health with a dead member took %v", took)
 	}
 	for i, h := range hs {
-		if want := i != 2; h.Healthy != want {
+		if want := i != dead; h.Healthy != want {
 			t.Fatalf("health[%d] = %+v, want healthy=%v", i, h, want)
 		}
 	}
-	if !etcdadmin.IsTransient(hs[2].Err) {
-		t.Fatalf("dead endpoint error should be transient: %v", hs[2].Err)
+	if !etcdadmin.IsTransient(hs[dead].Err) || !strings.Contains(hs[dead].Err.Error(), "connection refused") {
+		t.Fatalf("dead endpoint error should be transient and say why: %v", hs[dead].Err)
 	}
 }
 
@@ -203,6 +218,13 @@ func TestLearnerAddStartPromote(t *testing.T) {
 	t.Logf("as expected: %v", err)
 
 	c.StartJoining(nm, initialCluster(res.Members, res.Member.ID, nm.Name))
+	// A started learner is healthy (it follows the leader) but is no voter.
+	if h := a2.Health(ctx, nm.ClientURL)[0]; !h.Healthy || h.MemberID != res.Member.ID {
+		t.Fatalf("learner health %+v", h)
+	}
+	if st := a2.Status(ctx, nm.ClientURL)[0]; !st.IsLearner || st.IsLeader() {
+		t.Fatalf("learner status %+v", st)
+	}
 	start := time.Now()
 	ms, err := a2.EnsurePromoted(ctx, res.Member.ID)
 	if err != nil {
@@ -337,7 +359,9 @@ func TestAddWhileDeadMemberListed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := c.Members[2]
+	// A follower, so that the cluster keeps its leader and the error below is
+	// certainly "unhealthy cluster", not an election's.
+	dead := c.Member(followerOf(t, plain).Endpoint)
 	deadID := idOf(t, ms, dead.PeerURL)
 	dead.Kill(t)
 	alive := c.Endpoints()
@@ -416,6 +440,18 @@ func TestSnapshotRestore(t *testing.T) {
 		want[k], lastRev = v, r.Header.Revision
 	}
 
+	// The storage version (sent with the snapshot) is written once the
+	// cluster version is decided, a few seconds after start.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		sts := a.Status(ctx)
+		if !slices.ContainsFunc(sts, func(s etcdadmin.EndpointStatus) bool { return s.Err != nil || s.StorageVersion != "3.7.0" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("storage version not set: %+v", sts)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	snap, err := a.Snapshot(ctx, etcdadmin.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -530,5 +566,117 @@ func TestMixedVersion(t *testing.T) {
 	a.SetEndpoints(nm.ClientURL)
 	if v, err := a.Versions(ctx); err != nil || v.Server != "3.7.3" || v.Cluster != "3.6.0" {
 		t.Fatalf("versions %+v, %v", v, err)
+	}
+}
+
+// Without quorum, linearizable calls fail with a transient error, while a
+// survivor still tells its view of the membership.
+func TestQuorumLoss(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.StartCluster(t, 3, etcdtest.DefaultVersion)
+	ctx := timeout(t, time.Minute)
+	a := newAdmin(t, c.Endpoints(), func(c *etcdadmin.Config) { c.Retry.Budget = 3 * time.Second })
+	before, err := a.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Members[0].Kill(t)
+	c.Members[1].Kill(t)
+	survivor := c.Members[2].ClientURL
+
+	_, err = a.MemberList(ctx)
+	if err == nil || !etcdadmin.IsTransient(err) {
+		t.Fatalf("MemberList without quorum: %v", err)
+	}
+	t.Logf("as expected: %v", err)
+	ms, err := a.MemberListFrom(ctx, survivor)
+	if err != nil || len(ms) != len(before) {
+		t.Fatalf("MemberListFrom survivor: %v, %v", ms, err)
+	}
+	ms, err = a.MemberListSerializable(ctx)
+	if err != nil || len(ms) != len(before) {
+		t.Fatalf("MemberListSerializable: %v, %v", ms, err)
+	}
+	if _, err := a.MemberListFrom(ctx, c.Members[0].ClientURL); err == nil || !etcdadmin.IsTransient(err) {
+		t.Fatalf("MemberListFrom a dead member: %v", err)
+	}
+	// The survivor loses its leader after an election timeout.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		h := a.Health(ctx, survivor)[0]
+		if !h.Healthy {
+			t.Logf("survivor unhealthy as expected: %v", h.Err)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("survivor of a lost quorum still reports healthy")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, _, err := a.Leader(ctx); !errors.Is(err, etcdadmin.ErrNoLeader) {
+		t.Fatalf("Leader without quorum: %v", err)
+	}
+}
+
+// Everything works over TLS with client certificates, including the
+// per-endpoint calls and the HTTPS /version probe.
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.StartClusterWithOptions(t, 3, etcdtest.Options{TLS: true})
+	ctx := timeout(t, 2*time.Minute)
+	a := newAdmin(t, c.Endpoints(), func(cfg *etcdadmin.Config) { cfg.TLS = c.ClientTLS() })
+	ms, err := a.MemberList(ctx)
+	if err != nil || len(ms) != 3 || !strings.HasPrefix(ms[0].PeerURLs[0], "https://") {
+		t.Fatalf("members %v, %v", ms, err)
+	}
+	for _, h := range a.Health(ctx) {
+		if !h.Healthy {
+			t.Fatalf("health %+v", h)
+		}
+	}
+	if cv, err := a.ClusterVersion(ctx); err != nil || cv != "3.7.0" {
+		t.Fatalf("cluster version %q, %v", cv, err)
+	}
+	leader, _, err := a.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var to uint64
+	for _, m := range ms {
+		if m.ID != leader {
+			to = m.ID
+		}
+	}
+	if err := a.MoveLeader(ctx, to); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := a.Snapshot(ctx, etcdadmin.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, snap)
+	snap.Close()
+	if err != nil || n == 0 {
+		t.Fatalf("snapshot over TLS: %d bytes, %v", n, err)
+	}
+
+	// Without the client certificate nothing is served.
+	noCert := c.ClientTLS()
+	noCert.Certificates = nil
+	b := newAdmin(t, c.Endpoints(), func(cfg *etcdadmin.Config) {
+		cfg.TLS = noCert
+		cfg.Retry.Budget = time.Second
+	})
+	_, err = b.MemberList(ctx)
+	if err == nil {
+		t.Fatal("member list without a client certificate succeeded")
+	}
+	// The reason is named, not just "deadline exceeded".
+	if !strings.Contains(err.Error(), "certificate required") {
+		t.Fatalf("error does not name the TLS problem: %v", err)
+	}
+	h := b.Health(ctx)[0]
+	if h.Healthy || !strings.Contains(h.Err.Error(), "certificate required") {
+		t.Fatalf("health without a client certificate: %+v", h)
 	}
 }

@@ -35,6 +35,9 @@ var (
 	ErrLeaderChanged    = errors.New("leader changed during the request")
 	ErrServerTimeout    = errors.New("request timed out in etcd")
 	ErrUnavailable      = errors.New("etcd endpoint unavailable")
+	// The members have not yet agreed on a cluster version (the first
+	// seconds after a cluster starts).
+	ErrVersionNotDecided = errors.New("cluster version not decided yet")
 )
 
 // kind of an etcd error, recognised by the server's message (the stable part
@@ -108,7 +111,7 @@ func classify(parent context.Context, err error) (sentinel error, transient bool
 // expected to clear on its own (an election, a member starting or catching up).
 func IsTransient(err error) bool {
 	for _, s := range []error{ErrLearnerNotReady, ErrUnhealthyCluster, ErrNotEnoughStarted, ErrNoLeader,
-		ErrNotLeader, ErrLeaderChanged, ErrServerTimeout, ErrUnavailable, ErrNoEndpoint} {
+		ErrNotLeader, ErrLeaderChanged, ErrServerTimeout, ErrUnavailable, ErrNoEndpoint, ErrVersionNotDecided} {
 		if errors.Is(err, s) {
 			return true
 		}

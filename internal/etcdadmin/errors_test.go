@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
@@ -167,4 +169,71 @@ func TestRetry(t *testing.T) {
 			t.Fatalf("err=%v", err)
 		}
 	})
+}
+
+func TestMostRecent(t *testing.T) {
+	down := errors.New("down")
+	for _, tc := range []struct {
+		name string
+		sts  []EndpointStatus
+		want int
+	}{
+		{"none", nil, -1},
+		{"all down", []EndpointStatus{{Err: down}, {Err: down}}, -1},
+		{"highest revision", []EndpointStatus{{MemberID: 1, Leader: 1, Revision: 5}, {MemberID: 2, Leader: 1, Revision: 9}, {MemberID: 3, Leader: 1, Revision: 7}}, 1},
+		{"skip failed even if listed first", []EndpointStatus{{Err: down, Revision: 100}, {MemberID: 2, Revision: 3}}, 1},
+		{"tie prefers follower", []EndpointStatus{{MemberID: 1, Leader: 1, Revision: 9}, {MemberID: 2, Leader: 1, Revision: 9}}, 1},
+		{"tie keeps first follower", []EndpointStatus{{MemberID: 2, Leader: 1, Revision: 9}, {MemberID: 1, Leader: 1, Revision: 9}}, 0},
+		{"leader wins when ahead", []EndpointStatus{{MemberID: 1, Leader: 1, Revision: 10}, {MemberID: 2, Leader: 1, Revision: 9}}, 0},
+	} {
+		if got := mostRecent(tc.sts); got != tc.want {
+			t.Errorf("%s: mostRecent = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestRetryNestedErrorWithoutCause(t *testing.T) {
+	a := testAdmin(20 * time.Millisecond)
+	_, err := retry(context.Background(), a, "op", "", time.Second, func(context.Context) (int, error) {
+		return 0, &Error{Op: "Leader", Kind: ErrNoLeader}
+	})
+	if !errors.Is(err, ErrNoLeader) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := testAdmin(time.Second)
+	a.cfg.Metrics = m
+	calls := 0
+	_, _ = retry(context.Background(), a, "MemberPromote", "", time.Second, func(context.Context) (int, error) {
+		if calls++; calls < 3 {
+			return 0, rpctypes.ErrGRPCLearnerNotReady
+		}
+		return 1, nil
+	})
+	_, _ = retry(context.Background(), a, "MemberRemove", "", time.Second, func(context.Context) (int, error) {
+		return 0, rpctypes.ErrGRPCMemberNotFound
+	})
+	for _, c := range []struct {
+		got  float64
+		want float64
+		what string
+	}{
+		{testutil.ToFloat64(m.retries.WithLabelValues("MemberPromote", "learner_not_ready")), 2, "retries"},
+		{testutil.ToFloat64(m.requests.WithLabelValues("MemberPromote", "ok")), 1, "promote ok"},
+		{testutil.ToFloat64(m.requests.WithLabelValues("MemberRemove", "permanent")), 1, "remove permanent"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
+		}
+	}
+	if _, err := NewMetrics(reg); err == nil {
+		t.Error("registering twice must fail")
+	}
 }

@@ -60,6 +60,7 @@ func (a *Admin) statusOf(ctx context.Context, ep string) EndpointStatus {
 	r, err := a.client.Status(ctx, ep)
 	if err != nil {
 		kind, _ := classify(context.Background(), err)
+		err = a.withDiagnosis(context.WithoutCancel(ctx), err, ep)
 		return EndpointStatus{Endpoint: ep, Err: &Error{Op: "Status", Target: ep, Kind: kind, Err: err, Attempts: 1}}
 	}
 	s := EndpointStatus{
@@ -142,6 +143,7 @@ func (a *Admin) healthOf(ctx context.Context, ep string) EndpointHealth {
 	_, err = c.Get(ctx, "health")
 	if err != nil && !errors.Is(err, rpctypes.ErrPermissionDenied) {
 		kind, _ := classify(context.Background(), err)
+		err = a.withDiagnosis(context.WithoutCancel(ctx), err, ep)
 		return done(&Error{Op: "Health", Target: ep, Kind: kind, Err: err, Attempts: 1})
 	}
 	return done(nil)
@@ -247,7 +249,10 @@ type Snapshot struct {
 	// exact revision; etcdutl's snapshot status reads it from the file).
 	Revision int64
 	// Version is the storage version the server reported with the stream
-	// (etcd >= 3.6; use it to pick the etcd version that restores it).
+	// (etcd >= 3.6; use it to pick the etcd version that restores it). It is
+	// empty for a few seconds after a cluster starts: etcd writes the storage
+	// version only once the cluster version is decided (seen here ~4 s after
+	// start); fall back to ServerVersion then.
 	Version string
 	// ServerVersion is the etcd binary version of that member.
 	ServerVersion string
@@ -306,6 +311,16 @@ func (a *Admin) pickSnapshotSource(ctx context.Context, ep string) (EndpointStat
 		return st, st.Err
 	}
 	sts := a.Status(ctx)
+	best := mostRecent(sts)
+	if best < 0 {
+		return EndpointStatus{}, &Error{Op: "Snapshot", Kind: ErrNoEndpoint, Err: firstErr(sts), Attempts: 1}
+	}
+	return sts[best], nil
+}
+
+// mostRecent returns the index of the answering endpoint with the highest
+// revision, preferring a follower on a tie, or -1.
+func mostRecent(sts []EndpointStatus) int {
 	best := -1
 	for i, s := range sts {
 		if s.Err != nil {
@@ -316,10 +331,7 @@ func (a *Admin) pickSnapshotSource(ctx context.Context, ep string) (EndpointStat
 			best = i
 		}
 	}
-	if best < 0 {
-		return EndpointStatus{}, &Error{Op: "Snapshot", Kind: ErrNoEndpoint, Err: firstErr(sts), Attempts: 1}
-	}
-	return sts[best], nil
+	return best
 }
 
 type snapshotStream struct {
@@ -358,17 +370,24 @@ type Versions struct {
 }
 
 // Versions reads /version from the configured endpoints in order and returns
-// the first answer.
+// the first answer with a decided cluster version, retrying within the budget
+// while none has one (ErrVersionNotDecided) or none answers (ErrNoEndpoint).
 func (a *Admin) Versions(ctx context.Context) (Versions, error) {
-	var last error
-	for _, ep := range a.Endpoints() {
-		v, err := a.versionsOf(ctx, ep)
-		if err == nil {
-			return v, nil
+	return retry(ctx, a, "ClusterVersion", "", a.cfg.CallTimeout, func(ctx context.Context) (Versions, error) {
+		var last error
+		for _, ep := range a.Endpoints() {
+			v, err := a.versionsOf(ctx, ep)
+			if err == nil {
+				return v, nil
+			}
+			last = err
 		}
-		last = err
-	}
-	return Versions{}, &Error{Op: "ClusterVersion", Kind: ErrNoEndpoint, Err: last, Attempts: 1}
+		var e *Error
+		if errors.As(last, &e) {
+			return Versions{}, last
+		}
+		return Versions{}, &Error{Op: "ClusterVersion", Kind: ErrNoEndpoint, Err: last, Attempts: 1}
+	})
 }
 
 func (a *Admin) versionsOf(ctx context.Context, ep string) (Versions, error) {
@@ -402,7 +421,7 @@ func (a *Admin) versionsOf(ctx context.Context, ep string) (Versions, error) {
 		return Versions{}, fmt.Errorf("%s: %w", req.URL, err)
 	}
 	if body.Cluster == "" || body.Cluster == "not_decided" {
-		return Versions{}, fmt.Errorf("%s: cluster version not decided yet", req.URL)
+		return Versions{}, &Error{Op: "ClusterVersion", Target: ep, Kind: ErrVersionNotDecided, Attempts: 1}
 	}
 	return Versions{Endpoint: ep, Server: body.Server, Cluster: body.Cluster}, nil
 }

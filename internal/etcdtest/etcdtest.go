@@ -15,6 +15,7 @@ package etcdtest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -87,12 +88,14 @@ type Member struct {
 	Name      string
 	Version   string
 	IP        string
-	ClientURL string // http://IP:2379
-	PeerURL   string // http://IP:2380
+	ClientURL string // http://IP:2379 (https with TLS)
+	PeerURL   string // http://IP:2380 (https with TLS)
 	DataDir   string
 	LogPath   string
 
-	bin string
+	bin      string
+	certFile string // with TLS: serves clients and peers, and is its peer client cert
+	keyFile  string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -131,6 +134,8 @@ type Cluster struct {
 	t       testing.TB
 	Token   string
 	Version string
+	ca      *testCA // nil without TLS
+	hc      *http.Client
 
 	mu      sync.Mutex
 	Members []*Member
@@ -168,17 +173,42 @@ func portsFree(ip string) bool {
 	return true
 }
 
+// Options for StartClusterWithOptions.
+type Options struct {
+	Version string // default DefaultVersion
+	// TLS serves clients and peers over TLS with client-certificate
+	// authentication (certificates from a throw-away CA); use ClientTLS.
+	TLS bool
+}
+
 // StartCluster starts n voting members of the given version as a new cluster
 // and waits until every member reports healthy.
 func StartCluster(t testing.TB, n int, version string) *Cluster {
 	t.Helper()
+	return StartClusterWithOptions(t, n, Options{Version: version})
+}
+
+var clusterCounter atomic.Int32
+
+// StartClusterWithOptions is StartCluster with options.
+func StartClusterWithOptions(t testing.TB, n int, opts Options) *Cluster {
+	t.Helper()
+	version := opts.Version
 	if version == "" {
 		version = DefaultVersion
 	}
 	c := &Cluster{
 		t:       t,
 		Version: version,
-		Token:   fmt.Sprintf("etcdtest-%d-%d", os.Getpid(), addrCounter.Load()),
+		Token:   fmt.Sprintf("etcdtest-%d-%d", os.Getpid(), clusterCounter.Add(1)),
+		hc:      &http.Client{Timeout: 2 * time.Second},
+	}
+	if opts.TLS {
+		c.ca = newTestCA(t)
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = c.ca.clientTLS(t, "etcdtest-probe")
+		c.hc.Transport = tr
+		t.Cleanup(tr.CloseIdleConnections)
 	}
 	var ms []*Member
 	var ic []string
@@ -191,9 +221,18 @@ func StartCluster(t testing.TB, n int, version string) *Cluster {
 		c.start(m, strings.Join(ic, ","), "new")
 	}
 	for _, m := range ms {
-		WaitHealthy(t, m, startTimeout)
+		c.WaitHealthy(m, startTimeout)
 	}
 	return c
+}
+
+// ClientTLS returns a client TLS configuration with a client certificate the
+// members accept, or nil for a cluster without TLS.
+func (c *Cluster) ClientTLS() *tls.Config {
+	if c.ca == nil {
+		return nil
+	}
+	return c.ca.clientTLS(c.t, fmt.Sprintf("client-%d", c.ca.serial.Load()+1))
 }
 
 // NewMember allocates an address and a data dir for a member without starting
@@ -205,15 +244,26 @@ func (c *Cluster) NewMember(name, version string) *Member {
 	}
 	ip := allocIP(c.t)
 	dir := c.t.TempDir()
+	scheme := "http"
+	if c.ca != nil {
+		scheme = "https"
+	}
 	m := &Member{
 		Name:      name,
 		Version:   version,
 		IP:        ip,
-		ClientURL: fmt.Sprintf("http://%s:%d", ip, clientPort),
-		PeerURL:   fmt.Sprintf("http://%s:%d", ip, peerPort),
+		ClientURL: fmt.Sprintf("%s://%s:%d", scheme, ip, clientPort),
+		PeerURL:   fmt.Sprintf("%s://%s:%d", scheme, ip, peerPort),
 		DataDir:   filepath.Join(dir, "data"),
 		LogPath:   filepath.Join(dir, name+".log"),
 		bin:       Binary(c.t, version, "etcd"),
+	}
+	if c.ca != nil {
+		// Outgoing peer connections leave from 127.0.0.1 (the source address
+		// is not bound to the member's IP), and with --peer-client-cert-auth
+		// etcd checks the peer certificate's IP SANs against the remote
+		// address: the certificate must name 127.0.0.1 too.
+		m.certFile, m.keyFile = c.ca.issue(c.t, fmt.Sprintf("%s-%s", name, ip), ip, "127.0.0.1")
 	}
 	c.mu.Lock()
 	c.Members = append(c.Members, m)
@@ -228,7 +278,7 @@ func (c *Cluster) NewMember(name, version string) *Member {
 func (c *Cluster) StartJoining(m *Member, initialCluster string) {
 	c.t.Helper()
 	c.start(m, initialCluster, "existing")
-	WaitHealthy(c.t, m, startTimeout)
+	c.WaitHealthy(m, startTimeout)
 }
 
 // StartFromDataDir starts a member whose data dir already holds its state
@@ -236,7 +286,7 @@ func (c *Cluster) StartJoining(m *Member, initialCluster string) {
 func (c *Cluster) StartFromDataDir(m *Member, initialCluster string) {
 	c.t.Helper()
 	c.start(m, initialCluster, "new")
-	WaitHealthy(c.t, m, startTimeout)
+	c.WaitHealthy(m, startTimeout)
 }
 
 // Restart starts a stopped or killed member again on its data dir.
@@ -244,7 +294,7 @@ func (c *Cluster) Restart(m *Member) {
 	c.t.Helper()
 	// etcd ignores the --initial-* flags when the data dir has a WAL.
 	c.start(m, m.Name+"="+m.PeerURL, "existing")
-	WaitHealthy(c.t, m, startTimeout)
+	c.WaitHealthy(m, startTimeout)
 }
 
 // Endpoints returns the client URLs of the running members.
@@ -294,6 +344,14 @@ func (c *Cluster) start(m *Member, initialCluster, state string) {
 		// Test data is thrown away; fsync would only make tests slow and
 		// timing-sensitive on a busy disk.
 		"--unsafe-no-fsync",
+	}
+	if c.ca != nil {
+		args = append(args,
+			"--cert-file", m.certFile, "--key-file", m.keyFile,
+			"--trusted-ca-file", c.ca.caFile, "--client-cert-auth",
+			"--peer-cert-file", m.certFile, "--peer-key-file", m.keyFile,
+			"--peer-trusted-ca-file", c.ca.caFile, "--peer-client-cert-auth",
+		)
 	}
 	cmd := exec.Command(m.bin, args...)
 	cmd.Stdout = logf
@@ -370,15 +428,17 @@ func stopProcess(cmd *exec.Cmd, done chan struct{}, grace time.Duration) {
 
 // WaitHealthy polls the member's /health endpoint until it answers healthy,
 // failing the test after timeout or as soon as the process exits.
-func WaitHealthy(t testing.TB, m *Member, timeout time.Duration) {
-	t.Helper()
-	if err := waitHealthy(m, timeout); err != nil {
-		t.Fatalf("etcdtest: %v\n%s", err, tail(m.LogPath, 30))
+func (c *Cluster) WaitHealthy(m *Member, timeout time.Duration) {
+	c.t.Helper()
+	if err := waitHealthy(c.hc, m, timeout); err != nil {
+		c.t.Fatalf("etcdtest: %v\n%s", err, tail(m.LogPath, 30))
 	}
 }
 
-func waitHealthy(m *Member, timeout time.Duration) error {
-	hc := &http.Client{Timeout: 2 * time.Second}
+// Healthy reports whether the member answers /health with true right now.
+func (c *Cluster) Healthy(m *Member) error { return probeHealth(c.hc, m.ClientURL) }
+
+func waitHealthy(hc *http.Client, m *Member, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for time.Now().Before(deadline) {

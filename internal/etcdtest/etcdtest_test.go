@@ -42,13 +42,12 @@ func TestClusterLifecycleAndCleanup(t *testing.T) {
 		if got := len(c.Endpoints()); got != 2 {
 			t.Fatalf("endpoints after kill = %d, want 2", got)
 		}
-		hc := &http.Client{Timeout: time.Second}
-		if err := probeHealth(hc, victim.ClientURL); err == nil {
+		if err := c.Healthy(victim); err == nil {
 			t.Fatal("killed member still answers /health")
 		}
 
 		c.Restart(victim)
-		if err := probeHealth(hc, victim.ClientURL); err != nil {
+		if err := c.Healthy(victim); err != nil {
 			t.Fatalf("restarted member unhealthy: %v", err)
 		}
 		pids = append(pids, victim.PID())
@@ -57,7 +56,7 @@ func TestClusterLifecycleAndCleanup(t *testing.T) {
 		// checked through waitHealthy so the test itself does not fail.
 		bad := c.NewMember("bad", "")
 		c.start(bad, "bad="+bad.PeerURL+",x=not-a-url", "existing")
-		err := waitHealthy(bad, 30*time.Second)
+		err := waitHealthy(c.hc, bad, 30*time.Second)
 		if err == nil || !strings.Contains(err.Error(), "exited") {
 			t.Fatalf("waitHealthy on a broken member = %v, want an 'exited' error", err)
 		}
@@ -104,4 +103,25 @@ func (f *fakeTB) Skip(args ...any) { f.skipped = true; panic(errStop) }
 func (f *fakeTB) Fatal(args ...any) {
 	f.failed = true
 	panic(errStop)
+}
+
+// With TLS, members only talk to clients presenting a certificate of the CA.
+func TestTLSCluster(t *testing.T) {
+	c := StartClusterWithOptions(t, 1, Options{TLS: true})
+	m := c.Members[0]
+	if !strings.HasPrefix(m.ClientURL, "https://") || !strings.HasPrefix(m.PeerURL, "https://") {
+		t.Fatalf("URLs %s %s", m.ClientURL, m.PeerURL)
+	}
+	if err := c.Healthy(m); err != nil {
+		t.Fatalf("with a client certificate: %v", err)
+	}
+	if err := probeHealth(&http.Client{Timeout: time.Second}, m.ClientURL); err == nil {
+		t.Fatal("a client without the CA and certificate was served")
+	}
+	noCert := c.ClientTLS()
+	noCert.Certificates = nil
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: noCert}}
+	if err := probeHealth(hc, m.ClientURL); err == nil {
+		t.Fatal("a client without a certificate was served")
+	}
 }
