@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,6 +99,20 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	c.Status.ControlPaused = false
 
+	// Input the API server's schema cannot judge (names, env clashing with flags) is
+	// reported on the resource; nothing is created or changed until it is fixed.
+	if err := render.ValidateCluster(&c); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "render: ")
+		if c.Status.Reason != msg {
+			r.Recorder.Event(&c, corev1.EventTypeWarning, ReasonInvalidSpec, msg)
+		}
+		c.Status.Phase = etcdv1beta2.ClusterPhaseFailed
+		c.Status.Reason = msg
+		r.setCondition(&c, etcdv1beta2.ClusterConditionAvailable, conditionTrue(&c, etcdv1beta2.ClusterConditionAvailable),
+			ReasonInvalidSpec, msg, r.Now().UTC().Format(time.RFC3339))
+		return ctrl.Result{}, r.patchStatus(ctx, orig, &c)
+	}
+
 	if err := r.ensureServices(ctx, &c); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -155,3 +170,16 @@ func desiredFromSpec(c *etcdv1beta2.EtcdCluster) planner.Desired {
 // loss (force-new-cluster from the surviving member with the highest revision). Without
 // it a lost quorum is only reported: nothing is destroyed.
 const AnnotationForceNewCluster = "etcd.database.coreos.com/allow-force-new-cluster"
+
+// ReasonInvalidSpec is the condition reason and event reason for a spec the operator
+// refuses to act on.
+const ReasonInvalidSpec = "InvalidSpec"
+
+func conditionTrue(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == t {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

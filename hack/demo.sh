@@ -32,11 +32,11 @@ say "starting the local bench (control plane + 3 emulated nodes) in $DIR"
 bin/bench up --dir "$DIR" >"$DIR/bench.out" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 240); do
-  [[ -s $DIR/ready ]] && break
+  [[ -s $DIR/pid ]] && break
   kill -0 "${pids[0]}" 2>/dev/null || { cat "$DIR/bench.out"; echo "bench failed to start" >&2; exit 1; }
   sleep 0.5
 done
-[[ -s $DIR/ready ]] || { echo "bench did not become ready" >&2; exit 1; }
+[[ -s $DIR/pid ]] || { echo "bench did not become ready" >&2; exit 1; }
 $KUBECTL get nodes -L topology.kubernetes.io/zone
 
 say "installing the CRDs"
@@ -44,7 +44,7 @@ $KUBECTL apply --server-side -f config/crd/bases
 $KUBECTL wait --for=condition=Established --timeout=60s crd/etcdclusters.etcd.database.coreos.com
 
 say "starting the operator (inside the bench network, like an in-cluster pod)"
-bin/bench exec --dir "$DIR" -- env KUBECONFIG="$DIR/kubeconfig.internal" "$PWD/bin/etcd-operator" \
+bin/bench exec --dir "$DIR" -- "$PWD/bin/etcd-operator" \
   --metrics-bind-address=0 --health-probe-bind-address=0 >"$DIR/operator.log" 2>&1 &
 pids+=($!)
 

@@ -153,7 +153,11 @@ type dnsManager struct {
 	static    []string
 	delays    map[string]time.Duration // hostname -> delay still to apply
 	firstSeen map[string]time.Time     // for delayed hostnames: when first eligible
-	written   []byte
+	// suffixDelays delay every record whose name ends in the suffix and that has never
+	// been published, e.g. all members a scale-up will add, whose names are not known yet.
+	suffixDelays map[string]time.Duration
+	published    map[string]bool // names written to the file at least once
+	written      []byte
 }
 
 func newDNSManager(path, domain string, log logr.Logger) (*dnsManager, error) {
@@ -163,10 +167,12 @@ func newDNSManager(path, domain string, log logr.Logger) (*dnsManager, error) {
 	}
 	return &dnsManager{
 		path: path, domain: domain, log: log,
-		kick:      make(chan struct{}, 1),
-		static:    staticHostsLines(string(raw)),
-		delays:    map[string]time.Duration{},
-		firstSeen: map[string]time.Time{},
+		kick:         make(chan struct{}, 1),
+		static:       staticHostsLines(string(raw)),
+		delays:       map[string]time.Duration{},
+		firstSeen:    map[string]time.Time{},
+		suffixDelays: map[string]time.Duration{},
+		published:    map[string]bool{},
 	}, nil
 }
 
@@ -178,9 +184,16 @@ func (d *dnsManager) trigger() {
 	}
 }
 
-// delay withholds records for hostname for dur after they would first appear.
+// delay withholds records for hostname for dur after they would first appear. A hostname
+// of the form "*.suffix" applies to every not yet published record ending in ".suffix".
 func (d *dnsManager) delay(hostname string, dur time.Duration) {
 	d.mu.Lock()
+	if suffix, ok := strings.CutPrefix(hostname, "*"); ok {
+		d.suffixDelays[suffix] = dur
+		d.mu.Unlock()
+		d.trigger()
+		return
+	}
 	d.delays[hostname] = dur
 	delete(d.firstSeen, hostname)
 	d.mu.Unlock()
@@ -191,6 +204,19 @@ func (d *dnsManager) delay(hostname string, dur time.Duration) {
 func (d *dnsManager) filterDelayed(recs map[string][]string, now time.Time) (next time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	for name := range recs {
+		if d.published[name] {
+			continue
+		}
+		if _, ok := d.delays[name]; ok {
+			continue
+		}
+		for suffix, dur := range d.suffixDelays {
+			if strings.HasSuffix(name, suffix) {
+				d.delays[name] = dur
+			}
+		}
+	}
 	for name, dur := range d.delays {
 		if _, ok := recs[name]; !ok {
 			continue
@@ -238,6 +264,9 @@ func (d *dnsManager) sync() (time.Duration, error) {
 	}
 	d.mu.Lock()
 	d.written = content
+	for name := range recs {
+		d.published[name] = true
+	}
 	d.mu.Unlock()
 	d.log.V(1).Info("hosts file updated", "records", len(recs))
 	return next, nil

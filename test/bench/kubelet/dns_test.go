@@ -189,3 +189,41 @@ func TestDNSDelay(t *testing.T) {
 		t.Fatalf("delay applied twice: %v", r)
 	}
 }
+
+func TestDNSSuffixDelayOnlyNewRecords(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := newDNSManager(p, "cluster.local", testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.published["old.peers.ns.svc"] = true // written before the delay was asked for
+	d.delay("*.peers.ns.svc", 5*time.Second)
+	t0 := time.Now()
+	recs := func() map[string][]string {
+		return map[string][]string{
+			"old.peers.ns.svc":    {"127.1.0.2"},
+			"new.peers.ns.svc":    {"127.1.0.3"},
+			"other.elsewhere.svc": {"127.1.0.4"},
+		}
+	}
+	r := recs()
+	if next := d.filterDelayed(r, t0); next != 5*time.Second {
+		t.Fatalf("wake-up %v, want 5s", next)
+	}
+	if _, ok := r["new.peers.ns.svc"]; ok {
+		t.Errorf("new record under the suffix was published at once")
+	}
+	if _, ok := r["old.peers.ns.svc"]; !ok {
+		t.Errorf("an already published record was withdrawn")
+	}
+	if _, ok := r["other.elsewhere.svc"]; !ok {
+		t.Errorf("a record outside the suffix was withheld")
+	}
+	r = recs()
+	if d.filterDelayed(r, t0.Add(5*time.Second)); len(r) != 3 {
+		t.Fatalf("after the delay: %v", r)
+	}
+}

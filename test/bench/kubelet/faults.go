@@ -100,7 +100,8 @@ func (k *Kubelet) workersOn(node string) []*podWorker {
 }
 
 // DelayDNS withholds the hosts-file records of exactly this hostname (e.g. a pod's
-// FQDN) for d after they would first appear.
+// FQDN) for d after they would first appear. "*.<suffix>" delays every record under
+// that suffix that has not been published yet (e.g. the members a scale-up will add).
 func (k *Kubelet) DelayDNS(hostname string, d time.Duration) {
 	k.dns.delay(hostname, d)
 }

@@ -1,4 +1,7 @@
-package e2e
+// Package framework runs the operator against the local bench for end-to-end tests and
+// benchmarks: one bench per test with the CRDs installed and the operator's manager
+// running in-process (inside the bench network namespace, as an in-cluster pod would).
+package framework
 
 import (
 	"context"
@@ -17,8 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -31,17 +36,17 @@ import (
 
 // env is one bench with the CRDs installed and an operator that can be started and
 // stopped (to test that a restarted operator resumes).
-type env struct {
-	t      *testing.T
-	bench  *bench.Bench
-	c      client.Client
+type Env struct {
+	t      testing.TB
+	Bench  *bench.Bench
+	C      client.Client
 	scheme *runtime.Scheme
 
 	stopOperator context.CancelFunc
 	operatorDone chan struct{}
 }
 
-func newScheme() *runtime.Scheme {
+func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
@@ -49,11 +54,16 @@ func newScheme() *runtime.Scheme {
 	return s
 }
 
-func setup(t *testing.T) *env {
+func Setup(t testing.TB) *Env {
 	t.Helper()
-	s := newScheme()
-	b := bench.NewForTest(t, bench.Options{Scheme: s})
-	e := &env{t: t, bench: b, c: b.Client(), scheme: s}
+	s := NewScheme()
+	opts := bench.Options{Scheme: s}
+	if d := os.Getenv("E2E_KEEP_DIR"); d != "" {
+		// Keep logs (the operator's, every pod's) for inspection after a passing run.
+		opts.Dir = filepath.Join(d, t.Name())
+	}
+	b := bench.NewForTest(t, opts)
+	e := &Env{t: t, Bench: b, C: b.Client(), scheme: s}
 	if _, err := envtest.InstallCRDs(b.RestConfig(), envtest.CRDInstallOptions{
 		Paths:              []string{filepath.Join("..", "..", "config", "crd", "bases")},
 		ErrorIfPathMissing: true,
@@ -61,20 +71,22 @@ func setup(t *testing.T) *env {
 	}); err != nil {
 		t.Fatalf("install CRDs: %v", err)
 	}
-	e.startOperator()
-	t.Cleanup(e.stopOperatorNow)
+	e.StartOperator()
+	t.Cleanup(e.StopOperatorNow)
 	return e
 }
 
 // startOperator runs the operator's manager in this process (inside the bench network
 // namespace, so it reaches pod IPs and bench DNS like an in-cluster pod would).
-func (e *env) startOperator() {
+func (e *Env) StartOperator() {
 	e.t.Helper()
-	mgr, err := ctrl.NewManager(e.bench.RestConfig(), ctrl.Options{
-		Scheme:                 e.scheme,
+	mgr, err := ctrl.NewManager(e.Bench.RestConfig(), ctrl.Options{
+		Scheme: e.scheme,
+		// A restarted operator registers its controller again in this process.
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Logger:                 crzap.New(crzap.UseDevMode(true), crzap.WriteTo(operatorLog(e.t, e.bench))),
+		Logger:                 crzap.New(crzap.UseDevMode(true), crzap.WriteTo(operatorLog(e.t, e.Bench))),
 	})
 	if err != nil {
 		e.t.Fatalf("manager: %v", err)
@@ -93,7 +105,7 @@ func (e *env) startOperator() {
 	e.stopOperator, e.operatorDone = cancel, done
 }
 
-func (e *env) stopOperatorNow() {
+func (e *Env) StopOperatorNow() {
 	if e.stopOperator != nil {
 		e.stopOperator()
 		<-e.operatorDone
@@ -101,7 +113,7 @@ func (e *env) stopOperatorNow() {
 	}
 }
 
-func operatorLog(t *testing.T, b *bench.Bench) *os.File {
+func operatorLog(t testing.TB, b *bench.Bench) *os.File {
 	f, err := os.OpenFile(filepath.Join(b.Dir(), "operator.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +123,7 @@ func operatorLog(t *testing.T, b *bench.Bench) *os.File {
 }
 
 // eventually polls cond until it returns nil or the timeout passes.
-func (e *env) eventually(timeout time.Duration, what string, cond func() error) {
+func (e *Env) Eventually(timeout time.Duration, what string, cond func() error) {
 	e.t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last error
@@ -120,31 +132,31 @@ func (e *env) eventually(timeout time.Duration, what string, cond func() error) 
 			return
 		}
 		if time.Now().After(deadline) {
-			e.dumpState()
+			e.DumpState()
 			e.t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, last)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 }
 
-func (e *env) dumpState() {
+func (e *Env) DumpState() {
 	ctx := context.Background()
 	var cs etcdv1beta2.EtcdClusterList
-	if err := e.c.List(ctx, &cs); err == nil {
+	if err := e.C.List(ctx, &cs); err == nil {
 		for _, c := range cs.Items {
 			e.t.Logf("cluster %s/%s status: %+v", c.Namespace, c.Name, c.Status)
 		}
 	}
 	var pods corev1.PodList
-	if err := e.c.List(ctx, &pods); err == nil {
+	if err := e.C.List(ctx, &pods); err == nil {
 		for _, p := range pods.Items {
-			e.t.Logf("pod %s/%s node=%s phase=%s ip=%s ready=%v", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.PodIP, podReady(&p))
+			e.t.Logf("pod %s/%s node=%s phase=%s ip=%s ready=%v", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.PodIP, PodReady(&p))
 		}
 	}
-	e.t.Logf("operator log: %s", filepath.Join(e.bench.Dir(), "operator.log"))
+	e.t.Logf("operator log: %s", filepath.Join(e.Bench.Dir(), "operator.log"))
 }
 
-func podReady(p *corev1.Pod) bool {
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
@@ -153,36 +165,36 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-func (e *env) create(obj client.Object) {
+func (e *Env) Create(obj client.Object) {
 	e.t.Helper()
 	if obj.GetNamespace() == "" {
 		obj.SetNamespace("default")
 	}
-	if err := e.c.Create(context.Background(), obj); err != nil {
+	if err := e.C.Create(context.Background(), obj); err != nil {
 		e.t.Fatalf("create %s: %v", obj.GetName(), err)
 	}
 }
 
-func (e *env) cluster(name string) *etcdv1beta2.EtcdCluster {
+func (e *Env) Cluster(name string) *etcdv1beta2.EtcdCluster {
 	e.t.Helper()
 	var c etcdv1beta2.EtcdCluster
-	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &c); err != nil {
+	if err := e.C.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &c); err != nil {
 		e.t.Fatalf("get cluster %s: %v", name, err)
 	}
 	return &c
 }
 
 // update applies mutate to the latest version of a cluster, retrying conflicts.
-func (e *env) update(name string, mutate func(*etcdv1beta2.EtcdCluster)) {
+func (e *Env) Update(name string, mutate func(*etcdv1beta2.EtcdCluster)) {
 	e.t.Helper()
-	e.eventually(10*time.Second, "update of "+name, func() error {
-		c := e.cluster(name)
+	e.Eventually(10*time.Second, "update of "+name, func() error {
+		c := e.Cluster(name)
 		mutate(c)
-		return e.c.Update(context.Background(), c)
+		return e.C.Update(context.Background(), c)
 	})
 }
 
-func conditionTrue(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType) bool {
+func ConditionTrue(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType) bool {
 	for _, cond := range c.Status.Conditions {
 		if cond.Type == t {
 			return cond.Status == corev1.ConditionTrue
@@ -193,16 +205,16 @@ func conditionTrue(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionTyp
 
 // waitAvailable waits until the cluster reports Available with size ready members and
 // etcd itself lists exactly size voting members.
-func (e *env) waitAvailable(name string, size int, timeout time.Duration) *etcdv1beta2.EtcdCluster {
+func (e *Env) WaitAvailable(name string, size int, timeout time.Duration) *etcdv1beta2.EtcdCluster {
 	e.t.Helper()
 	var c *etcdv1beta2.EtcdCluster
-	e.eventually(timeout, fmt.Sprintf("%s Available with %d members", name, size), func() error {
-		c = e.cluster(name)
-		if !conditionTrue(c, etcdv1beta2.ClusterConditionAvailable) || len(c.Status.Members.Ready) != size ||
-			len(c.Status.Members.Unready) != 0 || conditionTrue(c, etcdv1beta2.ClusterConditionScaling) {
+	e.Eventually(timeout, fmt.Sprintf("%s Available with %d members", name, size), func() error {
+		c = e.Cluster(name)
+		if !ConditionTrue(c, etcdv1beta2.ClusterConditionAvailable) || len(c.Status.Members.Ready) != size ||
+			len(c.Status.Members.Unready) != 0 || ConditionTrue(c, etcdv1beta2.ClusterConditionScaling) {
 			return fmt.Errorf("status: phase=%s ready=%v unready=%v conditions=%v", c.Status.Phase, c.Status.Members.Ready, c.Status.Members.Unready, c.Status.Conditions)
 		}
-		ms, err := e.members(name)
+		ms, err := e.Members(name)
 		if err != nil {
 			return err
 		}
@@ -221,9 +233,9 @@ func (e *env) waitAvailable(name string, size int, timeout time.Duration) *etcdv
 }
 
 // etcdClient connects through the client Service's DNS name, as an application would.
-func (e *env) etcdClient(name string) *clientv3.Client {
+func (e *Env) EtcdClient(name string) *clientv3.Client {
 	e.t.Helper()
-	c := e.cluster(name)
+	c := e.Cluster(name)
 	ep := fmt.Sprintf("http://%s.%s.svc:%d", render.ClientServiceName(c), c.Namespace, etcdv1beta2.EtcdClientPort)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
@@ -234,10 +246,10 @@ func (e *env) etcdClient(name string) *clientv3.Client {
 }
 
 // memberPods returns the cluster's member pods by name.
-func (e *env) memberPods(name string) map[string]corev1.Pod {
+func (e *Env) MemberPods(name string) map[string]corev1.Pod {
 	e.t.Helper()
 	var pods corev1.PodList
-	if err := e.c.List(context.Background(), &pods, client.InNamespace("default"),
+	if err := e.C.List(context.Background(), &pods, client.InNamespace("default"),
 		client.MatchingLabelsSelector{Selector: render.ClusterSelector(name)}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -249,9 +261,9 @@ func (e *env) memberPods(name string) map[string]corev1.Pod {
 }
 
 // members lists etcd's members, asking the member pods directly by IP.
-func (e *env) members(name string) ([]*etcdMember, error) {
+func (e *Env) Members(name string) ([]*EtcdMember, error) {
 	var eps []string
-	for _, p := range e.memberPods(name) {
+	for _, p := range e.MemberPods(name) {
 		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
 			eps = append(eps, fmt.Sprintf("http://%s:%d", p.Status.PodIP, etcdv1beta2.EtcdClientPort))
 		}
@@ -270,21 +282,21 @@ func (e *env) members(name string) ([]*etcdMember, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []*etcdMember
+	var out []*EtcdMember
 	for _, m := range resp.Members {
-		out = append(out, &etcdMember{ID: m.ID, Name: m.Name, IsLearner: m.IsLearner})
+		out = append(out, &EtcdMember{ID: m.ID, Name: m.Name, IsLearner: m.IsLearner})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
-type etcdMember struct {
+type EtcdMember struct {
 	ID        uint64
 	Name      string
 	IsLearner bool
 }
 
-func memberIDs(ms []*etcdMember) map[uint64]string {
+func MemberIDs(ms []*EtcdMember) map[uint64]string {
 	out := map[uint64]string{}
 	for _, m := range ms {
 		out[m.ID] = m.Name
@@ -293,9 +305,9 @@ func memberIDs(ms []*etcdMember) map[uint64]string {
 }
 
 // events returns the reasons of the events recorded for an object.
-func (e *env) eventReasons(name string) []string {
+func (e *Env) EventReasons(name string) []string {
 	var evs corev1.EventList
-	if err := e.c.List(context.Background(), &evs, client.InNamespace("default")); err != nil {
+	if err := e.C.List(context.Background(), &evs, client.InNamespace("default")); err != nil {
 		e.t.Fatal(err)
 	}
 	var out []string
@@ -307,7 +319,7 @@ func (e *env) eventReasons(name string) []string {
 	return out
 }
 
-func hasAny(list []string, want ...string) bool {
+func HasAny(list []string, want ...string) bool {
 	for _, l := range list {
 		for _, w := range want {
 			if strings.EqualFold(l, w) {
