@@ -20,7 +20,7 @@ const (
 )
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
-// +kubebuilder:validation:XValidation:rule="!has(self.TLS) || !has(self.TLS.static) || !has(self.TLS.static.member) || ((has(self.TLS.static.member.serverSecret) && self.TLS.static.member.serverSecret != '') == (has(self.TLS.static.operatorSecret) && self.TLS.static.operatorSecret != ''))",message="TLS.static.operatorSecret must be set if and only if TLS.static.member.serverSecret is set",fieldPath=".TLS.static.operatorSecret"
+// +kubebuilder:validation:XValidation:rule="!has(self.TLS) || !has(self.TLS.static) || !has(self.TLS.static.member) || ((has(self.TLS.static.member.serverSecret) && size(self.TLS.static.member.serverSecret) > 0) == (has(self.TLS.static.operatorSecret) && size(self.TLS.static.operatorSecret) > 0))",message="TLS.static.operatorSecret must be set if and only if TLS.static.member.serverSecret is set",fieldPath=".TLS.static.operatorSecret"
 type EtcdClusterSpec struct {
 	// Size is the number of voting members. Odd sizes from 1 to 7 are recommended: an even
 	// size tolerates no more failures than the odd size below it.
