@@ -65,7 +65,7 @@ func Setup(t testing.TB) *Env {
 	b := bench.NewForTest(t, opts)
 	e := &Env{t: t, Bench: b, C: b.Client(), scheme: s}
 	if _, err := envtest.InstallCRDs(b.RestConfig(), envtest.CRDInstallOptions{
-		Paths:              []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		Paths:              []string{filepath.Join(RepoRoot(t), "config", "crd", "bases")},
 		ErrorIfPathMissing: true,
 		Scheme:             s,
 	}); err != nil {
@@ -328,4 +328,24 @@ func HasAny(list []string, want ...string) bool {
 		}
 	}
 	return false
+}
+
+// RepoRoot is the directory holding go.mod, found upwards from the test's directory, so
+// packages at any depth find config/.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
 }
