@@ -57,7 +57,13 @@ $KUBECTL get etcd,pods -o wide
 
 say "a put and a get through the client Service ($NAME-client.default.svc:2379)"
 EP=http://$NAME-client.default.svc:2379
-bin/bench exec --dir "$DIR" -- "$ETCDCTL" --endpoints "$EP" put demo-key "hello from the etcd operator"
+# The client Service's DNS record follows pod readiness; etcdctl's resolver re-reads the
+# bench hosts file every few seconds, so the first attempts may not resolve yet.
+for i in $(seq 1 30); do
+  bin/bench exec --dir "$DIR" -- "$ETCDCTL" --endpoints "$EP" --command-timeout 3s put demo-key "hello from the etcd operator" 2>/dev/null && break
+  [[ $i == 30 ]] && { echo "put through $EP failed" >&2; exit 1; }
+  sleep 1
+done
 bin/bench exec --dir "$DIR" -- "$ETCDCTL" --endpoints "$EP" get demo-key
 bin/bench exec --dir "$DIR" -- "$ETCDCTL" --endpoints "$EP" member list -w table
 
