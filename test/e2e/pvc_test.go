@@ -1,0 +1,91 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/test/framework"
+)
+
+// TestPersistentVolumes gives members PVCs (pod.persistentVolumeClaimSpec): each member
+// gets a bound claim named like its pod, owned by the cluster, and a member removed by a
+// scale-down takes its claim with it (its data can never rejoin).
+func TestPersistentVolumes(t *testing.T) {
+	e := framework.Setup(t)
+	ctx := context.Background()
+	const name = "pvc"
+	c := newCluster(name, 3)
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}}
+	e.Create(c)
+	e.WaitAvailable(name, 3, 120*time.Second)
+
+	claims := func() map[string]corev1.PersistentVolumeClaim {
+		var l corev1.PersistentVolumeClaimList
+		if err := e.C.List(ctx, &l, client.InNamespace("default"), client.MatchingLabelsSelector{Selector: render.ClusterSelector(name)}); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]corev1.PersistentVolumeClaim{}
+		for _, p := range l.Items {
+			if p.DeletionTimestamp == nil {
+				out[p.Name] = p
+			}
+		}
+		return out
+	}
+	pods := e.MemberPods(name)
+	got := claims()
+	if len(got) != 3 {
+		t.Fatalf("%d claims, want 3", len(got))
+	}
+	for pod := range pods {
+		pvc, ok := got[pod]
+		if !ok {
+			t.Errorf("member %s has no claim of its name", pod)
+			continue
+		}
+		if pvc.Status.Phase != corev1.ClaimBound {
+			t.Errorf("claim %s is %s, want Bound", pod, pvc.Status.Phase)
+		}
+		owned := false
+		for _, ref := range pvc.OwnerReferences {
+			owned = owned || (ref.Kind == "EtcdCluster" && ref.Name == name)
+		}
+		if !owned {
+			t.Errorf("claim %s is not owned by the cluster", pod)
+		}
+	}
+
+	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 1 })
+	e.WaitAvailable(name, 1, 120*time.Second)
+	e.Eventually(60*time.Second, "removed members' claims deleted", func() error {
+		left := claims()
+		if len(left) != 1 {
+			return fmt.Errorf("%d claims left: %v", len(left), keys(left))
+		}
+		for pod := range e.MemberPods(name) {
+			if _, ok := left[pod]; !ok {
+				return fmt.Errorf("the remaining member %s lost its claim", pod)
+			}
+		}
+		return nil
+	})
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
