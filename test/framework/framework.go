@@ -349,3 +349,9 @@ func RepoRoot(t testing.TB) string {
 		dir = parent
 	}
 }
+
+// Attach wraps a bench whose operator runs elsewhere (e.g. as a pod of the bench) so the
+// helpers can be used without starting one in-process.
+func Attach(t testing.TB, b *bench.Bench) *Env {
+	return &Env{t: t, Bench: b, C: b.Client(), scheme: b.Scheme()}
+}
