@@ -4,19 +4,9 @@
 package benchmarks
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/etcd-operator/etcd-operator/test/bench"
-	"github.com/etcd-operator/etcd-operator/test/bench/kubelet"
 )
 
-func TestMain(m *testing.M) {
-	kubelet.MaybeRunShim()
-	if err := bench.EnterNamespace(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { bench.RunTestMain(m) }

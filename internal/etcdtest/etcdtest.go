@@ -18,6 +18,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/etcd-operator/etcd-operator/internal/testenv"
 	"net"
 	"net/http"
 	"os"
@@ -49,17 +50,7 @@ const (
 
 // CacheDir returns the tool cache root: $ETCD_OPERATOR_CACHE, else
 // ${XDG_CACHE_HOME:-$HOME/.cache}/etcd-operator (the same rule as hack/tools.sh).
-func CacheDir() string {
-	if d := os.Getenv("ETCD_OPERATOR_CACHE"); d != "" {
-		return d
-	}
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(base, "etcd-operator")
-}
+func CacheDir() string { return testenv.CacheDir() }
 
 // Binary returns the path of a cached etcd tool ("etcd", "etcdctl", "etcdutl")
 // of the given version ("v3.7.3" or "3.7.3"). When it is missing the test is

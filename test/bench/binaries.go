@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/etcd-operator/etcd-operator/internal/testenv"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,17 +17,7 @@ const (
 
 // CacheDir is where hack/tools.sh caches binaries: $ETCD_OPERATOR_CACHE, else
 // ${XDG_CACHE_HOME:-$HOME/.cache}/etcd-operator (the same rule as the script).
-func CacheDir() string {
-	if d := os.Getenv("ETCD_OPERATOR_CACHE"); d != "" {
-		return d
-	}
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(base, "etcd-operator")
-}
+func CacheDir() string { return testenv.CacheDir() }
 
 // K8sBinDir and EtcdBinDir are the cache folders of one version.
 func K8sBinDir() string            { return filepath.Join(CacheDir(), "k8s-"+K8sVersion) }

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
+	"github.com/etcd-operator/etcd-operator/test/bench/kubelet"
 	"os"
 	"path/filepath"
 	"testing"
@@ -70,4 +72,17 @@ func sanitize(s string) string {
 		out = out[:40]
 	}
 	return string(out)
+}
+
+// RunTestMain is the TestMain of every test package that starts benches. The kubelet
+// starts containers by re-executing the test binary, so its shim must win over everything
+// else; then the binary moves into the bench's private mount+net namespaces (the parent
+// waits there and exits with the child's code).
+func RunTestMain(m *testing.M) {
+	kubelet.MaybeRunShim()
+	if err := EnterNamespace(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench namespace:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
 }

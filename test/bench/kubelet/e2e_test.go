@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"github.com/etcd-operator/etcd-operator/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,17 +22,7 @@ import (
 )
 
 // cacheDir is where hack/tools.sh keeps the binaries.
-func cacheDir() string {
-	if d := os.Getenv("ETCD_OPERATOR_CACHE"); d != "" {
-		return d
-	}
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(base, "etcd-operator")
-}
+func cacheDir() string { return testenv.CacheDir() }
 
 // needBinaries skips (or under CI fails) when the cached binaries are missing.
 func needBinaries(t *testing.T, paths ...string) {
