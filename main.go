@@ -4,12 +4,19 @@
 //
 //	etcd-operator [manager flags]     run the controllers (default)
 //	etcd-operator version             print the version
+//	etcd-operator restore [flags]     restore a member's data dir from a backup (init step)
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	uzap "go.uber.org/zap"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -21,6 +28,8 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers"
+	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/restore"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -32,6 +41,8 @@ func main() {
 		case "version":
 			fmt.Println(version)
 			return
+		case "restore":
+			os.Exit(runRestore(os.Args[2:]))
 		case "manager":
 			os.Args = append(os.Args[:1], os.Args[2:]...)
 		}
@@ -91,5 +102,78 @@ func runManager(args []string) int {
 		log.Error(err, "manager exited with an error")
 		return 1
 	}
+	return 0
+}
+
+// runRestore is the init step of a member pod of a cluster created from a backup: it
+// writes the member's data dir from the backup (verified against its SHA-256) unless the
+// data dir already exists. The backup is read from S3 (--s3-path, credentials from the
+// mounted awsSecret) or from a mounted volume (--dir and --key).
+func runRestore(args []string) int {
+	fs := flag.NewFlagSet("restore", flag.ExitOnError)
+	var (
+		s3Path       = fs.String("s3-path", "", "backup in S3 as <bucket>/<key>")
+		s3Endpoint   = fs.String("s3-endpoint", "", "S3-compatible endpoint URL (empty: AWS)")
+		s3PathStyle  = fs.Bool("s3-force-path-style", false, "address the bucket as <endpoint>/<bucket>")
+		awsSecretDir = fs.String("aws-secret-dir", "/etc/etcd-operator/aws", "directory with the awsSecret files credentials and config")
+		dir          = fs.String("dir", "", "backup directory (a mounted PVC) instead of S3")
+		key          = fs.String("key", "", "with --dir: the backup's path below it")
+		latest       = fs.Bool("latest", false, "restore the newest periodic backup <path>_v<rev>_<time> of the path")
+		checksum     = fs.String("checksum", "", "expected SHA-256 of the stored backup (hex)")
+		name         = fs.String("name", "", "member name")
+		dataDir      = fs.String("data-dir", "", "member data directory to create")
+		peerURLs     = fs.String("initial-advertise-peer-urls", "", "member peer URLs, comma-separated")
+		initial      = fs.String("initial-cluster", "", "initial cluster (name=peerURL,...)")
+		token        = fs.String("initial-cluster-token", "", "initial cluster token")
+		timeout      = fs.Duration("timeout", 30*time.Minute, "give up after this long")
+	)
+	_ = fs.Parse(args)
+	lg, _ := uzap.NewProduction()
+	defer lg.Sync() //nolint:errcheck
+	fail := func(err error) int {
+		lg.Error("restore failed", uzap.Error(err))
+		return 1
+	}
+	var store backup.Store
+	objKey := *key
+	switch {
+	case *s3Path != "" && *dir == "":
+		bucket, k, err := backup.SplitS3Path(*s3Path)
+		if err != nil {
+			return fail(err)
+		}
+		data := map[string][]byte{}
+		for _, f := range []string{backup.AWSCredentialsKey, backup.AWSConfigKey} {
+			if b, err := os.ReadFile(filepath.Join(*awsSecretDir, f)); err == nil {
+				data[f] = b
+			}
+		}
+		creds, err := backup.ParseAWSSecret(data)
+		if err != nil {
+			return fail(fmt.Errorf("awsSecret in %s: %w", *awsSecretDir, err))
+		}
+		if store, err = backup.NewS3(backup.S3Config{Endpoint: *s3Endpoint, Bucket: bucket, ForcePathStyle: *s3PathStyle, Credentials: creds}); err != nil {
+			return fail(err)
+		}
+		objKey = k
+	case *dir != "" && *s3Path == "":
+		var err error
+		if store, err = backup.NewFS(*dir); err != nil {
+			return fail(err)
+		}
+	default:
+		return fail(fmt.Errorf("give exactly one of --s3-path and --dir"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	res, err := restore.Restore(ctx, restore.Options{
+		Store: store, Key: objKey, Latest: *latest, SHA256: *checksum,
+		Name: *name, DataDir: *dataDir, PeerURLs: strings.Split(*peerURLs, ","),
+		InitialCluster: *initial, InitialClusterToken: *token, Log: lg,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	lg.Info("restore step done", uzap.String("key", res.Key), uzap.String("sha256", res.SHA256), uzap.Bool("skippedExistingDataDir", res.Skipped))
 	return 0
 }

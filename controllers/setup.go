@@ -32,11 +32,18 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.ClusterDomain == "" {
 		opts.ClusterDomain = detectClusterDomain("/etc/resolv.conf")
 	}
-	return (&EtcdClusterReconciler{
+	if err := (&EtcdClusterReconciler{
 		Client:        mgr.GetClient(),
 		Scheme:        mgr.GetScheme(),
 		Recorder:      mgr.GetEventRecorderFor("etcd-operator"),
 		ClusterDomain: opts.ClusterDomain,
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&EtcdBackupReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorderFor("etcd-backup"),
 	}).SetupWithManager(mgr)
 }
 

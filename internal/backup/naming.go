@@ -1,0 +1,112 @@
+package backup
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// TimeFormat is the timestamp layout of periodic backup names, as in CoreOS's operator.
+const TimeFormat = "2006-01-02-15:04:05"
+
+// PeriodicKey names a periodic backup: "<key>_v<revision>_<2006-01-02-15:04:05>" (UTC).
+func PeriodicKey(key string, revision int64, at time.Time) string {
+	return fmt.Sprintf("%s_v%d_%s", key, revision, at.UTC().Format(TimeFormat))
+}
+
+// ParsePeriodicKey reports whether name is a periodic backup of key and returns its
+// revision and time. Anything else (another key, a one-shot backup, a stray object)
+// is not one.
+func ParsePeriodicKey(key, name string) (revision int64, at time.Time, ok bool) {
+	rest, found := strings.CutPrefix(name, key+"_v")
+	if !found {
+		return 0, time.Time{}, false
+	}
+	revStr, ts, found := strings.Cut(rest, "_")
+	if !found {
+		return 0, time.Time{}, false
+	}
+	rev, err := strconv.ParseInt(revStr, 10, 64)
+	if err != nil || rev < 0 || strconv.FormatInt(rev, 10) != revStr {
+		return 0, time.Time{}, false
+	}
+	t, err := time.Parse(TimeFormat, ts)
+	if err != nil {
+		return 0, time.Time{}, false
+	}
+	return rev, t, true
+}
+
+// Periodic lists the periodic backups of key in the store, newest first: by the time in
+// the name, then by revision.
+func Periodic(ctx context.Context, s Store, key string) ([]Object, error) {
+	objs, err := s.List(ctx, key+"_v")
+	if err != nil {
+		return nil, err
+	}
+	type named struct {
+		Object
+		rev int64
+		at  time.Time
+	}
+	var ns []named
+	for _, o := range objs {
+		if rev, at, ok := ParsePeriodicKey(key, o.Key); ok {
+			ns = append(ns, named{o, rev, at})
+		}
+	}
+	slices.SortFunc(ns, func(a, b named) int {
+		if c := b.at.Compare(a.at); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.rev, a.rev); c != 0 {
+			return c
+		}
+		return strings.Compare(b.Key, a.Key)
+	})
+	out := make([]Object, len(ns))
+	for i, n := range ns {
+		out[i] = n.Object
+	}
+	return out, nil
+}
+
+// Latest returns the newest periodic backup of key.
+func Latest(ctx context.Context, s Store, key string) (Object, error) {
+	objs, err := Periodic(ctx, s, key)
+	if err != nil {
+		return Object{}, err
+	}
+	if len(objs) == 0 {
+		return Object{}, fmt.Errorf("%s: no periodic backup of %q: %w", s, key, ErrNotFound)
+	}
+	return objs[0], nil
+}
+
+// Retain deletes all but the newest keep periodic backups of key (keep <= 0 keeps all)
+// and returns the deleted keys. Only objects named exactly like periodic backups of key
+// are ever considered.
+func Retain(ctx context.Context, s Store, key string, keep int) ([]string, error) {
+	if keep <= 0 {
+		return nil, nil
+	}
+	objs, err := Periodic(ctx, s, key)
+	if err != nil || len(objs) <= keep {
+		return nil, err
+	}
+	var deleted []string
+	var errs []error
+	for _, o := range objs[keep:] {
+		if err := s.Delete(ctx, o.Key); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		deleted = append(deleted, o.Key)
+	}
+	return deleted, errors.Join(errs...)
+}

@@ -1,0 +1,248 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// S3Config locates a bucket in an S3-compatible store.
+type S3Config struct {
+	// Endpoint is a URL (https://host:port or http://host:port) or host:port (HTTPS).
+	// Empty means AWS (s3.amazonaws.com).
+	Endpoint string
+	// Bucket holds the backups.
+	Bucket string
+	// ForcePathStyle addresses the bucket as <endpoint>/<bucket>.
+	ForcePathStyle bool
+	Credentials    AWSCredentials
+	// Transport overrides the HTTP transport (e.g. custom CAs); nil: the default.
+	Transport http.RoundTripper
+	// PartSize and Parts bound the upload's memory: at most Parts buffers of PartSize
+	// bytes are held at once. Defaults 8 MiB and 4 (32 MiB; 10,000 parts allow 80 GiB).
+	PartSize uint64
+	Parts    uint
+}
+
+// Upload buffer defaults; see S3Config.
+const (
+	DefaultPartSize = 8 << 20
+	DefaultParts    = 4
+)
+
+// SplitS3Path splits the CoreOS path "<bucket>/<key>".
+func SplitS3Path(p string) (bucket, key string, err error) {
+	bucket, key, ok := strings.Cut(strings.TrimPrefix(p, "s3://"), "/")
+	if !ok || bucket == "" || key == "" {
+		return "", "", fmt.Errorf("S3 path %q is not <bucket>/<key>", p)
+	}
+	return bucket, key, nil
+}
+
+// S3 is a Store in one bucket of an S3-compatible service.
+type S3 struct {
+	c        *minio.Client
+	bucket   string
+	partSize uint64
+	parts    uint
+}
+
+// NewS3 creates the store. It does not contact the service.
+func NewS3(cfg S3Config) (*S3, error) {
+	host, secure := "s3.amazonaws.com", true
+	if cfg.Endpoint != "" {
+		if strings.Contains(cfg.Endpoint, "://") {
+			u, err := url.Parse(cfg.Endpoint)
+			if err != nil {
+				return nil, fmt.Errorf("S3 endpoint %q: %w", cfg.Endpoint, err)
+			}
+			switch u.Scheme {
+			case "http":
+				secure = false
+			case "https":
+			default:
+				return nil, fmt.Errorf("S3 endpoint %q: scheme must be http or https", cfg.Endpoint)
+			}
+			if u.Path != "" && u.Path != "/" {
+				return nil, fmt.Errorf("S3 endpoint %q: a path is not supported; give scheme://host[:port]", cfg.Endpoint)
+			}
+			host = u.Host
+		} else {
+			host = cfg.Endpoint
+		}
+	}
+	if cfg.Bucket == "" {
+		return nil, errors.New("S3 bucket is empty")
+	}
+	lookup := minio.BucketLookupAuto
+	if cfg.ForcePathStyle {
+		lookup = minio.BucketLookupPath
+	}
+	c, err := minio.New(host, &minio.Options{
+		Creds:        credentials.NewStaticV4(cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey, cfg.Credentials.SessionToken),
+		Secure:       secure,
+		Region:       cfg.Credentials.Region,
+		BucketLookup: lookup,
+		Transport:    cfg.Transport,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("S3 client for %s: %w", host, err)
+	}
+	s := &S3{c: c, bucket: cfg.Bucket, partSize: cfg.PartSize, parts: cfg.Parts}
+	if s.partSize == 0 {
+		s.partSize = DefaultPartSize
+	}
+	if s.parts == 0 {
+		s.parts = DefaultParts
+	}
+	return s, nil
+}
+
+func (s *S3) String() string { return "s3://" + s.bucket }
+
+// maxCopySize is the largest object a single server-side copy may handle.
+const maxCopySize = 5 << 30
+
+// Put uploads in parts (so an object of unknown length streams with bounded memory),
+// then records the checksum, known only at the end, by a server-side copy of the object
+// onto itself with replaced metadata. Until then the object has no checksum and
+// readers refuse it; if anything fails the partial object is removed.
+func (s *S3) Put(ctx context.Context, key string, r io.Reader, opts PutOptions) (Object, error) {
+	enc, err := newEncoder(r, opts.Compression)
+	if err != nil {
+		return Object{}, err
+	}
+	defer enc.close()
+	meta := map[string]string{}
+	for k, v := range opts.Metadata {
+		meta[k] = v
+	}
+	if opts.Compression != CompressionNone {
+		meta[metaCompression] = string(opts.Compression)
+	}
+	info, err := s.c.PutObject(ctx, s.bucket, key, enc, -1, minio.PutObjectOptions{
+		UserMetadata:          meta,
+		ContentType:           "application/octet-stream",
+		PartSize:              s.partSize,
+		NumThreads:            s.parts,
+		ConcurrentStreamParts: s.parts > 1,
+	})
+	if err != nil {
+		return Object{}, s.wrap("upload", key, err)
+	}
+	sum := enc.sum()
+	meta[metaSHA256] = sum
+	dst := minio.CopyDestOptions{Bucket: s.bucket, Object: key, UserMetadata: meta, ReplaceMetadata: true}
+	src := minio.CopySrcOptions{Bucket: s.bucket, Object: key, MatchETag: info.ETag}
+	if info.Size <= maxCopySize {
+		_, err = s.c.CopyObject(ctx, dst, src)
+	} else {
+		_, err = s.c.ComposeObject(ctx, dst, src)
+	}
+	if err != nil {
+		// Leave no object without a checksum behind (best effort, detached from ctx,
+		// which may be what ended).
+		_ = s.c.RemoveObject(context.WithoutCancel(ctx), s.bucket, key, minio.RemoveObjectOptions{})
+		return Object{}, s.wrap("record checksum of", key, err)
+	}
+	return Object{Key: key, Size: enc.n, SHA256: sum, Compression: opts.Compression, Metadata: opts.Metadata, LastModified: info.LastModified}, nil
+}
+
+// Get opens the object after reading its metadata; see Store.Get.
+func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, Object, error) {
+	st, err := s.c.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
+	if err != nil {
+		return nil, Object{}, s.wrap("read", key, err)
+	}
+	obj := Object{Key: key, Size: st.Size, LastModified: st.LastModified, Metadata: map[string]string{}}
+	for k, v := range st.UserMetadata {
+		switch k = strings.ToLower(k); k {
+		case metaSHA256:
+			obj.SHA256 = strings.ToLower(v)
+		case metaCompression:
+			obj.Compression = Compression(v)
+		default:
+			obj.Metadata[k] = v
+		}
+	}
+	// Pin the version read to the one whose metadata was just read.
+	gopts := minio.GetObjectOptions{}
+	if err := gopts.SetMatchETag(st.ETag); err != nil {
+		return nil, Object{}, err
+	}
+	body, err := s.c.GetObject(ctx, s.bucket, key, gopts)
+	if err != nil {
+		return nil, Object{}, s.wrap("read", key, err)
+	}
+	rc, err := newDecoder(&s3Body{body, s, key}, obj, s.String()+"/"+key)
+	if err != nil {
+		return nil, Object{}, err
+	}
+	return rc, obj, nil
+}
+
+// s3Body maps the errors minio-go reports lazily (on the first Read) to ours.
+type s3Body struct {
+	*minio.Object
+	s   *S3
+	key string
+}
+
+func (b *s3Body) Read(p []byte) (int, error) {
+	n, err := b.Object.Read(p)
+	if err != nil && err != io.EOF {
+		err = b.s.wrap("read", b.key, err)
+	}
+	return n, err
+}
+
+// List lists the objects under prefix (all depths).
+func (s *S3) List(ctx context.Context, prefix string) ([]Object, error) {
+	var out []Object
+	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if o.Err != nil {
+			return nil, s.wrap("list", prefix, o.Err)
+		}
+		out = append(out, Object{Key: o.Key, Size: o.Size, LastModified: o.LastModified})
+	}
+	return out, nil
+}
+
+// Delete removes the object.
+func (s *S3) Delete(ctx context.Context, key string) error {
+	if err := s.c.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{}); err != nil {
+		if errors.Is(s.wrap("delete", key, err), ErrNotFound) {
+			return nil
+		}
+		return s.wrap("delete", key, err)
+	}
+	return nil
+}
+
+// wrap names the operation and object and maps S3 error codes to this package's errors.
+func (s *S3) wrap(op, key string, err error) error {
+	var kind error
+	switch minio.ToErrorResponse(err).Code {
+	case "NoSuchBucket":
+		kind = ErrBucketNotFound
+	case "NoSuchKey", "NotFound":
+		kind = ErrNotFound
+	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken":
+		kind = ErrAccessDenied
+	}
+	if kind == nil && minio.ToErrorResponse(err).StatusCode == http.StatusNotFound {
+		// StatObject answers HEAD requests, whose 404 has no body to name the code.
+		kind = ErrNotFound
+	}
+	if kind == nil {
+		return fmt.Errorf("%s %s/%s: %w", op, s, key, err)
+	}
+	return fmt.Errorf("%s %s/%s: %w: %w", op, s, key, kind, err)
+}

@@ -1,0 +1,144 @@
+// Package restore turns a stored backup into the data directory of one member of a new
+// etcd cluster: download (verifying the stored SHA-256 while streaming), then etcdutl's
+// snapshot restore (which also checks the snapshot's own trailing hash). It is the step a
+// member pod's init container runs (`etcd-operator restore`) before etcd starts.
+//
+// It never deletes or overwrites anything: an existing data directory means the member
+// was restored (or has run) before, and is left as it is.
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.etcd.io/etcd/etcdutl/v3/snapshot"
+	"go.uber.org/zap"
+
+	"github.com/etcd-operator/etcd-operator/internal/backup"
+)
+
+// Options describe the backup and the member to restore.
+type Options struct {
+	Store backup.Store
+	// Key is the backup object. With Latest it is instead the path whose newest periodic
+	// backup (<key>_v<rev>_<time>) is restored.
+	Key    string
+	Latest bool
+	// SHA256, if set, must equal the checksum recorded with the object: it pins the exact
+	// backup the restore was planned with.
+	SHA256 string
+
+	// The member: the same values etcd is then started with.
+	Name                string
+	DataDir             string
+	PeerURLs            []string
+	InitialCluster      string
+	InitialClusterToken string
+
+	Log *zap.Logger
+}
+
+// Result says what was done.
+type Result struct {
+	Key     string
+	SHA256  string // of the stored object; empty if it carried none
+	Skipped bool   // the data directory existed: nothing was done
+}
+
+// ErrChecksumPinned reports that the object's checksum is not the one asked for.
+var ErrChecksumPinned = errors.New("backup checksum differs from the expected one")
+
+// Restore downloads the backup into a temporary file beside DataDir, restores it into a
+// temporary directory there, and renames that to DataDir, so an interrupted restore
+// leaves no half-written data directory that a retry would mistake for a finished one.
+func Restore(ctx context.Context, o Options) (Result, error) {
+	if o.Log == nil {
+		o.Log = zap.NewNop()
+	}
+	if o.Name == "" || o.DataDir == "" || o.InitialCluster == "" || len(o.PeerURLs) == 0 {
+		return Result{}, errors.New("restore: name, data dir, peer URLs and initial cluster are required")
+	}
+	if _, err := os.Stat(o.DataDir); err == nil {
+		o.Log.Info("data directory exists; not restoring over it", zap.String("dataDir", o.DataDir))
+		return Result{Skipped: true}, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Result{}, err
+	}
+	key := o.Key
+	if o.Latest {
+		obj, err := backup.Latest(ctx, o.Store, o.Key)
+		if err != nil {
+			return Result{}, err
+		}
+		key = obj.Key
+	}
+	parent := filepath.Dir(filepath.Clean(o.DataDir))
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return Result{}, err
+	}
+	snapPath, obj, err := download(ctx, o.Store, key, parent, o.SHA256)
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.Remove(snapPath)
+	if obj.SHA256 == "" {
+		o.Log.Warn("backup carries no SHA-256 (not written by this operator); relying on the snapshot's own hash", zap.String("key", key))
+	}
+
+	tmpDir, err := os.MkdirTemp(parent, ".restoring-")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(tmpDir) // only our own temporary directory
+	out := filepath.Join(tmpDir, "data")
+	if err := snapshot.NewV3(o.Log).Restore(snapshot.RestoreConfig{
+		SnapshotPath:        snapPath,
+		Name:                o.Name,
+		OutputDataDir:       out,
+		PeerURLs:            o.PeerURLs,
+		InitialCluster:      o.InitialCluster,
+		InitialClusterToken: o.InitialClusterToken,
+	}); err != nil {
+		return Result{}, fmt.Errorf("etcdutl snapshot restore of %s/%s: %w", o.Store, key, err)
+	}
+	if err := os.Rename(out, o.DataDir); err != nil {
+		return Result{}, err
+	}
+	o.Log.Info("restored", zap.String("backup", o.Store.String()+"/"+key), zap.String("sha256", obj.SHA256), zap.String("dataDir", o.DataDir))
+	return Result{Key: key, SHA256: obj.SHA256}, nil
+}
+
+// download copies the object to a temporary file in dir; the store verifies the checksum
+// as the bytes stream, so a corrupted object fails here, before etcdutl sees it.
+func download(ctx context.Context, s backup.Store, key, dir, pinned string) (string, backup.Object, error) {
+	rc, obj, err := s.Get(ctx, key)
+	if err != nil {
+		return "", obj, err
+	}
+	defer rc.Close()
+	if pinned != "" && !strings.EqualFold(pinned, obj.SHA256) {
+		return "", obj, fmt.Errorf("%s/%s: %w (want %s, object has %q)", s, key, ErrChecksumPinned, pinned, obj.SHA256)
+	}
+	f, err := os.CreateTemp(dir, ".snapshot-")
+	if err != nil {
+		return "", obj, err
+	}
+	_, err = io.Copy(f, rc)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", obj, fmt.Errorf("download %s/%s: %w", s, key, err)
+	}
+	return f.Name(), obj, nil
+}
