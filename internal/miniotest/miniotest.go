@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/etcd-operator/etcd-operator/internal/testenv"
 	"net"
 	"net/http"
 	"os"
@@ -43,17 +44,7 @@ func Binary(t testing.TB) string {
 	return p
 }
 
-func cacheDir() string {
-	if d := os.Getenv("ETCD_OPERATOR_CACHE"); d != "" {
-		return d
-	}
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(base, "etcd-operator")
-}
+func cacheDir() string { return testenv.CacheDir() }
 
 // Server is a running MinIO.
 type Server struct {
