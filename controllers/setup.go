@@ -17,6 +17,9 @@ type Options struct {
 	// ClusterDomain is the cluster's DNS domain; empty means detect it from
 	// /etc/resolv.conf and fall back to names without a domain (<pod>.<svc>.<ns>.svc).
 	ClusterDomain string
+	// OperatorImage is this operator's own image, run by the restore init container of
+	// clusters created from a backup; empty means DefaultOperatorImage.
+	OperatorImage string
 }
 
 // RestrictToNamespace limits the manager's caches to one namespace (empty: all).
@@ -40,10 +43,18 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&EtcdBackupReconciler{
+	if err := (&EtcdBackupReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorderFor("etcd-backup"),
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&EtcdRestoreReconciler{
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		Recorder:      mgr.GetEventRecorderFor("etcd-restore"),
+		OperatorImage: opts.OperatorImage,
 	}).SetupWithManager(mgr)
 }
 

@@ -245,6 +245,7 @@ func stripComments(doc []byte) []byte {
 var (
 	versionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
 	hexIDRE   = regexp.MustCompile(`^[0-9a-fA-F]{1,16}$`)
+	sha256RE  = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 )
 
 // Values builds the chart values for an input (see helm-charts/etcd-cluster/values.yaml
@@ -257,6 +258,10 @@ func Values(in Input) (map[string]interface{}, error) {
 	}
 	if err := ValidateCluster(c); err != nil {
 		return nil, err
+	}
+	restore, err := restoreValues(c)
+	if err != nil {
+		return nil, fmt.Errorf("render: %w", err)
 	}
 	seen := map[string]bool{}
 	members := make([]interface{}, 0, len(in.Members))
@@ -278,6 +283,9 @@ func Values(in Input) (map[string]interface{}, error) {
 			"version":             v,
 			"initialClusterState": m.InitialClusterState,
 			"initialCluster":      m.InitialCluster,
+			// Only bootstrapping members start from the backup; a member joining later
+			// gets the data from its peers.
+			"restore": len(restore) > 0 && m.InitialClusterState == StateNew,
 		})
 	}
 
@@ -305,6 +313,7 @@ func Values(in Input) (map[string]interface{}, error) {
 		"members": members,
 		"pod":     pod,
 		"TLS":     tls,
+		"restore": restore,
 	}, nil
 }
 

@@ -1,0 +1,309 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/miniotest"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+const restoreBucket = "backups"
+
+type restoreFixture struct {
+	c   client.Client
+	r   *EtcdRestoreReconciler
+	rec *record.FakeRecorder
+}
+
+func newRestoreFixture(t *testing.T, objs ...client.Object) *restoreFixture {
+	t.Helper()
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(etcdv1beta2.AddToScheme(s))
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+		WithStatusSubresource(&etcdv1beta2.EtcdRestore{}, &etcdv1beta2.EtcdCluster{}).Build()
+	rec := record.NewFakeRecorder(100)
+	return &restoreFixture{c: c, rec: rec, r: &EtcdRestoreReconciler{Client: c, APIReader: c, Recorder: rec, OperatorImage: "op:test"}}
+}
+
+func (f *restoreFixture) reconcile(t *testing.T, name string) ctrl.Result {
+	t.Helper()
+	res, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "default", Name: name}})
+	if err != nil {
+		t.Fatalf("reconcile %s: %v", name, err)
+	}
+	return res
+}
+
+func (f *restoreFixture) restore(t *testing.T, name string) *etcdv1beta2.EtcdRestore {
+	t.Helper()
+	var er etcdv1beta2.EtcdRestore
+	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &er); err != nil {
+		t.Fatal(err)
+	}
+	return &er
+}
+
+func (f *restoreFixture) wantCondition(t *testing.T, name string, status metav1.ConditionStatus, reason, mention string) *etcdv1beta2.EtcdRestore {
+	t.Helper()
+	er := f.restore(t, name)
+	c := meta.FindStatusCondition(er.Status.Conditions, RestoreConditionSucceeded)
+	if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, mention) {
+		t.Fatalf("%s: condition %+v, want %s/%s mentioning %q", name, c, status, reason, mention)
+	}
+	if er.Status.Succeeded != (status == metav1.ConditionTrue) {
+		t.Errorf("%s: succeeded=%v with condition %s", name, er.Status.Succeeded, status)
+	}
+	if status == metav1.ConditionFalse && er.Status.Reason != c.Message {
+		t.Errorf("%s: status.reason %q, want the condition message", name, er.Status.Reason)
+	}
+	return er
+}
+
+func newRestore(name, cluster, path string) *etcdv1beta2.EtcdRestore {
+	return &etcdv1beta2.EtcdRestore{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Generation: 1},
+		Spec: etcdv1beta2.EtcdRestoreSpec{
+			EtcdCluster:       etcdv1beta2.EtcdClusterRef{Name: cluster},
+			BackupStorageType: etcdv1beta2.BackupStorageTypeS3,
+			RestoreSource: etcdv1beta2.RestoreSource{S3: &etcdv1beta2.S3BackupSource{
+				// Unreachable on purpose where the test expects the store never to be used.
+				Path: path, AWSSecret: "aws", Endpoint: "http://127.0.0.1:1", ForcePathStyle: true,
+			}},
+		},
+	}
+}
+
+func (f *restoreFixture) clusters(t *testing.T) []etcdv1beta2.EtcdCluster {
+	t.Helper()
+	var l etcdv1beta2.EtcdClusterList
+	if err := f.c.List(context.Background(), &l); err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
+}
+
+func TestRestoreRefusesATakenName(t *testing.T) {
+	taken := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 5}}
+	// A cluster created by another restore is not ours either.
+	other := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "default"}}
+	ann, err := render.RestoreSource{Restore: "someone-else", UID: "uid-x", S3: &etcdv1beta2.S3BackupSource{Path: "b/k", AWSSecret: "aws"}}.Annotations("op:test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Annotations = ann
+	f := newRestoreFixture(t, taken, other, newRestore("r1", "prod", "b/k"), newRestore("r2", "other", "b/k"))
+	before := map[string]string{}
+	for _, c := range f.clusters(t) {
+		before[c.Name] = c.ResourceVersion
+	}
+	for _, name := range []string{"r1", "r2"} {
+		if res := f.reconcile(t, name); res.RequeueAfter != 0 {
+			t.Errorf("%s: a refused restore is retried: %+v", name, res)
+		}
+	}
+	f.wantCondition(t, "r1", metav1.ConditionFalse, ReasonClusterExists, "EtcdCluster prod already exists")
+	f.wantCondition(t, "r2", metav1.ConditionFalse, ReasonClusterExists, "nothing was changed")
+	for _, c := range f.clusters(t) {
+		if before[c.Name] != c.ResourceVersion {
+			t.Errorf("cluster %s was changed", c.Name)
+		}
+	}
+	if len(f.clusters(t)) != 2 {
+		t.Errorf("clusters created: %v", f.clusters(t))
+	}
+	// Refusal is final for this spec, even once the name is free: nothing appears later
+	// behind the user's back.
+	if err := f.c.Delete(context.Background(), taken); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "r1")
+	if len(f.clusters(t)) != 1 {
+		t.Errorf("a refused restore created a cluster later")
+	}
+	select {
+	case ev := <-f.rec.Events:
+		if !strings.Contains(ev, ReasonClusterExists) {
+			t.Errorf("event %q", ev)
+		}
+	default:
+		t.Errorf("no event for the refusal")
+	}
+}
+
+func TestRestoreUnsupportedStorage(t *testing.T) {
+	gcs := newRestore("gcs", "new", "b/k")
+	gcs.Spec.BackupStorageType = etcdv1beta2.BackupStorageTypeGCS
+	gcs.Spec.GCS = &etcdv1beta2.GCSBackupSource{Path: "b/k", GCPSecret: "gcp"}
+	pvc := newRestore("pvc", "new", "b/k")
+	pvc.Spec.BackupStorageType = etcdv1beta2.BackupStorageTypePVC
+	badSpec := newRestore("bad-spec", "new", "b/k")
+	badSpec.Annotations = map[string]string{RestoreClusterSpecAnnotation: `{"size": "three"}`}
+	f := newRestoreFixture(t, gcs, pvc, badSpec)
+	f.reconcile(t, "gcs")
+	f.reconcile(t, "pvc")
+	f.reconcile(t, "bad-spec")
+	f.wantCondition(t, "gcs", metav1.ConditionFalse, ReasonUnsupportedStorageType, "S3-compatible endpoint")
+	f.wantCondition(t, "pvc", metav1.ConditionFalse, ReasonUnsupportedStorageType, "PVC")
+	f.wantCondition(t, "bad-spec", metav1.ConditionFalse, ReasonBackupInvalidSpec, RestoreClusterSpecAnnotation)
+	if cs := f.clusters(t); len(cs) != 0 {
+		t.Errorf("clusters created: %v", cs)
+	}
+}
+
+// TestRestoreCreatesCluster runs against a real MinIO: exact keys, periodic prefixes,
+// missing backups, the spec annotation, and completion when the cluster is Available.
+func TestRestoreCreatesCluster(t *testing.T) {
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, restoreBucket)
+	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	put := func(key, version string) backup.Object {
+		t.Helper()
+		obj, err := store.Put(ctx, key, strings.NewReader("snapshot bytes of "+key), backup.PutOptions{Metadata: map[string]string{"etcd-version": version}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	exact := put("c/one.db", "3.7.3")
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	put(backup.PeriodicKey("c/per", 10, t0), "3.6.16")
+	newest := put(backup.PeriodicKey("c/per", 20, t0.Add(time.Minute)), "3.6.16")
+	put(backup.PeriodicKey("c/per", 15, t0.Add(-time.Minute)), "3.6.16")
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
+		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
+	mk := func(name, cluster, path string) *etcdv1beta2.EtcdRestore {
+		er := newRestore(name, cluster, restoreBucket+"/"+path)
+		er.Spec.S3.Endpoint = srv.Endpoint()
+		return er
+	}
+	withSpec := mk("sized", "sized", "c/one.db")
+	withSpec.Annotations = map[string]string{RestoreClusterSpecAnnotation: `{"size": 1, "repository": "registry.example/etcd"}`}
+	// A corrupted object: its bytes no longer match the checksum stored with it.
+	data := "snapshot bytes, later damaged"
+	if _, err := srv.Client(t).PutObject(ctx, restoreBucket, "c/corrupt.db", strings.NewReader(data), int64(len(data)),
+		minio.PutObjectOptions{UserMetadata: map[string]string{"sha256": strings.Repeat("0", 64)}}); err != nil {
+		t.Fatal(err)
+	}
+	f := newRestoreFixture(t, secret, mk("exact", "from-exact", "c/one.db"), mk("latest", "from-latest", "c/per"),
+		mk("missing", "from-missing", "c/nothing"), withSpec, mk("corrupt", "from-corrupt", "c/corrupt.db"))
+
+	get := func(name string) *etcdv1beta2.EtcdCluster {
+		t.Helper()
+		var c etcdv1beta2.EtcdCluster
+		if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &c); err != nil {
+			t.Fatalf("cluster %s: %v", name, err)
+		}
+		return &c
+	}
+	check := func(restore, cluster, wantPath, wantSHA, wantVersion string, wantSize int) {
+		t.Helper()
+		f.reconcile(t, restore)
+		f.wantCondition(t, restore, metav1.ConditionUnknown, ReasonRestoring, "waiting for it to become Available")
+		c := get(cluster)
+		src, image, err := render.Restore(c)
+		if err != nil || src == nil {
+			t.Fatalf("%s: restore annotation: %+v, %v", cluster, src, err)
+		}
+		if src.S3.Path != wantPath || src.SHA256 != wantSHA || len(wantSHA) != 64 || image != "op:test" ||
+			src.Restore != restore || src.UID != string(f.restore(t, restore).UID) || src.S3.Endpoint != srv.Endpoint() || !src.S3.ForcePathStyle {
+			t.Errorf("%s: restore source %+v image %q; want path %s sha %s", cluster, src, image, wantPath, wantSHA)
+		}
+		if c.Spec.Version != wantVersion || c.Spec.Size != wantSize {
+			t.Errorf("%s: spec %+v, want size %d version %s", cluster, c.Spec, wantSize, wantVersion)
+		}
+		if len(c.OwnerReferences) != 0 {
+			t.Errorf("%s: owner references %v: deleting the restore would delete the cluster", cluster, c.OwnerReferences)
+		}
+		if reqs := restoreOfCluster(ctx, c); len(reqs) != 1 || reqs[0].Name != restore {
+			t.Errorf("%s maps to %v", cluster, reqs)
+		}
+	}
+	check("exact", "from-exact", restoreBucket+"/c/one.db", exact.SHA256, "3.7.3", DefaultRestoreSize)
+	check("latest", "from-latest", restoreBucket+"/"+newest.Key, newest.SHA256, "3.6.16", DefaultRestoreSize)
+	check("sized", "sized", restoreBucket+"/c/one.db", exact.SHA256, "3.7.3", 1)
+	if get("sized").Spec.Repository != "registry.example/etcd" {
+		t.Errorf("spec annotation's repository not used")
+	}
+
+	// A missing backup is reported and retried (it may be being uploaded); no cluster.
+	if res := f.reconcile(t, "missing"); res.RequeueAfter == 0 {
+		t.Errorf("missing backup not retried")
+	}
+	f.wantCondition(t, "missing", metav1.ConditionFalse, ReasonBackupNotFound, "c/nothing")
+	// A corrupted backup is found before anything is created.
+	f.reconcile(t, "corrupt")
+	f.wantCondition(t, "corrupt", metav1.ConditionFalse, ReasonChecksumMismatch, "c/corrupt.db")
+	if len(f.clusters(t)) != 3 {
+		t.Errorf("clusters: %d, want 3", len(f.clusters(t)))
+	}
+
+	// Reconciling again (e.g. after an operator restart) follows the same cluster.
+	rv := get("from-exact").ResourceVersion
+	f.reconcile(t, "exact")
+	if get("from-exact").ResourceVersion != rv {
+		t.Errorf("the restore changed its own cluster on a second pass")
+	}
+	// A member whose restore init container failed is reported, and the report clears
+	// once the member recovers.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "from-exact-abc", Namespace: "default", Labels: render.MemberLabels("from-exact", "from-exact-abc")},
+		Spec:       corev1.PodSpec{InitContainers: []corev1.Container{{Name: render.RestoreContainerName, Image: "op:test"}}, Containers: []corev1.Container{{Name: "etcd", Image: "etcd"}}},
+	}
+	if err := f.c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := f.r.restoreOfPod(ctx, pod); len(reqs) != 1 || reqs[0].Name != "exact" {
+		t.Errorf("pod maps to %v", reqs)
+	}
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: render.RestoreContainerName,
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "line 1\n{\"msg\":\"restore failed\",\"error\":\"access denied\"}\n"}}}}
+	if err := f.c.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "exact")
+	f.wantCondition(t, "exact", metav1.ConditionFalse, ReasonRestoreStepFailed, `member from-exact-abc failed (exit code 1); see kubectl logs from-exact-abc -c restore: {"msg":"restore failed","error":"access denied"}`)
+	pod.Status.InitContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
+	if err := f.c.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "exact")
+	f.wantCondition(t, "exact", metav1.ConditionUnknown, ReasonRestoring, "waiting")
+
+	// Available completes the restore.
+	c := get("from-exact")
+	c.Status.Conditions = []etcdv1beta2.ClusterCondition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: corev1.ConditionTrue}}
+	if err := f.c.Status().Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "exact")
+	f.wantCondition(t, "exact", metav1.ConditionTrue, ReasonRestoreComplete, "is Available")
+}
