@@ -59,7 +59,7 @@ func runManager(args []string) int {
 		leaderElectionNS = fs.String("leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
 		watchNamespace   = fs.String("watch-namespace", os.Getenv("WATCH_NAMESPACE"), "only manage resources in this namespace (default: all)")
 		clusterDomain    = fs.String("cluster-domain", "", "DNS domain of the cluster, e.g. cluster.local (default: read from /etc/resolv.conf, else none)")
-		operatorImage    = fs.String("operator-image", envOr("OPERATOR_IMAGE", controllers.DefaultOperatorImage), "this operator's image; restored clusters' init containers run its restore subcommand")
+		operatorImage    = fs.String("operator-image", os.Getenv("OPERATOR_IMAGE"), "this operator's image, run by restored clusters' init containers (default: the image of the operator's own pod, else "+controllers.DefaultOperatorImage+")")
 	)
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
@@ -85,6 +85,14 @@ func runManager(args []string) int {
 	if err != nil {
 		log.Error(err, "unable to create manager")
 		return 1
+	}
+	if *operatorImage == "" {
+		img, err := controllers.OwnImage(context.Background(), mgr.GetAPIReader(), os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"), "manager")
+		if err != nil {
+			log.Info("using the default operator image for restore init containers", "image", controllers.DefaultOperatorImage, "reason", err.Error())
+			img = controllers.DefaultOperatorImage
+		}
+		*operatorImage = img
 	}
 	if err := controllers.SetupWithManager(mgr, controllers.Options{ClusterDomain: *clusterDomain, OperatorImage: *operatorImage}); err != nil {
 		log.Error(err, "unable to set up controllers")
@@ -177,12 +185,4 @@ func runRestore(args []string) int {
 	}
 	lg.Info("restore step done", uzap.String("key", res.Key), uzap.String("sha256", res.SHA256), uzap.Bool("skippedExistingDataDir", res.Skipped))
 	return 0
-}
-
-// envOr returns the environment variable's value, or def when it is unset or empty.
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
