@@ -123,12 +123,19 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	defer obs.close()
 
+	if v, ok := c.Annotations[AnnotationQuorumLossGrace]; ok && annotationDuration(&c, AnnotationQuorumLossGrace) == 0 {
+		r.Recorder.Eventf(&c, corev1.EventTypeWarning, "InvalidAnnotation",
+			"%s=%q is not a positive duration; using the default %s", AnnotationQuorumLossGrace, v, planner.DefaultQuorumLossGrace)
+	}
 	desired := desiredFromSpec(&c)
 	action := planner.Plan(desired, obs.planner)
 	summary := planner.Summarize(desired, obs.planner, action)
 	lg.V(1).Info("planned", "action", action.String(), "members", len(obs.planner.Members), "pods", len(obs.planner.Pods))
 
 	result, actErr := r.act(ctx, &c, obs, action)
+	if hook := AfterActionHook; hook != nil && actErr == nil {
+		hook(ctx, c.Namespace+"/"+c.Name, action)
+	}
 	if actErr != nil {
 		lg.Error(actErr, "action failed", "action", action.String())
 		r.Recorder.Eventf(&c, corev1.EventTypeWarning, "ActionFailed", "%s: %v", action.Kind, actErr)
@@ -163,8 +170,35 @@ func desiredFromSpec(c *etcdv1beta2.EtcdCluster) planner.Desired {
 		Version:            render.ClusterVersion(c.Spec),
 		Paused:             c.Spec.Paused,
 		QuorumLossRecovery: c.Annotations[AnnotationForceNewCluster] == "true",
+		QuorumLossGrace:    annotationDuration(c, AnnotationQuorumLossGrace),
 	}
 }
+
+// annotationDuration parses a duration annotation; absent, unparsable or non-positive
+// values give 0, which the planner replaces with its default.
+func annotationDuration(c *etcdv1beta2.EtcdCluster, key string) time.Duration {
+	v, ok := c.Annotations[key]
+	if !ok {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
+}
+
+// AfterActionHook is a failpoint for tests: when set, it runs after every action that
+// succeeded, before status is written, with the reconcile's context. A test that blocks
+// in it until that context ends and then stops the operator simulates an operator killed
+// between two steps. Nil in production.
+var AfterActionHook func(ctx context.Context, cluster string, action planner.Action)
+
+// AnnotationQuorumLossGrace overrides how long a quorum must stay lost before the cluster
+// is reported Failed (or, with AnnotationForceNewCluster, recovered), as a Go duration
+// ("90s"). Default planner.DefaultQuorumLossGrace (5m): elections and rolling restarts
+// lose quorum for seconds and must never be mistaken for a lasting loss.
+const AnnotationQuorumLossGrace = "etcd.database.coreos.com/quorum-loss-grace"
 
 // AnnotationForceNewCluster opts a cluster into automatic recovery from a lasting quorum
 // loss (force-new-cluster from the surviving member with the highest revision). Without

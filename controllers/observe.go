@@ -73,7 +73,10 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 			continue
 		}
 		o.pods[p.Name] = p
-		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
+		// A pod whose etcd process is known not to run (killed, crashed, waiting for a
+		// restart) is not dialed: a dial to it only fails after the probe timeout, and
+		// that would delay noticing the failure by as much.
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" || etcdNotRunning(p) {
 			continue
 		}
 		ep := r.memberEndpoint(c, p)
@@ -152,6 +155,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 			}
 			if reachable {
 				pm.RaftIndex, pm.Revision, pm.Version = st.RaftIndex, st.Revision, st.Version
+				pm.LeaderUnknown = st.Leader == 0
 			}
 			subject := "member/" + etcdadmin.FormatID(m.ID)
 			seen[subject] = true
@@ -252,6 +256,18 @@ func etcdContainerState(p *corev1.Pod) (terminated, crashLooping bool) {
 		}
 	}
 	return terminated, crashLooping
+}
+
+// etcdNotRunning reports that the kubelet says the etcd container is not running (a
+// terminated or waiting state). Without a container status the answer is "unknown", not
+// "not running".
+func etcdNotRunning(p *corev1.Pod) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == render.ContainerName {
+			return cs.State.Running == nil && (cs.State.Terminated != nil || cs.State.Waiting != nil)
+		}
+	}
+	return false
 }
 
 func memberIDAnnotation(p *corev1.Pod) uint64 {

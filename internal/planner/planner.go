@@ -157,6 +157,11 @@
 //     otherwise RefuseUpgrade with the reason. Nothing else is blocked.
 //   - a member whose pod has the new version but which does not run it yet →
 //     Wait: one member restarts at a time.
+//   - a voter that answers but names no leader (restarted a moment ago, not
+//     yet back in contact with the leader), or whose pod is not Ready → Wait:
+//     the health gate between two restarts. Ready matters beyond etcd: the
+//     client Service publishes only Ready pods, and the PodDisruptionBudget
+//     counts the others as disrupted.
 //   - followers first, one at a time, by name → UpgradeMember; the leader
 //     last, after MoveLeader to an upgraded voter (one election instead of
 //     one per restart). A one-member cluster is restarted in place: there is
@@ -975,6 +980,17 @@ func (v *view) planUpgrade() Action {
 	}
 	if len(need) == 0 {
 		return Action{Kind: Done, Reason: "Ready", Message: fmt.Sprintf("%d members healthy, version %s", len(v.voters), target)}
+	}
+	// Health gate between two restarts: every voter follows the leader again
+	// and its pod is Ready, so the client Service and the PodDisruptionBudget
+	// count it again before the next member goes down.
+	for _, m := range v.voters {
+		if m.LeaderUnknown {
+			return wait("UpgradeInProgress", fmt.Sprintf("waiting for %s to rejoin the leader before the next restart", m.Name), requeueShort)
+		}
+		if p := v.podOf[m.ID]; p != nil && !p.Ready {
+			return wait("UpgradeInProgress", fmt.Sprintf("waiting for pod %s to be Ready before the next restart", p.Name), requeueShort)
+		}
 	}
 	sort.SliceStable(need, func(i, j int) bool { return need[i].m.Name < need[j].m.Name })
 	for _, s := range need {

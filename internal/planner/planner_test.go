@@ -860,6 +860,16 @@ func TestPlanUpgrade(t *testing.T) {
 			unreachable(&o, 2, t0.Add(-time.Second))
 			return o
 		}, want{kind: Wait, reason: "MemberUnhealthy"}},
+		{"upgrade waits for a restarted member to rejoin the leader", size(3), func() Observed {
+			o := upgrading(3, 1, 2)()
+			mem(&o, 2).LeaderUnknown = true // answers Status, has not heard from the leader yet
+			return o
+		}, want{kind: Wait, reason: "UpgradeInProgress", check: wantMessage(mname(2))}},
+		{"upgrade waits for a restarted member's pod to be Ready", size(3), func() Observed {
+			o := upgrading(3, 1, 2)()
+			pod(&o, mname(2)).Ready = false // serving, readiness probe not passed yet
+			return o
+		}, want{kind: Wait, reason: "UpgradeInProgress", check: wantMessage(mname(2))}},
 		{"upgrade of a 1-member cluster restarts it in place", size(1), upgrading(1, 1), want{kind: UpgradeMember, id: 1}},
 		{"upgrade done", size(3), upgrading(3, 1, 1, 2, 3), want{kind: Done}},
 		{"v-prefixed desired version equals running", func() Desired { d := desired(3); d.Version = "v3.7.3"; return d },

@@ -112,6 +112,11 @@ type Member struct {
 	RaftIndex uint64
 	Revision  int64
 	Version   string
+	// LeaderUnknown: the member answered Status but names no leader. A
+	// member restarted a moment ago serves Status before it has heard from
+	// the leader; restarting another member then could leave the leader
+	// without a working quorum.
+	LeaderUnknown bool
 
 	// UnhealthySince is when the controller first saw this member
 	// unreachable or without a pod (zero when it is fine, or not yet

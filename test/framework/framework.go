@@ -260,14 +260,10 @@ func (e *Env) MemberPods(name string) map[string]corev1.Pod {
 	return out
 }
 
-// members lists etcd's members, asking the member pods directly by IP.
+// members lists etcd's members, asking the member pods directly by IP. It never fails
+// the test itself, so monitors in other goroutines may call it.
 func (e *Env) Members(name string) ([]*EtcdMember, error) {
-	var eps []string
-	for _, p := range e.MemberPods(name) {
-		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
-			eps = append(eps, fmt.Sprintf("http://%s:%d", p.Status.PodIP, etcdv1beta2.EtcdClientPort))
-		}
-	}
+	eps := e.memberEndpoints(name)
 	if len(eps) == 0 {
 		return nil, fmt.Errorf("no member pod has an IP")
 	}

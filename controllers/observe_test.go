@@ -1,0 +1,49 @@
+package controllers
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+func TestEtcdNotRunning(t *testing.T) {
+	withState := func(name string, st corev1.ContainerState) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: name, State: st}}}}
+	}
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"no container status yet: unknown, dial it", &corev1.Pod{}, false},
+		{"running", withState(render.ContainerName, corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}), false},
+		{"killed", withState(render.ContainerName, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}), true},
+		{"waiting for a restart", withState(render.ContainerName, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}), true},
+		{"another container terminated", withState("sidecar", corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}), false},
+	}
+	for _, tc := range cases {
+		if got := etcdNotRunning(tc.pod); got != tc.want {
+			t.Errorf("%s: etcdNotRunning = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestAnnotationDuration(t *testing.T) {
+	for v, want := range map[string]string{"20s": "20s", "": "0s", "abc": "0s", "-5s": "0s", "0s": "0s"} {
+		c := newTestCluster()
+		c.Annotations = map[string]string{AnnotationQuorumLossGrace: v}
+		if got := annotationDuration(c, AnnotationQuorumLossGrace).String(); got != want {
+			t.Errorf("%q: got %s, want %s", v, got, want)
+		}
+	}
+	if d := desiredFromSpec(newTestCluster()).QuorumLossGrace; d != 0 {
+		t.Errorf("no annotation: grace %v, want 0 (planner default)", d)
+	}
+}
+
+func newTestCluster() *etcdv1beta2.EtcdCluster {
+	return &etcdv1beta2.EtcdCluster{Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16"}}
+}
