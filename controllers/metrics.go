@@ -1,10 +1,13 @@
 package controllers
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 )
 
@@ -22,6 +25,16 @@ var (
 func init() {
 	metrics.Registry.MustRegister(actionsTotal, clusterMembers)
 }
+
+// etcdRequestMetrics counts the operator's requests to etcd (by operation, outcome and
+// retry cause) on the manager's metrics endpoint; shared by every reconciler.
+var etcdRequestMetrics = sync.OnceValue(func() *etcdadmin.Metrics {
+	m, err := etcdadmin.NewMetrics(metrics.Registry)
+	if err != nil {
+		return nil // already registered elsewhere: requests are simply not counted
+	}
+	return m
+})
 
 // recordAction counts a step and exports the membership gauges.
 func recordAction(c *etcdv1beta2.EtcdCluster, a planner.Action, err error) {

@@ -100,6 +100,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 			ProbeTimeout: 2 * time.Second,
 			Retry:        etcdadmin.Backoff{Budget: etcdCallBudget},
 			Log:          lg.WithName("etcd"),
+			Metrics:      etcdRequestMetrics(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("etcd client: %w", err)
