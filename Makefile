@@ -6,7 +6,7 @@ CACHE          := $(shell hack/tools.sh path)
 CONTROLLER_GEN := $(CACHE)/bin/controller-gen-v0.23.0
 KUSTOMIZE      := $(CACHE)/bin/kustomize-v5.8.2
 BENCH_DIR      ?= $(CURDIR)/.bench
-GO_TEST_FLAGS  ?= -timeout 45m
+GO_TEST_FLAGS  ?= -count=1 -timeout 45m
 export GOFLAGS := -buildvcs=false
 
 .PHONY: all
