@@ -5,10 +5,14 @@
 //	etcd-operator [manager flags]     run the controllers (default)
 //	etcd-operator version             print the version
 //	etcd-operator restore [flags]     restore a member's data dir from a backup (init step)
+//	etcd-operator backup [flags]      snapshot a cluster into a mounted directory (backup pod)
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -29,6 +33,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 )
 
@@ -43,6 +48,8 @@ func main() {
 			return
 		case "restore":
 			os.Exit(runRestore(os.Args[2:]))
+		case "backup":
+			os.Exit(runBackup(os.Args[2:]))
 		case "manager":
 			os.Args = append(os.Args[:1], os.Args[2:]...)
 		}
@@ -185,4 +192,99 @@ func runRestore(args []string) int {
 	}
 	lg.Info("restore step done", uzap.String("key", res.Key), uzap.String("sha256", res.SHA256), uzap.Bool("skippedExistingDataDir", res.Skipped))
 	return 0
+}
+
+// runBackup is the program of the EtcdBackup controller's backup pod for storage type
+// PVC: the operator cannot mount a claim itself, so this pod, with the claim mounted at
+// --dir, streams one snapshot into it (data file plus SHA-256 sidecar, written atomically),
+// applies retention to periodic backups and reports the outcome as JSON in its
+// termination message (backup.JobResult), which the controller copies into status.
+func runBackup(args []string) int {
+	fs := flag.NewFlagSet("backup", flag.ExitOnError)
+	var (
+		endpoints   = fs.String("endpoints", "", "etcd client URLs, comma-separated")
+		tlsDir      = fs.String("tls-dir", "", "directory with the client TLS secret's files (etcd-client.crt, etcd-client.key, etcd-client-ca.crt); empty: no TLS")
+		dir         = fs.String("dir", "", "backup directory (the mounted claim)")
+		key         = fs.String("key", "", "backup path below --dir; with --periodic the base of <key>_v<revision>_<time>")
+		periodic    = fs.Bool("periodic", false, "name the backup <key>_v<revision>_<time> and apply --max-backups")
+		maxBackups  = fs.Int("max-backups", 0, "with --periodic: keep this many newest backups of --key (0: all)")
+		compression = fs.String("compression", "", "gzip, or empty for none")
+		timeout     = fs.Duration("timeout", time.Minute, "give up after this long")
+		resultFile  = fs.String("result-file", "/dev/termination-log", "where to write the JSON result (the container's terminationMessagePath)")
+	)
+	_ = fs.Parse(args)
+	lg, _ := uzap.NewProduction()
+	defer lg.Sync() //nolint:errcheck
+	// The kubelet creates the termination message file before the container starts;
+	// where it does not exist (outside a pod), the result is only logged rather than
+	// creating a stray file in /dev.
+	report := func(j backup.JobResult) {
+		f, err := os.OpenFile(*resultFile, os.O_WRONLY|os.O_TRUNC, 0)
+		if err == nil {
+			_, err = f.Write(j.Encode())
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			lg.Warn("cannot write the result file", uzap.String("path", *resultFile), uzap.Error(err))
+		}
+	}
+	fail := func(reason string, err error) int {
+		lg.Error("backup failed", uzap.String("reason", reason), uzap.Error(err))
+		report(backup.JobResult{Reason: reason, Error: err.Error()})
+		return 1
+	}
+	if *endpoints == "" || *dir == "" || *key == "" {
+		return fail(controllers.ReasonBackupInvalidSpec, errors.New("--endpoints, --dir and --key are required"))
+	}
+	store, err := backup.NewFS(*dir)
+	if err != nil {
+		return fail(controllers.ReasonStorageError, err)
+	}
+	cfg := etcdadmin.Config{Endpoints: strings.Split(*endpoints, ","), Retry: etcdadmin.Backoff{Budget: *timeout / 3}}
+	if *tlsDir != "" {
+		if cfg.TLS, err = loadTLSDir(*tlsDir); err != nil {
+			return fail(controllers.ReasonSecretError, err)
+		}
+	}
+	admin, err := etcdadmin.New(cfg)
+	if err != nil {
+		return fail(controllers.ReasonSnapshotFailed, err)
+	}
+	defer admin.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	res, err := backup.SaveSnapshot(ctx, admin, store, backup.SnapshotRequest{
+		Key: *key, Periodic: *periodic, MaxBackups: *maxBackups, Compression: backup.Compression(*compression),
+	})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return fail(controllers.ReasonTimeout, fmt.Errorf("backup did not finish within %v: %w", *timeout, err))
+	case errors.Is(err, backup.ErrSnapshot):
+		return fail(controllers.ReasonSnapshotFailed, err)
+	case err != nil:
+		return fail(controllers.ReasonStorageError, err)
+	}
+	report(backup.NewJobResult(res))
+	lg.Info("backup stored", uzap.String("location", res.Location), uzap.Int64("revision", res.Revision),
+		uzap.String("sha256", res.Object.SHA256), uzap.Int("pruned", len(res.Pruned)))
+	return 0
+}
+
+// loadTLSDir reads a mounted client TLS secret (the keys of EtcdCluster client TLS secrets).
+func loadTLSDir(dir string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "etcd-client.crt"), filepath.Join(dir, "etcd-client.key"))
+	if err != nil {
+		return nil, fmt.Errorf("client TLS in %s: %w", dir, err)
+	}
+	ca, err := os.ReadFile(filepath.Join(dir, "etcd-client-ca.crt"))
+	if err != nil {
+		return nil, fmt.Errorf("client TLS in %s: %w", dir, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("client TLS in %s: etcd-client-ca.crt holds no PEM certificate", dir)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }

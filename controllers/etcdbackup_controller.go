@@ -2,9 +2,12 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +29,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackups,verbs=get;list;watch;update;patch
@@ -32,6 +37,7 @@ import (
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackups/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // BackupCompressionAnnotation set to "gzip" on an EtcdBackup stores its snapshots
@@ -52,6 +58,23 @@ const (
 	ReasonStorageError           = "StorageError"
 	ReasonSnapshotFailed         = "SnapshotFailed"
 	ReasonTimeout                = "Timeout"
+	// ReasonBackupPodFailed: the backup pod of a PVC backup failed without saying why.
+	ReasonBackupPodFailed = "BackupPodFailed"
+)
+
+// Backup pods (storage type PVC).
+const (
+	// BackupPodContainer is the container of a backup pod.
+	BackupPodContainer = "backup"
+	// LabelBackup on a backup pod holds its EtcdBackup's name.
+	LabelBackup = "etcd.database.coreos.com/backup"
+	// backupMountPath is where the claim is mounted in the backup pod.
+	backupMountPath = "/backup"
+	// backupTLSMountPath is where the client TLS secret is mounted in the backup pod.
+	backupTLSMountPath = "/etc/etcd-operator/tls"
+	// backupPodStartGrace is how long a backup pod may take to start (scheduling, image
+	// pull, volume attach) on top of the backup's own timeout before it is given up.
+	backupPodStartGrace = 2 * time.Minute
 )
 
 // defaultBackupTimeout applies when backupPolicy.timeoutInSecond is 0 (CoreOS's default).
@@ -68,10 +91,11 @@ const (
 // multipart upload, so the operator holds only a few upload parts in memory.
 //
 // PVC storage is not done in-process: the operator runs as a pod and cannot mount a
-// claim. It is reported as unsupported for now. The intended design: a short-lived Pod
-// running this operator's image (a `backup` subcommand, to be added, streaming the
-// snapshot into backup.NewFS(<mount>)) with the claim mounted, its outcome copied into
-// this status.
+// claim. For each backup it runs a short-lived Pod of its own image with the claim
+// mounted (`etcd-operator backup`: the same streaming code into backup.FS, with the
+// checksum sidecar and retention), waits for it, copies the result the pod wrote as its
+// termination message (backup.JobResult: revision, version, checksum) into status and
+// deletes the pod.
 //
 // Deleting an EtcdBackup never deletes stored backups; CoreOS's finalizer is removed
 // without doing anything else.
@@ -83,9 +107,20 @@ type EtcdBackupReconciler struct {
 	Recorder  record.EventRecorder
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
+	// OperatorImage is the image of backup pods (PVC storage); empty means
+	// DefaultOperatorImage.
+	OperatorImage string
 
 	mu       sync.Mutex
 	failures map[types.NamespacedName]int
+	// retryAt holds the earliest next attempt after a failure, for the generation that
+	// failed: events of the backup pods (e.g. its deletion) must not cut the back-off short.
+	retryAt map[types.NamespacedName]retryState
+}
+
+type retryState struct {
+	generation int64
+	at         time.Time
 }
 
 // SetupWithManager watches EtcdBackups. Status writes are not spec changes: only
@@ -99,8 +134,11 @@ func (r *EtcdBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	r.failures = map[types.NamespacedName]int{}
+	r.retryAt = map[types.NamespacedName]retryState{}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdBackup{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		// Backup pods' status changes (they finish) wake their EtcdBackup.
+		Owns(&corev1.Pod{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
 }
@@ -133,53 +171,87 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 	now := r.Now()
 	interval := time.Duration(policyOf(&eb).BackupIntervalInSecond) * time.Second
-	cond := meta.FindStatusCondition(eb.Status.Conditions, BackupConditionSucceeded)
-	current := cond != nil && cond.ObservedGeneration == eb.Generation
-	if current && cond.Status == metav1.ConditionTrue {
-		if interval == 0 {
-			return ctrl.Result{}, nil // one-shot, done
-		}
-		if due := eb.Status.LastSuccessDate.Add(interval); now.Before(due) {
-			return ctrl.Result{RequeueAfter: due.Sub(now)}, nil
-		}
+	if wait, due := backupDue(&eb, now); !due {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if wait := r.retryWait(req.NamespacedName, eb.Generation, now); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if eb.Spec.StorageType == etcdv1beta2.BackupStorageTypePVC {
+		return r.reconcilePVC(ctx, &eb, now, interval)
 	}
 
 	res, err := r.takeBackup(ctx, &eb)
 	if err != nil {
-		var be *backupError
-		if !errors.As(err, &be) {
-			be = &backupError{reason: ReasonStorageError, err: err}
-		}
-		delay := r.nextRetry(req.NamespacedName)
-		if interval > 0 && interval < delay {
-			delay = interval
-		}
-		log.FromContext(ctx).Info("backup failed", "reason", be.reason, "error", be.err.Error(), "retryIn", delay)
-		return ctrl.Result{RequeueAfter: delay}, r.fail(ctx, &eb, be.reason, be.err.Error())
+		return r.failed(ctx, &eb, interval, err)
 	}
-	r.forget(req.NamespacedName)
+	return r.succeed(ctx, &eb, now, interval, backup.NewJobResult(res))
+}
 
+// failed records a failed attempt and schedules the retry: backing off, but never later
+// than the next periodic backup.
+func (r *EtcdBackupReconciler) failed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, interval time.Duration, err error) (ctrl.Result, error) {
+	var be *backupError
+	if !errors.As(err, &be) {
+		be = &backupError{reason: ReasonStorageError, err: err}
+	}
+	delay := r.nextRetry(client.ObjectKeyFromObject(eb))
+	if interval > 0 && interval < delay {
+		delay = interval
+	}
+	r.mu.Lock()
+	r.retryAt[client.ObjectKeyFromObject(eb)] = retryState{generation: eb.Generation, at: r.Now().Add(delay)}
+	r.mu.Unlock()
+	log.FromContext(ctx).Info("backup failed", "reason", be.reason, "error", be.err.Error(), "retryIn", delay)
+	return ctrl.Result{RequeueAfter: delay}, r.fail(ctx, eb, be.reason, be.err.Error())
+}
+
+// backupDue says whether a backup is due now, else how long until it is (0: never,
+// a one-shot backup that succeeded for this generation).
+func backupDue(eb *etcdv1beta2.EtcdBackup, now time.Time) (time.Duration, bool) {
+	interval := time.Duration(policyOf(eb).BackupIntervalInSecond) * time.Second
+	cond := meta.FindStatusCondition(eb.Status.Conditions, BackupConditionSucceeded)
+	if cond == nil || cond.ObservedGeneration != eb.Generation || cond.Status != metav1.ConditionTrue {
+		return 0, true
+	}
+	if interval == 0 {
+		return 0, false // one-shot, done
+	}
+	if due := eb.Status.LastSuccessDate.Add(interval); now.Before(due) {
+		return due.Sub(now), false
+	}
+	return 0, true
+}
+
+// succeed records a stored backup in status and an event.
+func (r *EtcdBackupReconciler) succeed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, now time.Time, interval time.Duration, res backup.JobResult) (ctrl.Result, error) {
+	r.forget(client.ObjectKeyFromObject(eb))
 	orig := eb.DeepCopy()
 	eb.Status.Succeeded = true
 	eb.Status.Reason = ""
-	eb.Status.EtcdVersion = res.version
-	eb.Status.EtcdRevision = res.revision
-	eb.Status.LastSuccessDate = metav1.NewTime(now)
-	msg := fmt.Sprintf("snapshot of revision %d from %s stored as %s (%d bytes, sha256 %s)", res.revision, res.endpoint, res.location, res.obj.Size, res.obj.SHA256)
-	if len(res.pruned) > 0 {
-		msg += fmt.Sprintf("; retention removed %d older backups", len(res.pruned))
+	if res.Version != "" || res.Revision != 0 {
+		eb.Status.EtcdVersion = res.Version
+		eb.Status.EtcdRevision = res.Revision
 	}
-	if res.retentionErr != nil {
-		msg += "; retention failed: " + res.retentionErr.Error()
+	eb.Status.LastSuccessDate = metav1.NewTime(now)
+	msg := fmt.Sprintf("snapshot of revision %d from %s stored as %s (%d bytes, sha256 %s)", res.Revision, res.Endpoint, res.Location, res.Size, res.SHA256)
+	if res.Location == "" {
+		msg = "backup pod succeeded but reported no result (no termination message)"
+	}
+	if res.Pruned > 0 {
+		msg += fmt.Sprintf("; retention removed %d older backups", res.Pruned)
+	}
+	if res.RetentionError != "" {
+		msg += "; retention failed: " + res.RetentionError
 	}
 	meta.SetStatusCondition(&eb.Status.Conditions, metav1.Condition{
 		Type: BackupConditionSucceeded, Status: metav1.ConditionTrue, Reason: ReasonBackupSucceeded,
 		Message: msg, ObservedGeneration: eb.Generation,
 	})
-	if err := r.Status().Patch(ctx, &eb, client.MergeFrom(orig)); err != nil {
+	if err := r.Status().Patch(ctx, eb, client.MergeFrom(orig)); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Event(&eb, corev1.EventTypeNormal, ReasonBackupSucceeded, msg)
+	r.Recorder.Event(eb, corev1.EventTypeNormal, ReasonBackupSucceeded, msg)
 	if interval > 0 {
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
@@ -209,7 +281,15 @@ func checkBackupSpec(s *etcdv1beta2.EtcdBackupSpec) (reason, msg string) {
 	case etcdv1beta2.BackupStorageTypeABS, etcdv1beta2.BackupStorageTypeGCS, etcdv1beta2.BackupStorageTypeOSS:
 		return ReasonUnsupportedStorageType, fmt.Sprintf("unsupported storage type %s, use S3 with the provider's S3-compatible endpoint (spec.s3.endpoint)", s.StorageType)
 	case etcdv1beta2.BackupStorageTypePVC:
-		return ReasonUnsupportedStorageType, "storage type PVC is not implemented yet; use S3"
+		if s.PVC == nil {
+			return ReasonBackupInvalidSpec, "storageType PVC needs spec.pvc"
+		}
+		if s.PVC.ClaimName == "" || s.PVC.Path == "" {
+			return ReasonBackupInvalidSpec, "spec.pvc needs claimName and path"
+		}
+		if strings.HasSuffix(s.PVC.Path, "/") || path.Clean("/"+s.PVC.Path) == "/" {
+			return ReasonBackupInvalidSpec, fmt.Sprintf("spec.pvc.path %q names no file", s.PVC.Path)
+		}
 	default:
 		return ReasonUnsupportedStorageType, fmt.Sprintf("unknown storage type %q", s.StorageType)
 	}
@@ -227,18 +307,20 @@ type backupError struct {
 func (e *backupError) Error() string { return e.reason + ": " + e.err.Error() }
 func (e *backupError) Unwrap() error { return e.err }
 
-type backupResult struct {
-	obj          backup.Object
-	location     string
-	endpoint     string
-	version      string
-	revision     int64
-	pruned       []string
-	retentionErr error
+// compressionOf reads the compression annotation.
+func compressionOf(eb *etcdv1beta2.EtcdBackup) (backup.Compression, error) {
+	switch c := eb.Annotations[BackupCompressionAnnotation]; c {
+	case "", "none":
+		return backup.CompressionNone, nil
+	case string(backup.CompressionGzip):
+		return backup.CompressionGzip, nil
+	default:
+		return "", fmt.Errorf("annotation %s: unknown compression %q (gzip or none)", BackupCompressionAnnotation, c)
+	}
 }
 
 // takeBackup streams one snapshot into the store, bounded by the backup's timeout.
-func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.EtcdBackup) (*backupResult, error) {
+func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.EtcdBackup) (*backup.SnapshotResult, error) {
 	timeout := time.Duration(policyOf(eb).TimeoutInSecond) * time.Second
 	if timeout <= 0 {
 		timeout = defaultBackupTimeout
@@ -271,42 +353,25 @@ func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.E
 		return nil, &backupError{ReasonSnapshotFailed, err}
 	}
 	defer admin.Close()
-	snap, err := admin.Snapshot(ctx, etcdadmin.SnapshotOptions{})
-	if err != nil {
-		return nil, timedOut(ReasonSnapshotFailed, fmt.Errorf("open snapshot stream from %v: %w", eb.Spec.EtcdEndpoints, err))
+	req := backup.SnapshotRequest{
+		Key:        key,
+		Periodic:   policyOf(eb).BackupIntervalInSecond > 0,
+		MaxBackups: policyOf(eb).MaxBackups,
+		Now:        r.Now(),
+		Metadata:   map[string]string{"etcd-backup-namespace": eb.Namespace, "etcd-backup-name": eb.Name},
 	}
-	defer snap.Close()
-
-	if policyOf(eb).BackupIntervalInSecond > 0 {
-		key = backup.PeriodicKey(key, snap.Revision, r.Now())
+	if req.Compression, err = compressionOf(eb); err != nil {
+		return nil, &backupError{ReasonBackupInvalidSpec, err}
 	}
-	version := snap.ServerVersion
-	opts := backup.PutOptions{Metadata: map[string]string{
-		"etcd-revision":         strconv.FormatInt(snap.Revision, 10),
-		"etcd-version":          version,
-		"etcd-storage-version":  snap.Version,
-		"etcd-member-id":        etcdadmin.FormatID(snap.MemberID),
-		"etcd-backup-namespace": eb.Namespace,
-		"etcd-backup-name":      eb.Name,
-	}}
-	switch c := eb.Annotations[BackupCompressionAnnotation]; c {
-	case "", "none":
-	case string(backup.CompressionGzip):
-		opts.Compression = backup.CompressionGzip
-	default:
-		return nil, &backupError{ReasonBackupInvalidSpec, fmt.Errorf("annotation %s: unknown compression %q (gzip or none)", BackupCompressionAnnotation, c)}
+	res, err := backup.SaveSnapshot(ctx, admin, store, req)
+	if errors.Is(err, backup.ErrSnapshot) {
+		return nil, timedOut(ReasonSnapshotFailed, fmt.Errorf("%v: %w", eb.Spec.EtcdEndpoints, err))
 	}
-	obj, err := store.Put(ctx, key, snap, opts)
 	if err != nil {
 		return nil, timedOut(storageReason(err), err)
 	}
-	res := &backupResult{obj: obj, location: store.String() + "/" + key, endpoint: snap.Endpoint, version: version, revision: snap.Revision}
-	if p := policyOf(eb); p.BackupIntervalInSecond > 0 && p.MaxBackups > 0 {
-		_, base, _ := backup.SplitS3Path(eb.Spec.S3.Path)
-		res.pruned, res.retentionErr = backup.Retain(ctx, store, base, p.MaxBackups)
-		if len(res.pruned) > 0 {
-			log.FromContext(ctx).Info("retention removed old backups", "keys", res.pruned)
-		}
+	if len(res.Pruned) > 0 {
+		log.FromContext(ctx).Info("retention removed old backups", "keys", res.Pruned)
 	}
 	return res, nil
 }
@@ -386,5 +451,205 @@ func (r *EtcdBackupReconciler) nextRetry(key types.NamespacedName) time.Duration
 func (r *EtcdBackupReconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.failures, key)
+	delete(r.retryAt, key)
 	r.mu.Unlock()
+}
+
+// retryWait is how long the back-off after a failure of this generation still runs; a
+// changed spec is tried at once.
+func (r *EtcdBackupReconciler) retryWait(key types.NamespacedName, generation int64, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, ok := r.retryAt[key]
+	if !ok || st.generation != generation || !now.Before(st.at) {
+		return 0
+	}
+	return st.at.Sub(now)
+}
+
+// reconcilePVC runs one backup into a claim through a backup pod: it creates the pod
+// when none runs, and when the pod has finished copies its result into status and
+// deletes it. One pod at a time per EtcdBackup (a fixed name), so a retried reconcile
+// never starts a second backup.
+func (r *EtcdBackupReconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2.EtcdBackup, now time.Time, interval time.Duration) (ctrl.Result, error) {
+	timeout := backupTimeout(eb)
+	var pod corev1.Pod
+	err := r.Get(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: backupPodName(eb)}, &pod)
+	if apierrors.IsNotFound(err) {
+		// The cache may lag behind our own status write of a just-finished backup:
+		// check against the API before starting another one.
+		var fresh etcdv1beta2.EtcdBackup
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(eb), &fresh); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		if wait, due := backupDue(&fresh, now); !due {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+		pod := r.backupPod(eb)
+		if err := controllerutil.SetControllerReference(eb, pod, r.Scheme()); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+			return r.failed(ctx, eb, interval, &backupError{ReasonStorageError, fmt.Errorf("create backup pod: %w", err)})
+		}
+		log.FromContext(ctx).Info("backup pod created", "pod", pod.Name, "claim", eb.Spec.PVC.ClaimName)
+		// The pod's status changes wake us; this is only the deadline.
+		return ctrl.Result{RequeueAfter: timeout + backupPodStartGrace}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !metav1.IsControlledBy(&pod, eb) {
+		return ctrl.Result{}, r.fail(ctx, eb, ReasonBackupInvalidSpec, fmt.Sprintf("pod %s/%s exists and does not belong to this backup", pod.Namespace, pod.Name))
+	}
+	if pod.DeletionTimestamp != nil {
+		return ctrl.Result{RequeueAfter: time.Second}, nil // the last one is going away
+	}
+
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+	default:
+		deadline := pod.CreationTimestamp.Add(timeout + backupPodStartGrace)
+		if now.Before(deadline) {
+			return ctrl.Result{RequeueAfter: deadline.Sub(now)}, nil
+		}
+		if err := r.deletePod(ctx, &pod); err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.failed(ctx, eb, interval, &backupError{ReasonTimeout, fmt.Errorf(
+			"backup pod %s did not finish within %v (backupPolicy.timeoutInSecond plus %v to start; phase %s)", pod.Name, timeout, backupPodStartGrace, pod.Status.Phase)})
+	}
+
+	res, exit, resErr := podResult(&pod)
+	if err := r.deletePod(ctx, &pod); err != nil {
+		return ctrl.Result{}, err
+	}
+	if pod.Status.Phase == corev1.PodSucceeded {
+		if resErr != nil {
+			log.FromContext(ctx).Info("backup pod succeeded without a readable result", "pod", pod.Name, "error", resErr.Error())
+		}
+		res.Location = strings.Replace(res.Location, "file://"+backupMountPath, "pvc://"+eb.Spec.PVC.ClaimName, 1)
+		return r.succeed(ctx, eb, now, interval, res)
+	}
+	reason, msg := res.Reason, res.Error
+	if reason == "" {
+		reason, msg = ReasonBackupPodFailed, fmt.Sprintf("backup pod %s failed (%s)", pod.Name, exit)
+		if resErr == nil && res.Error != "" {
+			msg += ": " + res.Error
+		}
+	}
+	return r.failed(ctx, eb, interval, &backupError{reason, errors.New(msg)})
+}
+
+func (r *EtcdBackupReconciler) deletePod(ctx context.Context, pod *corev1.Pod) error {
+	err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// podResult reads the backup container's termination message. exit describes how the
+// container ended, for messages.
+func podResult(pod *corev1.Pod) (res backup.JobResult, exit string, err error) {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name != BackupPodContainer || cs.State.Terminated == nil {
+			continue
+		}
+		t := cs.State.Terminated
+		exit = fmt.Sprintf("exit code %d", t.ExitCode)
+		if t.Reason != "" {
+			exit += ", " + t.Reason
+		}
+		if t.Message == "" {
+			return backup.JobResult{}, exit, errors.New("no termination message")
+		}
+		res, err = backup.ParseJobResult(t.Message)
+		if err != nil {
+			// FallbackToLogsOnError: the message is the log's tail, not JSON.
+			return backup.JobResult{Error: t.Message}, exit, err
+		}
+		return res, exit, nil
+	}
+	return backup.JobResult{}, "container status unknown", errors.New("no terminated backup container")
+}
+
+func backupTimeout(eb *etcdv1beta2.EtcdBackup) time.Duration {
+	if t := time.Duration(policyOf(eb).TimeoutInSecond) * time.Second; t > 0 {
+		return t
+	}
+	return defaultBackupTimeout
+}
+
+// backupPodName is <backup>-backup, shortened with a hash to a valid label (pod names
+// become hostnames).
+func backupPodName(eb *etcdv1beta2.EtcdBackup) string {
+	name := eb.Name + "-backup"
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(eb.Name))
+	return strings.TrimRight(eb.Name[:45], "-.") + "-backup-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// backupPod is the pod that runs one PVC backup: the operator's image, the `backup`
+// subcommand, the claim at backupMountPath, the client TLS secret if any. It needs no
+// API access, so no service account token is mounted.
+func (r *EtcdBackupReconciler) backupPod(eb *etcdv1beta2.EtcdBackup) *corev1.Pod {
+	image := r.OperatorImage
+	if image == "" {
+		image = DefaultOperatorImage
+	}
+	p := policyOf(eb)
+	args := []string{
+		"backup",
+		"--endpoints=" + strings.Join(eb.Spec.EtcdEndpoints, ","),
+		"--dir=" + backupMountPath,
+		"--key=" + strings.TrimPrefix(path.Clean("/"+eb.Spec.PVC.Path), "/"),
+		"--timeout=" + backupTimeout(eb).String(),
+	}
+	if p.BackupIntervalInSecond > 0 {
+		args = append(args, "--periodic", fmt.Sprintf("--max-backups=%d", p.MaxBackups))
+	}
+	if c, err := compressionOf(eb); err == nil && c != backup.CompressionNone {
+		args = append(args, "--compression="+string(c))
+	}
+	mounts := []corev1.VolumeMount{{Name: "backup", MountPath: backupMountPath}}
+	volumes := []corev1.Volume{{Name: "backup", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: eb.Spec.PVC.ClaimName}}}}
+	if eb.Spec.ClientTLSSecret != "" {
+		args = append(args, "--tls-dir="+backupTLSMountPath)
+		mounts = append(mounts, corev1.VolumeMount{Name: "tls", MountPath: backupTLSMountPath, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: eb.Spec.ClientTLSSecret}}})
+	}
+	label := eb.Name
+	if len(label) > 63 {
+		label = backupPodName(eb)
+	}
+	deadline := int64((backupTimeout(eb) + backupPodStartGrace) / time.Second)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: backupPodName(eb), Namespace: eb.Namespace,
+			Labels: map[string]string{LabelBackup: label, "app.kubernetes.io/managed-by": "etcd-operator"},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			ActiveDeadlineSeconds:        &deadline,
+			AutomountServiceAccountToken: ptr.To(false),
+			EnableServiceLinks:           ptr.To(false),
+			Containers: []corev1.Container{{
+				Name:    BackupPodContainer,
+				Image:   image,
+				Command: []string{render.OperatorCommand},
+				Args:    args,
+				// The result is JSON written there; should the program die before
+				// writing it, the log's tail explains.
+				TerminationMessagePath:   corev1.TerminationMessagePathDefault,
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				VolumeMounts:             mounts,
+			}},
+			Volumes: volumes,
+		},
+	}
 }

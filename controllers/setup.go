@@ -44,9 +44,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if err := (&EtcdBackupReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorderFor("etcd-backup"),
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		Recorder:      mgr.GetEventRecorderFor("etcd-backup"),
+		OperatorImage: opts.OperatorImage,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

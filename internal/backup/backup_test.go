@@ -354,3 +354,47 @@ func TestParseAWSSecret(t *testing.T) {
 		t.Errorf("malformed line: %v (must fail without echoing the line)", err)
 	}
 }
+
+// TestS3ChecksumObject: the checksum lives in <key>.sha256, which List hides and Delete
+// removes with the backup; a backup whose checksum object is missing is refused.
+func TestS3ChecksumObject(t *testing.T) {
+	s, srv := s3Store(t)
+	ctx := context.Background()
+	obj, err := s.Put(ctx, "a/snap", bytes.NewReader(randomBytes(1<<20, 7)), backup.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := srv.Client(t)
+	o, err := mc.GetObject(ctx, "backups", "a/snap.sha256", minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(o)
+	o.Close()
+	if err != nil || string(b) != obj.SHA256 {
+		t.Fatalf("checksum object holds %q (%v), want %s", b, err, obj.SHA256)
+	}
+	if objs, err := s.List(ctx, "a/"); err != nil || len(objs) != 1 || objs[0].Key != "a/snap" {
+		t.Errorf("list: %v (%v), want only a/snap", objs, err)
+	}
+	if _, err := s.Put(ctx, "x.sha256", strings.NewReader("x"), backup.PutOptions{}); err == nil {
+		t.Error("a key naming a checksum object was accepted")
+	}
+
+	if err := mc.RemoveObject(ctx, "backups", "a/snap.sha256", minio.RemoveObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Get(ctx, "a/snap"); !errors.Is(err, backup.ErrNoChecksum) {
+		t.Errorf("get without its checksum object: %v, want ErrNoChecksum", err)
+	}
+
+	if _, err := s.Put(ctx, "a/snap", bytes.NewReader(randomBytes(1<<10, 8)), backup.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "a/snap"); err != nil {
+		t.Fatal(err)
+	}
+	for o := range mc.ListObjects(ctx, "backups", minio.ListObjectsOptions{Prefix: "a/", Recursive: true}) {
+		t.Errorf("left after Delete: %s (%v)", o.Key, o.Err)
+	}
+}

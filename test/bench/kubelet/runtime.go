@@ -90,6 +90,12 @@ func (w *podWorker) containerShimSpec(c *containerRuntime, command []string, arg
 	if err != nil {
 		return nil, err
 	}
+	// The termination message file: empty at each start, bind-mounted at the
+	// container's terminationMessagePath, read into the terminated state at exit.
+	if err := os.WriteFile(terminationLogPath(w, c), nil, 0o644); err != nil {
+		return nil, err
+	}
+	mounts = append(mounts, mountSpec{Source: terminationLogPath(w, c), Target: terminationMessagePath(&c.spec)})
 	return &shimSpec{
 		Mounts:     mounts,
 		Hostname:   podHostname(pc.pod),
@@ -160,10 +166,12 @@ func (w *podWorker) runOnce(c *containerRuntime) (code int, ran time.Duration, s
 	if proc.exitCode != 0 {
 		reason = "Error"
 	}
+	msg := terminationMessage(w, c, proc.exitCode)
 	w.mu.Lock()
 	c.state = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
 		ExitCode:    int32(proc.exitCode),
 		Reason:      reason,
+		Message:     msg,
 		StartedAt:   metav1.NewTime(proc.started),
 		FinishedAt:  metav1.NewTime(finished),
 		ContainerID: containerID(w, c),
@@ -303,4 +311,34 @@ func (w *podWorker) execInContainer(ctx context.Context, c *containerRuntime, cm
 		return fmt.Errorf("exec probe exited %d: %s", p.exitCode, string(out))
 	}
 	return nil
+}
+
+// maxTerminationMessage is the kubelet's limit of one container's termination message.
+const maxTerminationMessage = 4096
+
+func terminationLogPath(w *podWorker, c *containerRuntime) string {
+	return filepath.Join(w.dir, "containers", c.spec.Name+".termination-log")
+}
+
+func terminationMessagePath(spec *v1.Container) string {
+	if spec.TerminationMessagePath != "" {
+		return spec.TerminationMessagePath
+	}
+	return v1.TerminationMessagePathDefault
+}
+
+// terminationMessage is what the container wrote to its termination message file, or
+// under FallbackToLogsOnError after a failure with an empty file, the log's tail.
+func terminationMessage(w *podWorker, c *containerRuntime, exitCode int) string {
+	b, _ := os.ReadFile(terminationLogPath(w, c))
+	if len(b) == 0 && exitCode != 0 && c.spec.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError {
+		b, _ = os.ReadFile(c.logPath)
+		if len(b) > 2048 {
+			b = b[len(b)-2048:]
+		}
+	}
+	if len(b) > maxTerminationMessage {
+		b = b[:maxTerminationMessage]
+	}
+	return string(b)
 }

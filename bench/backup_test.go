@@ -1,0 +1,262 @@
+package benchmarks
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/miniotest"
+)
+
+const (
+	backupEtcdVersion = "v3.7.3"
+	backupDBTarget    = 256 << 20
+	// Rounds per run: this machine's other work makes single rounds noisy.
+	backupRounds = 5
+)
+
+// BenchmarkBackup256MiB measures the operator's backup path — the snapshot stream of a
+// member piped into a multipart upload to a real MinIO by backup.SaveSnapshot, the code
+// the EtcdBackup controller runs — against `etcdctl snapshot save` to a local file from
+// the same member, interleaved, on a ~256 MiB database.
+//
+// Reported: the db size, median seconds of both paths, the throughput ratio
+// operator/etcdctl (target ≥ 0.7; bytes per second of each, each with its own output
+// size), and the operator process's memory growth during a backup (target ≤ 64 MiB):
+// VmRSS sampled every 50 ms minus VmRSS just before (after a GC that returned freed
+// memory to the OS), worst round. VmHWM would not do: it is process-wide and never goes
+// down, so the fill phase would set it. The Go heap's in-use peak over the same samples
+// is reported too: it is the part the upload buffers account for, without the runtime's
+// own retained-but-unused pages.
+//
+// Each invocation fills a new etcd; run it once: -bench BenchmarkBackup256MiB -benchtime=1x.
+func BenchmarkBackup256MiB(b *testing.B) {
+	ctx := context.Background()
+	etcdctl := etcdtest.Binary(b, backupEtcdVersion, "etcdctl")
+	cl := etcdtest.StartCluster(b, 1, backupEtcdVersion)
+	ep := cl.Endpoints()[0]
+	dbSize := fillEtcd(b, ep, backupDBTarget)
+	b.ReportMetric(float64(dbSize)/(1<<20), "db-MiB")
+
+	srv := miniotest.Start(b)
+	srv.MakeBucket(b, "bench")
+	store, err := backup.NewS3(backup.S3Config{
+		Endpoint: srv.Endpoint(), Bucket: "bench", ForcePathStyle: true,
+		Credentials: backup.AWSCredentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, Region: srv.Region},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	admin, err := etcdadmin.New(etcdadmin.Config{Endpoints: []string{ep}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { admin.Close() })
+
+	var ctlTimes, opTimes []time.Duration
+	var ctlRate, opRate []float64
+	var rssGrowth, heapGrowth float64
+	dir := b.TempDir()
+	b.ResetTimer()
+	for i := 0; i < b.N*backupRounds; i++ {
+		// Baseline: etcdctl into a local file.
+		file := filepath.Join(dir, fmt.Sprintf("snap-%d.db", i))
+		start := time.Now()
+		if out, err := exec.Command(etcdctl, "--endpoints", ep, "snapshot", "save", file).CombinedOutput(); err != nil {
+			b.Fatalf("etcdctl snapshot save: %v\n%s", err, out)
+		}
+		took := time.Since(start)
+		st, err := os.Stat(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctlTimes = append(ctlTimes, took)
+		ctlRate = append(ctlRate, float64(st.Size())/took.Seconds())
+		os.Remove(file)
+
+		// The operator's path, with its memory sampled.
+		mem := startMemSampler(b)
+		start = time.Now()
+		res, err := backup.SaveSnapshot(ctx, admin, store, backup.SnapshotRequest{Key: fmt.Sprintf("bench/snap-%d.db", i)})
+		took = time.Since(start)
+		rss, heap := mem.stop()
+		if err != nil {
+			b.Fatalf("operator backup: %v", err)
+		}
+		if res.Object.Size < st.Size()*9/10 {
+			b.Fatalf("operator stored %d bytes, etcdctl %d", res.Object.Size, st.Size())
+		}
+		opTimes = append(opTimes, took)
+		opRate = append(opRate, float64(res.Object.Size)/took.Seconds())
+		rssGrowth, heapGrowth = max(rssGrowth, rss), max(heapGrowth, heap)
+		b.Logf("round %d: etcdctl %v (%d B), operator %v (%d B), rss +%.1f MiB, heap +%.1f MiB",
+			i, ctlTimes[i], st.Size(), took, res.Object.Size, rss, heap)
+		if err := store.Delete(ctx, res.Object.Key); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	ratio := medianF(opRate) / medianF(ctlRate)
+	b.ReportMetric(medianD(ctlTimes).Seconds(), "etcdctl-s")
+	b.ReportMetric(medianD(opTimes).Seconds(), "operator-s")
+	b.ReportMetric(ratio, "throughput-ratio")
+	b.ReportMetric(rssGrowth, "rss-growth-MiB")
+	b.ReportMetric(heapGrowth, "heap-growth-MiB")
+	b.Logf("db %.0f MiB: etcdctl %v, operator %v, throughput ratio %.2f (target ≥ 0.7), RSS growth %.1f MiB (target ≤ 64), heap growth %.1f MiB",
+		float64(dbSize)/(1<<20), ctlTimes, opTimes, ratio, rssGrowth, heapGrowth)
+}
+
+// fillEtcd writes random (incompressible) 1 MiB values from parallel writers until the
+// member's database reaches target bytes, and returns its size.
+func fillEtcd(b *testing.B, ep string, target int64) int64 {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cli.Close()
+	const valueSize, writers = 1 << 20, 8
+	// Values are slices of one random buffer at varying offsets: distinct, and no
+	// per-put generation cost.
+	buf := make([]byte, 2*valueSize)
+	if _, err := rand.Read(buf); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var next atomic.Int64
+	var size atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for size.Load() < target {
+				n := next.Add(1)
+				off := int(n*4099) % valueSize
+				if _, err := cli.Put(ctx, fmt.Sprintf("/fill/%08d", n), string(buf[off:off+valueSize])); err != nil {
+					errs <- err
+					return
+				}
+				if n%16 == 0 {
+					st, err := cli.Status(ctx, ep)
+					if err != nil {
+						errs <- err
+						return
+					}
+					size.Store(st.DbSize)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatalf("fill: %v", err)
+	}
+	st, err := cli.Status(ctx, ep)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("filled %d keys, db %d MiB in %v", next.Load(), st.DbSize>>20, time.Since(start).Round(time.Millisecond))
+	return st.DbSize
+}
+
+// memSampler records the peak VmRSS and Go heap in-use bytes every 50 ms.
+type memSampler struct {
+	rss0, heap0       uint64
+	peakRSS, peakHeap uint64
+	done              chan struct{}
+	wg                sync.WaitGroup
+}
+
+func startMemSampler(b *testing.B) *memSampler {
+	// Start from a clean slate: freed memory (e.g. the fill's values) returned to the OS.
+	runtime.GC()
+	debug.FreeOSMemory()
+	m := &memSampler{done: make(chan struct{})}
+	m.rss0, m.heap0 = vmRSS(b), heapInUse()
+	m.peakRSS, m.peakHeap = m.rss0, m.heap0
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-m.done:
+				return
+			case <-t.C:
+				m.peakRSS = max(m.peakRSS, vmRSS(b))
+				m.peakHeap = max(m.peakHeap, heapInUse())
+			}
+		}
+	}()
+	return m
+}
+
+// stop returns the growth of RSS and heap in MiB.
+func (m *memSampler) stop() (rss, heap float64) {
+	close(m.done)
+	m.wg.Wait()
+	return float64(m.peakRSS-m.rss0) / (1 << 20), float64(m.peakHeap-m.heap0) / (1 << 20)
+}
+
+func heapInUse() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+// vmRSS reads the process's resident set size from /proc/self/status.
+func vmRSS(b *testing.B) uint64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Error(err)
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				b.Error(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Error("no VmRSS in /proc/self/status")
+	return 0
+}
+
+func medianD(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func medianF(fs []float64) float64 {
+	s := append([]float64(nil), fs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
