@@ -265,21 +265,35 @@ func policyOf(eb *etcdv1beta2.EtcdBackup) etcdv1beta2.BackupPolicy {
 	return *eb.Spec.BackupPolicy
 }
 
+// checkS3Source finds what no retry can fix in an S3 source; field is the spec field
+// that chose S3 (storageType or backupStorageType).
+func checkS3Source(s3 *etcdv1beta2.S3BackupSource, field string) (reason, msg string) {
+	if s3 == nil {
+		return ReasonBackupInvalidSpec, field + " S3 needs spec.s3"
+	}
+	if _, _, err := backup.SplitS3Path(s3.Path); err != nil {
+		return ReasonBackupInvalidSpec, err.Error()
+	}
+	if s3.AWSSecret == "" {
+		return ReasonBackupInvalidSpec, "spec.s3.awsSecret is empty"
+	}
+	return "", ""
+}
+
+// unsupportedProvider explains the CoreOS storage types kept only for compatibility.
+func unsupportedProvider(t etcdv1beta2.BackupStorageType) (reason, msg string) {
+	return ReasonUnsupportedStorageType, fmt.Sprintf("unsupported storage type %s, use S3 with the provider's S3-compatible endpoint (spec.s3.endpoint)", t)
+}
+
 // checkBackupSpec finds what no retry can fix.
 func checkBackupSpec(s *etcdv1beta2.EtcdBackupSpec) (reason, msg string) {
 	switch s.StorageType {
 	case etcdv1beta2.BackupStorageTypeS3:
-		if s.S3 == nil {
-			return ReasonBackupInvalidSpec, "storageType S3 needs spec.s3"
-		}
-		if _, _, err := backup.SplitS3Path(s.S3.Path); err != nil {
-			return ReasonBackupInvalidSpec, err.Error()
-		}
-		if s.S3.AWSSecret == "" {
-			return ReasonBackupInvalidSpec, "spec.s3.awsSecret is empty"
+		if reason, msg := checkS3Source(s.S3, "storageType"); reason != "" {
+			return reason, msg
 		}
 	case etcdv1beta2.BackupStorageTypeABS, etcdv1beta2.BackupStorageTypeGCS, etcdv1beta2.BackupStorageTypeOSS:
-		return ReasonUnsupportedStorageType, fmt.Sprintf("unsupported storage type %s, use S3 with the provider's S3-compatible endpoint (spec.s3.endpoint)", s.StorageType)
+		return unsupportedProvider(s.StorageType)
 	case etcdv1beta2.BackupStorageTypePVC:
 		if s.PVC == nil {
 			return ReasonBackupInvalidSpec, "storageType PVC needs spec.pvc"

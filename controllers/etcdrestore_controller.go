@@ -290,17 +290,11 @@ func checkRestoreSpec(er *etcdv1beta2.EtcdRestore) (reason, msg string) {
 	s := &er.Spec
 	switch s.BackupStorageType {
 	case etcdv1beta2.BackupStorageTypeS3:
-		if s.S3 == nil {
-			return ReasonBackupInvalidSpec, "backupStorageType S3 needs spec.s3"
-		}
-		if _, _, err := backup.SplitS3Path(s.S3.Path); err != nil {
-			return ReasonBackupInvalidSpec, err.Error()
-		}
-		if s.S3.AWSSecret == "" {
-			return ReasonBackupInvalidSpec, "spec.s3.awsSecret is empty"
+		if reason, msg := checkS3Source(s.S3, "backupStorageType"); reason != "" {
+			return reason, msg
 		}
 	case etcdv1beta2.BackupStorageTypeABS, etcdv1beta2.BackupStorageTypeGCS, etcdv1beta2.BackupStorageTypeOSS:
-		return ReasonUnsupportedStorageType, fmt.Sprintf("unsupported storage type %s, use S3 with the provider's S3-compatible endpoint (spec.s3.endpoint)", s.BackupStorageType)
+		return unsupportedProvider(s.BackupStorageType)
 	case etcdv1beta2.BackupStorageTypePVC:
 		return ReasonUnsupportedStorageType, "restoring from storage type PVC is not implemented yet; use S3"
 	default:

@@ -24,7 +24,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -56,24 +55,7 @@ func NewScheme() *runtime.Scheme {
 
 func Setup(t testing.TB) *Env {
 	t.Helper()
-	s := NewScheme()
-	opts := bench.Options{Scheme: s}
-	if d := os.Getenv("E2E_KEEP_DIR"); d != "" {
-		// Keep logs (the operator's, every pod's) for inspection after a passing run.
-		opts.Dir = filepath.Join(d, t.Name())
-	}
-	b := bench.NewForTest(t, opts)
-	e := &Env{t: t, Bench: b, C: b.Client(), scheme: s}
-	if _, err := envtest.InstallCRDs(b.RestConfig(), envtest.CRDInstallOptions{
-		Paths:              []string{filepath.Join(RepoRoot(t), "config", "crd", "bases")},
-		ErrorIfPathMissing: true,
-		Scheme:             s,
-	}); err != nil {
-		t.Fatalf("install CRDs: %v", err)
-	}
-	e.StartOperator()
-	t.Cleanup(e.StopOperatorNow)
-	return e
+	return SetupWithOptions(t, bench.Options{})
 }
 
 // startOperator runs the operator's manager in this process (inside the bench network
