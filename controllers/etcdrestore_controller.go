@@ -31,7 +31,7 @@ import (
 
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdrestores,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdrestores/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
@@ -47,6 +47,22 @@ const DefaultOperatorImage = "etcd-operator:v0.1.0"
 // DefaultRestoreSize members and the etcd version recorded with the backup (else
 // v1beta2.DefaultVersion).
 const RestoreClusterSpecAnnotation = "etcd.database.coreos.com/restore-cluster-spec"
+
+// ReplaceExistingClusterAnnotation, set to "true" on an EtcdRestore, allows it to delete
+// an existing EtcdCluster of the name spec.etcdCluster.name and recreate it from the
+// backup (what CoreOS's operator always did). Without it a taken name is refused with
+// ReasonClusterExists. The old cluster is deleted only after the backup is resolved and
+// its SHA-256 verified, so a restore that cannot succeed destroys nothing; deletion uses
+// foreground propagation and the new cluster is created only once the old one and its
+// member pods are gone. Backups on a PVC cannot be verified by the operator beforehand
+// and are therefore refused for replacement (ReasonBackupInvalidSpec).
+const ReplaceExistingClusterAnnotation = "etcd.database.coreos.com/replace-existing-cluster"
+
+// ReplacedClusterAnnotation is written by the operator on an EtcdRestore, before it
+// deletes a cluster to replace it: {"name": ..., "uid": ...} of that cluster, so what
+// was deleted stays on record (also in events and in every later status message) even
+// if the operator restarts in between.
+const ReplacedClusterAnnotation = "etcd.database.coreos.com/replaced-cluster"
 
 // DefaultRestoreSize is the size of a restored cluster unless the spec annotation says
 // otherwise.
@@ -66,18 +82,25 @@ const (
 	ReasonRestoring         = "Restoring"
 	ReasonRestoreStepFailed = "RestoreStepFailed"
 	ReasonRestoreComplete   = "Restored"
+	// ReasonReplacingCluster: the existing cluster is being deleted (replacement opted
+	// into with ReplaceExistingClusterAnnotation).
+	ReasonReplacingCluster = "ReplacingCluster"
 )
+
+// replacePoll is how often a replacement checks whether the old cluster and its pods
+// are gone (the deletion of a cluster we did not create enqueues nothing).
+const replacePoll = 2 * time.Second
 
 // restoreRetry is the delay before a failed lookup of the backup (a store that is down,
 // a secret not created yet) is tried again.
 const restoreRetry = 15 * time.Second
 
-// EtcdRestoreReconciler creates a new EtcdCluster from a backup. It never deletes or
-// changes an existing cluster: if the name is taken by a cluster it did not create, the
-// restore is refused with ReasonClusterExists and nothing is touched (CoreOS deleted that
-// cluster and recreated it).
+// EtcdRestoreReconciler creates a new EtcdCluster from a backup. It never changes an
+// existing cluster: if the name is taken by a cluster it did not create, the restore is
+// refused with ReasonClusterExists and nothing is touched (CoreOS deleted that cluster
+// and recreated it), unless the EtcdRestore carries ReplaceExistingClusterAnnotation.
 //
-// The backup is resolved here, once: spec.s3.path is an exact object if one exists at
+// An S3 backup is resolved here, once: spec.s3.path is an exact object if one exists at
 // that key, else the prefix of periodic backups (<path>_v<rev>_<time>) whose newest is
 // taken. The object is read through once (streamed, constant memory) to verify its
 // SHA-256 before anything is created, so a corrupted backup fails here with
@@ -86,6 +109,14 @@ const restoreRetry = 15 * time.Second
 // render.AnnotationRestore, so every bootstrapping member's init container restores
 // exactly that object (a periodic backup taken meanwhile changes nothing). The cluster
 // has no owner reference to the restore: deleting the EtcdRestore never deletes it.
+//
+// A PVC backup (spec.pvc) is not read here: the operator cannot mount claims. The
+// bootstrapping members' init containers mount the claim read-only and restore
+// exactly spec.pvc.path (no periodic prefix: members picking "the newest" on their own
+// could restore different snapshots); each verifies the file against its SHA-256
+// sidecar and fails on a mismatch, which the restore reports as
+// ReasonRestoreStepFailed. The new cluster gets v1beta2.DefaultVersion unless the spec
+// annotation names the backup's version.
 type EtcdRestoreReconciler struct {
 	client.Client
 	// APIReader reads Secrets and conflicting clusters uncached.
@@ -152,7 +183,10 @@ func (r *EtcdRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		// Finished (either way) for this spec: a refused restore is not retried behind
 		// the user's back, e.g. after the conflicting cluster is deleted; a spec change
 		// starts over.
-		if cond.Status == metav1.ConditionTrue || (cond.Status == metav1.ConditionFalse && terminalRestoreReason(cond.Reason)) {
+		// Adding the replace annotation after a ClusterExists refusal is the one
+		// change that resumes without a spec change.
+		retryReplace := cond.Reason == ReasonClusterExists && replaceRequested(&er)
+		if cond.Status == metav1.ConditionTrue || (cond.Status == metav1.ConditionFalse && terminalRestoreReason(cond.Reason) && !retryReplace) {
 			return ctrl.Result{}, nil
 		}
 	}
@@ -165,22 +199,28 @@ func (r *EtcdRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: er.Namespace, Name: name}, &existing)
 	switch {
 	case err == nil:
+		if src, _, _ := render.Restore(&existing); src == nil || src.UID != string(er.UID) || src.Restore != er.Name {
+			if replaceRequested(&er) {
+				return r.replaceCluster(ctx, &er, &existing)
+			}
+		}
 		return r.followCluster(ctx, &er, &existing)
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
 	}
 
+	// Member pods of an earlier cluster of this name (one being replaced, or deleted
+	// by someone just before) may still be terminating: new members must not meet them.
+	if n, err := r.leftoverPods(ctx, er.Namespace, name); err != nil {
+		return ctrl.Result{}, err
+	} else if n > 0 {
+		msg := fmt.Sprintf("waiting for %d pod(s) of an earlier EtcdCluster %s to be gone before creating it from the backup.%s", n, name, replacedNote(&er))
+		return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, &er, metav1.ConditionUnknown, ReasonReplacingCluster, msg)
+	}
+
 	c, err := r.newCluster(ctx, &er)
 	if err != nil {
-		var be *backupError
-		if !errors.As(err, &be) {
-			be = &backupError{reason: ReasonStorageError, err: err}
-		}
-		log.FromContext(ctx).Info("restore not started", "reason", be.reason, "error", be.err.Error())
-		if terminalRestoreReason(be.reason) {
-			return ctrl.Result{}, r.setStatus(ctx, &er, metav1.ConditionFalse, be.reason, be.err.Error())
-		}
-		return ctrl.Result{RequeueAfter: restoreRetry}, r.setStatus(ctx, &er, metav1.ConditionFalse, be.reason, be.err.Error())
+		return r.backupFailed(ctx, &er, err)
 	}
 	if err := r.Create(ctx, c); err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -190,10 +230,108 @@ func (r *EtcdRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, fmt.Errorf("create EtcdCluster %s: %w", name, err)
 	}
 	src, _, _ := render.Restore(c)
-	msg := fmt.Sprintf("created EtcdCluster %s (size %d, etcd %s) from backup s3://%s (sha256 %s); waiting for it to become Available",
-		name, c.Spec.Size, c.Spec.Version, src.S3.Path, orNone(src.SHA256))
+	msg := fmt.Sprintf("created EtcdCluster %s (size %d, etcd %s) from backup %s (sha256 %s); waiting for it to become Available.%s",
+		name, c.Spec.Size, c.Spec.Version, src.Location(), orNone(src.SHA256), replacedNote(&er))
 	r.Recorder.Event(&er, corev1.EventTypeNormal, "ClusterCreated", msg)
 	return ctrl.Result{}, r.setStatus(ctx, &er, metav1.ConditionUnknown, ReasonRestoring, msg)
+}
+
+// backupFailed reports a backup that could not be resolved or verified; nothing was
+// created or deleted. Transient failures are retried.
+func (r *EtcdRestoreReconciler) backupFailed(ctx context.Context, er *etcdv1beta2.EtcdRestore, err error) (ctrl.Result, error) {
+	var be *backupError
+	if !errors.As(err, &be) {
+		be = &backupError{reason: ReasonStorageError, err: err}
+	}
+	log.FromContext(ctx).Info("restore not started", "reason", be.reason, "error", be.err.Error())
+	if terminalRestoreReason(be.reason) {
+		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, be.reason, be.err.Error())
+	}
+	return ctrl.Result{RequeueAfter: restoreRetry}, r.setStatus(ctx, er, metav1.ConditionFalse, be.reason, be.err.Error())
+}
+
+// replaceRequested: the EtcdRestore opted into replacing an existing cluster.
+func replaceRequested(er *etcdv1beta2.EtcdRestore) bool {
+	return strings.EqualFold(strings.TrimSpace(er.Annotations[ReplaceExistingClusterAnnotation]), "true")
+}
+
+// replacedCluster is the value of ReplacedClusterAnnotation.
+type replacedCluster struct {
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+}
+
+// replacedNote is a sentence for status messages naming the cluster this restore
+// deleted, or "".
+func replacedNote(er *etcdv1beta2.EtcdRestore) string {
+	raw, ok := er.Annotations[ReplacedClusterAnnotation]
+	if !ok {
+		return ""
+	}
+	var rc replacedCluster
+	if err := json.Unmarshal([]byte(raw), &rc); err != nil {
+		return fmt.Sprintf(" This restore deleted an earlier cluster: %s", raw)
+	}
+	return fmt.Sprintf(" This restore deleted the earlier EtcdCluster %s (uid %s) to replace it.", rc.Name, rc.UID)
+}
+
+// replaceCluster deletes an existing cluster the restore was told to replace, once the
+// backup is known good, and waits for it to be gone; Reconcile then creates the new one.
+func (r *EtcdRestoreReconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore, old *etcdv1beta2.EtcdCluster) (ctrl.Result, error) {
+	if er.Spec.BackupStorageType == etcdv1beta2.BackupStorageTypePVC {
+		msg := fmt.Sprintf("EtcdCluster %s exists and %s=true asks to replace it, but a backup on a PVC can only be verified by the new "+
+			"members, after the old cluster would be gone; nothing was changed. Restore into a new name, or from S3", old.Name, ReplaceExistingClusterAnnotation)
+		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, ReasonBackupInvalidSpec, msg)
+	}
+	if !old.DeletionTimestamp.IsZero() {
+		// Being deleted (by us, or by someone else meanwhile): the backup was verified
+		// before our delete; it is verified again when the new cluster is created.
+		msg := fmt.Sprintf("EtcdCluster %s (uid %s) is being deleted; the restore creates it anew once it and its pods are gone.%s", old.Name, old.UID, replacedNote(er))
+		return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, er, metav1.ConditionUnknown, ReasonReplacingCluster, msg)
+	}
+	// Resolve and verify the backup first: a restore that cannot succeed must not
+	// destroy the cluster it would replace.
+	c, err := r.newCluster(ctx, er)
+	if err != nil {
+		return r.backupFailed(ctx, er, err)
+	}
+	src, _, _ := render.Restore(c)
+	// On record before the delete, so it survives an operator restart right after it.
+	rec, _ := json.Marshal(replacedCluster{Name: old.Name, UID: string(old.UID)})
+	if er.Annotations[ReplacedClusterAnnotation] != string(rec) {
+		orig := er.DeepCopy()
+		if er.Annotations == nil {
+			er.Annotations = map[string]string{}
+		}
+		er.Annotations[ReplacedClusterAnnotation] = string(rec)
+		if err := r.Patch(ctx, er, client.MergeFrom(orig)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("record the cluster to replace on EtcdRestore %s: %w", er.Name, err)
+		}
+	}
+	uid := old.UID
+	err = r.Delete(ctx, old, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationForeground))
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		// Gone or replaced by someone else meanwhile: look again.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("delete EtcdCluster %s (uid %s): %w", old.Name, old.UID, err)
+	}
+	msg := fmt.Sprintf("deleting EtcdCluster %s (uid %s, as %s=true asks) to recreate it from the verified backup %s (sha256 %s); "+
+		"waiting for it and its pods to be gone", old.Name, old.UID, ReplaceExistingClusterAnnotation, src.Location(), orNone(src.SHA256))
+	log.FromContext(ctx).Info("replacing cluster", "cluster", old.Name, "uid", old.UID, "backup", src.Location())
+	r.Recorder.Event(er, corev1.EventTypeWarning, "DeletedCluster", msg)
+	return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, er, metav1.ConditionUnknown, ReasonReplacingCluster, msg)
+}
+
+// leftoverPods counts member pods of a cluster name that does not exist (uncached: a
+// stale cache must not let the new members start beside old ones).
+func (r *EtcdRestoreReconciler) leftoverPods(ctx context.Context, ns, name string) (int, error) {
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: render.ClusterSelector(name)}); err != nil {
+		return 0, err
+	}
+	return len(pods.Items), nil
 }
 
 // followCluster handles an existing cluster of the restore's name: refuse if it is not
@@ -202,11 +340,12 @@ func (r *EtcdRestoreReconciler) followCluster(ctx context.Context, er *etcdv1bet
 	src, _, _ := render.Restore(c)
 	if src == nil || src.UID != string(er.UID) || src.Restore != er.Name {
 		msg := fmt.Sprintf("EtcdCluster %s already exists and was not created by this restore; nothing was changed. "+
-			"Restore into a new name (spec.etcdCluster.name), or delete that cluster yourself first", c.Name)
+			"Restore into a new name (spec.etcdCluster.name), delete that cluster yourself first, "+
+			"or annotate this EtcdRestore with %s=true to have it replaced", c.Name, ReplaceExistingClusterAnnotation)
 		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, ReasonClusterExists, msg)
 	}
 	if clusterAvailable(c) {
-		msg := fmt.Sprintf("EtcdCluster %s restored from s3://%s is Available", c.Name, src.S3.Path)
+		msg := fmt.Sprintf("EtcdCluster %s restored from %s is Available.%s", c.Name, src.Location(), replacedNote(er))
 		r.Recorder.Event(er, corev1.EventTypeNormal, ReasonRestoreComplete, msg)
 		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionTrue, ReasonRestoreComplete, msg)
 	}
@@ -219,7 +358,7 @@ func (r *EtcdRestoreReconciler) followCluster(ctx context.Context, er *etcdv1bet
 		// (e.g. once the store is reachable again).
 		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, ReasonRestoreStepFailed, failure)
 	}
-	msg := fmt.Sprintf("EtcdCluster %s created from backup s3://%s; waiting for it to become Available (phase %q)", c.Name, src.S3.Path, c.Status.Phase)
+	msg := fmt.Sprintf("EtcdCluster %s created from backup %s; waiting for it to become Available (phase %q).%s", c.Name, src.Location(), c.Status.Phase, replacedNote(er))
 	return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionUnknown, ReasonRestoring, msg)
 }
 
@@ -296,7 +435,12 @@ func checkRestoreSpec(er *etcdv1beta2.EtcdRestore) (reason, msg string) {
 	case etcdv1beta2.BackupStorageTypeABS, etcdv1beta2.BackupStorageTypeGCS, etcdv1beta2.BackupStorageTypeOSS:
 		return unsupportedProvider(s.BackupStorageType)
 	case etcdv1beta2.BackupStorageTypePVC:
-		return ReasonUnsupportedStorageType, "restoring from storage type PVC is not implemented yet; use S3"
+		if s.PVC == nil || s.PVC.ClaimName == "" {
+			return ReasonBackupInvalidSpec, "backupStorageType PVC needs spec.pvc.claimName"
+		}
+		if _, err := render.CleanBackupPath(s.PVC.Path); err != nil {
+			return ReasonBackupInvalidSpec, err.Error()
+		}
 	default:
 		return ReasonUnsupportedStorageType, fmt.Sprintf("unknown storage type %q", s.BackupStorageType)
 	}
@@ -326,19 +470,32 @@ func restoreClusterSpec(er *etcdv1beta2.EtcdRestore) (etcdv1beta2.EtcdClusterSpe
 
 // newCluster resolves the backup and builds the EtcdCluster to create.
 func (r *EtcdRestoreReconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore) (*etcdv1beta2.EtcdCluster, error) {
-	s3 := er.Spec.S3
-	bucket, key, err := backup.SplitS3Path(s3.Path)
-	if err != nil {
-		return nil, &backupError{ReasonBackupInvalidSpec, err}
+	var src render.RestoreSource
+	var backupVersion string
+	if er.Spec.BackupStorageType == etcdv1beta2.BackupStorageTypePVC {
+		// Not readable here; the init containers verify it (see the type's comment).
+		pvc := *er.Spec.PVC
+		src = render.RestoreSource{PVC: &pvc}
+	} else {
+		s3 := er.Spec.S3
+		bucket, key, err := backup.SplitS3Path(s3.Path)
+		if err != nil {
+			return nil, &backupError{ReasonBackupInvalidSpec, err}
+		}
+		store, err := newS3Store(ctx, r.APIReader, er.Namespace, s3, bucket)
+		if err != nil {
+			return nil, err
+		}
+		obj, err := resolveBackup(ctx, store, key)
+		if err != nil {
+			return nil, err
+		}
+		pinned := *s3
+		pinned.Path = bucket + "/" + obj.Key
+		src = render.RestoreSource{S3: &pinned, SHA256: obj.SHA256}
+		backupVersion = obj.Metadata["etcd-version"]
 	}
-	store, err := newS3Store(ctx, r.APIReader, er.Namespace, s3, bucket)
-	if err != nil {
-		return nil, err
-	}
-	obj, err := resolveBackup(ctx, store, key)
-	if err != nil {
-		return nil, err
-	}
+	src.Restore, src.UID = er.Name, string(er.UID)
 	spec, err := restoreClusterSpec(er)
 	if err != nil {
 		return nil, &backupError{ReasonBackupInvalidSpec, err}
@@ -350,13 +507,11 @@ func (r *EtcdRestoreReconciler) newCluster(ctx context.Context, er *etcdv1beta2.
 		// A snapshot restores into the etcd version that wrote it (or a later one);
 		// our backups record it.
 		spec.Version = etcdv1beta2.DefaultVersion
-		if v := render.NormalizeVersion(obj.Metadata["etcd-version"]); v != "" {
+		if v := render.NormalizeVersion(backupVersion); v != "" {
 			spec.Version = v
 		}
 	}
-	pinned := *s3
-	pinned.Path = bucket + "/" + obj.Key
-	ann, err := render.RestoreSource{Restore: er.Name, UID: string(er.UID), S3: &pinned, SHA256: obj.SHA256}.Annotations(r.OperatorImage)
+	ann, err := src.Annotations(r.OperatorImage)
 	if err != nil {
 		return nil, &backupError{ReasonBackupInvalidSpec, err}
 	}

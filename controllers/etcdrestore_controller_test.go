@@ -162,7 +162,7 @@ func TestRestoreUnsupportedStorage(t *testing.T) {
 	f.reconcile(t, "pvc")
 	f.reconcile(t, "bad-spec")
 	f.wantCondition(t, "gcs", metav1.ConditionFalse, ReasonUnsupportedStorageType, "S3-compatible endpoint")
-	f.wantCondition(t, "pvc", metav1.ConditionFalse, ReasonUnsupportedStorageType, "PVC")
+	f.wantCondition(t, "pvc", metav1.ConditionFalse, ReasonBackupInvalidSpec, "spec.pvc.claimName")
 	f.wantCondition(t, "bad-spec", metav1.ConditionFalse, ReasonBackupInvalidSpec, RestoreClusterSpecAnnotation)
 	if cs := f.clusters(t); len(cs) != 0 {
 		t.Errorf("clusters created: %v", cs)
@@ -306,4 +306,196 @@ func TestRestoreCreatesCluster(t *testing.T) {
 	}
 	f.reconcile(t, "exact")
 	f.wantCondition(t, "exact", metav1.ConditionTrue, ReasonRestoreComplete, "is Available")
+}
+
+func newPVCRestore(name, cluster, claim, path string) *etcdv1beta2.EtcdRestore {
+	er := newRestore(name, cluster, "")
+	er.Spec.BackupStorageType = etcdv1beta2.BackupStorageTypePVC
+	er.Spec.S3 = nil
+	er.Spec.PVC = &etcdv1beta2.PVCBackupSource{ClaimName: claim, Path: path}
+	return er
+}
+
+// A PVC backup is not read by the operator: the cluster is created pointing at the
+// claim and exact path, with no pinned checksum (the init containers verify the
+// sidecar), and the etcd version of the spec annotation or the default.
+func TestRestoreFromPVCCreatesCluster(t *testing.T) {
+	versioned := newPVCRestore("versioned", "v", "backups", "snaps/one.db")
+	versioned.Annotations = map[string]string{RestoreClusterSpecAnnotation: `{"size": 1, "version": "3.7.3"}`}
+	f := newRestoreFixture(t, newPVCRestore("plain", "p", "backups", "/snaps//one.db"), versioned, newPVCRestore("root", "r", "backups", "/"))
+	for _, tc := range []struct {
+		restore, cluster, version string
+		size                      int
+	}{{"plain", "p", etcdv1beta2.DefaultVersion, DefaultRestoreSize}, {"versioned", "v", "3.7.3", 1}} {
+		f.reconcile(t, tc.restore)
+		f.wantCondition(t, tc.restore, metav1.ConditionUnknown, ReasonRestoring, "from backup pvc://backups/snaps/one.db (sha256 none recorded)")
+		var c etcdv1beta2.EtcdCluster
+		if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: tc.cluster}, &c); err != nil {
+			t.Fatal(err)
+		}
+		src, _, err := render.Restore(&c)
+		if err != nil || src == nil || src.S3 != nil || src.PVC == nil || src.PVC.ClaimName != "backups" || src.SHA256 != "" || src.Restore != tc.restore {
+			t.Fatalf("%s: restore source %+v, %v", tc.cluster, src, err)
+		}
+		if c.Spec.Version != tc.version || c.Spec.Size != tc.size {
+			t.Errorf("%s: spec %+v, want version %s size %d", tc.cluster, c.Spec, tc.version, tc.size)
+		}
+	}
+	f.reconcile(t, "root")
+	f.wantCondition(t, "root", metav1.ConditionFalse, ReasonBackupInvalidSpec, "names no file")
+	if n := len(f.clusters(t)); n != 2 {
+		t.Errorf("%d clusters, want 2", n)
+	}
+}
+
+// TestRestoreReplacesCluster: with the opt-in annotation an existing cluster is deleted
+// (after the backup is verified against a real MinIO), the deletion is recorded, and the
+// new cluster is created only once the old one and its pods are gone. A corrupted backup
+// or a PVC backup deletes nothing.
+func TestRestoreReplacesCluster(t *testing.T) {
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, restoreBucket)
+	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	good, err := store.Put(ctx, "c/good.db", strings.NewReader("snapshot bytes"), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := "snapshot bytes, later damaged"
+	if _, err := srv.Client(t).PutObject(ctx, restoreBucket, "c/corrupt.db", strings.NewReader(data), int64(len(data)),
+		minio.PutObjectOptions{UserMetadata: map[string]string{"sha256": strings.Repeat("0", 64)}}); err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
+		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
+	replacing := func(er *etcdv1beta2.EtcdRestore) *etcdv1beta2.EtcdRestore {
+		if er.Spec.S3 != nil {
+			er.Spec.S3.Endpoint = srv.Endpoint()
+		}
+		er.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true"}
+		return er
+	}
+	// A finalizer holds "prod" in deletion the way foreground propagation does until
+	// its dependents are gone.
+	prod := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-old-prod", Finalizers: []string{"test/hold"}}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 5}}
+	keep := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "keep", Namespace: "default", UID: "uid-keep"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+	oldPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "prod-old", Namespace: "default", Labels: render.MemberLabels("prod", "prod-old")},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "etcd"}}}}
+	corrupt := replacing(newRestore("corrupt", "keep", restoreBucket+"/c/corrupt.db"))
+	pvc := replacing(newPVCRestore("pvc", "keep", "backups", "k.db"))
+	later := newRestore("later", "keep", restoreBucket+"/c/good.db")
+	later.Spec.S3.Endpoint = srv.Endpoint()
+	f := newRestoreFixture(t, secret, prod, keep, oldPod, corrupt, pvc, later, replacing(newRestore("replace", "prod", restoreBucket+"/c/good.db")))
+	get := func(name string) (*etcdv1beta2.EtcdCluster, error) {
+		var c etcdv1beta2.EtcdCluster
+		return &c, f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &c)
+	}
+	keepBefore, _ := get("keep")
+
+	// Nothing is deleted for a backup that fails verification, nor for a PVC backup.
+	f.reconcile(t, "corrupt")
+	f.wantCondition(t, "corrupt", metav1.ConditionFalse, ReasonChecksumMismatch, "c/corrupt.db")
+	f.reconcile(t, "pvc")
+	f.wantCondition(t, "pvc", metav1.ConditionFalse, ReasonBackupInvalidSpec, "nothing was changed")
+	for _, name := range []string{"corrupt", "pvc"} {
+		if _, ok := f.restore(t, name).Annotations[ReplacedClusterAnnotation]; ok {
+			t.Errorf("%s recorded a replacement", name)
+		}
+	}
+	if c, err := get("keep"); err != nil || c.UID != keepBefore.UID || c.ResourceVersion != keepBefore.ResourceVersion || !c.DeletionTimestamp.IsZero() {
+		t.Fatalf("cluster keep touched: %+v, %v", c, err)
+	}
+
+	// Without the annotation: refused; adding the annotation later resumes the restore.
+	f.reconcile(t, "later")
+	f.wantCondition(t, "later", metav1.ConditionFalse, ReasonClusterExists, ReplaceExistingClusterAnnotation)
+	f.reconcile(t, "later")
+	if c, err := get("keep"); err != nil || c.ResourceVersion != keepBefore.ResourceVersion {
+		t.Fatalf("cluster keep touched without the annotation: %v", err)
+	}
+
+	// With the annotation: recorded, deleted, waited for.
+	for range 2 { // the second pass sees the cluster in deletion and deletes nothing more
+		if res := f.reconcile(t, "replace"); res.RequeueAfter == 0 {
+			t.Errorf("replacement not polled: %+v", res)
+		}
+	}
+	er := f.wantCondition(t, "replace", metav1.ConditionUnknown, ReasonReplacingCluster, "EtcdCluster prod (uid uid-old-prod) is being deleted")
+	if got := er.Annotations[ReplacedClusterAnnotation]; got != `{"name":"prod","uid":"uid-old-prod"}` {
+		t.Errorf("replaced-cluster record %q", got)
+	}
+	old, err := get("prod")
+	if err != nil || old.DeletionTimestamp.IsZero() || old.UID != "uid-old-prod" {
+		t.Fatalf("old cluster not being deleted: %+v, %v", old, err)
+	}
+	foundEvent := false
+	for len(f.rec.Events) > 0 {
+		ev := <-f.rec.Events
+		if strings.Contains(ev, "DeletedCluster") {
+			foundEvent = true
+			if !strings.Contains(ev, "prod (uid uid-old-prod") || !strings.Contains(ev, good.SHA256) {
+				t.Errorf("event %q", ev)
+			}
+		}
+	}
+	if !foundEvent {
+		t.Errorf("no DeletedCluster event")
+	}
+	// The old cluster goes; its pod is still terminating: no new cluster yet.
+	old.Finalizers = nil
+	if err := f.c.Update(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := get("prod"); err == nil {
+		t.Fatalf("old cluster still there")
+	}
+	f.reconcile(t, "replace")
+	f.wantCondition(t, "replace", metav1.ConditionUnknown, ReasonReplacingCluster, "waiting for 1 pod(s)")
+	if _, err := get("prod"); err == nil {
+		t.Fatalf("new cluster created while an old pod exists")
+	}
+	if err := f.c.Delete(ctx, oldPod); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "replace")
+	f.wantCondition(t, "replace", metav1.ConditionUnknown, ReasonRestoring, "deleted the earlier EtcdCluster prod (uid uid-old-prod)")
+	c, err := get("prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _, err := render.Restore(c)
+	if err != nil || src == nil || src.Restore != "replace" || src.SHA256 != good.SHA256 || c.Spec.Size != DefaultRestoreSize {
+		t.Fatalf("new cluster: %+v %+v, %v", src, c.Spec, err)
+	}
+	// The new cluster is the restore's own: later passes follow it and delete nothing.
+	rv := c.ResourceVersion
+	f.reconcile(t, "replace")
+	if c, err := get("prod"); err != nil || c.ResourceVersion != rv || !c.DeletionTimestamp.IsZero() {
+		t.Fatalf("the restore touched its own cluster: %v", err)
+	}
+	c.Status.Conditions = []etcdv1beta2.ClusterCondition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: corev1.ConditionTrue}}
+	if err := f.c.Status().Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "replace")
+	f.wantCondition(t, "replace", metav1.ConditionTrue, ReasonRestoreComplete, "deleted the earlier EtcdCluster prod (uid uid-old-prod)")
+
+	// The refused restore resumes once annotated, and replaces "keep".
+	later = f.restore(t, "later")
+	later.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true"}
+	if err := f.c.Update(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "later")
+	f.wantCondition(t, "later", metav1.ConditionUnknown, ReasonReplacingCluster, "deleting EtcdCluster keep (uid uid-keep")
+	if _, err := get("keep"); err == nil {
+		t.Errorf("keep not deleted")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -37,6 +38,10 @@ const (
 	// the restore subcommand's default --aws-secret-dir.
 	RestoreAWSVolumeName = "restore-aws"
 	RestoreAWSDir        = "/etc/etcd-operator/aws"
+	// RestoreBackupVolumeName is the claim of a PVC backup, mounted read-only at
+	// RestoreBackupDir and given to the restore subcommand as --dir.
+	RestoreBackupVolumeName = "restore-backup"
+	RestoreBackupDir        = "/etc/etcd-operator/backup"
 )
 
 // RestoreSource is the value of AnnotationRestore.
@@ -49,8 +54,30 @@ type RestoreSource struct {
 	// prefix is resolved to one object before the cluster is created, so every member
 	// restores the same backup).
 	S3 *v1beta2.S3BackupSource `json:"s3,omitempty"`
-	// SHA256 pins the object's content; empty only for backups that carry no checksum.
+	// PVC, instead of S3, is a backup file on a claim (the layout the PVC backup
+	// writes: the file plus its checksum sidecar). PVC.Path is an exact file, never a
+	// periodic prefix: the operator cannot read the claim to pick the newest one, and
+	// members choosing independently could restore different snapshots.
+	PVC *v1beta2.PVCBackupSource `json:"pvc,omitempty"`
+	// SHA256 pins the object's content; empty for backups that carry no checksum and
+	// for PVC backups, which only the init container can read (it still verifies the
+	// file against its sidecar checksum and refuses a mismatch).
 	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Location names the backup for messages: s3://<bucket>/<key> or pvc://<claim>/<path>.
+func (src RestoreSource) Location() string {
+	switch {
+	case src.S3 != nil:
+		return "s3://" + src.S3.Path
+	case src.PVC != nil:
+		key, err := CleanBackupPath(src.PVC.Path)
+		if err != nil {
+			key = src.PVC.Path
+		}
+		return "pvc://" + src.PVC.ClaimName + "/" + key
+	}
+	return "(no backup)"
 }
 
 // Restore reads the restore annotations of a cluster: nil when the cluster was not
@@ -92,19 +119,42 @@ func (src RestoreSource) Annotations(image string) (map[string]string, error) {
 }
 
 func (src RestoreSource) validate() error {
-	if src.S3 == nil {
-		return errors.New("no backup source (only s3 is supported)")
-	}
-	if b, k, ok := strings.Cut(src.S3.Path, "/"); !ok || b == "" || k == "" {
-		return fmt.Errorf("s3.path %q is not <bucket>/<key>", src.S3.Path)
-	}
-	if src.S3.AWSSecret == "" {
-		return errors.New("s3.awsSecret is empty")
+	switch {
+	case src.S3 != nil && src.PVC != nil:
+		return errors.New("both s3 and pvc are set")
+	case src.S3 != nil:
+		if b, k, ok := strings.Cut(src.S3.Path, "/"); !ok || b == "" || k == "" {
+			return fmt.Errorf("s3.path %q is not <bucket>/<key>", src.S3.Path)
+		}
+		if src.S3.AWSSecret == "" {
+			return errors.New("s3.awsSecret is empty")
+		}
+	case src.PVC != nil:
+		if src.PVC.ClaimName == "" {
+			return errors.New("pvc.claimName is empty")
+		}
+		if _, err := CleanBackupPath(src.PVC.Path); err != nil {
+			return err
+		}
+	default:
+		return errors.New("no backup source (s3 or pvc)")
 	}
 	if src.SHA256 != "" && !sha256RE.MatchString(src.SHA256) {
 		return fmt.Errorf("sha256 %q is not 64 hex digits", src.SHA256)
 	}
 	return nil
+}
+
+// CleanBackupPath is a PVC backup's path below the claim's root, as the restore
+// subcommand's --key takes it. It maps the path exactly as the PVC backup does (cleaned
+// below the root, so it can never leave the claim), so spec.pvc.path of an EtcdRestore
+// finds what the same spec.pvc.path of an EtcdBackup wrote.
+func CleanBackupPath(p string) (string, error) {
+	clean := strings.TrimPrefix(path.Clean("/"+p), "/")
+	if clean == "" {
+		return "", fmt.Errorf("pvc.path %q names no file below the claim's root", p)
+	}
+	return clean, nil
 }
 
 // restoreValues are the chart's `restore` values: empty without a restore.
@@ -113,13 +163,20 @@ func restoreValues(c *v1beta2.EtcdCluster) (map[string]interface{}, error) {
 	if err != nil || src == nil {
 		return map[string]interface{}{}, err
 	}
-	return map[string]interface{}{
-		"image":            image,
-		"command":          OperatorCommand,
-		"s3Path":           src.S3.Path,
-		"s3Endpoint":       src.S3.Endpoint,
-		"s3ForcePathStyle": src.S3.ForcePathStyle,
-		"awsSecret":        src.S3.AWSSecret,
-		"sha256":           strings.ToLower(src.SHA256),
-	}, nil
+	// Every key is always present (the chart's templates fail on a missing key).
+	v := map[string]interface{}{
+		"image": image, "command": OperatorCommand, "sha256": strings.ToLower(src.SHA256),
+		"pvcClaim": "", "pvcPath": "", "s3Path": "", "s3Endpoint": "", "s3ForcePathStyle": false, "awsSecret": "",
+	}
+	if src.PVC != nil {
+		key, _ := CleanBackupPath(src.PVC.Path) // validated by Restore
+		v["pvcClaim"] = src.PVC.ClaimName
+		v["pvcPath"] = key
+		return v, nil
+	}
+	v["s3Path"] = src.S3.Path
+	v["s3Endpoint"] = src.S3.Endpoint
+	v["s3ForcePathStyle"] = src.S3.ForcePathStyle
+	v["awsSecret"] = src.S3.AWSSecret
+	return v, nil
 }

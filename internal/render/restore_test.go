@@ -137,13 +137,20 @@ func TestRestoreAnnotationErrors(t *testing.T) {
 		{"unknown field", AnnotationRestore, func(a map[string]string) {
 			a[AnnotationRestore] = `{"restore":"r","s3":{"path":"b/k","awsSecret":"a"},"extra":1}`
 		}},
-		{"no source", "only s3", func(a map[string]string) { a[AnnotationRestore] = `{"restore":"r"}` }},
+		{"no source", "s3 or pvc", func(a map[string]string) { a[AnnotationRestore] = `{"restore":"r"}` }},
 		{"bad path", "<bucket>/<key>", func(a map[string]string) {
 			a[AnnotationRestore] = `{"restore":"r","s3":{"path":"nokey","awsSecret":"a"}}`
 		}},
 		{"no secret", "awsSecret", func(a map[string]string) { a[AnnotationRestore] = `{"restore":"r","s3":{"path":"b/k"}}` }},
 		{"bad sha", "sha256", func(a map[string]string) {
 			a[AnnotationRestore] = `{"restore":"r","s3":{"path":"b/k","awsSecret":"a"},"sha256":"xyz"}`
+		}},
+		{"both sources", "both", func(a map[string]string) {
+			a[AnnotationRestore] = `{"restore":"r","s3":{"path":"b/k","awsSecret":"a"},"pvc":{"claimName":"c","path":"k"}}`
+		}},
+		{"no claim", "claimName", func(a map[string]string) { a[AnnotationRestore] = `{"restore":"r","pvc":{"path":"k"}}` }},
+		{"pvc root", "names no file", func(a map[string]string) {
+			a[AnnotationRestore] = `{"restore":"r","pvc":{"claimName":"c","path":"/.."}}`
 		}},
 		{"no image", AnnotationRestoreImage, func(a map[string]string) { delete(a, AnnotationRestoreImage) }},
 	} {
@@ -176,6 +183,96 @@ func TestHelmLintRestore(t *testing.T) {
 	for _, m := range l.Messages {
 		if m.Severity > support.InfoSev {
 			t.Errorf("helm lint: %s", m.Error())
+		}
+	}
+}
+
+// A backup on a claim: the init container reads it from the claim mounted read-only and
+// gets no S3 flags and no awsSecret; the path is mapped below the claim's root exactly as
+// the PVC backup maps it.
+func TestRestoreFromPVCInitContainer(t *testing.T) {
+	c := coreosSample("3.6.16")
+	ann, err := RestoreSource{Restore: "r1", UID: "uid-r1", PVC: &v1beta2.PVCBackupSource{ClaimName: "backups", Path: "/snaps/../snaps/one.db"}}.Annotations("op:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Annotations = ann
+	members := bootstrap(c, 3, "cluster.local")
+	got := mustRender(t, Input{Cluster: c, ClusterDomain: "cluster.local", Members: members})
+	for _, m := range members {
+		p := got.pods[m.Name]
+		if len(p.Spec.InitContainers) != 1 {
+			t.Fatalf("%s: init containers %+v", m.Name, p.Spec.InitContainers)
+		}
+		ic := p.Spec.InitContainers[0]
+		wantArgs := []string{
+			"--dir=" + RestoreBackupDir,
+			"--key=snaps/one.db",
+			"--name=" + m.Name,
+			"--data-dir=" + DataDir,
+			"--initial-advertise-peer-urls=" + PeerURL(c, m.Name, "cluster.local"),
+			"--initial-cluster=" + m.InitialCluster,
+			"--initial-cluster-token=" + ClusterToken(c),
+		}
+		if !reflect.DeepEqual(ic.Args, wantArgs) {
+			t.Errorf("%s: args\n got %q\nwant %q", m.Name, ic.Args, wantArgs)
+		}
+		mounts := map[string]corev1.VolumeMount{}
+		for _, vm := range ic.VolumeMounts {
+			mounts[vm.Name] = vm
+		}
+		if vm, ok := mounts[RestoreBackupVolumeName]; !ok || vm.MountPath != RestoreBackupDir || !vm.ReadOnly {
+			t.Errorf("%s: backup mount %+v", m.Name, vm)
+		}
+		if _, ok := mounts[RestoreAWSVolumeName]; ok {
+			t.Errorf("%s: a PVC restore mounts the awsSecret", m.Name)
+		}
+		if vm := mounts[DataVolumeName]; vm.MountPath != DataMountPath || vm.ReadOnly {
+			t.Errorf("%s: data mount %+v", m.Name, vm)
+		}
+		var vol *corev1.Volume
+		for i, v := range p.Spec.Volumes {
+			if v.Name == RestoreBackupVolumeName {
+				vol = &p.Spec.Volumes[i]
+			}
+			if v.Name == RestoreAWSVolumeName {
+				t.Errorf("%s: awsSecret volume in a PVC restore", m.Name)
+			}
+		}
+		if vol == nil || vol.PersistentVolumeClaim == nil || vol.PersistentVolumeClaim.ClaimName != "backups" || !vol.PersistentVolumeClaim.ReadOnly {
+			t.Errorf("%s: backup volume %+v", m.Name, vol)
+		}
+		// The etcd container never sees the backups.
+		for _, vm := range etcdContainer(t, p).VolumeMounts {
+			if vm.Name == RestoreBackupVolumeName {
+				t.Errorf("%s: etcd container mounts the backup claim", m.Name)
+			}
+		}
+	}
+	src, _, err := Restore(c)
+	if err != nil || src.Location() != "pvc://backups/snaps/one.db" {
+		t.Errorf("location %q, %v", src.Location(), err)
+	}
+	vals, err := Values(Input{Cluster: c, ClusterDomain: "cluster.local", Members: members})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range lint.All(chartDir, vals, "default", false).Messages {
+		if m.Severity > support.InfoSev {
+			t.Errorf("helm lint: %s", m.Error())
+		}
+	}
+}
+
+func TestCleanBackupPath(t *testing.T) {
+	for in, want := range map[string]string{"a/b.db": "a/b.db", "/a//b.db": "a/b.db", "../../etc/x": "etc/x", "a/../b": "b"} {
+		if got, err := CleanBackupPath(in); err != nil || got != want {
+			t.Errorf("CleanBackupPath(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "/", "..", "a/.."} {
+		if got, err := CleanBackupPath(in); err == nil {
+			t.Errorf("CleanBackupPath(%q) = %q, want an error", in, got)
 		}
 	}
 }

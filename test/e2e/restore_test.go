@@ -32,7 +32,8 @@ import (
 // TestRestoreFromS3 backs a live 3-member cluster up into MinIO, restores the backup into
 // a new cluster (its members' init containers run the freshly built operator binary's
 // restore subcommand) and compares every key; then a restore naming an existing cluster
-// is refused and that cluster keeps its members.
+// is refused and that cluster keeps its members, unless the restore is annotated to
+// replace it: then the cluster is recreated with the backup's keys and new members.
 func TestRestoreFromS3(t *testing.T) {
 	const source, restored, keys = "src", "restored", 200
 	ctx := context.Background()
@@ -204,6 +205,71 @@ func TestRestoreFromS3(t *testing.T) {
 		}
 		if got := dump(t, srcCli); !reflect.DeepEqual(got, want) {
 			t.Errorf("existing cluster's data changed: %d keys", len(got))
+		}
+	})
+
+	t.Run("replaces an existing cluster when annotated", func(t *testing.T) {
+		// The victim is the cluster restored above, changed since: a key rewritten, one
+		// added. After the replacement it must hold exactly the backup's keys again,
+		// with new members.
+		victimCli := e.EtcdClient(restored)
+		e.Eventually(30*time.Second, "victim changed", func() error {
+			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			if _, err := victimCli.Put(cctx, "/data/0000", "changed after the backup"); err != nil {
+				return err
+			}
+			_, err := victimCli.Put(cctx, "/data/victim-only", "x")
+			return err
+		})
+		oldMembers, err := e.Members(restored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := e.Cluster(restored)
+		er := newRestore("replace", restored)
+		er.Annotations = map[string]string{controllers.ReplaceExistingClusterAnnotation: "true"}
+		e.Create(er)
+		got := waitRestore(t, e, "replace", metav1.ConditionTrue, controllers.ReasonRestoreComplete, 4*time.Minute)
+		wantRecord := fmt.Sprintf(`{"name":%q,"uid":%q}`, restored, old.UID)
+		if rec := got.Annotations[controllers.ReplacedClusterAnnotation]; rec != wantRecord {
+			t.Errorf("replaced-cluster record %q, want %s", rec, wantRecord)
+		}
+		if c := meta.FindStatusCondition(got.Status.Conditions, controllers.RestoreConditionSucceeded); !strings.Contains(c.Message, string(old.UID)) {
+			t.Errorf("status does not name the deleted cluster's UID %s: %q", old.UID, c.Message)
+		}
+		var evs corev1.EventList
+		if err := e.C.List(ctx, &evs, client.InNamespace("default")); err != nil {
+			t.Fatal(err)
+		}
+		deleted := false
+		for _, ev := range evs.Items {
+			if ev.InvolvedObject.Kind == "EtcdRestore" && ev.InvolvedObject.Name == "replace" && ev.Reason == "DeletedCluster" && strings.Contains(ev.Message, string(old.UID)) {
+				deleted = true
+			}
+		}
+		if !deleted {
+			t.Errorf("no DeletedCluster event naming uid %s", old.UID)
+		}
+		c := e.WaitAvailable(restored, 3, 60*time.Second)
+		if c.UID == old.UID {
+			t.Fatalf("cluster %s was not recreated (uid %s)", restored, c.UID)
+		}
+		newMembers, err := e.Members(restored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id := range framework.MemberIDs(newMembers) {
+			if _, shared := framework.MemberIDs(oldMembers)[id]; shared {
+				t.Errorf("replacement shares member ID %x with the deleted cluster", id)
+			}
+		}
+		if got := dump(t, e.EtcdClient(restored)); !reflect.DeepEqual(got, want) {
+			t.Errorf("replaced cluster holds %d keys, backup %d; first differences: %v", len(got), len(want), firstDiffs(got, want, 5))
+		}
+		// The source was never touched.
+		if got := dump(t, srcCli); !reflect.DeepEqual(got, want) {
+			t.Errorf("source cluster's data changed: %d keys", len(got))
 		}
 	})
 }
