@@ -70,8 +70,11 @@ var serverErrors = map[string]kind{
 	rpctypes.ErrorDesc(rpctypes.ErrGRPCTimeoutDueToConnectionLost): {ErrServerTimeout, true},
 	rpctypes.ErrorDesc(rpctypes.ErrGRPCTimeoutWaitAppliedIndex):    {ErrServerTimeout, true},
 	rpctypes.ErrorDesc(rpctypes.ErrGRPCRequestTooManyRequests):     {ErrServerTimeout, true},
-	// Not in rpctypes: the server sends it as an untyped error.
+	// Not in rpctypes: the server sends these as untyped errors.
 	"etcdserver: request timed out, leader transfer took too long": {ErrServerTimeout, true},
+	// A member that has just applied its own removal (or is shutting down) still accepts
+	// requests for a moment and answers this; another endpoint serves the retry.
+	"raft: stopped": {ErrUnavailable, true},
 }
 
 // classify maps an error from clientv3 to a sentinel (nil when unknown) and

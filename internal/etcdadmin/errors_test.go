@@ -37,6 +37,7 @@ func TestClassify(t *testing.T) {
 		{"request timed out", bg, rpctypes.ErrGRPCTimeout, ErrServerTimeout, true},
 		{"timed out leader fail", bg, rpctypes.ErrGRPCTimeoutDueToLeaderFail, ErrServerTimeout, true},
 		{"leader transfer timeout", bg, status.Error(codes.Unknown, "etcdserver: request timed out, leader transfer took too long"), ErrServerTimeout, true},
+		{"removed member stopping", bg, status.Error(codes.Unknown, "raft: stopped"), ErrUnavailable, true},
 		{"not enough started", bg, rpctypes.ErrGRPCMemberNotEnoughStarted, ErrNotEnoughStarted, true},
 		{"member not found", bg, rpctypes.ErrGRPCMemberNotFound, ErrMemberNotFound, false},
 		{"peer url exists", bg, rpctypes.ErrPeerURLExist, ErrPeerURLExists, false},
