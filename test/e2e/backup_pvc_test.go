@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,8 +24,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
-	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -41,35 +38,13 @@ func TestBackupToPVC(t *testing.T) {
 	const source, claim, key, keys = "pvcsrc", "backups", "snaps/one.db", 100
 	ctx := context.Background()
 
-	imageDir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(imageDir, filepath.Base(render.OperatorCommand)), ".")
-	build.Dir = framework.RepoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build operator: %v\n%s", err, out)
-	}
-	e := framework.SetupWithOptions(t, bench.Options{ExtraImages: map[string]string{controllers.DefaultOperatorImage: imageDir}})
+	e := setupWithOperatorImage(t)
 
-	e.Create(&corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: "default"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	})
+	createClaim(e, claim)
 	e.Create(newCluster(source, 3))
 	e.WaitAvailable(source, 3, 120*time.Second)
 	cli := e.EtcdClient(source)
-	e.Eventually(30*time.Second, "keys written", func() error {
-		for i := range keys {
-			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			_, err := cli.Put(cctx, fmt.Sprintf("/pvc/%04d", i), fmt.Sprintf("value-%d", i))
-			cancel()
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	writeKeys(e, cli, keys, "/pvc", "value-")
 	resp, err := cli.Get(ctx, "/pvc/0000")
 	if err != nil {
 		t.Fatal(err)

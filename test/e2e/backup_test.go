@@ -58,17 +58,7 @@ func setupBackup(t *testing.T, cluster string, keys int) *backupEnv {
 	e.Create(newCluster(cluster, 3))
 	e.WaitAvailable(cluster, 3, 120*time.Second)
 	cli := e.EtcdClient(cluster)
-	e.Eventually(30*time.Second, "keys written", func() error {
-		for i := range keys {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			_, err := cli.Put(ctx, fmt.Sprintf("/data/%04d", i), fmt.Sprintf("value-%d", i))
-			cancel()
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	writeKeys(e, cli, keys, "/data", "value-")
 	return &backupEnv{Env: e, minio: srv, store: store}
 }
 

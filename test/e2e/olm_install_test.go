@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -38,12 +37,7 @@ func TestOLMLikeInstall(t *testing.T) {
 
 	// The image of the CSV maps to a directory holding the operator binary under the name
 	// of the container's command.
-	imageDir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(imageDir, filepath.Base(container.Command[0])), ".")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build operator: %v\n%s", err, out)
-	}
+	imageDir := buildOperatorImage(t, container.Command[0])
 
 	s := framework.NewScheme()
 	b := bench.NewForTest(t, bench.Options{Scheme: s, ExtraImages: map[string]string{container.Image: imageDir}})

@@ -4,23 +4,19 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -34,36 +30,14 @@ func TestRestoreFromPVC(t *testing.T) {
 	const source, restored, claim, key, keys = "pvcsource", "frompvc", "restore-backups", "snaps/for-restore.db", 150
 	ctx := context.Background()
 
-	imageDir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(imageDir, filepath.Base(render.OperatorCommand)), ".")
-	build.Dir = framework.RepoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build operator: %v\n%s", err, out)
-	}
-	e := framework.SetupWithOptions(t, bench.Options{ExtraImages: map[string]string{controllers.DefaultOperatorImage: imageDir}})
+	e := setupWithOperatorImage(t)
 
 	// ReadWriteOnce: every pod of the bench runs on its one node.
-	e.Create(&corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: "default"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	})
+	createClaim(e, claim)
 	e.Create(newCluster(source, 3))
 	e.WaitAvailable(source, 3, 120*time.Second)
 	srcCli := e.EtcdClient(source)
-	e.Eventually(30*time.Second, "keys written", func() error {
-		for i := range keys {
-			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			_, err := srcCli.Put(cctx, fmt.Sprintf("/data/%04d", i), fmt.Sprintf("pvc-value-%d", i))
-			cancel()
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	writeKeys(e, srcCli, keys, "/data", "pvc-value-")
 	want := dump(t, srcCli)
 	if len(want) != keys {
 		t.Fatalf("source holds %d keys, want %d", len(want), keys)

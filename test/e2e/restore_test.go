@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -25,7 +23,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/internal/miniotest"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -38,15 +35,8 @@ func TestRestoreFromS3(t *testing.T) {
 	const source, restored, keys = "src", "restored", 200
 	ctx := context.Background()
 
-	// The operator's image (what the init container runs) maps to a directory holding
-	// the operator binary under the name the image uses (render.OperatorCommand).
-	imageDir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(imageDir, filepath.Base(render.OperatorCommand)), ".")
-	build.Dir = framework.RepoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build operator: %v\n%s", err, out)
-	}
-	e := framework.SetupWithOptions(t, bench.Options{ExtraImages: map[string]string{controllers.DefaultOperatorImage: imageDir}})
+	// The restore init containers run the operator's image: this build.
+	e := setupWithOperatorImage(t)
 
 	srv := miniotest.Start(t)
 	srv.MakeBucket(t, backupBucket)
@@ -59,17 +49,7 @@ func TestRestoreFromS3(t *testing.T) {
 	e.Create(newCluster(source, 3))
 	e.WaitAvailable(source, 3, 120*time.Second)
 	srcCli := e.EtcdClient(source)
-	e.Eventually(30*time.Second, "keys written", func() error {
-		for i := range keys {
-			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			_, err := srcCli.Put(cctx, fmt.Sprintf("/data/%04d", i), fmt.Sprintf("value-%d", i))
-			cancel()
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	writeKeys(e, srcCli, keys, "/data", "value-")
 	want := dump(t, srcCli)
 	if len(want) != keys {
 		t.Fatalf("source holds %d keys, want %d", len(want), keys)
