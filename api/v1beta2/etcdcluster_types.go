@@ -258,6 +258,31 @@ type EtcdClusterStatus struct {
 	// (a learner added but not yet promoted), so a restarted operator resumes it.
 	// +optional
 	PendingMember *PendingMember `json:"pendingMember,omitempty"`
+	// Recovery records a quorum-loss recovery in progress (opted into with the
+	// etcd.database.coreos.com/allow-force-new-cluster annotation): a new one-member
+	// cluster is seeded from the surviving member with the highest revision, the old
+	// members are removed once it serves, and the cluster then regrows to spec.size.
+	// +optional
+	Recovery *RecoveryStatus `json:"recovery,omitempty"`
+}
+
+// RecoveryStatus is a quorum-loss recovery recorded before any of its steps, so a
+// restarted operator finishes it with the same source, member and token.
+type RecoveryStatus struct {
+	// Source is the surviving voting member whose data seeds the new cluster.
+	Source string `json:"source"`
+	// SourceID is the source's etcd member ID in hex.
+	SourceID string `json:"sourceID"`
+	// Revision is the source's revision when the recovery started. The new cluster must
+	// serve at least this revision before any old member is removed.
+	Revision int64 `json:"revision"`
+	// Member is the name of the new cluster's first member (and of its pod).
+	Member string `json:"member"`
+	// Token is the new cluster's --initial-cluster-token. It differs from the old one,
+	// so no old member can ever join the new cluster.
+	Token string `json:"token"`
+	// StartedAt is when the recovery was decided.
+	StartedAt metav1.Time `json:"startedAt"`
 }
 
 // PendingMember is a member added to etcd whose pod may not yet run.
