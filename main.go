@@ -136,6 +136,9 @@ func runRestore(args []string) int {
 		key          = fs.String("key", "", "with --dir: the backup's path below it")
 		latest       = fs.Bool("latest", false, "restore the newest periodic backup <path>_v<rev>_<time> of the path")
 		checksum     = fs.String("checksum", "", "expected SHA-256 of the stored backup (hex)")
+		fromMember   = fs.String("from-member", "", "client URL of a live member to copy the data from instead of a backup (quorum-loss recovery)")
+		minRevision  = fs.Int64("min-revision", 0, "with --from-member: refuse a snapshot older than this revision")
+		clientTLSDir = fs.String("client-tls-dir", "", "with an https --from-member: directory with the client TLS secret's files (etcd-client.crt, etcd-client.key, etcd-client-ca.crt)")
 		name         = fs.String("name", "", "member name")
 		dataDir      = fs.String("data-dir", "", "member data directory to create")
 		peerURLs     = fs.String("initial-advertise-peer-urls", "", "member peer URLs, comma-separated")
@@ -150,10 +153,22 @@ func runRestore(args []string) int {
 		lg.Error("restore failed", uzap.Error(err))
 		return 1
 	}
-	var store backup.Store
+	var (
+		store  backup.Store
+		member *restore.MemberSource
+	)
 	objKey := *key
 	switch {
-	case *s3Path != "" && *dir == "":
+	case *fromMember != "" && *s3Path == "" && *dir == "":
+		member = &restore.MemberSource{Endpoint: *fromMember, MinRevision: *minRevision}
+		if *clientTLSDir != "" {
+			tlsCfg, err := loadTLSDir(*clientTLSDir)
+			if err != nil {
+				return fail(err)
+			}
+			member.TLS = tlsCfg
+		}
+	case *s3Path != "" && *dir == "" && *fromMember == "":
 		bucket, k, err := backup.SplitS3Path(*s3Path)
 		if err != nil {
 			return fail(err)
@@ -172,18 +187,18 @@ func runRestore(args []string) int {
 			return fail(err)
 		}
 		objKey = k
-	case *dir != "" && *s3Path == "":
+	case *dir != "" && *s3Path == "" && *fromMember == "":
 		var err error
 		if store, err = backup.NewFS(*dir); err != nil {
 			return fail(err)
 		}
 	default:
-		return fail(fmt.Errorf("give exactly one of --s3-path and --dir"))
+		return fail(fmt.Errorf("give exactly one of --s3-path, --dir and --from-member"))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	res, err := restore.Restore(ctx, restore.Options{
-		Store: store, Key: objKey, Latest: *latest, SHA256: *checksum,
+		Store: store, Member: member, Key: objKey, Latest: *latest, SHA256: *checksum,
 		Name: *name, DataDir: *dataDir, PeerURLs: strings.Split(*peerURLs, ","),
 		InitialCluster: *initial, InitialClusterToken: *token, Log: lg,
 	})

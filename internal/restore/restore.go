@@ -25,7 +25,10 @@ import (
 
 // Options describe the backup and the member to restore.
 type Options struct {
+	// Store holds the backup. Exactly one of Store and Member is set.
 	Store backup.Store
+	// Member, instead of Store, is a live member whose snapshot is restored.
+	Member *MemberSource
 	// Key is the backup object. With Latest it is instead the path whose newest periodic
 	// backup (<key>_v<rev>_<time>) is restored.
 	Key    string
@@ -64,32 +67,50 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	if o.Name == "" || o.DataDir == "" || o.InitialCluster == "" || len(o.PeerURLs) == 0 {
 		return Result{}, errors.New("restore: name, data dir, peer URLs and initial cluster are required")
 	}
+	if (o.Store == nil) == (o.Member == nil) {
+		return Result{}, errors.New("restore: give exactly one source, a stored backup or a member")
+	}
 	if _, err := os.Stat(o.DataDir); err == nil {
 		o.Log.Info("data directory exists; not restoring over it", zap.String("dataDir", o.DataDir))
 		return Result{Skipped: true}, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return Result{}, err
 	}
-	key := o.Key
-	if o.Latest {
-		obj, err := backup.Latest(ctx, o.Store, o.Key)
-		if err != nil {
-			return Result{}, err
-		}
-		key = obj.Key
-	}
 	parent := filepath.Dir(filepath.Clean(o.DataDir))
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return Result{}, err
 	}
-	snapPath, obj, err := download(ctx, o.Store, key, parent, o.SHA256)
-	if err != nil {
-		return Result{}, err
+	var (
+		key, snapPath, from string
+		obj                 backup.Object
+	)
+	if o.Member != nil {
+		var rev int64
+		var err error
+		if snapPath, rev, err = downloadMember(ctx, *o.Member, parent); err != nil {
+			return Result{}, err
+		}
+		obj = memberObject(*o.Member, rev)
+		key, from = obj.Key, o.Member.String()
+	} else {
+		key = o.Key
+		if o.Latest {
+			latest, err := backup.Latest(ctx, o.Store, o.Key)
+			if err != nil {
+				return Result{}, err
+			}
+			key = latest.Key
+		}
+		var err error
+		if snapPath, obj, err = download(ctx, o.Store, key, parent, o.SHA256); err != nil {
+			return Result{}, err
+		}
+		from = o.Store.String() + "/" + key
+		if obj.SHA256 == "" {
+			o.Log.Warn("backup carries no SHA-256 (not written by this operator); relying on the snapshot's own hash", zap.String("key", key))
+		}
 	}
 	defer os.Remove(snapPath)
-	if obj.SHA256 == "" {
-		o.Log.Warn("backup carries no SHA-256 (not written by this operator); relying on the snapshot's own hash", zap.String("key", key))
-	}
 
 	tmpDir, err := os.MkdirTemp(parent, ".restoring-")
 	if err != nil {
@@ -105,12 +126,12 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 		InitialCluster:      o.InitialCluster,
 		InitialClusterToken: o.InitialClusterToken,
 	}); err != nil {
-		return Result{}, fmt.Errorf("etcdutl snapshot restore of %s/%s: %w", o.Store, key, err)
+		return Result{}, fmt.Errorf("etcdutl snapshot restore of %s: %w", from, err)
 	}
 	if err := os.Rename(out, o.DataDir); err != nil {
 		return Result{}, err
 	}
-	o.Log.Info("restored", zap.String("backup", o.Store.String()+"/"+key), zap.String("sha256", obj.SHA256), zap.String("dataDir", o.DataDir))
+	o.Log.Info("restored", zap.String("from", from), zap.String("sha256", obj.SHA256), zap.String("dataDir", o.DataDir))
 	return Result{Key: key, SHA256: obj.SHA256}, nil
 }
 
