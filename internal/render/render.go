@@ -54,6 +54,24 @@ type Member struct {
 	// Version is the etcd version this member runs (a leading "v" is ignored); empty
 	// means the cluster's spec.version. Members differ during a rolling upgrade.
 	Version string
+	// Recovery, for the first member of a quorum-loss recovery, seeds the member's data
+	// from a surviving member of the old cluster and bootstraps a new cluster under its
+	// own token. Nil for every other member.
+	Recovery *Recovery
+}
+
+// Recovery is how the first member of a recovered cluster gets its data.
+type Recovery struct {
+	// SourceURL is the client URL of the surviving member to copy the data from.
+	SourceURL string
+	// MinRevision is the source's revision when the recovery was planned; an older
+	// snapshot is refused.
+	MinRevision int64
+	// Token is the new cluster's --initial-cluster-token, different from the old one so
+	// that no old member can ever join it.
+	Token string
+	// Image is the operator's own image, which runs the copy step.
+	Image string
 }
 
 // Input is what one rendering needs.
@@ -277,6 +295,10 @@ func Values(in Input) (map[string]interface{}, error) {
 		if v == "" {
 			v = ClusterVersion(c.Spec)
 		}
+		recover, token, err := recoveryValues(c, m)
+		if err != nil {
+			return nil, fmt.Errorf("render: member %q: %w", m.Name, err)
+		}
 		members = append(members, map[string]interface{}{
 			"name":                m.Name,
 			"id":                  strings.ToLower(m.ID),
@@ -284,8 +306,10 @@ func Values(in Input) (map[string]interface{}, error) {
 			"initialClusterState": m.InitialClusterState,
 			"initialCluster":      m.InitialCluster,
 			// Only bootstrapping members start from the backup; a member joining later
-			// gets the data from its peers.
-			"restore": len(restore) > 0 && m.InitialClusterState == StateNew,
+			// gets the data from its peers. A recovering member copies a survivor instead.
+			"restore": len(restore) > 0 && m.InitialClusterState == StateNew && m.Recovery == nil,
+			"recover": recover,
+			"token":   token,
 		})
 	}
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -179,4 +180,30 @@ func restoreValues(c *v1beta2.EtcdCluster) (map[string]interface{}, error) {
 	v["s3ForcePathStyle"] = src.S3.ForcePathStyle
 	v["awsSecret"] = src.S3.AWSSecret
 	return v, nil
+}
+
+// recoveryValues are a member's `recover` values (empty unless it is the first member of
+// a quorum-loss recovery) and its --initial-cluster-token.
+func recoveryValues(c *v1beta2.EtcdCluster, m Member) (map[string]interface{}, string, error) {
+	rec := m.Recovery
+	if rec == nil {
+		return map[string]interface{}{}, ClusterToken(c), nil
+	}
+	switch {
+	case m.InitialClusterState != StateNew:
+		return nil, "", errors.New("a recovering member bootstraps a new cluster (initial cluster state new)")
+	case strings.TrimSpace(rec.SourceURL) == "" || strings.TrimSpace(rec.Image) == "":
+		return nil, "", errors.New("recovery needs a source member URL and the operator image")
+	case rec.Token == "" || rec.Token == ClusterToken(c):
+		return nil, "", errors.New("recovery needs a token of its own: old members must never join the new cluster")
+	}
+	tlsSecret := ""
+	if ClientTLS(c) {
+		tlsSecret = c.Spec.TLS.Static.OperatorSecret
+	}
+	// Every key is always present (the chart's templates fail on a missing key).
+	return map[string]interface{}{
+		"image": rec.Image, "command": OperatorCommand, "sourceURL": rec.SourceURL,
+		"minRevision": strconv.FormatInt(rec.MinRevision, 10), "clientTLSSecret": tlsSecret, "sha256": "",
+	}, rec.Token, nil
 }
