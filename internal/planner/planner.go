@@ -31,6 +31,25 @@
 // Size < 1 → Wait(InvalidSpec). There is no safe move towards an impossible
 // target; a zero-member cluster would destroy the data.
 //
+// # Rule 2a: recovery in progress
+//
+// A recorded recovery (Observed.Recovery) is finished before anything else.
+// The new member's pod copies the source's data (a snapshot streams without
+// quorum) and bootstraps a one-member cluster under a new token, so no old
+// member can join it; the controller dials only that member meanwhile.
+//   - the new cluster answers: exactly the new member, reachable, its own
+//     leader, at a revision >= the recorded one → FinishRecovery (delete
+//     the old members' pods; later plans regrow by scale-up).
+//   - the opt-in was withdrawn, the new pod is gone, the source pod is gone
+//     while the new pod is still Pending (its copy step not done), or
+//     RecoveryTimeout has passed → AbortRecovery (delete the new pod, forget
+//     the recovery; rule 4 may then start another attempt).
+//   - no new pod yet → ForceNewCluster again with the recorded values.
+//   - otherwise Wait.
+//
+// Nothing of the old cluster is deleted before the new one serves at least
+// the recorded revision, so an abandoned attempt loses nothing.
+//
 // # Rule 3: no member list
 //
 // No endpoint answered MemberList (a serializable list answers without
@@ -68,8 +87,9 @@
 //     ForceNewCluster from the alive voter with the highest revision.
 //     Every committed entry is on a majority of voters, so that voter holds
 //     everything that survived; learners are not in that majority and may
-//     lag, so they are never the source. The old members' pods then become
-//     orphans and the cluster regrows by normal scale-up.
+//     lag, so they are never the source. The controller records the
+//     recovery (source, its revision, a new member name) before acting, and
+//     rule 2a takes over.
 //
 // Without quorum no membership change is even possible, and guessing would
 // risk the data, so no rule below runs.
@@ -205,6 +225,9 @@ func Plan(d Desired, o Observed) Action {
 	}
 	if d.Size < 1 {
 		return wait("InvalidSpec", fmt.Sprintf("size %d: a cluster needs at least one member", d.Size), 0)
+	}
+	if o.Recovery != nil {
+		return planRecovery(d, o)
 	}
 	if !o.MembersKnown || len(o.Members) == 0 {
 		if !o.Bootstrapped {
@@ -568,8 +591,59 @@ func (v *view) planNoQuorum() Action {
 		return Action{Kind: QuorumLost, Reason: "NoSurvivor", RequeueAfter: requeueLong,
 			Message: msg + "; no reachable member with a running pod to recover from"}
 	}
-	return Action{Kind: ForceNewCluster, From: best.ID, ID: best.ID, Name: best.Name, Reason: "QuorumLossRecovery",
-		Message: msg + fmt.Sprintf(" for over %s; forcing a new cluster from %s (revision %d)", v.d.QuorumLossGrace, best.Name, best.Revision)}
+	name := NewMemberNames(v.d.ClusterName, v.o.nameSeed(), 1, v.usedNames())[0]
+	return Action{Kind: ForceNewCluster, From: best.ID, ID: best.ID, Name: best.Name, Revision: best.Revision,
+		Members: []NewMember{{Name: name}}, Version: v.runningVersion(best), Reason: "QuorumLossRecovery",
+		Message: msg + fmt.Sprintf(" for over %s; seeding a new cluster (member %s) from %s at revision %d", v.d.QuorumLossGrace, name, best.Name, best.Revision)}
+}
+
+// planRecovery continues a recorded quorum-loss recovery (rule 2a). The old
+// members' pods are left alone until the new member serves at least the
+// recorded revision, so every outcome short of success leaves them as they were.
+func planRecovery(d Desired, o Observed) Action {
+	r := o.Recovery
+	var newPod, srcPod *Pod
+	for i := range o.Pods {
+		switch o.Pods[i].Name {
+		case r.Member:
+			newPod = &o.Pods[i]
+		case r.Source:
+			srcPod = &o.Pods[i]
+		}
+	}
+	if o.MembersKnown && len(o.Members) == 1 {
+		m := o.Members[0]
+		if m.Name == r.Member && m.Reachable && o.LeaderID == m.ID && m.Revision >= r.Revision {
+			return Action{Kind: FinishRecovery, Name: r.Member, ID: m.ID, Reason: "Recovered",
+				Message: fmt.Sprintf("member %s serves the data of %s (revision %d >= %d); removing the old members' pods", r.Member, r.Source, m.Revision, r.Revision)}
+		}
+	}
+	abort := func(why string) Action {
+		return Action{Kind: AbortRecovery, Name: r.Member, Reason: "RecoveryAborted",
+			Message: fmt.Sprintf("recovery from %s into %s abandoned: %s; the old members were not touched", r.Source, r.Member, why)}
+	}
+	// The copy needs the source until the new pod's init step is done (the pod is
+	// Pending until then).
+	sourceGone := srcPod == nil || srcPod.gone()
+	switch {
+	case !d.QuorumLossRecovery:
+		return abort("the opt-in to quorum-loss recovery was withdrawn")
+	case newPod != nil && newPod.gone():
+		return abort(fmt.Sprintf("the new member's pod %s is gone", r.Member))
+	case sourceGone && (newPod == nil || newPod.Phase == PodPending):
+		return abort(fmt.Sprintf("the source member's pod %s is gone before its data was copied", r.Source))
+	case o.Now.Sub(r.StartedAt) > d.RecoveryTimeout:
+		return abort(fmt.Sprintf("the new member did not serve within %s", d.RecoveryTimeout))
+	case newPod == nil:
+		version := d.Version
+		if srcPod != nil && srcPod.Version != "" {
+			version = srcPod.Version // never a different version than the data's
+		}
+		return Action{Kind: ForceNewCluster, From: r.SourceID, ID: r.SourceID, Name: r.Source, Revision: r.Revision,
+			Members: []NewMember{{Name: r.Member}}, Version: version, Reason: "QuorumLossRecovery",
+			Message: fmt.Sprintf("creating member %s from the data of %s (revision %d)", r.Member, r.Source, r.Revision)}
+	}
+	return wait("Recovering", fmt.Sprintf("waiting for member %s to copy the data of %s (revision >= %d) and serve", r.Member, r.Source, r.Revision), requeueShort)
 }
 
 // betterSurvivor orders recovery candidates: most data first, then the

@@ -31,6 +31,27 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 	if a.Kind == ForceNewCluster && !d.QuorumLossRecovery {
 		fail("force-new-cluster without the opt-in")
 	}
+	if r := o.Recovery; r != nil {
+		// A recorded recovery: only its own steps, with the recorded values.
+		switch a.Kind {
+		case Wait, AbortRecovery:
+		case ForceNewCluster:
+			if a.From != r.SourceID || len(a.Members) != 1 || a.Members[0].Name != r.Member || a.Revision != r.Revision {
+				fail("a recorded recovery is continued with other values than recorded")
+			}
+		case FinishRecovery:
+			if !o.MembersKnown || len(o.Members) != 1 || o.Members[0].Name != r.Member || !o.Members[0].Reachable ||
+				o.LeaderID != o.Members[0].ID || o.Members[0].Revision < r.Revision {
+				fail("finishes a recovery before the new member alone serves the recorded revision")
+			}
+		default:
+			fail("acts outside the recorded recovery")
+		}
+		return
+	}
+	if a.Kind == FinishRecovery || a.Kind == AbortRecovery {
+		fail("recovery step without a recorded recovery")
+	}
 
 	byID := map[uint64]*Member{}
 	voters := 0
@@ -351,6 +372,15 @@ func randomState(r *rand.Rand) (Desired, Observed) {
 	}
 	if r.Intn(6) == 0 {
 		o.BootstrapMembers = []string{"c-b1", "c-b2", "c-b3"}
+	}
+	if r.Intn(8) == 0 {
+		// A recorded recovery into the member (or pod) named c-new or another one.
+		rec := &Recovery{Source: mname(uint64(r.Intn(40) + 1)), SourceID: uint64(r.Intn(40) + 1),
+			Revision: int64(r.Intn(5)), Member: pick(r, "c-new", mname(uint64(r.Intn(40)+1))), StartedAt: randomAgo(r, o.Now)}
+		if r.Intn(2) == 0 {
+			o.Pods = append(o.Pods, Pod{Name: "c-new", Phase: pick(r, PodPending, PodRunning, PodFailed), CreatedAt: randomAgo(r, o.Now)})
+		}
+		o.Recovery = rec
 	}
 	r.Shuffle(len(o.Members), func(i, j int) { o.Members[i], o.Members[j] = o.Members[j], o.Members[i] })
 	r.Shuffle(len(o.Pods), func(i, j int) { o.Pods[i], o.Pods[j] = o.Pods[j], o.Pods[i] })

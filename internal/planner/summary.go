@@ -104,11 +104,11 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 
 	rec := Condition{Type: ConditionRecovering}
 	switch a.Kind {
-	case ReplaceMember, ForceNewCluster, QuorumLost:
+	case ReplaceMember, ForceNewCluster, FinishRecovery, AbortRecovery, QuorumLost:
 		rec.Status, rec.Reason, rec.Message = true, a.Reason, a.Message
 	case Wait:
 		switch a.Reason {
-		case "MemberUnhealthy", "QuorumUnavailable", "Degraded", "MembersUnknown", "MemberPodGone", "MemberWithoutPod":
+		case "MemberUnhealthy", "QuorumUnavailable", "Degraded", "MembersUnknown", "MemberPodGone", "MemberWithoutPod", "Recovering":
 			rec.Status, rec.Reason, rec.Message = true, a.Reason, a.Message
 		}
 	}

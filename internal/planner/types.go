@@ -32,6 +32,10 @@ const (
 	// DefaultPromoteMaxLag is the largest raft-index gap between the leader
 	// and a learner at which the learner counts as caught up.
 	DefaultPromoteMaxLag uint64 = 1000
+	// DefaultRecoveryTimeout bounds a quorum-loss recovery from the decision
+	// to the new member serving. Past it the attempt is abandoned (the old
+	// members are still untouched) and a new one may start.
+	DefaultRecoveryTimeout = 10 * time.Minute
 )
 
 // Desired is the part of the cluster spec the planner needs. The controller
@@ -55,6 +59,7 @@ type Desired struct {
 	QuorumLossGrace       time.Duration
 	LearnerTimeout        time.Duration
 	PromoteMaxLag         uint64
+	RecoveryTimeout       time.Duration
 }
 
 // Observed is everything the controller saw in one reconcile, plus the few
@@ -92,6 +97,12 @@ type Observed struct {
 	// Names are derived from NameSeed and Now, so two attempts at different
 	// times never propose the same name even if nobody remembered the first.
 	NameSeed string
+	// Recovery is the quorum-loss recovery the controller recorded when it
+	// executed ForceNewCluster; nil when none is in progress. While it is set,
+	// Members and LeaderID describe the new cluster only (the controller dials
+	// only the recovering member), and Pods are all pods, old and new.
+	Recovery *Recovery
+
 	// RetiredNames are names of removed members, which must never be reused
 	// (their data and DNS records may linger). Optional: generated names
 	// already avoid every name visible in Members, Pods and Pending.
@@ -166,6 +177,16 @@ func (p *Pod) gone() bool {
 	return p.Deleting || p.Phase == PodFailed || p.Phase == PodSucceeded
 }
 
+// Recovery is a quorum-loss recovery in progress: a new one-member cluster
+// seeded from the data of Source, which had Revision when it was chosen.
+type Recovery struct {
+	Source    string
+	SourceID  uint64
+	Revision  int64
+	Member    string // the new cluster's first member and its pod
+	StartedAt time.Time
+}
+
 // PendingMember is the in-flight learner recorded by the controller.
 type PendingMember struct {
 	Name    string
@@ -193,6 +214,8 @@ const (
 	RefuseUpgrade
 	QuorumLost
 	ForceNewCluster
+	FinishRecovery
+	AbortRecovery
 )
 
 var kindNames = [...]string{
@@ -200,7 +223,7 @@ var kindNames = [...]string{
 	AddLearner: "AddLearner", PromoteLearner: "PromoteLearner", MoveLeader: "MoveLeader",
 	RemoveMember: "RemoveMember", ReplaceMember: "ReplaceMember", DeletePod: "DeletePod",
 	UpgradeMember: "UpgradeMember", RefuseUpgrade: "RefuseUpgrade", QuorumLost: "QuorumLost",
-	ForceNewCluster: "ForceNewCluster",
+	ForceNewCluster: "ForceNewCluster", FinishRecovery: "FinishRecovery", AbortRecovery: "AbortRecovery",
 }
 
 func (k Kind) String() string {
@@ -231,7 +254,14 @@ type NewMember struct {
 //	UpgradeMember   ID, Name, Version (restart that pod on the new image)
 //	RefuseUpgrade   Reason, Message
 //	QuorumLost      Reason, Message (nothing is touched)
-//	ForceNewCluster From, Name (restart that member with --force-new-cluster)
+//	ForceNewCluster From, Name, Revision (the survivor), Members (the one new
+//	                member), Version: record the recovery if not yet recorded,
+//	                then create the new member's pod, which copies the
+//	                survivor's data and bootstraps a new one-member cluster
+//	FinishRecovery  Name, ID (the new member): delete every other member pod,
+//	                forget the recovery; the cluster then regrows by scale-up
+//	AbortRecovery   Name (the new member): delete its pod, forget the
+//	                recovery; the old members were never touched
 //
 // Reason is a CamelCase code usable as a condition reason; Message is for
 // humans. ClearPending asks the controller to forget Observed.Pending before
@@ -248,6 +278,7 @@ type Action struct {
 	From, To  uint64
 	DeletePod bool
 	Version   string
+	Revision  int64
 
 	ClearPending bool
 }
@@ -266,7 +297,13 @@ func (a Action) String() string {
 	case MoveLeader:
 		s += fmt.Sprintf("{%x -> %x}", a.From, a.To)
 	case ForceNewCluster:
-		s += fmt.Sprintf("{from %s %x}", a.Name, a.From)
+		s += fmt.Sprintf("{from %s %x rev %d", a.Name, a.From, a.Revision)
+		for _, m := range a.Members {
+			s += " -> " + m.Name
+		}
+		s += "}"
+	case FinishRecovery, AbortRecovery:
+		s += fmt.Sprintf("{%s %x}", a.Name, a.ID)
 	}
 	if a.Reason != "" {
 		s += " " + a.Reason
@@ -281,7 +318,7 @@ func (a Action) String() string {
 // (or its voters).
 func (a Action) IsMembershipChange() bool {
 	switch a.Kind {
-	case AddLearner, PromoteLearner, RemoveMember, ReplaceMember, ForceNewCluster:
+	case AddLearner, PromoteLearner, RemoveMember, ReplaceMember, ForceNewCluster, FinishRecovery:
 		return true
 	}
 	return false
@@ -310,6 +347,9 @@ func (d Desired) withDefaults() Desired {
 	}
 	if d.PromoteMaxLag == 0 {
 		d.PromoteMaxLag = DefaultPromoteMaxLag
+	}
+	if d.RecoveryTimeout <= 0 {
+		d.RecoveryTimeout = DefaultRecoveryTimeout
 	}
 	return d
 }
