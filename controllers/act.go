@@ -154,10 +154,26 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 		return ctrl.Result{RequeueAfter: steadyResync}, nil
 
 	case planner.ForceNewCluster:
-		// TODO(failover issue): restart the surviving member with --force-new-cluster.
-		r.Recorder.Eventf(c, corev1.EventTypeWarning, "ForceNewClusterNotImplemented",
-			"quorum lost; recovery from member %s was requested but is not implemented yet", idString(a.From))
-		return ctrl.Result{RequeueAfter: steadyResync}, nil
+		if err := r.startRecovery(ctx, c, o, a); err != nil {
+			return ctrl.Result{}, err
+		}
+
+	case planner.FinishRecovery:
+		if err := r.finishRecovery(ctx, c, o, a); err != nil {
+			return ctrl.Result{}, err
+		}
+
+	case planner.AbortRecovery:
+		if c.Status.Recovery != nil {
+			if err := r.deleteMember(ctx, c, c.Status.Recovery.Member); err != nil {
+				return ctrl.Result{}, err
+			}
+			c.Status.Recovery = nil
+			if err := r.persistStatus(ctx, c); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		r.Recorder.Event(c, corev1.EventTypeWarning, a.Reason, a.Message)
 
 	default:
 		return ctrl.Result{}, fmt.Errorf("unknown action %v", a.Kind)

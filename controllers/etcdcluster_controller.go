@@ -47,6 +47,9 @@ type EtcdClusterReconciler struct {
 	Scheme        *runtime.Scheme
 	Recorder      record.EventRecorder
 	ClusterDomain string
+	// OperatorImage runs the data-copy step of a quorum-loss recovery; empty means
+	// DefaultOperatorImage.
+	OperatorImage string
 
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
@@ -64,6 +67,9 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.renderer = rd
 	r.health = newHealthTracker()
+	if r.OperatorImage == "" {
+		r.OperatorImage = DefaultOperatorImage
+	}
 	if r.Now == nil {
 		r.Now = time.Now
 	}

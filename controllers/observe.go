@@ -56,6 +56,12 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 			o.planner.Pending = &planner.PendingMember{Name: p.Name, ID: id, AddedAt: p.AddedAt.Time}
 		}
 	}
+	if rec := c.Status.Recovery; rec != nil {
+		id, _ := etcdadmin.ParseID(rec.SourceID)
+		o.planner.Recovery = &planner.Recovery{Source: rec.Source, SourceID: id, Revision: rec.Revision,
+			Member: rec.Member, StartedAt: rec.StartedAt.Time}
+		o.planner.Pending = nil
+	}
 
 	var pods corev1.PodList
 	if err := r.List(ctx, &pods, client.InNamespace(c.Namespace),
@@ -77,6 +83,12 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 		// restart) is not dialed: a dial to it only fails after the probe timeout, and
 		// that would delay noticing the failure by as much.
 		if p.DeletionTimestamp != nil || p.Status.PodIP == "" || etcdNotRunning(p) {
+			continue
+		}
+		// During a quorum-loss recovery two clusters run under our labels: the old one
+		// without quorum and the new one-member cluster. Only the new one is observed;
+		// a client mixing both would report a membership that exists nowhere.
+		if rec := c.Status.Recovery; rec != nil && p.Name != rec.Member {
 			continue
 		}
 		ep := r.memberEndpoint(c, p)

@@ -18,7 +18,8 @@ type Options struct {
 	// /etc/resolv.conf and fall back to names without a domain (<pod>.<svc>.<ns>.svc).
 	ClusterDomain string
 	// OperatorImage is this operator's own image, run by the restore init container of
-	// clusters created from a backup; empty means DefaultOperatorImage.
+	// clusters created from a backup and of the first member of a quorum-loss recovery;
+	// empty means DefaultOperatorImage.
 	OperatorImage string
 }
 
@@ -40,6 +41,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Scheme:        mgr.GetScheme(),
 		Recorder:      mgr.GetEventRecorderFor("etcd-operator"),
 		ClusterDomain: opts.ClusterDomain,
+		OperatorImage: opts.OperatorImage,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

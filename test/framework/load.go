@@ -343,6 +343,8 @@ type MemberStatus struct {
 	Version  string
 	Leader   uint64
 	RaftTerm uint64
+	// Revision is the member's own KV revision (what it has applied).
+	Revision int64
 }
 
 // MemberStatuses asks every member pod for its Status; pods that do not answer
@@ -376,5 +378,5 @@ func memberStatus(ep string) (MemberStatus, error) {
 	if err != nil {
 		return MemberStatus{}, err
 	}
-	return MemberStatus{ID: r.Header.MemberId, Version: r.Version, Leader: r.Leader, RaftTerm: r.RaftTerm}, nil
+	return MemberStatus{ID: r.Header.MemberId, Version: r.Version, Leader: r.Leader, RaftTerm: r.RaftTerm, Revision: r.Header.Revision}, nil
 }

@@ -1,0 +1,92 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// startRecovery executes ForceNewCluster: record the recovery (once), then create the new
+// member's pod, whose init step copies the survivor's data (a snapshot streams without
+// quorum) and which bootstraps a one-member cluster under a token of its own. Nothing of
+// the old cluster is touched here.
+func (r *EtcdClusterReconciler) startRecovery(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
+	if len(a.Members) != 1 {
+		return fmt.Errorf("force new cluster: %d new members planned, want 1", len(a.Members))
+	}
+	rec := c.Status.Recovery
+	if rec == nil {
+		now := r.Now()
+		rec = &etcdv1beta2.RecoveryStatus{
+			Source: a.Name, SourceID: idString(a.From), Revision: a.Revision, Member: a.Members[0].Name,
+			// A token no old member has: none of them can ever join the new cluster.
+			Token:     render.ClusterToken(c) + "-r" + strconv.FormatInt(now.Unix(), 36),
+			StartedAt: metav1.NewTime(now),
+		}
+		// Recorded before the pod exists: a restarted operator continues this very
+		// recovery (same source, member and token) instead of starting another.
+		c.Status.Recovery = rec
+		c.Status.PendingMember = nil
+		if err := r.persistStatus(ctx, c); err != nil {
+			return err
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeWarning, "ForceNewCluster",
+			"%s; the old members are removed only once %s serves", a.Message, rec.Member)
+	}
+	src := o.pods[rec.Source]
+	if src == nil || src.Status.PodIP == "" {
+		return fmt.Errorf("force new cluster: source pod %s has no IP", rec.Source)
+	}
+	m := render.Member{
+		Name: rec.Member, Version: a.Version, InitialClusterState: render.StateNew,
+		InitialCluster: render.InitialCluster(c, []string{rec.Member}, r.ClusterDomain),
+		Recovery: &render.Recovery{SourceURL: r.memberEndpoint(c, src), MinRevision: rec.Revision,
+			Token: rec.Token, Image: r.OperatorImage},
+	}
+	if err := r.createMembers(ctx, c, []render.Member{m}); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberPodCreated",
+		"created pod %s, which copies the data of %s (revision >= %d)", rec.Member, rec.Source, rec.Revision)
+	return nil
+}
+
+// finishRecovery executes FinishRecovery: the new member serves the survivor's data, so
+// the old members' pods (and claims) go, and the recovery is forgotten. The pods are
+// deleted before the record is cleared: until then only the new member is dialled, and an
+// operator restarted in between repeats the deletions rather than observing both clusters.
+func (r *EtcdClusterReconciler) finishRecovery(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
+	rec := c.Status.Recovery
+	if rec == nil {
+		return nil
+	}
+	var old []string
+	for name := range o.pods {
+		if name != rec.Member {
+			old = append(old, name)
+		}
+	}
+	sort.Strings(old)
+	for _, n := range old {
+		if err := r.deleteMember(ctx, c, n); err != nil {
+			return err
+		}
+	}
+	c.Status.Recovery = nil
+	c.Status.PendingMember = nil
+	if err := r.persistStatus(ctx, c); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, "Recovered", "%s; deleted pods [%s]; growing back to %d members",
+		a.Message, strings.Join(old, " "), c.Spec.Size)
+	return nil
+}
