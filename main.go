@@ -30,11 +30,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	etcdv1 "github.com/etcd-operator/etcd-operator/api/v1"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
+	etcdwebhook "github.com/etcd-operator/etcd-operator/internal/webhook"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -68,6 +70,7 @@ func runManager(args []string) int {
 		clusterDomain    = fs.String("cluster-domain", "", "DNS domain of the cluster, e.g. cluster.local (default: read from /etc/resolv.conf, else none)")
 		operatorImage    = fs.String("operator-image", os.Getenv("OPERATOR_IMAGE"), "this operator's image, run by restored clusters' init containers (default: the image of the operator's own pod, else "+controllers.DefaultOperatorImage+")")
 	)
+	wh := addWebhookFlags(fs)
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
 	_ = fs.Parse(args)
@@ -77,6 +80,7 @@ func runManager(args []string) int {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(etcdv1beta2.AddToScheme(scheme))
+	utilruntime.Must(etcdv1.AddToScheme(scheme))
 
 	mgrOpts := ctrl.Options{
 		Scheme:                  scheme,
@@ -85,6 +89,7 @@ func runManager(args []string) int {
 		LeaderElection:          *leaderElect,
 		LeaderElectionID:        "etcd-operator.etcd.database.coreos.com",
 		LeaderElectionNamespace: *leaderElectionNS,
+		WebhookServer:           newWebhookServer(wh),
 	}
 	controllers.RestrictToNamespace(&mgrOpts, *watchNamespace)
 
@@ -113,8 +118,15 @@ func runManager(args []string) int {
 		log.Error(err, "unable to set up ready check")
 		return 1
 	}
+	// The conversion webhook serves v1 beside the stored v1beta2; its certificate is
+	// OLM's (--webhook-certs=provided) or provisioned here before the server starts.
+	ctx := ctrl.SetupSignalHandler()
+	if err := setupWebhooks(ctx, mgr, wh, etcdwebhook.SetupConversion); err != nil {
+		log.Error(err, "unable to set up the conversion webhook")
+		return 1
+	}
 	log.Info("starting manager", "version", version, "watchNamespace", *watchNamespace)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "manager exited with an error")
 		return 1
 	}

@@ -94,6 +94,7 @@ type EtcdBackupStatus struct {
 // stored backups.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:storageversion
 // +kubebuilder:printcolumn:name="Storage",type=string,JSONPath=`.spec.storageType`
 // +kubebuilder:printcolumn:name="Succeeded",type=boolean,JSONPath=`.status.succeeded`
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.etcdRevision`

@@ -62,6 +62,7 @@ type EtcdRestoreStatus struct {
 // EtcdRestore creates an etcd cluster from a backup.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:storageversion
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.etcdCluster.name`
 // +kubebuilder:printcolumn:name="Storage",type=string,JSONPath=`.spec.backupStorageType`
 // +kubebuilder:printcolumn:name="Succeeded",type=boolean,JSONPath=`.status.succeeded`

@@ -27,3 +27,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "etcd-operator.image" -}}
 {{ .Values.image.repository }}:{{ default (printf "v%s" .Chart.AppVersion) .Values.image.tag }}
 {{- end -}}
+
+{{/*
+The webhook Service. The operator issues its certificate for this name, so it is passed
+to the manager unless it is the manager's default (the kustomize install's name).
+*/}}
+{{- define "etcd-operator.webhookServiceName" -}}
+{{ include "etcd-operator.fullname" . | trunc 47 | trimSuffix "-" }}-webhook-service
+{{- end -}}

@@ -1,0 +1,89 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/conversion"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
+)
+
+// backupV1beta2Data is what a v1 EtcdBackup keeps of its v1beta2 original.
+type backupV1beta2Data struct {
+	TimeoutInSecond        *int64 `json:"timeoutInSecond,omitempty"`
+	BackupIntervalInSecond *int64 `json:"backupIntervalInSecond,omitempty"`
+}
+
+// backupV1Data is what a v1beta2 EtcdBackup keeps of its v1 original.
+type backupV1Data struct {
+	Timeout        *metav1.Duration `json:"timeout,omitempty"`
+	BackupInterval *metav1.Duration `json:"backupInterval,omitempty"`
+}
+
+var _ conversion.Convertible = &EtcdBackup{}
+
+// ConvertTo converts this v1 EtcdBackup to the v1beta2 hub.
+func (src *EtcdBackup) ConvertTo(hub conversion.Hub) error {
+	dst := hub.(*v1beta2.EtcdBackup)
+	in := src.DeepCopy() // dst shares nothing with src
+	dst.ObjectMeta = in.ObjectMeta
+	var kept backupV1beta2Data
+	if err := popConversionData(&dst.ObjectMeta, &kept); err != nil {
+		return err
+	}
+	var lost backupV1Data
+
+	dst.Spec = v1beta2.EtcdBackupSpec{
+		EtcdEndpoints:   in.Spec.EtcdEndpoints,
+		StorageType:     v1beta2.BackupStorageType(in.Spec.StorageType),
+		ClientTLSSecret: in.Spec.ClientTLSSecret,
+		BackupSource:    backupSourceFromV1(&in.Spec.StorageSource),
+	}
+	if p := in.Spec.BackupPolicy; p != nil {
+		dp := &v1beta2.BackupPolicy{MaxBackups: p.MaxBackups}
+		dp.TimeoutInSecond, lost.Timeout = fromV1Duration(p.Timeout, kept.TimeoutInSecond)
+		dp.BackupIntervalInSecond, lost.BackupInterval = fromV1Duration(p.BackupInterval, kept.BackupIntervalInSecond)
+		dst.Spec.BackupPolicy = dp
+	}
+	dst.Status = v1beta2.EtcdBackupStatus{
+		Succeeded:       in.Status.Succeeded,
+		Reason:          in.Status.Reason,
+		EtcdVersion:     in.Status.EtcdVersion,
+		EtcdRevision:    in.Status.EtcdRevision,
+		LastSuccessDate: in.Status.LastSuccessTime,
+		Conditions:      in.Status.Conditions,
+	}
+	return putConversionData(&dst.ObjectMeta, &lost)
+}
+
+// ConvertFrom converts the v1beta2 hub to this v1 EtcdBackup.
+func (dst *EtcdBackup) ConvertFrom(hub conversion.Hub) error {
+	in := hub.(*v1beta2.EtcdBackup).DeepCopy() // dst shares nothing with the hub
+	dst.ObjectMeta = in.ObjectMeta
+	var kept backupV1Data
+	if err := popConversionData(&dst.ObjectMeta, &kept); err != nil {
+		return err
+	}
+	var lost backupV1beta2Data
+
+	dst.Spec = EtcdBackupSpec{
+		EtcdEndpoints:   in.Spec.EtcdEndpoints,
+		StorageType:     BackupStorageType(in.Spec.StorageType),
+		ClientTLSSecret: in.Spec.ClientTLSSecret,
+		StorageSource:   backupSourceToV1(&in.Spec.BackupSource),
+	}
+	if p := in.Spec.BackupPolicy; p != nil {
+		dp := &BackupPolicy{MaxBackups: p.MaxBackups}
+		dp.Timeout, lost.TimeoutInSecond = toV1Duration(p.TimeoutInSecond, kept.Timeout)
+		dp.BackupInterval, lost.BackupIntervalInSecond = toV1Duration(p.BackupIntervalInSecond, kept.BackupInterval)
+		dst.Spec.BackupPolicy = dp
+	}
+	dst.Status = EtcdBackupStatus{
+		Succeeded:       in.Status.Succeeded,
+		Reason:          in.Status.Reason,
+		EtcdVersion:     in.Status.EtcdVersion,
+		EtcdRevision:    in.Status.EtcdRevision,
+		LastSuccessTime: in.Status.LastSuccessDate,
+		Conditions:      in.Status.Conditions,
+	}
+	return putConversionData(&dst.ObjectMeta, &lost)
+}

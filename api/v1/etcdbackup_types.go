@@ -1,0 +1,102 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EtcdBackupSpec is a one-shot or periodic backup of an etcd cluster.
+// +kubebuilder:validation:XValidation:rule="self.storageType != 'S3' || has(self.s3)",message="storageType S3 needs spec.s3",fieldPath=".s3"
+// +kubebuilder:validation:XValidation:rule="self.storageType != 'PVC' || has(self.pvc)",message="storageType PVC needs spec.pvc",fieldPath=".pvc"
+type EtcdBackupSpec struct {
+	// EtcdEndpoints are the client URLs of the cluster to back up. The snapshot is taken
+	// from the member with the highest revision.
+	// +kubebuilder:validation:MinItems=1
+	EtcdEndpoints []string `json:"etcdEndpoints,omitempty"`
+	// StorageType is where the backup goes: S3 or PVC. ABS, GCS and OSS are accepted and
+	// reported as unsupported in status.
+	// +kubebuilder:default=S3
+	StorageType BackupStorageType `json:"storageType"`
+	// BackupPolicy makes the backup periodic and bounds it in time and count.
+	// +optional
+	BackupPolicy *BackupPolicy `json:"backupPolicy,omitempty"`
+	// ClientTLSSecret names a Secret with etcd-client.crt, etcd-client.key and
+	// etcd-client-ca.crt for TLS-secured clusters.
+	// +optional
+	ClientTLSSecret string `json:"clientTLSSecret,omitempty"`
+
+	StorageSource `json:",inline"`
+}
+
+// BackupPolicy controls timing and retention.
+type BackupPolicy struct {
+	// Timeout bounds one backup, e.g. 90s; unset or 0s means the operator's default (60s).
+	// It is v1beta2's timeoutInSecond.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="timeout must not be negative"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// BackupInterval makes the backup periodic, e.g. 1h; unset or 0s takes one backup. It
+	// is v1beta2's backupIntervalInSecond.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="backupInterval must not be negative"
+	BackupInterval *metav1.Duration `json:"backupInterval,omitempty"`
+	// MaxBackups keeps only the newest this many periodic backups; 0 keeps all.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxBackups int `json:"maxBackups,omitempty"`
+}
+
+// EtcdBackupStatus reports the last backup.
+type EtcdBackupStatus struct {
+	// Succeeded is true when the last backup succeeded.
+	// +optional
+	Succeeded bool `json:"succeeded,omitempty"`
+	// Reason explains a failed backup. It is v1beta2's capitalised Reason.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// EtcdVersion of the member the last snapshot was taken from.
+	// +optional
+	EtcdVersion string `json:"etcdVersion,omitempty"`
+	// EtcdRevision the last snapshot holds.
+	// +optional
+	EtcdRevision int64 `json:"etcdRevision,omitempty"`
+	// LastSuccessTime is when the last backup succeeded. It is v1beta2's lastSuccessDate.
+	// +optional
+	LastSuccessTime metav1.Time `json:"lastSuccessTime,omitempty"`
+	// Conditions of the backup.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EtcdBackup takes one or periodic snapshots of an etcd cluster. Deleting it never deletes
+// stored backups.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Storage",type=string,JSONPath=`.spec.storageType`
+// +kubebuilder:printcolumn:name="Succeeded",type=boolean,JSONPath=`.status.succeeded`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.etcdRevision`
+// +kubebuilder:printcolumn:name="Last Success",type=date,JSONPath=`.status.lastSuccessTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdBackup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the backup to take.
+	Spec EtcdBackupSpec `json:"spec"`
+	// Status reports the last backup.
+	// +optional
+	Status EtcdBackupStatus `json:"status,omitempty"`
+}
+
+// EtcdBackupList is a list of EtcdBackup.
+// +kubebuilder:object:root=true
+type EtcdBackupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdBackup `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EtcdBackup{}, &EtcdBackupList{})
+}

@@ -1,0 +1,172 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/conversion"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
+)
+
+// clusterV1beta2Data is what a v1 EtcdCluster keeps of its v1beta2 original.
+type clusterV1beta2Data struct {
+	BusyboxImage       string                 `json:"busyboxImage,omitempty"`
+	DNSTimeoutInSecond *int64                 `json:"dnsTimeoutInSecond,omitempty"`
+	Conditions         []v1beta2ConditionData `json:"conditions,omitempty"`
+}
+
+// clusterV1Data is what a v1beta2 EtcdCluster keeps of its v1 original.
+type clusterV1Data struct {
+	DNSTimeout *metav1.Duration  `json:"dnsTimeout,omitempty"`
+	Conditions []v1ConditionData `json:"conditions,omitempty"`
+}
+
+var _ conversion.Convertible = &EtcdCluster{}
+
+// ConvertTo converts this v1 EtcdCluster to the v1beta2 hub.
+func (src *EtcdCluster) ConvertTo(hub conversion.Hub) error {
+	dst := hub.(*v1beta2.EtcdCluster)
+	in := src.DeepCopy() // dst shares nothing with src
+	dst.ObjectMeta = in.ObjectMeta
+	var kept clusterV1beta2Data
+	if err := popConversionData(&dst.ObjectMeta, &kept); err != nil {
+		return err
+	}
+	var lost clusterV1Data
+
+	s := &in.Spec
+	dst.Spec = v1beta2.EtcdClusterSpec{
+		Size:       s.Size,
+		Repository: s.Repository,
+		Version:    s.Version,
+		Paused:     s.Paused,
+	}
+	if p := s.Pod; p != nil {
+		dp := &v1beta2.PodPolicy{
+			Labels:                    p.Labels,
+			NodeSelector:              p.NodeSelector,
+			AntiAffinity:              p.AntiAffinity,
+			Affinity:                  p.Affinity,
+			Resources:                 p.Resources,
+			EtcdEnv:                   p.Env,
+			Tolerations:               p.Tolerations,
+			PersistentVolumeClaimSpec: p.PersistentVolumeClaimSpec,
+			Annotations:               p.Annotations,
+			BusyboxImage:              kept.BusyboxImage,
+			SecurityContext:           p.SecurityContext,
+			ClusterDomain:             p.ClusterDomain,
+		}
+		dp.DNSTimeoutInSecond, lost.DNSTimeout = fromV1Duration(p.DNSTimeout, kept.DNSTimeoutInSecond)
+		dst.Spec.Pod = dp
+	}
+	if t := s.TLS; t != nil {
+		dst.Spec.TLS = &v1beta2.TLSPolicy{}
+		if st := t.Static; st != nil {
+			dst.Spec.TLS.Static = &v1beta2.StaticTLS{OperatorSecret: st.OperatorSecret}
+			if m := st.Member; m != nil {
+				dst.Spec.TLS.Static.Member = &v1beta2.MemberSecret{PeerSecret: m.PeerSecret, ServerSecret: m.ServerSecret}
+			}
+		}
+	}
+
+	st := &in.Status
+	dst.Status = v1beta2.EtcdClusterStatus{
+		Phase:              v1beta2.ClusterPhase(st.Phase),
+		Reason:             st.Reason,
+		ControlPaused:      st.ControlPaused,
+		Size:               st.Size,
+		ServiceName:        st.ServiceName,
+		ClientPort:         st.ClientPort,
+		Members:            v1beta2.MembersStatus{Ready: st.Members.Ready, Unready: st.Members.Unready},
+		CurrentVersion:     st.CurrentVersion,
+		TargetVersion:      st.TargetVersion,
+		ObservedGeneration: st.ObservedGeneration,
+		ClusterID:          st.ClusterID,
+		Bootstrapped:       st.Bootstrapped,
+		BootstrapMembers:   st.BootstrapMembers,
+	}
+	dst.Status.Conditions, lost.Conditions = conditionsFromV1(st.Conditions, kept.Conditions)
+	if pm := st.PendingMember; pm != nil {
+		dst.Status.PendingMember = &v1beta2.PendingMember{Name: pm.Name, ID: pm.ID, AddedAt: pm.AddedAt}
+	}
+	if r := st.Recovery; r != nil {
+		dst.Status.Recovery = &v1beta2.RecoveryStatus{
+			Source: r.Source, SourceID: r.SourceID, Revision: r.Revision,
+			Member: r.Member, Token: r.Token, StartedAt: r.StartedAt,
+		}
+	}
+	return putConversionData(&dst.ObjectMeta, &lost)
+}
+
+// ConvertFrom converts the v1beta2 hub to this v1 EtcdCluster.
+func (dst *EtcdCluster) ConvertFrom(hub conversion.Hub) error {
+	in := hub.(*v1beta2.EtcdCluster).DeepCopy() // dst shares nothing with the hub
+	dst.ObjectMeta = in.ObjectMeta
+	var kept clusterV1Data
+	if err := popConversionData(&dst.ObjectMeta, &kept); err != nil {
+		return err
+	}
+	var lost clusterV1beta2Data
+
+	s := &in.Spec
+	dst.Spec = EtcdClusterSpec{
+		Size:       s.Size,
+		Repository: s.Repository,
+		Version:    s.Version,
+		Paused:     s.Paused,
+	}
+	if p := s.Pod; p != nil {
+		dp := &PodPolicy{
+			Labels:                    p.Labels,
+			NodeSelector:              p.NodeSelector,
+			AntiAffinity:              p.AntiAffinity,
+			Affinity:                  p.Affinity,
+			Resources:                 p.Resources,
+			Env:                       p.EtcdEnv,
+			Tolerations:               p.Tolerations,
+			PersistentVolumeClaimSpec: p.PersistentVolumeClaimSpec,
+			Annotations:               p.Annotations,
+			SecurityContext:           p.SecurityContext,
+			ClusterDomain:             p.ClusterDomain,
+		}
+		lost.BusyboxImage = p.BusyboxImage
+		dp.DNSTimeout, lost.DNSTimeoutInSecond = toV1Duration(p.DNSTimeoutInSecond, kept.DNSTimeout)
+		dst.Spec.Pod = dp
+	}
+	if t := s.TLS; t != nil {
+		dst.Spec.TLS = &TLSPolicy{}
+		if st := t.Static; st != nil {
+			dst.Spec.TLS.Static = &StaticTLS{OperatorSecret: st.OperatorSecret}
+			if m := st.Member; m != nil {
+				dst.Spec.TLS.Static.Member = &MemberSecret{PeerSecret: m.PeerSecret, ServerSecret: m.ServerSecret}
+			}
+		}
+	}
+
+	st := &in.Status
+	dst.Status = EtcdClusterStatus{
+		Phase:              ClusterPhase(st.Phase),
+		Reason:             st.Reason,
+		ControlPaused:      st.ControlPaused,
+		Size:               st.Size,
+		ServiceName:        st.ServiceName,
+		ClientPort:         st.ClientPort,
+		Members:            MembersStatus{Ready: st.Members.Ready, Unready: st.Members.Unready},
+		CurrentVersion:     st.CurrentVersion,
+		TargetVersion:      st.TargetVersion,
+		ObservedGeneration: st.ObservedGeneration,
+		ClusterID:          st.ClusterID,
+		Bootstrapped:       st.Bootstrapped,
+		BootstrapMembers:   st.BootstrapMembers,
+	}
+	dst.Status.Conditions, lost.Conditions = conditionsToV1(st.Conditions, kept.Conditions)
+	if pm := st.PendingMember; pm != nil {
+		dst.Status.PendingMember = &PendingMember{Name: pm.Name, ID: pm.ID, AddedAt: pm.AddedAt}
+	}
+	if r := st.Recovery; r != nil {
+		dst.Status.Recovery = &RecoveryStatus{
+			Source: r.Source, SourceID: r.SourceID, Revision: r.Revision,
+			Member: r.Member, Token: r.Token, StartedAt: r.StartedAt,
+		}
+	}
+	return putConversionData(&dst.ObjectMeta, &lost)
+}

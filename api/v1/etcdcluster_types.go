@@ -1,0 +1,289 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EtcdClusterSpec is the desired state of an etcd cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.tls.static) || !has(self.tls.static.member) || ((has(self.tls.static.member.serverSecret) && size(self.tls.static.member.serverSecret) > 0) == (has(self.tls.static.operatorSecret) && size(self.tls.static.operatorSecret) > 0))",message="tls.static.operatorSecret must be set if and only if tls.static.member.serverSecret is set",fieldPath=".tls.static.operatorSecret"
+type EtcdClusterSpec struct {
+	// Size is the number of voting members. Odd sizes from 1 to 7 are recommended: an even
+	// size tolerates no more failures than the odd size below it.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=99
+	Size int `json:"size"`
+
+	// Repository is the etcd image repository; the image used is <repository>:v<version>.
+	// Defaults to quay.io/coreos/etcd.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Repository string `json:"repository,omitempty"`
+
+	// Version is the etcd version to run, e.g. 3.6.16; a leading "v" is accepted and
+	// ignored. Changing it performs a rolling upgrade, one member at a time. Downgrades and
+	// skipping a minor version are refused with a status condition.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version,omitempty"`
+
+	// Paused stops the operator from touching the cluster's members, pods and services.
+	// status.controlPaused mirrors it.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// Pod customises the member pods.
+	// +optional
+	Pod *PodPolicy `json:"pod,omitempty"`
+
+	// TLS configures TLS for peer and client traffic. It is v1beta2's capitalised TLS.
+	// +optional
+	TLS *TLSPolicy `json:"tls,omitempty"`
+}
+
+// PodPolicy customises the member pods.
+type PodPolicy struct {
+	// Labels are added to every member pod. Keys "app" and those starting with "etcd_" are
+	// reserved for the operator.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'app' && !k.startsWith('etcd_'))",message="label keys 'app' and 'etcd_*' are reserved"
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// NodeSelector must match a node's labels for a member pod to be scheduled there.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// AntiAffinity, when true, forbids two members of this cluster on one node (required
+	// pod anti-affinity on topology key kubernetes.io/hostname). Affinity can express the
+	// same and more.
+	// +optional
+	AntiAffinity bool `json:"antiAffinity,omitempty"`
+
+	// Affinity is the member pods' scheduling affinity.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// Resources of the etcd container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Tolerations of the member pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Env is extra environment for the etcd container, e.g. ETCD_QUOTA_BACKEND_BYTES. It
+	// is v1beta2's etcdEnv.
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// PersistentVolumeClaimSpec, when set, gives each member a PVC (named like its pod)
+	// for its data instead of an emptyDir.
+	// +optional
+	PersistentVolumeClaimSpec *corev1.PersistentVolumeClaimSpec `json:"persistentVolumeClaimSpec,omitempty"`
+
+	// Annotations are added to every member pod. The key "etcd.version" is reserved.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="!('etcd.version' in self)",message="annotation key 'etcd.version' is reserved"
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// SecurityContext of the member pods.
+	// +optional
+	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
+
+	// DNSTimeout bounds how long a new member waits for its own DNS record, e.g. 2m;
+	// unset or 0s waits forever. The operator never removes a member because its record is
+	// late. It is v1beta2's DNSTimeoutInSecond.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="dnsTimeout must not be negative"
+	DNSTimeout *metav1.Duration `json:"dnsTimeout,omitempty"`
+
+	// ClusterDomain is the cluster's DNS domain, e.g. cluster.local. Empty means members
+	// are addressed as <pod>.<cluster>.<namespace>.svc, which resolves in any domain. It is
+	// v1beta2's capitalised ClusterDomain.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ClusterDomain string `json:"clusterDomain,omitempty"`
+}
+
+// TLSPolicy configures TLS for the cluster.
+type TLSPolicy struct {
+	// Static uses certificates the user put in Secrets.
+	// +optional
+	Static *StaticTLS `json:"static,omitempty"`
+}
+
+// StaticTLS names Secrets holding certificates.
+type StaticTLS struct {
+	// Member holds the members' peer and server certificates.
+	// +optional
+	Member *MemberSecret `json:"member,omitempty"`
+	// OperatorSecret is the client certificate the operator uses to talk to the members
+	// (keys etcd-client.crt, etcd-client.key, etcd-client-ca.crt). Set iff
+	// member.serverSecret is set.
+	// +optional
+	OperatorSecret string `json:"operatorSecret,omitempty"`
+}
+
+// MemberSecret names the members' certificate Secrets.
+type MemberSecret struct {
+	// PeerSecret holds peer.crt, peer.key and peer-ca.crt for member-to-member traffic.
+	// +optional
+	PeerSecret string `json:"peerSecret,omitempty"`
+	// ServerSecret holds server.crt, server.key and server-ca.crt for client traffic.
+	// +optional
+	ServerSecret string `json:"serverSecret,omitempty"`
+}
+
+// ClusterPhase is the coarse state of a cluster.
+type ClusterPhase string
+
+const (
+	ClusterPhaseNone     ClusterPhase = ""
+	ClusterPhaseCreating ClusterPhase = "Creating"
+	ClusterPhaseRunning  ClusterPhase = "Running"
+	ClusterPhaseFailed   ClusterPhase = "Failed"
+)
+
+// Condition types of an EtcdCluster, the same as v1beta2's.
+const (
+	ClusterConditionAvailable  = "Available"
+	ClusterConditionRecovering = "Recovering"
+	ClusterConditionScaling    = "Scaling"
+	ClusterConditionUpgrading  = "Upgrading"
+)
+
+// MembersStatus lists member pods by readiness.
+type MembersStatus struct {
+	// Ready members: their pods are ready and serving.
+	// +optional
+	Ready []string `json:"ready,omitempty"`
+	// Unready members.
+	// +optional
+	Unready []string `json:"unready,omitempty"`
+}
+
+// EtcdClusterStatus is the observed state of an etcd cluster.
+type EtcdClusterStatus struct {
+	// Phase is "", Creating, Running or Failed.
+	// +optional
+	Phase ClusterPhase `json:"phase,omitempty"`
+	// Reason explains a Failed phase.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// ControlPaused mirrors spec.paused once the operator has stopped acting.
+	// +optional
+	ControlPaused bool `json:"controlPaused,omitempty"`
+	// Conditions of the cluster: Available, Recovering, Scaling, Upgrading, Degraded,
+	// UpgradeRefused. v1beta2's lastUpdateTime has no place here; it is kept in the
+	// conversion annotation.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Size is the current number of members.
+	// +optional
+	Size int `json:"size"`
+	// ServiceName is the client Service, <cluster>-client.
+	// +optional
+	ServiceName string `json:"serviceName,omitempty"`
+	// ClientPort is the etcd client port of the Service, 2379.
+	// +optional
+	ClientPort int `json:"clientPort,omitempty"`
+	// Members lists members by readiness.
+	// +optional
+	Members MembersStatus `json:"members"`
+	// CurrentVersion is the etcd version every member runs; during an upgrade, the version
+	// being upgraded from.
+	// +optional
+	CurrentVersion string `json:"currentVersion"`
+	// TargetVersion is the version an upgrade is moving to; empty when none is in progress.
+	// +optional
+	TargetVersion string `json:"targetVersion"`
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// ClusterID is etcd's cluster ID, in hex, once the cluster has formed.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
+	// Bootstrapped records that the cluster has formed (etcd answered a member list) at
+	// least once, so a later total outage is never mistaken for "not created yet".
+	// +optional
+	Bootstrapped bool `json:"bootstrapped,omitempty"`
+	// BootstrapMembers are the initial members' names, recorded before their pods are
+	// created so an interrupted bootstrap completes with the same initial cluster.
+	// +optional
+	BootstrapMembers []string `json:"bootstrapMembers,omitempty"`
+	// PendingMember records a membership change the operator has started but not finished
+	// (a learner added but not yet promoted), so a restarted operator resumes it.
+	// +optional
+	PendingMember *PendingMember `json:"pendingMember,omitempty"`
+	// Recovery records a quorum-loss recovery in progress (opted into with the
+	// etcd.database.coreos.com/allow-force-new-cluster annotation).
+	// +optional
+	Recovery *RecoveryStatus `json:"recovery,omitempty"`
+}
+
+// RecoveryStatus is a quorum-loss recovery recorded before any of its steps, so a
+// restarted operator finishes it with the same source, member and token.
+type RecoveryStatus struct {
+	// Source is the surviving voting member whose data seeds the new cluster.
+	Source string `json:"source"`
+	// SourceID is the source's etcd member ID in hex.
+	SourceID string `json:"sourceID"`
+	// Revision is the source's revision when the recovery started. The new cluster must
+	// serve at least this revision before any old member is removed.
+	Revision int64 `json:"revision"`
+	// Member is the name of the new cluster's first member (and of its pod).
+	Member string `json:"member"`
+	// Token is the new cluster's --initial-cluster-token, different from the old one so no
+	// old member can ever join the new cluster.
+	Token string `json:"token"`
+	// StartedAt is when the recovery was decided.
+	StartedAt metav1.Time `json:"startedAt"`
+}
+
+// PendingMember is a member added to etcd whose pod may not yet run.
+type PendingMember struct {
+	// Name of the member and its pod.
+	Name string `json:"name"`
+	// ID is etcd's member ID in hex.
+	ID string `json:"id"`
+	// AddedAt is when the member was added.
+	AddedAt metav1.Time `json:"addedAt"`
+}
+
+// EtcdCluster is an etcd cluster run by the operator.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=etcd
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired members"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`,description="Whether the cluster serves with all members"
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`,description="Running etcd version"
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.paused`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EtcdCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired cluster.
+	Spec EtcdClusterSpec `json:"spec"`
+	// Status is the cluster as the operator last observed it.
+	// +optional
+	Status EtcdClusterStatus `json:"status,omitempty"`
+}
+
+// EtcdClusterList is a list of EtcdCluster.
+// +kubebuilder:object:root=true
+type EtcdClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EtcdCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EtcdCluster{}, &EtcdClusterList{})
+}
