@@ -30,7 +30,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the API types and controller markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="{./controllers/...,./internal/webhookcert/...}" output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt
 fmt:
@@ -59,8 +59,11 @@ bench: tools ## Benchmarks (ratios against a baseline measured in the same run).
 
 ##@ Bundle
 
-VERSION         ?= 0.1.0
-PREV_VERSION    ?=
+# VERSION is the bundle `make bundle` writes; PREV_VERSION the released one it replaces,
+# whose bundle is kept unchanged in hack/bundle/released/$(PREV_VERSION) (test/olm checks
+# the upgrade from it). After releasing VERSION, copy bundle/ there and bump both.
+VERSION         ?= 0.2.0
+PREV_VERSION    ?= 0.1.0
 CHANNELS        ?= alpha
 DEFAULT_CHANNEL ?= alpha
 IMG             ?= etcd-operator:v$(VERSION)

@@ -1,12 +1,13 @@
 // Command bundle generates the operator's OLM bundle from config/ (see package bundlegen):
 //
-//	go run ./hack/bundle --version 0.1.0 --image etcd-operator:v0.1.0 --out bundle \
-//	    [--replaces etcd-operator.v0.0.9] [--skip-range '>=0.0.1 <0.1.0'] \
+//	go run ./hack/bundle --version 0.2.0 --image etcd-operator:v0.2.0 --out bundle \
+//	    [--replaces etcd-operator.v0.1.0] [--skip-range '>=0.1.0 <0.2.0'] \
 //	    [--channels alpha --default-channel alpha] \
 //	    [--dockerfile bundle.Dockerfile] [--chart helm-charts/etcd-operator] \
 //	    [--allow-registry-host]
 //
-// It writes <out>/manifests (the ClusterServiceVersion and the CRDs), <out>/metadata/
+// It writes <out>/manifests (the ClusterServiceVersion and the CRDs as
+// config/crd/kustomization.yaml builds them), <out>/metadata/
 // annotations.yaml and the bundle Dockerfile, and with --chart also refreshes the install
 // chart's copies of the CRDs and the manager ClusterRole. Run it from the repository
 // root, or pass --root.

@@ -17,9 +17,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/etcd-operator/etcd-operator/hack/bundle/bundlegen"
 )
 
 const chartDir = root + "/helm-charts/etcd-operator"
@@ -146,7 +150,7 @@ func allValues() map[string]any {
 }
 
 // TestChartDefaultInstall renders the chart with its defaults and checks every object:
-// the CRDs are config/crd/bases, the ClusterRole is config/rbac/role.yaml, the
+// the CRDs are config/crd's, the ClusterRole is config/rbac/role.yaml, the
 // Deployment runs the manager like config/manager does, and the bindings tie them to
 // the release's ServiceAccount.
 func TestChartDefaultInstall(t *testing.T) {
@@ -163,19 +167,22 @@ func TestChartDefaultInstall(t *testing.T) {
 			t.Errorf("%s %s lacks the release labels: %v", o.GetKind(), o.GetName(), o.GetLabels())
 		}
 	}
-	want := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "Deployment": 1}
+	// Two Roles and bindings: leader election, and the webhook certificate Secret; one
+	// Service: the conversion webhook's.
+	want := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Errorf("rendered kinds %v, want %v", kinds, want)
 	}
 
-	// CRDs: exactly config/crd/bases.
-	cfg := configCRDs(t)
-	if len(r.crds) != len(cfg) {
-		t.Errorf("chart has %d CRDs, config/crd/bases %d", len(r.crds), len(cfg))
+	// CRDs: exactly config/crd's kustomize output (config/crd/bases plus the conversion
+	// patches).
+	installed := installedCRDs(t)
+	if len(r.crds) != len(installed) {
+		t.Errorf("chart has %d CRDs, config/crd %d", len(r.crds), len(installed))
 	}
 	for _, f := range r.chart.CRDObjects() {
-		if !bytes.Equal(f.File.Data, readFile(t, filepath.Join(root, "config/crd/bases", filepath.Base(f.Name)))) {
-			t.Errorf("chart crds/%s differs from config/crd/bases", f.Name)
+		if !bytes.Equal(f.File.Data, installed[filepath.Base(f.Name)]) {
+			t.Errorf("chart crds/%s differs from config/crd's output", f.Name)
 		}
 	}
 
@@ -188,17 +195,33 @@ func TestChartDefaultInstall(t *testing.T) {
 	if crb.RoleRef.Kind != "ClusterRole" || crb.RoleRef.Name != cr.Name || !bindsSA(crb.Subjects, sa.Name, ns) {
 		t.Errorf("ClusterRoleBinding %+v does not bind ClusterRole %s to %s/%s", crb, cr.Name, ns, sa.Name)
 	}
-	role := one[rbacv1.Role](t, r, "Role")
 	var le rbacv1.Role
 	if err := yaml.UnmarshalStrict(readFile(t, filepath.Join(root, "config/rbac/leader_election_role.yaml")), &le); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(role.Rules, le.Rules) {
-		t.Errorf("leader election Role rules %+v, want config/rbac's %+v", role.Rules, le.Rules)
-	}
-	rb := one[rbacv1.RoleBinding](t, r, "RoleBinding")
-	if rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != role.Name || !bindsSA(rb.Subjects, sa.Name, ns) {
-		t.Errorf("RoleBinding %+v does not bind Role %s to %s/%s", rb, role.Name, ns, sa.Name)
+	roles := all[rbacv1.Role](t, r, "Role")
+	bindings := all[rbacv1.RoleBinding](t, r, "RoleBinding")
+	for what, rules := range map[string][]rbacv1.PolicyRule{
+		"leader election (config/rbac/leader_election_role.yaml)":       le.Rules,
+		"webhook certificate (config/rbac/role.yaml's namespaced Role)": configNamespacedRoleRules(t),
+	} {
+		var role *rbacv1.Role
+		for _, ro := range roles {
+			if reflect.DeepEqual(ro.Rules, rules) {
+				role = ro
+			}
+		}
+		if role == nil {
+			t.Errorf("no Role with the %s rules %+v", what, rules)
+			continue
+		}
+		bound := false
+		for _, rb := range bindings {
+			bound = bound || rb.RoleRef.Kind == "Role" && rb.RoleRef.Name == role.Name && bindsSA(rb.Subjects, sa.Name, ns)
+		}
+		if !bound {
+			t.Errorf("no RoleBinding binds the %s Role %s to %s/%s", what, role.Name, ns, sa.Name)
+		}
 	}
 
 	dep := one[appsv1.Deployment](t, r, "Deployment")
@@ -225,6 +248,32 @@ func TestChartDefaultInstall(t *testing.T) {
 	for k, v := range dep.Spec.Selector.MatchLabels {
 		if dep.Spec.Template.Labels[k] != v {
 			t.Errorf("selector %s=%s does not match the pod template labels %v", k, v, dep.Spec.Template.Labels)
+		}
+	}
+
+	// The conversion webhook's Service reaches the manager's webhook port, and with the
+	// default release name it is the one the CRDs name (the operator re-points them for
+	// other names).
+	svc := one[corev1.Service](t, r, "Service")
+	for _, crd := range webhookCRDs(t, crdObjects(t, r)) {
+		ref := crd.Spec.Conversion.Webhook.ClientConfig.Service
+		if ref.Name != svc.Name || ref.Namespace != ns {
+			t.Errorf("CRD %s converts through %s/%s, the chart's Service is %s/%s", crd.Name, ref.Namespace, ref.Name, ns, svc.Name)
+		}
+		if len(svc.Spec.Ports) != 1 || ref.Port == nil || svc.Spec.Ports[0].Port != *ref.Port {
+			t.Errorf("Service ports %+v, CRD %s port %v", svc.Spec.Ports, crd.Name, ref.Port)
+		}
+	}
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(dep.Spec.Template.Labels)) || len(svc.Spec.Selector) == 0 {
+		t.Errorf("Service selector %v does not select the operator pods %v", svc.Spec.Selector, dep.Spec.Template.Labels)
+	}
+	if len(svc.Spec.Ports) == 1 {
+		tp, found := svc.Spec.Ports[0].TargetPort, false
+		for _, p := range c.Ports {
+			found = found || (tp.StrVal != "" && p.Name == tp.StrVal || tp.StrVal == "" && int(p.ContainerPort) == tp.IntValue()) && p.ContainerPort == int32(bundlegen.DefaultWebhookPort)
+		}
+		if !found {
+			t.Errorf("Service targetPort %s is not the manager's webhook port %d (ports %+v)", tp.String(), bundlegen.DefaultWebhookPort, c.Ports)
 		}
 	}
 
@@ -301,11 +350,50 @@ func TestChartValues(t *testing.T) {
 		}
 	}
 	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
-		a, b := findKind(def, kind), findKind(r, kind)
-		if a == nil || b == nil || !reflect.DeepEqual(a.Object, b.Object) {
+		a, b := allKind(def, kind), allKind(r, kind)
+		if len(a) == 0 || !reflect.DeepEqual(a, b) {
 			t.Errorf("%s changed with the values set; RBAC must not depend on them", kind)
 		}
 	}
+}
+
+func allKind(r *release, kind string) []map[string]any {
+	var out []map[string]any
+	for _, o := range r.objs {
+		if o.GetKind() == kind {
+			out = append(out, o.Object)
+		}
+	}
+	return out
+}
+
+// all converts every rendered object of a kind.
+func all[T any](t *testing.T, r *release, kind string) []*T {
+	t.Helper()
+	var out []*T
+	for _, o := range r.objs {
+		if o.GetKind() != kind {
+			continue
+		}
+		v := new(T)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, v, true); err != nil {
+			t.Fatalf("%s %s: %v", kind, o.GetName(), err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// crdObjects converts the chart's crds/.
+func crdObjects(t *testing.T, r *release) []*apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, o := range r.crds {
+		c := &apiextensionsv1.CustomResourceDefinition{}
+		fromUnstructured(t, o, c)
+		out = append(out, c)
+	}
+	return out
 }
 
 func findKind(r *release, kind string) *unstructured.Unstructured {

@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/etcd-operator/etcd-operator/hack/bundle/bundlegen"
 )
 
 // root is the repository root, relative to this package.
@@ -122,18 +124,62 @@ func configCRDs(t *testing.T) map[string]*apiextensionsv1.CustomResourceDefiniti
 	return out
 }
 
+// installedCRDs returns the CRD files config/crd/kustomization.yaml yields (as the
+// generator builds them: config/crd/bases with the patches applied), by file name.
+func installedCRDs(t *testing.T) map[string][]byte {
+	t.Helper()
+	files, err := bundlegen.CRDs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for _, f := range files {
+		out[f.Path] = f.Data
+	}
+	return out
+}
+
 // configClusterRoleRules returns the rules of config/rbac/role.yaml (controller-gen's
 // output from the controllers' RBAC markers).
 func configClusterRoleRules(t *testing.T) []rbacv1.PolicyRule {
 	t.Helper()
-	var role rbacv1.ClusterRole
-	if err := yaml.UnmarshalStrict(readFile(t, filepath.Join(root, "config/rbac/role.yaml")), &role); err != nil {
-		t.Fatal(err)
+	var out []rbacv1.PolicyRule
+	for _, obj := range readObjects(t, readFile(t, filepath.Join(root, "config/rbac/role.yaml"))) {
+		if obj.GetKind() != "ClusterRole" {
+			continue
+		}
+		var role rbacv1.ClusterRole
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &role); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, role.Rules...)
 	}
-	if len(role.Rules) == 0 {
-		t.Fatal("config/rbac/role.yaml has no rules")
+	if len(out) == 0 {
+		t.Fatal("config/rbac/role.yaml has no ClusterRole rules")
 	}
-	return role.Rules
+	return out
+}
+
+// configNamespacedRoleRules returns the rules of the namespaced Role in
+// config/rbac/role.yaml (controller-gen's output for RBAC markers with a namespace: the
+// webhook certificate Secret).
+func configNamespacedRoleRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	var out []rbacv1.PolicyRule
+	for _, obj := range readObjects(t, readFile(t, filepath.Join(root, "config/rbac/role.yaml"))) {
+		if obj.GetKind() != "Role" {
+			continue
+		}
+		var role rbacv1.Role
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &role); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, role.Rules...)
+	}
+	if len(out) == 0 {
+		t.Fatal("config/rbac/role.yaml has no namespaced Role")
+	}
+	return out
 }
 
 // configManager returns config/manager's Deployment.

@@ -3,55 +3,149 @@ package olm
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/blang/semver/v4"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/etcd-operator/etcd-operator/hack/bundle/bundlegen"
 )
 
-// TestUpgradeChain generates 0.1.0 and a 0.2.0 that replaces it, as the next release
-// will, validates both with OLM's validators and checks the upgrade edge: OLM upgrades a
-// subscription from the CSV named in spec.replaces, which must be the older bundle's
-// exact CSV name, in a shared channel.
+// releasedDir holds the bundles of released versions, unchanged since their release:
+// what catalogs serve and what the next version upgrades from.
+const releasedDir = root + "/hack/bundle/released"
+
+// TestReleasedBundlesValidate runs OLM's validators on every released bundle, and
+// checks each is filed under its own version.
+func TestReleasedBundlesValidate(t *testing.T) {
+	versions := releasedVersions(t)
+	if len(versions) == 0 {
+		t.Fatalf("no released bundles in %s", releasedDir)
+	}
+	for _, v := range versions {
+		t.Run(v, func(t *testing.T) {
+			b := validateBundle(t, filepath.Join(releasedDir, v))
+			if b.CSV.Name != bundlegen.CSVName(v) || b.CSV.Spec.Version.String() != v {
+				t.Errorf("released/%s holds CSV %s version %s", v, b.CSV.Name, b.CSV.Spec.Version)
+			}
+		})
+	}
+}
+
+// TestUpgradeChain checks the committed bundle/ upgrades from the newest released
+// bundle the way OLM resolves it: spec.replaces names that bundle's exact CSV name, the
+// version increases, the two share a channel (OLM follows replaces edges within a
+// channel), and every version objects may be stored in under the released CRDs stays in
+// the new CRDs (TestCRDUpgradeOnAPIServer does the same on a real API server). It also
+// requires the Makefile's PREV_VERSION default to be that released version, so `make
+// bundle` regenerates the same edge.
 func TestUpgradeChain(t *testing.T) {
-	v1 := bundlegen.Options{Root: root, Version: "0.1.0", Channels: []string{"alpha"}, Image: "etcd-operator:v0.1.0"}
-	v2 := bundlegen.Options{
-		Root: root, Version: "0.2.0", Replaces: bundlegen.CSVName("0.1.0"), SkipRange: ">=0.1.0 <0.2.0",
-		Channels: []string{"alpha", "stable"}, DefaultChannel: "stable", Image: "etcd-operator:v0.2.0",
+	versions := releasedVersions(t)
+	if len(versions) == 0 {
+		t.Fatalf("no released bundles in %s", releasedDir)
+	}
+	prev := versions[len(versions)-1]
+	old := validateBundle(t, filepath.Join(releasedDir, prev))
+	cur := loadCommitted(t)
+
+	if cur.CSV.Spec.Replaces != old.CSV.Name {
+		t.Errorf("bundle/ replaces %q, want the newest released CSV %q", cur.CSV.Spec.Replaces, old.CSV.Name)
+	}
+	if !old.CSV.Spec.Version.LT(cur.CSV.Spec.Version.Version) {
+		t.Errorf("bundle/ version %s is not newer than released %s", cur.CSV.Spec.Version, old.CSV.Spec.Version)
+	}
+	shared := false
+	for _, c := range cur.Channels {
+		shared = shared || contains(old.Channels, c)
+	}
+	if !shared {
+		t.Errorf("bundle/ channels %q share none with released %s's %q: no upgrade edge", cur.Channels, prev, old.Channels)
+	}
+	if got := makeDefault(t, "PREV_VERSION"); got != prev {
+		t.Errorf("Makefile PREV_VERSION ?= %q, want the newest released version %q", got, prev)
+	}
+	if got := makeDefault(t, "VERSION"); got != cur.CSV.Spec.Version.String() {
+		t.Errorf("Makefile VERSION ?= %q, bundle/ is %s", got, cur.CSV.Spec.Version)
+	}
+
+	next := map[string]*apiextensionsv1.CustomResourceDefinition{}
+	for _, c := range cur.V1CRDs {
+		next[c.Name] = c
+	}
+	for _, c := range old.V1CRDs {
+		n, ok := next[c.Name]
+		if !ok {
+			t.Errorf("bundle/ drops CRD %s, which released %s installs: OLM would leave it and its objects orphaned", c.Name, prev)
+			continue
+		}
+		installed := c.DeepCopy()
+		installed.Status.StoredVersions = bundlegen.StorageVersions(c)
+		if err := bundlegen.CheckStoredVersions(installed, n); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestUpgradeFromReleasedWithOptions generates a bundle with every option the generator
+// has (skip range, several channels, a default) replacing the released one, as a
+// release with a new channel would, and validates it.
+func TestUpgradeFromReleasedWithOptions(t *testing.T) {
+	prev := releasedVersions(t)
+	o := bundlegen.Options{
+		Root: root, Version: "9.0.0", Replaces: bundlegen.CSVName(prev[len(prev)-1]), SkipRange: ">=0.1.0 <9.0.0",
+		Channels: []string{"alpha", "stable"}, DefaultChannel: "stable", Image: "etcd-operator:v9.0.0",
 	}
 	dir := t.TempDir()
-	b1dir, b2dir := filepath.Join(dir, "0.1.0"), filepath.Join(dir, "0.2.0")
-	if err := bundlegen.Write(v1, b1dir, ""); err != nil {
+	if err := bundlegen.Write(o, dir, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := bundlegen.Write(v2, b2dir, ""); err != nil {
-		t.Fatal(err)
+	b := validateBundle(t, dir)
+	if b.CSV.Spec.Replaces != o.Replaces || b.CSV.Annotations["olm.skipRange"] != o.SkipRange {
+		t.Errorf("replaces %q skipRange %q", b.CSV.Spec.Replaces, b.CSV.Annotations["olm.skipRange"])
 	}
-	b1 := validateBundle(t, b1dir)
-	b2 := validateBundle(t, b2dir)
+	if b.DefaultChannel != "stable" || !contains(b.Channels, "alpha") {
+		t.Errorf("channels %q default %q: want alpha kept (the upgrade edge) and stable default", b.Channels, b.DefaultChannel)
+	}
+	if img := b.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0].Image; img != o.Image {
+		t.Errorf("runs image %q", img)
+	}
+}
 
-	if b1.CSV.Spec.Replaces != "" {
-		t.Errorf("0.1.0 replaces %q, want nothing", b1.CSV.Spec.Replaces)
+// releasedVersions lists hack/bundle/released's versions, oldest first.
+func releasedVersions(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(releasedDir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if b2.CSV.Spec.Replaces != b1.CSV.Name {
-		t.Errorf("0.2.0 replaces %q, want %q", b2.CSV.Spec.Replaces, b1.CSV.Name)
+	var vs []semver.Version
+	for _, e := range entries {
+		v, err := semver.Parse(e.Name())
+		if err != nil || !e.IsDir() {
+			t.Errorf("%s/%s is not a version directory", releasedDir, e.Name())
+			continue
+		}
+		vs = append(vs, v)
 	}
-	if !b1.CSV.Spec.Version.LT(b2.CSV.Spec.Version.Version) {
-		t.Errorf("versions %s and %s are not increasing", b1.CSV.Spec.Version, b2.CSV.Spec.Version)
+	semver.Sort(vs)
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.String()
 	}
-	if b2.CSV.Annotations["olm.skipRange"] != ">=0.1.0 <0.2.0" {
-		t.Errorf("olm.skipRange %q", b2.CSV.Annotations["olm.skipRange"])
+	return out
+}
+
+// makeDefault returns the default (`NAME ?= value`) the Makefile gives a variable.
+func makeDefault(t *testing.T, name string) string {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\s*\?=[ \t]*(\S*)[ \t]*$`)
+	m := re.FindSubmatch(readFile(t, filepath.Join(root, "Makefile")))
+	if m == nil {
+		t.Fatalf("Makefile sets no default for %s", name)
 	}
-	if b2.DefaultChannel != "stable" || !contains(b2.Channels, "alpha") {
-		t.Errorf("0.2.0 channels %q default %q: want alpha kept (the upgrade edge) and stable default", b2.Channels, b2.DefaultChannel)
-	}
-	if img := b2.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0].Image; img != "etcd-operator:v0.2.0" {
-		t.Errorf("0.2.0 runs image %q", img)
-	}
-	// Same CRDs, so the upgrade changes no stored objects.
-	if len(b1.V1CRDs) != len(b2.V1CRDs) || len(b1.V1CRDs) == 0 {
-		t.Errorf("CRDs: 0.1.0 has %d, 0.2.0 has %d", len(b1.V1CRDs), len(b2.V1CRDs))
-	}
+	return string(m[1])
 }
 
 // TestRegenerateReplacesOldCSV regenerates a newer version into the same directory, as

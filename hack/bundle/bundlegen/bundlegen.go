@@ -6,6 +6,15 @@
 // committed bundle/, which is how a stale bundle is caught. Output depends only on the
 // input files and Options: there are no timestamps, and every map is written with sorted
 // keys, so the same inputs give byte-identical files.
+//
+// The CRDs are config/crd/kustomization.yaml's output (see CRDs), so the bundle and the
+// chart ship the conversion stanza its patches add. The CRDs' clientConfig is kept in
+// the bundle although OLM replaces it with its own Service and CA: it is what the other
+// installs use, one copy of the CRDs serves all three, and OLM's validators accept it.
+// When a CRD converts through a webhook, the CSV gets what OLM needs to serve it (see
+// conversionWebhook): a ConversionWebhook in spec.webhookdefinitions, AllNamespaces as
+// the only supported install mode, and --webhook-certs=provided for the operator, since
+// OLM issues and mounts the serving certificate.
 package bundlegen
 
 import (
@@ -280,24 +289,8 @@ func readInputs(root string) (*inputs, error) {
 		return nil, err
 	}
 
-	crdPaths, err := filepath.Glob(filepath.Join(root, CRDDir, "*.yaml"))
-	if err != nil {
+	if in.crds, err = readCRDs(root); err != nil {
 		return nil, err
-	}
-	sort.Strings(crdPaths)
-	for _, p := range crdPaths {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := decodeOnly(raw, crd, "CustomResourceDefinition"); err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		in.crds = append(in.crds, crdFile{file: filepath.Base(p), raw: raw, crd: crd})
-	}
-	if len(in.crds) == 0 {
-		return nil, fmt.Errorf("no CRDs in %s", CRDDir)
 	}
 
 	if raw, err = read(ManagerPath); err != nil {
@@ -413,12 +406,25 @@ func buildCSV(o Options, in *inputs) (*v1alpha1.ClusterServiceVersion, error) {
 		return nil, err
 	}
 	csv.Spec.CustomResourceDefinitions.Owned = owned
-	if err := checkConversionWebhooks(csv, in.crds); err != nil {
-		return nil, err
-	}
 
 	dep, sa, err := deployment(in, o.Image)
 	if err != nil {
+		return nil, err
+	}
+	wh, err := conversionWebhook(csv, in.crds, dep)
+	if err != nil {
+		return nil, err
+	}
+	if wh != nil {
+		csv.Spec.WebhookDefinitions = append(csv.Spec.WebhookDefinitions, *wh)
+		if csv.Spec.InstallModes, err = onlyAllNamespaces(csv.Spec.InstallModes); err != nil {
+			return nil, err
+		}
+		// OLM provides the serving certificate; the operator must not make its own.
+		c := managerContainer(dep.Spec.Template.Spec.Containers)
+		c.Args = setFlag(c.Args, WebhookCertsFlag, WebhookCertsProvided)
+	}
+	if err := checkConversionWebhooks(csv, in.crds); err != nil {
 		return nil, err
 	}
 	csv.Spec.InstallStrategy = v1alpha1.NamedInstallStrategy{
@@ -483,9 +489,11 @@ func ownedCRDs(tmpl []v1alpha1.CRDDescription, crds []crdFile) ([]v1alpha1.CRDDe
 	return out, errors.Join(errs...)
 }
 
-// checkConversionWebhooks fails if a CRD converts through a webhook that the CSV does not
-// declare: OLM only wires conversion webhooks listed in spec.webhookdefinitions
-// (conversionCRDs), and such a bundle may only support the AllNamespaces install mode.
+// checkConversionWebhooks checks the CSV's conversion webhooks against the CRDs, as OLM
+// will use them: every CRD converting through a webhook must be listed in a
+// ConversionWebhook's conversionCRDs (OLM only wires those), every listed CRD must be
+// shipped and convert through a webhook (OLM would otherwise switch its conversion on),
+// and only the AllNamespaces install mode may be supported.
 func checkConversionWebhooks(csv *v1alpha1.ClusterServiceVersion, crds []crdFile) error {
 	declared := map[string]bool{}
 	for _, w := range csv.Spec.WebhookDefinitions {
@@ -494,10 +502,26 @@ func checkConversionWebhooks(csv *v1alpha1.ClusterServiceVersion, crds []crdFile
 		}
 	}
 	var errs []error
+	webhook := map[string]bool{}
 	for _, c := range crds {
 		conv := c.crd.Spec.Conversion
-		if conv != nil && conv.Strategy == apiextensionsv1.WebhookConverter && !declared[c.crd.Name] {
-			errs = append(errs, fmt.Errorf("CRD %s uses a conversion webhook: declare it in %s spec.webhookdefinitions (type ConversionWebhook, conversionCRDs) and support only the AllNamespaces install mode", c.crd.Name, CSVTemplatePath))
+		if conv != nil && conv.Strategy == apiextensionsv1.WebhookConverter {
+			webhook[c.crd.Name] = true
+			if !declared[c.crd.Name] {
+				errs = append(errs, fmt.Errorf("CRD %s uses a conversion webhook that the CSV's spec.webhookdefinitions (type ConversionWebhook, conversionCRDs) does not declare", c.crd.Name))
+			}
+		}
+	}
+	for _, name := range sortedKeys(declared) {
+		if !webhook[name] {
+			errs = append(errs, fmt.Errorf("the CSV declares a conversion webhook for %s, which is not a shipped CRD with spec.conversion.strategy Webhook", name))
+		}
+	}
+	if len(declared) > 0 {
+		for _, m := range csv.Spec.InstallModes {
+			if m.Supported != (m.Type == v1alpha1.InstallModeTypeAllNamespaces) {
+				errs = append(errs, fmt.Errorf("with conversion webhooks only the AllNamespaces install mode may be supported; %s is supported=%v", m.Type, m.Supported))
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -596,26 +620,22 @@ func pruneCreationTimestamps(v any) {
 
 var chartCRDName = regexp.MustCompile(`^[a-z0-9.]+_[a-z0-9]+\.yaml$`)
 
-// ChartFiles returns the install chart's files that are copies of config/: the CRDs
-// (crds/, which Helm installs before the templates) and the manager ClusterRole
+// ChartFiles returns the install chart's files that are copies of config/: the CRDs as
+// config/crd/kustomization.yaml builds them (crds/, which Helm installs before the
+// templates) and the manager ClusterRole
 // (files/manager-role.yaml, whose rules the chart's ClusterRole template reads), keyed by
 // path relative to the chart directory.
 func ChartFiles(root string) ([]File, error) {
-	crdPaths, err := filepath.Glob(filepath.Join(root, CRDDir, "*.yaml"))
+	crds, err := CRDs(root)
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(crdPaths)
 	var files []File
-	for _, p := range crdPaths {
-		if !chartCRDName.MatchString(filepath.Base(p)) {
-			return nil, fmt.Errorf("unexpected CRD file name %s", p)
+	for _, c := range crds {
+		if !chartCRDName.MatchString(c.Path) {
+			return nil, fmt.Errorf("unexpected CRD file name %s", c.Path)
 		}
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, File{Path: "crds/" + filepath.Base(p), Data: raw})
+		files = append(files, File{Path: "crds/" + c.Path, Data: c.Data})
 	}
 	role, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(ClusterRolePath)))
 	if err != nil {
