@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/internal/backup"
@@ -53,22 +51,11 @@ func downloadMember(ctx context.Context, s MemberSource, dir string) (string, in
 	if snap.Revision < s.MinRevision {
 		return "", snap.Revision, fmt.Errorf("%s: %w (revision %d, want at least %d)", s, ErrRevisionTooOld, snap.Revision, s.MinRevision)
 	}
-	f, err := os.CreateTemp(dir, ".snapshot-")
+	p, err := saveTemp(dir, snap)
 	if err != nil {
-		return "", 0, err
-	}
-	_, err = io.Copy(f, snap)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
 		return "", 0, fmt.Errorf("snapshot of %s: %w", s, err)
 	}
-	return f.Name(), snap.Revision, nil
+	return p, snap.Revision, nil
 }
 
 // memberObject describes a member snapshot in a Result.

@@ -146,11 +146,21 @@ func download(ctx context.Context, s backup.Store, key, dir, pinned string) (str
 	if pinned != "" && !strings.EqualFold(pinned, obj.SHA256) {
 		return "", obj, fmt.Errorf("%s/%s: %w (want %s, object has %q)", s, key, ErrChecksumPinned, pinned, obj.SHA256)
 	}
+	p, err := saveTemp(dir, rc)
+	if err != nil {
+		return "", obj, fmt.Errorf("download %s/%s: %w", s, key, err)
+	}
+	return p, obj, nil
+}
+
+// saveTemp copies r into a new temporary file in dir, synced to disk, and returns its
+// path; on error nothing is left behind.
+func saveTemp(dir string, r io.Reader) (string, error) {
 	f, err := os.CreateTemp(dir, ".snapshot-")
 	if err != nil {
-		return "", obj, err
+		return "", err
 	}
-	_, err = io.Copy(f, rc)
+	_, err = io.Copy(f, r)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -159,7 +169,7 @@ func download(ctx context.Context, s backup.Store, key, dir, pinned string) (str
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return "", obj, fmt.Errorf("download %s/%s: %w", s, key, err)
+		return "", err
 	}
-	return f.Name(), obj, nil
+	return f.Name(), nil
 }

@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
 
 	etcdv1 "github.com/etcd-operator/etcd-operator/api/v1"
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -295,6 +297,36 @@ func TestConversionThroughAPIServer(t *testing.T) {
 			Spec:       etcdv1.EtcdRestoreSpec{EtcdCluster: etcdv1.EtcdClusterRef{Name: "x"}, StorageType: etcdv1.BackupStorageTypePVC},
 		}},
 	}
+	t.Run("v1 samples apply and read back in v1beta2", func(t *testing.T) {
+		files, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "etcd_v1_*.yaml"))
+		if err != nil || len(files) != 3 {
+			t.Fatalf("want the three v1 samples, got %v (%v)", files, err)
+		}
+		for _, f := range files {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(raw, &u.Object); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			u.SetNamespace(ns)
+			if err := c.Create(ctx, u); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			old := &unstructured.Unstructured{}
+			old.SetAPIVersion(v1beta2.GroupVersion.String())
+			old.SetKind(u.GetKind())
+			if err := c.Get(ctx, client.ObjectKeyFromObject(u), old); err != nil {
+				t.Fatalf("%s read as v1beta2: %v", f, err)
+			}
+			if old.GetAPIVersion() != v1beta2.GroupVersion.String() {
+				t.Errorf("%s: read back as %s", f, old.GetAPIVersion())
+			}
+		}
+	})
+
 	for _, tc := range rejected {
 		t.Run("v1 rejects "+tc.name, func(t *testing.T) {
 			err := c.Create(ctx, tc.obj)

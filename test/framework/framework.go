@@ -104,18 +104,32 @@ func operatorLog(t testing.TB, b *bench.Bench) *os.File {
 	return f
 }
 
-// eventually polls cond until it returns nil or the timeout passes.
+// Eventually polls cond until it returns nil or the timeout passes, then dumps the
+// cluster state and fails the test.
 func (e *Env) Eventually(timeout time.Duration, what string, cond func() error) {
 	e.t.Helper()
+	if err := Poll(timeout, cond); err != nil {
+		e.DumpState()
+		e.t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
+	}
+}
+
+// Eventually is Env.Eventually for tests without an Env (no state dump).
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	if err := Poll(timeout, cond); err != nil {
+		t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
+	}
+}
+
+// Poll calls cond every 250 ms until it returns nil (then Poll returns nil) or timeout
+// has passed (then Poll returns cond's last error).
+func Poll(timeout time.Duration, cond func() error) error {
 	deadline := time.Now().Add(timeout)
-	var last error
 	for {
-		if last = cond(); last == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.DumpState()
-			e.t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, last)
+		err := cond()
+		if err == nil || time.Now().After(deadline) {
+			return err
 		}
 		time.Sleep(250 * time.Millisecond)
 	}

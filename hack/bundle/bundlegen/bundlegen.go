@@ -423,6 +423,9 @@ func buildCSV(o Options, in *inputs) (*v1alpha1.ClusterServiceVersion, error) {
 		// OLM provides the serving certificate; the operator must not make its own.
 		c := managerContainer(dep.Spec.Template.Spec.Containers)
 		c.Args = setFlag(c.Args, WebhookCertsFlag, WebhookCertsProvided)
+		// OLM mounts that certificate at the certificate directory; a volume the
+		// kubectl install keeps there for the self-provisioned one would collide.
+		dropMountAt(&dep.Spec.Template.Spec, OLMWebhookCertDir)
 	}
 	if err := checkConversionWebhooks(csv, in.crds); err != nil {
 		return nil, err

@@ -30,7 +30,45 @@ const (
 	DefaultWebhookPort = 9443
 	// WebhookPortName is the conventional name of the manager container's webhook port.
 	WebhookPortName = "webhook-server"
+	// OLMWebhookCertDir is where OLM mounts a webhook's serving certificate (and the
+	// operator's default --webhook-cert-dir).
+	OLMWebhookCertDir = "/tmp/k8s-webhook-server/serving-certs"
 )
+
+// dropMountAt removes every container's volume mount at dir, and the volumes only those
+// mounts used.
+func dropMountAt(spec *corev1.PodSpec, dir string) {
+	dropped := map[string]bool{}
+	kept := map[string]bool{}
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			ms := cs[i].VolumeMounts[:0]
+			for _, m := range cs[i].VolumeMounts {
+				if strings.TrimSuffix(m.MountPath, "/") == dir {
+					dropped[m.Name] = true
+					continue
+				}
+				kept[m.Name] = true
+				ms = append(ms, m)
+			}
+			if len(ms) == 0 {
+				ms = nil
+			}
+			cs[i].VolumeMounts = ms
+		}
+	}
+	vs := spec.Volumes[:0]
+	for _, v := range spec.Volumes {
+		if dropped[v.Name] && !kept[v.Name] {
+			continue
+		}
+		vs = append(vs, v)
+	}
+	if len(vs) == 0 {
+		vs = nil
+	}
+	spec.Volumes = vs
+}
 
 // conversionWebhook derives the CSV's conversion webhook from the CRDs: when any CRD
 // converts through a webhook, OLM must be told (spec.webhookdefinitions, type

@@ -172,3 +172,27 @@ func TestOnlyAllNamespaces(t *testing.T) {
 		t.Errorf("conversion declared for an unshipped CRD: %v", err)
 	}
 }
+
+func TestDropMountAt(t *testing.T) {
+	spec := corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "init", VolumeMounts: []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}}}},
+		Containers: []corev1.Container{{Name: "manager", VolumeMounts: []corev1.VolumeMount{
+			{Name: "certs", MountPath: OLMWebhookCertDir + "/"},
+			{Name: "shared", MountPath: OLMWebhookCertDir},
+			{Name: "data", MountPath: "/data"},
+		}}},
+		Volumes: []corev1.Volume{{Name: "certs"}, {Name: "shared"}, {Name: "data"}},
+	}
+	dropMountAt(&spec, OLMWebhookCertDir)
+	var mounts, vols []string
+	for _, m := range spec.Containers[0].VolumeMounts {
+		mounts = append(mounts, m.Name)
+	}
+	for _, v := range spec.Volumes {
+		vols = append(vols, v.Name)
+	}
+	// "shared" is still mounted elsewhere (by the init container), so its volume stays.
+	if strings.Join(mounts, ",") != "data" || strings.Join(vols, ",") != "shared,data" || len(spec.InitContainers[0].VolumeMounts) != 1 {
+		t.Errorf("mounts %v volumes %v init %v", mounts, vols, spec.InitContainers[0].VolumeMounts)
+	}
+}

@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1 "github.com/etcd-operator/etcd-operator/api/v1"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/test/bench"
+	"github.com/etcd-operator/etcd-operator/test/framework"
+)
+
+// TestKustomizeInstallServesConversion installs the operator without OLM, exactly as
+// `kustomize build config/default | kubectl apply -f -` does, and runs it as a bench
+// pod: it must provision its own serving certificate, inject the CA into every CRD, and
+// answer a ConversionReview the way the API server checks it; and it must run clusters
+// under the kustomize install's RBAC. (The API server's own calls through the webhook
+// Service are covered by internal/webhook and test/olm against envtest.)
+func TestKustomizeInstallServesConversion(t *testing.T) {
+	root := framework.RepoRoot(t)
+	objs := kustomizeBuild(t, root, "config/default")
+	var dep *appsv1.Deployment
+	for _, u := range objs {
+		if u.GetKind() == "Deployment" {
+			dep = &appsv1.Deployment{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, dep); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if dep == nil || len(dep.Spec.Template.Spec.Containers) == 0 {
+		t.Fatal("config/default has no operator Deployment")
+	}
+	container := dep.Spec.Template.Spec.Containers[0]
+	imageDir := buildOperatorImage(t, container.Command[0])
+
+	s := framework.NewScheme()
+	if err := etcdv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	b := bench.NewForTest(t, bench.Options{
+		Scheme:      s,
+		ExtraImages: map[string]string{container.Image: imageDir},
+	})
+	c := b.Client()
+	ctx := context.Background()
+	// CRDs first (and established), then everything else, as kubectl would converge.
+	for _, crdPass := range []bool{true, false} {
+		for _, u := range objs {
+			if (u.GetKind() == "CustomResourceDefinition") != crdPass {
+				continue
+			}
+			if err := c.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
+				t.Fatalf("apply %s %s: %v", u.GetKind(), u.GetName(), err)
+			}
+		}
+		if crdPass {
+			framework.Eventually(t, time.Minute, "CRDs established", func() error { return crdsEstablished(ctx, c, objs) })
+		}
+	}
+	ns := dep.Namespace
+	t.Cleanup(func() {
+		if t.Failed() {
+			logOperatorPods(t, b, ns)
+		}
+	})
+	framework.Eventually(t, 3*time.Minute, "operator Deployment available", func() error {
+		var got appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKeyFromObject(dep), &got); err != nil {
+			return err
+		}
+		if got.Status.AvailableReplicas < 1 {
+			return fmt.Errorf("available replicas %d", got.Status.AvailableReplicas)
+		}
+		return nil
+	})
+	framework.Eventually(t, time.Minute, "caBundle injected into every CRD", func() error {
+		for _, u := range objs {
+			if u.GetKind() != "CustomResourceDefinition" {
+				continue
+			}
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := c.Get(ctx, client.ObjectKey{Name: u.GetName()}, &crd); err != nil {
+				return err
+			}
+			if cv := crd.Spec.Conversion; cv == nil || cv.Webhook == nil || cv.Webhook.ClientConfig == nil || len(cv.Webhook.ClientConfig.CABundle) == 0 {
+				return fmt.Errorf("%s has no caBundle yet", crd.Name)
+			}
+		}
+		return nil
+	})
+
+	// The bench cannot route a Service to a pod (pod IPs are loopback addresses, which
+	// EndpointSlices refuse), so the test makes the API server's call itself: a
+	// ConversionReview to the pod, verified exactly as the API server verifies it
+	// (the injected caBundle, the Service's DNS name).
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := c.Get(ctx, client.ObjectKey{Name: "etcdclusters.etcd.database.coreos.com"}, &crd); err != nil {
+		t.Fatal(err)
+	}
+	svc := crd.Spec.Conversion.Webhook.ClientConfig.Service
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(crd.Spec.Conversion.Webhook.ClientConfig.CABundle) {
+		t.Fatal("caBundle holds no certificate")
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels(dep.Spec.Selector.MatchLabels)); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("operator pods: %d (%v)", len(pods.Items), err)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pool, ServerName: svc.Name + "." + svc.Namespace + ".svc", MinVersion: tls.VersionTLS12}}}
+	url := fmt.Sprintf("https://%s:9443%s", pods.Items[0].Status.PodIP, *svc.Path)
+
+	stored := &etcdv1beta2.EtcdCluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: "converted", Namespace: "default", UID: "u1"},
+		Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16",
+			Pod: &etcdv1beta2.PodPolicy{DNSTimeoutInSecond: 90}},
+	}
+	raw, err := json.Marshal(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	review := apiextensionsv1.ConversionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "ConversionReview"},
+		Request: &apiextensionsv1.ConversionRequest{UID: "review-1", DesiredAPIVersion: etcdv1.GroupVersion.String(),
+			Objects: []runtime.RawExtension{{Raw: raw}}},
+	}
+	body, err := json.Marshal(review)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got apiextensionsv1.ConversionReview
+	framework.Eventually(t, time.Minute, "a conversion answered by the operator pod", func() error {
+		resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		return json.NewDecoder(resp.Body).Decode(&got)
+	})
+	if got.Response == nil || got.Response.UID != "review-1" || got.Response.Result.Status != metav1.StatusSuccess || len(got.Response.ConvertedObjects) != 1 {
+		t.Fatalf("conversion response %+v", got.Response)
+	}
+	var v1c etcdv1.EtcdCluster
+	if err := json.Unmarshal(got.Response.ConvertedObjects[0].Raw, &v1c); err != nil {
+		t.Fatal(err)
+	}
+	if v1c.APIVersion != etcdv1.GroupVersion.String() || v1c.Spec.Size != 3 || v1c.Spec.Pod == nil ||
+		v1c.Spec.Pod.DNSTimeout == nil || v1c.Spec.Pod.DNSTimeout.Duration != 90*time.Second {
+		t.Errorf("converted to %s: size %d pod %+v; want v1, size 3, dnsTimeout 90s", v1c.APIVersion, v1c.Spec.Size, v1c.Spec.Pod)
+	}
+	// Another CA, or another name, is refused: the API server would refuse it too.
+	bad := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pool, ServerName: "someone-else." + svc.Namespace + ".svc", MinVersion: tls.VersionTLS12}}}
+	if resp, err := bad.Post(url, "application/json", bytes.NewReader(body)); err == nil {
+		resp.Body.Close()
+		t.Error("the serving certificate is accepted for a name that is not the webhook Service's")
+	}
+
+	// And the pod is a working operator under the kustomize install's RBAC.
+	e := framework.Attach(t, b)
+	e.Create(newCluster("kustomized", 1))
+	e.WaitAvailable("kustomized", 1, 3*time.Minute)
+}
+
+func kustomizeBuild(t *testing.T, root, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	bin := testenv.Require(t, "bin/kustomize-v5.8.2")
+	cmd := exec.Command(bin, "build", dir)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v\n%s", dir, err, stderr.String())
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+func crdsEstablished(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	for _, u := range objs {
+		if u.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := c.Get(ctx, client.ObjectKey{Name: u.GetName()}, &crd); err != nil {
+			return err
+		}
+		ok := false
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				ok = true
+			}
+		}
+		if !ok {
+			return fmt.Errorf("%s not established", crd.Name)
+		}
+	}
+	return nil
+}
