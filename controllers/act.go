@@ -75,7 +75,11 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 		if err := r.createMembers(ctx, c, []render.Member{m}); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberPodCreated", "created pod for member %s", a.Name)
+		if a.Reason == "RecreatingPod" {
+			r.Recorder.Eventf(c, corev1.EventTypeNormal, "PodRecreated", "%s", a.Message)
+		} else {
+			r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberPodCreated", "created pod for member %s", a.Name)
+		}
 
 	case planner.AddLearner:
 		if err := needAdmin(); err != nil {

@@ -68,6 +68,19 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 		client.MatchingLabelsSelector{Selector: render.ClusterSelector(c.Name)}); err != nil {
 		return nil, fmt.Errorf("list member pods: %w", err)
 	}
+	if c.Spec.Pod != nil && c.Spec.Pod.PersistentVolumeClaimSpec != nil {
+		var claims corev1.PersistentVolumeClaimList
+		if err := r.List(ctx, &claims, client.InNamespace(c.Namespace),
+			client.MatchingLabelsSelector{Selector: render.ClusterSelector(c.Name)}); err != nil {
+			return nil, fmt.Errorf("list member claims: %w", err)
+		}
+		for i := range claims.Items {
+			if pvc := &claims.Items[i]; pvc.DeletionTimestamp == nil && metav1IsControlledBy(pvc, c) {
+				o.planner.Claims = append(o.planner.Claims, pvc.Name)
+			}
+		}
+		o.planner.KnownMembers = append(append([]string(nil), c.Status.Members.Ready...), c.Status.Members.Unready...)
+	}
 	// Endpoints are pod IPs, not DNS names: the operator must see a member as soon as its
 	// process serves, whatever the state of DNS. (With client TLS the certificates name
 	// the DNS names, so there the DNS names are used.)

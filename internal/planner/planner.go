@@ -50,6 +50,19 @@
 // Nothing of the old cluster is deleted before the new one serves at least
 // the recorded revision, so an abandoned attempt loses nothing.
 //
+// # Rule 3b: pods back on their data
+//
+// A started voter whose pod is missing while its data claim exists (a pod
+// deleted or evicted with a PersistentVolumeClaim) → CreatePod with the same
+// name and member ID: the member restarts on its data, as a StatefulSet pod
+// would, instead of being replaced by an empty one. This comes before the
+// quorum rules: it changes no membership, and it may be what brings quorum
+// back. Without any member list, the member names recorded in status
+// (KnownMembers) that have a claim and no pod get their pods back, one per
+// plan. A member with a claim whose pod is still there but gone (terminating,
+// Failed) is replaced only after ReplaceUnhealthyAfter, not ReplaceGoneAfter:
+// normally its pod disappears first and rule 3b brings it back.
+//
 // # Rule 3: no member list
 //
 // No endpoint answered MemberList (a serializable list answers without
@@ -294,6 +307,9 @@ func bootstrapAction(names []string, ver Version, reason, msg string) Action {
 
 // planNoMembers handles a bootstrapped cluster of which no endpoint answered.
 func planNoMembers(d Desired, o Observed) Action {
+	if a, ok := planRecreateKnown(d, o); ok {
+		return a
+	}
 	if len(o.Pods) == 0 {
 		return Action{Kind: QuorumLost, Reason: "AllMembersLost",
 			Message: "the cluster was formed but no member pod exists and no endpoint answers; restore from a backup"}
@@ -317,6 +333,33 @@ func planNoMembers(d Desired, o Observed) Action {
 	}
 	return Action{Kind: QuorumLost, Reason: "NoEndpoint",
 		Message: fmt.Sprintf("no etcd endpoint has answered and no member pod has been ready for %s; no survivor can be identified", d.QuorumLossGrace)}
+}
+
+// planRecreateKnown is rule 3b without a member list: the recorded members with a
+// claim and no pod get their pods back, one per plan, so that a cluster whose pods all
+// went (a drain, an eviction wave) restarts on its data.
+func planRecreateKnown(d Desired, o Observed) (Action, bool) {
+	pods := map[string]bool{}
+	for i := range o.Pods {
+		pods[o.Pods[i].Name] = true
+	}
+	claims := map[string]bool{}
+	for _, c := range o.Claims {
+		claims[c] = true
+	}
+	known := append([]string(nil), o.KnownMembers...)
+	sort.Strings(known)
+	ver, err := ParseVersion(d.Version)
+	if err != nil {
+		return Action{}, false
+	}
+	for _, n := range known {
+		if claims[n] && !pods[n] {
+			return Action{Kind: CreatePod, Name: n, Version: ver.String(), Reason: "RecreatingPod",
+				Message: fmt.Sprintf("no member answers; member %s has no pod but its claim holds its data; recreating the pod", n)}, true
+		}
+	}
+	return Action{}, false
 }
 
 func remaining(grace, elapsed time.Duration) time.Duration {
@@ -479,9 +522,12 @@ func podUnhealthySince(p *Pod) time.Time {
 // grace is how long m may be down before it is replaced.
 func (v *view) grace(m *Member) time.Duration {
 	p := v.podOf[m.ID]
-	if p == nil || p.gone() {
+	if (p == nil || p.gone()) && !v.hasClaim(m.Name) {
 		return v.d.ReplaceGoneAfter
 	}
+	// A member whose data is on a claim gets its pod back once the old one is gone
+	// (rule 3b); only if that does not happen (a pod stuck terminating on a lost node,
+	// a claim that cannot be attached) is it replaced, after the long grace.
 	return v.d.ReplaceUnhealthyAfter
 }
 
@@ -516,6 +562,11 @@ func (v *view) plan() Action {
 	if len(v.voters) == 0 {
 		// etcd never lists only learners; refuse to reason about it.
 		return wait("NoVoters", "the member list has no voting member", requeueWait)
+	}
+	// Before the quorum rules: putting back the pod of a member with its data needs no
+	// quorum (it changes no membership), and may be what brings quorum back.
+	if a, ok := v.planRecreate(); ok {
+		return a
 	}
 	if v.reachableVoters < Quorum(len(v.voters)) || v.leader == nil || !v.leader.Reachable {
 		return v.planNoQuorum()
@@ -595,6 +646,28 @@ func (v *view) planNoQuorum() Action {
 	return Action{Kind: ForceNewCluster, From: best.ID, ID: best.ID, Name: best.Name, Revision: best.Revision,
 		Members: []NewMember{{Name: name}}, Version: v.runningVersion(best), Reason: "QuorumLossRecovery",
 		Message: msg + fmt.Sprintf(" for over %s; seeding a new cluster (member %s) from %s at revision %d", v.d.QuorumLossGrace, name, best.Name, best.Revision)}
+}
+
+// planRecreate gives a started voter whose pod is missing (not merely failing) its pod
+// back when its data claim exists (rule 3b).
+func (v *view) planRecreate() (Action, bool) {
+	for _, m := range v.voters {
+		if m.Name == "" || v.podOf[m.ID] != nil || v.podNameTaken(m.Name) || !v.hasClaim(m.Name) {
+			continue
+		}
+		return Action{Kind: CreatePod, Name: m.Name, ID: m.ID, Version: v.newMemberVersion(), Reason: "RecreatingPod",
+			Message: fmt.Sprintf("member %s (%x) has no pod but its claim holds its data; recreating the pod", m.Name, m.ID)}, true
+	}
+	return Action{}, false
+}
+
+func (v *view) hasClaim(name string) bool {
+	for _, c := range v.o.Claims {
+		if c == name {
+			return true
+		}
+	}
+	return false
 }
 
 // planRecovery continues a recorded quorum-loss recovery (rule 2a). The old

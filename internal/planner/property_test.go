@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -95,6 +96,23 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 	leaderAlive := leader != nil && !leader.IsLearner && alive(leader)
 	membersKnown := o.MembersKnown && len(o.Members) > 0
 
+	if a.Kind == CreatePod && a.Reason == "RecreatingPod" {
+		// A pod back on its member's data: no membership change, so no quorum needed;
+		// but only for a member known to be one, with its claim, and no pod of that name.
+		if !slices.Contains(o.Claims, a.Name) || podNamed(a.Name) != nil {
+			fail("recreates a pod without a claim, or over an existing pod")
+		}
+		isMember := slices.Contains(o.KnownMembers, a.Name) && !membersKnown
+		for _, m := range o.Members {
+			if m.Name == a.Name && !m.IsLearner && (a.ID == m.ID) {
+				isMember = true
+			}
+		}
+		if !isMember {
+			fail("recreates a pod for %s, which is not a known voting member", a.Name)
+		}
+		return
+	}
 	if a.IsMembershipChange() || a.Kind == MoveLeader || a.Kind == UpgradeMember || a.Kind == CreatePod || a.Kind == DeletePod {
 		if !membersKnown {
 			fail("acts on the cluster without a member list")
@@ -372,6 +390,21 @@ func randomState(r *rand.Rand) (Desired, Observed) {
 	}
 	if r.Intn(6) == 0 {
 		o.BootstrapMembers = []string{"c-b1", "c-b2", "c-b3"}
+	}
+	if r.Intn(3) == 0 {
+		// Data claims for some members, and the names recorded in status.
+		for _, m := range o.Members {
+			if m.Name != "" && r.Intn(2) == 0 {
+				o.Claims = append(o.Claims, m.Name)
+			}
+			if m.Name != "" && r.Intn(3) != 0 {
+				o.KnownMembers = append(o.KnownMembers, m.Name)
+			}
+		}
+		if r.Intn(4) == 0 {
+			o.Claims = append(o.Claims, "c-stray")
+			o.KnownMembers = append(o.KnownMembers, pick(r, "c-stray", "c-other"))
+		}
 	}
 	if r.Intn(8) == 0 {
 		// A recorded recovery into the member (or pod) named c-new or another one.

@@ -97,6 +97,15 @@ type Observed struct {
 	// Names are derived from NameSeed and Now, so two attempts at different
 	// times never propose the same name even if nobody remembered the first.
 	NameSeed string
+	// Claims are the names of the members' data claims (PersistentVolumeClaims named
+	// after their member) that exist and are not being deleted. A member whose pod is
+	// missing but whose claim exists gets its pod back, same name, same data, same
+	// member ID, instead of being replaced.
+	Claims []string
+	// KnownMembers are the member names the controller last recorded (status); with no
+	// member list at all, they say which claims belong to members.
+	KnownMembers []string
+
 	// Recovery is the quorum-loss recovery the controller recorded when it
 	// executed ForceNewCluster; nil when none is in progress. While it is set,
 	// Members and LeaderID describe the new cluster only (the controller dials
@@ -243,7 +252,8 @@ type NewMember struct {
 //	Wait            Reason, Message, RequeueAfter
 //	Done            —
 //	Bootstrap       Members (the whole initial cluster), Version
-//	CreatePod       Name, ID, Version (pod joins the existing cluster)
+//	CreatePod       Name, ID, Version (pod joins the existing cluster, or, for a
+//	                member with a claim, restarts on its data)
 //	AddLearner      Name, Version (MemberAdd as learner; record Pending)
 //	PromoteLearner  ID, Name
 //	MoveLeader      From, To

@@ -66,6 +66,44 @@ func TestPersistentVolumes(t *testing.T) {
 		}
 	}
 
+	// A deleted member pod comes back on its claim: same name, same member, its data,
+	// no replacement.
+	before, err := e.Members(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victim string
+	for n := range pods {
+		victim = n
+		break
+	}
+	oldUID := pods[victim].UID
+	p := pods[victim]
+	if err := e.C.Delete(ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(90*time.Second, "the deleted member's pod back on its claim", func() error {
+		np, ok := e.MemberPods(name)[victim]
+		if !ok || np.UID == oldUID {
+			return fmt.Errorf("pod %s not recreated yet", victim)
+		}
+		if !framework.HasAny(e.EventReasons(name), "PodRecreated") {
+			return fmt.Errorf("no PodRecreated event: %v", e.EventReasons(name))
+		}
+		return nil
+	})
+	e.WaitAvailable(name, 3, 120*time.Second)
+	after, err := e.Members(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(framework.MemberIDs(after)) != fmt.Sprint(framework.MemberIDs(before)) {
+		t.Errorf("members changed: %v -> %v", framework.MemberIDs(before), framework.MemberIDs(after))
+	}
+	if framework.HasAny(e.EventReasons(name), "MemberReplaced", "MemberRemoved") {
+		t.Errorf("a member was replaced instead of restarted on its claim: %v", e.EventReasons(name))
+	}
+
 	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 1 })
 	e.WaitAvailable(name, 1, 120*time.Second)
 	e.Eventually(60*time.Second, "removed members' claims deleted", func() error {

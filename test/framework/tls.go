@@ -1,0 +1,259 @@
+package framework
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// BenchClusterDomain is the DNS domain of the bench: its kubelet writes records under it
+// and its resolv.conf search list names it, so the in-process operator detects it and
+// advertises <pod>.<cluster>.<ns>.svc.cluster.local. Certificates must name it.
+const BenchClusterDomain = "cluster.local"
+
+// ClusterTLS is a throw-away PKI for one EtcdCluster with spec.TLS.static: one CA signs
+// the peer, server and operator (client) certificates, in the Secret layouts the chart
+// and the operator read.
+type ClusterTLS struct {
+	Cluster, Namespace string
+	// CAPEM is the CA certificate, the trust root of every Secret.
+	CAPEM []byte
+
+	ca     *x509.Certificate
+	caKey  *ecdsa.PrivateKey
+	serial atomic.Int64
+
+	peerCert, peerKey     []byte
+	serverCert, serverKey []byte
+	clientCert, clientKey []byte
+}
+
+// NewClusterTLS creates the CA and issues:
+//   - the peer certificate for *.<cluster>.<ns>.svc[.cluster.local] plus IP 127.0.0.1:
+//     on the bench every pod shares one network namespace, so outgoing peer connections
+//     leave from 127.0.0.1, and etcd's --peer-client-cert-auth checks the connecting
+//     address against the client certificate's IP SANs (or what its DNS names resolve to);
+//   - the server certificate for the member names and the client Service's names (what
+//     the operator, backups and applications dial);
+//   - one client certificate, for the operator Secret and tests.
+//
+// Every certificate allows server and client use: etcd presents its peer certificate
+// both ways.
+func NewClusterTLS(t testing.TB, cluster, namespace string) *ClusterTLS {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: cluster + " test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &ClusterTLS{Cluster: cluster, Namespace: namespace, ca: cert, caKey: key,
+		CAPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	c.serial.Store(1)
+
+	var members, service []string
+	svc := cluster + "-client"
+	for _, d := range []string{"", "." + BenchClusterDomain} {
+		members = append(members, fmt.Sprintf("*.%s.%s.svc%s", cluster, namespace, d))
+		service = append(service, fmt.Sprintf("%s.%s.svc%s", svc, namespace, d))
+	}
+	service = append(service, svc, svc+"."+namespace, "localhost")
+	loopback := []net.IP{net.ParseIP("127.0.0.1")}
+	c.peerCert, c.peerKey = c.Issue(t, cluster+" peer", members, loopback)
+	c.serverCert, c.serverKey = c.Issue(t, cluster+" server", append(members, service...), loopback)
+	c.clientCert, c.clientKey = c.Issue(t, cluster+" client", nil, nil)
+	return c
+}
+
+// Issue signs a certificate for the names and IPs (server and client use) and returns
+// it and its key in PEM.
+func (c *ClusterTLS) Issue(t testing.TB, cn string, dns []string, ips []net.IP) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(c.serial.Add(1)),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		DNSNames:     dns,
+		IPAddresses:  ips,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.ca, &key.PublicKey, c.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+func (c *ClusterTLS) secret(name string, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace}, Data: data}
+}
+
+// PeerSecret is spec.TLS.static.member.peerSecret: peer.crt, peer.key, peer-ca.crt.
+func (c *ClusterTLS) PeerSecret(name string) *corev1.Secret {
+	return c.secret(name, map[string][]byte{"peer.crt": c.peerCert, "peer.key": c.peerKey, "peer-ca.crt": c.CAPEM})
+}
+
+// ServerSecret is spec.TLS.static.member.serverSecret: server.crt, server.key, server-ca.crt.
+func (c *ClusterTLS) ServerSecret(name string) *corev1.Secret {
+	return c.secret(name, map[string][]byte{"server.crt": c.serverCert, "server.key": c.serverKey, "server-ca.crt": c.CAPEM})
+}
+
+// OperatorSecret is spec.TLS.static.operatorSecret (and an EtcdBackup's clientTLSSecret):
+// etcd-client.crt, etcd-client.key, etcd-client-ca.crt.
+func (c *ClusterTLS) OperatorSecret(name string) *corev1.Secret {
+	return c.secret(name, map[string][]byte{"etcd-client.crt": c.clientCert, "etcd-client.key": c.clientKey, "etcd-client-ca.crt": c.CAPEM})
+}
+
+// ClientConfig trusts the CA and presents the client certificate.
+func (c *ClusterTLS) ClientConfig(t testing.TB) *tls.Config {
+	t.Helper()
+	pair, err := tls.X509KeyPair(c.clientCert, c.clientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.NoCertConfig()
+	cfg.Certificates = []tls.Certificate{pair}
+	return cfg
+}
+
+// NoCertConfig trusts the CA but presents no certificate: members with
+// --client-cert-auth must refuse it.
+func (c *ClusterTLS) NoCertConfig() *tls.Config {
+	pool := x509.NewCertPool()
+	pool.AddCert(c.ca)
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+}
+
+// StaticTLS is the spec.TLS naming the three Secrets.
+func StaticTLS(peerSecret, serverSecret, operatorSecret string) *etcdv1beta2.TLSPolicy {
+	return &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{
+		Member:         &etcdv1beta2.MemberSecret{PeerSecret: peerSecret, ServerSecret: serverSecret},
+		OperatorSecret: operatorSecret,
+	}}
+}
+
+// EtcdClientTLS connects through the client Service's DNS name over https, as an
+// application of a TLS cluster would.
+func (e *Env) EtcdClientTLS(name string, cfg *tls.Config) *clientv3.Client {
+	e.t.Helper()
+	c := e.Cluster(name)
+	ep := render.ServiceClientURL(c, "")
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, TLS: cfg, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		e.t.Fatalf("etcd client %s: %v", ep, err)
+	}
+	e.t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// MemberEndpointsTLS are the https URLs of the cluster's member pods by DNS name (the
+// server certificate names those, not pod IPs), for pods with an IP, not being deleted.
+func (e *Env) MemberEndpointsTLS(name string) []string {
+	var eps []string
+	for _, p := range e.MemberPods(name) {
+		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+			eps = append(eps, fmt.Sprintf("https://%s.%s.%s.svc:%d", p.Name, name, p.Namespace, etcdv1beta2.EtcdClientPort))
+		}
+	}
+	sort.Strings(eps)
+	return eps
+}
+
+// MembersTLS is etcd's member list (with URLs), asked of the member pods over TLS. It
+// never fails the test itself.
+func (e *Env) MembersTLS(name string, cfg *tls.Config) ([]*etcdserverpb.Member, error) {
+	eps := e.MemberEndpointsTLS(name)
+	if len(eps) == 0 {
+		return nil, fmt.Errorf("no member pod has an IP")
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: cfg, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ms := resp.Members
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name })
+	return ms, nil
+}
+
+// WaitAvailableTLS is WaitAvailable for a cluster with client TLS: the member list is
+// asked over https with cfg.
+func (e *Env) WaitAvailableTLS(name string, size int, cfg *tls.Config, timeout time.Duration) *etcdv1beta2.EtcdCluster {
+	e.t.Helper()
+	var c *etcdv1beta2.EtcdCluster
+	e.Eventually(timeout, fmt.Sprintf("%s Available with %d members (TLS)", name, size), func() error {
+		c = e.Cluster(name)
+		if !ConditionTrue(c, etcdv1beta2.ClusterConditionAvailable) || len(c.Status.Members.Ready) != size ||
+			len(c.Status.Members.Unready) != 0 || ConditionTrue(c, etcdv1beta2.ClusterConditionScaling) {
+			return fmt.Errorf("status: phase=%s ready=%v unready=%v conditions=%v", c.Status.Phase, c.Status.Members.Ready, c.Status.Members.Unready, c.Status.Conditions)
+		}
+		ms, err := e.MembersTLS(name, cfg)
+		if err != nil {
+			return err
+		}
+		voters := 0
+		for _, m := range ms {
+			if !m.IsLearner {
+				voters++
+			}
+		}
+		if voters != size || len(ms) != size {
+			return fmt.Errorf("etcd lists %d members (%d voters), want %d voters", len(ms), voters, size)
+		}
+		return nil
+	})
+	return c
+}
