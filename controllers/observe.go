@@ -27,11 +27,12 @@ import (
 // observation is one reconcile's view of a cluster: its pods from the API and its
 // members from etcd, joined, plus an etcd admin client for acting on it.
 type observation struct {
-	planner  planner.Observed
-	pods     map[string]*corev1.Pod // by name
-	members  []etcdadmin.Member     // nil when no endpoint answered
-	admin    *etcdadmin.Admin       // nil when no pod has an IP yet
-	leaderEP string                 // client endpoint of the leader, if known
+	planner   planner.Observed
+	clusterID uint64                 // from the leader's (else any member's) status; 0 if none answered
+	pods      map[string]*corev1.Pod // by name
+	members   []etcdadmin.Member     // nil when no endpoint answered
+	admin     *etcdadmin.Admin       // nil when no pod has an IP yet
+	leaderEP  string                 // client endpoint of the leader, if known
 }
 
 func (o *observation) close() {
@@ -140,8 +141,12 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 			if st.Leader != 0 && o.planner.LeaderID == 0 {
 				o.planner.LeaderID = st.Leader
 			}
+			if o.clusterID == 0 {
+				o.clusterID = st.ClusterID
+			}
 			if st.IsLeader() {
 				o.leaderEP = st.Endpoint
+				o.clusterID = st.ClusterID
 			}
 			for pod, ep := range epOfPod {
 				if ep == st.Endpoint {

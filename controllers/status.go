@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
@@ -20,6 +21,11 @@ func (r *EtcdClusterReconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *obse
 	if o.planner.MembersKnown {
 		st.Bootstrapped = true
 		st.BootstrapMembers = nil
+	}
+	// Not during a recovery: the one member answering then belongs to the cluster being
+	// seeded, which becomes the cluster only when the recovery finishes.
+	if o.clusterID != 0 && st.Recovery == nil {
+		st.ClusterID = etcdadmin.FormatID(o.clusterID)
 	}
 	// Keep "Creating" until the cluster has formed, as CoreOS did.
 	switch {

@@ -18,6 +18,7 @@ import (
 // other fields are zero) when the endpoint did not answer in time.
 type EndpointStatus struct {
 	Endpoint         string
+	ClusterID        uint64 // the cluster the member belongs to
 	MemberID         uint64
 	Leader           uint64 // 0: this member knows no leader
 	RaftTerm         uint64
@@ -77,6 +78,7 @@ func (a *Admin) statusOf(ctx context.Context, ep string) EndpointStatus {
 		Errors:           append([]string(nil), r.Errors...),
 	}
 	if r.Header != nil {
+		s.ClusterID = r.Header.ClusterId
 		s.MemberID = r.Header.MemberId
 		s.Revision = r.Header.Revision
 	}

@@ -56,6 +56,10 @@ func TestQuorumLossRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	oldIDs := framework.MemberIDs(old)
+	oldClusterID := e.Cluster(name).Status.ClusterID
+	if oldClusterID == "" {
+		t.Fatal("status.clusterID is empty on a running cluster")
+	}
 
 	pods := e.MemberPods(name)
 	var names []string
@@ -127,6 +131,9 @@ func TestQuorumLossRecovery(t *testing.T) {
 	}
 	if len(now) != 3 {
 		t.Errorf("%d members, want 3", len(now))
+	}
+	if id := e.Cluster(name).Status.ClusterID; id == "" || id == oldClusterID {
+		t.Errorf("status.clusterID %q after the recovery, want the new cluster's (old %s)", id, oldClusterID)
 	}
 	// Every key written before the loss, through a fresh client on the new members.
 	fresh := e.EtcdClient(name)
