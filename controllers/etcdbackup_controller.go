@@ -58,6 +58,9 @@ const (
 	ReasonStorageError           = "StorageError"
 	ReasonSnapshotFailed         = "SnapshotFailed"
 	ReasonTimeout                = "Timeout"
+	// ReasonTLSError: the members' certificate is not trusted, or they refuse the
+	// client's (spec.clientTLSSecret).
+	ReasonTLSError = "TLSError"
 	// ReasonBackupPodFailed: the backup pod of a PVC backup failed without saying why.
 	ReasonBackupPodFailed = "BackupPodFailed"
 )
@@ -342,6 +345,11 @@ func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.E
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	timedOut := func(reason string, err error) error {
+		// A certificate problem is reported as what it is: the retries that ran into
+		// the timeout could never have succeeded.
+		if etcdadmin.IsTLSError(err) {
+			return &backupError{ReasonTLSError, fmt.Errorf("TLS with the etcd members failed (check spec.clientTLSSecret): %w", err)}
+		}
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return &backupError{ReasonTimeout, fmt.Errorf("backup did not finish within %v (backupPolicy.timeoutInSecond): %w", timeout, err)}
 		}

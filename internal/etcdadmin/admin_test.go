@@ -2,6 +2,7 @@ package etcdadmin_test
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -674,6 +675,19 @@ func TestTLS(t *testing.T) {
 	// The reason is named, not just "deadline exceeded".
 	if !strings.Contains(err.Error(), "certificate required") {
 		t.Fatalf("error does not name the TLS problem: %v", err)
+	}
+	if !etcdadmin.IsTLSError(err) {
+		t.Errorf("IsTLSError(%v) = false", err)
+	}
+	// A client that does not trust the members' CA.
+	untrusting := c.ClientTLS()
+	untrusting.RootCAs = x509.NewCertPool()
+	u := newAdmin(t, c.Endpoints(), func(cfg *etcdadmin.Config) {
+		cfg.TLS = untrusting
+		cfg.Retry.Budget = time.Second
+	})
+	if _, err := u.MemberList(ctx); err == nil || !etcdadmin.IsTLSError(err) {
+		t.Errorf("member list with an untrusted CA: %v; want a TLS error", err)
 	}
 	h := b.Health(ctx)[0]
 	if h.Healthy || !strings.Contains(h.Err.Error(), "certificate required") {

@@ -89,14 +89,31 @@ func (a *Admin) withDiagnosis(ctx context.Context, err error, eps ...string) err
 	if !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "deadline exceeded") {
 		return err
 	}
-	var why []string
+	var why []error
 	for _, ep := range eps {
 		if d := a.diagnose(ctx, ep); d != nil {
-			why = append(why, d.Error())
+			why = append(why, d)
 		}
 	}
 	if len(why) == 0 {
 		return err
 	}
-	return fmt.Errorf("%w (%s)", err, strings.Join(why, "; "))
+	return &diagnosedError{err: err, why: why}
 }
+
+// diagnosedError is an error with the reasons found for it; both stay in the chain
+// (errors.Is/As), so callers can tell e.g. a TLS rejection from a plain timeout.
+type diagnosedError struct {
+	err error
+	why []error
+}
+
+func (e *diagnosedError) Error() string {
+	msgs := make([]string, len(e.why))
+	for i, w := range e.why {
+		msgs[i] = w.Error()
+	}
+	return fmt.Sprintf("%v (%s)", e.err, strings.Join(msgs, "; "))
+}
+
+func (e *diagnosedError) Unwrap() []error { return append([]error{e.err}, e.why...) }

@@ -2,6 +2,8 @@ package etcdadmin
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -171,4 +173,23 @@ func (e *Error) Unwrap() []error {
 		}
 	}
 	return errs
+}
+
+// IsTLSError reports whether err comes from a failed TLS handshake: a certificate the
+// client does not trust (or that names another host), or a server refusing the client's
+// certificate. Waiting never fixes these, unlike the timeouts they are reported as.
+func IsTLSError(err error) bool {
+	var (
+		unknownCA *x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		verify    *tls.CertificateVerificationError
+		alert     tls.AlertError
+		record    tls.RecordHeaderError
+	)
+	return errors.As(err, &unknownCA) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
+		errors.As(err, &verify) || errors.As(err, &alert) || errors.As(err, &record) ||
+		// An alert received from the server (e.g. "certificate required") has an
+		// unexported type in crypto/tls; its text is the only mark.
+		strings.Contains(err.Error(), "remote error: tls: ")
 }

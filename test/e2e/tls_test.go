@@ -192,6 +192,10 @@ func TestTLS(t *testing.T) {
 			st := b.getBackup(t, "tls-nocert").Status
 			for _, c := range st.Conditions {
 				if c.Type == controllers.BackupConditionSucceeded && c.Status == metav1.ConditionFalse {
+					// Said as a TLS problem, not as the timeout it ran into.
+					if c.Reason != controllers.ReasonTLSError {
+						return fmt.Errorf("reason %s: %s", c.Reason, c.Message)
+					}
 					return nil
 				}
 			}
