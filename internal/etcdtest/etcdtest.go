@@ -18,7 +18,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
 	"net"
 	"net/http"
 	"os"
@@ -30,6 +29,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/testenv"
 )
 
 const (
@@ -367,7 +368,7 @@ func (c *Cluster) start(m *Member, initialCluster, state string) {
 		if c.t.Failed() {
 			c.t.Logf("etcdtest: last log lines of %s (%s, pid %d):\n%s", m.Name, m.Version, cmd.Process.Pid, tail(m.LogPath, 30))
 		}
-		stopProcess(cmd, done, stopTimeout)
+		testenv.StopProcess(cmd.Process, done, stopTimeout)
 	})
 }
 
@@ -398,23 +399,7 @@ func (m *Member) Stop(t testing.TB) {
 	if cmd == nil {
 		t.Fatalf("etcdtest: member %s was never started", m.Name)
 	}
-	stopProcess(cmd, done, stopTimeout)
-}
-
-func stopProcess(cmd *exec.Cmd, done chan struct{}, grace time.Duration) {
-	select {
-	case <-done:
-		return
-	default:
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-		return
-	case <-time.After(grace):
-	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-done
+	testenv.StopProcess(cmd.Process, done, stopTimeout)
 }
 
 // WaitHealthy polls the member's /health endpoint until it answers healthy,

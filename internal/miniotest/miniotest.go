@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +19,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/etcd-operator/etcd-operator/internal/testenv"
 )
 
 // Version of the MinIO server hack/tools.sh caches.
@@ -145,18 +146,7 @@ func (s *Server) Stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
+	testenv.StopProcess(s.cmd.Process, s.done, 10*time.Second)
 }
 
 // Client is an admin client of the server.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/testenv"
 )
 
 // process is one control-plane binary the bench started, with its output in a file.
@@ -98,19 +100,7 @@ func (p *process) stop(grace time.Duration) {
 	if p == nil {
 		return
 	}
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return
-	case <-time.After(grace):
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
+	testenv.StopProcess(p.cmd.Process, p.done, grace)
 }
 
 // tail returns the end of a log file for error messages.

@@ -415,6 +415,7 @@ func buildCSV(o Options, in *inputs) (*v1alpha1.ClusterServiceVersion, error) {
 	if err != nil {
 		return nil, err
 	}
+	clusterRules := in.clusterRole.Rules
 	if wh != nil {
 		csv.Spec.WebhookDefinitions = append(csv.Spec.WebhookDefinitions, *wh)
 		if csv.Spec.InstallModes, err = onlyAllNamespaces(csv.Spec.InstallModes); err != nil {
@@ -426,6 +427,8 @@ func buildCSV(o Options, in *inputs) (*v1alpha1.ClusterServiceVersion, error) {
 		// OLM mounts that certificate at the certificate directory; a volume the
 		// kubectl install keeps there for the self-provisioned one would collide.
 		dropMountAt(&dep.Spec.Template.Spec, OLMWebhookCertDir)
+		// And OLM injects the CA into the CRDs: the operator needs no access to them.
+		clusterRules = WithoutCRDAccess(clusterRules)
 	}
 	if err := checkConversionWebhooks(csv, in.crds); err != nil {
 		return nil, err
@@ -435,7 +438,7 @@ func buildCSV(o Options, in *inputs) (*v1alpha1.ClusterServiceVersion, error) {
 		StrategySpec: v1alpha1.StrategyDetailsDeployment{
 			DeploymentSpecs: []v1alpha1.StrategyDeploymentSpec{dep},
 			ClusterPermissions: []v1alpha1.StrategyDeploymentPermissions{{
-				ServiceAccountName: sa, Rules: in.clusterRole.Rules,
+				ServiceAccountName: sa, Rules: clusterRules,
 			}},
 			Permissions: []v1alpha1.StrategyDeploymentPermissions{{
 				ServiceAccountName: sa, Rules: in.leaderElection.Rules,

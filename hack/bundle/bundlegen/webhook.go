@@ -10,6 +10,7 @@ import (
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -241,4 +242,19 @@ func managerContainer(cs []corev1.Container) *corev1.Container {
 		}
 	}
 	return nil
+}
+
+// WithoutCRDAccess drops the rules that only grant access to CustomResourceDefinitions:
+// the operator reads and patches its CRDs only to inject its self-provisioned CA, which
+// under OLM is OLM's job (and a CSV asking for CRD access draws a validator warning).
+func WithoutCRDAccess(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	for _, r := range rules {
+		if len(r.APIGroups) == 1 && r.APIGroups[0] == apiextensionsv1.GroupName &&
+			len(r.Resources) == 1 && r.Resources[0] == "customresourcedefinitions" {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/testenv"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 )
 
@@ -266,18 +267,7 @@ func startPod(t *testing.T, p *corev1.Pod, ip string, bins map[string]string, ce
 
 // stopPod stops the process like a pod deletion: SIGTERM, then SIGKILL after a grace.
 func stopPod(t *testing.T, p *runningPod) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	testenv.StopProcess(p.cmd.Process, p.done, 10*time.Second)
 }
 
 // expand applies Kubernetes' $(VAR) expansion: known variables are replaced, unknown
