@@ -160,7 +160,9 @@ func TestChartDefaultInstall(t *testing.T) {
 	kinds := map[string]int{}
 	for _, o := range r.objs {
 		kinds[o.GetKind()]++
-		if o.GetKind() != "ClusterRole" && o.GetKind() != "ClusterRoleBinding" && o.GetNamespace() != ns {
+		clusterScoped := map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true,
+			"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
+		if !clusterScoped[o.GetKind()] && o.GetNamespace() != ns {
 			t.Errorf("%s %s in namespace %q, want %q", o.GetKind(), o.GetName(), o.GetNamespace(), ns)
 		}
 		if o.GetLabels()["app.kubernetes.io/instance"] != "etcd-operator" {
@@ -169,7 +171,8 @@ func TestChartDefaultInstall(t *testing.T) {
 	}
 	// Two Roles and bindings: leader election, and the webhook certificate Secret; one
 	// Service: the conversion webhook's.
-	want := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1}
+	want := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1,
+		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Errorf("rendered kinds %v, want %v", kinds, want)
 	}
