@@ -152,6 +152,7 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Get(ctx, req.NamespacedName, &eb); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
+			forgetBackupMetrics(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -185,19 +186,21 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 
 	res, err := r.takeBackup(ctx, &eb)
+	took := r.Now().Sub(now)
 	if err != nil {
-		return r.failed(ctx, &eb, interval, err)
+		return r.failed(ctx, &eb, interval, err, took)
 	}
-	return r.succeed(ctx, &eb, now, interval, backup.NewJobResult(res))
+	return r.succeed(ctx, &eb, now, interval, backup.NewJobResult(res), took)
 }
 
 // failed records a failed attempt and schedules the retry: backing off, but never later
 // than the next periodic backup.
-func (r *EtcdBackupReconciler) failed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, interval time.Duration, err error) (ctrl.Result, error) {
+func (r *EtcdBackupReconciler) failed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, interval time.Duration, err error, took time.Duration) (ctrl.Result, error) {
 	var be *backupError
 	if !errors.As(err, &be) {
 		be = &backupError{reason: ReasonStorageError, err: err}
 	}
+	recordBackup(eb.Namespace, eb.Name, be.reason, took, time.Time{}, 0)
 	delay := r.nextRetry(client.ObjectKeyFromObject(eb))
 	if interval > 0 && interval < delay {
 		delay = interval
@@ -227,8 +230,9 @@ func backupDue(eb *etcdv1beta2.EtcdBackup, now time.Time) (time.Duration, bool) 
 }
 
 // succeed records a stored backup in status and an event.
-func (r *EtcdBackupReconciler) succeed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, now time.Time, interval time.Duration, res backup.JobResult) (ctrl.Result, error) {
+func (r *EtcdBackupReconciler) succeed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, now time.Time, interval time.Duration, res backup.JobResult, took time.Duration) (ctrl.Result, error) {
 	r.forget(client.ObjectKeyFromObject(eb))
+	recordBackup(eb.Namespace, eb.Name, ReasonBackupSucceeded, took, now, res.Size)
 	orig := eb.DeepCopy()
 	eb.Status.Succeeded = true
 	eb.Status.Reason = ""
@@ -512,7 +516,7 @@ func (r *EtcdBackupReconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2
 			return ctrl.Result{}, err
 		}
 		if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-			return r.failed(ctx, eb, interval, &backupError{ReasonStorageError, fmt.Errorf("create backup pod: %w", err)})
+			return r.failed(ctx, eb, interval, &backupError{ReasonStorageError, fmt.Errorf("create backup pod: %w", err)}, 0)
 		}
 		log.FromContext(ctx).Info("backup pod created", "pod", pod.Name, "claim", eb.Spec.PVC.ClaimName)
 		// The pod's status changes wake us; this is only the deadline.
@@ -539,19 +543,21 @@ func (r *EtcdBackupReconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2
 			return ctrl.Result{}, err
 		}
 		return r.failed(ctx, eb, interval, &backupError{ReasonTimeout, fmt.Errorf(
-			"backup pod %s did not finish within %v (backupPolicy.timeoutInSecond plus %v to start; phase %s)", pod.Name, timeout, backupPodStartGrace, pod.Status.Phase)})
+			"backup pod %s did not finish within %v (backupPolicy.timeoutInSecond plus %v to start; phase %s)", pod.Name, timeout, backupPodStartGrace, pod.Status.Phase)},
+			now.Sub(pod.CreationTimestamp.Time))
 	}
 
 	res, exit, resErr := podResult(&pod)
 	if err := r.deletePod(ctx, &pod); err != nil {
 		return ctrl.Result{}, err
 	}
+	took := podRunTime(&pod)
 	if pod.Status.Phase == corev1.PodSucceeded {
 		if resErr != nil {
 			log.FromContext(ctx).Info("backup pod succeeded without a readable result", "pod", pod.Name, "error", resErr.Error())
 		}
 		res.Location = strings.Replace(res.Location, "file://"+backupMountPath, "pvc://"+eb.Spec.PVC.ClaimName, 1)
-		return r.succeed(ctx, eb, now, interval, res)
+		return r.succeed(ctx, eb, now, interval, res, took)
 	}
 	reason, msg := res.Reason, res.Error
 	if reason == "" {
@@ -560,7 +566,17 @@ func (r *EtcdBackupReconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2
 			msg += ": " + res.Error
 		}
 	}
-	return r.failed(ctx, eb, interval, &backupError{reason, errors.New(msg)})
+	return r.failed(ctx, eb, interval, &backupError{reason, errors.New(msg)}, took)
+}
+
+// podRunTime is how long a finished backup pod's container ran (0 if unknown).
+func podRunTime(pod *corev1.Pod) time.Duration {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; cs.Name == BackupPodContainer && t != nil && !t.StartedAt.IsZero() {
+			return t.FinishedAt.Sub(t.StartedAt.Time)
+		}
+	}
+	return 0
 }
 
 func (r *EtcdBackupReconciler) deletePod(ctx context.Context, pod *corev1.Pod) error {

@@ -3,8 +3,12 @@ package controllers
 import (
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -51,4 +55,66 @@ func TestMetricsExported(t *testing.T) {
 			t.Errorf("%s not on the manager's registry", want)
 		}
 	}
+}
+
+func TestBackupAndAvailabilityMetrics(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	recordBackup("ns", "b", ReasonTimeout, 5*time.Second, time.Time{}, 0)
+	recordBackup("ns", "b", ReasonBackupSucceeded, 2*time.Second, at, 4096)
+	if got := testutil.ToFloat64(backupsTotal.WithLabelValues("ns", "b", ReasonTimeout)); got != 1 {
+		t.Errorf("timeouts = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(backupLastSuccess.WithLabelValues("ns", "b")); got != float64(at.Unix()) {
+		t.Errorf("last success = %v, want %v", got, at.Unix())
+	}
+	if got := testutil.ToFloat64(backupSize.WithLabelValues("ns", "b")); got != 4096 {
+		t.Errorf("size = %v, want 4096", got)
+	}
+	if n := testutil.CollectAndCount(backupDuration); n != 1 {
+		t.Errorf("%d duration series, want 1", n)
+	}
+	forgetBackupMetrics("ns", "b")
+	for name, c := range map[string]prometheus.Collector{"total": backupsTotal, "last": backupLastSuccess, "size": backupSize, "duration": backupDuration} {
+		if n := testutil.CollectAndCount(c); n != 0 {
+			t.Errorf("%s: %d series left after the EtcdBackup was deleted", name, n)
+		}
+	}
+
+	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "avail"}}
+	c.Status.Conditions = []etcdv1beta2.ClusterCondition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: corev1.ConditionTrue}}
+	recordAction(c, planner.Action{Kind: planner.Done}, nil)
+	if got := testutil.ToFloat64(clusterAvailableGauge.WithLabelValues("ns", "avail")); got != 1 {
+		t.Errorf("available = %v, want 1", got)
+	}
+	c.Status.Conditions[0].Status = corev1.ConditionFalse
+	recordAction(c, planner.Action{Kind: planner.Done}, nil)
+	if got := testutil.ToFloat64(clusterAvailableGauge.WithLabelValues("ns", "avail")); got != 0 {
+		t.Errorf("available = %v, want 0", got)
+	}
+	forgetClusterMetrics("ns", "avail")
+	for _, g := range []prometheus.Collector{clusterAvailableGauge, clusterMembers, actionsTotal} {
+		if n := seriesWith(t, g, "cluster", "avail"); n != 0 {
+			t.Errorf("%d series of the deleted cluster left", n)
+		}
+	}
+}
+
+// seriesWith counts c's series whose label name has value.
+func seriesWith(t *testing.T, c prometheus.Collector, name, value string) int {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 100)
+	go func() { c.Collect(ch); close(ch) }()
+	n := 0
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range pb.GetLabel() {
+			if l.GetName() == name && l.GetValue() == value {
+				n++
+			}
+		}
+	}
+	return n
 }

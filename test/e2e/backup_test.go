@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers"
@@ -158,6 +159,15 @@ func TestBackupToS3(t *testing.T) {
 		if len(objs) != 1 {
 			t.Errorf("one-shot objects: %v", objs)
 		}
+		// The operator's metrics say so too (its manager runs in this process and
+		// registers on controller-runtime's registry).
+		last := gathered(t, "etcd_operator_backup_last_success_timestamp_seconds", "backup", "oneshot")
+		if last < float64(eb.Status.LastSuccessDate.Unix()) {
+			t.Errorf("last success metric %v, status says %v", last, eb.Status.LastSuccessDate.Unix())
+		}
+		if size := gathered(t, "etcd_operator_backup_size_bytes", "backup", "oneshot"); len(objs) == 1 && size != float64(objs[0].Size) {
+			t.Errorf("size metric %v, stored object %d bytes", size, objs[0].Size)
+		}
 	})
 
 	t.Run("periodic with retention, deleting the CR keeps the backups", func(t *testing.T) {
@@ -274,4 +284,28 @@ func TestBackupToS3(t *testing.T) {
 		b.Create(b.newBackup("after-errors", cluster, "bk/after.db", "aws", nil))
 		b.waitCondition(t, "after-errors", metav1.ConditionTrue, controllers.ReasonBackupSucceeded, 60*time.Second)
 	})
+}
+
+// gathered is the value of the operator's gauge name whose label has value, from the
+// manager's registry (the operator runs in the test process).
+func gathered(t *testing.T, name, label, value string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	t.Errorf("no %s{%s=%q} on the operator's registry", name, label, value)
+	return 0
 }
