@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
@@ -61,6 +63,23 @@ func TestQuorumLossRecovery(t *testing.T) {
 		t.Fatal("status.clusterID is empty on a running cluster")
 	}
 
+	// The operator is stopped right after each recovery step (the step done, the status
+	// after it not written) and a new one started: it must continue the same recovery.
+	steps := make(chan string, 16)
+	e.StopOperatorNow()
+	controllers.AfterActionHook = func(ctx context.Context, cluster string, a planner.Action) {
+		if cluster != "default/"+name || (a.Kind != planner.ForceNewCluster && a.Kind != planner.FinishRecovery) {
+			return
+		}
+		steps <- a.String()
+		<-ctx.Done()
+	}
+	t.Cleanup(func() {
+		e.StopOperatorNow()
+		controllers.AfterActionHook = nil
+	})
+	e.StartOperator()
+
 	pods := e.MemberPods(name)
 	var names []string
 	for n := range pods {
@@ -77,29 +96,62 @@ func TestQuorumLossRecovery(t *testing.T) {
 	}
 	t.Logf("survivor %s; members %v lost", survivor, names[1:])
 
-	var recovery *etcdv1beta2.RecoveryStatus
-	e.Eventually(2*time.Minute, "recovery recorded", func() error {
-		c := e.Cluster(name)
-		if c.Status.Recovery == nil {
-			return fmt.Errorf("no recovery yet: phase %s reason %s", c.Status.Phase, c.Status.Reason)
+	var (
+		recovery    *etcdv1beta2.RecoveryStatus
+		interrupted []string
+	)
+	deadline := time.Now().Add(5 * time.Minute)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for done := false; !done; {
+		select {
+		case s := <-steps:
+			interrupted = append(interrupted, s)
+			t.Logf("operator stopped after %s", s)
+			e.StopOperatorNow()
+			e.StartOperator()
+		case <-tick.C:
+			c := e.Cluster(name)
+			if r := c.Status.Recovery; r != nil {
+				if recovery == nil {
+					recovery = r.DeepCopy()
+					t.Logf("recovery %+v", *recovery)
+				} else if r.Member != recovery.Member || r.Token != recovery.Token || r.Source != recovery.Source {
+					t.Fatalf("a restarted operator started another recovery: %+v, then %+v", *recovery, *r)
+				}
+			}
+			done = recovery != nil && c.Status.Recovery == nil &&
+				framework.ConditionTrue(c, etcdv1beta2.ClusterConditionAvailable) && len(c.Status.Members.Ready) == 3
 		}
-		recovery = c.Status.Recovery
-		return nil
-	})
-	t.Logf("recovery %+v", *recovery)
+		if !done && time.Now().After(deadline) {
+			e.DumpState()
+			t.Fatalf("not recovered and regrown; steps interrupted: %v; status %+v", interrupted, e.Cluster(name).Status)
+		}
+	}
+	// As in TestOperatorKilledBetweenReplaceSteps: collect a report the loop did not read.
+	e.StopOperatorNow()
+	for drained := false; !drained; {
+		select {
+		case s := <-steps:
+			interrupted = append(interrupted, s)
+		default:
+			drained = true
+		}
+	}
+	controllers.AfterActionHook = nil
+	e.StartOperator()
+	for _, k := range []string{"ForceNewCluster", "FinishRecovery"} {
+		if !slices.ContainsFunc(interrupted, func(s string) bool { return strings.HasPrefix(s, k) }) {
+			t.Errorf("no interrupted %s step: %v", k, interrupted)
+		}
+	}
 	if recovery.Source != survivor || slices.Contains(names, recovery.Member) {
 		t.Fatalf("recovery %+v: want source %s and a new member name", *recovery, survivor)
 	}
-	e.Eventually(3*time.Minute, "recovered and regrown", func() error {
-		c := e.Cluster(name)
-		if c.Status.Recovery != nil {
-			return fmt.Errorf("recovery still in progress: %s", c.Status.Reason)
-		}
-		if !framework.ConditionTrue(c, etcdv1beta2.ClusterConditionAvailable) || len(c.Status.Members.Ready) != 3 {
-			return fmt.Errorf("phase %s ready %v reason %s", c.Status.Phase, c.Status.Members.Ready, c.Status.Reason)
-		}
-		return nil
-	})
+	// Recorded (and announced) once, however often the operator restarted.
+	if n := countOf(e.EventReasons(name), "ForceNewCluster"); n != 1 {
+		t.Errorf("%d ForceNewCluster events, want 1", n)
+	}
 	for _, reason := range []string{"ForceNewCluster", "Recovered"} {
 		if !framework.HasAny(e.EventReasons(name), reason) {
 			t.Errorf("no %s event: %v", reason, e.EventReasons(name))
@@ -157,4 +209,14 @@ func TestQuorumLossRecovery(t *testing.T) {
 	if _, err := fresh.Put(ctx, "/after", "x"); err != nil {
 		t.Errorf("write after the recovery: %v", err)
 	}
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
 }
