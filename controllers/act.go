@@ -141,7 +141,13 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, reason, "removed member %s (%s): %s", a.Name, idString(a.ID), a.Message)
 
 	case planner.DeletePod:
-		if err := r.deleteMember(ctx, c, a.Name); err != nil {
+		if a.KeepClaim {
+			// The member restarts on its claim under a new pod of the same name.
+			err := r.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: a.Name}})
+			if client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("delete pod %s: %w", a.Name, err)
+			}
+		} else if err := r.deleteMember(ctx, c, a.Name); err != nil {
 			return ctrl.Result{}, err
 		}
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, "PodDeleted", "deleted pod %s: %s", a.Name, a.Message)

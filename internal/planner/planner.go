@@ -59,9 +59,10 @@
 // quorum rules: it changes no membership, and it may be what brings quorum
 // back. Without any member list, the member names recorded in status
 // (KnownMembers) that have a claim and no pod get their pods back, one per
-// plan. A member with a claim whose pod is still there but gone (terminating,
-// Failed) is replaced only after ReplaceUnhealthyAfter, not ReplaceGoneAfter:
-// normally its pod disappears first and rule 3b brings it back.
+// plan. A Failed or Succeeded pod of such a member is deleted first (the pod
+// only, never the claim). A member with a claim whose pod is terminating is
+// replaced only after ReplaceUnhealthyAfter, not ReplaceGoneAfter: normally its
+// pod disappears first and rule 3b brings it back.
 //
 // # Rule 3: no member list
 //
@@ -652,7 +653,17 @@ func (v *view) planNoQuorum() Action {
 // back when its data claim exists (rule 3b).
 func (v *view) planRecreate() (Action, bool) {
 	for _, m := range v.voters {
-		if m.Name == "" || v.podOf[m.ID] != nil || v.podNameTaken(m.Name) || !v.hasClaim(m.Name) {
+		if m.Name == "" || !v.hasClaim(m.Name) {
+			continue
+		}
+		// A finished pod (evicted, or its container exited with restartPolicy Never
+		// semantics) never runs again; its object must go before the member's pod can
+		// come back under the same name. Its claim stays.
+		if p := v.podOf[m.ID]; p != nil && !p.Deleting && (p.Phase == PodFailed || p.Phase == PodSucceeded) && p.Name == m.Name {
+			return Action{Kind: DeletePod, Name: p.Name, ID: m.ID, KeepClaim: true, Reason: "RecreatingPod",
+				Message: fmt.Sprintf("pod %s of member %s (%x) is %s and will not run again; deleting it (not its claim) to recreate it", p.Name, m.Name, m.ID, p.Phase)}, true
+		}
+		if v.podOf[m.ID] != nil || v.podNameTaken(m.Name) {
 			continue
 		}
 		return Action{Kind: CreatePod, Name: m.Name, ID: m.ID, Version: v.newMemberVersion(), Reason: "RecreatingPod",

@@ -96,6 +96,16 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 	leaderAlive := leader != nil && !leader.IsLearner && alive(leader)
 	membersKnown := o.MembersKnown && len(o.Members) > 0
 
+	if a.Kind == DeletePod && a.KeepClaim {
+		// Only a finished pod of a started voter with a claim, named like it.
+		p := podNamed(a.Name)
+		m := byID[a.ID]
+		if p == nil || p.Deleting || (p.Phase != PodFailed && p.Phase != PodSucceeded) || m == nil || m.IsLearner ||
+			m.Name != a.Name || !slices.Contains(o.Claims, a.Name) {
+			fail("deletes a pod for recreation that is not a finished pod of a voter with a claim")
+		}
+		return
+	}
 	if a.Kind == CreatePod && a.Reason == "RecreatingPod" {
 		// A pod back on its member's data: no membership change, so no quorum needed;
 		// but only for a member known to be one, with its claim, and no pod of that name.

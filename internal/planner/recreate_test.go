@@ -58,6 +58,23 @@ func TestPlanRecreatePodOnClaim(t *testing.T) {
 			pod(&o, mname(2)).Deleting = true
 			return o
 		}, want{kind: ReplaceMember, id: 2}},
+		{"evicted (Failed) pod of a member with a claim: delete the pod only", size(3), func() Observed {
+			o := cluster(3)
+			withClaims(&o, 1, 2, 3)
+			unreachable(&o, 2, t0.Add(-time.Second))
+			pod(&o, mname(2)).Phase = PodFailed
+			return o
+		}, want{kind: DeletePod, reason: "RecreatingPod", name: mname(2), id: 2, check: func(t *testing.T, a Action) {
+			if !a.KeepClaim {
+				t.Error("the claim must be kept")
+			}
+		}}},
+		{"evicted pod without a claim: replaced once gone for the short grace", size(3), func() Observed {
+			o := cluster(3)
+			unreachable(&o, 2, t0.Add(-time.Minute))
+			pod(&o, mname(2)).Phase = PodFailed
+			return o
+		}, want{kind: ReplaceMember, id: 2}},
 		{"no member answers, all pods gone, claims of recorded members: recreate the first", size(3), func() Observed {
 			o := cluster(3)
 			withClaims(&o, 1, 2, 3)

@@ -260,7 +260,9 @@ type NewMember struct {
 //	RemoveMember    ID, Name, DeletePod
 //	ReplaceMember   ID, Name, DeletePod (remove a dead member; a new one is
 //	                added by later plans under a new name)
-//	DeletePod       Name (orphan pod)
+//	DeletePod       Name (orphan pod, with its claim); with KeepClaim, a finished
+//	                pod of a member with a claim (the pod alone, so rule 3b can
+//	                recreate it)
 //	UpgradeMember   ID, Name, Version (restart that pod on the new image)
 //	RefuseUpgrade   Reason, Message
 //	QuorumLost      Reason, Message (nothing is touched)
@@ -289,6 +291,9 @@ type Action struct {
 	DeletePod bool
 	Version   string
 	Revision  int64
+	// KeepClaim, on DeletePod: delete only the pod object (a finished pod whose member
+	// restarts on its claim), never the claim.
+	KeepClaim bool
 
 	ClearPending bool
 }
