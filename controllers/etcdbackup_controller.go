@@ -42,7 +42,7 @@ import (
 
 // BackupCompressionAnnotation set to "gzip" on an EtcdBackup stores its snapshots
 // gzip-compressed (the restore step decompresses by the object's own metadata).
-const BackupCompressionAnnotation = "etcd.database.coreos.com/backup-compression"
+const BackupCompressionAnnotation = etcdv1beta2.BackupCompressionAnnotation
 
 // BackupConditionSucceeded is the EtcdBackup condition that reports the last attempt.
 const BackupConditionSucceeded = "Succeeded"

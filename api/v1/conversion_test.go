@@ -324,3 +324,57 @@ func TestMalformedConversionDataIsAnError(t *testing.T) {
 		t.Fatalf("want an error naming the annotation, got %v", err)
 	}
 }
+
+// TestBackupCompression: v1's spec.compression is v1beta2's compression annotation, and
+// every combination of field and annotation survives a round trip from either side.
+func TestBackupCompression(t *testing.T) {
+	const key = v1beta2.BackupCompressionAnnotation
+	v1Cases := map[string]*EtcdBackup{
+		"field only":           {Spec: EtcdBackupSpec{Compression: BackupCompressionGzip}},
+		"annotation only":      {ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{key: "gzip"}}},
+		"field and annotation": {ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{key: "none"}}, Spec: EtcdBackupSpec{Compression: BackupCompressionGzip}},
+		"empty annotation":     {ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{key: "", "x": "y"}}},
+		"neither":              {},
+	}
+	for name, orig := range v1Cases {
+		t.Run("v1 "+name, func(t *testing.T) {
+			var hub v1beta2.EtcdBackup
+			if err := orig.DeepCopy().ConvertTo(&hub); err != nil {
+				t.Fatal(err)
+			}
+			if orig.Spec.Compression != "" && hub.Annotations[key] != string(orig.Spec.Compression) {
+				t.Errorf("v1beta2 annotation %q, want spec.compression %q (the controller reads the annotation)", hub.Annotations[key], orig.Spec.Compression)
+			}
+			var back EtcdBackup
+			if err := back.ConvertFrom(&hub); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(orig, &back) {
+				t.Errorf("round trip changed it:\n got %+v %+v\nwant %+v %+v", back.Annotations, back.Spec, orig.Annotations, orig.Spec)
+			}
+		})
+	}
+	hubCases := map[string]*v1beta2.EtcdBackup{
+		"gzip":  {ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{key: "gzip"}}},
+		"bogus": {ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{key: "zstd", "x": "y"}}},
+		"empty": {ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{key: ""}}},
+	}
+	for name, orig := range hubCases {
+		t.Run("v1beta2 "+name, func(t *testing.T) {
+			var v EtcdBackup
+			if err := v.ConvertFrom(orig.DeepCopy()); err != nil {
+				t.Fatal(err)
+			}
+			if want := orig.Annotations[key]; want != "" && (string(v.Spec.Compression) != want || v.Annotations[key] != "") {
+				t.Errorf("v1 spec.compression %q annotations %v, want the field %q and no annotation", v.Spec.Compression, v.Annotations, want)
+			}
+			var back v1beta2.EtcdBackup
+			if err := v.ConvertTo(&back); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(orig, &back) {
+				t.Errorf("round trip changed it: got %v, want %v", back.Annotations, orig.Annotations)
+			}
+		})
+	}
+}

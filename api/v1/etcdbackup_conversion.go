@@ -17,6 +17,11 @@ type backupV1beta2Data struct {
 type backupV1Data struct {
 	Timeout        *metav1.Duration `json:"timeout,omitempty"`
 	BackupInterval *metav1.Duration `json:"backupInterval,omitempty"`
+	// The v1 object carried the compression annotation too, with this value, besides
+	// spec.compression (which the annotation of the v1beta2 object now holds).
+	CompressionAnnotation *string `json:"compressionAnnotation,omitempty"`
+	// The v1 object had no spec.compression but the annotation: it stays an annotation.
+	CompressionAsAnnotation bool `json:"compressionAsAnnotation,omitempty"`
 }
 
 var _ conversion.Convertible = &EtcdBackup{}
@@ -37,6 +42,20 @@ func (src *EtcdBackup) ConvertTo(hub conversion.Hub) error {
 		StorageType:     v1beta2.BackupStorageType(in.Spec.StorageType),
 		ClientTLSSecret: in.Spec.ClientTLSSecret,
 		BackupSource:    backupSourceFromV1(&in.Spec.StorageSource),
+	}
+	// spec.compression is v1beta2's annotation.
+	if prev, ok := dst.Annotations[v1beta2.BackupCompressionAnnotation]; ok {
+		if in.Spec.Compression != "" {
+			lost.CompressionAnnotation = &prev
+		} else if prev != "" {
+			lost.CompressionAsAnnotation = true
+		}
+	}
+	if in.Spec.Compression != "" {
+		if dst.Annotations == nil {
+			dst.Annotations = map[string]string{}
+		}
+		dst.Annotations[v1beta2.BackupCompressionAnnotation] = string(in.Spec.Compression)
 	}
 	if p := in.Spec.BackupPolicy; p != nil {
 		dp := &v1beta2.BackupPolicy{MaxBackups: p.MaxBackups}
@@ -70,6 +89,16 @@ func (dst *EtcdBackup) ConvertFrom(hub conversion.Hub) error {
 		StorageType:     BackupStorageType(in.Spec.StorageType),
 		ClientTLSSecret: in.Spec.ClientTLSSecret,
 		StorageSource:   backupSourceToV1(&in.Spec.BackupSource),
+	}
+	if v := dst.Annotations[v1beta2.BackupCompressionAnnotation]; v != "" && !kept.CompressionAsAnnotation {
+		dst.Spec.Compression = BackupCompression(v)
+		delete(dst.Annotations, v1beta2.BackupCompressionAnnotation)
+		if kept.CompressionAnnotation != nil {
+			dst.Annotations[v1beta2.BackupCompressionAnnotation] = *kept.CompressionAnnotation
+		}
+		if len(dst.Annotations) == 0 {
+			dst.Annotations = nil
+		}
 	}
 	if p := in.Spec.BackupPolicy; p != nil {
 		dp := &BackupPolicy{MaxBackups: p.MaxBackups}

@@ -23,9 +23,25 @@ type EtcdBackupSpec struct {
 	// etcd-client-ca.crt for TLS-secured clusters.
 	// +optional
 	ClientTLSSecret string `json:"clientTLSSecret,omitempty"`
+	// Compression of the stored snapshots: gzip, or none (the default: as etcd wrote
+	// them, restorable by any etcdutl). The restore step reads it from the stored
+	// object, so backups of both kinds restore alike. It is v1beta2's
+	// etcd.database.coreos.com/backup-compression annotation.
+	// +optional
+	// +kubebuilder:validation:Enum=none;gzip
+	Compression BackupCompression `json:"compression,omitempty"`
 
 	StorageSource `json:",inline"`
 }
+
+// BackupCompression is how stored snapshots are compressed.
+type BackupCompression string
+
+// Compressions.
+const (
+	BackupCompressionNone BackupCompression = "none"
+	BackupCompressionGzip BackupCompression = "gzip"
+)
 
 // BackupPolicy controls timing and retention.
 type BackupPolicy struct {

@@ -8,6 +8,11 @@ import (
 // carrying it are released. Removing it never deletes stored backups.
 const BackupFinalizer = "backup-operator-periodic"
 
+// BackupCompressionAnnotation set to "gzip" on an EtcdBackup stores its snapshots
+// gzip-compressed ("none" or absent: as etcd wrote them). CoreOS's API has no field for
+// it; v1's spec.compression is stored as this annotation.
+const BackupCompressionAnnotation = "etcd.database.coreos.com/backup-compression"
+
 // EtcdBackupSpec is a one-shot or periodic backup of an etcd cluster.
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'S3' || has(self.s3)",message="storageType S3 needs spec.s3",fieldPath=".s3"
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'PVC' || has(self.pvc)",message="storageType PVC needs spec.pvc",fieldPath=".pvc"

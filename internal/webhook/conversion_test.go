@@ -324,6 +324,10 @@ func TestConversionThroughAPIServer(t *testing.T) {
 			if old.GetAPIVersion() != v1beta2.GroupVersion.String() {
 				t.Errorf("%s: read back as %s", f, old.GetAPIVersion())
 			}
+			// v1's spec.compression is what the controller reads in v1beta2: the annotation.
+			if c, _, _ := unstructured.NestedString(u.Object, "spec", "compression"); c != "" && old.GetAnnotations()[v1beta2.BackupCompressionAnnotation] != c {
+				t.Errorf("%s: spec.compression %q stored as annotations %v", f, c, old.GetAnnotations())
+			}
 		}
 	})
 
