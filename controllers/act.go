@@ -50,7 +50,7 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 		if !slices.Equal(c.Status.BootstrapMembers, names) {
 			c.Status.BootstrapMembers = names
 			c.Status.Phase = etcdv1beta2.ClusterPhaseCreating
-			if err := r.persistStatus(ctx, c); err != nil {
+			if err := r.persistStatus(ctx, o, c); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -92,7 +92,7 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 		// Persist the in-flight step before starting the pod: a restarted operator must
 		// finish this learner rather than add another.
 		c.Status.PendingMember = &etcdv1beta2.PendingMember{Name: a.Name, ID: idString(res.Member.ID), AddedAt: metav1.NewTime(r.Now())}
-		if err := r.persistStatus(ctx, c); err != nil {
+		if err := r.persistStatus(ctx, o, c); err != nil {
 			return ctrl.Result{}, err
 		}
 		m := render.Member{Name: a.Name, ID: idString(res.Member.ID), Version: a.Version,
@@ -179,7 +179,7 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 				return ctrl.Result{}, err
 			}
 			c.Status.Recovery = nil
-			if err := r.persistStatus(ctx, c); err != nil {
+			if err := r.persistStatus(ctx, o, c); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -203,10 +203,16 @@ func clampRequeue(d time.Duration) time.Duration {
 }
 
 // persistStatus writes status now, before a step whose effect must survive a restart.
-func (r *EtcdClusterReconciler) persistStatus(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
-	if err := r.Status().Update(ctx, c); err != nil {
+// It is a merge patch of what this reconcile changed since o.orig, like the status write
+// at its end, not an update: the cached object may lag the previous reconcile's write,
+// and an update would then fail on the stale resourceVersion (the operator is the only
+// writer of status). o.orig becomes the checkpoint the final write diffs against.
+func (r *EtcdClusterReconciler) persistStatus(ctx context.Context, o *observation, c *etcdv1beta2.EtcdCluster) error {
+	c.Status.ObservedGeneration = c.Generation
+	if err := r.Status().Patch(ctx, c, client.MergeFrom(o.orig)); err != nil {
 		return fmt.Errorf("record status before acting: %w", err)
 	}
+	*o.orig = *c.DeepCopy()
 	return nil
 }
 

@@ -129,6 +129,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	defer obs.close()
+	obs.orig = orig // the same object: a persisted step moves the final write's base
 
 	if v, ok := c.Annotations[AnnotationQuorumLossGrace]; ok && annotationDuration(&c, AnnotationQuorumLossGrace) == 0 {
 		r.Recorder.Eventf(&c, corev1.EventTypeWarning, "InvalidAnnotation",

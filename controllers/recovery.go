@@ -36,7 +36,7 @@ func (r *EtcdClusterReconciler) startRecovery(ctx context.Context, c *etcdv1beta
 		// recovery (same source, member and token) instead of starting another.
 		c.Status.Recovery = rec
 		c.Status.PendingMember = nil
-		if err := r.persistStatus(ctx, c); err != nil {
+		if err := r.persistStatus(ctx, o, c); err != nil {
 			return err
 		}
 		r.Recorder.Eventf(c, corev1.EventTypeWarning, "ForceNewCluster",
@@ -83,7 +83,7 @@ func (r *EtcdClusterReconciler) finishRecovery(ctx context.Context, c *etcdv1bet
 	}
 	c.Status.Recovery = nil
 	c.Status.PendingMember = nil
-	if err := r.persistStatus(ctx, c); err != nil {
+	if err := r.persistStatus(ctx, o, c); err != nil {
 		return err
 	}
 	r.Recorder.Eventf(c, corev1.EventTypeNormal, "Recovered", "%s; deleted pods [%s]; growing back to %d members",

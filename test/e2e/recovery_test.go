@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers"
@@ -23,7 +25,13 @@ import (
 // from the survivor's data, removes the old members only once that member serves the
 // survivor's revision, and grows back to three members — every key written before the
 // loss is still there, under new member IDs.
-func TestQuorumLossRecovery(t *testing.T) {
+func TestQuorumLossRecovery(t *testing.T) { testQuorumLossRecovery(t, false) }
+
+// TestQuorumLossRecoveryTLS is the same with peer and client TLS: the new member's copy
+// step dials the survivor over TLS with the operator's client certificate.
+func TestQuorumLossRecoveryTLS(t *testing.T) { testQuorumLossRecovery(t, true) }
+
+func testQuorumLossRecovery(t *testing.T, withTLS bool) {
 	dir := buildOperatorImage(t, render.OperatorCommand)
 	// Five nodes: anti-affinity keeps one member per node, two nodes go down, and the
 	// new member plus two regrown ones need three nodes that are up.
@@ -32,28 +40,36 @@ func TestQuorumLossRecovery(t *testing.T) {
 	c := newCluster(name, 3)
 	c.Spec.Pod = &etcdv1beta2.PodPolicy{AntiAffinity: true}
 	c.Annotations = map[string]string{controllers.AnnotationQuorumLossGrace: "15s", controllers.AnnotationForceNewCluster: "true"}
+	access := plainAccess(e, name)
+	if withTLS {
+		pki := framework.NewClusterTLS(t, name, "default")
+		e.Create(pki.PeerSecret("phoenix-peer"))
+		e.Create(pki.ServerSecret("phoenix-server"))
+		e.Create(pki.OperatorSecret("phoenix-operator"))
+		c.Spec.TLS = framework.StaticTLS("phoenix-peer", "phoenix-server", "phoenix-operator")
+		access = tlsAccess(e, name, pki.ClientConfig(t))
+	}
 	e.Create(c)
-	e.WaitAvailable(name, 3, 90*time.Second)
+	access.waitAvailable(3, 90*time.Second)
 
-	cli := e.EtcdClient(name)
+	cli := access.client()
 	const keys = 300
 	writeKeys(e, cli, keys, "/before", "v")
 	// Quiesce: every member has applied every write, so any survivor holds them all.
 	// (A recovery keeps what the survivor has; a write only a lost majority had applied
 	// would be gone, which is why the recovery is opt-in.)
-	sts := waitAllAnswer(e, name, 3, 30*time.Second)
 	e.Eventually(30*time.Second, "members at one revision", func() error {
-		sts = e.MemberStatuses(name)
-		revs := map[int64]bool{}
-		for _, st := range sts {
-			revs[st.Revision] = true
+		revs := access.revisions()
+		distinct := map[int64]bool{}
+		for _, r := range revs {
+			distinct[r] = true
 		}
-		if len(sts) != 3 || len(revs) != 1 {
-			return fmt.Errorf("statuses %+v", sts)
+		if len(revs) != 3 || len(distinct) != 1 {
+			return fmt.Errorf("revisions %v", revs)
 		}
 		return nil
 	})
-	old, err := e.Members(name)
+	old, err := access.members()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +188,7 @@ func TestQuorumLossRecovery(t *testing.T) {
 			t.Errorf("old member pod %s still runs", n)
 		}
 	}
-	now, err := e.Members(name)
+	now, err := access.members()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +204,7 @@ func TestQuorumLossRecovery(t *testing.T) {
 		t.Errorf("status.clusterID %q after the recovery, want the new cluster's (old %s)", id, oldClusterID)
 	}
 	// Every key written before the loss, through a fresh client on the new members.
-	fresh := e.EtcdClient(name)
+	fresh := access.client()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resp, err := fresh.Get(ctx, "/before/", clientv3.WithPrefix())
@@ -219,4 +235,58 @@ func countOf(list []string, s string) int {
 		}
 	}
 	return n
+}
+
+// clusterAccess reaches a cluster's members the way its TLS settings require.
+type clusterAccess struct {
+	waitAvailable func(size int, timeout time.Duration)
+	client        func() *clientv3.Client
+	members       func() ([]*framework.EtcdMember, error)
+	revisions     func() map[string]int64 // by pod, of the members that answer
+}
+
+func plainAccess(e *framework.Env, name string) clusterAccess {
+	return clusterAccess{
+		waitAvailable: func(size int, timeout time.Duration) { e.WaitAvailable(name, size, timeout) },
+		client:        func() *clientv3.Client { return e.EtcdClient(name) },
+		members:       func() ([]*framework.EtcdMember, error) { return e.Members(name) },
+		revisions: func() map[string]int64 {
+			out := map[string]int64{}
+			for pod, st := range e.MemberStatuses(name) {
+				out[pod] = st.Revision
+			}
+			return out
+		},
+	}
+}
+
+func tlsAccess(e *framework.Env, name string, cfg *tls.Config) clusterAccess {
+	return clusterAccess{
+		waitAvailable: func(size int, timeout time.Duration) { e.WaitAvailableTLS(name, size, cfg, timeout) },
+		client:        func() *clientv3.Client { return e.EtcdClientTLS(name, cfg) },
+		members: func() ([]*framework.EtcdMember, error) {
+			ms, err := e.MembersTLS(name, cfg)
+			var out []*framework.EtcdMember
+			for _, m := range ms {
+				out = append(out, &framework.EtcdMember{ID: m.ID, Name: m.Name, IsLearner: m.IsLearner})
+			}
+			return out, err
+		},
+		revisions: func() map[string]int64 {
+			out := map[string]int64{}
+			for _, ep := range e.MemberEndpointsTLS(name) {
+				cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, TLS: cfg, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+				if err != nil {
+					continue
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				if st, err := cli.Status(ctx, ep); err == nil {
+					out[ep] = st.Header.Revision
+				}
+				cancel()
+				cli.Close()
+			}
+			return out
+		},
+	}
 }
