@@ -64,7 +64,7 @@ metadata:
 spec:
   size: 3
   version: 3.6.16
-  repository: quay.io/coreos/etcd
+  repository: etcd-mirror/etcd
   pod:
     antiAffinity: true
     busyboxImage: busybox:1.28.0-glibc
@@ -127,7 +127,7 @@ metadata:
 spec:
   size: 3
   version: 3.6.16
-  repository: quay.io/coreos/etcd
+  repository: etcd-mirror/etcd
   pod:
     antiAffinity: true
     dnsTimeout: 1m0s

@@ -15,7 +15,7 @@ type EtcdClusterSpec struct {
 	Size int `json:"size"`
 
 	// Repository is the etcd image repository; the image used is <repository>:v<version>.
-	// Defaults to quay.io/coreos/etcd.
+	// Defaults to the repository of CoreOS's etcd images, as in v1beta2.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Repository string `json:"repository,omitempty"`
