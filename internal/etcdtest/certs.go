@@ -1,60 +1,31 @@
 package etcdtest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/testpki"
 )
 
 // testCA is a throw-away certificate authority for one cluster: every member
 // gets a certificate for its own IP (used to serve clients and peers, and as
 // the client certificate towards its peers), tests get a client certificate.
+// etcd reads them from files, so each is also written to the CA's directory.
 type testCA struct {
-	cert   *x509.Certificate
-	key    *ecdsa.PrivateKey
+	*testpki.CA
 	caFile string
 	dir    string
-	serial atomic.Int64
 }
 
 func newTestCA(t testing.TB) *testCA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "etcdtest CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := &testCA{cert: cert, key: key, dir: t.TempDir()}
-	ca.serial.Store(1)
+	ca := &testCA{CA: testpki.NewCA(t, "etcdtest CA"), dir: t.TempDir()}
 	ca.caFile = filepath.Join(ca.dir, "ca.crt")
-	writePEM(t, ca.caFile, "CERTIFICATE", der)
+	writeFile(t, ca.caFile, ca.PEM)
 	return ca
 }
 
@@ -62,33 +33,15 @@ func newTestCA(t testing.TB) *testCA {
 // both server and client use) and returns their paths.
 func (ca *testCA) issue(t testing.TB, name string, ips ...string) (certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(ca.serial.Add(1)),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
+	var addrs []net.IP
 	for _, ip := range ips {
-		tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(ip))
+		addrs = append(addrs, net.ParseIP(ip))
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	certPEM, keyPEM := ca.Issue(t, name, nil, addrs)
 	certFile = filepath.Join(ca.dir, name+".crt")
 	keyFile = filepath.Join(ca.dir, name+".key")
-	writePEM(t, certFile, "CERTIFICATE", der)
-	writePEM(t, keyFile, "EC PRIVATE KEY", kder)
+	writeFile(t, certFile, certPEM)
+	writeFile(t, keyFile, keyPEM)
 	return certFile, keyFile
 }
 
@@ -102,13 +55,13 @@ func (ca *testCA) clientTLS(t testing.TB, name string) *tls.Config {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
+	pool.AddCert(ca.Cert)
 	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 }
 
-func writePEM(t testing.TB, path, typ string, der []byte) {
+func writeFile(t testing.TB, path string, data []byte) {
 	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -224,7 +224,7 @@ func (c *Cluster) ClientTLS() *tls.Config {
 	if c.ca == nil {
 		return nil
 	}
-	return c.ca.clientTLS(c.t, fmt.Sprintf("client-%d", c.ca.serial.Load()+1))
+	return c.ca.clientTLS(c.t, fmt.Sprintf("client-%d", c.ca.Serial()+1))
 }
 
 // NewMember allocates an address and a data dir for a member without starting

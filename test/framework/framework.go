@@ -199,29 +199,38 @@ func ConditionTrue(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionTyp
 	return false
 }
 
-// waitAvailable waits until the cluster reports Available with size ready members and
+// WaitAvailable waits until the cluster reports Available with size ready members and
 // etcd itself lists exactly size voting members.
 func (e *Env) WaitAvailable(name string, size int, timeout time.Duration) *etcdv1beta2.EtcdCluster {
 	e.t.Helper()
-	var c *etcdv1beta2.EtcdCluster
-	e.Eventually(timeout, fmt.Sprintf("%s Available with %d members", name, size), func() error {
-		c = e.Cluster(name)
-		if !ConditionTrue(c, etcdv1beta2.ClusterConditionAvailable) || len(c.Status.Members.Ready) != size ||
-			len(c.Status.Members.Unready) != 0 || ConditionTrue(c, etcdv1beta2.ClusterConditionScaling) {
-			return fmt.Errorf("status: phase=%s ready=%v unready=%v conditions=%v", c.Status.Phase, c.Status.Members.Ready, c.Status.Members.Unready, c.Status.Conditions)
-		}
+	return e.waitAvailable(name, size, timeout, "", func() (members, voters int, err error) {
 		ms, err := e.Members(name)
-		if err != nil {
-			return err
-		}
-		voters := 0
 		for _, m := range ms {
 			if !m.IsLearner {
 				voters++
 			}
 		}
-		if voters != size || len(ms) != size {
-			return fmt.Errorf("etcd lists %d members (%d voters), want %d voters", len(ms), voters, size)
+		return len(ms), voters, err
+	})
+}
+
+// waitAvailable is WaitAvailable with etcd's member list counted by count (members
+// reached over plain HTTP or TLS); how is appended to the wait's description.
+func (e *Env) waitAvailable(name string, size int, timeout time.Duration, how string, count func() (members, voters int, err error)) *etcdv1beta2.EtcdCluster {
+	e.t.Helper()
+	var c *etcdv1beta2.EtcdCluster
+	e.Eventually(timeout, fmt.Sprintf("%s Available with %d members%s", name, size, how), func() error {
+		c = e.Cluster(name)
+		if !ConditionTrue(c, etcdv1beta2.ClusterConditionAvailable) || len(c.Status.Members.Ready) != size ||
+			len(c.Status.Members.Unready) != 0 || ConditionTrue(c, etcdv1beta2.ClusterConditionScaling) {
+			return fmt.Errorf("status: phase=%s ready=%v unready=%v conditions=%v", c.Status.Phase, c.Status.Members.Ready, c.Status.Members.Unready, c.Status.Conditions)
+		}
+		members, voters, err := count()
+		if err != nil {
+			return err
+		}
+		if voters != size || members != size {
+			return fmt.Errorf("etcd lists %d members (%d voters), want %d voters", members, voters, size)
 		}
 		return nil
 	})

@@ -2,18 +2,11 @@ package framework
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"sort"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +18,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/testpki"
 )
 
 // BenchClusterDomain is the DNS domain of the bench: its kubelet writes records under it
@@ -40,9 +34,7 @@ type ClusterTLS struct {
 	// CAPEM is the CA certificate, the trust root of every Secret.
 	CAPEM []byte
 
-	ca     *x509.Certificate
-	caKey  *ecdsa.PrivateKey
-	serial atomic.Int64
+	ca *testpki.CA
 
 	peerCert, peerKey     []byte
 	serverCert, serverKey []byte
@@ -62,30 +54,8 @@ type ClusterTLS struct {
 // both ways.
 func NewClusterTLS(t testing.TB, cluster, namespace string) *ClusterTLS {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: cluster + " test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &ClusterTLS{Cluster: cluster, Namespace: namespace, ca: cert, caKey: key,
-		CAPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-	c.serial.Store(1)
+	ca := testpki.NewCA(t, cluster+" test CA")
+	c := &ClusterTLS{Cluster: cluster, Namespace: namespace, ca: ca, CAPEM: ca.PEM}
 
 	var members, service []string
 	svc := cluster + "-client"
@@ -105,30 +75,7 @@ func NewClusterTLS(t testing.TB, cluster, namespace string) *ClusterTLS {
 // it and its key in PEM.
 func (c *ClusterTLS) Issue(t testing.TB, cn string, dns []string, ips []net.IP) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(c.serial.Add(1)),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		DNSNames:     dns,
-		IPAddresses:  ips,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.ca, &key.PublicKey, c.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	return c.ca.Issue(t, cn, dns, ips)
 }
 
 func (c *ClusterTLS) secret(name string, data map[string][]byte) *corev1.Secret {
@@ -167,7 +114,7 @@ func (c *ClusterTLS) ClientConfig(t testing.TB) *tls.Config {
 // --client-cert-auth must refuse it.
 func (c *ClusterTLS) NoCertConfig() *tls.Config {
 	pool := x509.NewCertPool()
-	pool.AddCert(c.ca)
+	pool.AddCert(c.ca.Cert)
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 }
 
@@ -233,27 +180,13 @@ func (e *Env) MembersTLS(name string, cfg *tls.Config) ([]*etcdserverpb.Member, 
 // asked over https with cfg.
 func (e *Env) WaitAvailableTLS(name string, size int, cfg *tls.Config, timeout time.Duration) *etcdv1beta2.EtcdCluster {
 	e.t.Helper()
-	var c *etcdv1beta2.EtcdCluster
-	e.Eventually(timeout, fmt.Sprintf("%s Available with %d members (TLS)", name, size), func() error {
-		c = e.Cluster(name)
-		if !ConditionTrue(c, etcdv1beta2.ClusterConditionAvailable) || len(c.Status.Members.Ready) != size ||
-			len(c.Status.Members.Unready) != 0 || ConditionTrue(c, etcdv1beta2.ClusterConditionScaling) {
-			return fmt.Errorf("status: phase=%s ready=%v unready=%v conditions=%v", c.Status.Phase, c.Status.Members.Ready, c.Status.Members.Unready, c.Status.Conditions)
-		}
+	return e.waitAvailable(name, size, timeout, " (TLS)", func() (members, voters int, err error) {
 		ms, err := e.MembersTLS(name, cfg)
-		if err != nil {
-			return err
-		}
-		voters := 0
 		for _, m := range ms {
 			if !m.IsLearner {
 				voters++
 			}
 		}
-		if voters != size || len(ms) != size {
-			return fmt.Errorf("etcd lists %d members (%d voters), want %d voters", len(ms), voters, size)
-		}
-		return nil
+		return len(ms), voters, err
 	})
-	return c
 }

@@ -2,18 +2,12 @@ package runtest
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -31,6 +25,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/testpki"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 )
 
@@ -418,51 +413,24 @@ type testCerts struct {
 
 func newTestCerts(t *testing.T, c *v1beta2.EtcdCluster) *testCerts {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	ca := testpki.NewCA(t, "test-ca")
+	caPEM := ca.PEM
 	wildcard := fmt.Sprintf("*.%s.%s.svc", c.Name, c.Namespace)
-	issue := func(cn string, serial int64, dns []string, ips []net.IP) (certPEM, keyPEM []byte) {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-			DNSNames:    dns,
-			IPAddresses: ips,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kb, _ := x509.MarshalECPrivateKey(key)
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-	}
 	// With --peer-client-cert-auth etcd also checks a connecting peer's certificate
 	// against the connection's source address (reverse DNS of the source IP must match
 	// a SAN). In Kubernetes the source is the pod IP, whose PTR record is the member's
 	// name under the headless Service. Here all "pods" share one network namespace and
 	// the kernel sources loopback connections from 127.0.0.1, so the peer certificate
 	// carries that address too. Only the test's certificate differs; the pods don't.
-	peerCrt, peerKey := issue("peer", 2, []string{wildcard}, []net.IP{net.IPv4(127, 0, 0, 1)})
-	serverCrt, serverKey := issue("server", 3, []string{wildcard, "localhost"}, nil)
-	clientCrt, clientKey := issue("client", 4, nil, nil)
+	peerCrt, peerKey := ca.Issue(t, "peer", []string{wildcard}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	serverCrt, serverKey := ca.Issue(t, "server", []string{wildcard, "localhost"}, nil)
+	clientCrt, clientKey := ca.Issue(t, "client", nil, nil)
 	pair, err := tls.X509KeyPair(clientCrt, clientKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
+	pool.AddCert(ca.Cert)
 	return &testCerts{
 		secrets: map[string]map[string][]byte{
 			"peer":   {"peer.crt": peerCrt, "peer.key": peerKey, "peer-ca.crt": caPEM},
