@@ -38,7 +38,22 @@ type backupEnv struct {
 
 func setupBackup(t *testing.T, cluster string, keys int) *backupEnv {
 	t.Helper()
-	e := framework.Setup(t)
+	b := startBackupStore(t, framework.Setup(t))
+	b.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws-bad"}, Data: map[string][]byte{
+		"credentials": []byte(fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = wrong-secret-value\n", b.minio.AccessKey)),
+		"config":      []byte(b.minio.AWSConfigFile())}})
+
+	b.Create(newCluster(cluster, 3))
+	b.WaitAvailable(cluster, 3, 120*time.Second)
+	cli := b.EtcdClient(cluster)
+	writeKeys(b.Env, cli, keys, "/data", "value-")
+	return b
+}
+
+// startBackupStore starts MinIO with the backup bucket and creates the "aws" Secret
+// with its credentials on e.
+func startBackupStore(t *testing.T, e *framework.Env) *backupEnv {
+	t.Helper()
 	srv := miniotest.Start(t)
 	srv.MakeBucket(t, backupBucket)
 	creds, err := backup.ParseAWSSecret(map[string][]byte{
@@ -50,16 +65,8 @@ func setupBackup(t *testing.T, cluster string, keys int) *backupEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Data: map[string][]byte{
+	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
 		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})
-	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws-bad"}, Data: map[string][]byte{
-		"credentials": []byte(fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = wrong-secret-value\n", srv.AccessKey)),
-		"config":      []byte(srv.AWSConfigFile())}})
-
-	e.Create(newCluster(cluster, 3))
-	e.WaitAvailable(cluster, 3, 120*time.Second)
-	cli := e.EtcdClient(cluster)
-	writeKeys(e, cli, keys, "/data", "value-")
 	return &backupEnv{Env: e, minio: srv, store: store}
 }
 

@@ -266,11 +266,7 @@ func tlsAccess(e *framework.Env, name string, cfg *tls.Config) clusterAccess {
 		client:        func() *clientv3.Client { return e.EtcdClientTLS(name, cfg) },
 		members: func() ([]*framework.EtcdMember, error) {
 			ms, err := e.MembersTLS(name, cfg)
-			var out []*framework.EtcdMember
-			for _, m := range ms {
-				out = append(out, &framework.EtcdMember{ID: m.ID, Name: m.Name, IsLearner: m.IsLearner})
-			}
-			return out, err
+			return framework.ToEtcdMembers(ms), err
 		},
 		revisions: func() map[string]int64 {
 			out := map[string]int64{}

@@ -15,14 +15,11 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers"
-	"github.com/etcd-operator/etcd-operator/internal/backup"
-	"github.com/etcd-operator/etcd-operator/internal/miniotest"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -168,7 +165,7 @@ func TestTLS(t *testing.T) {
 	})
 
 	t.Run("backup to S3 with clientTLSSecret", func(t *testing.T) {
-		b := tlsBackupEnv(t, e)
+		b := startBackupStore(t, e)
 		ep := fmt.Sprintf("https://%s-client.default.svc:2379", name)
 		eb := b.newBackup("tls-oneshot", name, "tls/oneshot.db", "aws", nil)
 		eb.Spec.EtcdEndpoints = []string{ep}
@@ -210,25 +207,6 @@ func TestTLS(t *testing.T) {
 			t.Errorf("backup without a client certificate stored %v", objs)
 		}
 	})
-}
-
-// tlsBackupEnv starts MinIO with a bucket and the "aws" Secret on an existing Env.
-func tlsBackupEnv(t *testing.T, e *framework.Env) *backupEnv {
-	t.Helper()
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, backupBucket)
-	creds, err := backup.ParseAWSSecret(map[string][]byte{
-		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: backupBucket, ForcePathStyle: true, Credentials: creds})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
-		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})
-	return &backupEnv{Env: e, minio: srv, store: store}
 }
 
 // checkTLSURLs asserts etcd's own member list: size members, every peer and client URL

@@ -5,6 +5,7 @@ package framework
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -203,20 +205,12 @@ func ConditionTrue(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionTyp
 // etcd itself lists exactly size voting members.
 func (e *Env) WaitAvailable(name string, size int, timeout time.Duration) *etcdv1beta2.EtcdCluster {
 	e.t.Helper()
-	return e.waitAvailable(name, size, timeout, "", func() (members, voters int, err error) {
-		ms, err := e.Members(name)
-		for _, m := range ms {
-			if !m.IsLearner {
-				voters++
-			}
-		}
-		return len(ms), voters, err
-	})
+	return e.waitAvailable(name, size, timeout, "", func() ([]*EtcdMember, error) { return e.Members(name) })
 }
 
-// waitAvailable is WaitAvailable with etcd's member list counted by count (members
-// reached over plain HTTP or TLS); how is appended to the wait's description.
-func (e *Env) waitAvailable(name string, size int, timeout time.Duration, how string, count func() (members, voters int, err error)) *etcdv1beta2.EtcdCluster {
+// waitAvailable is WaitAvailable with etcd's member list read by list (over plain HTTP
+// or TLS); how is appended to the wait's description.
+func (e *Env) waitAvailable(name string, size int, timeout time.Duration, how string, list func() ([]*EtcdMember, error)) *etcdv1beta2.EtcdCluster {
 	e.t.Helper()
 	var c *etcdv1beta2.EtcdCluster
 	e.Eventually(timeout, fmt.Sprintf("%s Available with %d members%s", name, size, how), func() error {
@@ -225,12 +219,18 @@ func (e *Env) waitAvailable(name string, size int, timeout time.Duration, how st
 			len(c.Status.Members.Unready) != 0 || ConditionTrue(c, etcdv1beta2.ClusterConditionScaling) {
 			return fmt.Errorf("status: phase=%s ready=%v unready=%v conditions=%v", c.Status.Phase, c.Status.Members.Ready, c.Status.Members.Unready, c.Status.Conditions)
 		}
-		members, voters, err := count()
+		ms, err := list()
 		if err != nil {
 			return err
 		}
-		if voters != size || members != size {
-			return fmt.Errorf("etcd lists %d members (%d voters), want %d voters", members, voters, size)
+		voters := 0
+		for _, m := range ms {
+			if !m.IsLearner {
+				voters++
+			}
+		}
+		if voters != size || len(ms) != size {
+			return fmt.Errorf("etcd lists %d members (%d voters), want %d voters", len(ms), voters, size)
 		}
 		return nil
 	})
@@ -268,11 +268,17 @@ func (e *Env) MemberPods(name string) map[string]corev1.Pod {
 // members lists etcd's members, asking the member pods directly by IP. It never fails
 // the test itself, so monitors in other goroutines may call it.
 func (e *Env) Members(name string) ([]*EtcdMember, error) {
-	eps := e.memberEndpoints(name)
+	ms, err := memberList(e.memberEndpoints(name), nil)
+	return ToEtcdMembers(ms), err
+}
+
+// memberList is etcd's member list asked of the endpoints (with TLS if cfg is set),
+// sorted by name.
+func memberList(eps []string, cfg *tls.Config) ([]*etcdserverpb.Member, error) {
 	if len(eps) == 0 {
 		return nil, fmt.Errorf("no member pod has an IP")
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: cfg, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, err
 	}
@@ -283,12 +289,18 @@ func (e *Env) Members(name string) ([]*EtcdMember, error) {
 	if err != nil {
 		return nil, err
 	}
+	ms := resp.Members
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name })
+	return ms, nil
+}
+
+// ToEtcdMembers keeps what tests compare of etcd's members.
+func ToEtcdMembers(ms []*etcdserverpb.Member) []*EtcdMember {
 	var out []*EtcdMember
-	for _, m := range resp.Members {
+	for _, m := range ms {
 		out = append(out, &EtcdMember{ID: m.ID, Name: m.Name, IsLearner: m.IsLearner})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out
 }
 
 type EtcdMember struct {

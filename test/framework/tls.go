@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -156,37 +155,15 @@ func (e *Env) MemberEndpointsTLS(name string) []string {
 // MembersTLS is etcd's member list (with URLs), asked of the member pods over TLS. It
 // never fails the test itself.
 func (e *Env) MembersTLS(name string, cfg *tls.Config) ([]*etcdserverpb.Member, error) {
-	eps := e.MemberEndpointsTLS(name)
-	if len(eps) == 0 {
-		return nil, fmt.Errorf("no member pod has an IP")
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: cfg, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return nil, err
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	resp, err := cli.MemberList(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ms := resp.Members
-	sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name })
-	return ms, nil
+	return memberList(e.MemberEndpointsTLS(name), cfg)
 }
 
 // WaitAvailableTLS is WaitAvailable for a cluster with client TLS: the member list is
 // asked over https with cfg.
 func (e *Env) WaitAvailableTLS(name string, size int, cfg *tls.Config, timeout time.Duration) *etcdv1beta2.EtcdCluster {
 	e.t.Helper()
-	return e.waitAvailable(name, size, timeout, " (TLS)", func() (members, voters int, err error) {
+	return e.waitAvailable(name, size, timeout, " (TLS)", func() ([]*EtcdMember, error) {
 		ms, err := e.MembersTLS(name, cfg)
-		for _, m := range ms {
-			if !m.IsLearner {
-				voters++
-			}
-		}
-		return len(ms), voters, err
+		return ToEtcdMembers(ms), err
 	})
 }
