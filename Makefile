@@ -57,6 +57,35 @@ test: tools verify ## Unit, envtest and bench e2e tests against real kube-apiser
 bench: tools ## Benchmarks (ratios against a baseline measured in the same run).
 	go test -run '^$$' -bench . -benchtime 1x ./bench/...
 
+##@ Images
+
+# IMG names the operator image everywhere (CSV, config/manager, chart); docker-build and
+# docker-push need docker or podman, image-build/image-push need only Go (no daemon) and
+# make the same image (internal/ociimage; TestOperatorSpecMatchesDockerfile keeps them equal).
+GOARCH_IMG ?= amd64
+
+.PHONY: docker-build
+docker-build: ## Build the operator image $(IMG) from the Dockerfile with docker or podman.
+	@test -n "$(CONTAINER_TOOL)" || { echo "docker-build needs docker or podman; use make image-build"; exit 1; }
+	$(CONTAINER_TOOL) build --build-arg TARGETARCH=$(GOARCH_IMG) -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push $(IMG) with docker or podman.
+	@test -n "$(CONTAINER_TOOL)" || { echo "docker-push needs docker or podman; use make image-push"; exit 1; }
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: manager-static
+manager-static:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH_IMG) go build -trimpath -ldflags=-s -o bin/manager .
+
+.PHONY: image-build
+image-build: manager-static ## Build $(IMG) without a daemon into bin/operator-image.tar (docker/podman load, ctr import).
+	go run ./hack/image --binary bin/manager --arch $(GOARCH_IMG) --tag $(IMG) --tar bin/operator-image.tar
+
+.PHONY: image-push
+image-push: manager-static ## Build $(IMG) without a daemon and push it to the registry IMG names.
+	go run ./hack/image --binary bin/manager --arch $(GOARCH_IMG) --tag $(IMG) --push
+
 ##@ Bundle
 
 # VERSION is the bundle `make bundle` writes; PREV_VERSION the released one it replaces,
