@@ -46,6 +46,7 @@ type Spec struct {
 	Files      []File
 	User       string
 	Entrypoint []string
+	Cmd        []string
 	Env        []string
 	WorkingDir string
 	Labels     map[string]string
@@ -86,6 +87,7 @@ func Build(s Spec) (v1.Image, error) {
 	cfg.Created = v1.Time{Time: epoch}
 	cfg.Config.User = s.User
 	cfg.Config.Entrypoint = s.Entrypoint
+	cfg.Config.Cmd = s.Cmd
 	cfg.Config.Env = s.Env
 	cfg.Config.WorkingDir = s.WorkingDir
 	cfg.Config.Labels = s.Labels

@@ -283,3 +283,27 @@ func TestCheckStatic(t *testing.T) {
 		t.Error("a Go source file passed as an executable")
 	}
 }
+
+func TestEtcdImageHasTheThreeToolsOnPath(t *testing.T) {
+	dir := t.TempDir()
+	for _, tool := range []string{"etcd", "etcdctl", "etcdutl"} {
+		writeFile(t, dir, tool, tool+" binary")
+	}
+	img, err := Build(EtcdSpec(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := layerEntries(t, img)
+	for _, tool := range []string{"etcd", "etcdctl", "etcdutl"} {
+		if e := got["/usr/local/bin/"+tool]; e.content != tool+" binary" || e.mode != 0o755 {
+			t.Errorf("/usr/local/bin/%s = %+v", tool, e)
+		}
+	}
+	cfg, _ := img.ConfigFile()
+	if !slices.Contains(cfg.Config.Env, "PATH=/usr/local/bin:/usr/bin:/bin") || !slices.Equal(cfg.Config.Cmd, []string{"/usr/local/bin/etcd"}) {
+		t.Errorf("env %v cmd %v", cfg.Config.Env, cfg.Config.Cmd)
+	}
+	if _, err := Build(EtcdSpec(t.TempDir())); err == nil {
+		t.Error("built an etcd image from an empty directory")
+	}
+}
