@@ -260,6 +260,10 @@ func stripComments(doc []byte) []byte {
 	return b.Bytes()
 }
 
+// MaxDNSTimeoutSeconds is the largest spec.pod.DNSTimeoutInSecond the CRD admits (a day).
+// Larger values stored before that limit existed are rendered as this one.
+const MaxDNSTimeoutSeconds = 86400
+
 var (
 	versionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
 	hexIDRE   = regexp.MustCompile(`^[0-9a-fA-F]{1,16}$`)
@@ -316,6 +320,9 @@ func Values(in Input) (map[string]interface{}, error) {
 	pod, err := toMap(c.Spec.Pod)
 	if err != nil {
 		return nil, fmt.Errorf("render: spec.pod: %w", err)
+	}
+	if c.Spec.Pod != nil && c.Spec.Pod.DNSTimeoutInSecond > MaxDNSTimeoutSeconds {
+		pod["DNSTimeoutInSecond"] = MaxDNSTimeoutSeconds
 	}
 	tls, err := toMap(c.Spec.TLS)
 	if err != nil {

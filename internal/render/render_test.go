@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"sync"
@@ -397,6 +398,14 @@ func TestPodPolicyFields(t *testing.T) {
 			sp := p.Spec.Containers[0].StartupProbe
 			if budget := sp.PeriodSeconds * sp.FailureThreshold; budget != 300 {
 				t.Errorf("startup budget %d s, want 300", budget)
+			}
+		}},
+		// A value stored before the CRD had a maximum saturates at a day instead of
+		// overflowing the probe's int32 threshold.
+		{"DNSTimeoutInSecond saturates at a day", v1beta2.PodPolicy{DNSTimeoutInSecond: math.MaxInt64}, func(t *testing.T, _ *v1beta2.EtcdCluster, _ rendered, p *corev1.Pod) {
+			sp := p.Spec.Containers[0].StartupProbe
+			if budget := int64(sp.PeriodSeconds) * int64(sp.FailureThreshold); budget < MaxDNSTimeoutSeconds || budget >= MaxDNSTimeoutSeconds+int64(sp.PeriodSeconds) {
+				t.Errorf("startup budget %d s, want the first multiple of %d s >= %d", budget, sp.PeriodSeconds, MaxDNSTimeoutSeconds)
 			}
 		}},
 		{"ClusterDomain", v1beta2.PodPolicy{ClusterDomain: "cluster.local"}, func(t *testing.T, c *v1beta2.EtcdCluster, _ rendered, p *corev1.Pod) {
