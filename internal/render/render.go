@@ -324,6 +324,21 @@ func Values(in Input) (map[string]interface{}, error) {
 	if c.Spec.Pod != nil && c.Spec.Pod.DNSTimeoutInSecond > MaxDNSTimeoutSeconds {
 		pod["DNSTimeoutInSecond"] = MaxDNSTimeoutSeconds
 	}
+	var userSC *corev1.PodSecurityContext
+	if c.Spec.Pod != nil {
+		userSC = c.Spec.Pod.SecurityContext
+	}
+	podSC, err := PodSecurityContext(userSC)
+	if err != nil {
+		return nil, fmt.Errorf("render: spec.pod.securityContext: %w", err)
+	}
+	if pod["securityContext"], err = toMap(podSC); err != nil {
+		return nil, fmt.Errorf("render: spec.pod.securityContext: %w", err)
+	}
+	containerSC, err := toMap(ContainerSecurityContext())
+	if err != nil {
+		return nil, fmt.Errorf("render: container securityContext: %w", err)
+	}
 	tls, err := toMap(c.Spec.TLS)
 	if err != nil {
 		return nil, fmt.Errorf("render: spec.TLS: %w", err)
@@ -341,10 +356,11 @@ func Values(in Input) (map[string]interface{}, error) {
 			"domain":              ClusterDomain(c, in.ClusterDomain),
 			"initialClusterToken": ClusterToken(c),
 		},
-		"members": members,
-		"pod":     pod,
-		"TLS":     tls,
-		"restore": restore,
+		"members":                  members,
+		"pod":                      pod,
+		"TLS":                      tls,
+		"restore":                  restore,
+		"containerSecurityContext": containerSC,
 	}, nil
 }
 
