@@ -115,7 +115,11 @@ type PodPolicy struct {
 	// +optional
 	BusyboxImage string `json:"busyboxImage,omitempty"`
 
-	// SecurityContext of the member pods.
+	// SecurityContext of the member pods. Fields left unset get what the Pod Security
+	// "restricted" profile asks for: runAsNonRoot, runAsUser, runAsGroup and fsGroup 65532
+	// (runAsGroup only when runAsUser is unset; runAsNonRoot not when runAsUser is 0), and
+	// seccompProfile RuntimeDefault. Containers never escalate privileges and drop all
+	// capabilities.
 	// +optional
 	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
 
