@@ -666,6 +666,8 @@ func (r *EtcdBackupReconciler) backupPod(eb *etcdv1beta2.EtcdBackup) *corev1.Pod
 		label = backupPodName(eb)
 	}
 	deadline := int64((backupTimeout(eb) + backupPodStartGrace) / time.Second)
+	// The member pods' "restricted" defaults; the fsGroup makes the claim writable.
+	podSC, _ := render.PodSecurityContext(nil) // cannot fail without user input
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: backupPodName(eb), Namespace: eb.Namespace,
@@ -676,6 +678,7 @@ func (r *EtcdBackupReconciler) backupPod(eb *etcdv1beta2.EtcdBackup) *corev1.Pod
 			ActiveDeadlineSeconds:        &deadline,
 			AutomountServiceAccountToken: ptr.To(false),
 			EnableServiceLinks:           ptr.To(false),
+			SecurityContext:              podSC,
 			Containers: []corev1.Container{{
 				Name:    BackupPodContainer,
 				Image:   image,
@@ -686,6 +689,7 @@ func (r *EtcdBackupReconciler) backupPod(eb *etcdv1beta2.EtcdBackup) *corev1.Pod
 				TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 				VolumeMounts:             mounts,
+				SecurityContext:          render.ContainerSecurityContext(),
 			}},
 			Volumes: volumes,
 		},

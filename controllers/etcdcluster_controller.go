@@ -50,6 +50,10 @@ type EtcdClusterReconciler struct {
 	// OperatorImage runs the data-copy step of a quorum-loss recovery; empty means
 	// DefaultOperatorImage.
 	OperatorImage string
+	// MinQuorumLossGrace is the shortest quorum-loss grace a cluster's annotation can
+	// ask for; zero means DefaultMinQuorumLossGrace. It is the operator's setting, not
+	// the cluster's.
+	MinQuorumLossGrace time.Duration
 
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
@@ -72,6 +76,9 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Now == nil {
 		r.Now = time.Now
+	}
+	if r.MinQuorumLossGrace <= 0 {
+		r.MinQuorumLossGrace = DefaultMinQuorumLossGrace
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdCluster{}).
@@ -131,11 +138,10 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	defer obs.close()
 	obs.orig = orig // the same object: a persisted step moves the final write's base
 
-	if v, ok := c.Annotations[AnnotationQuorumLossGrace]; ok && annotationDuration(&c, AnnotationQuorumLossGrace) == 0 {
-		r.Recorder.Eventf(&c, corev1.EventTypeWarning, "InvalidAnnotation",
-			"%s=%q is not a positive duration; using the default %s", AnnotationQuorumLossGrace, v, planner.DefaultQuorumLossGrace)
+	if _, warning := quorumLossGrace(&c, r.MinQuorumLossGrace); warning != "" {
+		r.Recorder.Event(&c, corev1.EventTypeWarning, "InvalidAnnotation", warning)
 	}
-	desired := desiredFromSpec(&c)
+	desired := desiredFromSpec(&c, r.MinQuorumLossGrace)
 	action := planner.Plan(desired, obs.planner)
 	summary := planner.Summarize(desired, obs.planner, action)
 	lg.V(1).Info("planned", "action", action.String(), "members", len(obs.planner.Members), "pods", len(obs.planner.Pods))
@@ -171,29 +177,37 @@ func (r *EtcdClusterReconciler) patchStatus(ctx context.Context, orig, c *etcdv1
 }
 
 // desiredFromSpec translates the CR into the planner's terms.
-func desiredFromSpec(c *etcdv1beta2.EtcdCluster) planner.Desired {
+func desiredFromSpec(c *etcdv1beta2.EtcdCluster, minGrace time.Duration) planner.Desired {
+	grace, _ := quorumLossGrace(c, minGrace)
 	return planner.Desired{
 		ClusterName:        c.Name,
 		Size:               c.Spec.Size,
 		Version:            render.ClusterVersion(c.Spec),
 		Paused:             c.Spec.Paused,
 		QuorumLossRecovery: c.Annotations[AnnotationForceNewCluster] == "true",
-		QuorumLossGrace:    annotationDuration(c, AnnotationQuorumLossGrace),
+		QuorumLossGrace:    grace,
 	}
 }
 
-// annotationDuration parses a duration annotation; absent, unparsable or non-positive
-// values give 0, which the planner replaces with its default.
-func annotationDuration(c *etcdv1beta2.EtcdCluster, key string) time.Duration {
-	v, ok := c.Annotations[key]
+// quorumLossGrace reads AnnotationQuorumLossGrace: the grace to give the planner (0: its
+// default) and, when the annotation is not used as written, a warning saying why. A value
+// time.Duration cannot hold ("100000000h") does not parse, so it can never wrap around to
+// a short grace; a grace below minGrace is raised to it.
+func quorumLossGrace(c *etcdv1beta2.EtcdCluster, minGrace time.Duration) (time.Duration, string) {
+	v, ok := c.Annotations[AnnotationQuorumLossGrace]
 	if !ok {
-		return 0
+		return 0, ""
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		return 0
+		return 0, fmt.Sprintf("%s=%q is not a positive duration; using the default %s",
+			AnnotationQuorumLossGrace, v, planner.DefaultQuorumLossGrace)
 	}
-	return d
+	if d < minGrace {
+		return minGrace, fmt.Sprintf("%s=%q is below the minimum %s, which keeps a brief outage from counting as a lost quorum; using %s",
+			AnnotationQuorumLossGrace, v, minGrace, minGrace)
+	}
+	return d, ""
 }
 
 // AfterActionHook is a failpoint for tests: when set, it runs after every action that
@@ -207,6 +221,14 @@ var AfterActionHook func(ctx context.Context, cluster string, action planner.Act
 // ("90s"). Default planner.DefaultQuorumLossGrace (5m): elections and rolling restarts
 // lose quorum for seconds and must never be mistaken for a lasting loss.
 const AnnotationQuorumLossGrace = "etcd.database.coreos.com/quorum-loss-grace"
+
+// DefaultMinQuorumLossGrace is the shortest AnnotationQuorumLossGrace honoured. A shorter
+// grace would let an ordinary blip count as a lasting loss and, with
+// AnnotationForceNewCluster, fork the cluster from one member while the others may still
+// hold newer writes: etcd elects a leader and restarts a member in seconds, and
+// Kubernetes itself waits 40-50 s of missed heartbeats before it calls a node unreachable.
+// A minute is longer than all of these.
+const DefaultMinQuorumLossGrace = time.Minute
 
 // AnnotationForceNewCluster opts a cluster into automatic recovery from a lasting quorum
 // loss (force-new-cluster from the surviving member with the highest revision). Without

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"os"
 	"strings"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,6 +22,9 @@ type Options struct {
 	// clusters created from a backup and of the first member of a quorum-loss recovery;
 	// empty means DefaultOperatorImage.
 	OperatorImage string
+	// MinQuorumLossGrace is the shortest quorum-loss grace a cluster may ask for with its
+	// annotation; zero means DefaultMinQuorumLossGrace (1m). The test bench lowers it.
+	MinQuorumLossGrace time.Duration
 }
 
 // RestrictToNamespace limits the manager's caches to one namespace (empty: all).
@@ -37,11 +41,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		opts.ClusterDomain = detectClusterDomain("/etc/resolv.conf")
 	}
 	if err := (&EtcdClusterReconciler{
-		Client:        mgr.GetClient(),
-		Scheme:        mgr.GetScheme(),
-		Recorder:      mgr.GetEventRecorderFor("etcd-operator"),
-		ClusterDomain: opts.ClusterDomain,
-		OperatorImage: opts.OperatorImage,
+		Client:             mgr.GetClient(),
+		Scheme:             mgr.GetScheme(),
+		Recorder:           mgr.GetEventRecorderFor("etcd-operator"),
+		ClusterDomain:      opts.ClusterDomain,
+		OperatorImage:      opts.OperatorImage,
+		MinQuorumLossGrace: opts.MinQuorumLossGrace,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

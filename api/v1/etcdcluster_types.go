@@ -9,7 +9,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.tls.static) || !has(self.tls.static.member) || ((has(self.tls.static.member.serverSecret) && size(self.tls.static.member.serverSecret) > 0) == (has(self.tls.static.operatorSecret) && size(self.tls.static.operatorSecret) > 0))",message="tls.static.operatorSecret must be set if and only if tls.static.member.serverSecret is set",fieldPath=".tls.static.operatorSecret"
 type EtcdClusterSpec struct {
 	// Size is the number of voting members. Odd sizes from 1 to 7 are recommended: an even
-	// size tolerates no more failures than the odd size below it.
+	// size tolerates no more failures than the odd size below it. Sizes above 7 are
+	// accepted with a warning; above 99 they are refused, as in v1beta2.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=99
 	Size int `json:"size"`
@@ -75,7 +76,12 @@ type PodPolicy struct {
 
 	// Env is extra environment for the etcd container, e.g. ETCD_QUOTA_BACKEND_BYTES. It
 	// is v1beta2's etcdEnv.
+	// Variables etcd reads as flags that the operator sets itself or that would fork,
+	// rejoin, move or weaken the cluster (force-new-cluster, discovery*, initial-cluster*,
+	// unsafe-*, config-file, wal-dir, URLs, TLS files, auto-tls, ...) are refused.
 	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:XValidation:rule="!(self.name in ['POD_IP', 'POD_NAME', 'ETCD_NAME', 'ETCD_DATA_DIR', 'ETCD_WAL_DIR', 'ETCD_CONFIG_FILE', 'ETCD_FORCE_NEW_CLUSTER', 'ETCD_LISTEN_PEER_URLS', 'ETCD_LISTEN_CLIENT_URLS', 'ETCD_LISTEN_CLIENT_HTTP_URLS', 'ETCD_LISTEN_METRICS_URLS', 'ETCD_INITIAL_ADVERTISE_PEER_URLS', 'ETCD_ADVERTISE_CLIENT_URLS', 'ETCD_STRICT_RECONFIG_CHECK', 'ETCD_PEER_CERT_FILE', 'ETCD_PEER_KEY_FILE', 'ETCD_PEER_TRUSTED_CA_FILE', 'ETCD_PEER_CLIENT_CERT_AUTH', 'ETCD_CERT_FILE', 'ETCD_KEY_FILE', 'ETCD_TRUSTED_CA_FILE', 'ETCD_CLIENT_CERT_AUTH', 'ETCD_AUTO_TLS', 'ETCD_PEER_AUTO_TLS', 'ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION', 'ETCD_EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION'] || ['ETCD_DISCOVERY', 'ETCD_INITIAL_CLUSTER', 'ETCD_UNSAFE_', 'ETCD_PROXY'].exists(p, self.name.startsWith(p)))",messageExpression="self.name + ' may not be set: the operator sets it, or it would fork, rejoin, move or weaken the cluster'"
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
 	// PersistentVolumeClaimSpec, when set, gives each member a PVC (named like its pod)
@@ -89,15 +95,21 @@ type PodPolicy struct {
 	// +kubebuilder:validation:XValidation:rule="!('etcd.version' in self)",message="annotation key 'etcd.version' is reserved"
 	Annotations map[string]string `json:"annotations,omitempty"`
 
-	// SecurityContext of the member pods.
+	// SecurityContext of the member pods. Fields left unset get what the Pod Security
+	// "restricted" profile asks for: runAsNonRoot, runAsUser, runAsGroup and fsGroup 65532
+	// (runAsGroup only when runAsUser is unset; runAsNonRoot not when runAsUser is 0), and
+	// seccompProfile RuntimeDefault. Containers never escalate privileges and drop all
+	// capabilities.
 	// +optional
 	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
 
 	// DNSTimeout bounds how long a new member waits for its own DNS record, e.g. 2m;
 	// unset or 0s waits forever. The operator never removes a member because its record is
-	// late. It is v1beta2's DNSTimeoutInSecond.
+	// late. At most 24h: a longer wait is indistinguishable from waiting forever. It is
+	// v1beta2's DNSTimeoutInSecond.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="dnsTimeout must not be negative"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('24h')",message="dnsTimeout must be at most 24h (0s waits forever)"
 	DNSTimeout *metav1.Duration `json:"dnsTimeout,omitempty"`
 
 	// ClusterDomain is the cluster's DNS domain, e.g. cluster.local. Empty means members

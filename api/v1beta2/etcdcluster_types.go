@@ -23,7 +23,10 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.TLS) || !has(self.TLS.static) || !has(self.TLS.static.member) || ((has(self.TLS.static.member.serverSecret) && size(self.TLS.static.member.serverSecret) > 0) == (has(self.TLS.static.operatorSecret) && size(self.TLS.static.operatorSecret) > 0))",message="TLS.static.operatorSecret must be set if and only if TLS.static.member.serverSecret is set",fieldPath=".TLS.static.operatorSecret"
 type EtcdClusterSpec struct {
 	// Size is the number of voting members. Odd sizes from 1 to 7 are recommended: an even
-	// size tolerates no more failures than the odd size below it.
+	// size tolerates no more failures than the odd size below it. Sizes above 7 are
+	// accepted with a warning, as CoreOS's operator did; above 99 they are refused: every
+	// write waits for a majority, so such a cluster is only slower, and a typo (or a
+	// hostile tenant) must not ask for thousands of pods.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=99
 	Size int `json:"size"`
@@ -88,7 +91,12 @@ type PodPolicy struct {
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// EtcdEnv is extra environment for the etcd container, e.g. ETCD_QUOTA_BACKEND_BYTES.
+	// Variables etcd reads as flags that the operator sets itself or that would fork,
+	// rejoin, move or weaken the cluster (force-new-cluster, discovery*, initial-cluster*,
+	// unsafe-*, config-file, wal-dir, URLs, TLS files, auto-tls, ...) are refused.
 	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:XValidation:rule="!(self.name in ['POD_IP', 'POD_NAME', 'ETCD_NAME', 'ETCD_DATA_DIR', 'ETCD_WAL_DIR', 'ETCD_CONFIG_FILE', 'ETCD_FORCE_NEW_CLUSTER', 'ETCD_LISTEN_PEER_URLS', 'ETCD_LISTEN_CLIENT_URLS', 'ETCD_LISTEN_CLIENT_HTTP_URLS', 'ETCD_LISTEN_METRICS_URLS', 'ETCD_INITIAL_ADVERTISE_PEER_URLS', 'ETCD_ADVERTISE_CLIENT_URLS', 'ETCD_STRICT_RECONFIG_CHECK', 'ETCD_PEER_CERT_FILE', 'ETCD_PEER_KEY_FILE', 'ETCD_PEER_TRUSTED_CA_FILE', 'ETCD_PEER_CLIENT_CERT_AUTH', 'ETCD_CERT_FILE', 'ETCD_KEY_FILE', 'ETCD_TRUSTED_CA_FILE', 'ETCD_CLIENT_CERT_AUTH', 'ETCD_AUTO_TLS', 'ETCD_PEER_AUTO_TLS', 'ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION', 'ETCD_EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION'] || ['ETCD_DISCOVERY', 'ETCD_INITIAL_CLUSTER', 'ETCD_UNSAFE_', 'ETCD_PROXY'].exists(p, self.name.startsWith(p)))",messageExpression="self.name + ' may not be set: the operator sets it, or it would fork, rejoin, move or weaken the cluster'"
 	EtcdEnv []corev1.EnvVar `json:"etcdEnv,omitempty"`
 
 	// PersistentVolumeClaimSpec, when set, gives each member a PVC (named like its pod)
@@ -107,15 +115,21 @@ type PodPolicy struct {
 	// +optional
 	BusyboxImage string `json:"busyboxImage,omitempty"`
 
-	// SecurityContext of the member pods.
+	// SecurityContext of the member pods. Fields left unset get what the Pod Security
+	// "restricted" profile asks for: runAsNonRoot, runAsUser, runAsGroup and fsGroup 65532
+	// (runAsGroup only when runAsUser is unset; runAsNonRoot not when runAsUser is 0), and
+	// seccompProfile RuntimeDefault. Containers never escalate privileges and drop all
+	// capabilities.
 	// +optional
 	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
 
 	// DNSTimeoutInSecond bounds how long a new member waits for its own DNS record before
 	// giving up; 0 waits forever. The operator never removes a member because its record is
-	// late.
+	// late. At most 86400 (a day): a longer wait is indistinguishable from waiting forever,
+	// which 0 asks for, and would keep a hung member from being restarted for as long.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
 	DNSTimeoutInSecond int64 `json:"DNSTimeoutInSecond,omitempty"`
 
 	// ClusterDomain is the cluster's DNS domain, e.g. cluster.local. Empty means members

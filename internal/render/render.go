@@ -260,6 +260,10 @@ func stripComments(doc []byte) []byte {
 	return b.Bytes()
 }
 
+// MaxDNSTimeoutSeconds is the largest spec.pod.DNSTimeoutInSecond the CRD admits (a day).
+// Larger values stored before that limit existed are rendered as this one.
+const MaxDNSTimeoutSeconds = 86400
+
 var (
 	versionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
 	hexIDRE   = regexp.MustCompile(`^[0-9a-fA-F]{1,16}$`)
@@ -317,6 +321,24 @@ func Values(in Input) (map[string]interface{}, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render: spec.pod: %w", err)
 	}
+	if c.Spec.Pod != nil && c.Spec.Pod.DNSTimeoutInSecond > MaxDNSTimeoutSeconds {
+		pod["DNSTimeoutInSecond"] = MaxDNSTimeoutSeconds
+	}
+	var userSC *corev1.PodSecurityContext
+	if c.Spec.Pod != nil {
+		userSC = c.Spec.Pod.SecurityContext
+	}
+	podSC, err := PodSecurityContext(userSC)
+	if err != nil {
+		return nil, fmt.Errorf("render: spec.pod.securityContext: %w", err)
+	}
+	if pod["securityContext"], err = toMap(podSC); err != nil {
+		return nil, fmt.Errorf("render: spec.pod.securityContext: %w", err)
+	}
+	containerSC, err := toMap(ContainerSecurityContext())
+	if err != nil {
+		return nil, fmt.Errorf("render: container securityContext: %w", err)
+	}
 	tls, err := toMap(c.Spec.TLS)
 	if err != nil {
 		return nil, fmt.Errorf("render: spec.TLS: %w", err)
@@ -334,17 +356,19 @@ func Values(in Input) (map[string]interface{}, error) {
 			"domain":              ClusterDomain(c, in.ClusterDomain),
 			"initialClusterToken": ClusterToken(c),
 		},
-		"members": members,
-		"pod":     pod,
-		"TLS":     tls,
-		"restore": restore,
+		"members":                  members,
+		"pod":                      pod,
+		"TLS":                      tls,
+		"restore":                  restore,
+		"containerSecurityContext": containerSC,
 	}, nil
 }
 
-// ReservedEnv lists the environment variables spec.pod.etcdEnv must not set for this
-// cluster: the pod's own POD_IP and POD_NAME, and ETCD_<FLAG> for every flag the chart
-// passes on the command line, because etcd exits at start-up ("conflicting environment
-// variable is shadowed by corresponding command-line flag") when both are given.
+// ReservedEnv lists the environment variables the chart sets for this cluster: the pod's
+// own POD_IP and POD_NAME, and ETCD_<FLAG> for every flag the chart passes on the command
+// line, which etcd refuses to see repeated in its environment ("conflicting environment
+// variable is shadowed by corresponding command-line flag"). ForbiddenEnvNames holds all
+// of them and more.
 func ReservedEnv(c *v1beta2.EtcdCluster) []string {
 	flags := []string{
 		"name", "data-dir", "listen-peer-urls", "listen-client-urls", "listen-metrics-urls",
@@ -385,18 +409,7 @@ func ValidateCluster(c *v1beta2.EtcdCluster) error {
 	if v := NormalizeVersion(c.Spec.Version); v != "" && !versionRE.MatchString(v) {
 		return fmt.Errorf("render: spec.version %q is not a version like 3.6.16", c.Spec.Version)
 	}
-	if c.Spec.Pod != nil {
-		reserved := map[string]bool{}
-		for _, n := range ReservedEnv(c) {
-			reserved[n] = true
-		}
-		for _, e := range c.Spec.Pod.EtcdEnv {
-			if reserved[e.Name] {
-				return fmt.Errorf("render: spec.pod.etcdEnv: %s is set by the operator (etcd refuses to start when a variable repeats a command-line flag)", e.Name)
-			}
-		}
-	}
-	return nil
+	return validateEnv(c)
 }
 
 func checkMember(c *v1beta2.EtcdCluster, m Member, domain string) error {

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"sync"
@@ -246,8 +247,12 @@ func TestRenderCoreOSSample(t *testing.T) {
 		if len(ctr.VolumeMounts) != 1 || ctr.VolumeMounts[0].Name != DataVolumeName || ctr.VolumeMounts[0].MountPath != DataMountPath {
 			t.Errorf("%s mounts %+v", m.Name, ctr.VolumeMounts)
 		}
-		if p.Spec.Affinity != nil || p.Spec.NodeSelector != nil || p.Spec.Tolerations != nil || p.Spec.SecurityContext != nil {
-			t.Errorf("%s: empty PodPolicy must add no scheduling/security settings: %+v", m.Name, p.Spec)
+		if p.Spec.Affinity != nil || p.Spec.NodeSelector != nil || p.Spec.Tolerations != nil {
+			t.Errorf("%s: empty PodPolicy must add no scheduling settings: %+v", m.Name, p.Spec)
+		}
+		// Only the "restricted" defaults, nothing else.
+		if want, _ := PodSecurityContext(nil); !equality.Semantic.DeepEqual(p.Spec.SecurityContext, want) {
+			t.Errorf("%s: pod securityContext %+v, want the restricted defaults %+v", m.Name, p.Spec.SecurityContext, want)
 		}
 	}
 }
@@ -378,8 +383,10 @@ func TestPodPolicyFields(t *testing.T) {
 			}
 		}},
 		{"securityContext", v1beta2.PodPolicy{SecurityContext: sc}, func(t *testing.T, _ *v1beta2.EtcdCluster, _ rendered, p *corev1.Pod) {
-			if !equality.Semantic.DeepEqual(p.Spec.SecurityContext, sc) {
-				t.Errorf("securityContext %+v", p.Spec.SecurityContext)
+			// The user's fields as set, the rest the restricted defaults.
+			want, _ := PodSecurityContext(sc)
+			if !equality.Semantic.DeepEqual(p.Spec.SecurityContext, want) || *want.RunAsUser != *sc.RunAsUser || *want.FSGroup != *sc.FSGroup {
+				t.Errorf("securityContext %+v, want %+v", p.Spec.SecurityContext, want)
 			}
 		}},
 		{"busyboxImage (ignored: no init container)", v1beta2.PodPolicy{BusyboxImage: "busybox:1.28.0-glibc"}, func(t *testing.T, _ *v1beta2.EtcdCluster, _ rendered, p *corev1.Pod) {
@@ -397,6 +404,14 @@ func TestPodPolicyFields(t *testing.T) {
 			sp := p.Spec.Containers[0].StartupProbe
 			if budget := sp.PeriodSeconds * sp.FailureThreshold; budget != 300 {
 				t.Errorf("startup budget %d s, want 300", budget)
+			}
+		}},
+		// A value stored before the CRD had a maximum saturates at a day instead of
+		// overflowing the probe's int32 threshold.
+		{"DNSTimeoutInSecond saturates at a day", v1beta2.PodPolicy{DNSTimeoutInSecond: math.MaxInt64}, func(t *testing.T, _ *v1beta2.EtcdCluster, _ rendered, p *corev1.Pod) {
+			sp := p.Spec.Containers[0].StartupProbe
+			if budget := int64(sp.PeriodSeconds) * int64(sp.FailureThreshold); budget < MaxDNSTimeoutSeconds || budget >= MaxDNSTimeoutSeconds+int64(sp.PeriodSeconds) {
+				t.Errorf("startup budget %d s, want the first multiple of %d s >= %d", budget, sp.PeriodSeconds, MaxDNSTimeoutSeconds)
 			}
 		}},
 		{"ClusterDomain", v1beta2.PodPolicy{ClusterDomain: "cluster.local"}, func(t *testing.T, c *v1beta2.EtcdCluster, _ rendered, p *corev1.Pod) {

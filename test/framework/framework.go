@@ -75,7 +75,9 @@ func (e *Env) StartOperator() {
 	if err != nil {
 		e.t.Fatalf("manager: %v", err)
 	}
-	if err := controllers.SetupWithManager(mgr, controllers.Options{}); err != nil {
+	// The quorum-loss tests ask for a 15 s grace to finish in minutes; the production
+	// floor (1m) is checked by the controllers' unit tests.
+	if err := controllers.SetupWithManager(mgr, controllers.Options{MinQuorumLossGrace: 10 * time.Second}); err != nil {
 		e.t.Fatalf("setup controllers: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
