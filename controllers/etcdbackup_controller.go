@@ -83,6 +83,10 @@ const (
 // defaultBackupTimeout applies when backupPolicy.timeoutInSecond is 0 (CoreOS's default).
 const defaultBackupTimeout = 60 * time.Second
 
+// maxBackupTimeout caps timeouts stored before admission bounded them: a century is
+// "never" for a backup, and far enough from time.Duration's limit to add to.
+const maxBackupTimeout = 100 * 365 * 24 * time.Hour
+
 // Retry delays after a failed attempt: doubling from the first to the last.
 const (
 	backupRetryMin = 5 * time.Second
@@ -174,7 +178,7 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 
 	now := r.Now()
-	interval := time.Duration(policyOf(&eb).BackupIntervalInSecond) * time.Second
+	interval := policyOf(&eb).Interval()
 	if wait, due := backupDue(&eb, now); !due {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
@@ -215,7 +219,7 @@ func (r *EtcdBackupReconciler) failed(ctx context.Context, eb *etcdv1beta2.EtcdB
 // backupDue says whether a backup is due now, else how long until it is (0: never,
 // a one-shot backup that succeeded for this generation).
 func backupDue(eb *etcdv1beta2.EtcdBackup, now time.Time) (time.Duration, bool) {
-	interval := time.Duration(policyOf(eb).BackupIntervalInSecond) * time.Second
+	interval := policyOf(eb).Interval()
 	cond := meta.FindStatusCondition(eb.Status.Conditions, BackupConditionSucceeded)
 	if cond == nil || cond.ObservedGeneration != eb.Generation || cond.Status != metav1.ConditionTrue {
 		return 0, true
@@ -342,10 +346,7 @@ func compressionOf(eb *etcdv1beta2.EtcdBackup) (backup.Compression, error) {
 
 // takeBackup streams one snapshot into the store, bounded by the backup's timeout.
 func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.EtcdBackup) (*backup.SnapshotResult, error) {
-	timeout := time.Duration(policyOf(eb).TimeoutInSecond) * time.Second
-	if timeout <= 0 {
-		timeout = defaultBackupTimeout
-	}
+	timeout := backupTimeout(eb)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	timedOut := func(reason string, err error) error {
@@ -612,11 +613,14 @@ func podResult(pod *corev1.Pod) (res backup.JobResult, exit string, err error) {
 	return backup.JobResult{}, "container status unknown", errors.New("no terminated backup container")
 }
 
+// backupTimeout is the backup's timeout, saturated at maxBackupTimeout so that deadlines
+// computed from it (plus the pod start grace) cannot overflow.
 func backupTimeout(eb *etcdv1beta2.EtcdBackup) time.Duration {
-	if t := time.Duration(policyOf(eb).TimeoutInSecond) * time.Second; t > 0 {
-		return t
+	t := policyOf(eb).Timeout()
+	if t <= 0 {
+		return defaultBackupTimeout
 	}
-	return defaultBackupTimeout
+	return min(t, maxBackupTimeout)
 }
 
 // backupPodName is <backup>-backup, shortened with a hash to a valid label (pod names
