@@ -46,7 +46,7 @@ func TestBackupTimeoutSaturates(t *testing.T) {
 	}
 	eb.Spec.PVC = &etcdv1beta2.PVCBackupSource{ClaimName: "c", Path: "p"}
 	eb.Spec.EtcdEndpoints = []string{"http://x:2379"}
-	pod := (&EtcdBackupReconciler{}).backupPod(eb)
+	pod := (&EtcdBackupReconciler{}).backupPod(eb, &backupTarget{Endpoints: eb.Spec.EtcdEndpoints})
 	if d := pod.Spec.ActiveDeadlineSeconds; d == nil || *d <= 0 {
 		t.Errorf("backup pod activeDeadlineSeconds %v, want positive", d)
 	}

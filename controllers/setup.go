@@ -21,6 +21,9 @@ type Options struct {
 	// clusters created from a backup and of the first member of a quorum-loss recovery;
 	// empty means DefaultOperatorImage.
 	OperatorImage string
+	// AllowExternalBackupEndpoints lets an EtcdBackup's spec.etcdEndpoints name etcd
+	// outside its namespace; by default a backup reaches only its namespace's clusters.
+	AllowExternalBackupEndpoints bool
 }
 
 // RestrictToNamespace limits the manager's caches to one namespace (empty: all).
@@ -50,6 +53,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		APIReader:     mgr.GetAPIReader(),
 		Recorder:      mgr.GetEventRecorderFor("etcd-backup"),
 		OperatorImage: opts.OperatorImage,
+		ClusterDomain: opts.ClusterDomain,
+
+		AllowExternalEndpoints: opts.AllowExternalBackupEndpoints,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

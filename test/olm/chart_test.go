@@ -131,14 +131,15 @@ func TestChartLints(t *testing.T) {
 
 func allValues() map[string]any {
 	return map[string]any{
-		"image":            map[string]any{"repository": "mirror/etcd-operator", "tag": "dev", "pullPolicy": "Always"},
-		"imagePullSecrets": []any{map[string]any{"name": "pull"}},
-		"watchNamespace":   "team-a",
-		"clusterDomain":    "example.local",
-		"extraArgs":        []any{"--zap-log-level=debug"},
-		"replicaCount":     2,
-		"resources":        map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}},
-		"nodeSelector":     map[string]any{"node-role.kubernetes.io/infra": ""},
+		"image":                        map[string]any{"repository": "mirror/etcd-operator", "tag": "dev", "pullPolicy": "Always"},
+		"imagePullSecrets":             []any{map[string]any{"name": "pull"}},
+		"watchNamespace":               "team-a",
+		"clusterDomain":                "example.local",
+		"allowExternalBackupEndpoints": true,
+		"extraArgs":                    []any{"--zap-log-level=debug"},
+		"replicaCount":                 2,
+		"resources":                    map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}},
+		"nodeSelector":                 map[string]any{"node-role.kubernetes.io/infra": ""},
 		"tolerations": []any{map[string]any{
 			"key": "node-role.kubernetes.io/infra", "operator": "Exists", "effect": "NoSchedule",
 		}},
@@ -320,6 +321,9 @@ func TestChartValues(t *testing.T) {
 	}
 	if c.Image != "mirror/etcd-operator:dev" || c.ImagePullPolicy != corev1.PullAlways {
 		t.Errorf("image %q policy %q", c.Image, c.ImagePullPolicy)
+	}
+	if !contains(c.Args, "--allow-external-backup-endpoints") || contains(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, "--allow-external-backup-endpoints") {
+		t.Errorf("allowExternalBackupEndpoints: args %q; the default must not allow external endpoints", c.Args)
 	}
 	if !contains(c.Args, "--cluster-domain=example.local") || !contains(c.Args, "--zap-log-level=debug") || !contains(c.Args, "--leader-elect") {
 		t.Errorf("args %q lack the cluster domain, extra args or leader election", c.Args)
