@@ -93,6 +93,7 @@ func runManager(args []string) int {
 		WebhookServer:           newWebhookServer(wh),
 	}
 	controllers.RestrictToNamespace(&mgrOpts, *watchNamespace)
+	controllers.NeverCacheSecrets(&mgrOpts)
 
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), mgrOpts)
 	if err != nil {

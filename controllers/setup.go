@@ -8,8 +8,10 @@ import (
 	"os"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Options configure the controllers.
@@ -32,6 +34,17 @@ func RestrictToNamespace(opts *ctrl.Options, namespace string) {
 		return
 	}
 	opts.Cache.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+}
+
+// NeverCacheSecrets makes the manager's client read Secrets from the API server on each
+// Get: the operator reads only the Secrets a CR names, so it needs (and is granted) no
+// list or watch on Secrets, and holds no copy of every Secret in the cluster. Without
+// this, the first Get of a Secret through the client would start a cluster-wide informer.
+func NeverCacheSecrets(opts *ctrl.Options) {
+	if opts.Client.Cache == nil {
+		opts.Client.Cache = &client.CacheOptions{}
+	}
+	opts.Client.Cache.DisableFor = append(opts.Client.Cache.DisableFor, &corev1.Secret{})
 }
 
 // SetupWithManager registers every controller of the operator.
