@@ -307,8 +307,8 @@ func bindsSA(subjects []rbacv1.Subject, name, ns string) bool {
 }
 
 // TestChartValues renders with every value set and checks each reaches the Deployment;
-// with watchNamespace set the operator is told the namespace and the RBAC stays the same
-// (cluster-wide: Nodes are cluster-scoped).
+// with watchNamespace set the operator is told the namespace; no value but
+// watchNamespace changes the RBAC.
 func TestChartValues(t *testing.T) {
 	def := mustRender(t, nil)
 	r := mustRender(t, allValues())
@@ -356,8 +356,13 @@ func TestChartValues(t *testing.T) {
 			t.Errorf("selector %s=%s does not match the pod labels", k, v)
 		}
 	}
+	// watchNamespace moves RBAC into that namespace (TestChartWatchNamespaceRBAC); no
+	// other value changes it.
+	others := allValues()
+	delete(others, "watchNamespace")
+	ro := mustRender(t, others)
 	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
-		a, b := allKind(def, kind), allKind(r, kind)
+		a, b := allKind(def, kind), allKind(ro, kind)
 		if len(a) == 0 || !reflect.DeepEqual(a, b) {
 			t.Errorf("%s changed with the values set; RBAC must not depend on them", kind)
 		}
