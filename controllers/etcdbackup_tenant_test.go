@@ -105,6 +105,8 @@ func TestBackupCannotReachAnotherNamespace(t *testing.T) {
 		failures: map[client.ObjectKey]int{}, retryAt: map[client.ObjectKey]retryState{}}
 
 	for _, tc := range cases {
+		// Failed attempts are counted in the process-wide metrics other tests read.
+		t.Cleanup(func() { forgetBackupMetrics(tc.backup.Namespace, tc.backup.Name) })
 		t.Run(tc.backup.Name, func(t *testing.T) {
 			ctx := context.Background()
 			_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc.backup)})
