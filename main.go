@@ -69,6 +69,7 @@ func runManager(args []string) int {
 		watchNamespace   = fs.String("watch-namespace", os.Getenv("WATCH_NAMESPACE"), "only manage resources in this namespace (default: all)")
 		clusterDomain    = fs.String("cluster-domain", "", "DNS domain of the cluster, e.g. cluster.local (default: read from /etc/resolv.conf, else none)")
 		operatorImage    = fs.String("operator-image", os.Getenv("OPERATOR_IMAGE"), "this operator's image, run by restored clusters' init containers (default: the image of the operator's own pod, else "+controllers.DefaultOperatorImage+")")
+		allowExternal    = fs.Bool("allow-external-backup-endpoints", false, "let an EtcdBackup's spec.etcdEndpoints name etcd outside the backup's namespace (default: only EtcdClusters of its own namespace; a tenant who may create EtcdBackups could otherwise make the operator dial any address)")
 	)
 	wh := addWebhookFlags(fs)
 	opts := zap.Options{Development: false}
@@ -92,6 +93,7 @@ func runManager(args []string) int {
 		WebhookServer:           newWebhookServer(wh),
 	}
 	controllers.RestrictToNamespace(&mgrOpts, *watchNamespace)
+	controllers.NeverCacheSecrets(&mgrOpts)
 
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), mgrOpts)
 	if err != nil {
@@ -106,7 +108,9 @@ func runManager(args []string) int {
 		}
 		*operatorImage = img
 	}
-	if err := controllers.SetupWithManager(mgr, controllers.Options{ClusterDomain: *clusterDomain, OperatorImage: *operatorImage}); err != nil {
+	if err := controllers.SetupWithManager(mgr, controllers.Options{
+		ClusterDomain: *clusterDomain, OperatorImage: *operatorImage, AllowExternalBackupEndpoints: *allowExternal,
+	}); err != nil {
 		log.Error(err, "unable to set up controllers")
 		return 1
 	}

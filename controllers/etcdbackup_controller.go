@@ -63,6 +63,11 @@ const (
 	ReasonTLSError = "TLSError"
 	// ReasonBackupPodFailed: the backup pod of a PVC backup failed without saying why.
 	ReasonBackupPodFailed = "BackupPodFailed"
+	// ReasonEndpointsRefused: spec.etcdEndpoints do not name a cluster of the backup's
+	// namespace (and external endpoints are not allowed); nothing was dialled.
+	ReasonEndpointsRefused = "EndpointsRefused"
+	// ReasonClusterNotFound: spec.clusterRef names no EtcdCluster of the namespace.
+	ReasonClusterNotFound = "ClusterNotFound"
 )
 
 // Backup pods (storage type PVC).
@@ -82,6 +87,10 @@ const (
 
 // defaultBackupTimeout applies when backupPolicy.timeoutInSecond is 0 (CoreOS's default).
 const defaultBackupTimeout = 60 * time.Second
+
+// maxBackupTimeout caps timeouts stored before admission bounded them: a century is
+// "never" for a backup, and far enough from time.Duration's limit to add to.
+const maxBackupTimeout = 100 * 365 * 24 * time.Hour
 
 // Retry delays after a failed attempt: doubling from the first to the last.
 const (
@@ -113,6 +122,12 @@ type EtcdBackupReconciler struct {
 	// OperatorImage is the image of backup pods (PVC storage); empty means
 	// DefaultOperatorImage.
 	OperatorImage string
+	// ClusterDomain is the operator's DNS domain, for TLS members' names.
+	ClusterDomain string
+	// AllowExternalEndpoints lets spec.etcdEndpoints name etcd outside the backup's
+	// namespace (--allow-external-backup-endpoints); off, a backup reaches only clusters
+	// of its own namespace.
+	AllowExternalEndpoints bool
 
 	mu       sync.Mutex
 	failures map[types.NamespacedName]int
@@ -174,7 +189,7 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 
 	now := r.Now()
-	interval := time.Duration(policyOf(&eb).BackupIntervalInSecond) * time.Second
+	interval := policyOf(&eb).Interval()
 	if wait, due := backupDue(&eb, now); !due {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
@@ -215,7 +230,7 @@ func (r *EtcdBackupReconciler) failed(ctx context.Context, eb *etcdv1beta2.EtcdB
 // backupDue says whether a backup is due now, else how long until it is (0: never,
 // a one-shot backup that succeeded for this generation).
 func backupDue(eb *etcdv1beta2.EtcdBackup, now time.Time) (time.Duration, bool) {
-	interval := time.Duration(policyOf(eb).BackupIntervalInSecond) * time.Second
+	interval := policyOf(eb).Interval()
 	cond := meta.FindStatusCondition(eb.Status.Conditions, BackupConditionSucceeded)
 	if cond == nil || cond.ObservedGeneration != eb.Generation || cond.Status != metav1.ConditionTrue {
 		return 0, true
@@ -314,8 +329,11 @@ func checkBackupSpec(s *etcdv1beta2.EtcdBackupSpec) (reason, msg string) {
 	default:
 		return ReasonUnsupportedStorageType, fmt.Sprintf("unknown storage type %q", s.StorageType)
 	}
-	if len(s.EtcdEndpoints) == 0 {
-		return ReasonBackupInvalidSpec, "spec.etcdEndpoints is empty"
+	if s.ClusterRef == nil && len(s.EtcdEndpoints) == 0 {
+		return ReasonBackupInvalidSpec, "give spec.clusterRef or spec.etcdEndpoints"
+	}
+	if s.ClusterRef != nil && s.ClusterRef.Name == "" {
+		return ReasonBackupInvalidSpec, "spec.clusterRef.name is empty"
 	}
 	return "", ""
 }
@@ -342,20 +360,25 @@ func compressionOf(eb *etcdv1beta2.EtcdBackup) (backup.Compression, error) {
 
 // takeBackup streams one snapshot into the store, bounded by the backup's timeout.
 func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.EtcdBackup) (*backup.SnapshotResult, error) {
-	timeout := time.Duration(policyOf(eb).TimeoutInSecond) * time.Second
-	if timeout <= 0 {
-		timeout = defaultBackupTimeout
-	}
+	timeout := backupTimeout(eb)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Nothing is read or dialled before the target is known to be allowed.
+	target, err := r.resolveTarget(ctx, eb)
+	if err != nil {
+		return nil, err
+	}
 	timedOut := func(reason string, err error) error {
 		// A certificate problem is reported as what it is: the retries that ran into
 		// the timeout could never have succeeded.
 		if etcdadmin.IsTLSError(err) {
-			return &backupError{ReasonTLSError, fmt.Errorf("TLS with the etcd members failed (check spec.clientTLSSecret): %w", err)}
+			return dialFailure(ctx, target, ReasonTLSError, fmt.Errorf("TLS with the etcd members failed (check spec.clientTLSSecret): %w", err))
 		}
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-			return &backupError{ReasonTimeout, fmt.Errorf("backup did not finish within %v (backupPolicy.timeoutInSecond): %w", timeout, err)}
+			return dialFailure(ctx, target, ReasonTimeout, fmt.Errorf("backup did not finish within %v (backupPolicy.timeoutInSecond): %w", timeout, err))
+		}
+		if reason == ReasonSnapshotFailed {
+			return dialFailure(ctx, target, reason, err)
 		}
 		return &backupError{reason, err}
 	}
@@ -364,9 +387,9 @@ func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.E
 	if err != nil {
 		return nil, err
 	}
-	cfg := etcdadmin.Config{Endpoints: eb.Spec.EtcdEndpoints, Log: log.FromContext(ctx)}
-	if eb.Spec.ClientTLSSecret != "" {
-		tlsCfg, err := loadClientTLS(ctx, r.APIReader, eb.Namespace, eb.Spec.ClientTLSSecret)
+	cfg := etcdadmin.Config{Endpoints: target.Endpoints, Log: log.FromContext(ctx)}
+	if target.TLSSecret != "" {
+		tlsCfg, err := loadClientTLS(ctx, r.APIReader, eb.Namespace, target.TLSSecret)
 		if err != nil {
 			return nil, &backupError{ReasonSecretError, err}
 		}
@@ -376,7 +399,7 @@ func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.E
 	cfg.Retry.Budget = timeout / 3
 	admin, err := etcdadmin.New(cfg)
 	if err != nil {
-		return nil, &backupError{ReasonSnapshotFailed, err}
+		return nil, dialFailure(ctx, target, ReasonSnapshotFailed, err)
 	}
 	defer admin.Close()
 	req := backup.SnapshotRequest{
@@ -391,7 +414,7 @@ func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.E
 	}
 	res, err := backup.SaveSnapshot(ctx, admin, store, req)
 	if errors.Is(err, backup.ErrSnapshot) {
-		return nil, timedOut(ReasonSnapshotFailed, fmt.Errorf("%v: %w", eb.Spec.EtcdEndpoints, err))
+		return nil, timedOut(ReasonSnapshotFailed, fmt.Errorf("%v: %w", target.Endpoints, err))
 	}
 	if err != nil {
 		return nil, timedOut(storageReason(err), err)
@@ -511,7 +534,11 @@ func (r *EtcdBackupReconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2
 		if wait, due := backupDue(&fresh, now); !due {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
-		pod := r.backupPod(eb)
+		target, err := r.resolveTarget(ctx, eb)
+		if err != nil {
+			return r.failed(ctx, eb, interval, err, 0)
+		}
+		pod := r.backupPod(eb, target)
 		if err := controllerutil.SetControllerReference(eb, pod, r.Scheme()); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -566,6 +593,9 @@ func (r *EtcdBackupReconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2
 			msg += ": " + res.Error
 		}
 	}
+	if podDialedExternal(&pod) && (reason == ReasonSnapshotFailed || reason == ReasonTimeout || reason == ReasonTLSError) {
+		return r.failed(ctx, eb, interval, dialFailure(ctx, &backupTarget{}, reason, errors.New(msg)), took)
+	}
 	return r.failed(ctx, eb, interval, &backupError{reason, errors.New(msg)}, took)
 }
 
@@ -612,11 +642,14 @@ func podResult(pod *corev1.Pod) (res backup.JobResult, exit string, err error) {
 	return backup.JobResult{}, "container status unknown", errors.New("no terminated backup container")
 }
 
+// backupTimeout is the backup's timeout, saturated at maxBackupTimeout so that deadlines
+// computed from it (plus the pod start grace) cannot overflow.
 func backupTimeout(eb *etcdv1beta2.EtcdBackup) time.Duration {
-	if t := time.Duration(policyOf(eb).TimeoutInSecond) * time.Second; t > 0 {
-		return t
+	t := policyOf(eb).Timeout()
+	if t <= 0 {
+		return defaultBackupTimeout
 	}
-	return defaultBackupTimeout
+	return min(t, maxBackupTimeout)
 }
 
 // backupPodName is <backup>-backup, shortened with a hash to a valid label (pod names
@@ -633,7 +666,7 @@ func backupPodName(eb *etcdv1beta2.EtcdBackup) string {
 // backupPod is the pod that runs one PVC backup: the operator's image, the `backup`
 // subcommand, the claim at backupMountPath, the client TLS secret if any. It needs no
 // API access, so no service account token is mounted.
-func (r *EtcdBackupReconciler) backupPod(eb *etcdv1beta2.EtcdBackup) *corev1.Pod {
+func (r *EtcdBackupReconciler) backupPod(eb *etcdv1beta2.EtcdBackup, target *backupTarget) *corev1.Pod {
 	image := r.OperatorImage
 	if image == "" {
 		image = DefaultOperatorImage
@@ -641,7 +674,7 @@ func (r *EtcdBackupReconciler) backupPod(eb *etcdv1beta2.EtcdBackup) *corev1.Pod
 	p := policyOf(eb)
 	args := []string{
 		"backup",
-		"--endpoints=" + strings.Join(eb.Spec.EtcdEndpoints, ","),
+		"--endpoints=" + strings.Join(target.Endpoints, ","),
 		"--dir=" + backupMountPath,
 		"--key=" + strings.TrimPrefix(path.Clean("/"+eb.Spec.PVC.Path), "/"),
 		"--timeout=" + backupTimeout(eb).String(),
@@ -655,11 +688,11 @@ func (r *EtcdBackupReconciler) backupPod(eb *etcdv1beta2.EtcdBackup) *corev1.Pod
 	mounts := []corev1.VolumeMount{{Name: "backup", MountPath: backupMountPath}}
 	volumes := []corev1.Volume{{Name: "backup", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: eb.Spec.PVC.ClaimName}}}}
-	if eb.Spec.ClientTLSSecret != "" {
+	if target.TLSSecret != "" {
 		args = append(args, "--tls-dir="+backupTLSMountPath)
 		mounts = append(mounts, corev1.VolumeMount{Name: "tls", MountPath: backupTLSMountPath, ReadOnly: true})
 		volumes = append(volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: eb.Spec.ClientTLSSecret}}})
+			Secret: &corev1.SecretVolumeSource{SecretName: target.TLSSecret}}})
 	}
 	label := eb.Name
 	if len(label) > 63 {
@@ -671,7 +704,8 @@ func (r *EtcdBackupReconciler) backupPod(eb *etcdv1beta2.EtcdBackup) *corev1.Pod
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: backupPodName(eb), Namespace: eb.Namespace,
-			Labels: map[string]string{LabelBackup: label, "app.kubernetes.io/managed-by": "etcd-operator"},
+			Labels:      map[string]string{LabelBackup: label, "app.kubernetes.io/managed-by": "etcd-operator"},
+			Annotations: backupPodAnnotations(target),
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                corev1.RestartPolicyNever,

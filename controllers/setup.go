@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Options configure the controllers.
@@ -25,6 +27,9 @@ type Options struct {
 	// MinQuorumLossGrace is the shortest quorum-loss grace a cluster may ask for with its
 	// annotation; zero means DefaultMinQuorumLossGrace (1m). The test bench lowers it.
 	MinQuorumLossGrace time.Duration
+	// AllowExternalBackupEndpoints lets an EtcdBackup's spec.etcdEndpoints name etcd
+	// outside its namespace; by default a backup reaches only its namespace's clusters.
+	AllowExternalBackupEndpoints bool
 }
 
 // RestrictToNamespace limits the manager's caches to one namespace (empty: all).
@@ -33,6 +38,17 @@ func RestrictToNamespace(opts *ctrl.Options, namespace string) {
 		return
 	}
 	opts.Cache.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+}
+
+// NeverCacheSecrets makes the manager's client read Secrets from the API server on each
+// Get: the operator reads only the Secrets a CR names, so it needs (and is granted) no
+// list or watch on Secrets, and holds no copy of every Secret in the cluster. Without
+// this, the first Get of a Secret through the client would start a cluster-wide informer.
+func NeverCacheSecrets(opts *ctrl.Options) {
+	if opts.Client.Cache == nil {
+		opts.Client.Cache = &client.CacheOptions{}
+	}
+	opts.Client.Cache.DisableFor = append(opts.Client.Cache.DisableFor, &corev1.Secret{})
 }
 
 // SetupWithManager registers every controller of the operator.
@@ -55,6 +71,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		APIReader:     mgr.GetAPIReader(),
 		Recorder:      mgr.GetEventRecorderFor("etcd-backup"),
 		OperatorImage: opts.OperatorImage,
+		ClusterDomain: opts.ClusterDomain,
+
+		AllowExternalEndpoints: opts.AllowExternalBackupEndpoints,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

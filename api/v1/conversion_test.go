@@ -378,3 +378,26 @@ func TestBackupCompression(t *testing.T) {
 		})
 	}
 }
+
+// TestEtcdBackupClusterRef: spec.clusterRef is the same field in both versions.
+func TestEtcdBackupClusterRef(t *testing.T) {
+	var hub v1beta2.EtcdBackup
+	fromYAML(t, `
+metadata: {name: b, namespace: prod}
+spec: {clusterRef: {name: example}, storageType: S3, s3: {path: bucket/k, awsSecret: aws}}
+`, &hub)
+	var v1 EtcdBackup
+	if err := v1.ConvertFrom(&hub); err != nil {
+		t.Fatal(err)
+	}
+	if v1.Spec.ClusterRef == nil || v1.Spec.ClusterRef.Name != "example" || v1.Annotations != nil {
+		t.Fatalf("v1 clusterRef %+v, annotations %v", v1.Spec.ClusterRef, v1.Annotations)
+	}
+	var back v1beta2.EtcdBackup
+	if err := v1.ConvertTo(&back); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(&hub, &back) {
+		t.Errorf("round trip changed the object:\n%s", cmp.Diff(&hub, &back))
+	}
+}

@@ -38,6 +38,7 @@ func (src *EtcdBackup) ConvertTo(hub conversion.Hub) error {
 	var lost backupV1Data
 
 	dst.Spec = v1beta2.EtcdBackupSpec{
+		ClusterRef:      clusterRefToV1beta2(in.Spec.ClusterRef),
 		EtcdEndpoints:   in.Spec.EtcdEndpoints,
 		StorageType:     v1beta2.BackupStorageType(in.Spec.StorageType),
 		ClientTLSSecret: in.Spec.ClientTLSSecret,
@@ -85,6 +86,7 @@ func (dst *EtcdBackup) ConvertFrom(hub conversion.Hub) error {
 	var lost backupV1beta2Data
 
 	dst.Spec = EtcdBackupSpec{
+		ClusterRef:      clusterRefToV1(in.Spec.ClusterRef),
 		EtcdEndpoints:   in.Spec.EtcdEndpoints,
 		StorageType:     BackupStorageType(in.Spec.StorageType),
 		ClientTLSSecret: in.Spec.ClientTLSSecret,
@@ -115,4 +117,18 @@ func (dst *EtcdBackup) ConvertFrom(hub conversion.Hub) error {
 		Conditions:      in.Status.Conditions,
 	}
 	return putConversionData(&dst.ObjectMeta, &lost)
+}
+
+func clusterRefToV1beta2(r *EtcdClusterRef) *v1beta2.EtcdClusterRef {
+	if r == nil {
+		return nil
+	}
+	return &v1beta2.EtcdClusterRef{Name: r.Name}
+}
+
+func clusterRefToV1(r *v1beta2.EtcdClusterRef) *EtcdClusterRef {
+	if r == nil {
+		return nil
+	}
+	return &EtcdClusterRef{Name: r.Name}
 }

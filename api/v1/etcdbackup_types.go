@@ -7,10 +7,21 @@ import (
 // EtcdBackupSpec is a one-shot or periodic backup of an etcd cluster.
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'S3' || has(self.s3)",message="storageType S3 needs spec.s3",fieldPath=".s3"
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'PVC' || has(self.pvc)",message="storageType PVC needs spec.pvc",fieldPath=".pvc"
+// +kubebuilder:validation:XValidation:rule="!(has(self.clusterRef) && has(self.etcdEndpoints))",message="give spec.clusterRef or spec.etcdEndpoints, not both",fieldPath=".clusterRef"
 type EtcdBackupSpec struct {
-	// EtcdEndpoints are the client URLs of the cluster to back up. The snapshot is taken
-	// from the member with the highest revision.
+	// ClusterRef names the EtcdCluster to back up, in the backup's namespace; the operator
+	// finds its members and, unless clientTLSSecret is set, uses the cluster's
+	// operatorSecret for a TLS cluster. Give it or etcdEndpoints, not both.
+	// +optional
+	ClusterRef *EtcdClusterRef `json:"clusterRef,omitempty"`
+	// EtcdEndpoints are client URLs of the cluster to back up. They must name an
+	// EtcdCluster of the backup's namespace (<cluster>-client[.<ns>.svc...],
+	// <member>.<cluster>.<ns>.svc[...] or a member pod's IP); the operator then dials that
+	// cluster's member pods itself. Other endpoints are refused unless the operator runs
+	// with --allow-external-backup-endpoints. Prefer clusterRef.
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=512
 	EtcdEndpoints []string `json:"etcdEndpoints,omitempty"`
 	// StorageType is where the backup goes: S3 or PVC. ABS, GCS and OSS are accepted and
 	// reported as unsupported in status.
@@ -46,18 +57,22 @@ const (
 // BackupPolicy controls timing and retention.
 type BackupPolicy struct {
 	// Timeout bounds one backup, e.g. 90s; unset or 0s means the operator's default (60s).
-	// It is v1beta2's timeoutInSecond.
+	// At most 24h. It is v1beta2's timeoutInSecond.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="timeout must not be negative"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('24h')",message="timeout must be at most 24h"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
-	// BackupInterval makes the backup periodic, e.g. 1h; unset or 0s takes one backup. It
-	// is v1beta2's backupIntervalInSecond.
+	// BackupInterval makes the backup periodic, e.g. 1h; unset or 0s takes one backup. At
+	// most 8784h (366 days). It is v1beta2's backupIntervalInSecond.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="backupInterval must not be negative"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('8784h')",message="backupInterval must be at most 8784h (366 days)"
 	BackupInterval *metav1.Duration `json:"backupInterval,omitempty"`
-	// MaxBackups keeps only the newest this many periodic backups; 0 keeps all.
+	// MaxBackups keeps only the newest this many periodic backups; 0 keeps all. At most
+	// 10000.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
 	MaxBackups int `json:"maxBackups,omitempty"`
 }
 

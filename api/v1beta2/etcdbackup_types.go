@@ -13,13 +13,35 @@ const BackupFinalizer = "backup-operator-periodic"
 // it; v1's spec.compression is stored as this annotation.
 const BackupCompressionAnnotation = "etcd.database.coreos.com/backup-compression"
 
+// Admission bounds of BackupPolicy (the markers on its fields repeat them: controller-gen
+// reads literals only). Objects stored before the bounds existed may exceed them; the
+// operator saturates rather than overflows (see BackupPolicy.Timeout and Interval).
+const (
+	MaxBackupTimeoutInSecond  = 24 * 60 * 60
+	MaxBackupIntervalInSecond = 366 * 24 * 60 * 60
+	MaxMaxBackups             = 10000
+)
+
 // EtcdBackupSpec is a one-shot or periodic backup of an etcd cluster.
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'S3' || has(self.s3)",message="storageType S3 needs spec.s3",fieldPath=".s3"
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'PVC' || has(self.pvc)",message="storageType PVC needs spec.pvc",fieldPath=".pvc"
+// +kubebuilder:validation:XValidation:rule="!(has(self.clusterRef) && has(self.etcdEndpoints))",message="give spec.clusterRef or spec.etcdEndpoints, not both",fieldPath=".clusterRef"
 type EtcdBackupSpec struct {
-	// EtcdEndpoints are the client URLs of the cluster to back up. The snapshot is taken
-	// from the member with the highest revision.
+	// ClusterRef names the EtcdCluster to back up, in the backup's namespace; the operator
+	// finds its members and, unless clientTLSSecret is set, uses the cluster's
+	// operatorSecret for a TLS cluster. Added by this operator (CoreOS CRs name endpoints
+	// instead); give it or etcdEndpoints, not both.
+	// +optional
+	ClusterRef *EtcdClusterRef `json:"clusterRef,omitempty"`
+	// EtcdEndpoints are client URLs of the cluster to back up, as in CoreOS's API. They
+	// must name an EtcdCluster of the backup's namespace (<cluster>-client[.<ns>.svc...],
+	// <member>.<cluster>.<ns>.svc[...] or a member pod's IP); the operator then dials that
+	// cluster's member pods itself. Other endpoints are refused unless the operator runs
+	// with --allow-external-backup-endpoints. The snapshot is taken from the member with
+	// the highest revision.
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=512
 	EtcdEndpoints []string `json:"etcdEndpoints,omitempty"`
 	// StorageType is where the backup goes: S3 or PVC. ABS, GCS and OSS are accepted for
 	// compatibility and reported as unsupported in status.
@@ -57,17 +79,23 @@ type BackupSource struct {
 
 // BackupPolicy controls timing and retention.
 type BackupPolicy struct {
-	// TimeoutInSecond bounds one backup; 0 means the operator's default (60 s).
+	// TimeoutInSecond bounds one backup; 0 means the operator's default (60 s). At most
+	// MaxBackupTimeoutInSecond (one day).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
 	TimeoutInSecond int64 `json:"timeoutInSecond,omitempty"`
-	// BackupIntervalInSecond makes the backup periodic; 0 takes one backup.
+	// BackupIntervalInSecond makes the backup periodic; 0 takes one backup. At most
+	// MaxBackupIntervalInSecond (366 days).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31622400
 	BackupIntervalInSecond int64 `json:"backupIntervalInSecond,omitempty"`
-	// MaxBackups keeps only the newest this many periodic backups; 0 keeps all.
+	// MaxBackups keeps only the newest this many periodic backups; 0 keeps all. At most
+	// MaxMaxBackups (10000).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
 	MaxBackups int `json:"maxBackups,omitempty"`
 }
 

@@ -133,7 +133,7 @@ func TestBackupToPVC(t *testing.T) {
 		t.Errorf("snapshot status %+v: want revision ≥ %d and ≥ %d keys", st, revAfterWrites, keys)
 	}
 
-	// A failure inside the pod comes back as the pod's reason, not a generic one.
+	// Endpoints of no cluster of the namespace are refused before a pod is created.
 	e.Create(&etcdv1beta2.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: "pvc-unreachable", Namespace: "default"},
 		Spec: etcdv1beta2.EtcdBackupSpec{
@@ -149,11 +149,14 @@ func TestBackupToPVC(t *testing.T) {
 			return err
 		}
 		cond := meta.FindStatusCondition(bad.Status.Conditions, controllers.BackupConditionSucceeded)
-		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != controllers.ReasonSnapshotFailed || bad.Status.Succeeded {
-			return fmt.Errorf("condition %+v, want Succeeded=False %s", cond, controllers.ReasonSnapshotFailed)
+		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != controllers.ReasonEndpointsRefused || bad.Status.Succeeded {
+			return fmt.Errorf("condition %+v, want Succeeded=False %s", cond, controllers.ReasonEndpointsRefused)
 		}
 		return nil
 	})
+	if err := e.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: "pvc-unreachable-backup"}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a backup pod was created for refused endpoints: %v", err)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "snaps/never.db")); !os.IsNotExist(err) {
 		t.Errorf("a failed backup left a file: %v", err)
 	}

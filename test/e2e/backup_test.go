@@ -263,9 +263,17 @@ func TestBackupToS3(t *testing.T) {
 				eb.Spec.StorageType = etcdv1beta2.BackupStorageTypeGCS
 				eb.Spec.GCS = &etcdv1beta2.GCSBackupSource{Path: "bucket/x.db", GCPSecret: "gcp"}
 			}},
-			{"unreachable-etcd", "aws", "bk/x.db", controllers.ReasonTimeout, "timeoutInSecond", func(eb *etcdv1beta2.EtcdBackup) {
+			// Endpoints that are not a cluster of the backup's namespace are refused
+			// before anything is dialled.
+			{"foreign-endpoint", "aws", "bk/x.db", controllers.ReasonEndpointsRefused, "spec.etcdEndpoints", func(eb *etcdv1beta2.EtcdBackup) {
 				eb.Spec.EtcdEndpoints = []string{"http://127.0.0.1:1"}
-				eb.Spec.BackupPolicy = &etcdv1beta2.BackupPolicy{TimeoutInSecond: 3}
+			}},
+			{"other-namespace", "aws", "bk/x.db", controllers.ReasonEndpointsRefused, "spec.etcdEndpoints", func(eb *etcdv1beta2.EtcdBackup) {
+				eb.Spec.EtcdEndpoints = []string{fmt.Sprintf("http://%s-client.kube-system.svc:2379", cluster)}
+			}},
+			{"missing-cluster-ref", "aws", "bk/x.db", controllers.ReasonClusterNotFound, "spec.clusterRef.name", func(eb *etcdv1beta2.EtcdBackup) {
+				eb.Spec.EtcdEndpoints = nil
+				eb.Spec.ClusterRef = &etcdv1beta2.EtcdClusterRef{Name: "no-such-cluster"}
 			}},
 		}
 		for _, c := range cases {
@@ -287,8 +295,12 @@ func TestBackupToS3(t *testing.T) {
 		if objs, _ := b.store.List(ctx, "bk/x.db"); len(objs) != 0 {
 			t.Errorf("failed backups stored %v", objs)
 		}
-		// The operator is still working: a good backup after the bad ones succeeds.
-		b.Create(b.newBackup("after-errors", cluster, "bk/after.db", "aws", nil))
+		// The operator is still working: a good backup after the bad ones succeeds, this
+		// one naming its cluster by reference.
+		good := b.newBackup("after-errors", cluster, "bk/after.db", "aws", nil)
+		good.Spec.EtcdEndpoints = nil
+		good.Spec.ClusterRef = &etcdv1beta2.EtcdClusterRef{Name: cluster}
+		b.Create(good)
 		b.waitCondition(t, "after-errors", metav1.ConditionTrue, controllers.ReasonBackupSucceeded, 60*time.Second)
 	})
 }

@@ -131,14 +131,15 @@ func TestChartLints(t *testing.T) {
 
 func allValues() map[string]any {
 	return map[string]any{
-		"image":            map[string]any{"repository": "mirror/etcd-operator", "tag": "dev", "pullPolicy": "Always"},
-		"imagePullSecrets": []any{map[string]any{"name": "pull"}},
-		"watchNamespace":   "team-a",
-		"clusterDomain":    "example.local",
-		"extraArgs":        []any{"--zap-log-level=debug"},
-		"replicaCount":     2,
-		"resources":        map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}},
-		"nodeSelector":     map[string]any{"node-role.kubernetes.io/infra": ""},
+		"image":                        map[string]any{"repository": "mirror/etcd-operator", "tag": "dev", "pullPolicy": "Always"},
+		"imagePullSecrets":             []any{map[string]any{"name": "pull"}},
+		"watchNamespace":               "team-a",
+		"clusterDomain":                "example.local",
+		"allowExternalBackupEndpoints": true,
+		"extraArgs":                    []any{"--zap-log-level=debug"},
+		"replicaCount":                 2,
+		"resources":                    map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}},
+		"nodeSelector":                 map[string]any{"node-role.kubernetes.io/infra": ""},
 		"tolerations": []any{map[string]any{
 			"key": "node-role.kubernetes.io/infra", "operator": "Exists", "effect": "NoSchedule",
 		}},
@@ -306,8 +307,8 @@ func bindsSA(subjects []rbacv1.Subject, name, ns string) bool {
 }
 
 // TestChartValues renders with every value set and checks each reaches the Deployment;
-// with watchNamespace set the operator is told the namespace and the RBAC stays the same
-// (cluster-wide: Nodes are cluster-scoped).
+// with watchNamespace set the operator is told the namespace; no value but
+// watchNamespace changes the RBAC.
 func TestChartValues(t *testing.T) {
 	def := mustRender(t, nil)
 	r := mustRender(t, allValues())
@@ -320,6 +321,9 @@ func TestChartValues(t *testing.T) {
 	}
 	if c.Image != "mirror/etcd-operator:dev" || c.ImagePullPolicy != corev1.PullAlways {
 		t.Errorf("image %q policy %q", c.Image, c.ImagePullPolicy)
+	}
+	if !contains(c.Args, "--allow-external-backup-endpoints") || contains(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, "--allow-external-backup-endpoints") {
+		t.Errorf("allowExternalBackupEndpoints: args %q; the default must not allow external endpoints", c.Args)
 	}
 	if !contains(c.Args, "--cluster-domain=example.local") || !contains(c.Args, "--zap-log-level=debug") || !contains(c.Args, "--leader-elect") {
 		t.Errorf("args %q lack the cluster domain, extra args or leader election", c.Args)
@@ -352,8 +356,13 @@ func TestChartValues(t *testing.T) {
 			t.Errorf("selector %s=%s does not match the pod labels", k, v)
 		}
 	}
+	// watchNamespace moves RBAC into that namespace (TestChartWatchNamespaceRBAC); no
+	// other value changes it.
+	others := allValues()
+	delete(others, "watchNamespace")
+	ro := mustRender(t, others)
 	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
-		a, b := allKind(def, kind), allKind(r, kind)
+		a, b := allKind(def, kind), allKind(ro, kind)
 		if len(a) == 0 || !reflect.DeepEqual(a, b) {
 			t.Errorf("%s changed with the values set; RBAC must not depend on them", kind)
 		}
