@@ -111,6 +111,10 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 	defer os.Remove(snapPath)
+	// The same checks the operator ran before it created (or replaced) the cluster.
+	if _, err := VerifySnapshotFile(snapPath); err != nil {
+		return Result{}, fmt.Errorf("%s: %w", from, err)
+	}
 
 	tmpDir, err := os.MkdirTemp(parent, ".restoring-")
 	if err != nil {
