@@ -512,14 +512,14 @@ func (r *EtcdRestoreReconciler) newCluster(ctx context.Context, er *etcdv1beta2.
 		if err != nil {
 			return nil, err
 		}
-		obj, err := r.resolveBackup(ctx, store, key)
+		v, err := r.resolveBackup(ctx, store, key)
 		if err != nil {
 			return nil, err
 		}
 		pinned := *s3
-		pinned.Path = bucket + "/" + obj.Key
-		src = render.RestoreSource{S3: &pinned, SHA256: obj.SHA256}
-		backupVersion = obj.Metadata["etcd-version"]
+		pinned.Path = bucket + "/" + v.Object.Key
+		src = render.RestoreSource{S3: &pinned, SHA256: v.Pin}
+		backupVersion = v.Object.Metadata["etcd-version"]
 	}
 	src.Restore, src.UID = er.Name, string(er.UID)
 	spec, err := restoreClusterSpec(er)
@@ -553,19 +553,19 @@ func (r *EtcdRestoreReconciler) newCluster(ctx context.Context, er *etcdv1beta2.
 }
 
 // resolveBackup finds the object to restore: key itself if it exists, else the newest
-// periodic backup of key, and verifies it. The returned Object carries the stored
-// SHA-256 (if any) and metadata.
-func (r *EtcdRestoreReconciler) resolveBackup(ctx context.Context, store backup.Store, key string) (backup.Object, error) {
-	obj, err := r.verifyBackup(ctx, store, key)
+// periodic backup of key, and verifies it. The result carries the object's metadata and
+// the checksum that pins the members' restore to the bytes verified here.
+func (r *EtcdRestoreReconciler) resolveBackup(ctx context.Context, store backup.Store, key string) (restore.Verified, error) {
+	v, err := r.verifyBackup(ctx, store, key)
 	if !errors.Is(err, backup.ErrNotFound) {
-		return obj, err
+		return v, err
 	}
 	latest, lerr := backup.Latest(ctx, store, key)
 	if lerr != nil {
 		if errors.Is(lerr, backup.ErrNotFound) {
-			return obj, &backupError{ReasonBackupNotFound, fmt.Errorf("%s: no backup %q and no periodic backup %s_v<revision>_<time>", store, key, key)}
+			return v, &backupError{ReasonBackupNotFound, fmt.Errorf("%s: no backup %q and no periodic backup %s_v<revision>_<time>", store, key, key)}
 		}
-		return obj, &backupError{storageReason(lerr), lerr}
+		return v, &backupError{storageReason(lerr), lerr}
 	}
 	return r.verifyBackup(ctx, store, latest.Key)
 }
@@ -573,21 +573,21 @@ func (r *EtcdRestoreReconciler) resolveBackup(ctx context.Context, store backup.
 // verifyBackup downloads the object and checks it as the restore step will; a missing
 // object is returned as is (wrapping backup.ErrNotFound), other failures as a
 // backupError with the reason to report.
-func (r *EtcdRestoreReconciler) verifyBackup(ctx context.Context, store backup.Store, key string) (backup.Object, error) {
+func (r *EtcdRestoreReconciler) verifyBackup(ctx context.Context, store backup.Store, key string) (restore.Verified, error) {
 	v, err := restore.VerifyBackup(ctx, store, key, r.DownloadDir)
 	switch {
 	case err == nil:
-		log.FromContext(ctx).Info("backup verified", "backup", store.String()+"/"+key, "sha256", v.Object.SHA256,
-			"revision", v.Status.Revision, "keys", v.Status.TotalKey)
-		return v.Object, nil
+		log.FromContext(ctx).Info("backup verified", "backup", store.String()+"/"+key, "sha256", v.Pin,
+			"storedChecksum", v.Object.SHA256 != "", "revision", v.Status.Revision, "keys", v.Status.TotalKey)
+		return v, nil
 	case errors.Is(err, backup.ErrNotFound):
-		return v.Object, err
+		return v, err
 	case errors.Is(err, backup.ErrChecksumMismatch):
-		return v.Object, &backupError{ReasonChecksumMismatch, err}
+		return v, &backupError{ReasonChecksumMismatch, err}
 	case errors.Is(err, restore.ErrNotRestorable):
-		return v.Object, &backupError{ReasonInvalidSnapshot, err}
+		return v, &backupError{ReasonInvalidSnapshot, err}
 	}
-	return v.Object, &backupError{storageReason(err), err}
+	return v, &backupError{storageReason(err), err}
 }
 
 func orNone(s string) string {

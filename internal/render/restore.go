@@ -65,9 +65,10 @@ type RestoreSource struct {
 	// periodic prefix: the operator cannot read the claim to pick the newest one, and
 	// members choosing independently could restore different snapshots.
 	PVC *v1beta2.PVCBackupSource `json:"pvc,omitempty"`
-	// SHA256 pins the object's content; empty for backups that carry no checksum and
-	// for PVC backups, which only the init container can read (it still verifies the
-	// file against its sidecar checksum and refuses a mismatch).
+	// SHA256 pins the object's content: its stored checksum, or for an S3 object without
+	// one (CoreOS's) the SHA-256 the operator read when it verified the object. Empty for
+	// PVC backups, which only the init container can read (it still verifies the file
+	// against its sidecar checksum, and the snapshot itself, and refuses a mismatch).
 	SHA256 string `json:"sha256,omitempty"`
 }
 

@@ -98,6 +98,9 @@ type Verified struct {
 	Object backup.Object
 	// Status is what etcdutl reads from the snapshot (revision, keys, size).
 	Status snapshot.Status
+	// Pin is the checksum that pins a restore to exactly these bytes (Options.SHA256):
+	// the stored SHA-256, or for an object without one the SHA-256 of what was read.
+	Pin string
 }
 
 // VerifyBackup downloads the object at key into a temporary file in dir (removed
@@ -106,7 +109,7 @@ type Verified struct {
 // backup.ErrChecksumMismatch), then VerifySnapshotFile in every case (ErrNotRestorable).
 // An object without a checksum of ours passes on the snapshot's own checks alone.
 func VerifyBackup(ctx context.Context, s backup.Store, key, dir string) (Verified, error) {
-	p, obj, err := download(ctx, s, key, dir, "")
+	p, obj, read, err := download(ctx, s, key, dir, "")
 	if err != nil {
 		return Verified{Object: obj}, err
 	}
@@ -115,5 +118,9 @@ func VerifyBackup(ctx context.Context, s backup.Store, key, dir string) (Verifie
 	if err != nil {
 		return Verified{Object: obj}, fmt.Errorf("%s/%s: %w", s, key, err)
 	}
-	return Verified{Object: obj, Status: st}, nil
+	pin := obj.SHA256
+	if pin == "" {
+		pin = read
+	}
+	return Verified{Object: obj, Status: st, Pin: pin}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,6 +156,10 @@ func TestVerifyBackup(t *testing.T) {
 				if v.Status.TotalKey != 10 || (v.Object.SHA256 != "") != tc.withSHA {
 					t.Errorf("verified %+v", v)
 				}
+				// The pin is the stored checksum, else the hash of the bytes read.
+				if want := fmt.Sprintf("%x", sha256.Sum256(snap)); (tc.withSHA && v.Pin != v.Object.SHA256) || (!tc.withSHA && v.Pin != want) {
+					t.Errorf("pin %s (stored %q, bytes %s)", v.Pin, v.Object.SHA256, want)
+				}
 				return
 			}
 			if !errors.Is(err, tc.want) {
@@ -186,5 +191,35 @@ func TestRestoreRefusesUnrestorableSnapshot(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(parent); len(left) != 0 {
 		t.Errorf("a refused restore left files: %v", left)
+	}
+}
+
+// TestRestorePinsObjectsWithoutChecksum: the checksum the operator computed when it
+// verified an object without one pins the members' restore to those very bytes.
+func TestRestorePinsObjectsWithoutChecksum(t *testing.T) {
+	snap := etcdtest.Snapshot(t, 3)
+	root := t.TempDir()
+	s, _ := backup.NewFS(root)
+	if err := os.WriteFile(filepath.Join(root, "coreos.db"), snap, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	v, err := restore.VerifyBackup(ctx, s, "coreos.db", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := func(pin string) restore.Options {
+		return restore.Options{Store: s, Key: "coreos.db", SHA256: pin, Name: "m", DataDir: filepath.Join(t.TempDir(), "data"),
+			PeerURLs: []string{"http://127.0.0.1:2380"}, InitialCluster: "m=http://127.0.0.1:2380", InitialClusterToken: "t"}
+	}
+	if _, err := restore.Restore(ctx, opts(v.Pin)); err != nil {
+		t.Fatalf("restore pinned to the verified bytes: %v", err)
+	}
+	// Replaced by another valid snapshot since: refused, the pin names other bytes.
+	if err := os.WriteFile(filepath.Join(root, "coreos.db"), etcdtest.Snapshot(t, 4), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restore.Restore(ctx, opts(v.Pin)); !errors.Is(err, restore.ErrChecksumPinned) {
+		t.Fatalf("got %v, want ErrChecksumPinned", err)
 	}
 }
