@@ -239,7 +239,11 @@ func (r *EtcdClusterReconciler) initialClusterOf(c *etcdv1beta2.EtcdCluster, mem
 // createMembers creates the PVCs and pods the chart renders for members; existing ones are
 // left as they are.
 func (r *EtcdClusterReconciler) createMembers(ctx context.Context, c *etcdv1beta2.EtcdCluster, members []render.Member) error {
-	objs, err := r.renderer.Render(render.Input{Cluster: c, ClusterDomain: r.ClusterDomain, Members: members})
+	restore, err := r.restoreStep(ctx, c, members)
+	if err != nil {
+		return err
+	}
+	objs, err := r.renderer.Render(render.Input{Cluster: c, ClusterDomain: r.ClusterDomain, Members: members, Restore: restore})
 	if err != nil {
 		return fmt.Errorf("render member pods: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -27,6 +26,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/restore"
 )
 
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdrestores,verbs=get;list;watch;update;patch
@@ -51,8 +51,10 @@ const RestoreClusterSpecAnnotation = "etcd.database.coreos.com/restore-cluster-s
 // ReplaceExistingClusterAnnotation, set to "true" on an EtcdRestore, allows it to delete
 // an existing EtcdCluster of the name spec.etcdCluster.name and recreate it from the
 // backup (what CoreOS's operator always did). Without it a taken name is refused with
-// ReasonClusterExists. The old cluster is deleted only after the backup is resolved and
-// its SHA-256 verified, so a restore that cannot succeed destroys nothing; deletion uses
+// ReasonClusterExists. The old cluster is deleted only after the backup is resolved,
+// downloaded and verified as the restore step will verify it (its SHA-256 if it has one,
+// and in every case etcd's integrity hash and a readable bbolt database), so a restore
+// that cannot succeed destroys nothing; deletion uses
 // foreground propagation and the new cluster is created only once the old one and its
 // member pods are gone. Backups on a PVC cannot be verified by the operator beforehand
 // and are therefore refused for replacement (ReasonBackupInvalidSpec).
@@ -76,9 +78,12 @@ const RestoreConditionSucceeded = "Succeeded"
 // EtcdBackup: UnsupportedStorageType, InvalidSpec, SecretError, AccessDenied,
 // BucketNotFound, StorageError).
 const (
-	ReasonClusterExists     = "ClusterExists"
-	ReasonBackupNotFound    = "BackupNotFound"
-	ReasonChecksumMismatch  = "ChecksumMismatch"
+	ReasonClusterExists    = "ClusterExists"
+	ReasonBackupNotFound   = "BackupNotFound"
+	ReasonChecksumMismatch = "ChecksumMismatch"
+	// ReasonInvalidSnapshot: the backup is not a restorable etcd snapshot (truncated,
+	// damaged, or something else altogether), whether or not it has a checksum.
+	ReasonInvalidSnapshot   = "InvalidSnapshot"
 	ReasonRestoring         = "Restoring"
 	ReasonRestoreStepFailed = "RestoreStepFailed"
 	ReasonRestoreComplete   = "Restored"
@@ -102,9 +107,10 @@ const restoreRetry = 15 * time.Second
 //
 // An S3 backup is resolved here, once: spec.s3.path is an exact object if one exists at
 // that key, else the prefix of periodic backups (<path>_v<rev>_<time>) whose newest is
-// taken. The object is read through once (streamed, constant memory) to verify its
-// SHA-256 before anything is created, so a corrupted backup fails here with
-// ReasonChecksumMismatch rather than in crash-looping member pods. The chosen object and
+// taken. The object is downloaded once into DownloadDir and checked exactly as the
+// members' restore step will check it (restore.VerifyBackup) before anything is created
+// or deleted, so a corrupted backup fails here (ReasonChecksumMismatch,
+// ReasonInvalidSnapshot) rather than in crash-looping member pods. The chosen object and
 // its SHA-256 are written into the new cluster's
 // render.AnnotationRestore, so every bootstrapping member's init container restores
 // exactly that object (a periodic backup taken meanwhile changes nothing). The cluster
@@ -124,6 +130,9 @@ type EtcdRestoreReconciler struct {
 	Recorder  record.EventRecorder
 	// OperatorImage is the image of the restore init container (this operator's image).
 	OperatorImage string
+	// DownloadDir holds a backup while it is verified (one at a time per restore, removed
+	// right after); empty means os.TempDir().
+	DownloadDir string
 }
 
 // SetupWithManager watches EtcdRestores, the EtcdClusters they create (a cluster
@@ -162,7 +171,7 @@ func restoreOfCluster(_ context.Context, o client.Object) []reconcile.Request {
 	if !ok {
 		return nil
 	}
-	src, _, err := render.Restore(c)
+	src, err := render.Restore(c)
 	if err != nil || src == nil || src.Restore == "" {
 		return nil
 	}
@@ -199,7 +208,7 @@ func (r *EtcdRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: er.Namespace, Name: name}, &existing)
 	switch {
 	case err == nil:
-		if src, _, _ := render.Restore(&existing); src == nil || src.UID != string(er.UID) || src.Restore != er.Name {
+		if !createdBy(&existing, &er) {
 			if replaceRequested(&er) {
 				return r.replaceCluster(ctx, &er, &existing)
 			}
@@ -229,7 +238,7 @@ func (r *EtcdRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, fmt.Errorf("create EtcdCluster %s: %w", name, err)
 	}
-	src, _, _ := render.Restore(c)
+	src, _ := render.Restore(c)
 	msg := fmt.Sprintf("created EtcdCluster %s (size %d, etcd %s) from backup %s (sha256 %s); waiting for it to become Available.%s",
 		name, c.Spec.Size, c.Spec.Version, src.Location(), orNone(src.SHA256), replacedNote(&er))
 	r.Recorder.Event(&er, corev1.EventTypeNormal, "ClusterCreated", msg)
@@ -293,9 +302,9 @@ func (r *EtcdRestoreReconciler) replaceCluster(ctx context.Context, er *etcdv1be
 	// destroy the cluster it would replace.
 	c, err := r.newCluster(ctx, er)
 	if err != nil {
-		return r.backupFailed(ctx, er, err)
+		return r.backupFailed(ctx, er, untouched(err, old))
 	}
-	src, _, _ := render.Restore(c)
+	src, _ := render.Restore(c)
 	// On record before the delete, so it survives an operator restart right after it.
 	rec, _ := json.Marshal(replacedCluster{Name: old.Name, UID: string(old.UID)})
 	if er.Annotations[ReplacedClusterAnnotation] != string(rec) {
@@ -324,6 +333,23 @@ func (r *EtcdRestoreReconciler) replaceCluster(ctx context.Context, er *etcdv1be
 	return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, er, metav1.ConditionUnknown, ReasonReplacingCluster, msg)
 }
 
+// untouched adds to a failure before a replacement that the cluster was not touched.
+func untouched(err error, old *etcdv1beta2.EtcdCluster) error {
+	var be *backupError
+	if !errors.As(err, &be) {
+		be = &backupError{reason: ReasonStorageError, err: err}
+	}
+	return &backupError{be.reason, fmt.Errorf("%w; EtcdCluster %s (uid %s) was not touched", be.err, old.Name, old.UID)}
+}
+
+// createdBy: the cluster's restore annotation is what er writes when it creates it (the
+// same check the cluster controller makes before it restores): a cluster annotated by
+// anyone else is not the restore's to follow.
+func createdBy(c *etcdv1beta2.EtcdCluster, er *etcdv1beta2.EtcdRestore) bool {
+	src, err := render.Restore(c)
+	return err == nil && src != nil && restoreCreated(er, c.Name, src) == nil
+}
+
 // leftoverPods counts member pods of a cluster name that does not exist (uncached: a
 // stale cache must not let the new members start beside old ones).
 func (r *EtcdRestoreReconciler) leftoverPods(ctx context.Context, ns, name string) (int, error) {
@@ -337,13 +363,13 @@ func (r *EtcdRestoreReconciler) leftoverPods(ctx context.Context, ns, name strin
 // followCluster handles an existing cluster of the restore's name: refuse if it is not
 // ours, else report its progress.
 func (r *EtcdRestoreReconciler) followCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) (ctrl.Result, error) {
-	src, _, _ := render.Restore(c)
-	if src == nil || src.UID != string(er.UID) || src.Restore != er.Name {
+	if !createdBy(c, er) {
 		msg := fmt.Sprintf("EtcdCluster %s already exists and was not created by this restore; nothing was changed. "+
 			"Restore into a new name (spec.etcdCluster.name), delete that cluster yourself first, "+
 			"or annotate this EtcdRestore with %s=true to have it replaced", c.Name, ReplaceExistingClusterAnnotation)
 		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, ReasonClusterExists, msg)
 	}
+	src, _ := render.Restore(c)
 	if clusterAvailable(c) {
 		msg := fmt.Sprintf("EtcdCluster %s restored from %s is Available.%s", c.Name, src.Location(), replacedNote(er))
 		r.Recorder.Event(er, corev1.EventTypeNormal, ReasonRestoreComplete, msg)
@@ -486,14 +512,14 @@ func (r *EtcdRestoreReconciler) newCluster(ctx context.Context, er *etcdv1beta2.
 		if err != nil {
 			return nil, err
 		}
-		obj, err := resolveBackup(ctx, store, key)
+		v, err := r.resolveBackup(ctx, store, key)
 		if err != nil {
 			return nil, err
 		}
 		pinned := *s3
-		pinned.Path = bucket + "/" + obj.Key
-		src = render.RestoreSource{S3: &pinned, SHA256: obj.SHA256}
-		backupVersion = obj.Metadata["etcd-version"]
+		pinned.Path = bucket + "/" + v.Object.Key
+		src = render.RestoreSource{S3: &pinned, SHA256: v.Pin}
+		backupVersion = v.Object.Metadata["etcd-version"]
 	}
 	src.Restore, src.UID = er.Name, string(er.UID)
 	spec, err := restoreClusterSpec(er)
@@ -511,7 +537,7 @@ func (r *EtcdRestoreReconciler) newCluster(ctx context.Context, er *etcdv1beta2.
 			spec.Version = v
 		}
 	}
-	ann, err := src.Annotations(r.OperatorImage)
+	ann, err := src.Annotations()
 	if err != nil {
 		return nil, &backupError{ReasonBackupInvalidSpec, err}
 	}
@@ -527,41 +553,41 @@ func (r *EtcdRestoreReconciler) newCluster(ctx context.Context, er *etcdv1beta2.
 }
 
 // resolveBackup finds the object to restore: key itself if it exists, else the newest
-// periodic backup of key, and verifies it. The returned Object carries the stored
-// SHA-256 and metadata.
-func resolveBackup(ctx context.Context, store backup.Store, key string) (backup.Object, error) {
-	rc, obj, err := store.Get(ctx, key)
-	if err == nil {
-		return verifyBackup(store, rc, obj)
-	}
+// periodic backup of key, and verifies it. The result carries the object's metadata and
+// the checksum that pins the members' restore to the bytes verified here.
+func (r *EtcdRestoreReconciler) resolveBackup(ctx context.Context, store backup.Store, key string) (restore.Verified, error) {
+	v, err := r.verifyBackup(ctx, store, key)
 	if !errors.Is(err, backup.ErrNotFound) {
-		return obj, &backupError{storageReason(err), err}
+		return v, err
 	}
 	latest, lerr := backup.Latest(ctx, store, key)
 	if lerr != nil {
 		if errors.Is(lerr, backup.ErrNotFound) {
-			return obj, &backupError{ReasonBackupNotFound, fmt.Errorf("%s: no backup %q and no periodic backup %s_v<revision>_<time>", store, key, key)}
+			return v, &backupError{ReasonBackupNotFound, fmt.Errorf("%s: no backup %q and no periodic backup %s_v<revision>_<time>", store, key, key)}
 		}
-		return obj, &backupError{storageReason(lerr), lerr}
+		return v, &backupError{storageReason(lerr), lerr}
 	}
-	rc, obj, err = store.Get(ctx, latest.Key)
-	if err != nil {
-		return obj, &backupError{storageReason(err), err}
-	}
-	return verifyBackup(store, rc, obj)
+	return r.verifyBackup(ctx, store, latest.Key)
 }
 
-// verifyBackup reads the object to its end: the store's reader checks the stored
-// SHA-256 (and gzip framing) on the way, in constant memory.
-func verifyBackup(store backup.Store, rc io.ReadCloser, obj backup.Object) (backup.Object, error) {
-	defer rc.Close()
-	if _, err := io.Copy(io.Discard, rc); err != nil {
-		if errors.Is(err, backup.ErrChecksumMismatch) {
-			return obj, &backupError{ReasonChecksumMismatch, err}
-		}
-		return obj, &backupError{storageReason(err), fmt.Errorf("read %s/%s: %w", store, obj.Key, err)}
+// verifyBackup downloads the object and checks it as the restore step will; a missing
+// object is returned as is (wrapping backup.ErrNotFound), other failures as a
+// backupError with the reason to report.
+func (r *EtcdRestoreReconciler) verifyBackup(ctx context.Context, store backup.Store, key string) (restore.Verified, error) {
+	v, err := restore.VerifyBackup(ctx, store, key, r.DownloadDir)
+	switch {
+	case err == nil:
+		log.FromContext(ctx).Info("backup verified", "backup", store.String()+"/"+key, "sha256", v.Pin,
+			"storedChecksum", v.Object.SHA256 != "", "revision", v.Status.Revision, "keys", v.Status.TotalKey)
+		return v, nil
+	case errors.Is(err, backup.ErrNotFound):
+		return v, err
+	case errors.Is(err, backup.ErrChecksumMismatch):
+		return v, &backupError{ReasonChecksumMismatch, err}
+	case errors.Is(err, restore.ErrNotRestorable):
+		return v, &backupError{ReasonInvalidSnapshot, err}
 	}
-	return obj, nil
+	return v, &backupError{storageReason(err), err}
 }
 
 func orNone(s string) string {

@@ -1,7 +1,12 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +26,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/miniotest"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
@@ -105,7 +111,7 @@ func TestRestoreRefusesATakenName(t *testing.T) {
 	taken := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 5}}
 	// A cluster created by another restore is not ours either.
 	other := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "default"}}
-	ann, err := render.RestoreSource{Restore: "someone-else", UID: "uid-x", S3: &etcdv1beta2.S3BackupSource{Path: "b/k", AWSSecret: "aws"}}.Annotations("op:test")
+	ann, err := render.RestoreSource{Restore: "someone-else", UID: "uid-x", S3: &etcdv1beta2.S3BackupSource{Path: "b/k", AWSSecret: "aws"}}.Annotations()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,9 +189,10 @@ func TestRestoreCreatesCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	snap := etcdtest.Snapshot(t, 5)
 	put := func(key, version string) backup.Object {
 		t.Helper()
-		obj, err := store.Put(ctx, key, strings.NewReader("snapshot bytes of "+key), backup.PutOptions{Metadata: map[string]string{"etcd-version": version}})
+		obj, err := store.Put(ctx, key, bytes.NewReader(snap), backup.PutOptions{Metadata: map[string]string{"etcd-version": version}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,13 +235,13 @@ func TestRestoreCreatesCluster(t *testing.T) {
 		f.reconcile(t, restore)
 		f.wantCondition(t, restore, metav1.ConditionUnknown, ReasonRestoring, "waiting for it to become Available")
 		c := get(cluster)
-		src, image, err := render.Restore(c)
+		src, err := render.Restore(c)
 		if err != nil || src == nil {
 			t.Fatalf("%s: restore annotation: %+v, %v", cluster, src, err)
 		}
-		if src.S3.Path != wantPath || src.SHA256 != wantSHA || len(wantSHA) != 64 || image != "op:test" ||
+		if src.S3.Path != wantPath || src.SHA256 != wantSHA || len(wantSHA) != 64 ||
 			src.Restore != restore || src.UID != string(f.restore(t, restore).UID) || src.S3.Endpoint != srv.Endpoint() || !src.S3.ForcePathStyle {
-			t.Errorf("%s: restore source %+v image %q; want path %s sha %s", cluster, src, image, wantPath, wantSHA)
+			t.Errorf("%s: restore source %+v; want path %s sha %s", cluster, src, wantPath, wantSHA)
 		}
 		if c.Spec.Version != wantVersion || c.Spec.Size != wantSize {
 			t.Errorf("%s: spec %+v, want size %d version %s", cluster, c.Spec, wantSize, wantVersion)
@@ -333,7 +340,7 @@ func TestRestoreFromPVCCreatesCluster(t *testing.T) {
 		if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: tc.cluster}, &c); err != nil {
 			t.Fatal(err)
 		}
-		src, _, err := render.Restore(&c)
+		src, err := render.Restore(&c)
 		if err != nil || src == nil || src.S3 != nil || src.PVC == nil || src.PVC.ClaimName != "backups" || src.SHA256 != "" || src.Restore != tc.restore {
 			t.Fatalf("%s: restore source %+v, %v", tc.cluster, src, err)
 		}
@@ -364,7 +371,7 @@ func TestRestoreReplacesCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	good, err := store.Put(ctx, "c/good.db", strings.NewReader("snapshot bytes"), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}})
+	good, err := store.Put(ctx, "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +477,7 @@ func TestRestoreReplacesCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, _, err := render.Restore(c)
+	src, err := render.Restore(c)
 	if err != nil || src == nil || src.Restore != "replace" || src.SHA256 != good.SHA256 || c.Spec.Size != DefaultRestoreSize {
 		t.Fatalf("new cluster: %+v %+v, %v", src, c.Spec, err)
 	}
@@ -497,5 +504,95 @@ func TestRestoreReplacesCluster(t *testing.T) {
 	f.wantCondition(t, "later", metav1.ConditionUnknown, ReasonReplacingCluster, "deleting EtcdCluster keep (uid uid-keep")
 	if _, err := get("keep"); err == nil {
 		t.Errorf("keep not deleted")
+	}
+}
+
+// TestRestoreReplaceVerifiesSnapshot: before replace-existing-cluster deletes anything,
+// the backup is downloaded and checked as the restore step will check it. Objects
+// uploaded as CoreOS's operator did (no checksum of ours) are judged by etcd's integrity
+// hash and bbolt alone: garbage and a truncated snapshot delete nothing, a valid one
+// replaces the cluster.
+func TestRestoreReplaceVerifiesSnapshot(t *testing.T) {
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, restoreBucket)
+	ctx := context.Background()
+	snap := etcdtest.Snapshot(t, 5)
+	garbage := make([]byte, len(snap))
+	if _, err := rand.Read(garbage); err != nil {
+		t.Fatal(err)
+	}
+	for key, b := range map[string][]byte{
+		"coreos/garbage.db":   garbage,
+		"coreos/truncated.db": snap[:len(snap)-4096],
+		"coreos/good.db":      snap,
+	} {
+		if _, err := srv.Client(t).PutObject(ctx, restoreBucket, key, bytes.NewReader(b), int64(len(b)), minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
+		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
+	mk := func(name, cluster, key string, replace bool) *etcdv1beta2.EtcdRestore {
+		er := newRestore(name, cluster, restoreBucket+"/"+key)
+		er.Spec.S3.Endpoint = srv.Endpoint()
+		if replace {
+			er.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true"}
+		}
+		return er
+	}
+	keep := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "keep", Namespace: "default", UID: "uid-keep"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+	prod := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-prod"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+	f := newRestoreFixture(t, secret, keep, prod,
+		mk("garbage", "keep", "coreos/garbage.db", true), mk("truncated", "keep", "coreos/truncated.db", true),
+		mk("garbage-new", "new", "coreos/garbage.db", false), mk("good", "prod", "coreos/good.db", true))
+	f.r.DownloadDir = t.TempDir()
+	keepBefore := &etcdv1beta2.EtcdCluster{}
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(keep), keepBefore); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, name := range []string{"garbage", "truncated"} {
+		f.reconcile(t, name)
+		f.wantCondition(t, name, metav1.ConditionFalse, ReasonInvalidSnapshot, "EtcdCluster keep (uid uid-keep) was not touched")
+		if _, ok := f.restore(t, name).Annotations[ReplacedClusterAnnotation]; ok {
+			t.Errorf("%s recorded a replacement", name)
+		}
+	}
+	var c etcdv1beta2.EtcdCluster
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(keep), &c); err != nil || c.ResourceVersion != keepBefore.ResourceVersion || !c.DeletionTimestamp.IsZero() {
+		t.Fatalf("cluster keep touched: %+v, %v", c, err)
+	}
+	// Not only for replacements: a new cluster is never created from such an object.
+	f.reconcile(t, "garbage-new")
+	f.wantCondition(t, "garbage-new", metav1.ConditionFalse, ReasonInvalidSnapshot, "not a restorable etcd snapshot")
+	if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "new"}, &c); err == nil {
+		t.Errorf("a cluster was created from garbage")
+	}
+	events := ""
+	for len(f.rec.Events) > 0 {
+		events += <-f.rec.Events + "\n"
+	}
+	if !strings.Contains(events, ReasonInvalidSnapshot) {
+		t.Errorf("no %s event: %s", ReasonInvalidSnapshot, events)
+	}
+
+	// A valid CoreOS-era snapshot (no checksum of ours) does replace.
+	f.reconcile(t, "good")
+	f.wantCondition(t, "good", metav1.ConditionUnknown, ReasonReplacingCluster, "deleting EtcdCluster prod (uid uid-prod")
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &c); err == nil {
+		t.Errorf("prod not deleted")
+	}
+	f.reconcile(t, "good")
+	// Pinned to the bytes verified: the members restore exactly what was checked here.
+	read := fmt.Sprintf("%x", sha256.Sum256(snap))
+	f.wantCondition(t, "good", metav1.ConditionUnknown, ReasonRestoring, "sha256 "+read)
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &c); err != nil {
+		t.Fatal(err)
+	}
+	if src, err := render.Restore(&c); err != nil || src == nil || src.S3.Path != restoreBucket+"/coreos/good.db" || src.SHA256 != read {
+		t.Errorf("new cluster's restore source %+v, %v", src, err)
+	}
+	if left, _ := os.ReadDir(f.r.DownloadDir); len(left) != 0 {
+		t.Errorf("downloads left behind: %v", left)
 	}
 }

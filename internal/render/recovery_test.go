@@ -22,12 +22,14 @@ func TestRecoveryInitContainer(t *testing.T) {
 	// A restore annotation on the cluster (it was once created from a backup) must not
 	// make the recovering member restore that old backup instead of the survivor's data.
 	s3 := v1beta2.S3BackupSource{Path: "bucket/db", AWSSecret: "aws"}
-	ann, err := RestoreSource{Restore: "r", S3: &s3}.Annotations("etcd-operator:v0.1.0")
+	src := RestoreSource{Restore: "r", S3: &s3}
+	ann, err := src.Annotations()
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Annotations = ann
-	got := mustRender(t, Input{Cluster: c, ClusterDomain: "cluster.local", Members: []Member{m}})
+	step := &RestoreStep{Source: src, Image: "etcd-operator:v0.1.0"}
+	got := mustRender(t, Input{Cluster: c, ClusterDomain: "cluster.local", Members: []Member{m}, Restore: step})
 	p := got.pods[m.Name]
 	if len(p.Spec.InitContainers) != 1 {
 		t.Fatalf("init containers %+v", p.Spec.InitContainers)

@@ -85,6 +85,9 @@ type Input struct {
 	// Members are the member pods to render, in order. May be empty: then only the
 	// Services and the PodDisruptionBudget are rendered.
 	Members []Member
+	// Restore, if set, seeds the bootstrapping members from a backup. Only the caller
+	// can vouch for it (see AnnotationRestore); the cluster's annotations are not read.
+	Restore *RestoreStep
 }
 
 // Renderer renders the embedded chart. It is safe for concurrent use.
@@ -281,7 +284,7 @@ func Values(in Input) (map[string]interface{}, error) {
 	if err := ValidateCluster(c); err != nil {
 		return nil, err
 	}
-	restore, err := restoreValues(c)
+	restore, err := restoreValues(in.Restore)
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}

@@ -11,22 +11,27 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// A cluster created from a backup carries two annotations, written by the EtcdRestore
-// controller when it creates the EtcdCluster. The renderer reads them from the cluster
-// itself, so the cluster controller needs to know nothing about restores: every member
-// it bootstraps (initial cluster state "new") gets an init container that writes the
-// member's data directory from the backup before etcd starts. Members added later
-// (state "existing") join as usual and receive the data from their peers.
-const (
-	// AnnotationRestore holds a RestoreSource as JSON: which backup, pinned to an exact
-	// object and its SHA-256, and which EtcdRestore created the cluster.
-	AnnotationRestore = "etcd.database.coreos.com/restore"
-	// AnnotationRestoreImage is the image of the init container: the operator's own image,
-	// whose binary has the `restore` subcommand. It is recorded on the cluster (rather than
-	// passed to the renderer) so the cluster controller renders the same pod whatever
-	// image the operator itself runs later.
-	AnnotationRestoreImage = "etcd.database.coreos.com/restore-image"
-)
+// AnnotationRestore marks a cluster created from a backup: a RestoreSource as JSON
+// (which backup, pinned to an exact object and its SHA-256, and which EtcdRestore created
+// the cluster), written by the EtcdRestore controller when it creates the EtcdCluster.
+// Anyone who may edit an EtcdCluster can write it too, so the renderer never reads it:
+// the cluster controller checks it against the EtcdRestore it names and passes what it
+// has verified as Input.Restore. Every member bootstrapped then (initial cluster state
+// "new") gets an init container that writes the member's data directory from the backup
+// before etcd starts. Members added later (state "existing") join as usual and receive
+// the data from their peers.
+//
+// Earlier versions also wrote etcd.database.coreos.com/restore-image, the image of that
+// init container; it is ignored: the step always runs the operator's configured image.
+const AnnotationRestore = "etcd.database.coreos.com/restore"
+
+// RestoreStep is how bootstrapping members get their data from a backup.
+type RestoreStep struct {
+	Source RestoreSource
+	// Image is the operator's own image (its binary has the `restore` subcommand), as
+	// the operator is configured; never taken from the cluster.
+	Image string
+}
 
 // Fixed facts about the restore init container.
 const (
@@ -60,9 +65,10 @@ type RestoreSource struct {
 	// periodic prefix: the operator cannot read the claim to pick the newest one, and
 	// members choosing independently could restore different snapshots.
 	PVC *v1beta2.PVCBackupSource `json:"pvc,omitempty"`
-	// SHA256 pins the object's content; empty for backups that carry no checksum and
-	// for PVC backups, which only the init container can read (it still verifies the
-	// file against its sidecar checksum and refuses a mismatch).
+	// SHA256 pins the object's content: its stored checksum, or for an S3 object without
+	// one (CoreOS's) the SHA-256 the operator read when it verified the object. Empty for
+	// PVC backups, which only the init container can read (it still verifies the file
+	// against its sidecar checksum, and the snapshot itself, and refuses a mismatch).
 	SHA256 string `json:"sha256,omitempty"`
 }
 
@@ -81,42 +87,36 @@ func (src RestoreSource) Location() string {
 	return "(no backup)"
 }
 
-// Restore reads the restore annotations of a cluster: nil when the cluster was not
-// created from a backup, an error naming the annotation when they are malformed.
-func Restore(c *v1beta2.EtcdCluster) (*RestoreSource, string, error) {
+// Restore parses the restore annotation of a cluster: nil when the cluster was not
+// created from a backup, an error naming the annotation when it is malformed. What it
+// returns is a claim, not proof: see AnnotationRestore.
+func Restore(c *v1beta2.EtcdCluster) (*RestoreSource, error) {
 	raw, ok := c.Annotations[AnnotationRestore]
 	if !ok {
-		return nil, "", nil
+		return nil, nil
 	}
 	var src RestoreSource
 	dec := json.NewDecoder(strings.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&src); err != nil {
-		return nil, "", fmt.Errorf("annotation %s: %w", AnnotationRestore, err)
+		return nil, fmt.Errorf("annotation %s: %w", AnnotationRestore, err)
 	}
 	if err := src.validate(); err != nil {
-		return nil, "", fmt.Errorf("annotation %s: %w", AnnotationRestore, err)
+		return nil, fmt.Errorf("annotation %s: %w", AnnotationRestore, err)
 	}
-	image := strings.TrimSpace(c.Annotations[AnnotationRestoreImage])
-	if image == "" {
-		return nil, "", fmt.Errorf("annotation %s is set but %s (the operator image that runs the restore step) is not", AnnotationRestore, AnnotationRestoreImage)
-	}
-	return &src, image, nil
+	return &src, nil
 }
 
-// Annotations returns the two annotations for a cluster restored from src by image.
-func (src RestoreSource) Annotations(image string) (map[string]string, error) {
+// Annotations returns the annotations of a cluster restored from src.
+func (src RestoreSource) Annotations() (map[string]string, error) {
 	if err := src.validate(); err != nil {
 		return nil, err
-	}
-	if strings.TrimSpace(image) == "" {
-		return nil, errors.New("restore: no operator image")
 	}
 	b, err := json.Marshal(src)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]string{AnnotationRestore: string(b), AnnotationRestoreImage: image}, nil
+	return map[string]string{AnnotationRestore: string(b)}, nil
 }
 
 func (src RestoreSource) validate() error {
@@ -158,19 +158,25 @@ func CleanBackupPath(p string) (string, error) {
 	return clean, nil
 }
 
-// restoreValues are the chart's `restore` values: empty without a restore.
-func restoreValues(c *v1beta2.EtcdCluster) (map[string]interface{}, error) {
-	src, image, err := Restore(c)
-	if err != nil || src == nil {
-		return map[string]interface{}{}, err
+// restoreValues are the chart's `restore` values: empty without a restore step.
+func restoreValues(step *RestoreStep) (map[string]interface{}, error) {
+	if step == nil {
+		return map[string]interface{}{}, nil
+	}
+	src := step.Source
+	if err := src.validate(); err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	if strings.TrimSpace(step.Image) == "" {
+		return nil, errors.New("restore: no operator image")
 	}
 	// Every key is always present (the chart's templates fail on a missing key).
 	v := map[string]interface{}{
-		"image": image, "command": OperatorCommand, "sha256": strings.ToLower(src.SHA256),
+		"image": step.Image, "command": OperatorCommand, "sha256": strings.ToLower(src.SHA256),
 		"pvcClaim": "", "pvcPath": "", "s3Path": "", "s3Endpoint": "", "s3ForcePathStyle": false, "awsSecret": "",
 	}
 	if src.PVC != nil {
-		key, _ := CleanBackupPath(src.PVC.Path) // validated by Restore
+		key, _ := CleanBackupPath(src.PVC.Path) // validated above
 		v["pvcClaim"] = src.PVC.ClaimName
 		v["pvcPath"] = key
 		return v, nil

@@ -14,26 +14,28 @@ import (
 
 const testSHA = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 
-// restoredCluster is the CoreOS sample annotated as the restore controller would.
-func restoredCluster(t *testing.T, s3 v1beta2.S3BackupSource, sha string) *v1beta2.EtcdCluster {
+// restoredCluster is the CoreOS sample annotated as the restore controller would, and
+// the restore step the cluster controller passes once it has verified the annotation.
+func restoredCluster(t *testing.T, s3 v1beta2.S3BackupSource, sha string) (*v1beta2.EtcdCluster, *RestoreStep) {
 	t.Helper()
 	c := coreosSample("3.6.16")
-	ann, err := RestoreSource{Restore: "r1", UID: "uid-r1", S3: &s3, SHA256: sha}.Annotations("registry.example/etcd-operator:v0.1.0")
+	src := RestoreSource{Restore: "r1", UID: "uid-r1", S3: &s3, SHA256: sha}
+	ann, err := src.Annotations()
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Annotations = ann
-	return c
+	return c, &RestoreStep{Source: src, Image: "registry.example/etcd-operator:v0.1.0"}
 }
 
 func TestRestoreInitContainer(t *testing.T) {
 	s3 := v1beta2.S3BackupSource{Path: "bucket/backups/db", AWSSecret: "aws", Endpoint: "http://minio:9000", ForcePathStyle: true}
-	c := restoredCluster(t, s3, strings.ToUpper(testSHA))
+	c, step := restoredCluster(t, s3, strings.ToUpper(testSHA))
 	members := bootstrap(c, 3, "cluster.local")
 	// A member joining later (e.g. a replacement) starts empty and syncs from its peers.
 	members = append(members, Member{Name: "example-0003", ID: "abc", InitialClusterState: StateExisting,
 		InitialCluster: members[0].InitialCluster + "," + InitialClusterEntry(c, "example-0003", "cluster.local")})
-	got := mustRender(t, Input{Cluster: c, ClusterDomain: "cluster.local", Members: members})
+	got := mustRender(t, Input{Cluster: c, ClusterDomain: "cluster.local", Members: members, Restore: step})
 
 	for _, m := range members[:3] {
 		p := got.pods[m.Name]
@@ -105,8 +107,8 @@ func TestRestoreInitContainer(t *testing.T) {
 
 func TestRestoreOptionalFlags(t *testing.T) {
 	// AWS itself: no endpoint, virtual-host style; a backup without checksum.
-	c := restoredCluster(t, v1beta2.S3BackupSource{Path: "b/k", AWSSecret: "aws"}, "")
-	got := mustRender(t, Input{Cluster: c, Members: bootstrap(c, 1, "")})
+	c, step := restoredCluster(t, v1beta2.S3BackupSource{Path: "b/k", AWSSecret: "aws"}, "")
+	got := mustRender(t, Input{Cluster: c, Members: bootstrap(c, 1, ""), Restore: step})
 	args := got.pods["example-0000"].Spec.InitContainers[0].Args
 	for _, a := range args {
 		for _, f := range []string{"--s3-endpoint", "--s3-force-path-style", "--checksum"} {
@@ -128,54 +130,50 @@ func TestNoRestoreNoInitContainer(t *testing.T) {
 }
 
 func TestRestoreAnnotationErrors(t *testing.T) {
-	good := restoredCluster(t, v1beta2.S3BackupSource{Path: "b/k", AWSSecret: "aws"}, testSHA)
+	good, _ := restoredCluster(t, v1beta2.S3BackupSource{Path: "b/k", AWSSecret: "aws"}, testSHA)
 	for _, tc := range []struct {
-		name, mention string
-		mutate        func(map[string]string)
+		name, value, mention string
 	}{
-		{"not json", AnnotationRestore, func(a map[string]string) { a[AnnotationRestore] = "{" }},
-		{"unknown field", AnnotationRestore, func(a map[string]string) {
-			a[AnnotationRestore] = `{"restore":"r","s3":{"path":"b/k","awsSecret":"a"},"extra":1}`
-		}},
-		{"no source", "s3 or pvc", func(a map[string]string) { a[AnnotationRestore] = `{"restore":"r"}` }},
-		{"bad path", "<bucket>/<key>", func(a map[string]string) {
-			a[AnnotationRestore] = `{"restore":"r","s3":{"path":"nokey","awsSecret":"a"}}`
-		}},
-		{"no secret", "awsSecret", func(a map[string]string) { a[AnnotationRestore] = `{"restore":"r","s3":{"path":"b/k"}}` }},
-		{"bad sha", "sha256", func(a map[string]string) {
-			a[AnnotationRestore] = `{"restore":"r","s3":{"path":"b/k","awsSecret":"a"},"sha256":"xyz"}`
-		}},
-		{"both sources", "both", func(a map[string]string) {
-			a[AnnotationRestore] = `{"restore":"r","s3":{"path":"b/k","awsSecret":"a"},"pvc":{"claimName":"c","path":"k"}}`
-		}},
-		{"no claim", "claimName", func(a map[string]string) { a[AnnotationRestore] = `{"restore":"r","pvc":{"path":"k"}}` }},
-		{"pvc root", "names no file", func(a map[string]string) {
-			a[AnnotationRestore] = `{"restore":"r","pvc":{"claimName":"c","path":"/.."}}`
-		}},
-		{"no image", AnnotationRestoreImage, func(a map[string]string) { delete(a, AnnotationRestoreImage) }},
+		{"not json", "{", AnnotationRestore},
+		{"unknown field", `{"restore":"r","s3":{"path":"b/k","awsSecret":"a"},"extra":1}`, AnnotationRestore},
+		{"no source", `{"restore":"r"}`, "s3 or pvc"},
+		{"bad path", `{"restore":"r","s3":{"path":"nokey","awsSecret":"a"}}`, "<bucket>/<key>"},
+		{"no secret", `{"restore":"r","s3":{"path":"b/k"}}`, "awsSecret"},
+		{"bad sha", `{"restore":"r","s3":{"path":"b/k","awsSecret":"a"},"sha256":"xyz"}`, "sha256"},
+		{"both sources", `{"restore":"r","s3":{"path":"b/k","awsSecret":"a"},"pvc":{"claimName":"c","path":"k"}}`, "both"},
+		{"no claim", `{"restore":"r","pvc":{"path":"k"}}`, "claimName"},
+		{"pvc root", `{"restore":"r","pvc":{"claimName":"c","path":"/.."}}`, "names no file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := good.DeepCopy()
-			tc.mutate(c.Annotations)
-			_, err := sharedRenderer.Render(Input{Cluster: c, Members: bootstrap(c, 1, "")})
-			if err == nil || !strings.Contains(err.Error(), tc.mention) {
+			c.Annotations[AnnotationRestore] = tc.value
+			if _, err := Restore(c); err == nil || !strings.Contains(err.Error(), tc.mention) {
 				t.Errorf("error %v should mention %q", err, tc.mention)
 			}
 		})
 	}
-	src, image, err := Restore(good)
-	if err != nil || src.Restore != "r1" || src.UID != "uid-r1" || src.S3.Path != "b/k" || image == "" {
-		t.Errorf("Restore(good) = %+v, %q, %v", src, image, err)
+	src, err := Restore(good)
+	if err != nil || src.Restore != "r1" || src.UID != "uid-r1" || src.S3.Path != "b/k" {
+		t.Errorf("Restore(good) = %+v, %v", src, err)
 	}
-	if src, _, err := Restore(coreosSample("3.6.16")); src != nil || err != nil {
+	if src, err := Restore(coreosSample("3.6.16")); src != nil || err != nil {
 		t.Errorf("plain cluster: %+v, %v", src, err)
+	}
+	// A step the caller passes is checked as strictly.
+	for name, step := range map[string]*RestoreStep{
+		"no image":  {Source: *src},
+		"no source": {Image: "op:v1"},
+	} {
+		if _, err := sharedRenderer.Render(Input{Cluster: good, Members: bootstrap(good, 1, ""), Restore: step}); err == nil {
+			t.Errorf("%s: rendered", name)
+		}
 	}
 }
 
 // The restore values pass Helm's linter like the others.
 func TestHelmLintRestore(t *testing.T) {
-	c := restoredCluster(t, v1beta2.S3BackupSource{Path: "b/k", AWSSecret: "aws", Endpoint: "http://minio:9000", ForcePathStyle: true}, testSHA)
-	vals, err := Values(Input{Cluster: c, Members: bootstrap(c, 3, "")})
+	c, step := restoredCluster(t, v1beta2.S3BackupSource{Path: "b/k", AWSSecret: "aws", Endpoint: "http://minio:9000", ForcePathStyle: true}, testSHA)
+	vals, err := Values(Input{Cluster: c, Members: bootstrap(c, 3, ""), Restore: step})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,13 +190,15 @@ func TestHelmLintRestore(t *testing.T) {
 // the PVC backup maps it.
 func TestRestoreFromPVCInitContainer(t *testing.T) {
 	c := coreosSample("3.6.16")
-	ann, err := RestoreSource{Restore: "r1", UID: "uid-r1", PVC: &v1beta2.PVCBackupSource{ClaimName: "backups", Path: "/snaps/../snaps/one.db"}}.Annotations("op:v1")
+	pvcSrc := RestoreSource{Restore: "r1", UID: "uid-r1", PVC: &v1beta2.PVCBackupSource{ClaimName: "backups", Path: "/snaps/../snaps/one.db"}}
+	ann, err := pvcSrc.Annotations()
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Annotations = ann
+	step := &RestoreStep{Source: pvcSrc, Image: "op:v1"}
 	members := bootstrap(c, 3, "cluster.local")
-	got := mustRender(t, Input{Cluster: c, ClusterDomain: "cluster.local", Members: members})
+	got := mustRender(t, Input{Cluster: c, ClusterDomain: "cluster.local", Members: members, Restore: step})
 	for _, m := range members {
 		p := got.pods[m.Name]
 		if len(p.Spec.InitContainers) != 1 {
@@ -249,11 +249,11 @@ func TestRestoreFromPVCInitContainer(t *testing.T) {
 			}
 		}
 	}
-	src, _, err := Restore(c)
+	src, err := Restore(c)
 	if err != nil || src.Location() != "pvc://backups/snaps/one.db" {
 		t.Errorf("location %q, %v", src.Location(), err)
 	}
-	vals, err := Values(Input{Cluster: c, ClusterDomain: "cluster.local", Members: members})
+	vals, err := Values(Input{Cluster: c, ClusterDomain: "cluster.local", Members: members, Restore: step})
 	if err != nil {
 		t.Fatal(err)
 	}

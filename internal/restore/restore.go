@@ -9,6 +9,8 @@ package restore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -33,8 +35,9 @@ type Options struct {
 	// backup (<key>_v<rev>_<time>) is restored.
 	Key    string
 	Latest bool
-	// SHA256, if set, must equal the checksum recorded with the object: it pins the exact
-	// backup the restore was planned with.
+	// SHA256, if set, pins the exact backup the restore was planned with: it must equal
+	// the checksum recorded with the object, or for an object without one (e.g. written
+	// by CoreOS's operator) the SHA-256 of its bytes as read (VerifyBackup's Pin).
 	SHA256 string
 
 	// The member: the same values etcd is then started with.
@@ -102,7 +105,7 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 			key = latest.Key
 		}
 		var err error
-		if snapPath, obj, err = download(ctx, o.Store, key, parent, o.SHA256); err != nil {
+		if snapPath, obj, _, err = download(ctx, o.Store, key, parent, o.SHA256); err != nil {
 			return Result{}, err
 		}
 		from = o.Store.String() + "/" + key
@@ -111,6 +114,10 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 	defer os.Remove(snapPath)
+	// The same checks the operator ran before it created (or replaced) the cluster.
+	if _, err := VerifySnapshotFile(snapPath); err != nil {
+		return Result{}, fmt.Errorf("%s: %w", from, err)
+	}
 
 	tmpDir, err := os.MkdirTemp(parent, ".restoring-")
 	if err != nil {
@@ -136,21 +143,30 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 }
 
 // download copies the object to a temporary file in dir; the store verifies the checksum
-// as the bytes stream, so a corrupted object fails here, before etcdutl sees it.
-func download(ctx context.Context, s backup.Store, key, dir, pinned string) (string, backup.Object, error) {
+// as the bytes stream, so a corrupted object fails here, before etcdutl sees it. It also
+// returns the SHA-256 of the bytes read: for an object without a stored checksum, that
+// is what pins it (see Options.SHA256).
+func download(ctx context.Context, s backup.Store, key, dir, pinned string) (string, backup.Object, string, error) {
 	rc, obj, err := s.Get(ctx, key)
 	if err != nil {
-		return "", obj, err
+		return "", obj, "", err
 	}
 	defer rc.Close()
-	if pinned != "" && !strings.EqualFold(pinned, obj.SHA256) {
-		return "", obj, fmt.Errorf("%s/%s: %w (want %s, object has %q)", s, key, ErrChecksumPinned, pinned, obj.SHA256)
+	if pinned != "" && obj.SHA256 != "" && !strings.EqualFold(pinned, obj.SHA256) {
+		return "", obj, "", fmt.Errorf("%s/%s: %w (want %s, object has %s)", s, key, ErrChecksumPinned, pinned, obj.SHA256)
 	}
-	p, err := saveTemp(dir, rc)
+	h := sha256.New()
+	p, err := saveTemp(dir, io.TeeReader(rc, h))
 	if err != nil {
-		return "", obj, fmt.Errorf("download %s/%s: %w", s, key, err)
+		return "", obj, "", fmt.Errorf("download %s/%s: %w", s, key, err)
 	}
-	return p, obj, nil
+	read := hex.EncodeToString(h.Sum(nil))
+	if pinned != "" && obj.SHA256 == "" && !strings.EqualFold(pinned, read) {
+		os.Remove(p)
+		return "", obj, "", fmt.Errorf("%s/%s: %w (want %s, read %s; the object carries no checksum and was replaced since it was verified)",
+			s, key, ErrChecksumPinned, pinned, read)
+	}
+	return p, obj, read, nil
 }
 
 // saveTemp copies r into a new temporary file in dir, synced to disk, and returns its
