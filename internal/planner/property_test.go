@@ -244,6 +244,26 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		if m := byID[p.MemberID]; m != nil && m.Name == "" {
 			fail("deletes the pod of unstarted member %x", m.ID)
 		}
+		// A majority of the voters, each in its own list, lists no member for it.
+		absent := map[uint64]bool{}
+		for _, l := range o.MemberLists {
+			if m := byID[l.From]; m == nil || m.IsLearner {
+				continue
+			}
+			has := false
+			for _, lm := range l.Members {
+				if (p.MemberID != 0 && lm.ID == p.MemberID && (lm.Name == "" || lm.Name == p.Name)) ||
+					(p.MemberID == 0 && lm.Name != "" && lm.Name == p.Name) {
+					has = true
+				}
+			}
+			if !has {
+				absent[l.From] = true
+			}
+		}
+		if len(absent) < Quorum(voters) {
+			fail("deletes orphan %s on the word of %d of %d voters", p.Name, len(absent), voters)
+		}
 	case CreatePod:
 		m := byID[a.ID]
 		if m == nil || m.Name != "" || podNamed(a.Name) != nil {
@@ -425,9 +445,38 @@ func randomState(r *rand.Rand) (Desired, Observed) {
 		}
 		o.Recovery = rec
 	}
+	randomLists(r, &o)
 	r.Shuffle(len(o.Members), func(i, j int) { o.Members[i], o.Members[j] = o.Members[j], o.Members[i] })
 	r.Shuffle(len(o.Pods), func(i, j int) { o.Pods[i], o.Pods[j] = o.Pods[j], o.Pods[i] })
 	return d, o
+}
+
+// randomLists gives some members (and strangers) their own member lists: the
+// main list, one lagging behind it (an extra member for a pod), one missing
+// members, or none.
+func randomLists(r *rand.Rand, o *Observed) {
+	o.MemberLists = nil
+	for _, m := range o.Members {
+		if !m.Reachable && r.Intn(4) != 0 {
+			continue
+		}
+		ms := append([]Member(nil), o.Members...)
+		switch r.Intn(5) {
+		case 0:
+			continue
+		case 1:
+			if len(o.Pods) > 0 {
+				p := pick(r, o.Pods...)
+				ms = append(ms, Member{ID: pick(r, p.MemberID, uint64(r.Intn(40)+1)), Name: pick(r, p.Name, "")})
+			}
+		case 2:
+			if len(ms) > 0 {
+				i := r.Intn(len(ms))
+				ms = append(ms[:i], ms[i+1:]...)
+			}
+		}
+		o.MemberLists = append(o.MemberLists, MemberList{From: pick(r, m.ID, m.ID, m.ID, uint64(r.Intn(40)+1)), Members: ms})
+	}
 }
 
 // perturbedState starts from a healthy or half-upgraded cluster and applies
@@ -504,6 +553,11 @@ func perturbedState(r *rand.Rand) (Desired, Observed) {
 				dropMember(&o, id)
 			}
 		}
+	}
+	if r.Intn(3) == 0 {
+		randomLists(r, &o)
+	} else {
+		witnessed(&o)
 	}
 	r.Shuffle(len(o.Members), func(i, j int) { o.Members[i], o.Members[j] = o.Members[j], o.Members[i] })
 	return d, o
