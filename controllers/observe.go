@@ -169,6 +169,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 		}
 		if err == nil {
 			o.members = members
+			o.planner.MemberLists = ownMemberLists(ctx, admin, endpoints)
 		}
 	}
 
@@ -177,11 +178,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 		o.planner.MembersKnown = true
 		o.planner.Bootstrapped = true
 		for _, m := range o.members {
-			name := m.Name
-			if name == "" {
-				// Not started yet: its name is only in its peer URL, which we chose.
-				name = memberNameFromPeerURLs(m.PeerURLs)
-			}
+			name := memberName(m)
 			st, reachable := statusOf[m.ID]
 			pm := planner.Member{
 				ID: m.ID, Name: name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner,
@@ -231,6 +228,32 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 	sort.Slice(o.planner.Pods, func(i, j int) bool { return o.planner.Pods[i].Name < o.planner.Pods[j].Name })
 	r.health.retain(key, seen)
 	return o, nil
+}
+
+// memberName is a member's name, or for one not started yet the name in its peer URL,
+// which the operator chose.
+func memberName(m etcdadmin.Member) string {
+	if m.Name != "" {
+		return m.Name
+	}
+	return memberNameFromPeerURLs(m.PeerURLs)
+}
+
+// ownMemberLists asks each member for the member list as it alone sees it: the
+// witnesses the planner needs before it calls a pod an orphan.
+func ownMemberLists(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) []planner.MemberList {
+	var out []planner.MemberList
+	for _, l := range admin.MemberLists(ctx, endpoints...) {
+		if l.Err != nil {
+			continue
+		}
+		pl := planner.MemberList{From: l.From}
+		for _, m := range l.Members {
+			pl.Members = append(pl.Members, planner.Member{ID: m.ID, Name: memberName(m), PeerURLs: m.PeerURLs, IsLearner: m.IsLearner})
+		}
+		out = append(out, pl)
+	}
+	return out
 }
 
 // memberEndpoint is the client URL the operator dials for a member pod.
