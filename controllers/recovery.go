@@ -77,7 +77,7 @@ func (r *EtcdClusterReconciler) finishRecovery(ctx context.Context, c *etcdv1bet
 	}
 	sort.Strings(old)
 	for _, n := range old {
-		if err := r.deleteMember(ctx, c, n); err != nil {
+		if err := r.deleteMember(ctx, c, o, n); err != nil {
 			return err
 		}
 	}
