@@ -248,11 +248,20 @@ func (r *EtcdClusterReconciler) createMembers(ctx context.Context, c *etcdv1beta
 	if err != nil {
 		return fmt.Errorf("render member pods: %w", err)
 	}
+	recoveryToken := map[string]string{}
+	for _, m := range members {
+		if m.Recovery != nil {
+			recoveryToken[m.Name] = m.Recovery.Token
+		}
+	}
 	// PVCs first: a pod referencing a missing claim would not schedule.
 	for _, kindPass := range []func(client.Object) bool{isPVC, isPod} {
 		for _, obj := range objs {
 			if !kindPass(obj) {
 				continue
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				markRecovery(pod, recoveryToken[pod.Name])
 			}
 			if err := controllerutil.SetControllerReference(c, obj, r.Scheme); err != nil {
 				return err
@@ -263,6 +272,19 @@ func (r *EtcdClusterReconciler) createMembers(ctx context.Context, c *etcdv1beta
 		}
 	}
 	return nil
+}
+
+// markRecovery puts the recovery marker on the new member's pod of a quorum-loss
+// recovery and makes sure no other pod carries one (spec.pod.annotations could).
+func markRecovery(pod *corev1.Pod, token string) {
+	delete(pod.Annotations, render.AnnotationRecoveryToken)
+	if token == "" {
+		return
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[render.AnnotationRecoveryToken] = token
 }
 
 func isPVC(o client.Object) bool { _, ok := o.(*corev1.PersistentVolumeClaim); return ok }

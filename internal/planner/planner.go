@@ -247,7 +247,7 @@ func Plan(d Desired, o Observed) Action {
 		return planRecovery(d, o)
 	}
 	if !o.MembersKnown || len(o.Members) == 0 {
-		if !o.Bootstrapped {
+		if !o.Bootstrapped && !formedOnce(o) {
 			return planBootstrap(d, o)
 		}
 		return planNoMembers(d, o)
@@ -275,6 +275,9 @@ func planBootstrap(d Desired, o Observed) Action {
 		podByName[o.Pods[i].Name] = &o.Pods[i]
 	}
 	recorded := o.BootstrapMembers
+	if !bootstrapRecordFits(d, o) {
+		recorded = nil
+	}
 	if len(o.Pods) == 0 {
 		names := recorded
 		if len(names) != d.Size {
@@ -299,6 +302,43 @@ func planBootstrap(d Desired, o Observed) Action {
 		return bootstrapAction(recorded, ver, "CompletingBootstrap", "creating missing initial member pods: "+strings.Join(missing, ", "))
 	}
 	return wait("WaitingForClusterToForm", "all initial member pods exist; waiting for a member to answer", requeueWait)
+}
+
+// formedOnce reports what the pods prove whatever status says: a pod annotated with a
+// member ID was created for a member of a formed cluster (bootstrap pods never carry
+// one), so the cluster is not bootstrapping.
+func formedOnce(o Observed) bool {
+	for i := range o.Pods {
+		if o.Pods[i].MemberID != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// bootstrapRecordFits reports whether the recorded initial members are a bootstrap the
+// controller could have planned: Size distinct names of this cluster's naming, and
+// every existing pod among them (the controller records them before creating any pod).
+// Anything else is not acted on: new pods under other names would start a second
+// cluster beside the pods that exist. (A size changed in the middle of a bootstrap
+// therefore waits for the bootstrap's pods rather than completing it.)
+func bootstrapRecordFits(d Desired, o Observed) bool {
+	if len(o.BootstrapMembers) != d.Size {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, n := range o.BootstrapMembers {
+		if seen[n] || !IsMemberName(d.ClusterName, n) {
+			return false
+		}
+		seen[n] = true
+	}
+	for i := range o.Pods {
+		if !seen[o.Pods[i].Name] {
+			return false
+		}
+	}
+	return true
 }
 
 func bootstrapAction(names []string, ver Version, reason, msg string) Action {
@@ -404,10 +444,7 @@ func newView(d Desired, o Observed) *view {
 	for _, m := range v.members {
 		v.byID[m.ID] = m
 	}
-	if o.Pending != nil {
-		p := *o.Pending
-		v.pending = &p
-	}
+	v.pending = crediblePending(d, o)
 
 	pods := make([]*Pod, len(o.Pods))
 	for i := range o.Pods {
@@ -475,6 +512,9 @@ func newView(d Desired, o Observed) *view {
 		}
 	}
 
+	if o.Pending != nil && v.pending == nil {
+		v.clearPending = true // not a record the controller could have made
+	}
 	if v.pending != nil {
 		m := v.byID[v.pending.ID]
 		switch {
@@ -485,6 +525,33 @@ func newView(d Desired, o Observed) *view {
 		}
 	}
 	return v
+}
+
+// crediblePending is the recorded pending member as far as etcd and the pods bear it
+// out, or nil. The record names a member the controller added: a name of this
+// cluster's naming, not another member's, for an ID etcd lists as a learner or not yet
+// started (or does not list yet). Its age is counted from no earlier than its pod's
+// creation, which the controller does right after the record: an older date in the
+// record cannot make a learner look stuck.
+func crediblePending(d Desired, o Observed) *PendingMember {
+	if o.Pending == nil || !IsMemberName(d.ClusterName, o.Pending.Name) {
+		return nil
+	}
+	p := *o.Pending
+	for _, m := range o.Members {
+		if m.ID == p.ID && !m.IsLearner && m.Name != "" && m.Name != p.Name {
+			return nil
+		}
+		if m.ID != p.ID && m.Name == p.Name {
+			return nil
+		}
+	}
+	for i := range o.Pods {
+		if o.Pods[i].Name == p.Name && o.Pods[i].CreatedAt.After(p.AddedAt) {
+			p.AddedAt = o.Pods[i].CreatedAt
+		}
+	}
+	return &p
 }
 
 // healthyForChange: an alive quorum of voters and an alive leader, the
@@ -698,6 +765,10 @@ func planRecovery(d Desired, o Observed) Action {
 			srcPod = &o.Pods[i]
 		}
 	}
+	if why := recoveryRecordInvalid(d, o, newPod); why != "" {
+		return Action{Kind: AbortRecovery, Name: r.Member, Reason: "RecoveryRecordInvalid",
+			Message: fmt.Sprintf("the recorded recovery into %s is not one the operator is carrying out (%s); it is forgotten and nothing is deleted", r.Member, why)}
+	}
 	if o.MembersKnown && len(o.Members) == 1 {
 		m := o.Members[0]
 		if m.Name == r.Member && m.Reachable && o.LeaderID == m.ID && m.Revision >= r.Revision {
@@ -706,7 +777,7 @@ func planRecovery(d Desired, o Observed) Action {
 		}
 	}
 	abort := func(why string) Action {
-		return Action{Kind: AbortRecovery, Name: r.Member, Reason: "RecoveryAborted",
+		return Action{Kind: AbortRecovery, Name: r.Member, Reason: "RecoveryAborted", DeletePod: newPod != nil && !newPod.Deleting,
 			Message: fmt.Sprintf("recovery from %s into %s abandoned: %s; the old members were not touched", r.Source, r.Member, why)}
 	}
 	// The copy needs the source until the new pod's init step is done (the pod is
@@ -731,6 +802,34 @@ func planRecovery(d Desired, o Observed) Action {
 			Message: fmt.Sprintf("creating member %s from the data of %s (revision %d)", r.Member, r.Source, r.Revision)}
 	}
 	return wait("Recovering", fmt.Sprintf("waiting for member %s to copy the data of %s (revision >= %d) and serve", r.Member, r.Source, r.Revision), requeueShort)
+}
+
+// recoveryRecordInvalid says why a recorded recovery is not one the controller is
+// carrying out, or "" if it is. Once its pod exists, the pod proves it: the controller
+// marks the new member's pod with the recovery's token and removes the mark when the
+// recovery finishes. Before, the old cluster must still call for exactly this
+// recovery: quorum lost past its grace, the opt-in given, the source an alive voter.
+func recoveryRecordInvalid(d Desired, o Observed, newPod *Pod) string {
+	r := o.Recovery
+	if newPod != nil {
+		if newPod.RecoveryToken == "" || newPod.RecoveryToken != r.Token {
+			return fmt.Sprintf("pod %s is not that recovery's new member", r.Member)
+		}
+		return ""
+	}
+	if !IsMemberName(d.ClusterName, r.Member) {
+		return fmt.Sprintf("%q is not a member name of this cluster", r.Member)
+	}
+	fresh := o
+	fresh.Recovery = nil
+	if a := Plan(d, fresh); a.Kind != ForceNewCluster {
+		return "the cluster does not call for a recovery: " + a.Reason
+	}
+	v := newView(d, fresh)
+	if m := v.byID[r.SourceID]; m == nil || m.IsLearner || m.Name != r.Source || !v.alive(m) {
+		return fmt.Sprintf("%s (%x) is not an alive voting member", r.Source, r.SourceID)
+	}
+	return ""
 }
 
 // betterSurvivor orders recovery candidates: most data first, then the

@@ -376,7 +376,9 @@ func TestPlanScaleUp(t *testing.T) {
 		{"learner stuck past timeout is removed with its pod", size(5), func() Observed {
 			o := cluster(3)
 			withLearner(&o, 99, "c-new", true, true, true, 10)
+			// The controller creates the learner's pod right after recording it.
 			o.Pending.AddedAt = t0.Add(-DefaultLearnerTimeout - time.Second)
+			pod(&o, "c-new").CreatedAt = o.Pending.AddedAt
 			return o
 		}, want{kind: RemoveMember, id: 99, name: "c-new", deletePod: yes(), reason: "LearnerStuck"}},
 		{"learner never started past timeout is removed", size(5), func() Observed {

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -79,5 +80,111 @@ func TestPlanOrphanNeedsQuorumOfLists(t *testing.T) {
 			witnessed(&o)
 			return o
 		}, want{kind: DeletePod, name: "c-dup"}},
+	})
+}
+
+// TestPlanRecordsAreNotAuthority: status.recovery, status.bootstrapMembers and
+// status.pendingMember may have been written by someone other than the controller.
+// A record is acted on only where the observed objects show the controller made it.
+func TestPlanRecordsAreNotAuthority(t *testing.T) {
+	optIn := func() Desired { d := desired(3); d.QuorumLossRecovery = true; return d }
+	// A record of a recovery whose member is a pod the controller did not create for
+	// one (no marker): the healthy cluster's view, since that pod is one of its members.
+	forgedOnMember := func() Observed {
+		o := cluster(3)
+		witnessed(&o)
+		o.Recovery = &Recovery{Source: mname(1), SourceID: 1, Revision: 1, Member: mname(2), StartedAt: t0.Add(-time.Hour), Token: "tok"}
+		return o
+	}
+	noDelete := func(t *testing.T, a Action) {
+		if a.DeletePod {
+			t.Errorf("%v deletes a pod on the word of a record", a)
+		}
+	}
+	runCases(t, []tcase{
+		{"recovery naming a member's pod, opt-in withdrawn: forgotten, nothing deleted", size(3), forgedOnMember,
+			want{kind: AbortRecovery, reason: "RecoveryRecordInvalid", check: noDelete}},
+		{"recovery naming a member's pod, timed out: forgotten, nothing deleted", optIn, forgedOnMember,
+			want{kind: AbortRecovery, reason: "RecoveryRecordInvalid", check: noDelete}},
+		{"recovery naming a member's pod that is alone in its list: never finished", optIn, func() Observed {
+			o := forgedOnMember()
+			o.Members = o.Members[1:2]
+			o.LeaderID = 2
+			return o
+		}, want{kind: AbortRecovery, reason: "RecoveryRecordInvalid", check: noDelete}},
+		{"recovery marker of another recovery: forgotten", optIn, func() Observed {
+			o := recovering()
+			newPod(&o, PodRunning).RecoveryToken = "other"
+			return o
+		}, want{kind: AbortRecovery, reason: "RecoveryRecordInvalid", check: noDelete}},
+		{"recovery of a cluster with quorum, no new pod yet: never forked", optIn, func() Observed {
+			o := cluster(3)
+			witnessed(&o)
+			o.Recovery = &Recovery{Source: mname(1), SourceID: 1, Revision: 1, Member: "c-fork", StartedAt: t0, Token: "tok"}
+			return o
+		}, want{kind: AbortRecovery, reason: "RecoveryRecordInvalid", check: noDelete}},
+		{"recovery from a source that is not an alive voter: never forked", optIn, func() Observed {
+			o := recovering()
+			o.Recovery.Source, o.Recovery.SourceID = mname(1), 1
+			return o
+		}, want{kind: AbortRecovery, reason: "RecoveryRecordInvalid", check: noDelete}},
+		{"recorded recovery the old cluster still calls for, no new pod yet: continued", optIn, recovering,
+			want{kind: ForceNewCluster, from: 3}},
+		{"new pod with the marker failed: aborted, and its pod deleted", optIn, func() Observed {
+			o := recovering()
+			newPod(&o, PodFailed)
+			return o
+		}, want{kind: AbortRecovery, reason: "RecoveryAborted", deletePod: yes()}},
+
+		{"bootstrap members that do not cover the pods: no pod created", size(3), func() Observed {
+			return Observed{Now: t0, BootstrapMembers: []string{"c-x", "c-y", "c-z"},
+				Pods: []Pod{{Name: "c-a", Phase: PodRunning, CreatedAt: t0}}}
+		}, want{kind: Wait, reason: "BootstrapUnknown"}},
+		{"bootstrap members of another cluster's naming: not used", size(3), func() Observed {
+			return Observed{Now: t0, NameSeed: "x", BootstrapMembers: []string{"other-a", "other-b", "other-c"}}
+		}, want{kind: Bootstrap, check: func(t *testing.T, a Action) {
+			for _, m := range a.Members {
+				if !strings.HasPrefix(m.Name, "c-") {
+					t.Errorf("member %s does not follow the cluster's naming", m.Name)
+				}
+			}
+		}}},
+		{"bootstrap members with a duplicate: not used", size(3), func() Observed {
+			return Observed{Now: t0, NameSeed: "x", BootstrapMembers: []string{"c-a", "c-a", "c-b"}}
+		}, want{kind: Bootstrap, check: checkBootstrapNames(3)}},
+		{"a pod with a member ID proves the cluster formed: no bootstrap step", size(3), func() Observed {
+			return Observed{Now: t0, BootstrapMembers: []string{"c-a", "c-b", "c-c"},
+				Pods: []Pod{{Name: "c-a", MemberID: 7, Phase: PodRunning, CreatedAt: t0}}}
+		}, want{kind: Wait, reason: "MembersUnknown"}},
+
+		{"pending record naming a voter's pod for a learner: the voter's pod stays matched", size(5), func() Observed {
+			o := cluster(3)
+			withLearner(&o, 99, "c-l99", false, false, false, 0)
+			o.Pending = &PendingMember{Name: mname(2), ID: 99, AddedAt: t0.Add(-time.Hour)}
+			witnessed(&o)
+			return o
+		}, want{check: func(t *testing.T, a Action) {
+			if a.Kind == RemoveMember && a.DeletePod {
+				t.Errorf("%v deletes a pod on the word of the pending record", a)
+			}
+		}}},
+		{"pending record older than its learner's pod: the pod's age counts", size(5), func() Observed {
+			o := cluster(3)
+			withLearner(&o, 99, "c-l99", false, false, true, 0)
+			o.Pending.AddedAt = t0.Add(-time.Hour)
+			pod(&o, "c-l99").CreatedAt = t0.Add(-time.Minute)
+			witnessed(&o)
+			return o
+		}, want{kind: Wait, reason: "MemberStarting"}},
+		{"pending record of a name outside the cluster's naming: ignored", size(5), func() Observed {
+			o := cluster(3)
+			withLearner(&o, 99, "c-l99", false, false, false, 0)
+			o.Pending = &PendingMember{Name: "victim", ID: 99, AddedAt: t0.Add(-time.Second)}
+			return o
+		}, want{check: func(t *testing.T, a Action) {
+			if a.Name == "victim" {
+				t.Errorf("%v acts on a name from outside the cluster", a)
+			}
+		}}},
 	})
 }

@@ -33,7 +33,21 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		fail("force-new-cluster without the opt-in")
 	}
 	if r := o.Recovery; r != nil {
-		// A recorded recovery: only its own steps, with the recorded values.
+		// A recorded recovery: only its own steps, with the recorded values, and a pod
+		// deleted or the old members' pods removed only on the new pod's marker.
+		var newPod *Pod
+		for i := range o.Pods {
+			if o.Pods[i].Name == r.Member {
+				newPod = &o.Pods[i]
+			}
+		}
+		marked := newPod != nil && newPod.RecoveryToken != "" && newPod.RecoveryToken == r.Token
+		if (a.Kind == FinishRecovery || a.DeletePod) && !marked {
+			fail("acts on a recovery record that its pod does not bear out")
+		}
+		if a.Kind == ForceNewCluster && newPod != nil {
+			fail("starts a recovery whose member's pod exists")
+		}
 		switch a.Kind {
 		case Wait, AbortRecovery:
 		case ForceNewCluster:
@@ -147,6 +161,21 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 	case Bootstrap:
 		if o.Bootstrapped || membersKnown {
 			fail("bootstrap of a formed cluster")
+		}
+		planned := map[string]bool{}
+		for _, m := range a.Members {
+			planned[m.Name] = true
+			if !IsMemberName(d.ClusterName, m.Name) {
+				fail("bootstrap member %q outside the cluster's naming", m.Name)
+			}
+		}
+		for _, p := range o.Pods {
+			if !planned[p.Name] {
+				fail("bootstrap beside pod %s, which is not one of its members", p.Name)
+			}
+			if p.MemberID != 0 {
+				fail("bootstrap although pod %s belongs to a formed cluster", p.Name)
+			}
 		}
 		if len(a.Members) != dd.Size && len(o.BootstrapMembers) == 0 {
 			fail("bootstrap with %d members, size %d", len(a.Members), dd.Size)
@@ -439,9 +468,16 @@ func randomState(r *rand.Rand) (Desired, Observed) {
 	if r.Intn(8) == 0 {
 		// A recorded recovery into the member (or pod) named c-new or another one.
 		rec := &Recovery{Source: mname(uint64(r.Intn(40) + 1)), SourceID: uint64(r.Intn(40) + 1),
-			Revision: int64(r.Intn(5)), Member: pick(r, "c-new", mname(uint64(r.Intn(40)+1))), StartedAt: randomAgo(r, o.Now)}
+			Revision: int64(r.Intn(5)), Member: pick(r, "c-new", mname(uint64(r.Intn(40)+1)), "x-new"), StartedAt: randomAgo(r, o.Now),
+			Token: pick(r, "tok", "")}
 		if r.Intn(2) == 0 {
-			o.Pods = append(o.Pods, Pod{Name: "c-new", Phase: pick(r, PodPending, PodRunning, PodFailed), CreatedAt: randomAgo(r, o.Now)})
+			o.Pods = append(o.Pods, Pod{Name: "c-new", Phase: pick(r, PodPending, PodRunning, PodFailed), CreatedAt: randomAgo(r, o.Now),
+				RecoveryToken: pick(r, "tok", "tok", "", "other")})
+		}
+		for i := range o.Pods {
+			if o.Pods[i].Name == rec.Member && r.Intn(2) == 0 {
+				o.Pods[i].RecoveryToken = pick(r, "tok", "other")
+			}
 		}
 		o.Recovery = rec
 	}
