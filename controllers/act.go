@@ -159,6 +159,12 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 		}
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberUpgrading", "restarting member %s on etcd %s", a.Name, a.Version)
 
+	case planner.FixPodImage:
+		if err := r.upgradeMember(ctx, c, a.Name, a.Version); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, "BootstrapPodCorrected", "%s", a.Message)
+
 	case planner.RefuseUpgrade, planner.QuorumLost:
 		// Reported through conditions and a warning event; nothing is touched.
 		r.Recorder.Event(c, corev1.EventTypeWarning, a.Reason, a.Message)

@@ -189,6 +189,7 @@ func desiredFromSpec(c *etcdv1beta2.EtcdCluster) planner.Desired {
 		ClusterName:        c.Name,
 		Size:               c.Spec.Size,
 		Version:            render.ClusterVersion(c.Spec),
+		Image:              render.Image(c.Spec, render.ClusterVersion(c.Spec)),
 		Paused:             c.Spec.Paused,
 		QuorumLossRecovery: c.Annotations[AnnotationForceNewCluster] == "true",
 		QuorumLossGrace:    annotationDuration(c, AnnotationQuorumLossGrace),

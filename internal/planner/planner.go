@@ -76,8 +76,13 @@
 //   - Never bootstrapped, pods exist → Bootstrap again (the controller
 //     creates the recorded members whose pods are missing), else Wait for
 //     the cluster to form. Nothing is deleted during bootstrap: pods without
-//     a member are normal then. (A bootstrap that never forms is retried by
-//     deleting its pods by hand.)
+//     a member are normal then. A bootstrap that never forms follows a
+//     corrected spec: the etcd image of a pod whose etcd is not running is set
+//     to the spec's in place (FixPodImage), one pod at a time; an etcd that
+//     ran only within the allowed version skew. The recorded members are used
+//     only if they are Size names of the cluster's naming that cover every
+//     pod, and a pod with a member ID (bootstrap pods have none) means the
+//     cluster formed, whatever status says.
 //   - Bootstrapped, no pod at all → QuorumLost: the data is gone; only a
 //     restore can help, and re-bootstrapping would silently serve an empty
 //     cluster under the old name.
@@ -301,7 +306,40 @@ func planBootstrap(d Desired, o Observed) Action {
 	if len(missing) > 0 {
 		return bootstrapAction(recorded, ver, "CompletingBootstrap", "creating missing initial member pods: "+strings.Join(missing, ", "))
 	}
+	if a, ok := planBootstrapImages(d, o, ver); ok {
+		return a
+	}
 	return wait("WaitingForClusterToForm", "all initial member pods exist; waiting for a member to answer", requeueWait)
+}
+
+// planBootstrapImages lets a corrected spec reach a bootstrap that never formed (e.g. a
+// mistyped version or repository whose image cannot be pulled): one pod at a time, the
+// etcd image of a pod whose etcd is not running is set to the spec's, in place. The pod
+// keeps its name, volume and claim. An etcd that has run may have written data, so it
+// is moved only within the skew an upgrade allows; one that never ran wrote nothing.
+func planBootstrapImages(d Desired, o Observed, ver Version) (Action, bool) {
+	if d.Image == "" {
+		return Action{}, false
+	}
+	pods := make([]*Pod, 0, len(o.Pods))
+	for i := range o.Pods {
+		pods = append(pods, &o.Pods[i])
+	}
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	for _, p := range pods {
+		if p.Image == "" || p.Image == d.Image || p.EtcdRunning || p.Deleting {
+			continue
+		}
+		if !p.EtcdNeverRan {
+			cur, err := ParseVersion(p.Version)
+			if err != nil || CheckSkew(cur, ver) != nil {
+				continue
+			}
+		}
+		return Action{Kind: FixPodImage, Name: p.Name, Version: ver.String(), Reason: "CorrectingBootstrap",
+			Message: fmt.Sprintf("the cluster never formed; setting pod %s's etcd image from %s to %s as the spec now says", p.Name, p.Image, d.Image)}, true
+	}
+	return Action{}, false
 }
 
 // formedOnce reports what the pods prove whatever status says: a pod annotated with a

@@ -188,3 +188,97 @@ func TestPlanRecordsAreNotAuthority(t *testing.T) {
 		}}},
 	})
 }
+
+const (
+	imageGood = "quay.io/coreos/etcd:v3.7.3"
+	imageBad  = "quay.io/coreos/etcd:v3.6.99"
+)
+
+// stuckBootstrap is a 3-member bootstrap whose pods were created on a version that
+// does not exist: each pod's etcd container waits for an image that never comes.
+func stuckBootstrap() Observed {
+	o := Observed{Now: t0, BootstrapMembers: []string{"c-a", "c-b", "c-c"}}
+	for _, n := range o.BootstrapMembers {
+		o.Pods = append(o.Pods, Pod{Name: n, Phase: PodPending, Version: "3.6.99", Image: imageBad, EtcdNeverRan: true,
+			CreatedAt: t0.Add(-10 * time.Minute), UnhealthySince: t0.Add(-10 * time.Minute)})
+	}
+	return o
+}
+
+func fixedSpec() Desired { d := desired(3); d.Image = imageGood; return d }
+
+func TestPlanStuckBootstrapFollowsTheSpec(t *testing.T) {
+	runCases(t, []tcase{
+		{"spec corrected: the first pod's image is set in place", fixedSpec, stuckBootstrap,
+			want{kind: FixPodImage, name: "c-a", version: v37, reason: "CorrectingBootstrap"}},
+		{"one pod done: the next", fixedSpec, func() Observed {
+			o := stuckBootstrap()
+			pod(&o, "c-a").Image, pod(&o, "c-a").Version = imageGood, v37
+			return o
+		}, want{kind: FixPodImage, name: "c-b"}},
+		{"every pod on the spec's image: wait for the cluster to form", fixedSpec, func() Observed {
+			o := stuckBootstrap()
+			for i := range o.Pods {
+				o.Pods[i].Image, o.Pods[i].Version = imageGood, v37
+			}
+			return o
+		}, want{kind: Wait, reason: "WaitingForClusterToForm"}},
+		{"a repository corrected: same version, other image", func() Desired {
+			d := fixedSpec()
+			d.Image = "registry.example/etcd:v3.7.3"
+			return d
+		}, func() Observed {
+			o := stuckBootstrap()
+			for i := range o.Pods {
+				o.Pods[i].Image, o.Pods[i].Version = "regsitry.example/etcd:v3.7.3", v37
+			}
+			return o
+		}, want{kind: FixPodImage, name: "c-a", version: v37}},
+		{"a running etcd is left to form the cluster", fixedSpec, func() Observed {
+			o := stuckBootstrap()
+			for i := range o.Pods {
+				o.Pods[i].EtcdRunning, o.Pods[i].EtcdNeverRan = true, false
+			}
+			return o
+		}, want{kind: Wait, reason: "WaitingForClusterToForm"}},
+		{"a crash-looping etcd that ran is moved only within the allowed skew", func() Desired {
+			d := fixedSpec()
+			return d
+		}, func() Observed {
+			o := stuckBootstrap()
+			for i := range o.Pods {
+				o.Pods[i].Version, o.Pods[i].Image, o.Pods[i].EtcdNeverRan, o.Pods[i].CrashLooping = "3.5.21", "quay.io/coreos/etcd:v3.5.21", false, true
+			}
+			return o
+		}, want{kind: Wait, reason: "WaitingForClusterToForm"}},
+		{"a crash-looping etcd within the skew is moved", fixedSpec, func() Observed {
+			o := stuckBootstrap()
+			for i := range o.Pods {
+				o.Pods[i].Version, o.Pods[i].Image, o.Pods[i].EtcdNeverRan, o.Pods[i].CrashLooping = v36, "quay.io/coreos/etcd:v3.6.16", false, true
+			}
+			return o
+		}, want{kind: FixPodImage, name: "c-a", version: v37}},
+		{"never once the cluster was bootstrapped", fixedSpec, func() Observed {
+			o := stuckBootstrap()
+			o.Bootstrapped = true
+			return o
+		}, want{kind: QuorumLost, reason: "NoEndpoint"}},
+		{"never when a pod proves the cluster formed", fixedSpec, func() Observed {
+			o := stuckBootstrap()
+			pod(&o, "c-b").MemberID = 7
+			return o
+		}, want{kind: QuorumLost, reason: "NoEndpoint"}},
+		{"never while a member answers", fixedSpec, func() Observed {
+			o := stuckBootstrap()
+			o.MembersKnown = true
+			o.Members = []Member{{ID: 1, Name: "c-a", Reachable: true, Version: v37}}
+			o.LeaderID = 1
+			return o
+		}, want{kind: AddLearner}},
+		{"never on a record that does not fit the pods", fixedSpec, func() Observed {
+			o := stuckBootstrap()
+			o.BootstrapMembers = []string{"c-x", "c-y", "c-z"}
+			return o
+		}, want{kind: Wait, reason: "BootstrapUnknown"}},
+	})
+}
