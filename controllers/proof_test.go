@@ -324,3 +324,40 @@ func TestForgedStatusDeletesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestStuckBootstrapFollowsCorrectedVersion: pods of a bootstrap created on a version
+// that does not exist get the corrected image in place, one per reconcile, and keep
+// their names.
+func TestStuckBootstrapFollowsCorrectedVersion(t *testing.T) {
+	names := []string{"c-aaaaaaa1", "c-aaaaaaa2", "c-aaaaaaa3"}
+	var objs []client.Object
+	for _, n := range names {
+		p := memberPod(n, "uid-c")
+		p.Annotations = map[string]string{render.AnnotationVersion: "3.6.99"}
+		p.Spec.Containers[0].Image = "quay.io/coreos/etcd:v3.6.99"
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: render.ContainerName,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}}}
+		objs = append(objs, p)
+	}
+	f := newClusterFixture(t, nil, objs...)
+	st := f.cluster.DeepCopy()
+	st.Status.BootstrapMembers = names
+	if err := f.c.Status().Update(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	for range names {
+		f.reconcileOnce(t)
+	}
+	for _, n := range names {
+		var p corev1.Pod
+		if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: n}, &p); err != nil {
+			t.Fatal(err)
+		}
+		if img := p.Spec.Containers[0].Image; img != "quay.io/coreos/etcd:v3.7.3" || p.Annotations[render.AnnotationVersion] != "3.7.3" {
+			t.Errorf("pod %s: image %s, version %s; want the spec's 3.7.3", n, img, p.Annotations[render.AnnotationVersion])
+		}
+	}
+	if len(f.deletes) != 0 {
+		t.Errorf("deleted %v", f.deletes)
+	}
+}
