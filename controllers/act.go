@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -130,7 +132,7 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 			return ctrl.Result{}, fmt.Errorf("remove member %s: %w", a.Name, err)
 		}
 		if a.DeletePod && a.Name != "" {
-			if err := r.deleteMember(ctx, c, a.Name); err != nil {
+			if err := r.deleteMember(ctx, c, o, a.Name); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -143,11 +145,10 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 	case planner.DeletePod:
 		if a.KeepClaim {
 			// The member restarts on its claim under a new pod of the same name.
-			err := r.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: a.Name}})
-			if client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, fmt.Errorf("delete pod %s: %w", a.Name, err)
+			if err := r.deleteOwned(ctx, c, &corev1.Pod{}, a.Name, observedUID(o, a.Name)); err != nil {
+				return ctrl.Result{}, err
 			}
-		} else if err := r.deleteMember(ctx, c, a.Name); err != nil {
+		} else if err := r.deleteMember(ctx, c, o, a.Name); err != nil {
 			return ctrl.Result{}, err
 		}
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, "PodDeleted", "deleted pod %s: %s", a.Name, a.Message)
@@ -157,6 +158,12 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 			return ctrl.Result{}, err
 		}
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberUpgrading", "restarting member %s on etcd %s", a.Name, a.Version)
+
+	case planner.FixPodImage:
+		if err := r.upgradeMember(ctx, c, a.Name, a.Version); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, "BootstrapPodCorrected", "%s", a.Message)
 
 	case planner.RefuseUpgrade, planner.QuorumLost:
 		// Reported through conditions and a warning event; nothing is touched.
@@ -175,8 +182,12 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 
 	case planner.AbortRecovery:
 		if c.Status.Recovery != nil {
-			if err := r.deleteMember(ctx, c, c.Status.Recovery.Member); err != nil {
-				return ctrl.Result{}, err
+			// Only the planner's word that the pod is this recovery's (it carries the
+			// recovery's marker) lets it go; the record alone never does.
+			if a.DeletePod && a.Name == c.Status.Recovery.Member {
+				if err := r.deleteMember(ctx, c, o, a.Name); err != nil {
+					return ctrl.Result{}, err
+				}
 			}
 			c.Status.Recovery = nil
 			if err := r.persistStatus(ctx, o, c); err != nil {
@@ -247,11 +258,20 @@ func (r *EtcdClusterReconciler) createMembers(ctx context.Context, c *etcdv1beta
 	if err != nil {
 		return fmt.Errorf("render member pods: %w", err)
 	}
+	recoveryToken := map[string]string{}
+	for _, m := range members {
+		if m.Recovery != nil {
+			recoveryToken[m.Name] = m.Recovery.Token
+		}
+	}
 	// PVCs first: a pod referencing a missing claim would not schedule.
 	for _, kindPass := range []func(client.Object) bool{isPVC, isPod} {
 		for _, obj := range objs {
 			if !kindPass(obj) {
 				continue
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				markRecovery(pod, recoveryToken[pod.Name])
 			}
 			if err := controllerutil.SetControllerReference(c, obj, r.Scheme); err != nil {
 				return err
@@ -264,24 +284,91 @@ func (r *EtcdClusterReconciler) createMembers(ctx context.Context, c *etcdv1beta
 	return nil
 }
 
+// markRecovery puts the recovery marker on the new member's pod of a quorum-loss
+// recovery and makes sure no other pod carries one (spec.pod.annotations could).
+func markRecovery(pod *corev1.Pod, token string) {
+	delete(pod.Annotations, render.AnnotationRecoveryToken)
+	if token == "" {
+		return
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[render.AnnotationRecoveryToken] = token
+}
+
 func isPVC(o client.Object) bool { _, ok := o.(*corev1.PersistentVolumeClaim); return ok }
 func isPod(o client.Object) bool { _, ok := o.(*corev1.Pod); return ok }
 
 // deleteMember deletes a removed member's pod and its PVC: a removed member can never
-// rejoin with its old data, and its name is never reused.
-func (r *EtcdClusterReconciler) deleteMember(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) error {
-	meta := metav1.ObjectMeta{Namespace: c.Namespace, Name: name}
-	if err := r.Delete(ctx, &corev1.Pod{ObjectMeta: meta}); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("delete pod %s: %w", name, err)
+// rejoin with its old data, and its name is never reused. Each goes only if this
+// cluster controls it (deleteOwned); the claim is not touched if the pod was refused.
+func (r *EtcdClusterReconciler) deleteMember(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, name string) error {
+	if err := r.deleteOwned(ctx, c, &corev1.Pod{}, name, observedUID(o, name)); err != nil {
+		return err
 	}
-	var pvc corev1.PersistentVolumeClaim
-	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &pvc); err == nil && metav1.IsControlledBy(&pvc, c) {
-		if err := r.Delete(ctx, &pvc); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("delete pvc %s: %w", name, err)
+	return r.deleteOwned(ctx, c, &corev1.PersistentVolumeClaim{}, name, "")
+}
+
+// observedUID is the UID of the pod the plan was made on, if the observation had one.
+func observedUID(o *observation, name string) types.UID {
+	if o != nil {
+		if p := o.pods[name]; p != nil {
+			return p.UID
 		}
+	}
+	return ""
+}
+
+// notControlledError is a deletion refused because the object is not this cluster's.
+type notControlledError struct{ msg string }
+
+func (e *notControlledError) Error() string { return e.msg }
+
+// deleteOwned deletes the object of obj's kind named name only if a fresh read from
+// the API server shows it controlled by c (and, when expectUID is set, that it is still
+// the object the plan was made on), and deletes it with that read's UID as a
+// precondition, so an object recreated under the name in between is never hit. A
+// missing object is done. Anything else is left alone with a warning event and a
+// notControlledError, never silently.
+func (r *EtcdClusterReconciler) deleteOwned(ctx context.Context, c *etcdv1beta2.EtcdCluster, obj client.Object, name string, expectUID types.UID) error {
+	kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
+	if err := r.freshReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("read %s %s before deleting it: %w", kind, name, err)
+	}
+	var why string
+	switch {
+	case !metav1.IsControlledBy(obj, c):
+		why = fmt.Sprintf("%s %s/%s is not controlled by EtcdCluster %s (uid %s); not deleting it", kind, c.Namespace, name, c.Name, c.UID)
+	case expectUID != "" && obj.GetUID() != expectUID:
+		why = fmt.Sprintf("%s %s/%s was replaced (uid %s, planned on %s); not deleting it", kind, c.Namespace, name, obj.GetUID(), expectUID)
+	}
+	if why != "" {
+		r.Recorder.Event(c, corev1.EventTypeWarning, ReasonDeletionRefused, why)
+		return &notControlledError{msg: why}
+	}
+	uid := obj.GetUID()
+	if err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete %s %s: %w", kind, name, err)
 	}
 	return nil
 }
+
+// freshReader reads from the API server, not the cache: what is deleted is decided on
+// the object as it is now.
+func (r *EtcdClusterReconciler) freshReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
+// ReasonDeletionRefused is the event reason for an object the cluster would have
+// deleted but does not control.
+const ReasonDeletionRefused = "DeletionRefused"
 
 // upgradeMember changes the image of one member's etcd container in place. The kubelet
 // restarts the container on the same pod and volume, so the member keeps its data and ID;
@@ -290,6 +377,11 @@ func (r *EtcdClusterReconciler) upgradeMember(ctx context.Context, c *etcdv1beta
 	var pod corev1.Pod
 	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &pod); err != nil {
 		return fmt.Errorf("get pod %s: %w", name, err)
+	}
+	if !metav1.IsControlledBy(&pod, c) {
+		why := fmt.Sprintf("pod %s/%s is not controlled by EtcdCluster %s; not changing its image", c.Namespace, name, c.Name)
+		r.Recorder.Event(c, corev1.EventTypeWarning, ReasonDeletionRefused, why)
+		return &notControlledError{msg: why}
 	}
 	image := render.Image(c.Spec, version)
 	orig := pod.DeepCopy()

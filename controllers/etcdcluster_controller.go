@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -44,6 +45,9 @@ const (
 // EtcdCluster asks: observe (pods + etcd), plan (internal/planner), act (one step), status.
 type EtcdClusterReconciler struct {
 	client.Client
+	// APIReader reads from the API server, bypassing the cache: objects are checked
+	// on it at the moment they would be deleted. Nil means the client.
+	APIReader     client.Reader
 	Scheme        *runtime.Scheme
 	Recorder      record.EventRecorder
 	ClusterDomain string
@@ -71,6 +75,9 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.renderer = rd
 	r.health = newHealthTracker()
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	if r.OperatorImage == "" {
 		r.OperatorImage = DefaultOperatorImage
 	}
@@ -156,6 +163,12 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 
 	r.applySummary(&c, obs, summary, action)
+	var refused *notControlledError
+	if errors.As(actErr, &refused) {
+		// The planned step stays undone for as long as the object is there: say why
+		// where the user looks, not only in an event.
+		c.Status.Reason = refused.Error()
+	}
 	recordAction(&c, action, actErr)
 	if err := r.patchStatus(ctx, orig, &c); err != nil {
 		return ctrl.Result{}, err
@@ -183,6 +196,7 @@ func desiredFromSpec(c *etcdv1beta2.EtcdCluster, minGrace time.Duration) planner
 		ClusterName:        c.Name,
 		Size:               c.Spec.Size,
 		Version:            render.ClusterVersion(c.Spec),
+		Image:              render.Image(c.Spec, render.ClusterVersion(c.Spec)),
 		Paused:             c.Spec.Paused,
 		QuorumLossRecovery: c.Annotations[AnnotationForceNewCluster] == "true",
 		QuorumLossGrace:    grace,

@@ -63,7 +63,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 	if rec := c.Status.Recovery; rec != nil {
 		id, _ := etcdadmin.ParseID(rec.SourceID)
 		o.planner.Recovery = &planner.Recovery{Source: rec.Source, SourceID: id, Revision: rec.Revision,
-			Member: rec.Member, StartedAt: rec.StartedAt.Time}
+			Member: rec.Member, StartedAt: rec.StartedAt.Time, Token: rec.Token}
 		o.planner.Pending = nil
 	}
 
@@ -90,6 +90,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 	// the DNS names, so there the DNS names are used.)
 	var endpoints []string
 	epOfPod := map[string]string{}
+	recovering := recoveryUnderway(c, pods.Items)
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if !metav1IsControlledBy(p, c) {
@@ -105,7 +106,9 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 		// During a quorum-loss recovery two clusters run under our labels: the old one
 		// without quorum and the new one-member cluster. Only the new one is observed;
 		// a client mixing both would report a membership that exists nowhere.
-		if rec := c.Status.Recovery; rec != nil && p.Name != rec.Member {
+		// Only once the record is borne out by the new member's marked pod: until then
+		// the old cluster is what there is, and what the planner checks the record on.
+		if recovering && p.Name != c.Status.Recovery.Member {
 			continue
 		}
 		ep := r.memberEndpoint(c, p)
@@ -169,6 +172,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 		}
 		if err == nil {
 			o.members = members
+			o.planner.MemberLists = ownMemberLists(ctx, admin, endpoints)
 		}
 	}
 
@@ -177,11 +181,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 		o.planner.MembersKnown = true
 		o.planner.Bootstrapped = true
 		for _, m := range o.members {
-			name := m.Name
-			if name == "" {
-				// Not started yet: its name is only in its peer URL, which we chose.
-				name = memberNameFromPeerURLs(m.PeerURLs)
-			}
+			name := memberName(m)
 			st, reachable := statusOf[m.ID]
 			pm := planner.Member{
 				ID: m.ID, Name: name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner,
@@ -223,6 +223,8 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 			NodeNotReady: p.Spec.NodeName != "" && !r.nodeIsReady(ctx, p.Spec.NodeName, nodeReady),
 		}
 		pp.Terminated, pp.CrashLooping = etcdContainerState(p)
+		pp.Image, pp.EtcdRunning, pp.EtcdNeverRan = etcdContainerFacts(p)
+		pp.RecoveryToken = p.Annotations[render.AnnotationRecoveryToken]
 		subject := "pod/" + p.Name
 		seen[subject] = true
 		pp.UnhealthySince = r.health.observe(key, subject, pp.Ready, now)
@@ -231,6 +233,32 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 	sort.Slice(o.planner.Pods, func(i, j int) bool { return o.planner.Pods[i].Name < o.planner.Pods[j].Name })
 	r.health.retain(key, seen)
 	return o, nil
+}
+
+// memberName is a member's name, or for one not started yet the name in its peer URL,
+// which the operator chose.
+func memberName(m etcdadmin.Member) string {
+	if m.Name != "" {
+		return m.Name
+	}
+	return memberNameFromPeerURLs(m.PeerURLs)
+}
+
+// ownMemberLists asks each member for the member list as it alone sees it: the
+// witnesses the planner needs before it calls a pod an orphan.
+func ownMemberLists(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) []planner.MemberList {
+	var out []planner.MemberList
+	for _, l := range admin.MemberLists(ctx, endpoints...) {
+		if l.Err != nil {
+			continue
+		}
+		pl := planner.MemberList{From: l.From}
+		for _, m := range l.Members {
+			pl.Members = append(pl.Members, planner.Member{ID: m.ID, Name: memberName(m), PeerURLs: m.PeerURLs, IsLearner: m.IsLearner})
+		}
+		out = append(out, pl)
+	}
+	return out
 }
 
 // memberEndpoint is the client URL the operator dials for a member pod.
@@ -290,6 +318,42 @@ func etcdContainerState(p *corev1.Pod) (terminated, crashLooping bool) {
 		}
 	}
 	return terminated, crashLooping
+}
+
+// recoveryUnderway reports that the recorded recovery's new member has its pod, marked
+// by the operator with that recovery's token.
+func recoveryUnderway(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) bool {
+	rec := c.Status.Recovery
+	if rec == nil || rec.Token == "" {
+		return false
+	}
+	for i := range pods {
+		p := &pods[i]
+		if p.Name == rec.Member && metav1IsControlledBy(p, c) && p.Annotations[render.AnnotationRecoveryToken] == rec.Token {
+			return true
+		}
+	}
+	return false
+}
+
+// etcdContainerFacts returns the etcd container's image (from the spec), whether the
+// kubelet reports it running, and whether it has never run in this pod (no status
+// yet, or waiting with no earlier termination and no restart): then it wrote no data.
+func etcdContainerFacts(p *corev1.Pod) (image string, running, neverRan bool) {
+	for _, ct := range p.Spec.Containers {
+		if ct.Name == render.ContainerName {
+			image = ct.Image
+		}
+	}
+	neverRan = true
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != render.ContainerName {
+			continue
+		}
+		running = cs.State.Running != nil
+		neverRan = cs.State.Waiting != nil && cs.LastTerminationState.Terminated == nil && cs.RestartCount == 0
+	}
+	return image, running, neverRan
 }
 
 // etcdNotRunning reports that the kubelet says the etcd container is not running (a

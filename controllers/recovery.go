@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
@@ -77,9 +78,14 @@ func (r *EtcdClusterReconciler) finishRecovery(ctx context.Context, c *etcdv1bet
 	}
 	sort.Strings(old)
 	for _, n := range old {
-		if err := r.deleteMember(ctx, c, n); err != nil {
+		if err := r.deleteMember(ctx, c, o, n); err != nil {
 			return err
 		}
+	}
+	// The new member is now the cluster's; without its marker, a recovery record
+	// naming it can never again be taken for one in progress.
+	if err := r.unmarkRecovery(ctx, c, rec.Member); err != nil {
+		return err
 	}
 	c.Status.Recovery = nil
 	c.Status.PendingMember = nil
@@ -88,5 +94,22 @@ func (r *EtcdClusterReconciler) finishRecovery(ctx context.Context, c *etcdv1bet
 	}
 	r.Recorder.Eventf(c, corev1.EventTypeNormal, "Recovered", "%s; deleted pods [%s]; growing back to %d members",
 		a.Message, strings.Join(old, " "), c.Spec.Size)
+	return nil
+}
+
+// unmarkRecovery removes the recovery marker from the pod of a recovery's new member.
+func (r *EtcdClusterReconciler) unmarkRecovery(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) error {
+	var pod corev1.Pod
+	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if _, ok := pod.Annotations[render.AnnotationRecoveryToken]; !ok || !metav1.IsControlledBy(&pod, c) {
+		return nil
+	}
+	orig := pod.DeepCopy()
+	delete(pod.Annotations, render.AnnotationRecoveryToken)
+	if err := r.Patch(ctx, &pod, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("unmark recovered member %s: %w", name, err)
+	}
 	return nil
 }

@@ -113,6 +113,26 @@ func TestListStatusHealthVersion(t *testing.T) {
 		}
 	}
 
+	// Each member's own list names that member as the one answering, and lists all.
+	own := a.MemberLists(ctx)
+	if len(own) != 3 {
+		t.Fatalf("own lists = %+v", own)
+	}
+	froms := map[uint64]bool{}
+	for _, l := range own {
+		if l.Err != nil || len(l.Members) != 3 {
+			t.Fatalf("own list of %s: %+v", l.Endpoint, l)
+		}
+		m, ok := etcdadmin.FindByID(ms, l.From)
+		if !ok || !slices.Contains(c.Endpoints(), l.Endpoint) || !slices.Contains(m.ClientURLs, l.Endpoint) {
+			t.Fatalf("list from %s says it is member %x (%+v)", l.Endpoint, l.From, m)
+		}
+		froms[l.From] = true
+	}
+	if len(froms) != 3 {
+		t.Fatalf("three endpoints answered as %d members", len(froms))
+	}
+
 	sts := a.Status(ctx)
 	leaders := 0
 	for _, s := range sts {

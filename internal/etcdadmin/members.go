@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -109,6 +110,56 @@ func (a *Admin) MemberListFrom(ctx context.Context, endpoint string) ([]Member, 
 		return nil, &Error{Op: "MemberListFrom", Target: endpoint, Kind: kind, Err: err, Attempts: 1}
 	}
 	return fromPB(resp.Members), nil
+}
+
+// OwnMemberList is one endpoint's own answer to a serializable MemberList.
+type OwnMemberList struct {
+	Endpoint string
+	// From is the ID of the member that answered, from its response header.
+	From    uint64
+	Members []Member
+	Err     error
+}
+
+// MemberLists asks each endpoint (default: all configured ones) at once for the
+// member list as that member alone sees it. Each answer says which member gave it,
+// so a caller can require agreement of a majority of members rather than trust
+// whichever answered first.
+func (a *Admin) MemberLists(ctx context.Context, endpoints ...string) []OwnMemberList {
+	if len(endpoints) == 0 {
+		endpoints = a.Endpoints()
+	}
+	out := make([]OwnMemberList, len(endpoints))
+	var wg sync.WaitGroup
+	for i, ep := range endpoints {
+		wg.Go(func() { out[i] = a.ownMemberList(ctx, ep) })
+	}
+	wg.Wait()
+	return out
+}
+
+func (a *Admin) ownMemberList(ctx context.Context, endpoint string) OwnMemberList {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
+	defer cancel()
+	res := OwnMemberList{Endpoint: endpoint}
+	c, err := a.dialOne(endpoint)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	defer c.Close()
+	resp, err := c.MemberList(ctx, clientv3.WithSerializable())
+	if err != nil {
+		kind, _ := classify(context.Background(), err)
+		res.Err = &Error{Op: "MemberLists", Target: endpoint, Kind: kind, Err: err, Attempts: 1}
+		return res
+	}
+	if resp.Header == nil || resp.Header.MemberId == 0 {
+		res.Err = &Error{Op: "MemberLists", Target: endpoint, Kind: ErrUnavailable, Err: errors.New("answer names no member"), Attempts: 1}
+		return res
+	}
+	res.From, res.Members = resp.Header.MemberId, fromPB(resp.Members)
+	return res
 }
 
 // MemberListSerializable asks every configured endpoint at once for its

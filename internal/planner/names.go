@@ -17,10 +17,7 @@ const maxNameLen = 63
 // from cluster, seed and the names to avoid, so the result is deterministic
 // for a given input. Names in avoid are never returned, nor twice the same.
 func NewMemberNames(cluster, seed string, n int, avoid map[string]bool) []string {
-	prefix := strings.ToLower(cluster)
-	if max := maxNameLen - nameSuffixLen - 1; len(prefix) > max {
-		prefix = strings.TrimRight(prefix[:max], "-.")
-	}
+	prefix := namePrefix(cluster)
 	used := make(map[string]bool, len(avoid)+n)
 	for k := range avoid {
 		used[k] = true
@@ -45,4 +42,21 @@ func NewMemberNames(cluster, seed string, n int, avoid map[string]bool) []string
 		out = append(out, name)
 	}
 	return out
+}
+
+// namePrefix is what every generated member name of cluster starts with, before "-".
+func namePrefix(cluster string) string {
+	prefix := strings.ToLower(cluster)
+	if max := maxNameLen - nameSuffixLen - 1; len(prefix) > max {
+		prefix = strings.TrimRight(prefix[:max], "-.")
+	}
+	return prefix
+}
+
+// IsMemberName reports whether name follows cluster's member naming
+// ("<cluster>-<suffix>", at most 63 characters). A recorded name that does not is not
+// one the controller could have chosen.
+func IsMemberName(cluster, name string) bool {
+	prefix := namePrefix(cluster) + "-"
+	return len(name) > len(prefix) && len(name) <= maxNameLen && strings.HasPrefix(name, prefix)
 }

@@ -76,8 +76,13 @@
 //   - Never bootstrapped, pods exist → Bootstrap again (the controller
 //     creates the recorded members whose pods are missing), else Wait for
 //     the cluster to form. Nothing is deleted during bootstrap: pods without
-//     a member are normal then. (A bootstrap that never forms is retried by
-//     deleting its pods by hand.)
+//     a member are normal then. A bootstrap that never forms follows a
+//     corrected spec: the etcd image of a pod whose etcd is not running is set
+//     to the spec's in place (FixPodImage), one pod at a time; an etcd that
+//     ran only within the allowed version skew. The recorded members are used
+//     only if they are Size names of the cluster's naming that cover every
+//     pod, and a pod with a member ID (bootstrap pods have none) means the
+//     cluster formed, whatever status says.
 //   - Bootstrapped, no pod at all → QuorumLost: the data is gone; only a
 //     restore can help, and re-bootstrapping would silently serve an empty
 //     cluster under the old name.
@@ -111,7 +116,10 @@
 // # Rule 5: orphan pods
 //
 // A pod with no matching member that is not the pending member's pod → one
-// DeletePod at a time. Never before Bootstrapped; never a pod already being
+// DeletePod at a time, and only when a majority of the voters, each asked
+// for its own member list (Observed.MemberLists), lists no member for the
+// pod: never on one member's word, which may be stale or wrong. Never
+// before Bootstrapped; never a pod already being
 // deleted; never a pod younger than ReplaceGoneAfter (a list read from a
 // lagging member may not yet show a member added a moment ago; Done then
 // carries a RequeueAfter); never a second pod annotated with the ID of a
@@ -244,7 +252,7 @@ func Plan(d Desired, o Observed) Action {
 		return planRecovery(d, o)
 	}
 	if !o.MembersKnown || len(o.Members) == 0 {
-		if !o.Bootstrapped {
+		if !o.Bootstrapped && !formedOnce(o) {
 			return planBootstrap(d, o)
 		}
 		return planNoMembers(d, o)
@@ -272,6 +280,9 @@ func planBootstrap(d Desired, o Observed) Action {
 		podByName[o.Pods[i].Name] = &o.Pods[i]
 	}
 	recorded := o.BootstrapMembers
+	if !bootstrapRecordFits(d, o) {
+		recorded = nil
+	}
 	if len(o.Pods) == 0 {
 		names := recorded
 		if len(names) != d.Size {
@@ -295,7 +306,77 @@ func planBootstrap(d Desired, o Observed) Action {
 	if len(missing) > 0 {
 		return bootstrapAction(recorded, ver, "CompletingBootstrap", "creating missing initial member pods: "+strings.Join(missing, ", "))
 	}
+	if a, ok := planBootstrapImages(d, o, ver); ok {
+		return a
+	}
 	return wait("WaitingForClusterToForm", "all initial member pods exist; waiting for a member to answer", requeueWait)
+}
+
+// planBootstrapImages lets a corrected spec reach a bootstrap that never formed (e.g. a
+// mistyped version or repository whose image cannot be pulled): one pod at a time, the
+// etcd image of a pod whose etcd is not running is set to the spec's, in place. The pod
+// keeps its name, volume and claim. An etcd that has run may have written data, so it
+// is moved only within the skew an upgrade allows; one that never ran wrote nothing.
+func planBootstrapImages(d Desired, o Observed, ver Version) (Action, bool) {
+	if d.Image == "" {
+		return Action{}, false
+	}
+	pods := make([]*Pod, 0, len(o.Pods))
+	for i := range o.Pods {
+		pods = append(pods, &o.Pods[i])
+	}
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	for _, p := range pods {
+		if p.Image == "" || p.Image == d.Image || p.EtcdRunning || p.Deleting {
+			continue
+		}
+		if !p.EtcdNeverRan {
+			cur, err := ParseVersion(p.Version)
+			if err != nil || CheckSkew(cur, ver) != nil {
+				continue
+			}
+		}
+		return Action{Kind: FixPodImage, Name: p.Name, Version: ver.String(), Reason: "CorrectingBootstrap",
+			Message: fmt.Sprintf("the cluster never formed; setting pod %s's etcd image from %s to %s as the spec now says", p.Name, p.Image, d.Image)}, true
+	}
+	return Action{}, false
+}
+
+// formedOnce reports what the pods prove whatever status says: a pod annotated with a
+// member ID was created for a member of a formed cluster (bootstrap pods never carry
+// one), so the cluster is not bootstrapping.
+func formedOnce(o Observed) bool {
+	for i := range o.Pods {
+		if o.Pods[i].MemberID != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// bootstrapRecordFits reports whether the recorded initial members are a bootstrap the
+// controller could have planned: Size distinct names of this cluster's naming, and
+// every existing pod among them (the controller records them before creating any pod).
+// Anything else is not acted on: new pods under other names would start a second
+// cluster beside the pods that exist. (A size changed in the middle of a bootstrap
+// therefore waits for the bootstrap's pods rather than completing it.)
+func bootstrapRecordFits(d Desired, o Observed) bool {
+	if len(o.BootstrapMembers) != d.Size {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, n := range o.BootstrapMembers {
+		if seen[n] || !IsMemberName(d.ClusterName, n) {
+			return false
+		}
+		seen[n] = true
+	}
+	for i := range o.Pods {
+		if !seen[o.Pods[i].Name] {
+			return false
+		}
+	}
+	return true
 }
 
 func bootstrapAction(names []string, ver Version, reason, msg string) Action {
@@ -401,10 +482,7 @@ func newView(d Desired, o Observed) *view {
 	for _, m := range v.members {
 		v.byID[m.ID] = m
 	}
-	if o.Pending != nil {
-		p := *o.Pending
-		v.pending = &p
-	}
+	v.pending = crediblePending(d, o)
 
 	pods := make([]*Pod, len(o.Pods))
 	for i := range o.Pods {
@@ -472,6 +550,9 @@ func newView(d Desired, o Observed) *view {
 		}
 	}
 
+	if o.Pending != nil && v.pending == nil {
+		v.clearPending = true // not a record the controller could have made
+	}
 	if v.pending != nil {
 		m := v.byID[v.pending.ID]
 		switch {
@@ -482,6 +563,33 @@ func newView(d Desired, o Observed) *view {
 		}
 	}
 	return v
+}
+
+// crediblePending is the recorded pending member as far as etcd and the pods bear it
+// out, or nil. The record names a member the controller added: a name of this
+// cluster's naming, not another member's, for an ID etcd lists as a learner or not yet
+// started (or does not list yet). Its age is counted from no earlier than its pod's
+// creation, which the controller does right after the record: an older date in the
+// record cannot make a learner look stuck.
+func crediblePending(d Desired, o Observed) *PendingMember {
+	if o.Pending == nil || !IsMemberName(d.ClusterName, o.Pending.Name) {
+		return nil
+	}
+	p := *o.Pending
+	for _, m := range o.Members {
+		if m.ID == p.ID && !m.IsLearner && m.Name != "" && m.Name != p.Name {
+			return nil
+		}
+		if m.ID != p.ID && m.Name == p.Name {
+			return nil
+		}
+	}
+	for i := range o.Pods {
+		if o.Pods[i].Name == p.Name && o.Pods[i].CreatedAt.After(p.AddedAt) {
+			p.AddedAt = o.Pods[i].CreatedAt
+		}
+	}
+	return &p
 }
 
 // healthyForChange: an alive quorum of voters and an alive leader, the
@@ -695,6 +803,10 @@ func planRecovery(d Desired, o Observed) Action {
 			srcPod = &o.Pods[i]
 		}
 	}
+	if why := recoveryRecordInvalid(d, o, newPod); why != "" {
+		return Action{Kind: AbortRecovery, Name: r.Member, Reason: "RecoveryRecordInvalid",
+			Message: fmt.Sprintf("the recorded recovery into %s is not one the operator is carrying out (%s); it is forgotten and nothing is deleted", r.Member, why)}
+	}
 	if o.MembersKnown && len(o.Members) == 1 {
 		m := o.Members[0]
 		if m.Name == r.Member && m.Reachable && o.LeaderID == m.ID && m.Revision >= r.Revision {
@@ -703,7 +815,7 @@ func planRecovery(d Desired, o Observed) Action {
 		}
 	}
 	abort := func(why string) Action {
-		return Action{Kind: AbortRecovery, Name: r.Member, Reason: "RecoveryAborted",
+		return Action{Kind: AbortRecovery, Name: r.Member, Reason: "RecoveryAborted", DeletePod: newPod != nil && !newPod.Deleting,
 			Message: fmt.Sprintf("recovery from %s into %s abandoned: %s; the old members were not touched", r.Source, r.Member, why)}
 	}
 	// The copy needs the source until the new pod's init step is done (the pod is
@@ -728,6 +840,34 @@ func planRecovery(d Desired, o Observed) Action {
 			Message: fmt.Sprintf("creating member %s from the data of %s (revision %d)", r.Member, r.Source, r.Revision)}
 	}
 	return wait("Recovering", fmt.Sprintf("waiting for member %s to copy the data of %s (revision >= %d) and serve", r.Member, r.Source, r.Revision), requeueShort)
+}
+
+// recoveryRecordInvalid says why a recorded recovery is not one the controller is
+// carrying out, or "" if it is. Once its pod exists, the pod proves it: the controller
+// marks the new member's pod with the recovery's token and removes the mark when the
+// recovery finishes. Before, the old cluster must still call for exactly this
+// recovery: quorum lost past its grace, the opt-in given, the source an alive voter.
+func recoveryRecordInvalid(d Desired, o Observed, newPod *Pod) string {
+	r := o.Recovery
+	if newPod != nil {
+		if newPod.RecoveryToken == "" || newPod.RecoveryToken != r.Token {
+			return fmt.Sprintf("pod %s is not that recovery's new member", r.Member)
+		}
+		return ""
+	}
+	if !IsMemberName(d.ClusterName, r.Member) {
+		return fmt.Sprintf("%q is not a member name of this cluster", r.Member)
+	}
+	fresh := o
+	fresh.Recovery = nil
+	if a := Plan(d, fresh); a.Kind != ForceNewCluster {
+		return "the cluster does not call for a recovery: " + a.Reason
+	}
+	v := newView(d, fresh)
+	if m := v.byID[r.SourceID]; m == nil || m.IsLearner || m.Name != r.Source || !v.alive(m) {
+		return fmt.Sprintf("%s (%x) is not an alive voting member", r.Source, r.SourceID)
+	}
+	return ""
 }
 
 // betterSurvivor orders recovery candidates: most data first, then the
@@ -764,10 +904,57 @@ func (v *view) planOrphan() (Action, bool) {
 			}
 			continue
 		}
+		// One list is one member's word, and that member may lag or lie. The pod
+		// goes only when a majority of the voters, each asked alone, lists no
+		// member for it; until then it is left for a later plan.
+		absent, q := v.listsWithout(p), Quorum(len(v.voters))
+		if absent < q {
+			if v.orphanRequeue == 0 || requeueWait < v.orphanRequeue {
+				v.orphanRequeue = requeueWait
+			}
+			continue
+		}
 		return Action{Kind: DeletePod, Name: p.Name, ID: p.MemberID, Reason: "OrphanPod",
-			Message: fmt.Sprintf("pod %s has no etcd member", p.Name)}, true
+			Message: fmt.Sprintf("pod %s has no etcd member (agreed by the own member lists of %d of %d voting members)", p.Name, absent, len(v.voters))}, true
 	}
 	return Action{}, false
+}
+
+// listsWithout counts the voters whose own member list has no member the pod
+// belongs to. A list from anyone but a voter of the main list does not count,
+// nor does a second list from the same voter.
+func (v *view) listsWithout(p *Pod) int {
+	counted := map[uint64]bool{}
+	n := 0
+	for _, l := range v.o.MemberLists {
+		m := v.byID[l.From]
+		if m == nil || m.IsLearner || counted[l.From] {
+			continue
+		}
+		counted[l.From] = true
+		if !listsPod(l.Members, p) {
+			n++
+		}
+	}
+	return n
+}
+
+// listsPod reports whether a member list has a member that pod p belongs to, by
+// the rule newView matches pods with: the annotated ID (with the pod's name, or
+// no name yet), else the name.
+func listsPod(ms []Member, p *Pod) bool {
+	for _, m := range ms {
+		if p.MemberID != 0 {
+			if m.ID == p.MemberID && (m.Name == p.Name || m.Name == "") {
+				return true
+			}
+			continue
+		}
+		if m.Name != "" && m.Name == p.Name {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *view) planInFlight() (Action, bool) {

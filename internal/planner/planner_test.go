@@ -376,7 +376,9 @@ func TestPlanScaleUp(t *testing.T) {
 		{"learner stuck past timeout is removed with its pod", size(5), func() Observed {
 			o := cluster(3)
 			withLearner(&o, 99, "c-new", true, true, true, 10)
+			// The controller creates the learner's pod right after recording it.
 			o.Pending.AddedAt = t0.Add(-DefaultLearnerTimeout - time.Second)
+			pod(&o, "c-new").CreatedAt = o.Pending.AddedAt
 			return o
 		}, want{kind: RemoveMember, id: 99, name: "c-new", deletePod: yes(), reason: "LearnerStuck"}},
 		{"learner never started past timeout is removed", size(5), func() Observed {
@@ -759,11 +761,13 @@ func TestPlanOrphans(t *testing.T) {
 		{"orphan pod is deleted", size(3), func() Observed {
 			o := cluster(3)
 			o.Pods = append(o.Pods, Pod{Name: "c-old", MemberID: 42, Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)})
+			witnessed(&o)
 			return o
 		}, want{kind: DeletePod, name: "c-old"}},
 		{"orphan without annotation is deleted", size(3), func() Observed {
 			o := cluster(3)
 			o.Pods = append(o.Pods, Pod{Name: "c-old", Phase: PodFailed, CreatedAt: t0.Add(-time.Hour)})
+			witnessed(&o)
 			return o
 		}, want{kind: DeletePod, name: "c-old"}},
 		{"young orphan is left for later", size(3), func() Observed {
@@ -783,6 +787,7 @@ func TestPlanOrphans(t *testing.T) {
 		{"pod annotated with an id whose member has another name is orphan", size(3), func() Observed {
 			o := cluster(3)
 			o.Pods = append(o.Pods, Pod{Name: "c-dup", MemberID: 2, Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)})
+			witnessed(&o)
 			return o
 		}, want{kind: DeletePod, name: "c-dup"}},
 		{"no orphan deletion before bootstrapped is recorded", size(3), func() Observed {
@@ -801,6 +806,7 @@ func TestPlanOrphans(t *testing.T) {
 			o := cluster(3)
 			withLearner(&o, 99, "c-new", true, true, true, 100)
 			o.Pods = append(o.Pods, Pod{Name: "c-old", MemberID: 42, Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)})
+			witnessed(&o)
 			return o
 		}, want{kind: DeletePod, name: "c-old"}},
 		{"orphans are not touched without quorum", size(3), func() Observed {
@@ -815,6 +821,7 @@ func TestPlanOrphans(t *testing.T) {
 			dropMember(&o, 1)
 			dropMember(&o, 2)
 			o.LeaderID = 3
+			witnessed(&o)
 			return o
 		}, want{kind: DeletePod, name: mname(1)}},
 	})
@@ -1102,6 +1109,7 @@ func simulate(t *testing.T, o Observed, a Action) Observed {
 	default:
 		t.Fatalf("simulate: unexpected %v", a)
 	}
+	witnessed(&o)
 	return o
 }
 

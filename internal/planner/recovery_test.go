@@ -7,21 +7,24 @@ import (
 )
 
 // recovering is the observation while a recovery from member 3 of a 3-member cluster
-// into "c-new" is recorded: members 1 and 2 are dead, the controller dials only c-new
-// (not started yet here: no member list), and every old pod is still there.
+// into "c-new" is recorded and its pod not created yet: members 1 and 2 are dead for
+// an hour (quorum lost), and the controller sees the old cluster, every old pod.
 func recovering() Observed {
 	o := cluster(3)
 	crashloop(&o, 1, t0.Add(-time.Hour))
 	crashloop(&o, 2, t0.Add(-time.Hour))
 	pod(&o, mname(3)).Version = v36
-	o.Members, o.MembersKnown, o.LeaderID = nil, false, 0
-	o.Recovery = &Recovery{Source: mname(3), SourceID: 3, Revision: 5000, Member: "c-new", StartedAt: t0.Add(-time.Minute)}
+	mem(&o, 3).Version = v36
+	o.LeaderID = 0
+	o.Recovery = &Recovery{Source: mname(3), SourceID: 3, Revision: 5000, Member: "c-new", StartedAt: t0.Add(-time.Minute), Token: "tok"}
 	return o
 }
 
-// newPodRunning adds the new member's pod in the given phase.
+// newPod adds the new member's pod in the given phase, with the recovery's marker;
+// from then on the controller dials only it (no member list until it answers).
 func newPod(o *Observed, phase PodPhase) *Pod {
-	o.Pods = append(o.Pods, Pod{Name: "c-new", Phase: phase, Version: v36, CreatedAt: o.Now.Add(-30 * time.Second)})
+	o.Members, o.MembersKnown, o.LeaderID = nil, false, 0
+	o.Pods = append(o.Pods, Pod{Name: "c-new", Phase: phase, Version: v36, CreatedAt: o.Now.Add(-30 * time.Second), RecoveryToken: "tok"})
 	return &o.Pods[len(o.Pods)-1]
 }
 
@@ -118,9 +121,9 @@ func TestRecoverySequence(t *testing.T) {
 		t.Fatalf("new member name %q reuses an old name", newName)
 	}
 	// The controller records the recovery, creates the pod, dials only it.
-	o.Recovery = &Recovery{Source: a.Name, SourceID: a.From, Revision: a.Revision, Member: newName, StartedAt: o.Now}
+	o.Recovery = &Recovery{Source: a.Name, SourceID: a.From, Revision: a.Revision, Member: newName, StartedAt: o.Now, Token: "tok"}
 	o.Members, o.MembersKnown, o.LeaderID = nil, false, 0
-	o.Pods = append(o.Pods, Pod{Name: newName, Phase: PodPending, Version: v37, CreatedAt: o.Now})
+	o.Pods = append(o.Pods, Pod{Name: newName, Phase: PodPending, Version: v37, CreatedAt: o.Now, RecoveryToken: "tok"})
 	if a := Plan(d, o); a.Kind != Wait {
 		t.Fatalf("while copying: %v", a)
 	}

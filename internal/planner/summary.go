@@ -124,7 +124,7 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 			scale.Status, scale.Reason = true, "ScalingDown"
 			scale.Message = fmt.Sprintf("%d voting members, size %d", len(v.voters), d.Size)
 		}
-	} else if a.Kind == Bootstrap {
+	} else if a.Kind == Bootstrap || a.Kind == FixPodImage {
 		scale.Status, scale.Reason, scale.Message = true, "Bootstrapping", a.Message
 	}
 

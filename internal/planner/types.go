@@ -49,6 +49,9 @@ type Desired struct {
 	Version string
 	// Paused stops all actions.
 	Paused bool
+	// Image is the etcd container image for Version (repository included). A
+	// bootstrap that never formed has its pods' images corrected to it.
+	Image string
 	// QuorumLossRecovery opts in to ForceNewCluster after a lasting quorum
 	// loss. Without it a lost quorum is only reported.
 	QuorumLossRecovery bool
@@ -81,6 +84,12 @@ type Observed struct {
 	// serializable list is fine; it is answered without quorum).
 	MembersKnown bool
 	Members      []Member
+	// MemberLists are the member lists as each reachable member sees them
+	// (a serializable list asked of that member alone), keyed by the ID the
+	// answering member gave. Members above is one list; these are the
+	// witnesses a pod's deletion as an orphan needs: a majority of the voters
+	// must each list no member for the pod.
+	MemberLists []MemberList
 	// LeaderID is the leader as reported by reachable members (0 = unknown).
 	LeaderID uint64
 
@@ -144,6 +153,13 @@ type Member struct {
 	UnhealthySince time.Time
 }
 
+// MemberList is one member's own answer to MemberList.
+type MemberList struct {
+	// From is the ID of the member that answered.
+	From    uint64
+	Members []Member
+}
+
 // nameSeed is the input of generated names: the seed plus the time, so a
 // learner abandoned and forgotten is never re-proposed under its old name.
 func (o Observed) nameSeed() string {
@@ -178,6 +194,17 @@ type Pod struct {
 	CreatedAt    time.Time
 	// UnhealthySince is when the controller first saw this pod unhealthy.
 	UnhealthySince time.Time
+	// Image is the image of the pod's etcd container.
+	Image string
+	// EtcdRunning: the kubelet reports the etcd container running.
+	EtcdRunning bool
+	// EtcdNeverRan: the etcd container has never run in this pod (no status
+	// yet, or waiting without a previous termination): it wrote no data.
+	EtcdNeverRan bool
+	// RecoveryToken is the token of the quorum-loss recovery this pod seeds,
+	// from the marker the controller puts on (and only on) that pod while the
+	// recovery is in progress; empty on every other pod.
+	RecoveryToken string
 }
 
 // gone reports that the pod's process is certainly not coming back: waiting
@@ -194,6 +221,9 @@ type Recovery struct {
 	Revision  int64
 	Member    string // the new cluster's first member and its pod
 	StartedAt time.Time
+	// Token is the new cluster's token; the new member's pod carries it as its
+	// RecoveryToken, which is what proves the record is the controller's.
+	Token string
 }
 
 // PendingMember is the in-flight learner recorded by the controller.
@@ -225,6 +255,7 @@ const (
 	ForceNewCluster
 	FinishRecovery
 	AbortRecovery
+	FixPodImage
 )
 
 var kindNames = [...]string{
@@ -233,6 +264,7 @@ var kindNames = [...]string{
 	RemoveMember: "RemoveMember", ReplaceMember: "ReplaceMember", DeletePod: "DeletePod",
 	UpgradeMember: "UpgradeMember", RefuseUpgrade: "RefuseUpgrade", QuorumLost: "QuorumLost",
 	ForceNewCluster: "ForceNewCluster", FinishRecovery: "FinishRecovery", AbortRecovery: "AbortRecovery",
+	FixPodImage: "FixPodImage",
 }
 
 func (k Kind) String() string {
@@ -272,8 +304,12 @@ type NewMember struct {
 //	                survivor's data and bootstraps a new one-member cluster
 //	FinishRecovery  Name, ID (the new member): delete every other member pod,
 //	                forget the recovery; the cluster then regrows by scale-up
-//	AbortRecovery   Name (the new member): delete its pod, forget the
-//	                recovery; the old members were never touched
+//	AbortRecovery   Name (the new member), DeletePod: forget the recovery, and
+//	                delete the new member's pod only if DeletePod (the pod
+//	                exists and carries the recovery's marker); the old members
+//	                were never touched
+//	FixPodImage     Name, Version: set the etcd image of a pod of a bootstrap
+//	                that never formed to Desired.Image, in place
 //
 // Reason is a CamelCase code usable as a condition reason; Message is for
 // humans. ClearPending asks the controller to forget Observed.Pending before
@@ -319,6 +355,8 @@ func (a Action) String() string {
 		s += "}"
 	case FinishRecovery, AbortRecovery:
 		s += fmt.Sprintf("{%s %x}", a.Name, a.ID)
+	case FixPodImage:
+		s += fmt.Sprintf("{%s v%s}", a.Name, a.Version)
 	}
 	if a.Reason != "" {
 		s += " " + a.Reason

@@ -25,6 +25,10 @@ const (
 	AnnotationVersion = "etcd.version"
 	// AnnotationMemberID holds the member's etcd ID in hex, once known.
 	AnnotationMemberID = "etcd.database.coreos.com/member-id"
+	// AnnotationRecoveryToken marks the first member's pod of a quorum-loss recovery
+	// in progress with that recovery's token; the operator removes it when the
+	// recovery finishes. It is what proves a recovery recorded in status is real.
+	AnnotationRecoveryToken = "etcd.database.coreos.com/recovery-token"
 )
 
 // Fixed facts about member pods that other packages rely on.
@@ -79,7 +83,7 @@ func IsReservedLabel(key string) bool {
 // IsReservedAnnotation reports whether an annotation key belongs to the operator. The
 // chart drops such keys from spec.pod.annotations.
 func IsReservedAnnotation(key string) bool {
-	return key == AnnotationVersion || key == AnnotationMemberID
+	return key == AnnotationVersion || key == AnnotationMemberID || key == AnnotationRecoveryToken
 }
 
 // HeadlessServiceName is the Service giving members their DNS names: the cluster name.
