@@ -45,4 +45,3 @@ const (
 	// take without being recreated; members created from now on get the new values.
 	ReasonAppliesToNewMembersOnly = "AppliesToNewMembersOnly"
 )
-
