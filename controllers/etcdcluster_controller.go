@@ -149,7 +149,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if delay, backingOff := r.backoff.wait(clusterKey(&c), step, c.Generation, r.Now()); backingOff {
 		lg.V(1).Info("step backing off", "action", action.String(), "retryIn", delay.String())
 		r.applySummary(&c, obs, summary, action)
-		r.reportPodsHealth(&c, obs.pods, r.Now().UTC().Format(timeFormat))
+		r.reportPods(&c, obs.pods, r.Now().UTC().Format(timeFormat))
 		if err := r.patchStatus(ctx, orig, &c); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -172,7 +172,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 
 	r.applySummary(&c, obs, summary, action)
-	r.reportPodsHealth(&c, obs.pods, now.UTC().Format(timeFormat))
+	r.reportPods(&c, obs.pods, now.UTC().Format(timeFormat))
 	r.reportReconciled(&c, etcdv1beta2.ReasonActionFailed, actErr, false, now.UTC().Format(timeFormat))
 	recordAction(&c, action, errors.Unwrap(actErr))
 	if err := r.patchStatus(ctx, orig, &c); err != nil {
