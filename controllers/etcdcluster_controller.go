@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -160,21 +159,22 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		hook(ctx, c.Namespace+"/"+c.Name, action)
 	}
 	now := r.Now()
+	var stepErr error // for the Reconciled condition
 	if actErr != nil {
 		lg.Error(actErr, "action failed", "action", action.String())
 		r.Recorder.Eventf(&c, corev1.EventTypeWarning, etcdv1beta2.ReasonActionFailed, "%s: %v", action.Kind, actErr)
 		// Transient etcd errors are retried by etcdadmin already; a step that still
 		// fails is retried after a delay that grows with each failure.
 		result = ctrl.Result{RequeueAfter: r.backoff.fail(clusterKey(&c), step, c.Generation, now)}
-		actErr = fmt.Errorf("%s: %w", action.Kind, actErr)
+		stepErr = fmt.Errorf("%s: %w", action.Kind, actErr)
 	} else {
 		r.backoff.succeed(clusterKey(&c), step)
 	}
 
 	r.applySummary(&c, obs, summary, action)
 	r.reportPods(&c, obs.pods, now.UTC().Format(timeFormat))
-	r.reportReconciled(&c, etcdv1beta2.ReasonActionFailed, actErr, false, now.UTC().Format(timeFormat))
-	recordAction(&c, action, errors.Unwrap(actErr))
+	r.reportReconciled(&c, etcdv1beta2.ReasonActionFailed, stepErr, false, now.UTC().Format(timeFormat))
+	recordAction(&c, action, actErr)
 	if err := r.patchStatus(ctx, orig, &c); err != nil {
 		return ctrl.Result{}, err
 	}
