@@ -101,7 +101,7 @@ func reconcileFailureReason(err error) string {
 // action has its own ActionFailed event at each attempt).
 func (r *EtcdClusterReconciler) reportReconciled(c *etcdv1beta2.EtcdCluster, reason string, err error, announceIt bool, now string) {
 	if err == nil {
-		updateCondition(c, etcdv1beta2.ClusterConditionReconciled, true, etcdv1beta2.ReasonReconciled, "", now)
+		updateCondition(c, etcdv1beta2.ClusterConditionReconciled, true, etcdv1beta2.ReasonReconciled, "the cluster was observed and the last step succeeded", now)
 		r.announce(c, etcdv1beta2.ClusterConditionReconciled, announced{key: etcdv1beta2.ReasonReconciled}, etcdv1beta2.ReasonReconciled,
 			"the operator observes the cluster and its steps succeed again")
 		return
