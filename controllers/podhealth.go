@@ -46,7 +46,7 @@ func memberPodIssue(p *corev1.Pod) (podIssue, bool) {
 		}
 		return issue(reason, p.Status.Message, true)
 	}
-	if cond := podCondition(p, corev1.PodScheduled); cond == nil || cond.Status != corev1.ConditionTrue {
+	if cond := podCondition(p, corev1.PodScheduled); p.Spec.NodeName == "" && (cond == nil || cond.Status != corev1.ConditionTrue) {
 		if cond != nil && cond.Reason == corev1.PodReasonUnschedulable {
 			return issue(cond.Reason, cond.Message, true)
 		}

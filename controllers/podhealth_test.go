@@ -52,6 +52,10 @@ func TestMemberPodIssue(t *testing.T) {
 			etcdState(waiting("CrashLoopBackOff", "back-off"), crashed)(p)
 		}), false, false, "", nil},
 		{"not yet scheduled", podWith("a", func(*corev1.Pod) {}), true, false, "Pending", nil},
+		{"bound to a node without a PodScheduled condition", podWith("a", func(p *corev1.Pod) {
+			p.Spec.NodeName = "n1"
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: render.ContainerName, State: waiting("ErrImagePull", "not found")}}
+		}), true, true, "ErrImagePull", nil},
 		{"unschedulable", podWith("a", func(p *corev1.Pod) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 				Message: "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."}}
