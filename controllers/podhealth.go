@@ -57,11 +57,17 @@ func memberPodIssue(p *corev1.Pod) (podIssue, bool) {
 	for _, cs := range statuses {
 		w := cs.State.Waiting
 		if w == nil {
+			// Between two back-offs a crash-looping container is briefly terminated, or
+			// running again without having started: still the same crash loop, not a pod
+			// that recovered and failed anew.
+			if t := crashedNotBackYet(cs); t != nil {
+				return issue("CrashLoopBackOff", crashMessage(cs.Name, t, ""), true)
+			}
 			continue
 		}
 		switch {
 		case w.Reason == "CrashLoopBackOff":
-			return issue(w.Reason, crashMessage(cs), true)
+			return issue(w.Reason, crashMessage(cs.Name, cs.LastTerminationState.Terminated, w.Message), true)
 		case !benignWaiting[w.Reason]:
 			return issue(w.Reason, fmt.Sprintf("container %s: %s", cs.Name, w.Message), true)
 		case w.Message != "":
@@ -78,14 +84,31 @@ func memberPodIssue(p *corev1.Pod) (podIssue, bool) {
 	return issue("ContainerCreating", "containers are being created", false)
 }
 
-// crashMessage describes a crash-looping container by its last termination, which says
-// why it exits; the back-off message only says when it is retried.
-func crashMessage(cs corev1.ContainerStatus) string {
-	t := cs.LastTerminationState.Terminated
-	if t == nil {
-		return fmt.Sprintf("container %s: %s", cs.Name, cs.State.Waiting.Message)
+// crashedNotBackYet returns the failed termination of a container that has not come
+// back from it: terminated with an error, or restarted after one and not yet past its
+// startup probe. nil for a container that is up, or never failed.
+func crashedNotBackYet(cs corev1.ContainerStatus) *corev1.ContainerStateTerminated {
+	if t := cs.State.Terminated; t != nil {
+		if t.ExitCode != 0 {
+			return t
+		}
+		return nil
 	}
-	msg := fmt.Sprintf("container %s keeps exiting: last exit code %d (%s)", cs.Name, t.ExitCode, t.Reason)
+	started := cs.Started != nil && *cs.Started
+	if t := cs.LastTerminationState.Terminated; cs.State.Running != nil && !started && !cs.Ready && t != nil && t.ExitCode != 0 {
+		return t
+	}
+	return nil
+}
+
+// crashMessage describes a crash-looping container by its last failed termination,
+// which says why it exits; the back-off message (the fallback) only says when it is
+// retried.
+func crashMessage(container string, t *corev1.ContainerStateTerminated, backoff string) string {
+	if t == nil {
+		return fmt.Sprintf("container %s: %s", container, backoff)
+	}
+	msg := fmt.Sprintf("container %s keeps exiting: last exit code %d (%s)", container, t.ExitCode, t.Reason)
 	if l := lastLine(t.Message); l != "" {
 		msg += ": " + l
 	}

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/render"
@@ -75,6 +76,19 @@ func TestMemberPodIssue(t *testing.T) {
 			true, true, "CreateContainerError", []string{"not available"}},
 		{"crash loop with the last termination", podWith("a", etcdState(waiting("CrashLoopBackOff", "back-off 10s restarting failed container=etcd"), crashed)),
 			true, true, "CrashLoopBackOff", []string{"exit code 1", `"error":"bad flag"`}},
+		{"between two back-offs: terminated with an error", podWith("a", etcdState(crashed, none)),
+			true, true, "CrashLoopBackOff", []string{"exit code 1", "bad flag"}},
+		{"between two back-offs: running again, not started", podWith("a", func(p *corev1.Pod) {
+			etcdState(running, crashed)(p)
+			p.Status.ContainerStatuses[0].RestartCount = 3
+		}), true, true, "CrashLoopBackOff", []string{"exit code 1"}},
+		{"back after a crash and started, not ready (e.g. no quorum)", podWith("a", func(p *corev1.Pod) {
+			etcdState(running, crashed)(p)
+			yes := true
+			p.Status.ContainerStatuses[0].Started = &yes
+		}), false, false, "", nil},
+		{"terminated cleanly, about to restart", podWith("a", etcdState(corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}, none)),
+			true, false, "ContainerCreating", nil},
 		{"crash loop without a recorded termination", podWith("a", etcdState(waiting("CrashLoopBackOff", "back-off 10s restarting failed container=etcd"), none)),
 			true, true, "CrashLoopBackOff", []string{"back-off 10s"}},
 		{"restore init container crash-looping", podWith("a", func(p *corev1.Pod) {
@@ -161,5 +175,47 @@ func TestPodsHealth(t *testing.T) {
 	c := podsHealth(pods(podWith("a", pull)))
 	if c.EventKey == a.EventKey {
 		t.Errorf("a new failure reason kept the event key %q", c.EventKey)
+	}
+}
+
+// A crash loop passes through states that are not failures (restarting, briefly running);
+// it is announced once, and its end only once the pods are Ready.
+func TestPodsHealthEvents(t *testing.T) {
+	rec := record.NewFakeRecorder(20)
+	r := &EtcdClusterReconciler{Recorder: rec, events: newEventMemo()}
+	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+	crashed := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "fatal"}}
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	states := []struct {
+		name string
+		pod  *corev1.Pod
+	}{
+		{"back-off", podWith("a", etcdState(waiting("CrashLoopBackOff", "back-off 1s"), crashed))},
+		{"creating", podWith("a", etcdState(waiting("ContainerCreating", ""), crashed))},
+		{"running, not started", podWith("a", etcdState(running, crashed))},
+		{"terminated", podWith("a", etcdState(crashed, crashed))},
+		{"back-off again", podWith("a", etcdState(waiting("CrashLoopBackOff", "back-off 2s"), crashed))},
+		{"running, not ready", podWith("a", func(p *corev1.Pod) {
+			etcdState(running, crashed)(p)
+			yes := true
+			p.Status.ContainerStatuses[0].Started = &yes
+		})},
+	}
+	for _, s := range states {
+		r.reportPodsHealth(c, map[string]*corev1.Pod{"a": s.pod}, "t")
+	}
+	ready := podWith("a", func(p *corev1.Pod) {
+		etcdState(running, crashed)(p)
+		p.Status.ContainerStatuses[0].Ready = true
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+	})
+	r.reportPodsHealth(c, map[string]*corev1.Pod{"a": ready}, "t")
+	r.reportPodsHealth(c, map[string]*corev1.Pod{"a": ready}, "t")
+	var got []string
+	for len(rec.Events) > 0 {
+		got = append(got, <-rec.Events)
+	}
+	if len(got) != 2 || !strings.HasPrefix(got[0], "Warning CrashLoopBackOff") || !strings.HasPrefix(got[1], "Normal "+etcdv1beta2.ReasonPodsRunning) {
+		t.Errorf("events %q, want one CrashLoopBackOff warning, then one PodsRunning", got)
 	}
 }

@@ -23,21 +23,24 @@ type eventMemo struct {
 	last map[string]announced // by namespace/name/condition type
 }
 
+// announced is the failure last announced for a condition; key "" when none is.
 type announced struct {
-	key     string
-	failing bool
+	key string
 }
 
 func newEventMemo() *eventMemo { return &eventMemo{last: map[string]announced{}} }
 
-// swap records now as the state of (cluster, t) and returns the previous one.
-func (m *eventMemo) swap(cluster string, t etcdv1beta2.ClusterConditionType, now announced) (announced, bool) {
+func (m *eventMemo) get(cluster string, t etcdv1beta2.ClusterConditionType) (announced, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := cluster + "/" + string(t)
-	prev, ok := m.last[k]
-	m.last[k] = now
-	return prev, ok
+	a, ok := m.last[cluster+"/"+string(t)]
+	return a, ok
+}
+
+func (m *eventMemo) set(cluster string, t etcdv1beta2.ClusterConditionType, a announced) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last[cluster+"/"+string(t)] = a
 }
 
 func (m *eventMemo) forget(cluster string) {
@@ -50,15 +53,21 @@ func (m *eventMemo) forget(cluster string) {
 	}
 }
 
-// announce emits a warning when a failure appears or changes, and a normal event when
-// an announced failure is over.
-func (r *EtcdClusterReconciler) announce(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType, now announced, reason, msg string) {
-	prev, _ := r.events.swap(clusterKey(c), t, now)
+// announce emits a warning when a failure appears or changes (failKey not empty), and a
+// normal event when an announced failure is over (recovered). States in between, such
+// as a crash-looping container restarting, neither repeat nor end the announcement.
+func (r *EtcdClusterReconciler) announce(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType, failKey string, recovered bool, reason, msg string) {
+	cluster := clusterKey(c)
+	prev, _ := r.events.get(cluster, t)
 	switch {
-	case now.failing && prev != now:
-		r.Recorder.Event(c, corev1.EventTypeWarning, reason, msg)
-	case !now.failing && prev.failing:
+	case failKey != "":
+		if prev.key != failKey {
+			r.Recorder.Event(c, corev1.EventTypeWarning, reason, msg)
+			r.events.set(cluster, t, announced{key: failKey})
+		}
+	case recovered && prev.key != "":
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, reason, "%s=True: %s", t, msg)
+		r.events.set(cluster, t, announced{})
 	}
 }
 
@@ -75,7 +84,11 @@ func (r *EtcdClusterReconciler) reportPods(c *etcdv1beta2.EtcdCluster, pods map[
 func (r *EtcdClusterReconciler) reportPodsHealth(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, now string) {
 	h := podsHealth(pods)
 	updateCondition(c, etcdv1beta2.ClusterConditionPodsHealthy, h.Status, h.Reason, h.Message, now)
-	r.announce(c, etcdv1beta2.ClusterConditionPodsHealthy, announced{key: h.EventKey, failing: h.Failing}, h.Reason, h.Message)
+	failKey := ""
+	if h.Failing {
+		failKey = h.EventKey
+	}
+	r.announce(c, etcdv1beta2.ClusterConditionPodsHealthy, failKey, h.Status && allPodsReady(pods), h.Reason, h.Message)
 }
 
 // reasonError carries the condition reason of an error that ends a reconcile early.
@@ -102,16 +115,17 @@ func reconcileFailureReason(err error) string {
 func (r *EtcdClusterReconciler) reportReconciled(c *etcdv1beta2.EtcdCluster, reason string, err error, announceIt bool, now string) {
 	if err == nil {
 		updateCondition(c, etcdv1beta2.ClusterConditionReconciled, true, etcdv1beta2.ReasonReconciled, "the cluster was observed and the last step succeeded", now)
-		r.announce(c, etcdv1beta2.ClusterConditionReconciled, announced{key: etcdv1beta2.ReasonReconciled}, etcdv1beta2.ReasonReconciled,
+		r.announce(c, etcdv1beta2.ClusterConditionReconciled, "", true, etcdv1beta2.ReasonReconciled,
 			"the operator observes the cluster and its steps succeed again")
 		return
 	}
 	msg := cut(err.Error(), maxHealthMessage)
 	updateCondition(c, etcdv1beta2.ClusterConditionReconciled, false, reason, msg, now)
 	if announceIt {
-		r.announce(c, etcdv1beta2.ClusterConditionReconciled, announced{key: reason + ": " + msg, failing: true}, reason, msg)
+		r.announce(c, etcdv1beta2.ClusterConditionReconciled, reason+": "+msg, false, reason, msg)
 	} else {
-		r.events.swap(clusterKey(c), etcdv1beta2.ClusterConditionReconciled, announced{key: reason, failing: true})
+		// Announced by the caller; remembered so that the recovery is announced.
+		r.events.set(clusterKey(c), etcdv1beta2.ClusterConditionReconciled, announced{key: reason})
 	}
 }
 
@@ -181,4 +195,14 @@ func membersCannotStart(c *etcdv1beta2.EtcdCluster) string {
 func clusterRefusedMessage(name string, err error) string {
 	return fmt.Sprintf("the API server refused the EtcdCluster %s this restore would create; nothing was created. "+
 		"Fix the EtcdRestore (e.g. its %s annotation): %v", name, RestoreClusterSpecAnnotation, err)
+}
+
+// allPodsReady: every member pod is Ready, the point at which a pod failure is over.
+func allPodsReady(pods map[string]*corev1.Pod) bool {
+	for _, p := range pods {
+		if !podReady(p) {
+			return false
+		}
+	}
+	return len(pods) > 0
 }

@@ -283,5 +283,9 @@ func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*cor
 func (r *EtcdClusterReconciler) reportSpecApplied(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, now string) {
 	s := specApplied(c, r.ClusterDomain, pods)
 	updateCondition(c, etcdv1beta2.ClusterConditionSpecApplied, s.Status, s.Reason, s.Message, now)
-	r.announce(c, etcdv1beta2.ClusterConditionSpecApplied, announced{key: s.EventKey, failing: !s.Status}, s.Reason, s.Message)
+	failKey := ""
+	if !s.Status {
+		failKey = s.EventKey
+	}
+	r.announce(c, etcdv1beta2.ClusterConditionSpecApplied, failKey, s.Status, s.Reason, s.Message)
 }

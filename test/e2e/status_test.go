@@ -78,9 +78,12 @@ func TestStatusExplainsMembersThatCannotStart(t *testing.T) {
 	t.Run("unschedulable", func(t *testing.T) {
 		waitCondition(e, "nosched", etcdv1beta2.ClusterConditionPodsHealthy, corev1.ConditionFalse, "Unschedulable", within,
 			"nosched-", "didn't match Pod's node affinity/selector")
-		if !framework.HasAny(e.EventReasons("nosched"), "Unschedulable") {
-			t.Errorf("no Unschedulable event: %v", e.EventReasons("nosched"))
-		}
+		e.Eventually(10*time.Second, "an Unschedulable event", func() error {
+			if n := eventCount(t, e, "nosched", "Unschedulable"); n != 1 {
+				return fmt.Errorf("%d Unschedulable events", n)
+			}
+			return nil
+		})
 	})
 	t.Run("image not available", func(t *testing.T) {
 		waitCondition(e, "noimage", etcdv1beta2.ClusterConditionPodsHealthy, corev1.ConditionFalse, "CreateContainerError", within, "3.6.99")
@@ -136,9 +139,12 @@ func TestSpecChangeAppliesToNewMembersOnly(t *testing.T) {
 	})
 	waitCondition(e, name, etcdv1beta2.ClusterConditionSpecApplied, corev1.ConditionFalse, etcdv1beta2.ReasonAppliesToNewMembersOnly,
 		30*time.Second, "repository", "pod.annotations")
-	if !framework.HasAny(e.EventReasons(name), etcdv1beta2.ReasonAppliesToNewMembersOnly) {
-		t.Errorf("no %s event: %v", etcdv1beta2.ReasonAppliesToNewMembersOnly, e.EventReasons(name))
-	}
+	e.Eventually(10*time.Second, "an "+etcdv1beta2.ReasonAppliesToNewMembersOnly+" event", func() error {
+		if !framework.HasAny(e.EventReasons(name), etcdv1beta2.ReasonAppliesToNewMembersOnly) {
+			return fmt.Errorf("events %v", e.EventReasons(name))
+		}
+		return nil
+	})
 	after := e.MemberPods(name)
 	for n, p := range before {
 		q, ok := after[n]
