@@ -276,6 +276,9 @@ func (r *EtcdClusterReconciler) createMembers(ctx context.Context, c *etcdv1beta
 			if err := controllerutil.SetControllerReference(c, obj, r.Scheme); err != nil {
 				return err
 			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				stampSpecFingerprint(pod, c, r.ClusterDomain)
+			}
 			if err := r.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
 			}

@@ -64,6 +64,8 @@ type EtcdClusterReconciler struct {
 
 	renderer *render.Renderer
 	health   *healthTracker
+	events   *eventMemo
+	backoff  *stepBackoff
 }
 
 // SetupWithManager watches EtcdClusters and the objects they own. Owned pods changing
@@ -78,6 +80,8 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	r.events = newEventMemo()
+	r.backoff = newStepBackoff()
 	if r.OperatorImage == "" {
 		r.OperatorImage = DefaultOperatorImage
 	}
@@ -104,6 +108,8 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Get(ctx, req.NamespacedName, &c); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.health.forget(req.NamespacedName.String())
+			r.events.forget(req.NamespacedName.String())
+			r.backoff.forget(req.NamespacedName.String())
 			forgetClusterMetrics(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -123,25 +129,21 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// Input the API server's schema cannot judge (names, env clashing with flags) is
 	// reported on the resource; nothing is created or changed until it is fixed.
 	if err := render.ValidateCluster(&c); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "render: ")
-		if c.Status.Reason != msg {
-			r.Recorder.Event(&c, corev1.EventTypeWarning, ReasonInvalidSpec, msg)
-		}
-		c.Status.Phase = etcdv1beta2.ClusterPhaseFailed
-		c.Status.Reason = msg
-		r.setCondition(&c, etcdv1beta2.ClusterConditionAvailable, conditionTrue(&c, etcdv1beta2.ClusterConditionAvailable),
-			ReasonInvalidSpec, msg, r.Now().UTC().Format(time.RFC3339))
-		return ctrl.Result{}, r.patchStatus(ctx, orig, &c)
+		return r.refuseSpec(ctx, orig, &c, ReasonInvalidSpec, strings.TrimPrefix(err.Error(), "render: "))
+	}
+	if err := unsupportedVersion(&c); err != nil {
+		return r.refuseSpec(ctx, orig, &c, etcdv1beta2.ReasonUnsupportedVersion, err.Error())
 	}
 
 	if err := r.ensureServices(ctx, &c); err != nil {
-		return ctrl.Result{}, err
+		return r.observeFailed(ctx, orig, &c, err)
 	}
 
 	obs, err := r.observe(ctx, &c)
 	if err != nil {
-		return ctrl.Result{}, err
+		return r.observeFailed(ctx, orig, &c, err)
 	}
+	r.backoff.succeed(clusterKey(&c), "observe")
 	defer obs.close()
 	obs.orig = orig // the same object: a persisted step moves the final write's base
 
@@ -153,13 +155,33 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	summary := planner.Summarize(desired, obs.planner, action)
 	lg.V(1).Info("planned", "action", action.String(), "members", len(obs.planner.Members), "pods", len(obs.planner.Pods))
 
+	// A step that failed is not retried before its back-off is over, however often
+	// watch events wake the reconciler meanwhile.
+	step := stepKey(action)
+	if delay, backingOff := r.backoff.wait(clusterKey(&c), step, c.Generation, r.Now()); backingOff {
+		lg.V(1).Info("step backing off", "action", action.String(), "retryIn", delay.String())
+		r.applySummary(&c, obs, summary, action)
+		r.reportPods(&c, obs.pods, r.Now().UTC().Format(timeFormat))
+		if err := r.patchStatus(ctx, orig, &c); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: delay}, nil
+	}
 	result, actErr := r.act(ctx, &c, obs, action)
 	if hook := AfterActionHook; hook != nil && actErr == nil {
 		hook(ctx, c.Namespace+"/"+c.Name, action)
 	}
+	now := r.Now()
+	var stepErr error // for the Reconciled condition
 	if actErr != nil {
 		lg.Error(actErr, "action failed", "action", action.String())
-		r.Recorder.Eventf(&c, corev1.EventTypeWarning, "ActionFailed", "%s: %v", action.Kind, actErr)
+		r.Recorder.Eventf(&c, corev1.EventTypeWarning, etcdv1beta2.ReasonActionFailed, "%s: %v", action.Kind, actErr)
+		// Transient etcd errors are retried by etcdadmin already; a step that still
+		// fails is retried after a delay that grows with each failure.
+		result = ctrl.Result{RequeueAfter: r.backoff.fail(clusterKey(&c), step, c.Generation, now)}
+		stepErr = fmt.Errorf("%s: %w", action.Kind, actErr)
+	} else {
+		r.backoff.succeed(clusterKey(&c), step)
 	}
 
 	r.applySummary(&c, obs, summary, action)
@@ -169,14 +191,11 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		// where the user looks, not only in an event.
 		c.Status.Reason = refused.Error()
 	}
+	r.reportPods(&c, obs.pods, now.UTC().Format(timeFormat))
+	r.reportReconciled(&c, etcdv1beta2.ReasonActionFailed, stepErr, false, now.UTC().Format(timeFormat))
 	recordAction(&c, action, actErr)
 	if err := r.patchStatus(ctx, orig, &c); err != nil {
 		return ctrl.Result{}, err
-	}
-	if actErr != nil {
-		// Transient etcd errors are retried by etcdadmin already; back off before the
-		// next attempt rather than spin.
-		return ctrl.Result{RequeueAfter: activeResync}, nil
 	}
 	return result, nil
 }

@@ -236,6 +236,9 @@ func (r *EtcdRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			// Created meanwhile (by us before a restart, or by someone else): look again.
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
+		if apierrors.IsInvalid(err) {
+			return ctrl.Result{}, r.setStatus(ctx, &er, metav1.ConditionFalse, ReasonBackupInvalidSpec, clusterRefusedMessage(name, err))
+		}
 		return ctrl.Result{}, fmt.Errorf("create EtcdCluster %s: %w", name, err)
 	}
 	src, _ := render.Restore(c)
@@ -385,6 +388,7 @@ func (r *EtcdRestoreReconciler) followCluster(ctx context.Context, er *etcdv1bet
 		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, ReasonRestoreStepFailed, failure)
 	}
 	msg := fmt.Sprintf("EtcdCluster %s created from backup %s; waiting for it to become Available (phase %q).%s", c.Name, src.Location(), c.Status.Phase, replacedNote(er))
+	msg += membersCannotStart(c)
 	return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionUnknown, ReasonRestoring, msg)
 }
 

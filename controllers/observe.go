@@ -274,7 +274,8 @@ func (r *EtcdClusterReconciler) operatorTLS(ctx context.Context, c *etcdv1beta2.
 	if !render.ClientTLS(c) {
 		return nil, nil
 	}
-	return loadClientTLS(ctx, r.Client, c.Namespace, c.Spec.TLS.Static.OperatorSecret)
+	cfg, err := loadClientTLS(ctx, r.Client, c.Namespace, c.Spec.TLS.Static.OperatorSecret)
+	return cfg, tlsSecretError(err)
 }
 
 func (r *EtcdClusterReconciler) nodeIsReady(ctx context.Context, name string, cache map[string]bool) bool {

@@ -17,7 +17,7 @@ import (
 // condition transition times stable and emitting an event when a condition flips.
 func (r *EtcdClusterReconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *observation, s planner.Summary, a planner.Action) {
 	st := &c.Status
-	now := r.Now().UTC().Format(time.RFC3339)
+	now := r.Now().UTC().Format(timeFormat)
 	if o.planner.MembersKnown {
 		st.Bootstrapped = true
 		st.BootstrapMembers = nil
@@ -81,7 +81,23 @@ func (r *EtcdClusterReconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *obse
 	}
 }
 
+// timeFormat is how condition times are written, as in CoreOS's status.
+const timeFormat = time.RFC3339
+
 func (r *EtcdClusterReconciler) setCondition(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType, status bool, reason, msg, now string) {
+	flipped, added := updateCondition(c, t, status, reason, msg, now)
+	if flipped || added && status {
+		want := corev1.ConditionFalse
+		if status {
+			want = corev1.ConditionTrue
+		}
+		r.conditionEvent(c, t, want, reason, msg)
+	}
+}
+
+// updateCondition sets one condition, keeping its transition time unless the status
+// flips. It reports whether the status flipped, or the condition is new.
+func updateCondition(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType, status bool, reason, msg, now string) (flipped, added bool) {
 	want := corev1.ConditionFalse
 	if status {
 		want = corev1.ConditionTrue
@@ -91,22 +107,20 @@ func (r *EtcdClusterReconciler) setCondition(c *etcdv1beta2.EtcdCluster, t etcdv
 		if cur.Type != t {
 			continue
 		}
-		if cur.Status != want {
+		flipped = cur.Status != want
+		if flipped {
 			cur.LastTransitionTime = now
-			r.conditionEvent(c, t, want, reason, msg)
 		}
-		if cur.Status != want || cur.Reason != reason || cur.Message != msg {
+		if flipped || cur.Reason != reason || cur.Message != msg {
 			cur.LastUpdateTime = now
 		}
 		cur.Status, cur.Reason, cur.Message = want, reason, msg
-		return
+		return flipped, false
 	}
 	c.Status.Conditions = append(c.Status.Conditions, etcdv1beta2.ClusterCondition{
 		Type: t, Status: want, Reason: reason, Message: msg, LastUpdateTime: now, LastTransitionTime: now,
 	})
-	if want == corev1.ConditionTrue {
-		r.conditionEvent(c, t, want, reason, msg)
-	}
+	return false, true
 }
 
 func (r *EtcdClusterReconciler) conditionEvent(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType, s corev1.ConditionStatus, reason, msg string) {

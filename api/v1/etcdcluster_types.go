@@ -188,9 +188,10 @@ type EtcdClusterStatus struct {
 	// ControlPaused mirrors spec.paused once the operator has stopped acting.
 	// +optional
 	ControlPaused bool `json:"controlPaused,omitempty"`
-	// Conditions of the cluster: Available, Recovering, Scaling, Upgrading, Degraded,
-	// UpgradeRefused. v1beta2's lastUpdateTime has no place here; it is kept in the
-	// conversion annotation.
+	// Conditions of the cluster: Available, Recovering, Scaling, Upgrading, and
+	// PodsHealthy (why member pods cannot run), SpecApplied (spec changes that only new
+	// members get) and Reconciled (the operator's last observation or step failed).
+	// v1beta2's lastUpdateTime has no place here; it is kept in the conversion annotation.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -191,8 +191,9 @@ const (
 // ClusterCondition is one aspect of the cluster's state. Times are RFC 3339 strings, as in
 // CoreOS's operator.
 type ClusterCondition struct {
-	// Type of the condition: Available, Recovering, Scaling or Upgrading (and, added by this
-	// operator, Degraded and UpgradeRefused).
+	// Type of the condition: Available, Recovering, Scaling or Upgrading, and, added by this
+	// operator, PodsHealthy (why member pods cannot run), SpecApplied (spec changes that
+	// only new members get) and Reconciled (the operator's last observation or step failed).
 	Type ClusterConditionType `json:"type"`
 	// Status is True, False or Unknown.
 	Status corev1.ConditionStatus `json:"status"`

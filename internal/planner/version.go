@@ -94,3 +94,23 @@ func CheckSkew(cur, to Version) error {
 	}
 	return nil
 }
+
+// MinSupportedVersion is the oldest etcd the operator runs. Older releases are out of
+// upstream support and lack the local-only health check the members' liveness probe
+// relies on (a probe that fails when quorum is lost would restart every member at once).
+const MinSupportedVersion = "3.5.0"
+
+// CheckSupported says whether the operator can run etcd version v. It refuses versions
+// older than MinSupportedVersion; a version that does not parse is refused too.
+func CheckSupported(v string) error {
+	got, err := ParseVersion(v)
+	if err != nil {
+		return err
+	}
+	min, _ := ParseVersion(MinSupportedVersion)
+	if got.Major < min.Major || got.Major == min.Major && got.Minor < min.Minor {
+		return fmt.Errorf("etcd %s is not supported: the oldest version this operator runs is %s; set spec.version to %d.%d.x or later",
+			got, MinSupportedVersion, min.Major, min.Minor)
+	}
+	return nil
+}

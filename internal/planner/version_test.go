@@ -133,3 +133,31 @@ func TestNewMemberNames(t *testing.T) {
 		t.Errorf("name %q not lowercase", n)
 	}
 }
+
+func TestCheckSupported(t *testing.T) {
+	for _, c := range []struct {
+		v  string
+		ok bool
+	}{
+		{"3.5.0", true},
+		{"3.5.21", true},
+		{"v3.6.16", true},
+		{"3.7.3", true},
+		{"3.10.0", true},
+		{"4.0.0", true},
+		{"3.5.0-rc.1", true},
+		{"3.4.37", false},
+		{"3.2.13", false}, // CoreOS's default version
+		{"v3.3.25", false},
+		{"2.3.8", false},
+		{"latest", false},
+	} {
+		err := CheckSupported(c.v)
+		if (err == nil) != c.ok {
+			t.Errorf("CheckSupported(%q) = %v, want ok=%v", c.v, err, c.ok)
+		}
+		if err != nil && c.ok == false && !strings.Contains(err.Error(), MinSupportedVersion) && c.v != "latest" {
+			t.Errorf("CheckSupported(%q) = %q, want the minimum %s named", c.v, err, MinSupportedVersion)
+		}
+	}
+}

@@ -919,3 +919,13 @@ func TestReservedEnvMatchesRenderedFlags(t *testing.T) {
 		}
 	}
 }
+
+// A crash-looping etcd's fatal error must reach the cluster's status: etcd writes no
+// termination-message file, so the log tail has to stand in for it.
+func TestEtcdTerminationMessageFallsBackToLogs(t *testing.T) {
+	c := coreosSample("3.6.16")
+	got := mustRender(t, Input{Cluster: c, Members: bootstrap(c, 1, "")})
+	if p := etcdContainer(t, got.pods["example-0000"]).TerminationMessagePolicy; p != corev1.TerminationMessageFallbackToLogsOnError {
+		t.Errorf("terminationMessagePolicy %q, want %q", p, corev1.TerminationMessageFallbackToLogsOnError)
+	}
+}

@@ -1,0 +1,47 @@
+package v1beta2
+
+// Condition types this operator adds to CoreOS's four. Each says something a user could
+// otherwise learn only from the pods, the operator's log or a diff of the spec.
+const (
+	// ClusterConditionPodsHealthy is True when every member pod runs its etcd container.
+	// False copies why not from the pods: the scheduler's reason (Unschedulable) or the
+	// kubelet's (ErrImagePull, ImagePullBackOff, CreateContainerConfigError,
+	// CrashLoopBackOff with the last termination, ...), or PodsStarting while pods are
+	// merely on their way.
+	ClusterConditionPodsHealthy ClusterConditionType = "PodsHealthy"
+	// ClusterConditionReconciled is False when the operator could not observe the cluster
+	// or its last step failed (reason TLSSecretError, ObserveFailed or ActionFailed); the
+	// step is retried with a growing delay.
+	ClusterConditionReconciled ClusterConditionType = "Reconciled"
+	// ClusterConditionSpecApplied is False when running members were created from a spec
+	// that differs from the current one in fields that only shape new pods (repository,
+	// TLS secrets, pod policy, claim spec): the change applies to new members only.
+	ClusterConditionSpecApplied ClusterConditionType = "SpecApplied"
+)
+
+// Reasons of the conditions above, and of a cluster the operator will not run.
+const (
+	// ReasonUnsupportedVersion: spec.version is older than any etcd the operator can run
+	// (planner.MinSupportedVersion). Nothing is created or changed until it is raised.
+	ReasonUnsupportedVersion = "UnsupportedVersion"
+	// ReasonPodsRunning: every member pod runs its etcd container.
+	ReasonPodsRunning = "PodsRunning"
+	// ReasonPodsStarting: some member pods are scheduled or starting, none reported a
+	// failure.
+	ReasonPodsStarting = "PodsStarting"
+	// ReasonNoPods: the cluster has no member pods.
+	ReasonNoPods = "NoPods"
+	// ReasonReconciled: the cluster was observed and the last step succeeded.
+	ReasonReconciled = "Reconciled"
+	// ReasonTLSSecretError: a TLS Secret the spec names is missing or unusable.
+	ReasonTLSSecretError = "TLSSecretError"
+	// ReasonObserveFailed: the operator could not read the cluster's pods or services.
+	ReasonObserveFailed = "ObserveFailed"
+	// ReasonActionFailed: the planned step failed; it is retried with back-off.
+	ReasonActionFailed = "ActionFailed"
+	// ReasonSpecApplied: every member was created from the current spec.
+	ReasonSpecApplied = "SpecApplied"
+	// ReasonAppliesToNewMembersOnly: the spec changed in fields running members cannot
+	// take without being recreated; members created from now on get the new values.
+	ReasonAppliesToNewMembersOnly = "AppliesToNewMembersOnly"
+)
