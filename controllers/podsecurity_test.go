@@ -78,8 +78,9 @@ func restrictedTestPods(t *testing.T, ns string) map[string]*corev1.Pod {
 		name := c.Name + "-0000"
 		return render.Member{Name: name, InitialClusterState: render.StateNew, InitialCluster: render.InitialClusterEntry(c, name, "")}
 	}
+	var restoreStep *render.RestoreStep // set for the restoring member only
 	memberPod := func(c *etcdv1beta2.EtcdCluster, m render.Member) *corev1.Pod {
-		objs, err := rd.Render(render.Input{Cluster: c, Members: []render.Member{m}})
+		objs, err := rd.Render(render.Input{Cluster: c, Members: []render.Member{m}, Restore: restoreStep})
 		if err != nil {
 			t.Fatalf("render %s: %v", c.Name, err)
 		}
@@ -115,13 +116,16 @@ func restrictedTestPods(t *testing.T, ns string) map[string]*corev1.Pod {
 	pods["member with a user's securityContext"] = memberPod(user, member(user))
 
 	restored := cluster("restored")
-	ann, err := render.RestoreSource{Restore: "r", UID: "uid-r", SHA256: strings.Repeat("a", 64),
-		S3: &etcdv1beta2.S3BackupSource{Path: "bucket/key", AWSSecret: "aws"}}.Annotations("etcd-operator:v0.2.0")
+	src := render.RestoreSource{Restore: "r", UID: "uid-r", SHA256: strings.Repeat("a", 64),
+		S3: &etcdv1beta2.S3BackupSource{Path: "bucket/key", AWSSecret: "aws"}}
+	ann, err := src.Annotations()
 	if err != nil {
 		t.Fatal(err)
 	}
 	restored.Annotations = ann
+	restoreStep = &render.RestoreStep{Source: src, Image: "etcd-operator:v0.2.0"}
 	pods["restoring member"] = memberPod(restored, member(restored))
+	restoreStep = nil
 
 	recovered := cluster("recovered")
 	rm := member(recovered)
@@ -131,7 +135,7 @@ func restrictedTestPods(t *testing.T, ns string) map[string]*corev1.Pod {
 	eb := &etcdv1beta2.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: ns}, Spec: etcdv1beta2.EtcdBackupSpec{
 		EtcdEndpoints: []string{"http://plain-client:2379"}, StorageType: etcdv1beta2.BackupStorageTypePVC,
 		BackupSource: etcdv1beta2.BackupSource{PVC: &etcdv1beta2.PVCBackupSource{ClaimName: "backups", Path: "db"}}}}
-	pods["backup"] = (&EtcdBackupReconciler{}).backupPod(eb)
+	pods["backup"] = (&EtcdBackupReconciler{}).backupPod(eb, &backupTarget{Endpoints: []string{"http://10.1.2.3:2379"}, Cluster: "plain"})
 
 	for _, name := range []string{"restoring member", "recovering member"} {
 		if len(pods[name].Spec.InitContainers) == 0 {

@@ -25,9 +25,9 @@ import (
 
 var proofNow = time.Date(2026, 12, 3, 11, 0, 0, 0, time.UTC)
 
-// clusterFixture is an EtcdCluster "c" in namespace "ns" with a fake API server behind
+// proofFixture is an EtcdCluster "c" in namespace "ns" with a fake API server behind
 // the cluster reconciler; deletes are recorded with their options.
-type clusterFixture struct {
+type proofFixture struct {
 	c       client.Client
 	r       *EtcdClusterReconciler
 	rec     *record.FakeRecorder
@@ -41,7 +41,7 @@ type deleteCall struct {
 	uid  types.UID // the UID precondition sent, if any
 }
 
-func newClusterFixture(t *testing.T, mutate func(*etcdv1beta2.EtcdCluster), objs ...client.Object) *clusterFixture {
+func newProofFixture(t *testing.T, mutate func(*etcdv1beta2.EtcdCluster), objs ...client.Object) *proofFixture {
 	t.Helper()
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
@@ -53,7 +53,7 @@ func newClusterFixture(t *testing.T, mutate func(*etcdv1beta2.EtcdCluster), objs
 	if mutate != nil {
 		mutate(ec)
 	}
-	f := &clusterFixture{cluster: ec}
+	f := &proofFixture{cluster: ec}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(append([]client.Object{ec}, objs...)...).
 		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).
 		WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
@@ -107,7 +107,7 @@ func typeName(o client.Object) string {
 
 // memberPod is a pod named name with the cluster's member labels; owner "" means
 // no owner, otherwise a controller reference to an EtcdCluster with that UID.
-func memberPod(name string, owner types.UID) *corev1.Pod {
+func ownedMemberPod(name string, owner types.UID) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name),
 		Labels: render.MemberLabels("c", name), CreationTimestamp: metav1.NewTime(proofNow.Add(-time.Hour))},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: render.ContainerName, Image: "quay.io/coreos/etcd:v3.7.3"}}}}
@@ -131,7 +131,7 @@ func controllerRef(uid types.UID) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster", Name: "c", UID: uid, Controller: &yes}
 }
 
-func (f *clusterFixture) exists(t *testing.T, obj client.Object, name string) bool {
+func (f *proofFixture) exists(t *testing.T, obj client.Object, name string) bool {
 	t.Helper()
 	err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, obj)
 	if err != nil && client.IgnoreNotFound(err) != nil {
@@ -141,7 +141,7 @@ func (f *clusterFixture) exists(t *testing.T, obj client.Object, name string) bo
 }
 
 // observed is an observation of the fixture's pods as the cache would show them.
-func (f *clusterFixture) observed(t *testing.T, names ...string) *observation {
+func (f *proofFixture) observed(t *testing.T, names ...string) *observation {
 	t.Helper()
 	o := &observation{pods: map[string]*corev1.Pod{}, orig: f.cluster.DeepCopy()}
 	for _, n := range names {
@@ -154,7 +154,7 @@ func (f *clusterFixture) observed(t *testing.T, names ...string) *observation {
 	return o
 }
 
-func (f *clusterFixture) warned(t *testing.T, sub string) {
+func (f *proofFixture) warned(t *testing.T, sub string) {
 	t.Helper()
 	for {
 		select {
@@ -172,7 +172,7 @@ func TestActDeletesOnlyWhatTheClusterControls(t *testing.T) {
 	ctx := context.Background()
 	t.Run("a pod of the member's name that the cluster does not control is left alone", func(t *testing.T) {
 		for _, owner := range []types.UID{"", "uid-other-cluster"} {
-			f := newClusterFixture(t, nil, memberPod("c-stranger", owner), memberClaim("c-stranger", owner))
+			f := newProofFixture(t, nil, ownedMemberPod("c-stranger", owner), memberClaim("c-stranger", owner))
 			o := f.observed(t)
 			for _, a := range []planner.Action{
 				{Kind: planner.DeletePod, Name: "c-stranger", Reason: "OrphanPod"},
@@ -190,7 +190,7 @@ func TestActDeletesOnlyWhatTheClusterControls(t *testing.T) {
 		}
 	})
 	t.Run("a claim the cluster does not control survives its member's removal", func(t *testing.T) {
-		f := newClusterFixture(t, nil, memberPod("c-m1", "uid-c"), memberClaim("c-m1", ""))
+		f := newProofFixture(t, nil, ownedMemberPod("c-m1", "uid-c"), memberClaim("c-m1", ""))
 		_, err := f.r.act(ctx, f.cluster, f.observed(t, "c-m1"), planner.Action{Kind: planner.DeletePod, Name: "c-m1", Reason: "OrphanPod"})
 		if err == nil {
 			t.Error("a foreign claim was skipped silently")
@@ -204,7 +204,7 @@ func TestActDeletesOnlyWhatTheClusterControls(t *testing.T) {
 		f.warned(t, "not controlled by")
 	})
 	t.Run("deletes carry the UID read at the moment of deletion", func(t *testing.T) {
-		f := newClusterFixture(t, nil, memberPod("c-m1", "uid-c"), memberClaim("c-m1", "uid-c"))
+		f := newProofFixture(t, nil, ownedMemberPod("c-m1", "uid-c"), memberClaim("c-m1", "uid-c"))
 		if _, err := f.r.act(ctx, f.cluster, f.observed(t, "c-m1"), planner.Action{Kind: planner.DeletePod, Name: "c-m1"}); err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +221,7 @@ func TestActDeletesOnlyWhatTheClusterControls(t *testing.T) {
 		}
 	})
 	t.Run("a pod recreated under the same name since it was observed is not deleted", func(t *testing.T) {
-		f := newClusterFixture(t, nil, memberPod("c-m1", "uid-c"))
+		f := newProofFixture(t, nil, ownedMemberPod("c-m1", "uid-c"))
 		o := f.observed(t, "c-m1")
 		o.pods["c-m1"].UID = "uid-of-the-pod-that-was-planned-on"
 		_, err := f.r.act(ctx, f.cluster, o, planner.Action{Kind: planner.DeletePod, Name: "c-m1"})
@@ -230,9 +230,9 @@ func TestActDeletesOnlyWhatTheClusterControls(t *testing.T) {
 		}
 	})
 	t.Run("an aborted recovery whose recorded member is a pod the cluster does not control", func(t *testing.T) {
-		f := newClusterFixture(t, func(c *etcdv1beta2.EtcdCluster) {
+		f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) {
 			c.Status.Recovery = &etcdv1beta2.RecoveryStatus{Member: "c-stranger", Source: "c-m1", Token: "t"}
-		}, memberPod("c-stranger", ""))
+		}, ownedMemberPod("c-stranger", ""))
 		_, _ = f.r.act(ctx, f.cluster, f.observed(t), planner.Action{Kind: planner.AbortRecovery, Name: "c-stranger", DeletePod: true})
 		if !f.exists(t, &corev1.Pod{}, "c-stranger") {
 			t.Fatal("deleted a pod the cluster does not control")
@@ -241,14 +241,14 @@ func TestActDeletesOnlyWhatTheClusterControls(t *testing.T) {
 }
 
 // reconcileOnce runs one full reconcile of cluster c.
-func (f *clusterFixture) reconcileOnce(t *testing.T) {
+func (f *proofFixture) reconcileOnce(t *testing.T) {
 	t.Helper()
 	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "c"}}); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
 }
 
-func (f *clusterFixture) podNames(t *testing.T) []string {
+func (f *proofFixture) podNames(t *testing.T) []string {
 	t.Helper()
 	var pods corev1.PodList
 	if err := f.c.List(context.Background(), &pods, client.InNamespace("ns")); err != nil {
@@ -268,7 +268,7 @@ func TestForgedStatusDeletesNothing(t *testing.T) {
 	members := func() []client.Object {
 		var objs []client.Object
 		for _, n := range []string{"c-aaaaaaa1", "c-aaaaaaa2", "c-aaaaaaa3"} {
-			p := memberPod(n, "uid-c")
+			p := ownedMemberPod(n, "uid-c")
 			// Addressable, but etcd is not running: nothing is dialled, no member answers.
 			p.Status.PodIP = "127.250.0." + n[len(n)-1:]
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: render.ContainerName,
@@ -302,7 +302,7 @@ func TestForgedStatusDeletesNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newClusterFixture(t, func(c *etcdv1beta2.EtcdCluster) {
+			f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) {
 				tc.forge(c)
 			}, members()...)
 			// The status subresource is written separately from the object.
@@ -332,14 +332,14 @@ func TestStuckBootstrapFollowsCorrectedVersion(t *testing.T) {
 	names := []string{"c-aaaaaaa1", "c-aaaaaaa2", "c-aaaaaaa3"}
 	var objs []client.Object
 	for _, n := range names {
-		p := memberPod(n, "uid-c")
+		p := ownedMemberPod(n, "uid-c")
 		p.Annotations = map[string]string{render.AnnotationVersion: "3.6.99"}
 		p.Spec.Containers[0].Image = "quay.io/coreos/etcd:v3.6.99"
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: render.ContainerName,
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}}}
 		objs = append(objs, p)
 	}
-	f := newClusterFixture(t, nil, objs...)
+	f := newProofFixture(t, nil, objs...)
 	st := f.cluster.DeepCopy()
 	st.Status.BootstrapMembers = names
 	if err := f.c.Status().Update(context.Background(), st); err != nil {

@@ -75,14 +75,14 @@ func TestPodSecurityContext(t *testing.T) {
 // with RuntimeDefault seccomp: the Pod Security "restricted" profile.
 func TestMemberPodsAreRestricted(t *testing.T) {
 	s3 := v1beta2.S3BackupSource{Path: "bucket/key", AWSSecret: "aws"}
-	restoring := restoredCluster(t, s3, testSHA)
+	restoring, step := restoredCluster(t, s3, testSHA)
 	recovering := coreosSample("3.6.16")
 	rm := bootstrap(recovering, 1, "")
 	rm[0].Recovery = &Recovery{SourceURL: "http://10.1.2.3:2379", MinRevision: 1, Token: "t2", Image: "etcd-operator:v0.2.0"}
 	plain := coreosSample("3.6.16")
 	for name, in := range map[string]Input{
 		"plain":      {Cluster: plain, Members: bootstrap(plain, 1, "")},
-		"restoring":  {Cluster: restoring, Members: bootstrap(restoring, 1, "")},
+		"restoring":  {Cluster: restoring, Members: bootstrap(restoring, 1, ""), Restore: step},
 		"recovering": {Cluster: recovering, Members: rm},
 	} {
 		for _, p := range mustRender(t, in).pods {
