@@ -79,7 +79,7 @@ func newProofFixture(t *testing.T, mutate func(*etcdv1beta2.EtcdCluster), objs .
 	}
 	f.c, f.rec = c, record.NewFakeRecorder(200)
 	f.r = &EtcdClusterReconciler{Client: c, Scheme: s, Recorder: f.rec, Now: func() time.Time { return proofNow },
-		renderer: rd, health: newHealthTracker(), OperatorImage: "op:test"}
+		renderer: rd, health: newHealthTracker(), events: newEventMemo(), backoff: newStepBackoff(), OperatorImage: "op:test"}
 	// Read back what the fake server stored (UIDs, resourceVersions).
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(ec), f.cluster); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-operator/etcd-operator/internal/render"
+
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
@@ -114,7 +116,18 @@ func TestReconcileReportsSpecAppliedToNewMembersOnly(t *testing.T) {
 	if err := f.c.List(context.Background(), &pods, client.InNamespace("default")); err != nil || len(pods.Items) != 1 {
 		t.Fatalf("pods after bootstrap: %v %v", len(pods.Items), err)
 	}
-	before := pods.Items[0]
+	// The member runs etcd: a running cluster, not a bootstrap stuck on its image (whose
+	// pods would rightly get a corrected image in place).
+	running := pods.Items[0]
+	running.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: render.ContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
+	if err := f.c.Status().Update(context.Background(), &running); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(&running), &running); err != nil {
+		t.Fatal(err)
+	}
+	before := running
 	wantClusterCondition(t, f.cluster(t, c.Name), etcdv1beta2.ClusterConditionSpecApplied, corev1.ConditionTrue, etcdv1beta2.ReasonSpecApplied)
 
 	cl := f.cluster(t, c.Name)
