@@ -12,9 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,9 +90,7 @@ func TestBackupCannotReachAnotherNamespace(t *testing.T) {
 			ReasonClusterNotFound, "spec.clusterRef.name"},
 	}
 
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(etcdv1beta2.AddToScheme(s))
+	s := testScheme()
 	objs := []client.Object{victim, own, aws, memberPodOf(victim, "prod-0001", host), memberPodOf(own, "mine-0001", "10.1.1.1")}
 	for _, c := range cases {
 		objs = append(objs, c.backup)

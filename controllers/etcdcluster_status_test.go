@@ -10,11 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,20 +33,13 @@ type clusterFixture struct {
 
 func newClusterFixture(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *clusterFixture {
 	t.Helper()
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(etcdv1beta2.AddToScheme(s))
+	s := testScheme()
 	b := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&etcdv1beta2.EtcdCluster{})
 	if funcs != nil {
 		b = b.WithInterceptorFuncs(*funcs)
 	}
-	rd, err := render.New()
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := &clusterFixture{c: b.Build(), rec: record.NewFakeRecorder(100), now: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
-	f.r = &EtcdClusterReconciler{Client: f.c, Scheme: s, Recorder: f.rec, Now: func() time.Time { return f.now },
-		renderer: rd, health: newHealthTracker(), events: newEventMemo(), backoff: newStepBackoff(), OperatorImage: "op:test"}
+	f.r = newTestClusterReconciler(t, f.c, f.rec, func() time.Time { return f.now })
 	return f
 }
 

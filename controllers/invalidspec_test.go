@@ -8,9 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,9 +21,7 @@ import (
 // InvalidSpec naming the variable, with a warning event, and nothing is created,
 // changed or deleted.
 func TestReconcileRefusesIdentityEnv(t *testing.T) {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(etcdv1beta2.AddToScheme(s))
+	s := testScheme()
 	cluster := &etcdv1beta2.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "default", UID: "uid-old"},
 		Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16", Pod: &etcdv1beta2.PodPolicy{

@@ -8,10 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,9 +40,7 @@ type deleteCall struct {
 
 func newProofFixture(t *testing.T, mutate func(*etcdv1beta2.EtcdCluster), objs ...client.Object) *proofFixture {
 	t.Helper()
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(etcdv1beta2.AddToScheme(s))
+	s := testScheme()
 	ec := &etcdv1beta2.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: "uid-c", Generation: 1},
 		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
@@ -73,13 +68,8 @@ func newProofFixture(t *testing.T, mutate func(*etcdv1beta2.EtcdCluster), objs .
 			f.deletes = append(f.deletes, call)
 			return cl.Delete(ctx, obj, opts...)
 		}}).Build()
-	rd, err := render.New()
-	if err != nil {
-		t.Fatal(err)
-	}
 	f.c, f.rec = c, record.NewFakeRecorder(200)
-	f.r = &EtcdClusterReconciler{Client: c, Scheme: s, Recorder: f.rec, Now: func() time.Time { return proofNow },
-		renderer: rd, health: newHealthTracker(), events: newEventMemo(), backoff: newStepBackoff(), OperatorImage: "op:test"}
+	f.r = newTestClusterReconciler(t, c, f.rec, func() time.Time { return proofNow })
 	// Read back what the fake server stored (UIDs, resourceVersions).
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(ec), f.cluster); err != nil {
 		t.Fatal(err)

@@ -7,11 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -47,9 +44,7 @@ func TestRestoreReportsMembersThatCannotStart(t *testing.T) {
 // the restore with the API server's reason, instead of an error in the operator's log
 // retried forever.
 func TestRestoreReportsClusterRefusedByTheAPIServer(t *testing.T) {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(etcdv1beta2.AddToScheme(s))
+	s := testScheme()
 	er := newPVCRestore("huge", "h", "backups", "snaps/one.db")
 	er.Annotations = map[string]string{RestoreClusterSpecAnnotation: `{"size": 200}`}
 	refused := apierrors.NewInvalid(schema.GroupKind{Group: etcdv1beta2.GroupVersion.Group, Kind: "EtcdCluster"}, "h",

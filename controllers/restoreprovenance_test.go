@@ -7,10 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -75,9 +72,7 @@ func TestBootstrapHonoursOnlyTheOperatorsRestore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := annotate(tc.cluster, tc.src)
-			s := runtime.NewScheme()
-			utilruntime.Must(clientgoscheme.AddToScheme(s))
-			utilruntime.Must(etcdv1beta2.AddToScheme(s))
+			s := testScheme()
 			fc := fake.NewClientBuilder().WithScheme(s).WithObjects(c, genuine, periodic, elsewhere, pvc).Build()
 			rd, err := render.New()
 			if err != nil {
