@@ -3,7 +3,7 @@
 # from the Go module proxy, into a cache outside the clone keyed by version.
 # A warm cache makes this a no-op: each tool directory carries a .done stamp.
 #
-#   hack/tools.sh [all|k8s|etcd|minio|gen]    (default: all)
+#   hack/tools.sh [all|k8s|node|coredns|etcd|minio|gen]    (default: all)
 #   hack/tools.sh path                        print the cache root
 set -euo pipefail
 
@@ -12,6 +12,7 @@ ETCD_VERSIONS=${ETCD_VERSIONS:-"v3.6.16 v3.7.3"}
 MINIO_VERSION=${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
 CONTROLLER_GEN_VERSION=${CONTROLLER_GEN_VERSION:-v0.23.0}
 KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-v5.8.2}
+COREDNS_VERSION=${COREDNS_VERSION:-v1.12.4}
 
 CACHE=${ETCD_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/etcd-operator}
 export GOFLAGS=-buildvcs=false CGO_ENABLED=0
@@ -25,11 +26,10 @@ scratch_module() {
   (cd "$1" && go mod init "$2" >/dev/null 2>&1)
 }
 
-build_k8s() {
-  local out=$CACHE/k8s-$K8S_VERSION
-  [[ -f $out/.done ]] && return 0
-  log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $K8S_VERSION (cold: ~15 min)"
-  local work; work=$(mktemp -d "$CACHE/.k8s-build.XXXX")
+# k8s_module DIR CMD...: a scratch module that requires k8s.io/kubernetes and replaces
+# its staging modules with the published releases, ready to build the given commands.
+k8s_module() {
+  local work=$1; shift
   scratch_module "$work" k8stools
   (
     cd "$work"
@@ -41,25 +41,77 @@ build_k8s() {
     go mod edit -require="k8s.io/kubernetes@$K8S_VERSION"
     grep -oE '^\s*k8s\.io/[a-z0-9-]+ => \./staging' "$gomod" | awk '{print $1}' | sort -u |
       while read -r m; do go mod edit -replace="$m=$m@$staging"; done
-    cat > tools.go <<'GO'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-)
-GO
+    {
+      printf '//go:build tools\n\npackage tools\n\nimport (\n'
+      for c in "$@"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c"; done
+      printf ')\n'
+    } > tools.go
     go mod tidy -e >/dev/null 2>&1 || true
     go get "k8s.io/kubernetes@$K8S_VERSION" >/dev/null
+  )
+}
+
+# k8s_ldflags: the version stamp a release build carries; without it the binaries report
+# v0.0.0-master and the kubelet registers its node with that version.
+k8s_ldflags() {
+  local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+  printf -- '-s -X k8s.io/component-base/version.gitVersion=%s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=%s' "$K8S_VERSION" "$minor"
+}
+
+build_k8s() {
+  local out=$CACHE/k8s-$K8S_VERSION
+  [[ -f $out/.done ]] && return 0
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $K8S_VERSION (cold: ~15 min)"
+  local work; work=$(mktemp -d "$CACHE/.k8s-build.XXXX")
+  local cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+  k8s_module "$work" "${cmds[@]}"
+  (
+    cd "$work"
     mkdir -p bin
-    for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+    for c in "${cmds[@]}"; do
       log "  go build $c"
-      go build -trimpath -ldflags=-s -o "bin/$c" "k8s.io/kubernetes/cmd/$c"
+      go build -trimpath -ldflags="$(k8s_ldflags)" -o "bin/$c" "k8s.io/kubernetes/cmd/$c"
     done
+  )
+  rm -rf "$out"; mkdir -p "$out"
+  mv "$work"/bin/* "$out"/
+  rm -rf "$work"
+  touch "$out/.done"
+}
+
+# build_node: the node agents of the bench's real nodes (containerd, runc and the CNI
+# plugins come from Debian packages, see .ci/run).
+build_node() {
+  local out=$CACHE/k8s-node-$K8S_VERSION
+  [[ -f $out/.done ]] && return 0
+  log "building kubelet, kube-proxy $K8S_VERSION (cold: ~5 min)"
+  local work; work=$(mktemp -d "$CACHE/.k8s-node-build.XXXX")
+  local cmds=(kubelet kube-proxy)
+  k8s_module "$work" "${cmds[@]}"
+  (
+    cd "$work"
+    mkdir -p bin
+    for c in "${cmds[@]}"; do
+      log "  go build $c"
+      go build -trimpath -ldflags="$(k8s_ldflags)" -o "bin/$c" "k8s.io/kubernetes/cmd/$c"
+    done
+  )
+  rm -rf "$out"; mkdir -p "$out"
+  mv "$work"/bin/* "$out"/
+  rm -rf "$work"
+  touch "$out/.done"
+}
+
+build_coredns() {
+  local out=$CACHE/coredns-$COREDNS_VERSION
+  [[ -f $out/.done ]] && return 0
+  log "building coredns $COREDNS_VERSION (cold: ~4 min)"
+  local work; work=$(mktemp -d "$CACHE/.coredns-build.XXXX")
+  scratch_module "$work" corednstools
+  (
+    cd "$work"
+    go get "github.com/coredns/coredns@$COREDNS_VERSION" >/dev/null 2>&1
+    go build -trimpath -ldflags=-s -o bin/coredns github.com/coredns/coredns
   )
   rm -rf "$out"; mkdir -p "$out"
   mv "$work"/bin/* "$out"/
@@ -134,6 +186,8 @@ what=${1:-all}
 case $what in
   path) echo "$CACHE"; exit 0 ;;
   k8s) build_k8s ;;
+  node) build_node ;;
+  coredns) build_coredns ;;
   etcd) for v in $ETCD_VERSIONS; do build_etcd "$v"; done ;;
   minio) build_minio ;;
   gen) build_gen ;;
@@ -141,9 +195,11 @@ case $what in
     build_gen
     for v in $ETCD_VERSIONS; do build_etcd "$v"; done
     build_k8s
+    build_node
+    build_coredns
     build_minio
     envtest_assets
     ;;
-  *) echo "usage: $0 [all|k8s|etcd|minio|gen|path]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|k8s|node|coredns|etcd|minio|gen|path]" >&2; exit 2 ;;
 esac
 log "ready in $CACHE"
