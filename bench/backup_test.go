@@ -24,6 +24,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/miniotest"
+	"github.com/etcd-operator/etcd-operator/test/bench"
 )
 
 const (
@@ -56,7 +57,7 @@ func BenchmarkBackup256MiB(b *testing.B) {
 	dbSize := fillEtcd(b, ep, backupDBTarget)
 	b.ReportMetric(float64(dbSize)/(1<<20), "db-MiB")
 
-	srv := miniotest.Start(b)
+	srv := miniotest.StartOn(b, bench.ControlPlaneIP)
 	srv.MakeBucket(b, "bench")
 	store, err := backup.NewS3(backup.S3Config{
 		Endpoint: srv.Endpoint(), Bucket: "bench", ForcePathStyle: true,

@@ -86,7 +86,7 @@ func envInt(key string, def int) int {
 }
 
 func injectFault(b *testing.B, e *framework.Env, name, kind, pod string) error {
-	k := e.Bench.Kubelet()
+	k := e.Bench.Faults()
 	switch kind {
 	case "kill-member":
 		return k.KillPod("default", pod, syscall.SIGKILL)

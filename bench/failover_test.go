@@ -209,7 +209,7 @@ func restartMember(b *testing.B, e *framework.Env, name, pod string, sig syscall
 	restarts := etcdRestarts(e.MemberPods(name)[pod])
 	size := len(e.MemberPods(name))
 	start := time.Now()
-	if err := e.Bench.Kubelet().KillPod("default", pod, sig); err != nil {
+	if err := e.Bench.Faults().KillPod("default", pod, sig); err != nil {
 		b.Fatal(err)
 	}
 	poll(b, 2*time.Minute, func() bool {

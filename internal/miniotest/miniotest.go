@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,7 +50,7 @@ func cacheDir() string { return testenv.CacheDir() }
 
 // Server is a running MinIO.
 type Server struct {
-	Addr      string // 127.0.0.1:port
+	Addr      string // host:port
 	AccessKey string
 	SecretKey string
 	Region    string
@@ -64,9 +65,16 @@ func (s *Server) Endpoint() string { return "http://" + s.Addr }
 // PID of the server process.
 func (s *Server) PID() int { return s.cmd.Process.Pid }
 
-// Start runs a MinIO server and waits until it is ready. It is stopped (SIGTERM, then
-// SIGKILL) when the test ends.
+// Start runs a MinIO server on 127.0.0.1 and waits until it is ready. It is stopped
+// (SIGTERM, then SIGKILL) when the test ends.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartOn(t, "127.0.0.1")
+}
+
+// StartOn is Start listening on host, e.g. the bench network's address so that pods reach
+// it (only inside a network namespace the test created: never a host interface).
+func StartOn(t testing.TB, host string) *Server {
 	t.Helper()
 	bin := Binary(t)
 	s := &Server{
@@ -80,7 +88,7 @@ func Start(t testing.TB) *Server {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		api, console := freePort(t), freePort(t)
-		s.Addr = fmt.Sprintf("127.0.0.1:%d", api)
+		s.Addr = net.JoinHostPort(host, strconv.Itoa(api))
 		if lastErr = s.start(t, bin, console); lastErr == nil {
 			return s
 		}

@@ -15,10 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/etcd-operator/etcd-operator/test/bench/kubelet"
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -30,18 +26,12 @@ type Options struct {
 	// Dir holds everything the bench writes (certs, data, logs, kubeconfig). Empty: a
 	// new temporary directory, removed by Stop. A given Dir is kept.
 	Dir string
-	// Nodes is the number of emulated nodes, bench-node-1..N, spread over zone-a, zone-b,
-	// zone-c (topology.kubernetes.io/zone). Default 3.
+	// Nodes is the number of real nodes, bench-node-1..N (at most 5), spread over zone-a,
+	// zone-b, zone-c (topology.kubernetes.io/zone). Default 3.
 	Nodes int
-	// ExtraImages maps image references to directories of executables, e.g. the
-	// operator's image to the directory of a freshly built binary.
-	ExtraImages map[string]string
 	// Scheme for Client(); default client-go's scheme (all built-in types). Add CRD
 	// types to it before Start.
 	Scheme *runtime.Scheme
-	// PodIPPrefix is handed to the kubelet, e.g. "127.1.". Default: a prefix unique in
-	// this process, so two benches in one test binary do not hand out the same IPs.
-	PodIPPrefix string
 	// ExtraAPIServerArgs are appended to kube-apiserver's command line.
 	ExtraAPIServerArgs []string
 	// Log receives progress lines (e.g. t.Logf); nil: silent.
@@ -51,8 +41,13 @@ type Options struct {
 // Timings are measured by Start.
 type Timings struct {
 	ControlPlane time.Duration // start of Start until kube-apiserver /readyz answers ok
+	Images       time.Duration // start of Start until the registry serves every image
 	NodesReady   time.Duration // start of Start until every node is Ready and untainted
+	ClusterDNS   time.Duration // start of Start until CoreDNS answers
 }
+
+// maxNodes bounds Options.Nodes: each node costs about 200 MB before its first pod.
+const maxNodes = 5
 
 // Bench is a running bench. All methods are safe for concurrent use.
 type Bench struct {
@@ -70,11 +65,9 @@ type Bench struct {
 	mu    sync.Mutex
 	procs []*process // start order; stopped in reverse
 
-	kubelet       *kubelet.Kubelet
-	kubeletCancel context.CancelFunc
-	kubeletDone   chan struct{}
-	kubeletErr    error
-	kubeletLog    *os.File
+	cgroups        *cgroupTree
+	nodes          []*realNode
+	nodeKubeconfig string
 
 	stopOnce sync.Once
 }
@@ -82,7 +75,7 @@ type Bench struct {
 var (
 	benchSeq atomic.Int32
 	// active guards the one-bench-per-process rule: every bench of a process shares the
-	// namespace's /etc/hosts, and the kubelet owns the DNS block in it.
+	// namespace's network (its bridge, addresses and routes) and /run.
 	active atomic.Bool
 )
 
@@ -107,11 +100,10 @@ func Start(ctx context.Context, opts Options) (_ *Bench, err error) {
 			return nil, err
 		}
 	}
-	if opts.PodIPPrefix == "" {
-		// Successive benches get fresh ranges, so a stale address from the previous
-		// one can never reach a new pod.
-		opts.PodIPPrefix = fmt.Sprintf("127.%d.", 1+(benchSeq.Add(1)-1)%200)
+	if opts.Nodes > maxNodes {
+		return nil, fmt.Errorf("bench: %d nodes asked, at most %d", opts.Nodes, maxNodes)
 	}
+	benchSeq.Add(1)
 	if opts.Log == nil {
 		opts.Log = func(string, ...any) {}
 	}
@@ -143,13 +135,20 @@ func Start(ctx context.Context, opts Options) (_ *Bench, err error) {
 	if b.pki, err = newPKI(filepath.Join(b.dir, "pki")); err != nil {
 		return nil, fmt.Errorf("bench pki: %w", err)
 	}
+	if err := b.setupNetwork(); err != nil {
+		return nil, fmt.Errorf("bench network: %w", err)
+	}
 	if err := b.startControlPlane(ctx); err != nil {
 		return nil, err
 	}
 	b.timings.ControlPlane = time.Since(t0)
 	opts.Log("bench: control plane ready in %v (dir %s)", b.timings.ControlPlane.Round(time.Millisecond), b.dir)
 
-	if err := b.startKubelet(); err != nil {
+	if err := b.startRegistry(ctx); err != nil {
+		return nil, fmt.Errorf("bench registry: %w", err)
+	}
+	b.timings.Images = time.Since(t0)
+	if err := b.bootNodes(); err != nil {
 		return nil, err
 	}
 	if err := b.waitNodesReady(ctx); err != nil {
@@ -157,6 +156,14 @@ func Start(ctx context.Context, opts Options) (_ *Bench, err error) {
 	}
 	b.timings.NodesReady = time.Since(t0)
 	opts.Log("bench: %d nodes ready in %v", opts.Nodes, b.timings.NodesReady.Round(time.Millisecond))
+	if err := b.startControlPlaneProxy(); err != nil {
+		return nil, err
+	}
+	if err := b.startClusterDNS(ctx); err != nil {
+		return nil, fmt.Errorf("cluster DNS: %w", err)
+	}
+	b.timings.ClusterDNS = time.Since(t0)
+	opts.Log("bench: cluster DNS ready in %v", b.timings.ClusterDNS.Round(time.Millisecond))
 	return b, nil
 }
 
@@ -167,101 +174,23 @@ func (e *MissingBinariesError) Error() string {
 	return fmt.Sprintf("bench binaries missing (build them with `bash hack/tools.sh`; cache %s): %v", CacheDir(), e.Paths)
 }
 
-func (b *Bench) startKubelet() error {
-	nodes := make([]kubelet.NodeSpec, b.opts.Nodes)
-	for i := range nodes {
-		nodes[i] = kubelet.NodeSpec{
-			Name:   NodeName(i),
-			Labels: map[string]string{corev1.LabelTopologyZone: Zone(i)},
-		}
-	}
-	logPath := filepath.Join(b.dir, "logs", "kubelet.log")
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return err
-	}
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	b.kubeletLog = logFile
-	kl, err := kubelet.New(kubelet.Config{
-		Logger:        fileLogger(logFile),
-		RestConfig:    rest.CopyConfig(b.restConfig),
-		Nodes:         nodes,
-		RootDir:       filepath.Join(b.dir, "kubelet"),
-		ResolveImage:  ImageResolver(b.opts.ExtraImages),
-		HostsFile:     HostsFile(),
-		ClusterDomain: "cluster.local",
-		APIServerHost: "127.0.0.1",
-		APIServerPort: b.apiPort,
-		PodIPPrefix:   b.opts.PodIPPrefix,
-	})
-	if err != nil {
-		return fmt.Errorf("kubelet: %w", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	b.mu.Lock()
-	b.kubelet, b.kubeletCancel, b.kubeletDone = kl, cancel, make(chan struct{})
-	b.mu.Unlock()
-	go func() {
-		defer close(b.kubeletDone)
-		err := kl.Run(ctx)
-		b.mu.Lock()
-		b.kubeletErr = err
-		b.mu.Unlock()
-	}()
-	return nil
-}
-
-// kubeletExited returns an error if the kubelet's Run returned.
-func (b *Bench) kubeletExited() error {
-	select {
-	case <-b.kubeletDone:
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return fmt.Errorf("kubelet stopped: %v", b.kubeletErr)
-	default:
-		return nil
-	}
-}
-
-// fileLogger logs to f, one line per entry, with timestamps: the kubelet runs in the
-// test process, and its chatter belongs next to the other processes' logs, not in the
-// test output.
-func fileLogger(f *os.File) logr.Logger {
-	var mu sync.Mutex
-	return funcr.New(func(prefix, args string) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(f, "%s %s %s\n", time.Now().Format("15:04:05.000"), prefix, args)
-	}, funcr.Options{Verbosity: 4})
-}
-
 // NodeName is the name of the i-th (0-based) node: bench-node-1, bench-node-2, ...
 func NodeName(i int) string { return "bench-node-" + strconv.Itoa(i+1) }
 
 // Zone is the zone label of the i-th node: zone-a, zone-b, zone-c, zone-a, ...
 func Zone(i int) string { return "zone-" + string(rune('a'+i%3)) }
 
-// Stop stops the kubelet (and with it every pod), then the control plane in reverse
-// start order: SIGTERM, then SIGKILL after a grace period. Safe to call more than once.
+// Stop powers the nodes off (every container, shim and node daemon killed, their mounts,
+// network namespaces and cgroups removed), then stops the control plane in reverse start
+// order: SIGTERM, then SIGKILL after a grace period. Safe to call more than once.
 func (b *Bench) Stop() {
 	b.stopOnce.Do(func() {
-		b.mu.Lock()
-		cancel, done := b.kubeletCancel, b.kubeletDone
-		b.mu.Unlock()
-		if cancel != nil {
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(60 * time.Second):
-				// Keep going: the control plane must still be stopped. Pod processes of a
-				// stuck kubelet die with this process (the kubelet's own Pdeathsig).
-				b.opts.Log("bench: kubelet did not stop within 60s")
+		if err := b.stopNodes(); err != nil {
+			b.opts.Log("bench: stopping nodes: %v", err)
+			// Mounts may remain: never delete a directory a mount could still show.
+			if _, merr := mountPoints(b.dir); merr != nil || b.hasMounts() {
+				b.removeDir = false
 			}
-		}
-		if b.kubeletLog != nil {
-			b.kubeletLog.Close()
 		}
 		b.mu.Lock()
 		procs := b.procs
@@ -292,8 +221,9 @@ func (b *Bench) Kubeconfig() string { return b.kubeconfig }
 // Dir is the bench's directory: pki/, etcd/, kubelet/, logs/<process>.log.
 func (b *Bench) Dir() string { return b.dir }
 
-// Kubelet gives access to fault injection (KillPod, NodeDown, DelayDNS, ...).
-func (b *Bench) Kubelet() *kubelet.Kubelet { return b.kubelet }
+// Faults gives access to fault injection on the real parts (KillPod, NodeDown,
+// PartitionNode, DelayDNS, ...).
+func (b *Bench) Faults() *Faults { return &Faults{b: b} }
 
 // APIServerPort is kube-apiserver's port on 127.0.0.1 inside the bench namespace.
 func (b *Bench) APIServerPort() int { return b.apiPort }

@@ -2,11 +2,12 @@ package bench
 
 import (
 	"fmt"
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/etcd-operator/etcd-operator/internal/testenv"
 )
 
 // Versions of the cached tools the bench runs (built by hack/tools.sh).

@@ -87,14 +87,14 @@ func newPKI(dir string) (*pki, error) {
 	}
 
 	// The serving cert must be valid for every name a client may use: loopback for the
-	// test process and the host-side proxy of the bench command, and the in-cluster
-	// service names for pods that build URLs from them.
+	// test process and the host-side proxy of the bench command, the bench network
+	// address for the nodes, and the kubernetes Service's name and ClusterIP for pods.
 	if _, _, err := issue(p.ServingCert, p.ServingKey, &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.ParseIP(serviceCIDRFirstIP)},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.ParseIP(serviceCIDRFirstIP), net.ParseIP(controlPlaneIP)},
 	}); err != nil {
 		return nil, err
 	}

@@ -22,12 +22,6 @@ import (
 )
 
 const (
-	// serviceCIDR is for ClusterIP allocation only: nothing on the bench routes it (the
-	// bench net namespace has only lo), so a client that tries a ClusterIP fails at
-	// once instead of reaching anything. 198.18.0.0/15 is the benchmarking range.
-	serviceCIDR        = "198.18.0.0/16"
-	serviceCIDRFirstIP = "198.18.0.1"
-
 	// Eviction and node-failure detection are shortened so fault tests take seconds.
 	tolerationSeconds       = "10"
 	nodeMonitorGracePeriod  = "10s"
@@ -65,11 +59,14 @@ func (b *Bench) startControlPlane(ctx context.Context) error {
 	p := b.pki
 	apiArgs := []string{
 		"--etcd-servers=" + loop(etcdClient),
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		// The endpoint reconciler refuses loopback addresses; the bench does not need the
-		// kubernetes Service's endpoints (pods get KUBERNETES_SERVICE_HOST=127.0.0.1).
-		"--endpoint-reconciler-type=none",
+		// Inside the bench namespace: loopback for the test process, the bridge address
+		// for the nodes and (as the kubernetes Service's endpoint) for pods.
+		"--bind-address=0.0.0.0",
+		"--advertise-address=" + controlPlaneIP,
+		// exec, logs and port-forward go to the kubelets, which accept any client.
+		"--kubelet-client-certificate=" + p.AdminCert,
+		"--kubelet-client-key=" + p.AdminKey,
+		"--kubelet-preferred-address-types=InternalIP",
 		"--secure-port=" + strconv.Itoa(apiPort),
 		"--tls-cert-file=" + p.ServingCert,
 		"--tls-private-key-file=" + p.ServingKey,
@@ -239,7 +236,7 @@ func (b *Bench) waitReadyz(ctx context.Context) error {
 // default ServiceAccount exists (Pods in "default" are rejected before that).
 func (b *Bench) waitNodesReady(ctx context.Context) error {
 	return b.poll(ctx, "nodes Ready", nodesReadyBudget, 200*time.Millisecond, func() (bool, string, error) {
-		if err := b.kubeletExited(); err != nil {
+		if err := b.nodeDaemonsExited(); err != nil {
 			return false, "", err
 		}
 		var nodes corev1.NodeList

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -47,17 +48,15 @@ func HostsFile() string {
 	return ""
 }
 
-// EnterNamespace is meant to be the first thing main() or TestMain does (after
-// kubelet.MaybeRunShim). Outside the bench namespaces it re-executes the current binary
+// EnterNamespace is meant to be the first thing main() or TestMain does. Outside the bench namespaces it re-executes the current binary
 // with the same arguments in new mount and network namespaces, waits for it and exits
 // with its exit code: it never returns there. Inside (the re-executed child) it returns
 // nil once the namespace is set up, and the program goes on as usual.
 //
-// Why namespaces: the bench gives every pod a 127.x address and publishes pod and
-// service names in /etc/hosts; a private net namespace keeps those ports away from
-// the host and from other test packages running in parallel, and a private mount
-// namespace lets us replace /etc/hosts and /etc/resolv.conf without touching the
-// machine.
+// Why namespaces: the bench network (a bridge, 10.x addresses, routes, kube-proxy's
+// rules) and the nodes' daemons' files (/run, /var/lib, /var/log, the kubelet's sysctls,
+// /etc/resolv.conf pointing at cluster DNS) must never touch the machine or another test
+// package running in parallel: a private net and mount namespace keeps all of it here.
 func EnterNamespace() error { return EnterNamespaceWith(NamespaceOptions{}) }
 
 // EnterNamespaceWith is EnterNamespace with options.
@@ -156,9 +155,10 @@ func writeNamespaceFiles(dir, search string) error {
 	if err := os.WriteFile(filepath.Join(dir, "hosts"), []byte(hosts), 0o644); err != nil {
 		return err
 	}
-	// Nothing listens on 127.0.0.1:53, so any name missing from the hosts file fails
-	// fast (port unreachable) instead of hanging or leaking to the host's resolver.
-	resolv := fmt.Sprintf("nameserver 127.0.0.1\nsearch %s.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5 timeout:1 attempts:1\n", search)
+	// Cluster DNS (CoreDNS behind its ClusterIP, reached through the kube-proxy the bench
+	// runs in this namespace): the test process and an in-process operator resolve member
+	// and Service names as a pod would. Nothing leaks to the host's resolver.
+	resolv := fmt.Sprintf("nameserver "+ClusterDNSIP+"\nsearch %s.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5 timeout:1 attempts:1\n", search)
 	return os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte(resolv), 0o644)
 }
 
@@ -179,6 +179,9 @@ func setupInside() error {
 		}
 		if err := loopbackUp(); err != nil {
 			return fmt.Errorf("bring lo up: %w", err)
+		}
+		if err := privateNodeDirs(dir); err != nil {
+			return err
 		}
 		for _, f := range []string{"hosts", "resolv.conf"} {
 			if err := bindOver(filepath.Join(dir, f), "/etc/"+f); err != nil {
@@ -253,4 +256,42 @@ func searchNamespace() string {
 		return s
 	}
 	return "default"
+}
+
+// privateNodeDirs gives the namespace what the real nodes' daemons would otherwise write on
+// the machine: empty tmpfs mounts over /run (containerd, runc, CNI netns pins, iptables'
+// lock), /var/lib (libcni's result cache) and /var/log (the kubelet's container log
+// links), and, over the host-global sysctls the kubelet insists on, files that already hold
+// the values it wants, so it reads them and writes nothing (REAL-NODE.md, workaround 2).
+// All of it is visible only inside this private mount namespace.
+func privateNodeDirs(dir string) error {
+	for _, d := range []string{"/run", "/var/lib", "/var/log"} {
+		if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+			return fmt.Errorf("private tmpfs on %s: %w", d, err)
+		}
+	}
+	if err := os.MkdirAll("/run/netns", 0o755); err != nil {
+		return err
+	}
+	for key, value := range kubeletSysctls {
+		src := filepath.Join(dir, "sysctl-"+strings.ReplaceAll(key, "/", "."))
+		if err := os.WriteFile(src, []byte(value+"\n"), 0o644); err != nil {
+			return err
+		}
+		if err := unix.Mount(src, "/proc/sys/"+key, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind over /proc/sys/%s: %w", key, err)
+		}
+	}
+	return nil
+}
+
+// kubeletSysctls are the machine-wide sysctls the kubelet checks at start (and would set
+// if they differed), with the values it wants.
+var kubeletSysctls = map[string]string{
+	"vm/overcommit_memory":      "1",
+	"vm/panic_on_oom":           "0",
+	"kernel/panic":              "10",
+	"kernel/panic_on_oops":      "1",
+	"kernel/keys/root_maxkeys":  "1000000",
+	"kernel/keys/root_maxbytes": "25000000",
 }

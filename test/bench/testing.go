@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/etcd-operator/etcd-operator/test/bench/kubelet"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,7 +13,7 @@ import (
 // NewForTest starts a bench for t and stops it in t.Cleanup, whatever the outcome.
 // Missing cached binaries skip the test, unless CI is set: there they fail it. On
 // failure the bench directory (logs of every process) is kept and its path logged.
-// The test binary's TestMain must have called kubelet.MaybeRunShim and EnterNamespace.
+// The test binary's TestMain must have called EnterNamespace (see RunTestMain).
 func NewForTest(t testing.TB, opts Options) *Bench {
 	t.Helper()
 	if missing := MissingBinaries(); len(missing) > 0 {
@@ -25,7 +24,7 @@ func NewForTest(t testing.TB, opts Options) *Bench {
 		t.Skip(msg)
 	}
 	if !InNamespace() {
-		t.Fatal("bench: TestMain must call bench.EnterNamespace() (after kubelet.MaybeRunShim())")
+		t.Fatal("bench: TestMain must call bench.EnterNamespace() (bench.RunTestMain does)")
 	}
 	keep := opts.Dir != ""
 	if opts.Dir == "" {
@@ -51,6 +50,12 @@ func NewForTest(t testing.TB, opts Options) *Bench {
 	}
 	t.Cleanup(func() {
 		b.Stop()
+		// A mount left under the directory (a volume, a container's root) would make
+		// RemoveAll delete what it shows.
+		if mps, err := mountPoints(opts.Dir); err != nil || len(mps) > 0 {
+			t.Errorf("bench: mounts left under %s (%v): %v; directory kept", opts.Dir, err, mps)
+			return
+		}
 		if t.Failed() || keep {
 			t.Logf("bench dir kept: %s", opts.Dir)
 			return
@@ -74,12 +79,10 @@ func sanitize(s string) string {
 	return string(out)
 }
 
-// RunTestMain is the TestMain of every test package that starts benches. The kubelet
-// starts containers by re-executing the test binary, so its shim must win over everything
-// else; then the binary moves into the bench's private mount+net namespaces (the parent
-// waits there and exits with the child's code).
+// RunTestMain is the TestMain of every test package that starts benches: the binary moves
+// into the bench's private mount+net namespaces (the parent waits there and exits with
+// the child's code).
 func RunTestMain(m *testing.M) {
-	kubelet.MaybeRunShim()
 	if err := EnterNamespace(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench namespace:", err)
 		os.Exit(1)

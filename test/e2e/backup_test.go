@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/miniotest"
+	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -54,7 +55,7 @@ func setupBackup(t *testing.T, cluster string, keys int) *backupEnv {
 // with its credentials on e.
 func startBackupStore(t *testing.T, e *framework.Env) *backupEnv {
 	t.Helper()
-	srv := miniotest.Start(t)
+	srv := miniotest.StartOn(t, bench.ControlPlaneIP)
 	srv.MakeBucket(t, backupBucket)
 	creds, err := backup.ParseAWSSecret(map[string][]byte{
 		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})

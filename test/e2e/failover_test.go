@@ -188,7 +188,7 @@ func killAndRecover(t *testing.T, e *framework.Env, l *framework.Load, name, pod
 		t.Fatal(err)
 	}
 	restarts := etcdRestarts(e.MemberPods(name)[pod])
-	if err := e.Bench.Kubelet().KillPod("default", pod, syscall.SIGKILL); err != nil {
+	if err := e.Bench.Faults().KillPod("default", pod, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	e.Eventually(30*time.Second, "the killed container restarted", func() error {
@@ -368,10 +368,10 @@ func TestNodeDown(t *testing.T) {
 	mon := monitorMembership(e, name)
 
 	flowing(t, load, 2*loadRate)
-	if err := e.Bench.Kubelet().NodeDown(node); err != nil {
+	if err := e.Bench.Faults().NodeDown(node); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.Bench.Kubelet().NodeUp(node) })
+	t.Cleanup(func() { _ = e.Bench.Faults().NodeUp(node) })
 	down := time.Now()
 	waitReplaced(t, e, name, gone.ID, victim, 3, 150*time.Second)
 	t.Logf("node down → replaced and healthy in %v", time.Since(down).Round(time.Second))
@@ -386,7 +386,7 @@ func TestNodeDown(t *testing.T) {
 
 	// The node comes back: the evicted pod finishes terminating and nothing else changes.
 	before, _ := e.Members(name)
-	if err := e.Bench.Kubelet().NodeUp(node); err != nil {
+	if err := e.Bench.Faults().NodeUp(node); err != nil {
 		t.Fatal(err)
 	}
 	e.Eventually(60*time.Second, "the evicted pod deleted after the node returned", func() error {
@@ -639,11 +639,11 @@ func TestQuorumLossFailedSafe(t *testing.T) {
 	var downed []string
 	for _, n := range names[1:] {
 		node := pods[n].Spec.NodeName
-		if err := e.Bench.Kubelet().NodeDown(node); err != nil {
+		if err := e.Bench.Faults().NodeDown(node); err != nil {
 			t.Fatal(err)
 		}
 		downed = append(downed, node)
-		t.Cleanup(func() { _ = e.Bench.Kubelet().NodeUp(node) })
+		t.Cleanup(func() { _ = e.Bench.Faults().NodeUp(node) })
 	}
 	t.Logf("survivor %s; nodes down %v", survivor, downed)
 

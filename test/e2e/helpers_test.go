@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,31 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/etcd-operator/etcd-operator/controllers"
-	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
-// buildOperatorImage builds the operator binary into a new directory under the name the
-// image's command uses, for bench.Options.ExtraImages: pods that run the operator's image
-// (restore init containers, backup pods, the operator itself) then run this build.
-func buildOperatorImage(t *testing.T, command string) string {
-	t.Helper()
-	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, filepath.Base(command)), ".")
-	build.Dir = framework.RepoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build operator: %v\n%s", err, out)
-	}
-	return dir
-}
-
-// setupWithOperatorImage is framework.Setup on a bench that can run the operator's image.
+// setupWithOperatorImage is framework.Setup: every bench serves the operator's image
+// (built from this checkout), which restore init containers and backup pods run.
 func setupWithOperatorImage(t *testing.T) *framework.Env {
 	t.Helper()
-	dir := buildOperatorImage(t, render.OperatorCommand)
-	return framework.SetupWithOptions(t, bench.Options{ExtraImages: map[string]string{controllers.DefaultOperatorImage: dir}})
+	return framework.Setup(t)
 }
 
 // createClaim creates a 1 GiB ReadWriteOnce claim (the bench provisions it).

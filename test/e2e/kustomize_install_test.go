@@ -27,6 +27,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/testenv"
 	"github.com/etcd-operator/etcd-operator/test/bench"
+	"github.com/etcd-operator/etcd-operator/test/bench/images"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -52,16 +53,15 @@ func TestKustomizeInstallServesConversion(t *testing.T) {
 		t.Fatal("config/default has no operator Deployment")
 	}
 	container := dep.Spec.Template.Spec.Containers[0]
-	imageDir := buildOperatorImage(t, container.Command[0])
 
 	s := framework.NewScheme()
 	if err := etcdv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	b := bench.NewForTest(t, bench.Options{
-		Scheme:      s,
-		ExtraImages: map[string]string{container.Image: imageDir},
-	})
+	if container.Image != images.DefaultOperatorImage {
+		t.Fatalf("config/default runs image %q; the bench serves this checkout's operator as %q", container.Image, images.DefaultOperatorImage)
+	}
+	b := bench.NewForTest(t, bench.Options{Scheme: s})
 	c := b.Client()
 	ctx := context.Background()
 	// CRDs first (and established), then everything else, as kubectl would converge.

@@ -204,7 +204,7 @@ func TestLateDNSNeverReplaces(t *testing.T) {
 	// cluster that is not published yet, under each name form the bench writes.
 	const delay = 25 * time.Second
 	for _, suffix := range []string{".latedns.default", ".latedns.default.svc", ".latedns.default.svc.cluster.local"} {
-		e.Bench.Kubelet().DelayDNS("*"+suffix, delay)
+		e.Bench.Faults().DelayDNS("*"+suffix, delay)
 	}
 	scaled := time.Now()
 	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 2 })

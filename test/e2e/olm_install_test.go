@@ -19,6 +19,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/test/bench"
+	"github.com/etcd-operator/etcd-operator/test/bench/images"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -35,12 +36,12 @@ func TestOLMLikeInstall(t *testing.T) {
 	}
 	container := deployments[0].Spec.Template.Spec.Containers[0]
 
-	// The image of the CSV maps to a directory holding the operator binary under the name
-	// of the container's command.
-	imageDir := buildOperatorImage(t, container.Command[0])
+	if container.Image != images.DefaultOperatorImage {
+		t.Fatalf("the CSV runs image %q; the bench serves this checkout's operator as %q", container.Image, images.DefaultOperatorImage)
+	}
 
 	s := framework.NewScheme()
-	b := bench.NewForTest(t, bench.Options{Scheme: s, ExtraImages: map[string]string{container.Image: imageDir}})
+	b := bench.NewForTest(t, bench.Options{Scheme: s})
 	c := b.Client()
 	ctx := context.Background()
 	if _, err := envtest.InstallCRDs(b.RestConfig(), envtest.CRDInstallOptions{
@@ -129,13 +130,11 @@ func logOperatorPods(t *testing.T, b *bench.Bench, ns string) {
 	}
 	for _, p := range pods.Items {
 		t.Logf("operator pod %s phase=%s statuses=%+v", p.Name, p.Status.Phase, p.Status.ContainerStatuses)
-		if path := b.Kubelet().PodLogPath(ns, p.Name, "manager"); path != "" {
-			if out, err := os.ReadFile(path); err == nil {
-				if len(out) > 4000 {
-					out = out[len(out)-4000:]
-				}
-				t.Logf("manager log tail:\n%s", out)
+		if out, err := b.PodLogs(context.Background(), ns, p.Name, "manager"); err == nil {
+			if len(out) > 4000 {
+				out = out[len(out)-4000:]
 			}
+			t.Logf("manager log tail:\n%s", out)
 		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
-	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
@@ -32,10 +31,9 @@ func TestQuorumLossRecovery(t *testing.T) { testQuorumLossRecovery(t, false) }
 func TestQuorumLossRecoveryTLS(t *testing.T) { testQuorumLossRecovery(t, true) }
 
 func testQuorumLossRecovery(t *testing.T, withTLS bool) {
-	dir := buildOperatorImage(t, render.OperatorCommand)
 	// Five nodes: anti-affinity keeps one member per node, two nodes go down, and the
 	// new member plus two regrown ones need three nodes that are up.
-	e := framework.SetupWithOptions(t, bench.Options{Nodes: 5, ExtraImages: map[string]string{controllers.DefaultOperatorImage: dir}})
+	e := framework.SetupWithOptions(t, bench.Options{Nodes: 5})
 	const name = "phoenix"
 	c := newCluster(name, 3)
 	c.Spec.Pod = &etcdv1beta2.PodPolicy{AntiAffinity: true}
@@ -105,10 +103,10 @@ func testQuorumLossRecovery(t *testing.T, withTLS bool) {
 	survivor := names[0]
 	for _, n := range names[1:] {
 		node := pods[n].Spec.NodeName
-		if err := e.Bench.Kubelet().NodeDown(node); err != nil {
+		if err := e.Bench.Faults().NodeDown(node); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = e.Bench.Kubelet().NodeUp(node) })
+		t.Cleanup(func() { _ = e.Bench.Faults().NodeUp(node) })
 	}
 	t.Logf("survivor %s; members %v lost", survivor, names[1:])
 

@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/internal/miniotest"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -38,7 +39,7 @@ func TestRestoreFromS3(t *testing.T) {
 	// The restore init containers run the operator's image: this build.
 	e := setupWithOperatorImage(t)
 
-	srv := miniotest.Start(t)
+	srv := miniotest.StartOn(t, bench.ControlPlaneIP)
 	srv.MakeBucket(t, backupBucket)
 	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Data: map[string][]byte{
 		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})

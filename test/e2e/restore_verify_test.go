@@ -21,6 +21,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/internal/miniotest"
+	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -33,7 +34,7 @@ func TestRestoreVerifiesBackupBeforeReplacing(t *testing.T) {
 	const prod = "prod"
 	ctx := context.Background()
 	e := setupWithOperatorImage(t)
-	srv := miniotest.Start(t)
+	srv := miniotest.StartOn(t, bench.ControlPlaneIP)
 	srv.MakeBucket(t, backupBucket)
 	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Data: map[string][]byte{
 		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})

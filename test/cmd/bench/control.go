@@ -72,7 +72,7 @@ func doFault(b *bench.Bench, f []string) error {
 		}
 		return ns, name, nil
 	}
-	k := b.Kubelet()
+	k := b.Faults()
 	switch f[0] {
 	case "kill-pod":
 		ns, name, err := pod()
@@ -122,8 +122,7 @@ func doFault(b *bench.Bench, f []string) error {
 		if err != nil {
 			return err
 		}
-		k.DelayDNS(host, d)
-		return nil
+		return k.DelayDNS(host, d)
 	}
 	return fmt.Errorf("unknown fault %q", f[0])
 }

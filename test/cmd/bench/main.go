@@ -1,7 +1,7 @@
-// Command bench runs the local bench (real control plane + emulated kubelet) in the
+// Command bench runs the local bench (real control plane + real nodes) in the
 // foreground, for demos and manual testing:
 //
-//	bench up   [--dir D] [--nodes N] [--image IMAGE=DIR]...   run until SIGINT/SIGTERM
+//	bench up   [--dir D] [--nodes N]                        run until SIGINT/SIGTERM
 //	bench exec --dir D -- CMD [ARG]...                        run CMD inside the bench namespaces
 //	bench down --dir D                                        stop a running bench
 //	bench fault --dir D kill-pod NS/NAME [SIGNAL] | stop-pod NS/NAME | continue-pod NS/NAME |
@@ -29,11 +29,10 @@ import (
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/test/bench"
-	"github.com/etcd-operator/etcd-operator/test/bench/kubelet"
 )
 
 const usage = `usage:
-  bench up    [--dir D] [--nodes N] [--image IMAGE=DIR]...
+  bench up    [--dir D] [--nodes N]
   bench exec  --dir D -- CMD [ARG]...
   bench down  --dir D
   bench fault --dir D kill-pod NS/NAME [SIGNAL] | stop-pod NS/NAME | continue-pod NS/NAME |
@@ -49,7 +48,6 @@ const (
 )
 
 func main() {
-	kubelet.MaybeRunShim()
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
@@ -86,28 +84,10 @@ func (e exitError) Error() string { return "exit " + strconv.Itoa(int(e)) }
 
 func defaultDir() string { return filepath.Join(os.TempDir(), "etcd-operator-bench") }
 
-type imageFlags map[string]string
-
-func (m imageFlags) String() string { return fmt.Sprint(map[string]string(m)) }
-func (m imageFlags) Set(v string) error {
-	img, dir, ok := strings.Cut(v, "=")
-	if !ok || img == "" || dir == "" {
-		return fmt.Errorf("want IMAGE=DIR, got %q", v)
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return err
-	}
-	m[img] = abs
-	return nil
-}
-
 func up(args []string) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	dir := fs.String("dir", defaultDir(), "bench directory (kubeconfig, pid, logs, data)")
-	nodes := fs.Int("nodes", 3, "number of emulated nodes")
-	images := imageFlags{}
-	fs.Var(images, "image", "IMAGE=DIR: run IMAGE's executables from DIR (repeatable)")
+	nodes := fs.Int("nodes", 3, "number of nodes (1-5)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -123,7 +103,7 @@ func up(args []string) error {
 		if pid, err := readPid(d); err == nil && alive(pid) {
 			return fmt.Errorf("a bench is already running from %s (pid %d); `bench down --dir %s` first", d, pid, d)
 		}
-		for _, sub := range []string{"etcd", "kubelet", "pki", "logs", pidFile, hostKubecfg, innerKubecfg, controlSock} {
+		for _, sub := range []string{"etcd", "nodes", "pki", "logs", pidFile, hostKubecfg, innerKubecfg, controlSock} {
 			if err := os.RemoveAll(filepath.Join(d, sub)); err != nil {
 				return err
 			}
@@ -153,7 +133,7 @@ func up(args []string) error {
 	defer stop()
 
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
-	b, err := bench.Start(ctx, bench.Options{Dir: d, Nodes: *nodes, ExtraImages: images, Log: logf})
+	b, err := bench.Start(ctx, bench.Options{Dir: d, Nodes: *nodes, Log: logf})
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,7 @@ func TestUpExecFaultDown(t *testing.T) {
 		t.Fatal("this test must start in the host namespaces")
 	}
 	dir := t.TempDir()
+	before := snapshotMachine(t)
 	up := benchCmd("up", "--dir", dir, "--nodes", "2")
 	var out bytes.Buffer
 	up.Stdout, up.Stderr = &out, &out
@@ -107,14 +108,14 @@ func TestUpExecFaultDown(t *testing.T) {
 		t.Fatalf("got %d nodes from the host, want 2", len(nodes.Items))
 	}
 
-	// exec runs inside the bench's mount namespace: it sees the bench hosts file.
-	ex := benchCmd("exec", "--dir", dir, "--", "cat", "/etc/hosts")
-	hosts, err := ex.CombinedOutput()
+	// exec runs inside the bench's mount namespace: it resolves with cluster DNS.
+	ex := benchCmd("exec", "--dir", dir, "--", "cat", "/etc/resolv.conf")
+	resolv, err := ex.CombinedOutput()
 	if err != nil {
-		t.Fatalf("bench exec: %v\n%s", err, hosts)
+		t.Fatalf("bench exec: %v\n%s", err, resolv)
 	}
-	if !strings.Contains(string(hosts), "bench cluster DNS records") {
-		t.Errorf("bench exec did not see the bench /etc/hosts:\n%s", hosts)
+	if !strings.Contains(string(resolv), "nameserver "+bench.ClusterDNSIP) {
+		t.Errorf("bench exec did not see the bench resolv.conf:\n%s", resolv)
 	}
 	// The cached etcd tools are on PATH inside.
 	if msg, err := benchCmd("exec", "--dir", dir, "--", "etcdctl", "version").CombinedOutput(); err != nil || !strings.Contains(string(msg), "3.7.3") {
@@ -166,6 +167,14 @@ func TestUpExecFaultDown(t *testing.T) {
 	fmt.Sscan(string(raw), &pid)
 	if pid > 0 && syscall.Kill(pid, 0) == nil {
 		t.Errorf("bench process %d still alive", pid)
+	}
+	// The machine is as it was: real nodes ran, and nothing of them is left.
+	after := snapshotMachine(t)
+	for _, d := range before.diff(after) {
+		t.Errorf("the bench changed the machine: %s", d)
+	}
+	for _, l := range benchLeftovers(pid, dir) {
+		t.Errorf("the bench left behind: %s", l)
 	}
 }
 

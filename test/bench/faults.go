@@ -1,0 +1,248 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Faults injects failures into the bench's real parts: container processes (signals),
+// nodes (power, network) and cluster DNS.
+type Faults struct{ b *Bench }
+
+// KillPod sends sig to the main process of every running container of a pod, as
+// `kill -<sig>` on the node would; the kubelet then applies the restart policy.
+func (f *Faults) KillPod(namespace, name string, sig syscall.Signal) error {
+	pids, err := f.b.containerMainPIDs(namespace, name, "")
+	if err != nil {
+		return err
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("signal %d: %w", pid, err)
+		}
+	}
+	return nil
+}
+
+// StopPod SIGSTOPs every process of every container of a pod (a hung process: it holds
+// its sockets but answers nothing); ContinuePod resumes them.
+func (f *Faults) StopPod(namespace, name string) error {
+	return f.b.signalPodProcesses(namespace, name, syscall.SIGSTOP)
+}
+
+func (f *Faults) ContinuePod(namespace, name string) error {
+	return f.b.signalPodProcesses(namespace, name, syscall.SIGCONT)
+}
+
+// NodeDown is a power cut: the node's network goes, and its containerd, kubelet,
+// kube-proxy, shims and containers are killed at once. Nothing of it is deleted: its
+// pods stay bound to it until the control plane evicts them.
+func (f *Faults) NodeDown(node string) error {
+	n, err := f.b.node(node)
+	if err != nil {
+		return err
+	}
+	if err := setNodeLink(n.net, false); err != nil {
+		return err
+	}
+	return f.b.powerOff(n)
+}
+
+// NodeUp boots a node NodeDown stopped, like a machine coming back: its runtime state
+// (/run-like: containerd's state directory, the pods' network namespaces) is gone, its
+// disks (containerd's content, the kubelet's root, pod volumes) are kept.
+func (f *Faults) NodeUp(node string) error {
+	n, err := f.b.node(node)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	down := n.down
+	n.mu.Unlock()
+	if !down {
+		return fmt.Errorf("node %s is not down", node)
+	}
+	if err := unmountUnder(n.paths.ContainerdState); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(n.paths.ContainerdState); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(n.paths.ContainerdState, 0o755); err != nil {
+		return err
+	}
+	if err := unmountUnder(n.paths.KubeletRoot); err != nil {
+		return err
+	}
+	if err := setNodeLink(n.net, true); err != nil {
+		return err
+	}
+	return f.b.bootNode(n)
+}
+
+// PartitionNode cuts a node's network and leaves everything on it running; HealNode
+// restores it.
+func (f *Faults) PartitionNode(node string) error {
+	n, err := f.b.node(node)
+	if err != nil {
+		return err
+	}
+	return setNodeLink(n.net, false)
+}
+
+func (f *Faults) HealNode(node string) error {
+	n, err := f.b.node(node)
+	if err != nil {
+		return err
+	}
+	return setNodeLink(n.net, true)
+}
+
+// PodPID is the host pid of a container's main process.
+func (f *Faults) PodPID(namespace, name, container string) (int, bool) {
+	pids, err := f.b.containerMainPIDs(namespace, name, container)
+	if err != nil || len(pids) != 1 {
+		return 0, false
+	}
+	return pids[0], true
+}
+
+// podContainers returns the pod's node and the IDs of its running containers (all of
+// them, or the one named container).
+func (b *Bench) podContainers(namespace, name, container string) (*realNode, []string, error) {
+	var pod corev1.Pod
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pod); err != nil {
+		return nil, nil, err
+	}
+	n, err := b.node(pod.Spec.NodeName)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pod %s/%s: %w", namespace, name, err)
+	}
+	var ids []string
+	for _, cs := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if container != "" && cs.Name != container {
+			continue
+		}
+		if cs.State.Running == nil || cs.ContainerID == "" {
+			continue
+		}
+		_, id, ok := strings.Cut(cs.ContainerID, "://")
+		if !ok {
+			continue
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return nil, nil, fmt.Errorf("pod %s/%s has no running container %q", namespace, name, container)
+	}
+	return n, ids, nil
+}
+
+// containerCgroup finds the directory (relative to the bench tree) the kubelet and runc
+// made for a container: <node>/kubepods/[<qos>/]pod<uid>/<container id>.
+func (b *Bench) containerCgroup(n *realNode, id string) (string, error) {
+	base := filepath.Join(cgroupV1Root, "memory", b.cgroups.Rel)
+	var found string
+	_ = filepath.WalkDir(filepath.Join(base, n.cgroupRel(), "kubepods"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == id {
+			found = p
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if found == "" {
+		return "", fmt.Errorf("no cgroup for container %s on %s", id, n.net.Name)
+	}
+	return filepath.Rel(base, found)
+}
+
+// containerMainPIDs returns, per running container, the process that is pid 1 in the
+// container's pid namespace (its entrypoint).
+func (b *Bench) containerMainPIDs(namespace, name, container string) ([]int, error) {
+	n, ids, err := b.podContainers(namespace, name, container)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, id := range ids {
+		rel, err := b.containerCgroup(n, id)
+		if err != nil {
+			return nil, err
+		}
+		main := 0
+		for _, pid := range b.cgroups.pids(rel) {
+			if nsPIDIsOne(pid) {
+				main = pid
+				break
+			}
+		}
+		if main == 0 {
+			return nil, fmt.Errorf("container %s of %s/%s: no main process found", id, namespace, name)
+		}
+		out = append(out, main)
+	}
+	return out, nil
+}
+
+// nsPIDIsOne reports whether pid is 1 in its innermost pid namespace.
+func nsPIDIsOne(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			return len(f) > 1 && f[len(f)-1] == "1"
+		}
+	}
+	return false
+}
+
+// signalPodProcesses sends sig to every process of every running container of a pod.
+func (b *Bench) signalPodProcesses(namespace, name string, sig syscall.Signal) error {
+	n, ids, err := b.podContainers(namespace, name, "")
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		rel, err := b.containerCgroup(n, id)
+		if err != nil {
+			return err
+		}
+		for _, pid := range b.cgroups.pids(rel) {
+			if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// DelayDNS withholds a name from cluster DNS for d (TODO: wired to CoreDNS).
+func (f *Faults) DelayDNS(name string, d time.Duration) error {
+	return errors.New("DelayDNS: not wired to CoreDNS yet")
+}
+
+// PodLogs is `kubectl logs` of a container (the kubelet serves it through the API server).
+func (b *Bench) PodLogs(ctx context.Context, namespace, name, container string) (string, error) {
+	cs, err := kubernetes.NewForConfig(b.RestConfig())
+	if err != nil {
+		return "", err
+	}
+	out, err := cs.CoreV1().Pods(namespace).GetLogs(name, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
+	return string(out), err
+}

@@ -1,0 +1,306 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Real nodes: per node, containerd + runc, the kubelet and kube-proxy, each in the node's
+// own network namespace, with the node's private containerd state, kubelet root and pod
+// CIDR, and its processes and containers in the node's cgroup subtree under the bench's
+// own (REAL-NODE.md has the recipe these follow). All nodes share the bench's private mount
+// namespace, so the kubelet's volume mounts are what containerd sees.
+
+// nodeBinDir is where hack/tools.sh puts the kubelet and kube-proxy.
+func nodeBinDir() string { return filepath.Join(CacheDir(), "k8s-node-"+K8sVersion) }
+
+// realNode is one running node.
+type realNode struct {
+	net   nodeNet
+	paths nodePaths
+	zone  string
+
+	mu                          sync.Mutex
+	containerd, kubelet, kproxy *process
+	down                        bool
+}
+
+// cgroupRel is the node's subtree below the bench's tree; the kubelet's cgroupRoot.
+func (n *realNode) cgroupRel() string { return strings.TrimPrefix(n.net.Name, "bench-") }
+
+// nodeDaemonsCgroup holds a node's containerd (and so its shims), kubelet and kube-proxy,
+// beside the kubelet's kubepods, so that killing the subtree is a node's power cut.
+const nodeDaemonsCgroup = "daemons"
+
+// processNetwork sets up, once per process, the bench namespace's bridge and the route
+// that lets locally generated packets reach ClusterIPs (kube-proxy's OUTPUT DNAT needs a
+// route first). They outlive a bench, like the registry on the bridge, and go with the
+// namespace when the process exits.
+var processNetwork = sync.OnceValue(func() error {
+	if err := setupBridge(); err != nil {
+		return err
+	}
+	return ip("route", "add", serviceCIDR, "dev", bridgeName)
+})
+
+// setupNetwork creates the bench's cgroup tree, its bridge and every node's network
+// namespace and files; the control plane and the registry come up on the bridge next.
+func (b *Bench) setupNetwork() error {
+	tree, err := newCgroupTree(fmt.Sprintf("bench-%d-%d", os.Getpid(), benchSeq.Load()))
+	if err != nil {
+		return err
+	}
+	b.cgroups = tree
+	if err := processNetwork(); err != nil {
+		return err
+	}
+	nets := make([]nodeNet, b.opts.Nodes)
+	for i := range nets {
+		nets[i] = nodeNetFor(i)
+	}
+	for i, nn := range nets {
+		if err := addNodeNetwork(nn, nets); err != nil {
+			return fmt.Errorf("node %s network: %w", nn.Name, err)
+		}
+		b.nodes = append(b.nodes, &realNode{net: nn, paths: pathsFor(b.dir, nn), zone: Zone(i)})
+	}
+	return tree.ensure("control")
+}
+
+// bootNodes starts every node. The control plane must be up.
+func (b *Bench) bootNodes() error {
+	b.nodeKubeconfig = filepath.Join(b.dir, "node.kubeconfig")
+	if err := WriteKubeconfig(b.nodeKubeconfig, fmt.Sprintf("https://%s:%d", controlPlaneIP, b.apiPort),
+		b.pki.caPEM, b.pki.adminCertPEM, b.pki.adminKeyPEM); err != nil {
+		return err
+	}
+	for _, n := range b.nodes {
+		if err := b.writeNodeFiles(n); err != nil {
+			return fmt.Errorf("node %s: %w", n.net.Name, err)
+		}
+		if err := b.bootNode(n); err != nil {
+			return fmt.Errorf("node %s: %w", n.net.Name, err)
+		}
+	}
+	return nil
+}
+
+// startControlPlaneProxy runs a kube-proxy in the bench namespace itself, so the test
+// process and an in-process operator reach ClusterIPs (cluster DNS first of all) as a pod
+// would. kube-proxy wants a Node to read its addresses from and waits 30 s for one to
+// exist: it borrows the first node's, which only matters for NodePorts.
+func (b *Bench) startControlPlaneProxy() error {
+	cpProxy := filepath.Join(b.dir, "kube-proxy-control-plane.yaml")
+	if err := os.WriteFile(cpProxy, []byte(kubeProxyConfig(b.nodes[0].net.Name, controlPlaneIP, b.nodeKubeconfig)), 0o644); err != nil {
+		return err
+	}
+	p, err := b.startInNode("", "control", "kube-proxy-control-plane", filepath.Join(nodeBinDir(), "kube-proxy"),
+		"--config="+cpProxy, "--v=1")
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.procs = append(b.procs, p)
+	b.mu.Unlock()
+	return nil
+}
+
+// writeNodeFiles writes a node's configuration files and creates its directories.
+func (b *Bench) writeNodeFiles(n *realNode) error {
+	p := n.paths
+	for _, d := range []string{p.ContainerdRoot, p.ContainerdState, p.CNIConfDir, p.CNIDataDir, p.KubeletRoot, p.PodLogs} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	registry := fmt.Sprintf("%s:%d", controlPlaneIP, registryPort)
+	files := map[string]string{
+		p.ContainerdConfig: containerdConfig(p, registry, sandboxImage),
+		filepath.Join(p.CNIConfDir, "10-bench.conflist"): cniConfig(n.net, p),
+		p.KubeletConfig:   kubeletConfig(n.net, p, filepath.Join(b.cgroups.Rel, n.cgroupRel())),
+		p.ResolvConf:      nodeResolvConf(),
+		p.KubeProxyConfig: kubeProxyConfig(n.net.Name, n.net.IP, b.nodeKubeconfig),
+	}
+	for path, content := range files {
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return b.cgroups.ensure(filepath.Join(n.cgroupRel(), nodeDaemonsCgroup))
+}
+
+// bootNode starts a node's containerd, kubelet and kube-proxy (again, after NodeDown).
+func (b *Bench) bootNode(n *realNode) error {
+	cg := filepath.Join(n.cgroupRel(), nodeDaemonsCgroup)
+	short := strings.TrimPrefix(n.net.Name, "bench-")
+	cd, err := b.startInNode(n.net.Name, cg, short+"-containerd", "/usr/bin/containerd", "--config", n.paths.ContainerdConfig)
+	if err != nil {
+		return err
+	}
+	if err := waitSocket(n.paths.ContainerdSock, 30*time.Second, cd); err != nil {
+		cd.stop(time.Second)
+		return err
+	}
+	kl, err := b.startInNode(n.net.Name, cg, short+"-kubelet", filepath.Join(nodeBinDir(), "kubelet"),
+		"--config="+n.paths.KubeletConfig,
+		"--kubeconfig="+b.nodeKubeconfig,
+		"--root-dir="+n.paths.KubeletRoot,
+		"--hostname-override="+n.net.Name,
+		"--node-ip="+n.net.IP,
+		"--node-labels="+"topology.kubernetes.io/zone="+n.zone,
+		"--v=1",
+	)
+	if err != nil {
+		cd.stop(time.Second)
+		return err
+	}
+	kp, err := b.startInNode(n.net.Name, cg, short+"-kube-proxy", filepath.Join(nodeBinDir(), "kube-proxy"),
+		"--config="+n.paths.KubeProxyConfig, "--v=1")
+	if err != nil {
+		kl.stop(time.Second)
+		cd.stop(time.Second)
+		return err
+	}
+	n.mu.Lock()
+	n.containerd, n.kubelet, n.kproxy, n.down = cd, kl, kp, false
+	n.mu.Unlock()
+	return nil
+}
+
+// startInNode runs bin in network namespace ns ("" for the bench's own) as a member of
+// cgroup rel (below the bench's tree) in every hierarchy. A shell joins the cgroup and
+// execs nsenter, which execs bin: the recorded pid is bin's, and everything bin starts
+// (containerd's shims and containers) stays inside the tree.
+func (b *Bench) startInNode(ns, rel, name, bin string, args ...string) (*process, error) {
+	var script strings.Builder
+	for _, f := range b.cgroups.procsFiles(rel) {
+		fmt.Fprintf(&script, "echo $$ > %s || exit 1; ", shellQuote(f))
+	}
+	script.WriteString("exec ")
+	if ns != "" {
+		script.WriteString("nsenter --net=" + shellQuote(netnsPath(ns)) + " -- ")
+	}
+	script.WriteString(shellQuote(bin))
+	for _, a := range args {
+		script.WriteString(" " + shellQuote(a))
+	}
+	return startProcess(b.dir, name, "/bin/sh", "-c", script.String())
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// waitSocket waits for a unix socket to appear, failing early if p exits.
+func waitSocket(path string, budget time.Duration, p *process) error {
+	deadline := time.Now().Add(budget)
+	for {
+		if st, err := os.Stat(path); err == nil && st.Mode()&os.ModeSocket != 0 {
+			return nil
+		}
+		if gone, err := p.exited(); gone {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not appear within %v", path, budget)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// powerOff stops a node like a power cut: every process of the node (daemons, shims,
+// containers) is SIGKILLed at once. Its network is left to the caller.
+func (b *Bench) powerOff(n *realNode) error {
+	n.mu.Lock()
+	n.down = true
+	procs := []*process{n.kproxy, n.kubelet, n.containerd}
+	n.mu.Unlock()
+	err := b.cgroups.killAll(n.cgroupRel(), 15*time.Second)
+	for _, p := range procs {
+		if p != nil {
+			p.stop(time.Second) // reaps; the process is already dead
+		}
+	}
+	return err
+}
+
+// stopNodes powers every node off, releases their mounts and namespaces and removes the
+// bench's cgroup tree. The control plane is still up (Stop stops it afterwards).
+func (b *Bench) stopNodes() error {
+	var errs []error
+	for _, n := range b.nodes {
+		if err := b.powerOff(n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if b.cgroups != nil {
+		// The bench namespace's own kube-proxy is in "control"; kill it with the rest.
+		if err := b.cgroups.killAll("", 15*time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := unmountUnder(b.dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeNetnsPins(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, n := range b.nodes {
+		if err := removeNodeNetwork(n.net); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if b.cgroups != nil {
+		if err := b.cgroups.remove(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// node finds a node by name.
+func (b *Bench) node(name string) (*realNode, error) {
+	for _, n := range b.nodes {
+		if n.net.Name == name {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("no node %q on this bench", name)
+}
+
+// waitNodeProcs fails if a node daemon died while the node is meant to be up.
+func (b *Bench) nodeDaemonsExited() error {
+	for _, n := range b.nodes {
+		n.mu.Lock()
+		down, procs := n.down, []*process{n.containerd, n.kubelet, n.kproxy}
+		n.mu.Unlock()
+		if down {
+			continue
+		}
+		for _, p := range procs {
+			if p == nil {
+				continue
+			}
+			if gone, err := p.exited(); gone {
+				return fmt.Errorf("node %s: %w", n.net.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// waitFor polls cond until true or the budget ends.
+func waitFor(ctx context.Context, budget time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(budget)
+	for !cond() {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true
+}
