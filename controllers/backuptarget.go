@@ -250,7 +250,9 @@ func (r *EtcdBackupReconciler) memberPods(ctx context.Context, c *etcdv1beta2.Et
 	return out, nil
 }
 
-// clusterMemberURL is the client URL of a member pod, as the cluster controller dials it.
+// clusterMemberURL is the client URL of a member pod, as the cluster controller dials it:
+// with TLS the member's DNS name, which its server certificate names; otherwise its pod
+// IP, known as soon as the pod runs, joined to the port with brackets if it is IPv6.
 func clusterMemberURL(c *etcdv1beta2.EtcdCluster, p *corev1.Pod, clusterDomain string) string {
 	if render.ClientTLS(c) {
 		return render.ClientURL(c, p.Name, clusterDomain)

@@ -3,11 +3,16 @@ package controllers
 import (
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
 func TestClusterOfEndpoints(t *testing.T) {
 	scope := namespaceClusters{Namespace: "team-a", PodIPs: map[string][]string{
-		"main":     {"10.0.0.1", "10.0.0.2"},
+		"main":     {"10.0.0.1", "10.0.0.2", "fd00:10:244::1"},
 		"other":    {"10.0.0.9"},
 		"a":        nil, // a cluster named like another's client Service below
 		"a-client": {"10.0.1.1"},
@@ -29,6 +34,9 @@ func TestClusterOfEndpoints(t *testing.T) {
 		{"member names", []string{"http://main-0001.main.team-a.svc:2379", "http://main-0002.main.team-a.svc.cluster.local:2379"}, "main", ""},
 		{"member short name", []string{"http://main-0001.main:2379"}, "main", ""},
 		{"member pod IPs", []string{"http://10.0.0.1:2379", "10.0.0.2:2379"}, "main", ""},
+		{"member pod IPv6", []string{"http://[fd00:10:244::1]:2379", "[fd00:10:244:0::1]:2379", "fd00:10:244::1"}, "main", ""},
+		// Without brackets the port reads as part of the address: another IP.
+		{"member pod IPv6 without brackets", []string{"fd00:10:244::1:2379"}, "", "not a member pod"},
 		{"cluster without pods still named", []string{"http://empty-client:2379"}, "empty", ""},
 
 		{"another namespace's client service", []string{"http://main-client.team-b.svc:2379"}, "", "spec.etcdEndpoints"},
@@ -64,5 +72,33 @@ func TestClusterOfEndpoints(t *testing.T) {
 				t.Errorf("error %q should name the field and mention %q", err, c.mention)
 			}
 		})
+	}
+}
+
+// A member is dialled at its pod IP without TLS, in brackets when the IP is IPv6, and at
+// its DNS name with TLS (the name its server certificate carries).
+func TestClusterMemberURL(t *testing.T) {
+	pod := func(ip string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "main-0001", Namespace: "team-a"}, Status: corev1.PodStatus{PodIP: ip}}
+	}
+	plain := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "team-a"}}
+	withTLS := plain.DeepCopy()
+	withTLS.Spec.TLS = &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{ServerSecret: "s"}}}
+	for _, tc := range []struct {
+		c    *etcdv1beta2.EtcdCluster
+		ip   string
+		want string
+	}{
+		{plain, "10.0.0.1", "http://10.0.0.1:2379"},
+		{plain, "fd00:10:244::5", "http://[fd00:10:244::5]:2379"},
+		{withTLS, "fd00:10:244::5", "https://main-0001.main.team-a.svc.cluster.local:2379"},
+	} {
+		if got := clusterMemberURL(tc.c, pod(tc.ip), "cluster.local"); got != tc.want {
+			t.Errorf("clusterMemberURL(TLS %v, %s) = %q, want %q", tc.c.Spec.TLS != nil, tc.ip, got, tc.want)
+		}
+		r := &EtcdClusterReconciler{ClusterDomain: "cluster.local"}
+		if got := r.memberEndpoint(tc.c, pod(tc.ip)); got != tc.want {
+			t.Errorf("memberEndpoint(TLS %v, %s) = %q, want %q", tc.c.Spec.TLS != nil, tc.ip, got, tc.want)
+		}
 	}
 }

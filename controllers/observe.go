@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -263,10 +262,7 @@ func ownMemberLists(ctx context.Context, admin *etcdadmin.Admin, endpoints []str
 
 // memberEndpoint is the client URL the operator dials for a member pod.
 func (r *EtcdClusterReconciler) memberEndpoint(c *etcdv1beta2.EtcdCluster, p *corev1.Pod) string {
-	if render.ClientTLS(c) {
-		return render.ClientURL(c, p.Name, r.ClusterDomain)
-	}
-	return "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdv1beta2.EtcdClientPort))
+	return clusterMemberURL(c, p, r.ClusterDomain)
 }
 
 // operatorTLS loads the operator's client certificate for a TLS-secured cluster.

@@ -45,8 +45,15 @@ var unsafeFlags = []string{
 // trades durability away, and proxy* (etcd < 3.6) turns a member into a proxy.
 var unsafePrefixes = []string{"ETCD_DISCOVERY", "ETCD_INITIAL_CLUSTER", "ETCD_UNSAFE_", "ETCD_PROXY"}
 
-// ownEnv are the chart's own variables, referred to by the command line.
-var ownEnv = []string{"POD_IP", "POD_NAME"}
+// ownEnv are the variables the chart sets on the etcd container.
+var ownEnv = []string{"POD_NAME"}
+
+// retiredEnv were the chart's own variables once and stay reserved. POD_IP held the pod
+// IP the listeners bound to until they took the unspecified address (see the chart's
+// pods.yaml); nothing refers to it now. It stays refused because the CRDs' admission
+// rule has always refused it: accepting it now would let objects be stored that a later
+// chart needing the pod IP again could only refuse, breaking clusters that exist.
+var retiredEnv = []string{"POD_IP"}
 
 // envName is the environment variable etcd reads for a flag.
 func envName(flag string) string {
@@ -56,7 +63,7 @@ func envName(flag string) string {
 // ForbiddenEnvNames lists, sorted as declared, every exact variable name spec.pod.etcdEnv
 // may not set; ForbiddenEnvPrefixes the name prefixes. The CRDs' CEL rule holds the same.
 func ForbiddenEnvNames() []string {
-	out := append([]string{}, ownEnv...)
+	out := append(append([]string{}, retiredEnv...), ownEnv...)
 	for _, f := range operatorFlags {
 		out = append(out, envName(f))
 	}
@@ -75,6 +82,11 @@ func forbiddenEnv(name string) string {
 	for _, n := range ownEnv {
 		if name == n {
 			return "is set by the operator"
+		}
+	}
+	for _, n := range retiredEnv {
+		if name == n {
+			return "is reserved by the operator"
 		}
 	}
 	for _, f := range operatorFlags {

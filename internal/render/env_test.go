@@ -75,3 +75,22 @@ func TestForbiddenEnvCoversRenderedFlags(t *testing.T) {
 		}
 	}
 }
+
+// A retired variable is refused as reserved, and the chart really no longer sets it
+// (else it belongs in ownEnv, with the message that the operator sets it).
+func TestRetiredEnvStaysRefused(t *testing.T) {
+	for _, name := range retiredEnv {
+		for _, c := range []*v1beta2.EtcdCluster{coreosSample("3.6.16"), tlsCluster("p", "s")} {
+			got := mustRender(t, Input{Cluster: c, Members: bootstrap(c, 1, "")})
+			for _, e := range etcdContainer(t, got.pods["example-0000"]).Env {
+				if e.Name == name {
+					t.Errorf("%s is rendered but listed as retired", name)
+				}
+			}
+			c.Spec.Pod = &v1beta2.PodPolicy{EtcdEnv: []corev1.EnvVar{{Name: name, Value: "10.0.0.1"}}}
+			if err := ValidateCluster(c); err == nil || !strings.Contains(err.Error(), name+" is reserved") {
+				t.Errorf("%s: err = %v, want it refused as reserved", name, err)
+			}
+		}
+	}
+}

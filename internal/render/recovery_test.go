@@ -83,11 +83,13 @@ func TestRecoveryWithClientTLSMountsOperatorSecret(t *testing.T) {
 func TestRecoveryInputErrors(t *testing.T) {
 	c := coreosSample("3.6.16")
 	for name, mutate := range map[string]func(m *Member){
-		"joins an existing cluster": func(m *Member) { m.InitialClusterState = StateExisting },
-		"old token":                 func(m *Member) { m.Recovery.Token = ClusterToken(c) },
-		"no token":                  func(m *Member) { m.Recovery.Token = "" },
-		"no source":                 func(m *Member) { m.Recovery.SourceURL = "" },
-		"no image":                  func(m *Member) { m.Recovery.Image = " " },
+		"joins an existing cluster":    func(m *Member) { m.InitialClusterState = StateExisting },
+		"old token":                    func(m *Member) { m.Recovery.Token = ClusterToken(c) },
+		"no token":                     func(m *Member) { m.Recovery.Token = "" },
+		"no source":                    func(m *Member) { m.Recovery.SourceURL = "" },
+		"no image":                     func(m *Member) { m.Recovery.Image = " " },
+		"IPv6 source without brackets": func(m *Member) { m.Recovery.SourceURL = "http://fd00::5:2379" },
+		"source not a URL":             func(m *Member) { m.Recovery.SourceURL = "10.1.2.3:2379" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := recoveringMember(c, "new-token")

@@ -368,7 +368,7 @@ func Values(in Input) (map[string]interface{}, error) {
 }
 
 // ReservedEnv lists the environment variables the chart sets for this cluster: the pod's
-// own POD_IP and POD_NAME, and ETCD_<FLAG> for every flag the chart passes on the command
+// own POD_NAME, and ETCD_<FLAG> for every flag the chart passes on the command
 // line, which etcd refuses to see repeated in its environment ("conflicting environment
 // variable is shadowed by corresponding command-line flag"). ForbiddenEnvNames holds all
 // of them and more.
@@ -384,7 +384,7 @@ func ReservedEnv(c *v1beta2.EtcdCluster) []string {
 	if ClientTLS(c) {
 		flags = append(flags, "cert-file", "key-file", "trusted-ca-file", "client-cert-auth")
 	}
-	out := []string{"POD_IP", "POD_NAME"}
+	out := append([]string{}, ownEnv...)
 	for _, f := range flags {
 		out = append(out, "ETCD_"+strings.ToUpper(strings.ReplaceAll(f, "-", "_")))
 	}

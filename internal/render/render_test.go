@@ -212,9 +212,9 @@ func TestRenderCoreOSSample(t *testing.T) {
 		wantArgs := []string{
 			"--name=" + m.Name,
 			"--data-dir=/var/etcd/data",
-			"--listen-peer-urls=http://$(POD_IP):2380",
-			"--listen-client-urls=http://$(POD_IP):2379",
-			"--listen-metrics-urls=http://$(POD_IP):2381",
+			"--listen-peer-urls=http://0.0.0.0:2380",
+			"--listen-client-urls=http://0.0.0.0:2379",
+			"--listen-metrics-urls=http://0.0.0.0:2381",
 			"--initial-advertise-peer-urls=http://" + host + ":2380",
 			"--advertise-client-urls=http://" + host + ":2379",
 			"--initial-cluster=example-0000=http://example-0000.example.default.svc:2380,example-0001=http://example-0001.example.default.svc:2380,example-0002=http://example-0002.example.default.svc:2380",
@@ -231,7 +231,6 @@ func TestRenderCoreOSSample(t *testing.T) {
 			t.Errorf("advertised client URL %q != ClientURL %q", v, ClientURL(c, m.Name, ""))
 		}
 		wantEnv := []corev1.EnvVar{
-			{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
 			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 		}
 		if !equality.Semantic.DeepEqual(ctr.Env, wantEnv) {
@@ -271,6 +270,10 @@ func checkProbes(t *testing.T, p *corev1.Pod, readyPath, livePath string) {
 		g := pr.HTTPGet
 		if g.Path != path || g.Port != intstr.FromInt32(MetricsPort) || (g.Scheme != "" && g.Scheme != corev1.URISchemeHTTP) {
 			t.Errorf("%s %s probe %+v, want HTTP %s on %d", p.Name, what, g, path, MetricsPort)
+		}
+		// No host: the kubelet dials the pod IP, which the metrics listener serves.
+		if g.Host != "" {
+			t.Errorf("%s %s probe names host %q; the kubelet must dial the pod IP", p.Name, what, g.Host)
 		}
 		if pr.PeriodSeconds <= 0 || pr.TimeoutSeconds <= 0 || pr.FailureThreshold <= 0 {
 			t.Errorf("%s %s probe thresholds %+v", p.Name, what, pr)
@@ -373,7 +376,7 @@ func TestPodPolicyFields(t *testing.T) {
 		}},
 		{"etcdEnv", v1beta2.PodPolicy{EtcdEnv: []corev1.EnvVar{quota, fromSecret}}, func(t *testing.T, _ *v1beta2.EtcdCluster, _ rendered, p *corev1.Pod) {
 			env := p.Spec.Containers[0].Env
-			if len(env) != 4 || env[0].Name != "POD_IP" || !equality.Semantic.DeepEqual(env[2:], []corev1.EnvVar{quota, fromSecret}) {
+			if len(env) != 3 || env[0].Name != "POD_NAME" || !equality.Semantic.DeepEqual(env[1:], []corev1.EnvVar{quota, fromSecret}) {
 				t.Errorf("env %+v", env)
 			}
 		}},
@@ -597,9 +600,9 @@ func TestTLSMode(t *testing.T) {
 			}
 			host := members[1].Name + ".example.default.svc.cluster.local"
 			for f, want := range map[string]string{
-				"listen-peer-urls":            peerScheme + "://$(POD_IP):2380",
-				"listen-client-urls":          clientScheme + "://$(POD_IP):2379",
-				"listen-metrics-urls":         "http://$(POD_IP):2381",
+				"listen-peer-urls":            peerScheme + "://0.0.0.0:2380",
+				"listen-client-urls":          clientScheme + "://0.0.0.0:2379",
+				"listen-metrics-urls":         "http://0.0.0.0:2381",
 				"initial-advertise-peer-urls": peerScheme + "://" + host + ":2380",
 				"advertise-client-urls":       clientScheme + "://" + host + ":2379",
 			} {
@@ -895,12 +898,15 @@ func TestConcurrentRenders(t *testing.T) {
 	}
 }
 
-// ReservedEnv must name exactly the flags the chart passes, or a user variable could
-// still collide with a flag (etcd then exits) or be refused for no reason.
+// ReservedEnv must name exactly the variables and flags the chart sets, or a user
+// variable could still collide with one (etcd then exits) or be refused for no reason.
 func TestReservedEnvMatchesRenderedFlags(t *testing.T) {
 	for _, c := range []*v1beta2.EtcdCluster{coreosSample("3.6.16"), tlsCluster("p", "s"), tlsCluster("p", "")} {
 		got := mustRender(t, Input{Cluster: c, Members: bootstrap(c, 1, "")})
-		want := map[string]bool{"POD_IP": true, "POD_NAME": true}
+		want := map[string]bool{}
+		for _, e := range got.pods["example-0000"].Spec.Containers[0].Env {
+			want[e.Name] = true
+		}
 		for _, a := range got.pods["example-0000"].Spec.Containers[0].Args {
 			f, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 			want["ETCD_"+strings.ToUpper(strings.ReplaceAll(f, "-", "_"))] = true

@@ -203,6 +203,9 @@ func recoveryValues(c *v1beta2.EtcdCluster, m Member) (map[string]interface{}, s
 	case rec.Token == "" || rec.Token == ClusterToken(c):
 		return nil, "", errors.New("recovery needs a token of its own: old members must never join the new cluster")
 	}
+	if err := checkDialURL(rec.SourceURL); err != nil {
+		return nil, "", fmt.Errorf("recovery source member: %w", err)
+	}
 	tlsSecret := ""
 	if ClientTLS(c) {
 		tlsSecret = c.Spec.TLS.Static.OperatorSecret

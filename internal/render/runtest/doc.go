@@ -4,5 +4,6 @@
 //
 // Its TestMain moves the test binary into private mount and network namespaces (see
 // test/bench.EnterNamespace) so that member DNS names can be published in a private
-// /etc/hosts and every pod gets its own loopback IP, as on the operator's bench.
+// /etc/hosts; inside, every pod gets a network namespace of its own on a bridge, with
+// IPv4, IPv6 or both (podnet_test.go), as under a real kubelet with a CNI plugin.
 package runtest

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,46 +28,56 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/bench"
 )
 
-// runningPod is a rendered member pod run as a local process.
+// runningPod is a rendered member pod run as a local process in a network namespace of
+// its own.
 type runningPod struct {
-	pod  *corev1.Pod
-	ip   string
-	log  string
-	cmd  *exec.Cmd
-	done chan struct{}
+	pod   *corev1.Pod
+	ip    string   // status.podIP: the primary address, which the kubelet probes
+	addrs []string // every address of the pod, primary first
+	log   string
+	cmd   *exec.Cmd
+	done  chan struct{}
 }
 
 // TestRenderedPodsFormACluster renders a three-member cluster, runs every pod's etcd
 // container as a process exactly as rendered (command, args, env with the downward
 // API, $(VAR) expansion), with only what a kubelet would provide substituted: the
 // image becomes the cached etcd binary of the image's version, mount paths become
-// temporary directories holding the volume contents, and the pod IP is a loopback
-// address published in the private /etc/hosts under the member's DNS name.
+// temporary directories holding the volume contents, and each pod gets a network
+// namespace of its own with its addresses published in the private /etc/hosts under
+// the member's DNS name.
 // Then it checks that the cluster serves through the advertised client URLs, that
-// the rendered probes pass, and that on quorum loss readiness fails while liveness
-// keeps passing.
+// the rendered probes pass on every pod address, that etcdctl inside a pod reaches its
+// member over loopback (as `kubectl exec <member> -- etcdctl endpoint health` does), and
+// that on quorum loss readiness fails while liveness keeps passing. The pods are
+// IPv4-only, IPv6-only or dual-stack.
 func TestRenderedPodsFormACluster(t *testing.T) {
 	for i, tc := range []struct {
 		name     string
 		versions []string // per member; spec.version is the last
 		tls      bool
+		family   family
 	}{
-		{"3.6.16", []string{"3.6.16", "3.6.16", "3.6.16"}, false},
-		{"3.7.3", []string{"3.7.3", "3.7.3", "3.7.3"}, false},
-		{"upgrade in progress", []string{"3.6.16", "3.7.3", "3.7.3"}, false},
-		{"TLS", []string{"3.7.3", "3.7.3", "3.7.3"}, true},
+		{"3.6.16", []string{"3.6.16", "3.6.16", "3.6.16"}, false, ipv4Only},
+		{"3.7.3", []string{"3.7.3", "3.7.3", "3.7.3"}, false, ipv4Only},
+		{"upgrade in progress", []string{"3.6.16", "3.7.3", "3.7.3"}, false, ipv4Only},
+		{"TLS", []string{"3.7.3", "3.7.3", "3.7.3"}, true, ipv4Only},
+		{"IPv6-only", []string{"3.6.16", "3.6.16", "3.6.16"}, false, ipv6Only},
+		{"dual-stack TLS", []string{"3.7.3", "3.7.3", "3.7.3"}, true, dualStack},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			runCluster(t, byte(i+1), tc.versions, tc.tls)
+			runCluster(t, byte(i+1), tc.versions, tc.tls, tc.family)
 		})
 	}
 }
 
-func runCluster(t *testing.T, subnet byte, versions []string, withTLS bool) {
+func runCluster(t *testing.T, subnet byte, versions []string, withTLS bool, fam family) {
 	bins := map[string]string{}
 	for _, v := range versions {
 		bins["v"+v] = etcdtest.Binary(t, v, "etcd")
 	}
+	etcdctl := etcdtest.Binary(t, versions[len(versions)-1], "etcdctl")
+	pn := newPodNetwork(t, subnet, fam)
 	ns := "default"
 	c := &v1beta2.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("run%d", subnet), Namespace: ns, UID: "uid-1"},
@@ -98,12 +107,15 @@ func runCluster(t *testing.T, subnet byte, versions []string, withTLS bool) {
 		t.Fatal(err)
 	}
 
-	// "Cluster DNS": one hosts line per member, appended in place as the bench does.
-	ips := map[string]string{}
+	// "Cluster DNS": one hosts line per member address, appended in place as the bench
+	// does; it also answers the reverse lookups etcd makes of peers' source addresses.
+	index := map[string]int{}
 	var hosts strings.Builder
 	for i, n := range names {
-		ips[n] = fmt.Sprintf("127.0.%d.%d", subnet, i+1)
-		fmt.Fprintf(&hosts, "%s\t%s\n", ips[n], render.MemberHost(c, n, ""))
+		index[n] = i
+		for _, a := range pn.podAddrs(i) {
+			fmt.Fprintf(&hosts, "%s\t%s\n", a, render.MemberHost(c, n, ""))
+		}
 	}
 	appendHosts(t, hosts.String())
 
@@ -114,7 +126,7 @@ func runCluster(t *testing.T, subnet byte, versions []string, withTLS bool) {
 	var pods []*runningPod
 	for _, o := range objs {
 		if p, ok := o.(*corev1.Pod); ok {
-			pods = append(pods, startPod(t, p, ips[p.Name], bins, certs))
+			pods = append(pods, startPod(t, pn, index[p.Name], p, bins, certs))
 		}
 	}
 	hc := &http.Client{Timeout: 5 * time.Second}
@@ -122,14 +134,22 @@ func runCluster(t *testing.T, subnet byte, versions []string, withTLS bool) {
 		hc.Transport = &http.Transport{TLSClientConfig: certs.clientConfig}
 	}
 
-	// Every member becomes ready by its own rendered readiness probe.
+	// Every member becomes ready by its own rendered readiness probe, at its pod IP. Every
+	// probe passes at every address of the pod, and etcdctl reaches the member over the
+	// pod's loopback.
 	for _, p := range pods {
 		waitProbe(t, p, p.pod.Spec.Containers[0].ReadinessProbe, true, 90*time.Second)
-		for _, pr := range []*corev1.Probe{p.pod.Spec.Containers[0].LivenessProbe, p.pod.Spec.Containers[0].StartupProbe} {
-			if ok, msg := probe(p, pr); !ok {
-				t.Errorf("%s: probe %s fails on a healthy member: %s", p.pod.Name, pr.HTTPGet.Path, msg)
+	}
+	for _, p := range pods {
+		ctr := p.pod.Spec.Containers[0]
+		for _, addr := range p.addrs {
+			for _, pr := range []*corev1.Probe{ctr.ReadinessProbe, ctr.LivenessProbe, ctr.StartupProbe} {
+				if ok, msg := probeAt(addr, pr); !ok {
+					t.Errorf("%s: probe %s fails at %s on a healthy member: %s", p.pod.Name, pr.HTTPGet.Path, addr, msg)
+				}
 			}
 		}
+		loopbackHealth(t, p, etcdctl, certs)
 	}
 	// A write through one member's advertised client URL is read through another's.
 	put(t, hc, render.ClientURL(c, names[0], ""), "k", "v1")
@@ -158,8 +178,28 @@ func runCluster(t *testing.T, subnet byte, versions []string, withTLS bool) {
 	}
 }
 
-// startPod runs the pod's etcd container as a process.
-func startPod(t *testing.T, p *corev1.Pod, ip string, bins map[string]string, certs *testCerts) *runningPod {
+// loopbackHealth runs `etcdctl endpoint health` in the pod's network namespace, as
+// `kubectl exec <member> -- etcdctl endpoint health` would: without TLS at etcdctl's
+// default endpoint 127.0.0.1:2379, with TLS at localhost (the name the test's server
+// certificate carries) with the operator's client certificate.
+func loopbackHealth(t *testing.T, p *runningPod, etcdctl string, certs *testCerts) {
+	t.Helper()
+	args := []string{"endpoint", "health", "--command-timeout=5s"}
+	if certs != nil {
+		args = append(args, "--endpoints=https://localhost:2379",
+			"--cacert="+certs.files["ca.crt"], "--cert="+certs.files["client.crt"], "--key="+certs.files["client.key"])
+	}
+	cmd := inPod(p.cmd.Process.Pid, etcdctl, args...)
+	cmd.Env = []string{"ETCDCTL_API=3"}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "is healthy") {
+		t.Errorf("%s: etcdctl %s in the pod: %v\n%s", p.pod.Name, strings.Join(args, " "), err, out)
+	}
+}
+
+// startPod runs the pod's etcd container as a process in a network namespace of its
+// own with pod i's addresses.
+func startPod(t *testing.T, pn *podNetwork, i int, p *corev1.Pod, bins map[string]string, certs *testCerts) *runningPod {
 	t.Helper()
 	if len(p.Spec.Containers) != 1 || len(p.Spec.InitContainers) != 0 {
 		t.Fatalf("%s: want one container and no init containers", p.Name)
@@ -204,6 +244,9 @@ func startPod(t *testing.T, p *corev1.Pod, ip string, bins map[string]string, ce
 		mounts[m.MountPath] = host
 	}
 
+	addrs := pn.podAddrs(i)
+	ip := addrs[0].String()
+
 	// Environment, downward API first, then $(VAR) expansion of the arguments.
 	env := map[string]string{}
 	var envList []string
@@ -230,18 +273,14 @@ func startPod(t *testing.T, p *corev1.Pod, ip string, bins map[string]string, ce
 	}
 
 	rp := &runningPod{pod: p, ip: ip, log: filepath.Join(dir, "etcd.log"), done: make(chan struct{})}
+	for _, a := range addrs {
+		rp.addrs = append(rp.addrs, a.String())
+	}
 	logf, err := os.Create(rp.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp.cmd = exec.Command(bin, args...)
-	rp.cmd.Env = envList
-	rp.cmd.Stdout, rp.cmd.Stderr = logf, logf
-	// If the test binary dies, its etcd processes die with it.
-	rp.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := rp.cmd.Start(); err != nil {
-		t.Fatalf("%s: %v", p.Name, err)
-	}
+	rp.cmd = pn.startInPod(t, i, addrs, bin, args, envList, logf)
 	go func() {
 		_ = rp.cmd.Wait()
 		logf.Close()
@@ -308,12 +347,15 @@ func remapPaths(arg string, mounts map[string]string) string {
 
 // probe performs an HTTP probe as the kubelet does: GET http://<pod IP>:<port><path>,
 // success on 2xx/3xx within timeoutSeconds.
-func probe(p *runningPod, pr *corev1.Probe) (bool, string) {
+func probe(p *runningPod, pr *corev1.Probe) (bool, string) { return probeAt(p.ip, pr) }
+
+// probeAt is probe at one of the pod's addresses.
+func probeAt(ip string, pr *corev1.Probe) (bool, string) {
 	g := pr.HTTPGet
-	if g == nil || (g.Scheme != "" && g.Scheme != corev1.URISchemeHTTP) {
-		return false, fmt.Sprintf("not a plain HTTP probe: %+v", pr)
+	if g == nil || (g.Scheme != "" && g.Scheme != corev1.URISchemeHTTP) || g.Host != "" {
+		return false, fmt.Sprintf("not a plain HTTP probe of the pod IP: %+v", pr)
 	}
-	url := fmt.Sprintf("http://%s%s", net.JoinHostPort(p.ip, g.Port.String()), g.Path)
+	url := fmt.Sprintf("http://%s%s", net.JoinHostPort(ip, g.Port.String()), g.Path)
 	hc := &http.Client{Timeout: time.Duration(pr.TimeoutSeconds) * time.Second}
 	resp, err := hc.Get(url)
 	if err != nil {
@@ -405,10 +447,12 @@ func appendHosts(t *testing.T, lines string) {
 }
 
 // testCerts are the CoreOS-style Secrets of a cluster (peer, server) and a client
-// configuration for the test, all signed by one throwaway CA.
+// configuration for the test, all signed by one throwaway CA; files holds the CA and
+// the client certificate as files for etcdctl.
 type testCerts struct {
 	secrets      map[string]map[string][]byte // Secret name -> key -> data
 	clientConfig *tls.Config
+	files        map[string]string
 }
 
 func newTestCerts(t *testing.T, c *v1beta2.EtcdCluster) *testCerts {
@@ -418,11 +462,9 @@ func newTestCerts(t *testing.T, c *v1beta2.EtcdCluster) *testCerts {
 	wildcard := fmt.Sprintf("*.%s.%s.svc", c.Name, c.Namespace)
 	// With --peer-client-cert-auth etcd also checks a connecting peer's certificate
 	// against the connection's source address (reverse DNS of the source IP must match
-	// a SAN). In Kubernetes the source is the pod IP, whose PTR record is the member's
-	// name under the headless Service. Here all "pods" share one network namespace and
-	// the kernel sources loopback connections from 127.0.0.1, so the peer certificate
-	// carries that address too. Only the test's certificate differs; the pods don't.
-	peerCrt, peerKey := ca.Issue(t, "peer", []string{wildcard}, []net.IP{net.IPv4(127, 0, 0, 1)})
+	// a SAN). The source is the peer's pod IP, whose hosts line names the member under
+	// the headless Service, as its PTR record does in Kubernetes: the wildcard suffices.
+	peerCrt, peerKey := ca.Issue(t, "peer", []string{wildcard}, nil)
 	serverCrt, serverKey := ca.Issue(t, "server", []string{wildcard, "localhost"}, nil)
 	clientCrt, clientKey := ca.Issue(t, "client", nil, nil)
 	pair, err := tls.X509KeyPair(clientCrt, clientKey)
@@ -431,7 +473,16 @@ func newTestCerts(t *testing.T, c *v1beta2.EtcdCluster) *testCerts {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
+	dir := t.TempDir()
+	files := map[string]string{}
+	for name, data := range map[string][]byte{"ca.crt": caPEM, "client.crt": clientCrt, "client.key": clientKey} {
+		files[name] = filepath.Join(dir, name)
+		if err := os.WriteFile(files[name], data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return &testCerts{
+		files: files,
 		secrets: map[string]map[string][]byte{
 			"peer":   {"peer.crt": peerCrt, "peer.key": peerKey, "peer-ca.crt": caPEM},
 			"server": {"server.crt": serverCrt, "server.key": serverKey, "server-ca.crt": caPEM},
