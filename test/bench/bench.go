@@ -68,6 +68,8 @@ type Bench struct {
 	cgroups        *cgroupTree
 	nodes          []*realNode
 	nodeKubeconfig string
+	// stopProvisioner stops the local volume provisioner (nil before it started).
+	stopProvisioner func()
 
 	stopOnce sync.Once
 }
@@ -144,6 +146,13 @@ func Start(ctx context.Context, opts Options) (_ *Bench, err error) {
 	b.timings.ControlPlane = time.Since(t0)
 	opts.Log("bench: control plane ready in %v (dir %s)", b.timings.ControlPlane.Round(time.Millisecond), b.dir)
 
+	pctx, pcancel := context.WithCancel(context.Background())
+	pdone, err := startProvisioner(pctx, b.RestConfig(), filepath.Join(b.dir, "pv"), opts.Log)
+	if err != nil {
+		pcancel()
+		return nil, fmt.Errorf("volume provisioner: %w", err)
+	}
+	b.stopProvisioner = func() { pcancel(); <-pdone }
 	if err := b.startRegistry(ctx); err != nil {
 		return nil, fmt.Errorf("bench registry: %w", err)
 	}
@@ -185,6 +194,9 @@ func Zone(i int) string { return "zone-" + string(rune('a'+i%3)) }
 // order: SIGTERM, then SIGKILL after a grace period. Safe to call more than once.
 func (b *Bench) Stop() {
 	b.stopOnce.Do(func() {
+		if b.stopProvisioner != nil {
+			b.stopProvisioner()
+		}
 		if err := b.stopNodes(); err != nil {
 			b.opts.Log("bench: stopping nodes: %v", err)
 			// Mounts may remain: never delete a directory a mount could still show.
