@@ -1,0 +1,71 @@
+package images
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/etcd-operator/etcd-operator/internal/ociimage"
+)
+
+// modulePath is this repository's module, to recognise its root.
+const modulePath = "github.com/etcd-operator/etcd-operator"
+
+// RepoRoot is the root of this repository's checkout: the directory of this source file
+// three levels up when the binary was built from a checkout, else the main module of the
+// working directory (`go env GOMOD`), e.g. under -trimpath.
+func RepoRoot() (string, error) {
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+		if isRepoRoot(root) {
+			return filepath.Clean(root), nil
+		}
+	}
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(out)))
+	if !isRepoRoot(root) {
+		return "", fmt.Errorf("cannot find the %s checkout (working directory outside it)", modulePath)
+	}
+	return root, nil
+}
+
+func isRepoRoot(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	return err == nil && bytes.HasPrefix(b, []byte("module "+modulePath+"\n"))
+}
+
+// BuildOperator builds the repository's operator (its main package at the root) as a
+// static binary outDir/manager, the way the Dockerfile does, and returns its path.
+func BuildOperator(repoRoot, outDir string) (string, error) {
+	return goBuild(repoRoot, ".", filepath.Join(outDir, "manager"))
+}
+
+// BuildPause builds test/cmd/pause as a static binary outDir/pause.
+func BuildPause(repoRoot, outDir string) (string, error) {
+	return goBuild(repoRoot, "./test/cmd/pause", filepath.Join(outDir, "pause"))
+}
+
+// goBuild runs `CGO_ENABLED=0 go build -trimpath -o out pkg` in repoRoot: the images
+// have no C library, so every binary must be static (checked afterwards).
+func goBuild(repoRoot, pkg, out string) (string, error) {
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, stderr.Bytes())
+	}
+	if err := ociimage.CheckStatic(out); err != nil {
+		return "", errors.Join(err, os.Remove(out))
+	}
+	return out, nil
+}
