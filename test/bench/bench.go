@@ -1,7 +1,10 @@
-// Package bench runs a real Kubernetes control plane (etcd, kube-apiserver,
-// kube-controller-manager, kube-scheduler from the tools cache) plus the emulated kubelet
-// of test/bench/kubelet, inside the private mount+net namespaces EnterNamespace sets up.
-// Tests get a cluster where Pods really run (as local processes) in a few seconds.
+// Package bench runs a local Kubernetes cluster of real parts inside the private mount+net
+// namespaces EnterNamespace sets up: a control plane (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler), real nodes (containerd + runc, kubelet,
+// kube-proxy and a CNI bridge, each node in a network namespace of its own), CoreDNS as
+// cluster DNS, a local volume provisioner and an image registry every pull goes through.
+// Everything comes from the tools cache, Debian packages and this checkout; nothing on the
+// machine changes (REAL-NODE.md has the recipe and its workarounds).
 package bench
 
 import (

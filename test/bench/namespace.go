@@ -151,7 +151,7 @@ func writeNamespaceFiles(dir, search string) error {
 		// wait on a DNS server that does not exist.
 		hosts += "127.0.0.1\t" + host + "\n"
 	}
-	hosts += "# bench cluster DNS records below; edited in place by the emulated kubelet\n"
+	hosts += "# cluster DNS is CoreDNS (resolv.conf); names appended here resolve in this namespace only\n"
 	if err := os.WriteFile(filepath.Join(dir, "hosts"), []byte(hosts), 0o644); err != nil {
 		return err
 	}

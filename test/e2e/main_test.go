@@ -1,6 +1,5 @@
-// Package e2e runs the operator against the local bench: a real kube-apiserver,
-// kube-controller-manager and kube-scheduler, the emulated kubelet, and real etcd
-// processes. The test binary re-executes itself inside the bench's private mount and
+// Package e2e runs the operator against the local bench: a real control plane, real
+// nodes (kubelet, containerd, CNI, kube-proxy, CoreDNS) and real etcd images. The test binary re-executes itself inside the bench's private mount and
 // network namespaces first.
 package e2e
 

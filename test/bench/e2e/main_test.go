@@ -1,5 +1,5 @@
-// Package e2e checks the bench itself: that the control plane, the emulated kubelet and
-// the namespace plumbing together behave like a cluster an operator can be tested on.
+// Package e2e checks the bench itself: that the control plane, the real nodes and the
+// namespace plumbing together behave like a cluster an operator can be tested on.
 package e2e
 
 import (

@@ -100,15 +100,20 @@ func doFault(b *bench.Bench, f []string) error {
 			return err
 		}
 		return k.ContinuePod(ns, name)
-	case "node-down", "node-up":
+	case "node-down", "node-up", "partition", "heal":
 		node, err := arg(1)
 		if err != nil {
 			return err
 		}
-		if f[0] == "node-down" {
+		switch f[0] {
+		case "node-down":
 			return k.NodeDown(node)
+		case "node-up":
+			return k.NodeUp(node)
+		case "partition":
+			return k.PartitionNode(node)
 		}
-		return k.NodeUp(node)
+		return k.HealNode(node)
 	case "delay-dns":
 		host, err := arg(1)
 		if err != nil {

@@ -5,10 +5,10 @@
 //	bench exec --dir D -- CMD [ARG]...                        run CMD inside the bench namespaces
 //	bench down --dir D                                        stop a running bench
 //	bench fault --dir D kill-pod NS/NAME [SIGNAL] | stop-pod NS/NAME | continue-pod NS/NAME |
-//	            node-down NODE | node-up NODE | delay-dns HOSTNAME DURATION
+//	            node-down NODE | node-up NODE | partition NODE | heal NODE | delay-dns HOSTNAME DURATION
 //
-// The bench lives in private mount+net namespaces (pods get 127.x addresses and names in
-// a private /etc/hosts). `up` opens a listener in the host namespace before entering them
+// The bench lives in private mount+net namespaces (its nodes in network namespaces of their
+// own, pods on 10.244.x, cluster DNS by CoreDNS). `up` opens a listener in the host namespace before entering them
 // and proxies it to the apiserver inside, so D/kubeconfig works from the host.
 package main
 
@@ -36,7 +36,7 @@ const usage = `usage:
   bench exec  --dir D -- CMD [ARG]...
   bench down  --dir D
   bench fault --dir D kill-pod NS/NAME [SIGNAL] | stop-pod NS/NAME | continue-pod NS/NAME |
-              node-down NODE | node-up NODE | delay-dns HOSTNAME DURATION
+              node-down NODE | node-up NODE | partition NODE | heal NODE | delay-dns HOSTNAME DURATION
 `
 
 // Files in the bench directory the subcommands share.
