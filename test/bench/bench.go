@@ -82,6 +82,8 @@ var (
 	// active guards the one-bench-per-process rule: every bench of a process shares the
 	// namespace's network (its bridge, addresses and routes) and /run.
 	active atomic.Bool
+	// running is the process's bench, for a signal handler to stop.
+	running atomic.Pointer[Bench]
 )
 
 // Start brings a bench up and returns once the apiserver is ready, every node is Ready
@@ -113,11 +115,13 @@ func Start(ctx context.Context, opts Options) (_ *Bench, err error) {
 		opts.Log = func(string, ...any) {}
 	}
 	if !active.CompareAndSwap(false, true) {
-		return nil, errors.New("bench: another bench is running in this process; they would share /etc/hosts (run benches one after another, or in separate test packages)")
+		return nil, errors.New("bench: another bench is running in this process; they would share its network and /run (run benches one after another, or in separate test packages)")
 	}
 	b := &Bench{opts: opts, dir: opts.Dir, scheme: opts.Scheme}
+	running.Store(b)
 	if b.dir == "" {
 		if b.dir, err = os.MkdirTemp("", "bench-"); err != nil {
+			running.CompareAndSwap(b, nil)
 			active.Store(false)
 			return nil, err
 		}
@@ -217,6 +221,7 @@ func (b *Bench) Stop() {
 		if b.removeDir {
 			os.RemoveAll(b.dir)
 		}
+		running.CompareAndSwap(b, nil)
 		active.Store(false)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -209,4 +210,37 @@ func rmdirRetry(d string) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("remove cgroup %s: %w", d, err)
+}
+
+// staleTree matches the name of a bench's tree: bench-<pid of its process>-<sequence>.
+var staleTree = regexp.MustCompile(`^bench-(\d+)-\d+$`)
+
+// sweepStaleTrees removes the trees of benches whose process is gone (killed outright,
+// e.g. SIGKILL or a hard test timeout): their containers and containerd's shims outlive
+// it, reparented but still in the tree. Killing everything in the tree frees the dead
+// bench's namespaces, and with them its mounts and network.
+func sweepStaleTrees() error {
+	own, err := ownCgroup()
+	if err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(filepath.Join(cgroupV1Root, "memory", own))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		m := staleTree.FindStringSubmatch(e.Name())
+		if m == nil || !e.IsDir() {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + m[1]); err == nil {
+			continue // its bench still runs (maybe in another test package)
+		}
+		t := &cgroupTree{Rel: filepath.Join(own, e.Name())}
+		if err := t.remove(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

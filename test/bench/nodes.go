@@ -52,6 +52,9 @@ var processNetwork = sync.OnceValue(func() error {
 // setupNetwork creates the bench's cgroup tree, its bridge and every node's network
 // namespace and files; the control plane and the registry come up on the bridge next.
 func (b *Bench) setupNetwork() error {
+	if err := sweepStaleTrees(); err != nil {
+		b.opts.Log("bench: removing what killed benches left: %v", err)
+	}
 	tree, err := newCgroupTree(fmt.Sprintf("bench-%d-%d", os.Getpid(), benchSeq.Load()))
 	if err != nil {
 		return err

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -87,5 +89,17 @@ func RunTestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "bench namespace:", err)
 		os.Exit(1)
 	}
+	// A test binary told to stop (Ctrl-C, a killed `go test`) powers its nodes off first:
+	// containerd's shims and the containers would otherwise outlive it.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		s := <-sigs
+		if b := running.Load(); b != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v: stopping the bench in %s\n", s, b.dir)
+			b.Stop()
+		}
+		os.Exit(128 + int(s.(syscall.Signal)))
+	}()
 	os.Exit(m.Run())
 }
