@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
@@ -47,3 +48,9 @@ func writeKeys(e *framework.Env, cli *clientv3.Client, n int, prefix, valuePrefi
 		return nil
 	})
 }
+
+func clientKey(o client.Object) client.ObjectKey { return client.ObjectKeyFromObject(o) }
+
+type errPhase corev1.PodPhase
+
+func (p errPhase) Error() string { return "pod phase " + string(p) }
