@@ -3,6 +3,7 @@ package images
 import (
 	"bytes"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/etcd-operator/etcd-operator/internal/ociimage"
 )
@@ -54,6 +56,17 @@ func TestRegistryServesWhatWasPushedAndStopsOnClose(t *testing.T) {
 	d, _ := layers[0].Digest()
 	if _, err := os.Stat(filepath.Join(blobs, d.Algorithm, d.Hex)); err != nil {
 		t.Errorf("layer blob not on disk: %v", err)
+	}
+	// containerd asks a mirror with the upstream host in a query parameter.
+	req, _ := http.NewRequest(http.MethodGet, "http://"+r.Addr()+"/v2/some/repo/manifests/v1?ns=quay.io", nil)
+	req.Header.Set("Accept", string(types.OCIManifestSchema1)+", "+string(types.DockerManifestSchema2))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Docker-Content-Digest") != want.String() {
+		t.Errorf("mirror-style GET: %s, digest %q, want %s", resp.Status, resp.Header.Get("Docker-Content-Digest"), want)
 	}
 	if !strings.Contains(logBuf.String(), "/v2/some/repo/manifests/v1") {
 		t.Errorf("request log lacks the manifest request:\n%s", logBuf.String())

@@ -40,8 +40,9 @@ func catches(pid int, sig syscall.Signal) (bool, error) {
 }
 
 // startReady runs pause with SIGINT ignored (inherited through exec), so that the Go
-// runtime leaves SIGINT alone until signal.Notify asks for it: the moment SIGINT shows
-// as caught, pause has set up its handlers and any signal sent is handled, not fatal.
+// runtime leaves SIGINT alone until signal.Notify asks for it: the moment pause (not
+// the shell before its exec, which may catch SIGINT itself) shows SIGINT as caught, it
+// has set up its handlers and any signal sent is handled, not fatal.
 func startReady(t *testing.T, bin string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", `trap '' INT; exec "$0"`, bin)
@@ -49,13 +50,18 @@ func startReady(t *testing.T, bin string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	pid := cmd.Process.Pid
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		ok, err := catches(cmd.Process.Pid, syscall.SIGINT)
+		comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok {
+		ok, err := catches(pid, syscall.SIGINT)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && strings.TrimSpace(string(comm)) == "pause" {
 			return cmd
 		}
 		if time.Now().After(deadline) {
