@@ -149,8 +149,8 @@ func injectFault(b *testing.B, e *framework.Env, name, kind, pod string) error {
 		e.StartOperator()
 		return nil
 	case "dns-delay":
-		for _, suffix := range []string{"." + name + ".default", "." + name + ".default.svc", "." + name + ".default.svc.cluster.local"} {
-			k.DelayDNS("*"+suffix, 20*time.Second)
+		if err := k.DelayDNS("*."+name+".default.svc.cluster.local", 20*time.Second); err != nil {
+			return err
 		}
 		p := e.MemberPods(name)[pod]
 		return e.C.Delete(context.Background(), &p)

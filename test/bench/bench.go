@@ -22,6 +22,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/test/bench/clusterdns"
 )
 
 // Options configure a bench. The zero value is a 3-node bench in a temporary directory.
@@ -71,6 +73,7 @@ type Bench struct {
 	cgroups        *cgroupTree
 	nodes          []*realNode
 	nodeKubeconfig string
+	withholder     *clusterdns.Withholder
 	// stopProvisioner stops the local volume provisioner (nil before it started).
 	stopProvisioner func()
 
@@ -203,6 +206,9 @@ func (b *Bench) Stop() {
 	b.stopOnce.Do(func() {
 		if b.stopProvisioner != nil {
 			b.stopProvisioner()
+		}
+		if b.withholder != nil {
+			_ = b.withholder.Close()
 		}
 		if err := b.stopNodes(); err != nil {
 			b.opts.Log("bench: stopping nodes: %v", err)

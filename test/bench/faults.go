@@ -235,11 +235,6 @@ func (b *Bench) signalPodProcesses(namespace, name string, sig syscall.Signal) e
 	return nil
 }
 
-// DelayDNS withholds a name from cluster DNS for d (TODO: wired to CoreDNS).
-func (f *Faults) DelayDNS(name string, d time.Duration) error {
-	return errors.New("DelayDNS: not wired to CoreDNS yet")
-}
-
 // PodLogs is `kubectl logs` of a container (the kubelet serves it through the API server).
 func (b *Bench) PodLogs(ctx context.Context, namespace, name, container string) (string, error) {
 	cs, err := kubernetes.NewForConfig(b.RestConfig())
