@@ -3,7 +3,7 @@
 # from the Go module proxy, into a cache outside the clone keyed by version.
 # A warm cache makes this a no-op: each tool directory carries a .done stamp.
 #
-#   hack/tools.sh [all|k8s|node|coredns|etcd|minio|gen]    (default: all)
+#   hack/tools.sh [all|k8s|node|coredns|packages|etcd|minio|gen]    (default: all)
 #   hack/tools.sh path                        print the cache root
 set -euo pipefail
 
@@ -181,6 +181,25 @@ envtest_assets() {
   ln -sf "$CACHE/etcd-$newest_etcd/etcd" "$out/etcd"
 }
 
+# node_packages: what the bench's real nodes run from Debian packages (containerd, runc,
+# the CNI plugins, iptables, conntrack). No service is started: the bench runs its own
+# containerd per node. Installed when missing (root and apt-get needed, as on CI).
+node_packages() {
+  local need=()
+  command -v containerd >/dev/null || need+=(containerd)
+  command -v runc >/dev/null || need+=(runc)
+  [[ -x /usr/lib/cni/bridge && -x /usr/lib/cni/host-local && -x /usr/lib/cni/portmap ]] || need+=(containernetworking-plugins)
+  command -v iptables >/dev/null || need+=(iptables)
+  command -v conntrack >/dev/null || need+=(conntrack)
+  ((${#need[@]})) || return 0
+  if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
+    log "missing Debian packages for the bench's nodes: ${need[*]} (install them as root)"
+    return 1
+  fi
+  log "installing ${need[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+}
+
 mkdir -p "$CACHE"
 what=${1:-all}
 case $what in
@@ -188,10 +207,12 @@ case $what in
   k8s) build_k8s ;;
   node) build_node ;;
   coredns) build_coredns ;;
+  packages) node_packages ;;
   etcd) for v in $ETCD_VERSIONS; do build_etcd "$v"; done ;;
   minio) build_minio ;;
   gen) build_gen ;;
   all)
+    node_packages
     build_gen
     for v in $ETCD_VERSIONS; do build_etcd "$v"; done
     build_k8s
@@ -200,6 +221,6 @@ case $what in
     build_minio
     envtest_assets
     ;;
-  *) echo "usage: $0 [all|k8s|node|coredns|etcd|minio|gen|path]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|k8s|node|coredns|packages|etcd|minio|gen|path]" >&2; exit 2 ;;
 esac
 log "ready in $CACHE"
