@@ -17,10 +17,8 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
-// rounds per size: each round measures both paths, interleaved, on the same bench.
-// Since the probes became fast (startup 1 s, readiness 2 s), one run takes 1.3–2 s unless
-// it meets the pure-Go resolver's ~5 s re-read of /etc/hosts, which adds seconds to
-// either path at random; seven rounds keep the median off those outliers.
+// rounds per size: each round measures both paths, interleaved, on the same real nodes;
+// seven rounds keep the median off the outliers a shared 2-core machine produces.
 const rounds = 7
 
 // BenchmarkCreate measures apply → Available through the operator against the very same

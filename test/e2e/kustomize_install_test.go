@@ -110,10 +110,10 @@ func TestKustomizeInstallServesConversion(t *testing.T) {
 		return nil
 	})
 
-	// The bench cannot route a Service to a pod (pod IPs are loopback addresses, which
-	// EndpointSlices refuse), so the test makes the API server's call itself: a
-	// ConversionReview to the pod, verified exactly as the API server verifies it
-	// (the injected caBundle, the Service's DNS name).
+	// First the webhook's answer as the API server checks it, made directly to the pod:
+	// a ConversionReview verified with the injected caBundle for the Service's DNS name
+	// (and refused for another name). Then the API server's own calls, through the
+	// Service, below.
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := c.Get(ctx, client.ObjectKey{Name: "etcdclusters.etcd.database.coreos.com"}, &crd); err != nil {
 		t.Fatal(err)
@@ -181,10 +181,24 @@ func TestKustomizeInstallServesConversion(t *testing.T) {
 		t.Error("the serving certificate is accepted for a name that is not the webhook Service's")
 	}
 
-	// And the pod is a working operator under the kustomize install's RBAC.
+	// The API server converts through the webhook Service (kube-proxy routes it to the
+	// pod): a cluster written as v1 is stored as v1beta2 and read back as either.
 	e := framework.Attach(t, b)
-	e.Create(newCluster("kustomized", 1))
+	created := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "kustomized", Namespace: "default"},
+		Spec: etcdv1.EtcdClusterSpec{Size: 1, Version: "3.6.16"}}
+	framework.Eventually(t, time.Minute, "a v1 EtcdCluster accepted through the conversion webhook", func() error {
+		return c.Create(ctx, created)
+	})
+	var asV1beta2 etcdv1beta2.EtcdCluster
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kustomized"}, &asV1beta2); err != nil || asV1beta2.Spec.Size != 1 {
+		t.Fatalf("the v1 cluster read as v1beta2: size %d, %v", asV1beta2.Spec.Size, err)
+	}
+	// And the pod is a working operator under the kustomize install's RBAC.
 	e.WaitAvailable("kustomized", 1, 3*time.Minute)
+	var back etcdv1.EtcdCluster
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kustomized"}, &back); err != nil || back.Spec.Size != 1 || back.Spec.Version != "3.6.16" {
+		t.Fatalf("read back as v1 through the webhook: %+v, %v", back.Spec, err)
+	}
 }
 
 func kustomizeBuild(t *testing.T, root, dir string) []*unstructured.Unstructured {
