@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -275,7 +274,7 @@ func (b *Bench) node(name string) (*realNode, error) {
 	return nil, fmt.Errorf("no node %q on this bench", name)
 }
 
-// waitNodeProcs fails if a node daemon died while the node is meant to be up.
+// nodeDaemonsExited fails if a node daemon died while the node is meant to be up.
 func (b *Bench) nodeDaemonsExited() error {
 	for _, n := range b.nodes {
 		n.mu.Lock()
@@ -294,16 +293,4 @@ func (b *Bench) nodeDaemonsExited() error {
 		}
 	}
 	return nil
-}
-
-// waitFor polls cond until true or the budget ends.
-func waitFor(ctx context.Context, budget time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(budget)
-	for !cond() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return true
 }
