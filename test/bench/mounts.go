@@ -29,7 +29,7 @@ func mountPoints(dir string) ([]string, error) {
 			continue
 		}
 		mp := unescapeMountinfo(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+		if mp == dir || strings.HasPrefix(mp, strings.TrimSuffix(dir, "/")+"/") {
 			out = append(out, mp)
 		}
 	}

@@ -45,7 +45,7 @@ func TestEnterNamespace(t *testing.T) {
 		t.Fatalf("helper exit = %v, want code 7 passed through; output:\n%s", err, out.String())
 	}
 	got := out.String()
-	for _, want := range []string{"inside=true", "bench cluster DNS records", "nameserver 127.0.0.1", "search default.svc.cluster.local svc.cluster.local cluster.local"} {
+	for _, want := range []string{"inside=true", "cluster DNS is CoreDNS", "nameserver " + ClusterDNSIP, "search default.svc.cluster.local svc.cluster.local cluster.local"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("child output lacks %q:\n%s", want, got)
 		}

@@ -52,8 +52,10 @@ type nodePaths struct {
 }
 
 func pathsFor(benchDir string, n nodeNet) nodePaths {
-	// Unix socket paths are limited to 108 bytes: keep the node directory name short.
-	d := filepath.Join(benchDir, "nodes", strings.TrimPrefix(n.Name, "bench-"))
+	// Unix socket paths are limited to 108 bytes (107 usable), and the kubelet puts one
+	// 26 bytes below its root (pod-resources/kubelet.sock) and exits if it cannot: keep
+	// every directory name on the way short.
+	d := filepath.Join(benchDir, "n", strings.TrimPrefix(n.Name, "bench-node-"))
 	return nodePaths{
 		Dir:              d,
 		ContainerdRoot:   filepath.Join(d, "containerd", "root"),
@@ -62,7 +64,7 @@ func pathsFor(benchDir string, n nodeNet) nodePaths {
 		ContainerdConfig: filepath.Join(d, "containerd.toml"),
 		CNIConfDir:       filepath.Join(d, "cni", "net.d"),
 		CNIDataDir:       filepath.Join(d, "cni", "ipam"),
-		KubeletRoot:      filepath.Join(d, "kubelet"),
+		KubeletRoot:      filepath.Join(d, "k"),
 		KubeletConfig:    filepath.Join(d, "kubelet.yaml"),
 		PodLogs:          filepath.Join(d, "pods"),
 		ResolvConf:       filepath.Join(d, "resolv.conf"),

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -31,11 +32,16 @@ func inNetns(ns string, args ...string) error {
 // netnsPath is where `ip netns add` pins a namespace (in the bench's private /run).
 func netnsPath(ns string) string { return filepath.Join("/run/netns", ns) }
 
+var (
+	sysctlKey   = regexp.MustCompile(`^net(\.[a-z0-9_-]+)+$`)
+	sysctlValue = regexp.MustCompile(`^[0-9]+$`)
+)
+
 // setSysctlIn writes a per-network-namespace sysctl (net.*) as seen from namespace ns
 // ("" is the bench's own). Only net.* entries are namespaced; nothing else is written.
 func setSysctlIn(ns, key, value string) error {
-	if !strings.HasPrefix(key, "net.") {
-		return fmt.Errorf("refusing to set %s: only per-namespace net.* sysctls", key)
+	if !strings.HasPrefix(key, "net.") || !sysctlKey.MatchString(key) || !sysctlValue.MatchString(value) {
+		return fmt.Errorf("refusing to set %s=%q: only per-namespace net.* sysctls to plain values", key, value)
 	}
 	path := "/proc/sys/" + strings.ReplaceAll(key, ".", "/")
 	if ns == "" {

@@ -67,6 +67,10 @@ func NewForTest(t testing.TB, opts Options) *Bench {
 	return b
 }
 
+// ShortName is a test name made fit for a directory name of a bench: the bench directory
+// is part of unix socket paths, which are limited to 107 bytes.
+func ShortName(s string) string { return sanitize(s) }
+
 func sanitize(s string) string {
 	out := []rune{}
 	for _, r := range s {
@@ -75,8 +79,9 @@ func sanitize(s string) string {
 		}
 		out = append(out, r)
 	}
-	if len(out) > 40 {
-		out = out[:40]
+	// The bench directory is part of unix socket paths (see pathsFor).
+	if len(out) > 24 {
+		out = out[:24]
 	}
 	return string(out)
 }

@@ -18,7 +18,8 @@ func SetupWithOptions(t testing.TB, opts bench.Options) *Env {
 	s := NewScheme()
 	opts.Scheme = s
 	if d := os.Getenv("E2E_KEEP_DIR"); d != "" && opts.Dir == "" {
-		opts.Dir = filepath.Join(d, t.Name())
+		// Short: the bench directory is part of unix socket paths (see bench.pathsFor).
+		opts.Dir = filepath.Join(d, bench.ShortName(t.Name()))
 	}
 	b := bench.NewForTest(t, opts)
 	e := &Env{t: t, Bench: b, C: b.Client(), scheme: s}

@@ -10,8 +10,9 @@ import (
 // registryAddr (host:port) so that a containerd mirror finds it. A mirror rewrites only
 // the host of a pull and keeps the repository path, so the path is the one the normalized
 // name has: quay.io/coreos/etcd:v3.6.16 -> <addr>/coreos/etcd:v3.6.16, and an unqualified
-// etcd-operator:v0.2.0 (docker.io/library/etcd-operator:v0.2.0) ->
-// <addr>/library/etcd-operator:v0.2.0. A digest reference keeps its digest.
+// etcd-operator:v0.2.0 (the default registry's library/etcd-operator) ->
+// <addr>/library/etcd-operator:v0.2.0. A digest reference keeps its digest. The bench's
+// containerd mirrors every registry ("*") to the bench registry.
 func MirrorRef(registryAddr, image string) (string, error) {
 	ref, err := name.ParseReference(image)
 	if err != nil {
@@ -22,19 +23,4 @@ func MirrorRef(registryAddr, image string) (string, error) {
 		sep = "@"
 	}
 	return registryAddr + "/" + ref.Context().RepositoryStr() + sep + ref.Identifier(), nil
-}
-
-// Host is the registry host of image after normalization (docker.io for an unqualified
-// name): the host a node's containerd must mirror to the bench registry.
-func Host(image string) (string, error) {
-	ref, err := name.ParseReference(image)
-	if err != nil {
-		return "", fmt.Errorf("image %q: %w", image, err)
-	}
-	if h := ref.Context().RegistryStr(); h != name.DefaultRegistry {
-		return h, nil
-	}
-	// The library calls Docker Hub index.docker.io; containerd's name for it, and so the
-	// key of its mirror configuration, is docker.io.
-	return "docker.io", nil
 }

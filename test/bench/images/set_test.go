@@ -141,7 +141,7 @@ func TestPushedSetPullsUnderMirroredNames(t *testing.T) {
 		wantConfig(t, image, img, nil, []string{"/usr/local/bin/etcd"})
 	}
 
-	img := pull(t, r.Addr(), "docker.io/library/etcd-operator:v9.9.9")
+	img := pull(t, r.Addr(), "etcd-operator:v9.9.9")
 	fs := files(t, img)
 	wantExecutable(t, "operator", fs, "/manager", operator)
 	if fs["/etc/ssl/certs/ca-certificates.crt"] == nil {
