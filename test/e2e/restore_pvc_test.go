@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -126,11 +127,24 @@ func TestRestoreFromPVC(t *testing.T) {
 		}
 		data[len(data)/2] ^= 0xff
 		bad := "snaps/damaged.db"
-		if err := os.WriteFile(filepath.Join(dir, bad), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, bad+".meta.json"), sidecar, 0o600); err != nil {
-			t.Fatal(err)
+		// Owned and readable like the backup pod's own files (it runs as a non-root user):
+		// only the content is damaged.
+		for _, f := range []struct {
+			from, to string
+			data     []byte
+		}{{key, bad, data}, {key + ".meta.json", bad + ".meta.json", sidecar}} {
+			st, err := os.Stat(filepath.Join(dir, f.from))
+			if err != nil {
+				t.Fatal(err)
+			}
+			to := filepath.Join(dir, f.to)
+			if err := os.WriteFile(to, f.data, st.Mode().Perm()); err != nil {
+				t.Fatal(err)
+			}
+			sys := st.Sys().(*syscall.Stat_t)
+			if err := os.Chown(to, int(sys.Uid), int(sys.Gid)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		e.Create(pvcRestore("from-damaged", "damaged", bad))
 		er := waitRestore(t, e, "from-damaged", metav1.ConditionFalse, controllers.ReasonRestoreStepFailed, 2*time.Minute)
