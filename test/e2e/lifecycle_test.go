@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -189,7 +190,9 @@ func TestScheduling(t *testing.T) {
 }
 
 // TestLateDNSNeverReplaces withholds the DNS records of the member a scale-up adds. The
-// member must join once its records appear; the operator must not remove or replace it.
+// member must join (etcd lets a learner catch up over the stream it dials to the leader,
+// whose record exists) or wait for its records; either way the operator must not remove
+// or replace it, nor the member that was there.
 func TestLateDNSNeverReplaces(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "latedns"
@@ -199,6 +202,7 @@ func TestLateDNSNeverReplaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	firstPods := e.MemberPods(name)
 
 	// The new member's name is chosen by the operator, so delay every record of this
 	// cluster that is not published yet (cluster DNS keeps the existing member's).
@@ -208,10 +212,23 @@ func TestLateDNSNeverReplaces(t *testing.T) {
 	}
 	scaled := time.Now()
 	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 2 })
-	e.WaitAvailable(name, 2, delay+90*time.Second)
-	if took := time.Since(scaled); took < delay {
-		t.Fatalf("the new member joined after %v, before its DNS records appeared (%v): the fault did not apply", took, delay)
+	// The fault applies: the new member's pod exists, and its name does not resolve.
+	var late string
+	e.Eventually(delay/2, "the new member's pod", func() error {
+		for p := range e.MemberPods(name) {
+			if _, ok := firstPods[p]; !ok {
+				late = p
+				return nil
+			}
+		}
+		return fmt.Errorf("no new member pod yet")
+	})
+	fqdn := late + "." + name + ".default.svc.cluster.local"
+	if addrs, err := net.LookupHost(fqdn); err == nil && time.Since(scaled) < delay {
+		t.Fatalf("%s resolves to %v during the DNS fault", fqdn, addrs)
 	}
+	e.WaitAvailable(name, 2, delay+90*time.Second)
+	t.Logf("the late member %s joined %v after the scale-up (its records were withheld for %v)", late, time.Since(scaled).Round(time.Millisecond), delay)
 	after, err := e.Members(name)
 	if err != nil {
 		t.Fatal(err)
