@@ -125,7 +125,7 @@ func runManager(args []string) int {
 	// The conversion webhook serves v1 beside the stored v1beta2; its certificate is
 	// OLM's (--webhook-certs=provided) or provisioned here before the server starts.
 	ctx := ctrl.SetupSignalHandler()
-	if err := setupWebhooks(ctx, mgr, wh, etcdwebhook.SetupConversion); err != nil {
+	if err := setupWebhooks(ctx, mgr, wh, registerConversion); err != nil {
 		log.Error(err, "unable to set up the conversion webhook")
 		return 1
 	}
@@ -318,4 +318,15 @@ func loadTLSDir(dir string) (*tls.Config, error) {
 		return nil, fmt.Errorf("client TLS in %s: etcd-client-ca.crt holds no PEM certificate", dir)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// registerConversion serves the conversion webhook and makes the pod Ready only once the
+// webhook server serves: the API server converts every read and write of a v1 object
+// through it, and a Service endpoint that refuses connections makes kubectl fail (seen
+// on real nodes, where the pod was Ready before the server listened).
+func registerConversion(mgr ctrl.Manager) error {
+	if err := etcdwebhook.SetupConversion(mgr); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker())
 }

@@ -56,6 +56,12 @@ for i in $(seq 1 60); do
   [[ $i == 60 ]] && { cat "$DIR/apply.err"; exit 1; }
   sleep 1
 done
+# kube-proxy programs the webhook Service's endpoint a moment after the pod is Ready.
+for i in $(seq 1 60); do
+  $KUBECTL get etcdclusters.v1.etcd.database.coreos.com $NAME >/dev/null 2>"$DIR/get.err" && break
+  [[ $i == 60 ]] && { cat "$DIR/get.err"; exit 1; }
+  sleep 1
+done
 if ! $KUBECTL wait --for=condition=Available --timeout=300s etcdcluster/$NAME; then
   $KUBECTL get etcd,pods -o wide; $KUBECTL -n etcd-operator-system logs deployment/etcd-operator-controller-manager --tail 50; exit 1
 fi
