@@ -58,17 +58,18 @@ k8s_ldflags() {
   printf -- '-s -X k8s.io/component-base/version.gitVersion=%s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=%s' "$K8S_VERSION" "$minor"
 }
 
-build_k8s() {
-  local out=$CACHE/k8s-$K8S_VERSION
+# build_k8s_cmds OUT WHAT CMD...: go build k8s.io/kubernetes/cmd/CMD for each CMD into OUT,
+# version-stamped, once (OUT/.done).
+build_k8s_cmds() {
+  local out=$1 what=$2; shift 2
   [[ -f $out/.done ]] && return 0
-  log "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $K8S_VERSION (cold: ~15 min)"
+  log "building $* $K8S_VERSION ($what)"
   local work; work=$(mktemp -d "$CACHE/.k8s-build.XXXX")
-  local cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
-  k8s_module "$work" "${cmds[@]}"
+  k8s_module "$work" "$@"
   (
     cd "$work"
     mkdir -p bin
-    for c in "${cmds[@]}"; do
+    for c in "$@"; do
       log "  go build $c"
       go build -trimpath -ldflags="$(k8s_ldflags)" -o "bin/$c" "k8s.io/kubernetes/cmd/$c"
     done
@@ -79,27 +80,15 @@ build_k8s() {
   touch "$out/.done"
 }
 
+build_k8s() {
+  build_k8s_cmds "$CACHE/k8s-$K8S_VERSION" "control plane and kubectl, cold: ~15 min" \
+    kube-apiserver kube-controller-manager kube-scheduler kubectl
+}
+
 # build_node: the node agents of the bench's real nodes (containerd, runc and the CNI
-# plugins come from Debian packages, see .ci/run).
+# plugins come from Debian packages, see node_packages).
 build_node() {
-  local out=$CACHE/k8s-node-$K8S_VERSION
-  [[ -f $out/.done ]] && return 0
-  log "building kubelet, kube-proxy $K8S_VERSION (cold: ~5 min)"
-  local work; work=$(mktemp -d "$CACHE/.k8s-node-build.XXXX")
-  local cmds=(kubelet kube-proxy)
-  k8s_module "$work" "${cmds[@]}"
-  (
-    cd "$work"
-    mkdir -p bin
-    for c in "${cmds[@]}"; do
-      log "  go build $c"
-      go build -trimpath -ldflags="$(k8s_ldflags)" -o "bin/$c" "k8s.io/kubernetes/cmd/$c"
-    done
-  )
-  rm -rf "$out"; mkdir -p "$out"
-  mv "$work"/bin/* "$out"/
-  rm -rf "$work"
-  touch "$out/.done"
+  build_k8s_cmds "$CACHE/k8s-node-$K8S_VERSION" "the nodes' agents, cold: ~5 min" kubelet kube-proxy
 }
 
 build_coredns() {
