@@ -7,10 +7,13 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,13 +67,20 @@ func Setup(t testing.TB) *Env {
 // namespace, so it reaches pod IPs and bench DNS like an in-cluster pod would).
 func (e *Env) StartOperator() {
 	e.t.Helper()
+	logFile := operatorLog(e.t, e.Bench)
+	logger := crzap.New(crzap.UseDevMode(true), crzap.WriteTo(logFile))
+	// Parts of the manager (its cache's reflectors) log through controller-runtime's
+	// global logger, which otherwise prints a stack trace after 30 s to say it was never
+	// set: it writes to the operator log of the test that runs now.
+	globalLog.Store(&logTarget{w: logFile})
+	setGlobalLogger.Do(func() { ctrl.SetLogger(crzap.New(crzap.UseDevMode(true), crzap.WriteTo(globalLogWriter{}))) })
 	mgr, err := ctrl.NewManager(e.Bench.RestConfig(), ctrl.Options{
 		Scheme: e.scheme,
 		// A restarted operator registers its controller again in this process.
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Logger:                 crzap.New(crzap.UseDevMode(true), crzap.WriteTo(operatorLog(e.t, e.Bench))),
+		Logger:                 logger,
 	})
 	if err != nil {
 		e.t.Fatalf("manager: %v", err)
@@ -89,6 +99,23 @@ func (e *Env) StartOperator() {
 		}
 	}()
 	e.stopOperator, e.operatorDone = cancel, done
+}
+
+var (
+	setGlobalLogger sync.Once
+	globalLog       atomic.Pointer[logTarget]
+)
+
+type logTarget struct{ w io.Writer }
+
+// globalLogWriter writes to the current test's operator log.
+type globalLogWriter struct{}
+
+func (globalLogWriter) Write(p []byte) (int, error) {
+	if t := globalLog.Load(); t != nil {
+		return t.w.Write(p)
+	}
+	return len(p), nil
 }
 
 func (e *Env) StopOperatorNow() {
