@@ -37,7 +37,7 @@ const (
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 
@@ -161,7 +161,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if delay, backingOff := r.backoff.wait(clusterKey(&c), step, c.Generation, r.Now()); backingOff {
 		lg.V(1).Info("step backing off", "action", action.String(), "retryIn", delay.String())
 		r.applySummary(&c, obs, summary, action)
-		r.reportPods(&c, obs.pods, r.Now().UTC().Format(timeFormat))
+		r.reportPods(&c, obs.pods, obs.warnings, r.Now().UTC().Format(timeFormat))
 		if err := r.patchStatus(ctx, orig, &c); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -191,7 +191,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		// where the user looks, not only in an event.
 		c.Status.Reason = refused.Error()
 	}
-	r.reportPods(&c, obs.pods, now.UTC().Format(timeFormat))
+	r.reportPods(&c, obs.pods, obs.warnings, now.UTC().Format(timeFormat))
 	r.reportReconciled(&c, etcdv1beta2.ReasonActionFailed, stepErr, false, now.UTC().Format(timeFormat))
 	recordAction(&c, action, actErr)
 	if err := r.patchStatus(ctx, orig, &c); err != nil {

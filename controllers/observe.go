@@ -32,6 +32,8 @@ type observation struct {
 	planner   planner.Observed
 	clusterID uint64                 // from the leader's (else any member's) status; 0 if none answered
 	pods      map[string]*corev1.Pod // by name
+	// warnings are the kubelet's set-up warnings of the pods it is still setting up.
+	warnings map[string]*kubeletWarning
 	members   []etcdadmin.Member     // nil when no endpoint answered
 	admin     *etcdadmin.Admin       // nil when no pod has an IP yet
 	leaderEP  string                 // client endpoint of the leader, if known
@@ -115,6 +117,7 @@ func (r *EtcdClusterReconciler) observe(ctx context.Context, c *etcdv1beta2.Etcd
 		epOfPod[p.Name] = ep
 	}
 	sort.Strings(endpoints)
+	o.warnings = r.kubeletWarnings(ctx, o.pods)
 
 	statusOf := map[uint64]etcdadmin.EndpointStatus{}
 	podOfMember := map[uint64]string{}

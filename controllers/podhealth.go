@@ -30,9 +30,21 @@ var benignWaiting = map[string]bool{"": true, "ContainerCreating": true, "PodIni
 // large clusters and termination messages can be kilobytes long.
 const maxIssueMessage = 512
 
+// kubeletWarning is the newest Warning event the kubelet recorded for a pod that is still
+// being set up: a volume that cannot be mounted (a TLS Secret that does not exist) or a
+// sandbox that cannot be created is reported there, not in the container statuses,
+// which just say ContainerCreating.
+type kubeletWarning struct{ Reason, Message string }
+
+// setupWarningReasons are the kubelet's event reasons for a pod it cannot set up.
+var setupWarningReasons = map[string]bool{
+	"FailedMount": true, "FailedAttachVolume": true, "FailedMapVolume": true, "FailedCreatePodSandBox": true,
+}
+
 // memberPodIssue says why p does not run its etcd container; false when it does, or when
 // the pod is being deleted (then the operator, not the pod, decides what comes next).
-func memberPodIssue(p *corev1.Pod) (podIssue, bool) {
+// warning is the kubelet's newest set-up warning for p, if any.
+func memberPodIssue(p *corev1.Pod, warning *kubeletWarning) (podIssue, bool) {
 	if p.DeletionTimestamp != nil {
 		return podIssue{}, false
 	}
@@ -80,6 +92,9 @@ func memberPodIssue(p *corev1.Pod) (podIssue, bool) {
 		if cs.State.Running != nil {
 			return podIssue{}, false
 		}
+	}
+	if warning != nil {
+		return issue(warning.Reason, warning.Message, true)
 	}
 	return issue("ContainerCreating", "containers are being created", false)
 }
@@ -148,13 +163,14 @@ const maxHealthMessage = 4096
 
 // podsHealth summarises the member pods: every one running etcd, or which ones do not
 // and why, failures first. The reason is that of the first failing pod by name.
-func podsHealth(pods map[string]*corev1.Pod) podsHealthReport {
+// warnings are the kubelet's set-up warnings by pod name.
+func podsHealth(pods map[string]*corev1.Pod, warnings map[string]*kubeletWarning) podsHealthReport {
 	if len(pods) == 0 {
 		return podsHealthReport{Reason: etcdv1beta2.ReasonNoPods, Message: "the cluster has no member pods"}
 	}
 	var failing, starting []podIssue
 	for _, p := range pods {
-		if is, ok := memberPodIssue(p); ok && is.Failing {
+		if is, ok := memberPodIssue(p, warnings[p.Name]); ok && is.Failing {
 			failing = append(failing, is)
 		} else if ok {
 			starting = append(starting, is)

@@ -103,7 +103,7 @@ func TestMemberPodIssue(t *testing.T) {
 		{"failed without a reason", podWith("a", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), true, true, "PodFailed", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, ok := memberPodIssue(c.pod)
+			got, ok := memberPodIssue(c.pod, nil)
 			if ok != c.wantIssue {
 				t.Fatalf("issue = %+v, %v; want an issue: %v", got, ok, c.wantIssue)
 			}
@@ -153,7 +153,7 @@ func TestPodsHealth(t *testing.T) {
 			false, "ImagePullBackOff", []string{"b: ImagePullBackOff: container etcd: Back-off pulling image", "c: Unschedulable"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := podsHealth(c.pods)
+			h := podsHealth(c.pods, nil)
 			if h.Status != c.status || h.Reason != c.reason {
 				t.Errorf("health = %+v, want status %v reason %s", h, c.status, c.reason)
 			}
@@ -167,12 +167,12 @@ func TestPodsHealth(t *testing.T) {
 
 	// Events are keyed on which pods fail and why, not on messages that change with
 	// every restart (back-off delays, log lines with timestamps).
-	a := podsHealth(pods(podWith("a", etcdState(waiting("CrashLoopBackOff", "back-off 10s"), corev1.ContainerState{}))))
-	b := podsHealth(pods(podWith("a", etcdState(waiting("CrashLoopBackOff", "back-off 20s"), corev1.ContainerState{}))))
+	a := podsHealth(pods(podWith("a", etcdState(waiting("CrashLoopBackOff", "back-off 10s"), corev1.ContainerState{}))), nil)
+	b := podsHealth(pods(podWith("a", etcdState(waiting("CrashLoopBackOff", "back-off 20s"), corev1.ContainerState{}))), nil)
 	if a.Message == b.Message || a.EventKey != b.EventKey {
 		t.Errorf("event keys %q / %q for messages %q / %q: want equal keys", a.EventKey, b.EventKey, a.Message, b.Message)
 	}
-	c := podsHealth(pods(podWith("a", pull)))
+	c := podsHealth(pods(podWith("a", pull)), nil)
 	if c.EventKey == a.EventKey {
 		t.Errorf("a new failure reason kept the event key %q", c.EventKey)
 	}
@@ -202,15 +202,15 @@ func TestPodsHealthEvents(t *testing.T) {
 		})},
 	}
 	for _, s := range states {
-		r.reportPodsHealth(c, map[string]*corev1.Pod{"a": s.pod}, "t")
+		r.reportPodsHealth(c, map[string]*corev1.Pod{"a": s.pod}, nil, "t")
 	}
 	ready := podWith("a", func(p *corev1.Pod) {
 		etcdState(running, crashed)(p)
 		p.Status.ContainerStatuses[0].Ready = true
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
 	})
-	r.reportPodsHealth(c, map[string]*corev1.Pod{"a": ready}, "t")
-	r.reportPodsHealth(c, map[string]*corev1.Pod{"a": ready}, "t")
+	r.reportPodsHealth(c, map[string]*corev1.Pod{"a": ready}, nil, "t")
+	r.reportPodsHealth(c, map[string]*corev1.Pod{"a": ready}, nil, "t")
 	var got []string
 	for len(rec.Events) > 0 {
 		got = append(got, <-rec.Events)

@@ -74,15 +74,15 @@ func (r *EtcdClusterReconciler) announce(c *etcdv1beta2.EtcdCluster, t etcdv1bet
 func clusterKey(c *etcdv1beta2.EtcdCluster) string { return c.Namespace + "/" + c.Name }
 
 // reportPods sets the conditions read off the member pods.
-func (r *EtcdClusterReconciler) reportPods(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, now string) {
-	r.reportPodsHealth(c, pods, now)
+func (r *EtcdClusterReconciler) reportPods(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, warnings map[string]*kubeletWarning, now string) {
+	r.reportPodsHealth(c, pods, warnings, now)
 	r.reportSpecApplied(c, pods, now)
 }
 
 // reportPodsHealth sets PodsHealthy from the member pods: which of them cannot run etcd,
 // and why, as the scheduler and kubelet say.
-func (r *EtcdClusterReconciler) reportPodsHealth(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, now string) {
-	h := podsHealth(pods)
+func (r *EtcdClusterReconciler) reportPodsHealth(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, warnings map[string]*kubeletWarning, now string) {
+	h := podsHealth(pods, warnings)
 	updateCondition(c, etcdv1beta2.ClusterConditionPodsHealthy, h.Status, h.Reason, h.Message, now)
 	failKey := ""
 	if h.Failing {

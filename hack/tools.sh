@@ -62,7 +62,11 @@ k8s_ldflags() {
 # version-stamped, once (OUT/.done).
 build_k8s_cmds() {
   local out=$1 what=$2; shift 2
-  [[ -f $out/.done ]] && return 0
+  # A cache from before the version stamp reports v0.0.0-master (OLM then refuses every
+  # CSV's minKubeVersion): rebuild it.
+  if [[ -f $out/.done ]] && "$out/$1" --version 2>/dev/null | grep -q -- "$K8S_VERSION"; then
+    return 0
+  fi
   log "building $* $K8S_VERSION ($what)"
   local work; work=$(mktemp -d "$CACHE/.k8s-build.XXXX")
   k8s_module "$work" "$@"

@@ -98,7 +98,8 @@ func TestStatusExplainsMembersThatCannotStart(t *testing.T) {
 			[]string{"ErrImagePull", "ImagePullBackOff"}, within, "3.6.99")
 	})
 	t.Run("TLS secrets missing", func(t *testing.T) {
-		waitCondition(e, "nosecret", etcdv1beta2.ClusterConditionPodsHealthy, corev1.ConditionFalse, "ContainerCreating", within, "absent-peer")
+		// The kubelet says ContainerCreating and explains only in a FailedMount event.
+		waitCondition(e, "nosecret", etcdv1beta2.ClusterConditionPodsHealthy, corev1.ConditionFalse, "FailedMount", within, "absent-peer")
 	})
 	t.Run("crash loop", func(t *testing.T) {
 		waitCondition(e, "crash", etcdv1beta2.ClusterConditionPodsHealthy, corev1.ConditionFalse, "CrashLoopBackOff", within,

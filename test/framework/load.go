@@ -105,7 +105,12 @@ func StartLoad(opts LoadOptions) (*Load, error) {
 	if len(eps) == 0 {
 		return nil, errors.New("load: no endpoints")
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	// Keepalives as a client of a real cluster needs them: a member whose node lost its
+	// network keeps its TCP connections open (nothing answers, nothing resets), and
+	// without pings the balancer keeps sending requests there. 5 s is the shortest
+	// interval etcd's server accepts by default (--grpc-keepalive-min-time).
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
+		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 2 * time.Second, PermitWithoutStream: true})
 	if err != nil {
 		return nil, fmt.Errorf("load: client: %w", err)
 	}
