@@ -3,7 +3,7 @@
 # from the Go module proxy, into a cache outside the clone keyed by version.
 # A warm cache makes this a no-op: each tool directory carries a .done stamp.
 #
-#   hack/tools.sh [all|k8s|node|coredns|packages|etcd|minio|gen]    (default: all)
+#   hack/tools.sh [all|k8s|node|coredns|packages|etcd|minio|olm|gen]    (default: all)
 #   hack/tools.sh path                        print the cache root
 set -euo pipefail
 
@@ -13,6 +13,9 @@ MINIO_VERSION=${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
 CONTROLLER_GEN_VERSION=${CONTROLLER_GEN_VERSION:-v0.23.0}
 KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-v5.8.2}
 COREDNS_VERSION=${COREDNS_VERSION:-v1.12.4}
+OLM_VERSION=${OLM_VERSION:-v0.36.0}
+OPM_VERSION=${OPM_VERSION:-v1.60.0}
+UROOT_VERSION=${UROOT_VERSION:-v0.16.0}
 
 CACHE=${ETCD_OPERATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/etcd-operator}
 export GOFLAGS=-buildvcs=false CGO_ENABLED=0
@@ -112,6 +115,103 @@ build_coredns() {
   touch "$out/.done"
 }
 
+# module_replaces MODULE@VERSION: copies the module's own replace directives that point
+# at other modules (not local paths) into the scratch module in the working directory, so
+# that it resolves the dependencies the module was released with.
+module_replaces() {
+  local gomod; gomod=$(go mod download -json "$1" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')
+  [[ -f $gomod ]] || { log "no go.mod for $1"; return 1; }
+  awk '/^replace \($/ {inblock=1; next} inblock && /^\)/ {inblock=0; next}
+       /^replace / {sub(/^replace /, ""); print; next} inblock {print}' "$gomod" |
+    sed 's|//.*||' | awk 'NF == 4 && $2 == "=>" {print $1 "=" $3 "@" $4} NF == 5 && $3 == "=>" {print $1 "@" $2 "=" $4 "@" $5}' |
+    while read -r r; do go mod edit -replace="$r"; done
+}
+
+# module_dir MODULE@VERSION: the module's source in the module cache (read-only).
+module_dir() {
+  go mod download -json "$1" | sed -n 's/^\s*"Dir": "\(.*\)",$/\1/p'
+}
+
+# build_olm: OLM v0's olm-operator and catalog-operator, the helpers upstream's OLM image
+# carries for bundle unpack Jobs and catalog pods (cpb, copy-content), and a cp for the
+# unpack Job's `/bin/cp -Rv /bin/cpb /util/cpb` (upstream's image has busybox's; u-root's
+# is Go, static, and takes the same flags). OLM pins k8s 0.34 and operator-registry
+# v1.59, so it gets a scratch module of its own. Upstream's install chart and release
+# values are copied beside the binaries: test/bench/olm renders them as upstream's release
+# does (helm template), so nothing of OLM is copied into this repository.
+build_olm() {
+  local out=$CACHE/olm-$OLM_VERSION
+  [[ -f $out/.done ]] && return 0
+  local olm=github.com/operator-framework/operator-lifecycle-manager
+  local cmds=(cmd/olm cmd/catalog util/cpb cmd/copy-content)
+  log "building OLM $OLM_VERSION (olm, catalog, cpb, copy-content) and cp (cold: ~5 min)"
+  local work; work=$(mktemp -d "$CACHE/.olm-build.XXXX")
+  mkdir -p "$work/bin"
+  scratch_module "$work/olm" olmtools
+  (
+    cd "$work/olm"
+    module_replaces "$olm@$OLM_VERSION"
+    local pkgs=() c
+    for c in "${cmds[@]}"; do pkgs+=("$olm/$c@$OLM_VERSION"); done
+    go get "${pkgs[@]}" >/dev/null 2>&1 || go get "${pkgs[@]}"
+    for c in "${cmds[@]}"; do
+      log "  go build $c"
+      go build -trimpath -tags json1 -ldflags="-s -w -X $olm/pkg/version.OLMVersion=${OLM_VERSION#v}" \
+        -o "$work/bin/${c##*/}" "$olm/$c"
+    done
+    local src; src=$(module_dir "$olm@$OLM_VERSION")
+    cp -R "$src/deploy/chart" "$work/bin/chart"
+    cp "$src/deploy/upstream/values.yaml" "$work/bin/upstream-values.yaml"
+    chmod -R u+w "$work/bin/chart" "$work/bin/upstream-values.yaml"
+  )
+  scratch_module "$work/cp" cptools
+  (
+    cd "$work/cp"
+    go get "github.com/u-root/u-root/cmds/core/cp@$UROOT_VERSION" >/dev/null 2>&1 ||
+      go get "github.com/u-root/u-root/cmds/core/cp@$UROOT_VERSION"
+    log "  go build cp (u-root $UROOT_VERSION)"
+    go build -trimpath -ldflags=-s -o "$work/bin/cp" github.com/u-root/u-root/cmds/core/cp
+  )
+  rm -rf "$out"; mkdir -p "$out"
+  mv "$work"/bin/* "$out"/
+  rm -rf "$work"
+  touch "$out/.done"
+}
+
+# build_opm: operator-registry's opm and the grpc_health_probe its go.mod pins, which is
+# what upstream's opm image holds (catalog pods are probed with `grpc_health_probe
+# -addr=:50051`). Static: with CGO_ENABLED=0 the sqlite driver compiles to a stub that
+# fails only the deprecated sqlite-index commands; file-based catalogs (opm serve,
+# opm render) and the unpack Job's `opm alpha bundle extract` need no sqlite. The tag
+# containers_image_openpgp (upstream's too) replaces gpgme, which needs cgo.
+build_opm() {
+  local out=$CACHE/opm-$OPM_VERSION
+  [[ -f $out/.done ]] && return 0
+  local reg=github.com/operator-framework/operator-registry
+  log "building opm $OPM_VERSION and grpc_health_probe (cold: ~4 min)"
+  local work; work=$(mktemp -d "$CACHE/.opm-build.XXXX")
+  mkdir -p "$work/bin"
+  scratch_module "$work/opm" opmtools
+  (
+    cd "$work/opm"
+    module_replaces "$reg@$OPM_VERSION"
+    local gomod; gomod=$(go mod download -json "$reg@$OPM_VERSION" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')
+    local probe; probe=$(awk '$1 == "github.com/grpc-ecosystem/grpc-health-probe" {print $2}' "$gomod")
+    [[ -n $probe ]] || { log "no grpc-health-probe in $gomod"; exit 1; }
+    local pkgs=("$reg/cmd/opm@$OPM_VERSION" "github.com/grpc-ecosystem/grpc-health-probe@$probe")
+    go get "${pkgs[@]}" >/dev/null 2>&1 || go get "${pkgs[@]}"
+    log "  go build opm"
+    go build -trimpath -tags json1,containers_image_openpgp \
+      -ldflags="-s -w -X $reg/cmd/opm/version.opmVersion=$OPM_VERSION" -o "$work/bin/opm" "$reg/cmd/opm"
+    log "  go build grpc_health_probe $probe"
+    go build -trimpath -ldflags=-s -o "$work/bin/grpc_health_probe" github.com/grpc-ecosystem/grpc-health-probe
+  )
+  rm -rf "$out"; mkdir -p "$out"
+  mv "$work"/bin/* "$out"/
+  rm -rf "$work"
+  touch "$out/.done"
+}
+
 build_etcd() {
   local v=$1 out=$CACHE/etcd-$1
   [[ -f $out/.done ]] && return 0
@@ -203,6 +303,7 @@ case $what in
   packages) node_packages ;;
   etcd) for v in $ETCD_VERSIONS; do build_etcd "$v"; done ;;
   minio) build_minio ;;
+  olm) build_olm; build_opm ;;
   gen) build_gen ;;
   all)
     node_packages
@@ -212,8 +313,10 @@ case $what in
     build_node
     build_coredns
     build_minio
+    build_olm
+    build_opm
     envtest_assets
     ;;
-  *) echo "usage: $0 [all|k8s|node|coredns|packages|etcd|minio|gen|path]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|k8s|node|coredns|packages|etcd|minio|olm|gen|path]" >&2; exit 2 ;;
 esac
 log "ready in $CACHE"

@@ -60,6 +60,10 @@ type Set struct {
 	CABundle string
 	// NoCoreDNS leaves CoreDNS out (e.g. before hack/tools.sh has built it).
 	NoCoreDNS bool
+	// OLM adds OLMImage and OPMImage (hack/tools.sh olm), for benches that install OLM
+	// (test/bench/olm). Off by default: their ~300 MB of binaries take seconds of CPU
+	// to compress, which benches without OLM should not pay.
+	OLM bool
 }
 
 // EtcdVersions lists the etcd versions in the tool cache, sorted.
@@ -82,7 +86,7 @@ var etcdDir = regexp.MustCompile(`^etcd-(v\d+\.\d+\.\d+)$`)
 
 // Push builds the set and pushes each image to the registry at registryAddr (host:port)
 // under MirrorRef of its real name, and returns the real names pushed, in the order
-// etcd versions, operator, pause, CoreDNS. Images are built and uploaded a few at a
+// etcd versions, operator, pause, CoreDNS, OLM, opm. Images are built and uploaded a few at a
 // time (compression is CPU-bound); each is built afresh, so that a bench process does
 // not keep hundreds of megabytes of layers after the push, except the small pause image,
 // whose build runs the Go toolchain and is kept for the process's lifetime.
@@ -180,6 +184,13 @@ func (s Set) images() ([]image, error) {
 			User:       ociimage.NonRootUser,
 			Entrypoint: []string{CoreDNSBinary},
 		}))
+	}
+	if s.OLM {
+		olm, err := olmImages(cache)
+		if err != nil {
+			return nil, err
+		}
+		imgs = append(imgs, olm...)
 	}
 	return imgs, nil
 }
