@@ -34,9 +34,9 @@ type observation struct {
 	pods      map[string]*corev1.Pod // by name
 	// warnings are the kubelet's set-up warnings of the pods it is still setting up.
 	warnings map[string]*kubeletWarning
-	members   []etcdadmin.Member     // nil when no endpoint answered
-	admin     *etcdadmin.Admin       // nil when no pod has an IP yet
-	leaderEP  string                 // client endpoint of the leader, if known
+	members  []etcdadmin.Member // nil when no endpoint answered
+	admin    *etcdadmin.Admin   // nil when no pod has an IP yet
+	leaderEP string             // client endpoint of the leader, if known
 }
 
 func (o *observation) close() {
