@@ -34,6 +34,9 @@ type Options struct {
 	// Nodes is the number of real nodes, bench-node-1..N (at most 5), spread over zone-a,
 	// zone-b, zone-c (topology.kubernetes.io/zone). Default 3.
 	Nodes int
+	// IPv6 makes the bench dual-stack with IPv6 first: nodes, pods and Services get IPv6
+	// addresses as their primary ones (status.podIP, a Service's ClusterIP), IPv4 beside.
+	IPv6 bool
 	// Scheme for Client(); default client-go's scheme (all built-in types). Add CRD
 	// types to it before Start.
 	Scheme *runtime.Scheme

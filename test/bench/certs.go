@@ -94,7 +94,8 @@ func newPKI(dir string) (*pki, error) {
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.ParseIP(serviceCIDRFirstIP), net.ParseIP(controlPlaneIP)},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.ParseIP(serviceCIDRFirstIP), net.ParseIP(controlPlaneIP),
+			net.ParseIP(serviceCIDR6FirstIP), net.ParseIP(controlPlaneIP6)},
 	}); err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func (b *Bench) startClusterDNS(ctx context.Context) error {
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		return len(addrs) == 1 && addrs[0] == serviceCIDRFirstIP, fmt.Sprint(addrs), nil
+		return len(addrs) == 1 && addrs[0] == b.kubernetesServiceIP(), fmt.Sprint(addrs), nil
 	})
 }
 

@@ -62,7 +62,7 @@ func (b *Bench) startControlPlane(ctx context.Context) error {
 		// Inside the bench namespace: loopback for the test process, the bridge address
 		// for the nodes and (as the kubernetes Service's endpoint) for pods.
 		"--bind-address=0.0.0.0",
-		"--advertise-address=" + controlPlaneIP,
+		"--advertise-address=" + b.advertiseIP(),
 		// exec, logs and port-forward go to the kubelets, which accept any client.
 		"--kubelet-client-certificate=" + p.AdminCert,
 		"--kubelet-client-key=" + p.AdminKey,
@@ -75,7 +75,7 @@ func (b *Bench) startControlPlane(ctx context.Context) error {
 		"--service-account-key-file=" + p.SAPub,
 		"--service-account-signing-key-file=" + p.SAKey,
 		"--authorization-mode=Node,RBAC",
-		"--service-cluster-ip-range=" + serviceCIDR,
+		"--service-cluster-ip-range=" + b.serviceCIDRs(),
 		"--default-not-ready-toleration-seconds=" + tolerationSeconds,
 		"--default-unreachable-toleration-seconds=" + tolerationSeconds,
 		"--allow-privileged=true",
@@ -129,7 +129,7 @@ func (b *Bench) startControlPlane(ctx context.Context) error {
 		"--root-ca-file="+p.CACert,
 		"--cluster-signing-cert-file="+p.CACert,
 		"--cluster-signing-key-file="+p.CAKey,
-		"--service-cluster-ip-range="+serviceCIDR,
+		"--service-cluster-ip-range="+b.serviceCIDRs(),
 		"--use-service-account-credentials=true",
 		"--node-monitor-grace-period="+nodeMonitorGracePeriod,
 		"--node-monitor-period="+nodeMonitorPeriod,

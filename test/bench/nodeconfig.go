@@ -20,6 +20,14 @@ const (
 	ClusterDNSIP = "10.96.0.10"
 	clusterCIDR  = "10.244.0.0/16"
 
+	// The IPv6 side of the bench network, used by an IPv6-primary bench (Options.IPv6):
+	// unique local addresses, inside the bench's namespaces only.
+	controlPlaneIP6     = "fd00:200::1"
+	nodeNetPrefix6      = 64
+	serviceCIDR6        = "fd00:96::/112"
+	serviceCIDR6FirstIP = "fd00:96::1"
+	clusterCIDR6        = "fd00:244::/56"
+
 	clusterDomain = "cluster.local"
 	// registryPort is where the bench's image registry listens on controlPlaneIP.
 	registryPort = 5000
@@ -31,6 +39,24 @@ type nodeNet struct {
 	IP      string // on eth0 inside the node's namespace
 	PodCIDR string // served by the node's CNI bridge
 	Veth    string // the host end of eth0, a port of bridgeName in the bench namespace
+	// IP6 and PodCIDR6 are set on a dual-stack (IPv6-primary) bench only.
+	IP6, PodCIDR6 string
+}
+
+// withIPv6 gives the i-th node its IPv6 address and pod CIDR.
+func (n nodeNet) withIPv6(i int) nodeNet {
+	n.IP6 = fmt.Sprintf("fd00:200::%x", 0x11+i)
+	n.PodCIDR6 = fmt.Sprintf("fd00:244:0:%x::/64", i+1)
+	return n
+}
+
+// nodeIPs is the kubelet's --node-ip: the IPv6 address first on an IPv6-primary bench,
+// which makes IPv6 every pod's primary IP (status.podIP).
+func (n nodeNet) nodeIPs() string {
+	if n.IP6 != "" {
+		return n.IP6 + "," + n.IP
+	}
+	return n.IP
 }
 
 // nodeNetFor is the i-th (0-based) node's addressing: 10.200.0.11+i, pods 10.244.(i+1).0/24.
@@ -123,6 +149,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 // CIDR (state in a private dir), hairpin so a pod reaches itself through a Service, and
 // portmap for hostPort. No masquerade: every bench namespace routes every pod CIDR.
 func cniConfig(n nodeNet, p nodePaths) string {
+	ranges := [][]map[string]string{{{"subnet": n.PodCIDR}}}
+	routes := []map[string]string{{"dst": "0.0.0.0/0"}}
+	if n.PodCIDR6 != "" {
+		ranges = append(ranges, []map[string]string{{"subnet": n.PodCIDR6}})
+		routes = append(routes, map[string]string{"dst": "::/0"})
+	}
 	conf := map[string]any{
 		"cniVersion": "0.4.0",
 		"name":       "bench",
@@ -135,8 +167,8 @@ func cniConfig(n nodeNet, p nodePaths) string {
 				"hairpinMode": true,
 				"ipam": map[string]any{
 					"type":    "host-local",
-					"ranges":  [][]map[string]string{{{"subnet": n.PodCIDR}}},
-					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+					"ranges":  ranges,
+					"routes":  routes,
 					"dataDir": p.CNIDataDir,
 				},
 			},
@@ -152,6 +184,12 @@ func cniConfig(n nodeNet, p nodePaths) string {
 // control plane's shortened node-failure detection (nodeMonitorGracePeriod) works.
 // Thresholds are low because every node shares one disk with everything else.
 func kubeletConfig(n nodeNet, p nodePaths, cgroupRoot string) string {
+	// On a dual-stack node the API server reaches the kubelet (exec, logs) at the node's
+	// first InternalIP, the IPv6 one: listen on both ("::" is dual-stack in Go).
+	address := n.IP
+	if n.IP6 != "" {
+		address = "::"
+	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -160,7 +198,7 @@ cgroupRoot: %[1]q
 cgroupsPerQOS: true
 enforceNodeAllocatable: ["pods"]
 containerRuntimeEndpoint: unix://%[2]s
-address: %[3]s
+address: %[3]q
 port: 10250
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
@@ -193,13 +231,13 @@ shutdownGracePeriod: 0s
 rotateCertificates: false
 kubeAPIQPS: 50
 kubeAPIBurst: 100
-`, cgroupRoot, p.ContainerdSock, n.IP, ClusterDNSIP, clusterDomain, p.ResolvConf, p.PodLogs)
+`, cgroupRoot, p.ContainerdSock, address, ClusterDNSIP, clusterDomain, p.ResolvConf, p.PodLogs)
 }
 
 // kubeProxyConfig runs kube-proxy in iptables mode without touching a global sysctl:
 // conntrack sizes and timeouts 0 mean "leave as is" (they are machine-wide), and
 // localhostNodePorts would set route_localnet.
-func kubeProxyConfig(hostname, ip, kubeconfig string) string {
+func kubeProxyConfig(hostname, ip, kubeconfig, clusterCIDRs string) string {
 	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection:
@@ -225,7 +263,7 @@ iptables:
   masqueradeAll: false
   syncPeriod: 10s
   minSyncPeriod: 0s
-`, kubeconfig, hostname, ip, clusterCIDR)
+`, kubeconfig, hostname, ip, clusterCIDRs)
 }
 
 // nodeResolvConf is what pods with dnsPolicy Default (CoreDNS itself) get: cluster DNS

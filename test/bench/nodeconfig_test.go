@@ -331,7 +331,7 @@ func TestNodeConfigKubelet(t *testing.T) {
 func TestNodeConfigKubeProxy(t *testing.T) {
 	n := nodeNetFor(3)
 	const kubeconfig = `/tmp/a b/bench-"q"/kube-proxy.kubeconfig`
-	m := yamlMap(t, kubeProxyConfig(n.Name, n.IP, kubeconfig))
+	m := yamlMap(t, kubeProxyConfig(n.Name, n.IP, kubeconfig, clusterCIDR))
 	for _, tc := range []struct {
 		keys []string
 		want any

@@ -67,10 +67,23 @@ func setupBridge() error {
 			return err
 		}
 	}
-	if err := setSysctlIn("", "net.ipv4.ip_forward", "1"); err != nil {
-		return err
+	sysctls := [][2]string{
+		{"net.ipv4.ip_forward", "1"},
+		{"net.bridge.bridge-nf-call-iptables", "1"},
 	}
-	return setSysctlIn("", "net.bridge.bridge-nf-call-iptables", "1")
+	if ipv6Available() {
+		// nodad: usable at once, not after duplicate address detection.
+		if err := ip("-6", "addr", "add", fmt.Sprintf("%s/%d", controlPlaneIP6, nodeNetPrefix6), "dev", bridgeName, "nodad"); err != nil {
+			return err
+		}
+		sysctls = append(sysctls, [2]string{"net.ipv6.conf.all.forwarding", "1"}, [2]string{"net.bridge.bridge-nf-call-ip6tables", "1"})
+	}
+	for _, kv := range sysctls {
+		if err := setSysctlIn("", kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addNodeNetwork creates node n's namespace with eth0 on the bridge, and routes to every
@@ -96,6 +109,16 @@ func addNodeNetwork(n nodeNet, all []nodeNet) error {
 			return err
 		}
 	}
+	if n.IP6 != "" {
+		for _, s := range [][]string{
+			{"-6", "addr", "add", fmt.Sprintf("%s/%d", n.IP6, nodeNetPrefix6), "dev", "eth0", "nodad"},
+			{"-6", "route", "add", "default", "via", controlPlaneIP6},
+		} {
+			if err := inNetns(n.Name, s...); err != nil {
+				return err
+			}
+		}
+	}
 	for _, o := range all {
 		if o.Name == n.Name {
 			continue
@@ -103,14 +126,28 @@ func addNodeNetwork(n nodeNet, all []nodeNet) error {
 		if err := inNetns(n.Name, "route", "add", o.PodCIDR, "via", o.IP); err != nil {
 			return err
 		}
+		if o.PodCIDR6 != "" && n.IP6 != "" {
+			if err := inNetns(n.Name, "-6", "route", "add", o.PodCIDR6, "via", o.IP6); err != nil {
+				return err
+			}
+		}
 	}
 	if err := ip("route", "add", n.PodCIDR, "via", n.IP); err != nil {
 		return err
 	}
-	for _, kv := range [][2]string{
+	if n.PodCIDR6 != "" {
+		if err := ip("-6", "route", "add", n.PodCIDR6, "via", n.IP6); err != nil {
+			return err
+		}
+	}
+	sysctls := [][2]string{
 		{"net.ipv4.ip_forward", "1"},
 		{"net.bridge.bridge-nf-call-iptables", "1"},
-	} {
+	}
+	if n.IP6 != "" {
+		sysctls = append(sysctls, [2]string{"net.ipv6.conf.all.forwarding", "1"}, [2]string{"net.bridge.bridge-nf-call-ip6tables", "1"})
+	}
+	for _, kv := range sysctls {
 		if err := setSysctlIn(n.Name, kv[0], kv[1]); err != nil {
 			return err
 		}
@@ -130,8 +167,18 @@ func setNodeLink(n nodeNet, up bool) error {
 // removeNodeNetwork deletes the node's namespace (its veth pair goes with it) and route.
 func removeNodeNetwork(n nodeNet) error {
 	_ = ip("route", "del", n.PodCIDR)
+	if n.PodCIDR6 != "" {
+		_ = ip("-6", "route", "del", n.PodCIDR6)
+	}
 	if _, err := os.Stat(netnsPath(n.Name)); err != nil {
 		return nil
 	}
 	return ip("netns", "del", n.Name)
+}
+
+// ipv6Available reports whether this kernel has IPv6 (an IPv6 bench needs it; an IPv4
+// one must not).
+func ipv6Available() bool {
+	_, err := os.Stat("/proc/sys/net/ipv6")
+	return err == nil
 }

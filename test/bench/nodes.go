@@ -45,7 +45,13 @@ var processNetwork = sync.OnceValue(func() error {
 	if err := setupBridge(); err != nil {
 		return err
 	}
-	return ip("route", "add", serviceCIDR, "dev", bridgeName)
+	if err := ip("route", "add", serviceCIDR, "dev", bridgeName); err != nil {
+		return err
+	}
+	if !ipv6Available() {
+		return nil
+	}
+	return ip("-6", "route", "add", serviceCIDR6, "dev", bridgeName)
 })
 
 // setupNetwork creates the bench's cgroup tree, its bridge and every node's network
@@ -63,8 +69,14 @@ func (b *Bench) setupNetwork() error {
 		return err
 	}
 	nets := make([]nodeNet, b.opts.Nodes)
+	if b.opts.IPv6 && !ipv6Available() {
+		return errors.New("an IPv6 bench needs a kernel with IPv6 (/proc/sys/net/ipv6)")
+	}
 	for i := range nets {
 		nets[i] = nodeNetFor(i)
+		if b.opts.IPv6 {
+			nets[i] = nets[i].withIPv6(i)
+		}
 	}
 	for i, nn := range nets {
 		if err := addNodeNetwork(nn, nets); err != nil {
@@ -99,7 +111,7 @@ func (b *Bench) bootNodes() error {
 // exist: it borrows the first node's, which only matters for NodePorts.
 func (b *Bench) startControlPlaneProxy() error {
 	cpProxy := filepath.Join(b.dir, "kube-proxy-control-plane.yaml")
-	if err := os.WriteFile(cpProxy, []byte(kubeProxyConfig(b.nodes[0].net.Name, controlPlaneIP, b.nodeKubeconfig)), 0o644); err != nil {
+	if err := os.WriteFile(cpProxy, []byte(kubeProxyConfig(b.nodes[0].net.Name, controlPlaneIP, b.nodeKubeconfig, b.clusterCIDRs())), 0o644); err != nil {
 		return err
 	}
 	p, err := b.startInNode("", "control", "kube-proxy-control-plane", filepath.Join(nodeBinDir(), "kube-proxy"),
@@ -127,7 +139,7 @@ func (b *Bench) writeNodeFiles(n *realNode) error {
 		filepath.Join(p.CNIConfDir, "10-bench.conflist"): cniConfig(n.net, p),
 		p.KubeletConfig:   kubeletConfig(n.net, p, filepath.Join(b.cgroups.Rel, n.cgroupRel())),
 		p.ResolvConf:      nodeResolvConf(),
-		p.KubeProxyConfig: kubeProxyConfig(n.net.Name, n.net.IP, b.nodeKubeconfig),
+		p.KubeProxyConfig: kubeProxyConfig(n.net.Name, n.net.IP, b.nodeKubeconfig, b.clusterCIDRs()),
 	}
 	for path, content := range files {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
@@ -154,7 +166,7 @@ func (b *Bench) bootNode(n *realNode) error {
 		"--kubeconfig="+b.nodeKubeconfig,
 		"--root-dir="+n.paths.KubeletRoot,
 		"--hostname-override="+n.net.Name,
-		"--node-ip="+n.net.IP,
+		"--node-ip="+n.net.nodeIPs(),
 		"--node-labels="+"topology.kubernetes.io/zone="+n.zone,
 		"--v=1",
 	)
@@ -293,4 +305,38 @@ func (b *Bench) nodeDaemonsExited() error {
 		}
 	}
 	return nil
+}
+
+// clusterCIDRs are the pod networks kube-proxy treats as local traffic.
+func (b *Bench) clusterCIDRs() string {
+	if b.opts.IPv6 {
+		return clusterCIDR6 + "," + clusterCIDR
+	}
+	return clusterCIDR
+}
+
+// serviceCIDRs is the API server's --service-cluster-ip-range: IPv6 first on an
+// IPv6-primary bench, so a Service without ipFamilies (the operator's) is IPv6.
+func (b *Bench) serviceCIDRs() string {
+	if b.opts.IPv6 {
+		return serviceCIDR6 + "," + serviceCIDR
+	}
+	return serviceCIDR
+}
+
+// kubernetesServiceIP is the ClusterIP of the kubernetes Service.
+func (b *Bench) kubernetesServiceIP() string {
+	if b.opts.IPv6 {
+		return serviceCIDR6FirstIP
+	}
+	return serviceCIDRFirstIP
+}
+
+// advertiseIP is the API server's address in the kubernetes Service's endpoints, of the
+// Service's family.
+func (b *Bench) advertiseIP() string {
+	if b.opts.IPv6 {
+		return controlPlaneIP6
+	}
+	return controlPlaneIP
 }

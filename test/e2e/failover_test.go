@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -635,7 +637,7 @@ func TestQuorumLossFailedSafe(t *testing.T) {
 	slices.Sort(names)
 	survivor := names[0]
 	survivorPod := pods[survivor]
-	survivorEP := fmt.Sprintf("http://%s:%d", survivorPod.Status.PodIP, etcdv1beta2.EtcdClientPort)
+	survivorEP := "http://" + net.JoinHostPort(survivorPod.Status.PodIP, strconv.Itoa(etcdv1beta2.EtcdClientPort))
 	var downed []string
 	for _, n := range names[1:] {
 		node := pods[n].Spec.NodeName

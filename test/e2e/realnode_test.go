@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -9,8 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -74,5 +78,46 @@ func TestMemberAsAUserSeesIt(t *testing.T) {
 	}
 	if len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "through-the-service" {
 		t.Fatalf("the client pod's write is not in the cluster: %v", resp.Kvs)
+	}
+}
+
+// TestIPv6PrimaryCluster runs a cluster where every pod's primary IP, and every Service's
+// ClusterIP, is IPv6 (the bench is dual-stack with IPv6 first): member URLs built from pod
+// IPs must bracket them, etcd must listen on both families, and clients reach it through
+// the client Service's IPv6 ClusterIP by DNS.
+func TestIPv6PrimaryCluster(t *testing.T) {
+	e := framework.SetupWithOptions(t, bench.Options{IPv6: true})
+	ctx := context.Background()
+	const name = "six"
+	e.Create(newCluster(name, 3))
+	e.WaitAvailable(name, 3, 3*time.Minute)
+
+	for podName, p := range e.MemberPods(name) {
+		if ip := net.ParseIP(p.Status.PodIP); ip == nil || ip.To4() != nil {
+			t.Errorf("pod %s has primary IP %q, want IPv6", podName, p.Status.PodIP)
+		}
+		out, errOut, err := e.Bench.Exec(ctx, "default", podName, "etcd", "etcdctl", "endpoint", "health")
+		if err != nil || !strings.Contains(out+errOut, "127.0.0.1:2379 is healthy") {
+			t.Errorf("kubectl exec %s -- etcdctl endpoint health: %v\n%s%s", podName, err, out, errOut)
+		}
+	}
+	var svc corev1.Service
+	if err := e.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: render.ClientServiceName(e.Cluster(name))}, &svc); err != nil {
+		t.Fatal(err)
+	}
+	if ip := net.ParseIP(svc.Spec.ClusterIP); ip == nil || ip.To4() != nil {
+		t.Errorf("client Service ClusterIP %q, want IPv6", svc.Spec.ClusterIP)
+	}
+	cli := e.EtcdClient(name)
+	if _, err := cli.Put(ctx, "family", "six"); err != nil {
+		t.Fatalf("put through the client Service: %v", err)
+	}
+	// Scale through learners: the operator adds and promotes a member it dials by its
+	// IPv6 pod IP.
+	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 5 })
+	e.WaitAvailable(name, 5, 3*time.Minute)
+	resp, err := cli.Get(ctx, "family")
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "six" {
+		t.Fatalf("get after scaling: %v %v", resp, err)
 	}
 }

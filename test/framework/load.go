@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strconv"
@@ -335,7 +336,7 @@ func (e *Env) memberEndpoints(name string) []string {
 	var eps []string
 	for _, p := range pods.Items {
 		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
-			eps = append(eps, fmt.Sprintf("http://%s:%d", p.Status.PodIP, etcdv1beta2.EtcdClientPort))
+			eps = append(eps, "http://"+net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdv1beta2.EtcdClientPort)))
 		}
 	}
 	return eps
@@ -360,7 +361,7 @@ func (e *Env) MemberStatuses(name string) map[string]MemberStatus {
 		if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
 			continue
 		}
-		ep := fmt.Sprintf("http://%s:%d", p.Status.PodIP, etcdv1beta2.EtcdClientPort)
+		ep := "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdv1beta2.EtcdClientPort))
 		st, err := memberStatus(ep)
 		if err != nil {
 			continue
