@@ -161,6 +161,10 @@ func (b *Bench) bootNode(n *realNode) error {
 		cd.stop(time.Second)
 		return err
 	}
+	if err := waitCRI(n.paths.ContainerdSock, 30*time.Second, cd); err != nil {
+		cd.stop(time.Second)
+		return err
+	}
 	kl, err := b.startInNode(n.net.Name, cg, short+"-kubelet", filepath.Join(nodeBinDir(), "kubelet"),
 		"--config="+n.paths.KubeletConfig,
 		"--kubeconfig="+b.nodeKubeconfig,
