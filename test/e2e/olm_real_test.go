@@ -50,6 +50,7 @@ const (
 	olmClusterName    = "olm-upgrade"
 	olmClusterKeys    = 200
 	olmClusterKeyBase = "before-upgrade"
+	olmV1Cluster      = "olm-v1" // created as v1 after the upgrade
 )
 
 // TestOLMCatalogInstallAndUpgrade installs OLM as upstream does and the operator from a
@@ -60,7 +61,8 @@ const (
 // under a write load → approve the upgrade to 0.2.0 → CSV 0.2.0 Succeeded. The etcd
 // cluster must never lose a member, a pod or an acknowledged key, must still be
 // reconciled (scaled) by 0.2.0, and both API versions must be served through the
-// conversion webhook with the certificate OLM issued.
+// conversion webhook with the certificate OLM issued. Uninstalling (deleting the
+// Subscription and the CSV) then leaves the clusters running.
 //
 // 0.1.0 runs the operator it was released with: its bundle names etcd-operator:v0.1.0,
 // which the test builds from the commit that released it (images.ReleasedCommit) and
@@ -172,6 +174,62 @@ spec:
 	e.Update(olmClusterName, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 3 })
 	e.WaitAvailable(olmClusterName, 3, 3*time.Minute)
 	readKeys(t, e, olmClusterName)
+
+	uninstallKeepsClusters(t, e)
+}
+
+// uninstallKeepsClusters deletes the Subscription and the CSV, as uninstalling from
+// OLM does: OLM removes the operator's Deployment, but the CRDs and the etcd clusters
+// (the user's data) stay, untouched and serving.
+func uninstallKeepsClusters(t *testing.T, e *framework.Env) {
+	t.Helper()
+	ctx := context.Background()
+	// The scale-down's removed member is out of etcd before its pod is gone.
+	framework.Eventually(t, time.Minute, "only the 3 members' pods", func() error {
+		if pods := e.MemberPods(olmClusterName); len(pods) != 3 {
+			return fmt.Errorf("%d pods", len(pods))
+		}
+		return nil
+	})
+	before := memberSnapshot(t, e, olmClusterName)
+	for _, u := range []*unstructured.Unstructured{
+		olmObject("Subscription", "v1alpha1", olmOperatorsNS, olmPackage),
+		olmObject("ClusterServiceVersion", "v1alpha1", olmOperatorsNS, olmCSV020),
+	} {
+		if err := e.C.Delete(ctx, u); err != nil {
+			t.Fatalf("delete %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	t0 := time.Now()
+	framework.Eventually(t, olmWait, "the operator's pods gone after uninstall", func() error {
+		var pods corev1.PodList
+		if err := e.C.List(ctx, &pods, client.InNamespace(olmOperatorsNS)); err != nil {
+			return err
+		}
+		if len(pods.Items) > 0 {
+			return fmt.Errorf("%d pods left, e.g. %s", len(pods.Items), pods.Items[0].Name)
+		}
+		return nil
+	})
+	t.Logf("olm: uninstalled (operator pods gone) %v after deleting the Subscription and CSV", time.Since(t0).Round(time.Millisecond))
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := e.C.Get(ctx, client.ObjectKey{Name: "etcdclusters.etcd.database.coreos.com"}, &crd); err != nil {
+		t.Fatalf("the CRD after uninstall: %v", err)
+	}
+	if after := memberSnapshot(t, e, olmClusterName); !slices.Equal(after.ids, before.ids) || !after.samePods(before) {
+		t.Errorf("members before uninstall %+v, after %+v: want them untouched", before, after)
+	}
+	readKeys(t, e, olmClusterName)
+	// Without the operator there is no converter: say what the CRD and a v1 read are now.
+	var asV1 etcdv1.EtcdCluster
+	err := e.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: olmClusterName}, &asV1)
+	t.Logf("olm: after uninstall, etcdclusters conversion %+v; reading %s as v1: size %d, err=%v",
+		crd.Spec.Conversion, olmClusterName, asV1.Spec.Size, err)
+	for _, name := range []string{olmClusterName, olmV1Cluster} {
+		if c := e.Cluster(name); c.DeletionTimestamp != nil {
+			t.Errorf("%s is being deleted after uninstall", name)
+		}
+	}
 }
 
 // buildOLMTestImages builds, before any bench runs, what the bench does not serve by
@@ -478,7 +536,7 @@ func checkConversionThroughOLM(t *testing.T, e *framework.Env) {
 	if old.Spec.Size == 0 {
 		t.Errorf("v1 view of the cluster has no size: %+v", old.Spec)
 	}
-	const v1Name = "olm-v1"
+	const v1Name = olmV1Cluster
 	created := &etcdv1.EtcdCluster{}
 	created.Name, created.Namespace = v1Name, "default"
 	created.Spec.Size = 1
