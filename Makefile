@@ -97,7 +97,16 @@ CHANNELS        ?= alpha
 DEFAULT_CHANNEL ?= alpha
 IMG             ?= etcd-operator:v$(VERSION)
 BUNDLE_IMG      ?= etcd-operator-bundle:v$(VERSION)
+# PREV_BUNDLE_IMG is the released bundle's image, which the catalog names and catalog-push pushes.
+PREV_BUNDLE_IMG ?= etcd-operator-bundle:v$(PREV_VERSION)
+CATALOG_IMG     ?= etcd-operator-catalog:v$(VERSION)
 CONTAINER_TOOL  ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
+# OFFLINE=1 builds and pushes the bundle image without a container daemon (hack/catalog);
+# it is the default when neither docker nor podman is installed. Catalogs are always built
+# that way: opm (hack/tools.sh olm) renders the file-based catalog and prebuilds its cache.
+OFFLINE         ?= $(if $(CONTAINER_TOOL),,1)
+OPM_DIR         := $(CACHE)/opm-v1.60.0
+CATALOG_BUNDLES := hack/bundle/released/$(PREV_VERSION)=$(PREV_BUNDLE_IMG) bundle=$(BUNDLE_IMG)
 
 .PHONY: bundle
 bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) and the install chart's CRD/RBAC copies from config/.
@@ -110,9 +119,36 @@ bundle-validate: ## Validate bundle/ with OLM's validators and check it and the 
 	go test ./test/olm/ ./hack/bundle/...
 
 .PHONY: bundle-build
-bundle-build: bundle ## Build the bundle image $(BUNDLE_IMG) with docker or podman.
-	@test -n "$(CONTAINER_TOOL)" || { echo "bundle-build needs docker or podman"; exit 1; }
+bundle-build: bundle ## Build the bundle image $(BUNDLE_IMG): docker/podman, or OFFLINE=1 into bin/bundle-image.tar.
+ifeq ($(OFFLINE),)
 	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+else
+	@mkdir -p bin
+	go run ./hack/catalog bundle --dir bundle --tag $(BUNDLE_IMG) --tar bin/bundle-image.tar
+endif
+
+.PHONY: bundle-push
+bundle-push: ## Push $(BUNDLE_IMG) (OFFLINE=1: build from bundle/ and push; a loopback registry is plain HTTP).
+ifeq ($(OFFLINE),)
+	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
+else
+	go run ./hack/catalog bundle --dir bundle --tag $(BUNDLE_IMG) --push
+endif
+
+$(OPM_DIR)/.done:
+	hack/tools.sh olm
+
+.PHONY: catalog-build
+catalog-build: $(OPM_DIR)/.done ## Build the catalog image $(CATALOG_IMG) (channel $(DEFAULT_CHANNEL): $(PREV_VERSION) -> $(VERSION)) into bin/catalog-image.tar, its catalog in bin/catalog.yaml.
+	@mkdir -p bin
+	go run ./hack/catalog catalog --opm-dir $(OPM_DIR) --channel $(DEFAULT_CHANNEL) $(addprefix --bundle ,$(CATALOG_BUNDLES)) \
+		--tag $(CATALOG_IMG) --tar bin/catalog-image.tar --fbc-out bin/catalog.yaml
+
+.PHONY: catalog-push
+catalog-push: $(OPM_DIR)/.done ## Push the released bundle $(PREV_BUNDLE_IMG) and the catalog $(CATALOG_IMG) (after bundle-push for $(BUNDLE_IMG)).
+	go run ./hack/catalog bundle --dir hack/bundle/released/$(PREV_VERSION) --tag $(PREV_BUNDLE_IMG) --push
+	go run ./hack/catalog catalog --opm-dir $(OPM_DIR) --channel $(DEFAULT_CHANNEL) $(addprefix --bundle ,$(CATALOG_BUNDLES)) \
+		--tag $(CATALOG_IMG) --push
 
 ##@ Demo
 

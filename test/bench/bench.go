@@ -44,6 +44,10 @@ type Options struct {
 	ExtraAPIServerArgs []string
 	// Log receives progress lines (e.g. t.Logf); nil: silent.
 	Log func(format string, args ...any)
+	// OLM makes the registry also serve OLM's images (images.OLMImage, images.OPMImage),
+	// which test/bench/olm.Install deploys. The first bench of a process that asks pays
+	// for them (about 8 s to build and push); benches without OLM never do.
+	OLM bool
 }
 
 // Timings are measured by Start.

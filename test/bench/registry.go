@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/etcd-operator/etcd-operator/test/bench/images"
 )
 
@@ -47,14 +49,42 @@ var processRegistry = sync.OnceValues(func() (*images.Registry, error) {
 	return reg, nil
 })
 
-// startRegistry makes sure the process's registry serves every image.
+// processOLMImages pushes OLM's images (images.PushOLM) to the process's registry once,
+// for the first bench with Options.OLM: benches without OLM never pay for them.
+var processOLMImages = sync.OnceValue(func() error {
+	reg, err := processRegistry()
+	if err != nil {
+		return err
+	}
+	_, err = images.PushOLM(reg.Addr(), "")
+	return err
+})
+
+// startRegistry makes sure the process's registry serves every image the bench needs.
 func (b *Bench) startRegistry(ctx context.Context) error {
 	t0 := time.Now()
 	if _, err := processRegistry(); err != nil {
 		return err
 	}
+	if b.opts.OLM {
+		if err := processOLMImages(); err != nil {
+			return fmt.Errorf("OLM images: %w", err)
+		}
+	}
 	b.opts.Log("bench: images ready in %v", time.Since(t0).Round(time.Millisecond))
 	return nil
+}
+
+// PushImage makes the bench's registry serve img as name, the name pods use (e.g.
+// bench.local/etcd-operator-catalog:v0.2.0 or etcd-operator:v0.1.0), for images a test
+// builds itself. The registry is the process's: the image stays for later benches of
+// the process, and pushing a name again replaces it.
+func (b *Bench) PushImage(name string, img v1.Image) error {
+	reg, err := processRegistry()
+	if err != nil {
+		return err
+	}
+	return images.PushImage(reg.Addr(), name, img)
 }
 
 func (b *Bench) hasMounts() bool {

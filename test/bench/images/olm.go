@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/etcd-operator/etcd-operator/internal/ociimage"
+	"github.com/etcd-operator/etcd-operator/internal/testenv"
 )
 
 // OLM's images, from hack/tools.sh's olm target (OLM_VERSION, OPM_VERSION). They are laid
@@ -62,6 +63,20 @@ func olmImages(cache string) ([]image, error) {
 		fromSpec(OLMImage, olmSpec(olmDir(cache))),
 		fromSpec(OPMImage, opmSpec(opmDir(cache))),
 	}, nil
+}
+
+// PushOLM pushes only OLMImage and OPMImage (built from the tool cache cacheDir, default
+// testenv.CacheDir()) to the registry at registryAddr: for a registry that already serves
+// a Set without OLM, so that benches without OLM never pay for its images.
+func PushOLM(registryAddr, cacheDir string) ([]string, error) {
+	if cacheDir == "" {
+		cacheDir = testenv.CacheDir()
+	}
+	imgs, err := olmImages(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	return pushAll(registryAddr, imgs)
 }
 
 // olmSpec is upstream's OLM image without its package-server (the PackageManifest API,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 
 	"github.com/etcd-operator/etcd-operator/internal/testenv"
 )
@@ -137,5 +138,37 @@ func TestSetIncludesOLMOnlyWhenAsked(t *testing.T) {
 	}
 	if n := len(names); n < 2 || names[n-2] != OLMImage || names[n-1] != OPMImage {
 		t.Errorf("set with OLM: %v, want it to end with %s, %s", names, OLMImage, OPMImage)
+	}
+}
+
+func TestPushOLMPushesOnlyOLMsImages(t *testing.T) {
+	r := serve(t, RegistryOptions{BlobDir: t.TempDir()})
+	if _, err := PushOLM(r.Addr(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "hack/tools.sh olm") {
+		t.Errorf("PushOLM without OLM in the cache: %v", err)
+	}
+	cache := requireOLM(t)
+	pushed, err := PushOLM(r.Addr(), cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(pushed, []string{OLMImage, OPMImage}) {
+		t.Errorf("pushed %v", pushed)
+	}
+	wantExecutable(t, OPMImage, files(t, pull(t, r.Addr(), OPMImage)), OPMBinary, filepath.Join(opmDir(cache), "opm"))
+}
+
+func TestPushImageServesItUnderItsPodName(t *testing.T) {
+	r := serve(t, RegistryOptions{})
+	img, err := random.Image(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = BenchHost + "/some-catalog:v1"
+	if err := PushImage(r.Addr(), name, img); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := img.Digest()
+	if got, _ := pull(t, r.Addr(), name).Digest(); got != want {
+		t.Errorf("pulled %s, pushed %s", got, want)
 	}
 }

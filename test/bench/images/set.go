@@ -95,6 +95,11 @@ func (s Set) Push(registryAddr string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return pushAll(registryAddr, imgs)
+}
+
+// pushAll builds and pushes imgs a few at a time and returns their names.
+func pushAll(registryAddr string, imgs []image) ([]string, error) {
 	errs := make([]error, len(imgs))
 	sem := make(chan struct{}, max(1, min(runtime.GOMAXPROCS(0), 4)))
 	var wg sync.WaitGroup
@@ -116,6 +121,12 @@ func (s Set) Push(registryAddr string) ([]string, error) {
 		names[i] = im.name
 	}
 	return names, nil
+}
+
+// PushImage pushes img to the registry at registryAddr under MirrorRef of name (the
+// name pods use), for images a test makes itself (e.g. OLM bundle and catalog images).
+func PushImage(registryAddr, name string, img v1.Image) error {
+	return push(registryAddr, image{name, func() (v1.Image, error) { return img, nil }})
 }
 
 func push(registryAddr string, im image) error {

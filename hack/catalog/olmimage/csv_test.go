@@ -1,0 +1,42 @@
+package olmimage
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestReadCSVFollowsTheReleasedChain(t *testing.T) {
+	prev, err := ReadCSV(releasedBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := ReadCSV(currentBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prev.Name != "etcd-operator.v0.1.0" || prev.Replaces != "" {
+		t.Errorf("released: %+v, want etcd-operator.v0.1.0 replacing nothing", prev)
+	}
+	if cur.Replaces != prev.Name {
+		t.Errorf("current %s replaces %q, want %q", cur.Name, cur.Replaces, prev.Name)
+	}
+}
+
+func TestReadCSVWantsExactlyOne(t *testing.T) {
+	dir := copyBundle(t, releasedBundle)
+	src := filepath.Join(dir, "manifests", "etcd-operator.v0.1.0.clusterserviceversion.yaml")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifests", "copy.clusterserviceversion.yaml"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadCSV(dir); err == nil {
+		t.Error("two CSVs: no error")
+	}
+	if _, err := ReadCSV(t.TempDir()); err == nil {
+		t.Error("no CSV: no error")
+	}
+}
