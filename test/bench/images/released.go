@@ -2,12 +2,16 @@ package images
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 )
+
+// ErrShallow: a shallow clone does not hold the released commit's source.
+var ErrShallow = errors.New("this clone is shallow: the released operator's source is not in its history")
 
 // releasedDir is where a released bundle is kept unchanged (see the Makefile's
 // PREV_VERSION), relative to the repository root.
@@ -18,6 +22,9 @@ func releasedDir(version string) string { return "hack/bundle/released/" + versi
 // its operator is the one the released bundle was generated from (a test checks the
 // two bundles are equal). It needs the repository's history (not a shallow clone).
 func ReleasedCommit(repoRoot, version string) (string, error) {
+	if out, err := git(repoRoot, "rev-parse", "--is-shallow-repository"); err == nil && strings.TrimSpace(out) == "true" {
+		return "", ErrShallow
+	}
 	out, err := git(repoRoot, "log", "--diff-filter=A", "--format=%H", "--", releasedDir(version))
 	if err != nil {
 		return "", err
