@@ -99,20 +99,7 @@ build_node() {
 }
 
 build_coredns() {
-  local out=$CACHE/coredns-$COREDNS_VERSION
-  [[ -f $out/.done ]] && return 0
-  log "building coredns $COREDNS_VERSION (cold: ~4 min)"
-  local work; work=$(mktemp -d "$CACHE/.coredns-build.XXXX")
-  scratch_module "$work" corednstools
-  (
-    cd "$work"
-    go get "github.com/coredns/coredns@$COREDNS_VERSION" >/dev/null 2>&1
-    go build -trimpath -ldflags=-s -o bin/coredns github.com/coredns/coredns
-  )
-  rm -rf "$out"; mkdir -p "$out"
-  mv "$work"/bin/* "$out"/
-  rm -rf "$work"
-  touch "$out/.done"
+  build_go_binary "$CACHE/coredns-$COREDNS_VERSION" coredns github.com/coredns/coredns "$COREDNS_VERSION" "cold: ~4 min"
 }
 
 # module_replaces MODULE@VERSION: copies the module's own replace directives that point
@@ -232,21 +219,27 @@ build_etcd() {
   touch "$out/.done"
 }
 
-build_minio() {
-  local out=$CACHE/minio-$MINIO_VERSION
+# build_go_binary OUT NAME MODULE VERSION WHAT: `go build MODULE` at VERSION in a scratch
+# module of its own into OUT/NAME, once (OUT/.done).
+build_go_binary() {
+  local out=$1 name=$2 module=$3 version=$4 what=$5
   [[ -f $out/.done ]] && return 0
-  log "building minio server $MINIO_VERSION (cold: ~4 min)"
-  local work; work=$(mktemp -d "$CACHE/.minio-build.XXXX")
-  scratch_module "$work" miniotools
+  log "building $name $version ($what)"
+  local work; work=$(mktemp -d "$CACHE/.$name-build.XXXX")
+  scratch_module "$work" "${name}tools"
   (
     cd "$work"
-    go get "github.com/minio/minio@$MINIO_VERSION" >/dev/null 2>&1
-    go build -trimpath -ldflags=-s -o bin/minio github.com/minio/minio
+    go get "$module@$version" >/dev/null 2>&1
+    go build -trimpath -ldflags=-s -o "bin/$name" "$module"
   )
   rm -rf "$out"; mkdir -p "$out"
   mv "$work"/bin/* "$out"/
   rm -rf "$work"
   touch "$out/.done"
+}
+
+build_minio() {
+  build_go_binary "$CACHE/minio-$MINIO_VERSION" minio github.com/minio/minio "$MINIO_VERSION" "cold: ~4 min"
 }
 
 build_gen() {
