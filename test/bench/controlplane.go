@@ -160,10 +160,15 @@ func (b *Bench) run(name, bin string, args ...string) error {
 	if err != nil {
 		return err
 	}
+	b.track(p)
+	return nil
+}
+
+// track records a process for Stop, which stops them in reverse start order.
+func (b *Bench) track(p *process) {
 	b.mu.Lock()
 	b.procs = append(b.procs, p)
 	b.mu.Unlock()
-	return nil
 }
 
 // checkProcs fails fast when a control-plane process died, with its log's tail.

@@ -172,19 +172,33 @@ func (b *Bench) containerCgroup(n *realNode, id string) (string, error) {
 	return filepath.Rel(base, found)
 }
 
-// containerMainPIDs returns, per running container, the process that is pid 1 in the
-// container's pid namespace (its entrypoint).
-func (b *Bench) containerMainPIDs(namespace, name, container string) ([]int, error) {
+// containerCgroups are the cgroups (relative to the bench tree) of a pod's running
+// containers: all of them, or the one named container.
+func (b *Bench) containerCgroups(namespace, name, container string) ([]string, error) {
 	n, ids, err := b.podContainers(namespace, name, container)
 	if err != nil {
 		return nil, err
 	}
-	var out []int
+	var rels []string
 	for _, id := range ids {
 		rel, err := b.containerCgroup(n, id)
 		if err != nil {
 			return nil, err
 		}
+		rels = append(rels, rel)
+	}
+	return rels, nil
+}
+
+// containerMainPIDs returns, per running container, the process that is pid 1 in the
+// container's pid namespace (its entrypoint).
+func (b *Bench) containerMainPIDs(namespace, name, container string) ([]int, error) {
+	rels, err := b.containerCgroups(namespace, name, container)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, rel := range rels {
 		main := 0
 		for _, pid := range b.cgroups.pids(rel) {
 			if nsPIDIsOne(pid) {
@@ -193,7 +207,7 @@ func (b *Bench) containerMainPIDs(namespace, name, container string) ([]int, err
 			}
 		}
 		if main == 0 {
-			return nil, fmt.Errorf("container %s of %s/%s: no main process found", id, namespace, name)
+			return nil, fmt.Errorf("container cgroup %s of %s/%s: no main process found", rel, namespace, name)
 		}
 		out = append(out, main)
 	}
@@ -217,15 +231,11 @@ func nsPIDIsOne(pid int) bool {
 
 // signalPodProcesses sends sig to every process of every running container of a pod.
 func (b *Bench) signalPodProcesses(namespace, name string, sig syscall.Signal) error {
-	n, ids, err := b.podContainers(namespace, name, "")
+	rels, err := b.containerCgroups(namespace, name, "")
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		rel, err := b.containerCgroup(n, id)
-		if err != nil {
-			return err
-		}
+	for _, rel := range rels {
 		for _, pid := range b.cgroups.pids(rel) {
 			if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 				return err

@@ -97,3 +97,10 @@ func removeNetnsPins() error {
 	}
 	return nil
 }
+
+// hasMounts reports whether anything is (or may be: the mount table was unreadable)
+// mounted under the bench's directory.
+func (b *Bench) hasMounts() bool {
+	mps, err := mountPoints(b.dir)
+	return err != nil || len(mps) > 0
+}

@@ -144,7 +144,7 @@ const unixPathMax = 108
 // longestBenchDir is the longest directory NewForTest makes: os.MkdirTemp("",
 // "bench-"+<40 runes of the test name>+"-") appends up to 10 random digits.
 func longestBenchDir() string {
-	return filepath.Join(os.TempDir(), "bench-"+sanitize(strings.Repeat("x", 100))+"-"+"4294967295")
+	return filepath.Join(os.TempDir(), "bench-"+ShortName(strings.Repeat("x", 100))+"-"+"4294967295")
 }
 
 func TestNodeConfigContainerdSocketFits(t *testing.T) {

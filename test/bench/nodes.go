@@ -119,9 +119,7 @@ func (b *Bench) startControlPlaneProxy() error {
 	if err != nil {
 		return err
 	}
-	b.mu.Lock()
-	b.procs = append(b.procs, p)
-	b.mu.Unlock()
+	b.track(p)
 	return nil
 }
 

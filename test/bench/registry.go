@@ -86,8 +86,3 @@ func (b *Bench) PushImage(name string, img v1.Image) error {
 	}
 	return images.PushImage(reg.Addr(), name, img)
 }
-
-func (b *Bench) hasMounts() bool {
-	mps, err := mountPoints(b.dir)
-	return err != nil || len(mps) > 0
-}

@@ -30,7 +30,7 @@ func NewForTest(t testing.TB, opts Options) *Bench {
 	}
 	keep := opts.Dir != ""
 	if opts.Dir == "" {
-		d, err := os.MkdirTemp("", "bench-"+sanitize(t.Name())+"-")
+		d, err := os.MkdirTemp("", "bench-"+ShortName(t.Name())+"-")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,9 +69,7 @@ func NewForTest(t testing.TB, opts Options) *Bench {
 
 // ShortName is a test name made fit for a directory name of a bench: the bench directory
 // is part of unix socket paths, which are limited to 107 bytes.
-func ShortName(s string) string { return sanitize(s) }
-
-func sanitize(s string) string {
+func ShortName(s string) string {
 	out := []rune{}
 	for _, r := range s {
 		if r == '/' || r == filepath.Separator || r == ' ' {
