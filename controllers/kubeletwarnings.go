@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +30,7 @@ func (r *EtcdClusterReconciler) kubeletWarnings(ctx context.Context, pods map[st
 			log.FromContext(ctx).V(1).Info("cannot read the pod's events", "pod", name, "error", err.Error())
 			continue
 		}
-		if w := newestSetupWarning(evs.Items); w != nil {
+		if w := setupWarning(evs.Items); w != nil {
 			if out == nil {
 				out = map[string]*kubeletWarning{}
 			}
@@ -56,8 +57,10 @@ func beingSetUp(p *corev1.Pod) bool {
 	return true
 }
 
-// newestSetupWarning is the newest Warning event with a set-up reason, or nil.
-func newestSetupWarning(evs []corev1.Event) *kubeletWarning {
+// setupWarning is the kubelet's set-up warnings, newest first: its reason, and the
+// distinct messages joined (a pod with two missing Secrets gets one FailedMount event per
+// volume, and which comes last is chance). nil if there is none.
+func setupWarning(evs []corev1.Event) *kubeletWarning {
 	var ws []corev1.Event
 	for _, e := range evs {
 		if e.Type == corev1.EventTypeWarning && setupWarningReasons[e.Reason] {
@@ -67,9 +70,16 @@ func newestSetupWarning(evs []corev1.Event) *kubeletWarning {
 	if len(ws) == 0 {
 		return nil
 	}
-	sort.Slice(ws, func(i, j int) bool { return eventTime(ws[i]).Before(eventTime(ws[j])) })
-	last := ws[len(ws)-1]
-	return &kubeletWarning{Reason: last.Reason, Message: last.Message}
+	sort.SliceStable(ws, func(i, j int) bool { return eventTime(ws[i]).After(eventTime(ws[j])) })
+	var msgs []string
+	seen := map[string]bool{}
+	for _, e := range ws {
+		if !seen[e.Message] {
+			seen[e.Message] = true
+			msgs = append(msgs, e.Message)
+		}
+	}
+	return &kubeletWarning{Reason: ws[0].Reason, Message: strings.Join(msgs, "; ")}
 }
 
 func eventTime(e corev1.Event) time.Time {

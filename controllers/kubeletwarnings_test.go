@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func TestNewestSetupWarning(t *testing.T) {
+func TestSetupWarning(t *testing.T) {
 	at := func(s int) metav1.Time { return metav1.NewTime(time.Unix(1_700_000_000+int64(s), 0)) }
 	ev := func(typ, reason, msg string, last int) corev1.Event {
 		return corev1.Event{Type: typ, Reason: reason, Message: msg, LastTimestamp: at(last)}
@@ -28,13 +28,18 @@ func TestNewestSetupWarning(t *testing.T) {
 			ev(corev1.EventTypeWarning, "FailedCreatePodSandBox", "sandbox failed", 2),
 			ev(corev1.EventTypeNormal, "Scheduled", "assigned", 9),
 		}, "FailedMount", "absent-peer"},
+		{"every missing volume is named, whichever event came last", []corev1.Event{
+			ev(corev1.EventTypeWarning, "FailedMount", `secret "absent-peer" not found`, 5),
+			ev(corev1.EventTypeWarning, "FailedMount", `secret "absent-server" not found`, 6),
+			ev(corev1.EventTypeWarning, "FailedMount", `secret "absent-peer" not found`, 4),
+		}, "FailedMount", `secret "absent-server" not found; secret "absent-peer" not found`},
 		{"an event with only an event time", []corev1.Event{
 			ev(corev1.EventTypeWarning, "FailedMount", "old", 1),
 			{Type: corev1.EventTypeWarning, Reason: "FailedAttachVolume", Message: "new", EventTime: metav1.NewMicroTime(time.Unix(1_700_000_100, 0))},
 		}, "FailedAttachVolume", "new"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w := newestSetupWarning(c.evs)
+			w := setupWarning(c.evs)
 			if c.wantReason == "" {
 				if w != nil {
 					t.Fatalf("warning %+v, want none", w)
