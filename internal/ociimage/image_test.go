@@ -3,6 +3,7 @@ package ociimage
 import (
 	"archive/tar"
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -19,7 +20,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -234,8 +234,8 @@ func TestWriteTarballAndLayoutRoundTrip(t *testing.T) {
 	}
 }
 
-// Push speaks the registry protocol to a real registry server on loopback and the
-// image pulled back is the one built.
+// Push and Pull speak the registry protocol to a real registry server on loopback, and
+// the image pulled back is the one built.
 func TestPushToLoopbackRegistry(t *testing.T) {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
@@ -248,8 +248,7 @@ func TestPushToLoopbackRegistry(t *testing.T) {
 	if err := Push(ref, img); err != nil {
 		t.Fatal(err)
 	}
-	r, _ := name.ParseReference(ref, name.Insecure)
-	pulled, err := remote.Image(r)
+	pulled, err := Pull(context.Background(), ref)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,20 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// CSV is what a catalog's channel entry takes from a bundle's ClusterServiceVersion.
+// CSV is what a catalog's channel entry takes from a bundle's ClusterServiceVersion,
+// and the install modes it supports (which OperatorGroup can install it).
 type CSV struct {
-	Name      string
-	Replaces  string
-	Skips     []string
-	SkipRange string
+	Name         string
+	Replaces     string
+	Skips        []string
+	SkipRange    string
+	InstallModes []InstallMode
+}
+
+// InstallMode is one of the CSV's spec.installModes.
+type InstallMode struct {
+	Type      string `json:"type"`
+	Supported bool   `json:"supported"`
 }
 
 // skipRangeAnnotation is the CSV annotation OLM reads a skipRange from.
@@ -40,8 +48,9 @@ func ReadCSV(dir string) (CSV, error) {
 			Annotations map[string]string `json:"annotations"`
 		} `json:"metadata"`
 		Spec struct {
-			Replaces string   `json:"replaces"`
-			Skips    []string `json:"skips"`
+			Replaces     string        `json:"replaces"`
+			Skips        []string      `json:"skips"`
+			InstallModes []InstallMode `json:"installModes"`
 		} `json:"spec"`
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -51,9 +60,10 @@ func ReadCSV(dir string) (CSV, error) {
 		return CSV{}, fmt.Errorf("%s: not a named ClusterServiceVersion", matches[0])
 	}
 	return CSV{
-		Name:      doc.Metadata.Name,
-		Replaces:  doc.Spec.Replaces,
-		Skips:     doc.Spec.Skips,
-		SkipRange: strings.TrimSpace(doc.Metadata.Annotations[skipRangeAnnotation]),
+		Name:         doc.Metadata.Name,
+		Replaces:     doc.Spec.Replaces,
+		Skips:        doc.Spec.Skips,
+		SkipRange:    strings.TrimSpace(doc.Metadata.Annotations[skipRangeAnnotation]),
+		InstallModes: doc.Spec.InstallModes,
 	}, nil
 }

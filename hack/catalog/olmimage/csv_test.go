@@ -40,3 +40,28 @@ func TestReadCSVWantsExactlyOne(t *testing.T) {
 		t.Error("no CSV: no error")
 	}
 }
+
+// 0.1.0 supported OwnNamespace; 0.2.0, with its conversion webhook, only AllNamespaces.
+func TestReadCSVInstallModes(t *testing.T) {
+	supported := func(c CSV) map[string]bool {
+		m := map[string]bool{}
+		for _, im := range c.InstallModes {
+			m[im.Type] = im.Supported
+		}
+		return m
+	}
+	prev, err := ReadCSV(releasedBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := ReadCSV(currentBundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := supported(prev); !p["OwnNamespace"] || !p["AllNamespaces"] {
+		t.Errorf("released install modes %v, want OwnNamespace and AllNamespaces", prev.InstallModes)
+	}
+	if c := supported(cur); !c["AllNamespaces"] || c["OwnNamespace"] || c["SingleNamespace"] {
+		t.Errorf("current install modes %v, want AllNamespaces only", cur.InstallModes)
+	}
+}
