@@ -150,6 +150,18 @@ catalog-push: $(OPM_DIR)/.done ## Push the released bundle $(PREV_BUNDLE_IMG) an
 	go run ./hack/catalog catalog --opm-dir $(OPM_DIR) --channel $(DEFAULT_CHANNEL) $(addprefix --bundle ,$(CATALOG_BUNDLES)) \
 		--tag $(CATALOG_IMG) --push
 
+# RUN_NAMESPACE is where run-bundle installs (created if missing). The cluster is the one
+# KUBECONFIG names, with OLM installed; the catalog image is pushed beside BUNDLE_IMG.
+RUN_NAMESPACE ?= etcd-operator-system
+
+.PHONY: run-bundle
+run-bundle: $(OPM_DIR)/.done ## Install $(BUNDLE_IMG) through OLM as `operator-sdk run bundle` does (one-bundle catalog, OperatorGroup, Subscription, CSV Succeeded).
+	go run ./hack/runbundle run --bundle $(BUNDLE_IMG) --namespace $(RUN_NAMESPACE) --opm-dir $(OPM_DIR)
+
+.PHONY: run-bundle-upgrade
+run-bundle-upgrade: $(OPM_DIR)/.done ## Upgrade what run-bundle installed to $(BUNDLE_IMG), as `operator-sdk run bundle-upgrade` does.
+	go run ./hack/runbundle upgrade --bundle $(BUNDLE_IMG) --namespace $(RUN_NAMESPACE) --opm-dir $(OPM_DIR)
+
 ##@ Demo
 
 .PHONY: demo

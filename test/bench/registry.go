@@ -86,3 +86,10 @@ func (b *Bench) PushImage(name string, img v1.Image) error {
 	}
 	return images.PushImage(reg.Addr(), name, img)
 }
+
+// RegistryAddr is the bench registry's host:port (plain HTTP), reachable from the
+// bench's namespaces and every node: what a user pushes to and names in images that
+// should come from the bench, e.g. RegistryAddr()+"/etcd-operator-bundle:v0.2.0".
+func (b *Bench) RegistryAddr() string {
+	return fmt.Sprintf("%s:%d", controlPlaneIP, registryPort)
+}

@@ -71,7 +71,7 @@ const (
 func TestOLMCatalogInstallAndUpgrade(t *testing.T) {
 	root := framework.RepoRoot(t)
 	t0 := time.Now()
-	built := buildOLMTestImages(t, root)
+	built := olmTestImages(t, root)
 	t.Logf("olm: bundle, catalog and 0.1.0 operator images built in %v", time.Since(t0).Round(time.Millisecond))
 
 	s := framework.NewScheme()
@@ -130,7 +130,7 @@ spec:
 	approveInstallPlan(t, c, olmCSV010)
 	waitCSVSucceeded(t, c, olmCSV010)
 	t.Logf("olm: %s Succeeded %v after the Subscription", olmCSV010, time.Since(t0).Round(time.Millisecond))
-	wantOperatorImage(t, c, realOperator010)
+	wantOperatorImage(t, c, olmOperatorsNS, realOperator010)
 
 	e := framework.Attach(t, b)
 	e.Create(newCluster(olmClusterName, 3))
@@ -147,7 +147,7 @@ spec:
 	approveInstallPlan(t, c, olmCSV020)
 	waitCSVSucceeded(t, c, olmCSV020)
 	t.Logf("olm: upgraded to %s in %v after approval", olmCSV020, time.Since(t0).Round(time.Millisecond))
-	wantOperatorImage(t, c, images.DefaultOperatorImage)
+	wantOperatorImage(t, c, olmOperatorsNS, images.DefaultOperatorImage)
 	waitCSVGone(t, c, olmCSV010)
 	// Let the new operator reconcile the cluster under load before judging it.
 	e.WaitAvailable(olmClusterName, 3, 3*time.Minute)
@@ -231,6 +231,23 @@ func uninstallKeepsClusters(t *testing.T, e *framework.Env) {
 			t.Errorf("%s is being deleted after uninstall", name)
 		}
 	}
+}
+
+// olmTestImages is buildOLMTestImages, built once per process: the OLM tests share
+// them, and building the 0.1.0 operator from its commit takes a while.
+func olmTestImages(t *testing.T, root string) map[string]v1.Image {
+	t.Helper()
+	builtOLMImages.Lock()
+	defer builtOLMImages.Unlock()
+	if builtOLMImages.m == nil {
+		builtOLMImages.m = buildOLMTestImages(t, root)
+	}
+	return builtOLMImages.m
+}
+
+var builtOLMImages struct {
+	sync.Mutex
+	m map[string]v1.Image
 }
 
 // buildOLMTestImages builds, before any bench runs, what the bench does not serve by
@@ -380,18 +397,22 @@ func waitCSVGone(t *testing.T, c client.Client, csv string) {
 	})
 }
 
-// wantOperatorImage waits until the operator pods in olmOperatorsNS are exactly ready
-// pods of image: the CSV's Deployment rolled out, the old one's pods gone.
-func wantOperatorImage(t *testing.T, c client.Client, image string) {
+// wantOperatorImage waits until the operator pods in ns are exactly ready pods of image:
+// the CSV's Deployment rolled out, the old one's pods gone. A catalog's registry pod
+// (labelled olm.catalogSource) in the same namespace is not the operator's.
+func wantOperatorImage(t *testing.T, c client.Client, ns, image string) {
 	t.Helper()
 	framework.Eventually(t, 3*time.Minute, "the operator running "+image, func() error {
 		var pods corev1.PodList
-		if err := c.List(context.Background(), &pods, client.InNamespace(olmOperatorsNS)); err != nil {
+		if err := c.List(context.Background(), &pods, client.InNamespace(ns)); err != nil {
 			return err
 		}
 		var seen []string
 		ready := 0
 		for _, p := range pods.Items {
+			if _, catalog := p.Labels["olm.catalogSource"]; catalog {
+				continue
+			}
 			img := p.Spec.Containers[0].Image
 			seen = append(seen, p.Name+"="+img)
 			if img != image {
@@ -568,7 +589,7 @@ func checkConversionThroughOLM(t *testing.T, e *framework.Env) {
 
 // logOLMState logs what a failed OLM step leaves: CSVs, Subscription and InstallPlans,
 // and the pods of olm and olmOperatorsNS with the tail of the operator's log.
-func logOLMState(t *testing.T, b *bench.Bench) {
+func logOLMState(t *testing.T, b *bench.Bench, namespaces ...string) {
 	ctx := context.Background()
 	c := b.Client()
 	for _, kind := range []string{"ClusterServiceVersion", "Subscription", "InstallPlan", "CatalogSource"} {
@@ -586,7 +607,7 @@ func logOLMState(t *testing.T, b *bench.Bench) {
 			t.Logf("%s %s/%s status:\n%s", kind, u.GetNamespace(), u.GetName(), st)
 		}
 	}
-	for _, ns := range []string{"olm", olmOperatorsNS} {
+	for _, ns := range append([]string{"olm", olmOperatorsNS}, namespaces...) {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 			continue

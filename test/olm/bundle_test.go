@@ -18,6 +18,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/hack/bundle/bundlegen"
 )
 
@@ -244,6 +245,16 @@ func TestInstallStrategyMatchesConfig(t *testing.T) {
 	}
 	if hasRegistryHost(image) {
 		t.Errorf("image %q names a registry host", image)
+	}
+	// A catalog mirrored for a disconnected cluster copies relatedImages: the operator and
+	// the etcd image a cluster without spec.repository/version runs must be listed.
+	related := map[string]string{}
+	for _, ri := range b.CSV.Spec.RelatedImages {
+		related[ri.Name] = ri.Image
+	}
+	wantEtcd := etcdv1beta2.DefaultRepository + ":v" + etcdv1beta2.DefaultVersion
+	if related["etcd-operator"] != image || related["etcd"] != wantEtcd || len(related) != 2 {
+		t.Errorf("relatedImages %v, want etcd-operator=%s and etcd=%s", b.CSV.Spec.RelatedImages, image, wantEtcd)
 	}
 	watch := envVar(manager.Env, "WATCH_NAMESPACE")
 	if watch == nil || watch.ValueFrom == nil || watch.ValueFrom.FieldRef == nil ||

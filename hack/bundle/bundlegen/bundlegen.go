@@ -41,6 +41,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
 // PackageName is the OLM package (and CSV name prefix) of the operator.
@@ -143,6 +145,17 @@ func (o Options) Validate() error {
 func hasRegistryHost(image string) bool {
 	first, _, ok := strings.Cut(image, "/")
 	return ok && (strings.ContainsAny(first, ".:") || first == "localhost")
+}
+
+// relatedImages lists every image the operator runs without a user naming it, so that
+// mirroring a catalog for a disconnected cluster copies them: the operator itself (its
+// pod, and the restore and recovery init containers of member pods) and etcd at the
+// version and repository a cluster gets when its spec names none.
+func relatedImages(operator string) []v1alpha1.RelatedImage {
+	return []v1alpha1.RelatedImage{
+		{Name: "etcd-operator", Image: operator},
+		{Name: "etcd", Image: v1beta2.DefaultRepository + ":v" + v1beta2.DefaultVersion},
+	}
 }
 
 // CSVName is the ClusterServiceVersion name for a version.
@@ -387,6 +400,7 @@ func buildCSV(o Options, in *inputs) (*v1alpha1.ClusterServiceVersion, error) {
 		csv.Annotations = map[string]string{}
 	}
 	csv.Annotations["containerImage"] = o.Image
+	csv.Spec.RelatedImages = relatedImages(o.Image)
 	if o.SkipRange != "" {
 		csv.Annotations["olm.skipRange"] = o.SkipRange
 	}

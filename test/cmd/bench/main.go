@@ -1,7 +1,7 @@
 // Command bench runs the local bench (real control plane + real nodes) in the
 // foreground, for demos and manual testing:
 //
-//	bench up   [--dir D] [--nodes N]                        run until SIGINT/SIGTERM
+//	bench up   [--dir D] [--nodes N] [--olm]                run until SIGINT/SIGTERM
 //	bench exec --dir D -- CMD [ARG]...                        run CMD inside the bench namespaces
 //	bench down --dir D                                        stop a running bench
 //	bench fault --dir D kill-pod NS/NAME [SIGNAL] | stop-pod NS/NAME | continue-pod NS/NAME |
@@ -29,10 +29,12 @@ import (
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/test/bench"
+	"github.com/etcd-operator/etcd-operator/test/bench/images"
+	"github.com/etcd-operator/etcd-operator/test/bench/olm"
 )
 
 const usage = `usage:
-  bench up    [--dir D] [--nodes N]
+  bench up    [--dir D] [--nodes N] [--olm]
   bench exec  --dir D -- CMD [ARG]...
   bench down  --dir D
   bench fault --dir D kill-pod NS/NAME [SIGNAL] | stop-pod NS/NAME | continue-pod NS/NAME |
@@ -44,6 +46,7 @@ const (
 	pidFile      = "pid"              // pid of the namespaced bench process (nsenter target)
 	hostKubecfg  = "kubeconfig"       // for the host, via the proxy
 	innerKubecfg = "admin.kubeconfig" // written by package bench, valid inside the namespaces
+	registryFile = "registry"         // host:port of the registry proxy, for pushes from the host
 	controlSock  = "control.sock"     // fault requests
 )
 
@@ -88,6 +91,7 @@ func up(args []string) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	dir := fs.String("dir", defaultDir(), "bench directory (kubeconfig, pid, logs, data)")
 	nodes := fs.Int("nodes", 3, "number of nodes (1-5)")
+	withOLM := fs.Bool("olm", false, "also install OLM ("+images.OLMVersion+", namespace olm), as upstream installs it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -103,7 +107,7 @@ func up(args []string) error {
 		if pid, err := readPid(d); err == nil && alive(pid) {
 			return fmt.Errorf("a bench is already running from %s (pid %d); `bench down --dir %s` first", d, pid, d)
 		}
-		for _, sub := range []string{"etcd", "nodes", "pki", "logs", pidFile, hostKubecfg, innerKubecfg, controlSock} {
+		for _, sub := range []string{"etcd", "nodes", "pki", "logs", pidFile, hostKubecfg, innerKubecfg, controlSock, registryFile} {
 			if err := os.RemoveAll(filepath.Join(d, sub)); err != nil {
 				return err
 			}
@@ -111,15 +115,21 @@ func up(args []string) error {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
+		// fd 3 serves the API server to the host, fd 4 the bench's image registry (so
+		// images can be pushed from the host, e.g. with make bundle-push).
+		var files []*os.File
+		for range 2 {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			f, err := ln.(*net.TCPListener).File()
+			if err != nil {
+				return err
+			}
+			files = append(files, f)
 		}
-		f, err := ln.(*net.TCPListener).File()
-		if err != nil {
-			return err
-		}
-		return bench.EnterNamespaceWith(bench.NamespaceOptions{ExtraFiles: []*os.File{f}})
+		return bench.EnterNamespaceWith(bench.NamespaceOptions{ExtraFiles: files})
 	}
 
 	if err := bench.EnterNamespace(); err != nil { // mounts and lo, inside
@@ -129,18 +139,33 @@ func up(args []string) error {
 	if err != nil {
 		return fmt.Errorf("host listener (fd 3): %w", err)
 	}
+	regLn, err := net.FileListener(os.NewFile(4, "host-registry-listener"))
+	if err != nil {
+		return fmt.Errorf("host registry listener (fd 4): %w", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
-	b, err := bench.Start(ctx, bench.Options{Dir: d, Nodes: *nodes, Log: logf})
+	b, err := bench.Start(ctx, bench.Options{Dir: d, Nodes: *nodes, OLM: *withOLM, Log: logf})
 	if err != nil {
 		return err
 	}
 	defer b.Stop()
+	if *withOLM {
+		if err := olm.Install(ctx, b.Client(), olm.Options{Logf: logf}); err != nil {
+			return fmt.Errorf("install OLM: %w", err)
+		}
+	}
 
 	go proxy(ctx, ln, "127.0.0.1:"+strconv.Itoa(b.APIServerPort()))
-	hostAddr := ln.Addr().String()
+	go proxy(ctx, regLn, b.RegistryAddr())
+	hostAddr, regAddr := ln.Addr().String(), regLn.Addr().String()
+	// Images pushed to regAddr from the host are what pods get for any name with the same
+	// path: the nodes' containerd mirrors every registry to the bench's.
+	if err := os.WriteFile(filepath.Join(d, registryFile), []byte(regAddr+"\n"), 0o644); err != nil {
+		return err
+	}
 	ca, cert, key := b.AdminCredentials()
 	if err := bench.WriteKubeconfig(filepath.Join(d, hostKubecfg), "https://"+hostAddr, ca, cert, key); err != nil {
 		return err
@@ -159,6 +184,7 @@ func up(args []string) error {
 	fmt.Printf(`bench up: %d nodes (%s), control plane ready in %v, nodes ready in %v
   apiserver (host):      https://%s   kubeconfig %s
   apiserver (inside):    https://127.0.0.1:%d   kubeconfig %s
+  image registry:        %s from the host (in %s), %s inside; plain HTTP
   logs:                  %s
 try:
   kubectl --kubeconfig %s get nodes -L topology.kubernetes.io/zone
@@ -166,7 +192,8 @@ try:
   %s fault --dir %s kill-pod NAMESPACE/POD
 stop with Ctrl-C or: %s down --dir %s
 `, len(b.Nodes()), strings.Join(b.Nodes(), ", "), t.ControlPlane.Round(time.Millisecond), t.NodesReady.Round(time.Millisecond),
-		hostAddr, filepath.Join(d, hostKubecfg), b.APIServerPort(), b.Kubeconfig(), filepath.Join(d, "logs"),
+		hostAddr, filepath.Join(d, hostKubecfg), b.APIServerPort(), b.Kubeconfig(),
+		regAddr, filepath.Join(d, registryFile), b.RegistryAddr(), filepath.Join(d, "logs"),
 		filepath.Join(d, hostKubecfg), os.Args[0], d, os.Args[0], d, os.Args[0], d)
 
 	<-ctx.Done()

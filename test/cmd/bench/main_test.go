@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-operator/etcd-operator/internal/ociimage"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,6 +107,24 @@ func TestUpExecFaultDown(t *testing.T) {
 	}
 	if len(nodes.Items) != 2 {
 		t.Fatalf("got %d nodes from the host, want 2", len(nodes.Items))
+	}
+
+	// From the host: the registry proxy reaches the bench's registry (the pause image the
+	// nodes run is there), and what is pushed through it can be pulled back.
+	reg, err := os.ReadFile(filepath.Join(dir, "registry"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	regAddr := strings.TrimSpace(string(reg))
+	pause, err := ociimage.Pull(context.Background(), regAddr+"/pause:3.10")
+	if err != nil {
+		t.Fatalf("pull the bench's pause image from the host through %s: %v", regAddr, err)
+	}
+	if err := ociimage.Push(regAddr+"/pushed-from-host:v1", pause); err != nil {
+		t.Fatalf("push through %s: %v", regAddr, err)
+	}
+	if _, err := ociimage.Pull(context.Background(), regAddr+"/pushed-from-host:v1"); err != nil {
+		t.Fatalf("pull back what the host pushed: %v", err)
 	}
 
 	// exec runs inside the bench's mount namespace: it resolves with cluster DNS.
