@@ -229,6 +229,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
 // Requeue hints for Wait actions.
@@ -243,10 +245,10 @@ const (
 func Plan(d Desired, o Observed) Action {
 	d = d.withDefaults()
 	if d.Paused {
-		return wait("Paused", "reconciliation is paused (spec.paused); nothing is changed", 0)
+		return wait(v1beta2.ReasonPaused, "reconciliation is paused (spec.paused); nothing is changed", 0)
 	}
 	if d.Size < 1 {
-		return wait("InvalidSpec", fmt.Sprintf("size %d: a cluster needs at least one member", d.Size), 0)
+		return wait(v1beta2.ReasonInvalidSpec, fmt.Sprintf("size %d: a cluster needs at least one member", d.Size), 0)
 	}
 	if o.Recovery != nil {
 		return planRecovery(d, o)
@@ -273,7 +275,7 @@ func wait(reason, msg string, after time.Duration) Action {
 func planBootstrap(d Desired, o Observed) Action {
 	ver, err := ParseVersion(d.Version)
 	if err != nil {
-		return wait("InvalidSpec", "cannot bootstrap: "+err.Error(), 0)
+		return wait(v1beta2.ReasonInvalidSpec, "cannot bootstrap: "+err.Error(), 0)
 	}
 	podByName := map[string]*Pod{}
 	for i := range o.Pods {
@@ -292,10 +294,10 @@ func planBootstrap(d Desired, o Observed) Action {
 			}
 			names = NewMemberNames(d.ClusterName, o.nameSeed(), d.Size, avoid)
 		}
-		return bootstrapAction(names, ver, "Bootstrapping", fmt.Sprintf("creating a %d-member cluster", len(names)))
+		return bootstrapAction(names, ver, v1beta2.ReasonBootstrapping, fmt.Sprintf("creating a %d-member cluster", len(names)))
 	}
 	if len(recorded) == 0 {
-		return wait("BootstrapUnknown", "member pods exist but no initial cluster is recorded; waiting for the cluster to form (nothing is deleted during bootstrap)", requeueWait)
+		return wait(v1beta2.ReasonBootstrapUnknown, "member pods exist but no initial cluster is recorded; waiting for the cluster to form (nothing is deleted during bootstrap)", requeueWait)
 	}
 	var missing []string
 	for _, n := range recorded {
@@ -304,12 +306,12 @@ func planBootstrap(d Desired, o Observed) Action {
 		}
 	}
 	if len(missing) > 0 {
-		return bootstrapAction(recorded, ver, "CompletingBootstrap", "creating missing initial member pods: "+strings.Join(missing, ", "))
+		return bootstrapAction(recorded, ver, v1beta2.ReasonCompletingBootstrap, "creating missing initial member pods: "+strings.Join(missing, ", "))
 	}
 	if a, ok := planBootstrapImages(d, o, ver); ok {
 		return a
 	}
-	return wait("WaitingForClusterToForm", "all initial member pods exist; waiting for a member to answer", requeueWait)
+	return wait(v1beta2.ReasonWaitingForClusterToForm, "all initial member pods exist; waiting for a member to answer", requeueWait)
 }
 
 // planBootstrapImages lets a corrected spec reach a bootstrap that never formed (e.g. a
@@ -336,7 +338,7 @@ func planBootstrapImages(d Desired, o Observed, ver Version) (Action, bool) {
 				continue
 			}
 		}
-		return Action{Kind: FixPodImage, Name: p.Name, Version: ver.String(), Reason: "CorrectingBootstrap",
+		return Action{Kind: FixPodImage, Name: p.Name, Version: ver.String(), Reason: v1beta2.ReasonCorrectingBootstrap,
 			Message: fmt.Sprintf("the cluster never formed; setting pod %s's etcd image from %s to %s as the spec now says", p.Name, p.Image, d.Image)}, true
 	}
 	return Action{}, false
@@ -393,14 +395,14 @@ func planNoMembers(d Desired, o Observed) Action {
 		return a
 	}
 	if len(o.Pods) == 0 {
-		return Action{Kind: QuorumLost, Reason: "AllMembersLost",
+		return Action{Kind: QuorumLost, Reason: v1beta2.ReasonAllMembersLost,
 			Message: "the cluster was formed but no member pod exists and no endpoint answers; restore from a backup"}
 	}
 	var lastDown time.Time
 	for i := range o.Pods {
 		p := &o.Pods[i]
 		if p.Ready && !p.gone() {
-			return wait("MembersUnknown", "no etcd endpoint answered MemberList; waiting", requeueWait)
+			return wait(v1beta2.ReasonMembersUnknown, "no etcd endpoint answered MemberList; waiting", requeueWait)
 		}
 		since := p.UnhealthySince
 		if since.IsZero() {
@@ -411,9 +413,9 @@ func planNoMembers(d Desired, o Observed) Action {
 		}
 	}
 	if elapsed := o.Now.Sub(lastDown); elapsed < d.QuorumLossGrace {
-		return wait("MembersUnknown", "no etcd endpoint answers and no member pod is ready", remaining(d.QuorumLossGrace, elapsed))
+		return wait(v1beta2.ReasonMembersUnknown, "no etcd endpoint answers and no member pod is ready", remaining(d.QuorumLossGrace, elapsed))
 	}
-	return Action{Kind: QuorumLost, Reason: "NoEndpoint",
+	return Action{Kind: QuorumLost, Reason: v1beta2.ReasonNoEndpoint,
 		Message: fmt.Sprintf("no etcd endpoint has answered and no member pod has been ready for %s; no survivor can be identified", d.QuorumLossGrace)}
 }
 
@@ -437,7 +439,7 @@ func planRecreateKnown(d Desired, o Observed) (Action, bool) {
 	}
 	for _, n := range known {
 		if claims[n] && !pods[n] {
-			return Action{Kind: CreatePod, Name: n, Version: ver.String(), Reason: "RecreatingPod",
+			return Action{Kind: CreatePod, Name: n, Version: ver.String(), Reason: v1beta2.ReasonRecreatingPod,
 				Message: fmt.Sprintf("no member answers; member %s has no pod but its claim holds its data; recreating the pod", n)}, true
 		}
 	}
@@ -670,7 +672,7 @@ func (v *view) removalSafe(m *Member) bool {
 func (v *view) plan() Action {
 	if len(v.voters) == 0 {
 		// etcd never lists only learners; refuse to reason about it.
-		return wait("NoVoters", "the member list has no voting member", requeueWait)
+		return wait(v1beta2.ReasonNoVoters, "the member list has no voting member", requeueWait)
 	}
 	// Before the quorum rules: putting back the pod of a member with its data needs no
 	// quorum (it changes no membership), and may be what brings quorum back.
@@ -687,7 +689,7 @@ func (v *view) plan() Action {
 		return a
 	}
 	if !v.healthyForChange() {
-		return wait("Degraded", fmt.Sprintf("%d of %d voting members alive (reachable with a running pod); waiting before any change", v.aliveVoters, len(v.voters)), requeueShort)
+		return wait(v1beta2.ReasonDegraded, fmt.Sprintf("%d of %d voting members alive (reachable with a running pod); waiting before any change", v.aliveVoters, len(v.voters)), requeueShort)
 	}
 	if a, ok := v.planDead(); ok {
 		return a
@@ -700,7 +702,7 @@ func (v *view) plan() Action {
 	}
 	if len(v.voters) < v.d.Size {
 		name := NewMemberNames(v.d.ClusterName, v.o.nameSeed(), 1, v.usedNames())[0]
-		return Action{Kind: AddLearner, Name: name, Version: v.newMemberVersion(), Reason: "ScalingUp",
+		return Action{Kind: AddLearner, Name: name, Version: v.newMemberVersion(), Reason: v1beta2.ReasonScalingUp,
 			Message: fmt.Sprintf("adding learner %s (%d of %d voting members)", name, len(v.voters), v.d.Size)}
 	}
 	return v.planUpgrade()
@@ -709,10 +711,10 @@ func (v *view) plan() Action {
 func (v *view) planNoQuorum() Action {
 	n, q := len(v.voters), Quorum(len(v.voters))
 	if v.reachableVoters >= q {
-		return wait("NoLeader", "a quorum is reachable but no leader is known; waiting for the election", requeueShort)
+		return wait(v1beta2.ReasonNoLeader, "a quorum is reachable but no leader is known; waiting for the election", requeueShort)
 	}
 	if v.leader != nil && v.leader.Reachable {
-		return wait("PartialVisibility", fmt.Sprintf("only %d of %d voting members answer, but leader %x does: the cluster has quorum beyond our view; waiting", v.reachableVoters, n, v.leader.ID), requeueWait)
+		return wait(v1beta2.ReasonPartialVisibility, fmt.Sprintf("only %d of %d voting members answer, but leader %x does: the cluster has quorum beyond our view; waiting", v.reachableVoters, n, v.leader.ID), requeueWait)
 	}
 	// Quorum was lost when the (n-q+1)-th voter went down.
 	var downs []time.Time
@@ -729,10 +731,10 @@ func (v *view) planNoQuorum() Action {
 	lostSince := downs[n-q] // len(downs) = n - reachable >= n-q+1
 	msg := fmt.Sprintf("%d of %d voting members reachable, %d needed", v.reachableVoters, n, q)
 	if el := v.o.Now.Sub(lostSince); el < v.d.QuorumLossGrace {
-		return wait("QuorumUnavailable", msg+"; waiting for members to return", remaining(v.d.QuorumLossGrace, el))
+		return wait(v1beta2.ReasonQuorumUnavailable, msg+"; waiting for members to return", remaining(v.d.QuorumLossGrace, el))
 	}
 	if !v.d.QuorumLossRecovery {
-		return Action{Kind: QuorumLost, Reason: "QuorumLost", RequeueAfter: requeueLong,
+		return Action{Kind: QuorumLost, Reason: v1beta2.ReasonQuorumLost, RequeueAfter: requeueLong,
 			Message: msg + fmt.Sprintf(" for over %s; nothing is changed (enable quorum-loss recovery to force a new cluster from the most up-to-date survivor, or restore from a backup)", v.d.QuorumLossGrace)}
 	}
 	// Only voters: every committed entry is on a majority of voters, so the
@@ -748,12 +750,12 @@ func (v *view) planNoQuorum() Action {
 		}
 	}
 	if best == nil {
-		return Action{Kind: QuorumLost, Reason: "NoSurvivor", RequeueAfter: requeueLong,
+		return Action{Kind: QuorumLost, Reason: v1beta2.ReasonNoSurvivor, RequeueAfter: requeueLong,
 			Message: msg + "; no reachable member with a running pod to recover from"}
 	}
 	name := NewMemberNames(v.d.ClusterName, v.o.nameSeed(), 1, v.usedNames())[0]
 	return Action{Kind: ForceNewCluster, From: best.ID, ID: best.ID, Name: best.Name, Revision: best.Revision,
-		Members: []NewMember{{Name: name}}, Version: v.runningVersion(best), Reason: "QuorumLossRecovery",
+		Members: []NewMember{{Name: name}}, Version: v.runningVersion(best), Reason: v1beta2.ReasonQuorumLossRecovery,
 		Message: msg + fmt.Sprintf(" for over %s; seeding a new cluster (member %s) from %s at revision %d", v.d.QuorumLossGrace, name, best.Name, best.Revision)}
 }
 
@@ -768,13 +770,13 @@ func (v *view) planRecreate() (Action, bool) {
 		// semantics) never runs again; its object must go before the member's pod can
 		// come back under the same name. Its claim stays.
 		if p := v.podOf[m.ID]; p != nil && !p.Deleting && (p.Phase == PodFailed || p.Phase == PodSucceeded) && p.Name == m.Name {
-			return Action{Kind: DeletePod, Name: p.Name, ID: m.ID, KeepClaim: true, Reason: "RecreatingPod",
+			return Action{Kind: DeletePod, Name: p.Name, ID: m.ID, KeepClaim: true, Reason: v1beta2.ReasonRecreatingPod,
 				Message: fmt.Sprintf("pod %s of member %s (%x) is %s and will not run again; deleting it (not its claim) to recreate it", p.Name, m.Name, m.ID, p.Phase)}, true
 		}
 		if v.podOf[m.ID] != nil || v.podNameTaken(m.Name) {
 			continue
 		}
-		return Action{Kind: CreatePod, Name: m.Name, ID: m.ID, Version: v.newMemberVersion(), Reason: "RecreatingPod",
+		return Action{Kind: CreatePod, Name: m.Name, ID: m.ID, Version: v.newMemberVersion(), Reason: v1beta2.ReasonRecreatingPod,
 			Message: fmt.Sprintf("member %s (%x) has no pod but its claim holds its data; recreating the pod", m.Name, m.ID)}, true
 	}
 	return Action{}, false
@@ -804,18 +806,18 @@ func planRecovery(d Desired, o Observed) Action {
 		}
 	}
 	if why := recoveryRecordInvalid(d, o, newPod); why != "" {
-		return Action{Kind: AbortRecovery, Name: r.Member, Reason: "RecoveryRecordInvalid",
+		return Action{Kind: AbortRecovery, Name: r.Member, Reason: v1beta2.ReasonRecoveryRecordInvalid,
 			Message: fmt.Sprintf("the recorded recovery into %s is not one the operator is carrying out (%s); it is forgotten and nothing is deleted", r.Member, why)}
 	}
 	if o.MembersKnown && len(o.Members) == 1 {
 		m := o.Members[0]
 		if m.Name == r.Member && m.Reachable && o.LeaderID == m.ID && m.Revision >= r.Revision {
-			return Action{Kind: FinishRecovery, Name: r.Member, ID: m.ID, Reason: "Recovered",
+			return Action{Kind: FinishRecovery, Name: r.Member, ID: m.ID, Reason: v1beta2.ReasonRecovered,
 				Message: fmt.Sprintf("member %s serves the data of %s (revision %d >= %d); removing the old members' pods", r.Member, r.Source, m.Revision, r.Revision)}
 		}
 	}
 	abort := func(why string) Action {
-		return Action{Kind: AbortRecovery, Name: r.Member, Reason: "RecoveryAborted", DeletePod: newPod != nil && !newPod.Deleting,
+		return Action{Kind: AbortRecovery, Name: r.Member, Reason: v1beta2.ReasonRecoveryAborted, DeletePod: newPod != nil && !newPod.Deleting,
 			Message: fmt.Sprintf("recovery from %s into %s abandoned: %s; the old members were not touched", r.Source, r.Member, why)}
 	}
 	// The copy needs the source until the new pod's init step is done (the pod is
@@ -836,10 +838,10 @@ func planRecovery(d Desired, o Observed) Action {
 			version = srcPod.Version // never a different version than the data's
 		}
 		return Action{Kind: ForceNewCluster, From: r.SourceID, ID: r.SourceID, Name: r.Source, Revision: r.Revision,
-			Members: []NewMember{{Name: r.Member}}, Version: version, Reason: "QuorumLossRecovery",
+			Members: []NewMember{{Name: r.Member}}, Version: version, Reason: v1beta2.ReasonQuorumLossRecovery,
 			Message: fmt.Sprintf("creating member %s from the data of %s (revision %d)", r.Member, r.Source, r.Revision)}
 	}
-	return wait("Recovering", fmt.Sprintf("waiting for member %s to copy the data of %s (revision >= %d) and serve", r.Member, r.Source, r.Revision), requeueShort)
+	return wait(v1beta2.ReasonRecovering, fmt.Sprintf("waiting for member %s to copy the data of %s (revision >= %d) and serve", r.Member, r.Source, r.Revision), requeueShort)
 }
 
 // recoveryRecordInvalid says why a recorded recovery is not one the controller is
@@ -914,7 +916,7 @@ func (v *view) planOrphan() (Action, bool) {
 			}
 			continue
 		}
-		return Action{Kind: DeletePod, Name: p.Name, ID: p.MemberID, Reason: "OrphanPod",
+		return Action{Kind: DeletePod, Name: p.Name, ID: p.MemberID, Reason: v1beta2.ReasonOrphanPod,
 			Message: fmt.Sprintf("pod %s has no etcd member (agreed by the own member lists of %d of %d voting members)", p.Name, absent, len(v.voters))}, true
 	}
 	return Action{}, false
@@ -987,10 +989,10 @@ func (v *view) planInFlight() (Action, bool) {
 	}
 	abandon := func(reason, msg string) (Action, bool) {
 		if !v.healthyForChange() {
-			return wait("Degraded", fmt.Sprintf("not removing %s %x while the voting members are degraded", kind, m.ID), requeueShort), true
+			return wait(v1beta2.ReasonDegraded, fmt.Sprintf("not removing %s %x while the voting members are degraded", kind, m.ID), requeueShort), true
 		}
 		if !v.removalSafe(m) {
-			return wait("RemovalWouldLoseQuorum", fmt.Sprintf("not removing %s %x: %s", kind, m.ID, msg), requeueShort), true
+			return wait(v1beta2.ReasonRemovalWouldLoseQuorum, fmt.Sprintf("not removing %s %x: %s", kind, m.ID, msg), requeueShort), true
 		}
 		return Action{Kind: RemoveMember, ID: m.ID, Name: name, DeletePod: pod != nil, Reason: reason,
 			Message: fmt.Sprintf("removing %s %s (%x): %s", kind, name, m.ID, msg)}, true
@@ -999,42 +1001,42 @@ func (v *view) planInFlight() (Action, bool) {
 	// Dead voters are about to be replaced, so they do not count here: a
 	// learner that was in flight when a voter died still fills the gap.
 	if live := len(v.voters) - v.deadVoters(); m.IsLearner && live >= v.d.Size {
-		return abandon("LearnerNotNeeded", fmt.Sprintf("already %d live voting members for size %d", live, v.d.Size))
+		return abandon(v1beta2.ReasonLearnerNotNeeded, fmt.Sprintf("already %d live voting members for size %d", live, v.d.Size))
 	}
 	if v.isPending(m) {
 		if age := v.o.Now.Sub(v.pending.AddedAt); age >= v.d.LearnerTimeout {
-			return abandon("LearnerStuck", fmt.Sprintf("not promoted %s after it was added", age.Round(time.Second)))
+			return abandon(v1beta2.ReasonLearnerStuck, fmt.Sprintf("not promoted %s after it was added", age.Round(time.Second)))
 		}
 	}
 	el, over := v.downFor(m)
 	switch {
 	case pod != nil && pod.gone():
 		if over {
-			return abandon("LearnerPodGone", "its pod is gone")
+			return abandon(v1beta2.ReasonLearnerPodGone, "its pod is gone")
 		}
-		return wait("MemberPodGone", fmt.Sprintf("pod %s of %s %x is gone", pod.Name, kind, m.ID), remaining(v.grace(m), el)), true
+		return wait(v1beta2.ReasonMemberPodGone, fmt.Sprintf("pod %s of %s %x is gone", pod.Name, kind, m.ID), remaining(v.grace(m), el)), true
 	case pod == nil && !started && name != "" && !v.podNameTaken(name):
-		return Action{Kind: CreatePod, Name: name, ID: m.ID, Version: v.newMemberVersion(), Reason: "StartingMember",
+		return Action{Kind: CreatePod, Name: name, ID: m.ID, Version: v.newMemberVersion(), Reason: v1beta2.ReasonStartingMember,
 			Message: fmt.Sprintf("creating pod for %s %s (%x) to join the cluster", kind, name, m.ID)}, true
 	case pod == nil:
 		if over {
-			return abandon("MemberWithoutPod", "it has no pod and none can be created for it")
+			return abandon(v1beta2.ReasonMemberWithoutPod, "it has no pod and none can be created for it")
 		}
-		return wait("MemberWithoutPod", fmt.Sprintf("%s %x has no pod", kind, m.ID), remaining(v.grace(m), el)), true
+		return wait(v1beta2.ReasonMemberWithoutPod, fmt.Sprintf("%s %x has no pod", kind, m.ID), remaining(v.grace(m), el)), true
 	case !started || !m.Reachable:
 		if over {
-			return abandon("MemberNotStarting", fmt.Sprintf("its pod has not served for %s", el.Round(time.Second)))
+			return abandon(v1beta2.ReasonMemberNotStarting, fmt.Sprintf("its pod has not served for %s", el.Round(time.Second)))
 		}
-		return wait("MemberStarting", fmt.Sprintf("waiting for %s %s (%x) to start", kind, name, m.ID), requeueShort), true
+		return wait(v1beta2.ReasonMemberStarting, fmt.Sprintf("waiting for %s %s (%x) to start", kind, name, m.ID), requeueShort), true
 	}
 	// Started, reachable learner.
 	if !v.healthyForChange() {
-		return wait("Degraded", "not promoting while the voting members are degraded", requeueShort), true
+		return wait(v1beta2.ReasonDegraded, "not promoting while the voting members are degraded", requeueShort), true
 	}
 	if !caughtUp(m.RaftIndex, v.leader.RaftIndex, v.d.PromoteMaxLag) {
-		return wait("LearnerCatchingUp", fmt.Sprintf("learner %s at raft index %d, leader at %d", name, m.RaftIndex, v.leader.RaftIndex), requeueWait), true
+		return wait(v1beta2.ReasonLearnerCatchingUp, fmt.Sprintf("learner %s at raft index %d, leader at %d", name, m.RaftIndex, v.leader.RaftIndex), requeueWait), true
 	}
-	return Action{Kind: PromoteLearner, ID: m.ID, Name: name, Reason: "PromotingLearner",
+	return Action{Kind: PromoteLearner, ID: m.ID, Name: name, Reason: v1beta2.ReasonPromotingLearner,
 		Message: fmt.Sprintf("promoting caught-up learner %s (%x)", name, m.ID)}, true
 }
 
@@ -1091,10 +1093,10 @@ func (v *view) planDead() (Action, bool) {
 			why = "its pod is " + podTrouble(pod)
 		}
 		el, _ := v.downFor(m)
-		return Action{Kind: ReplaceMember, ID: m.ID, Name: m.Name, DeletePod: pod != nil, Reason: "ReplacingDeadMember",
+		return Action{Kind: ReplaceMember, ID: m.ID, Name: m.Name, DeletePod: pod != nil, Reason: v1beta2.ReasonReplacingDeadMember,
 			Message: fmt.Sprintf("member %s (%x) unreachable for %s and %s; removing it so a new member can take its place", m.Name, m.ID, el.Round(time.Second), why)}, true
 	}
-	return wait("RemovalWouldLoseQuorum", "dead members cannot be removed without losing quorum", requeueShort), true
+	return wait(v1beta2.ReasonRemovalWouldLoseQuorum, "dead members cannot be removed without losing quorum", requeueShort), true
 }
 
 func podTrouble(p *Pod) string {
@@ -1142,15 +1144,15 @@ func (v *view) planScaleDown() Action {
 		}
 		to := v.leaderTarget(m, nil, next)
 		if to == nil {
-			return wait("NoLeaderTarget", "no alive voter to move leadership to before removing the leader", requeueShort)
+			return wait(v1beta2.ReasonNoLeaderTarget, "no alive voter to move leadership to before removing the leader", requeueShort)
 		}
-		return Action{Kind: MoveLeader, From: m.ID, To: to.ID, Reason: "ScalingDown",
+		return Action{Kind: MoveLeader, From: m.ID, To: to.ID, Reason: v1beta2.ReasonScalingDown,
 			Message: fmt.Sprintf("moving leadership from %s to %s before removing %s", m.Name, to.Name, m.Name)}
 	}
 	if !v.removalSafe(m) {
-		return wait("RemovalWouldLoseQuorum", fmt.Sprintf("removing %s would leave fewer alive voters than the quorum of %d", m.Name, len(v.voters)-1), requeueShort)
+		return wait(v1beta2.ReasonRemovalWouldLoseQuorum, fmt.Sprintf("removing %s would leave fewer alive voters than the quorum of %d", m.Name, len(v.voters)-1), requeueShort)
 	}
-	return Action{Kind: RemoveMember, ID: m.ID, Name: m.Name, DeletePod: v.podOf[m.ID] != nil, Reason: "ScalingDown",
+	return Action{Kind: RemoveMember, ID: m.ID, Name: m.Name, DeletePod: v.podOf[m.ID] != nil, Reason: v1beta2.ReasonScalingDown,
 		Message: fmt.Sprintf("removing %s (%d voting members, size %d)", m.Name, len(v.voters), v.d.Size)}
 }
 
@@ -1207,7 +1209,7 @@ func (v *view) planWaitUnhealthy() (Action, bool) {
 	if len(names) == 0 {
 		return Action{}, false
 	}
-	return wait("MemberUnhealthy", "waiting for "+strings.Join(names, ", ")+" to recover (or for its grace to expire)", soonest), true
+	return wait(v1beta2.ReasonMemberUnhealthy, "waiting for "+strings.Join(names, ", ")+" to recover (or for its grace to expire)", soonest), true
 }
 
 func (v *view) usedNames() map[string]bool {
@@ -1291,7 +1293,7 @@ func CheckUpgrade(d Desired, o Observed) error {
 func (v *view) planUpgrade() Action {
 	target, err := ParseVersion(v.d.Version)
 	if err != nil {
-		return Action{Kind: RefuseUpgrade, Reason: "InvalidVersion", Message: err.Error()}
+		return Action{Kind: RefuseUpgrade, Reason: v1beta2.ReasonInvalidVersion, Message: err.Error()}
 	}
 	type state struct {
 		m         *Member
@@ -1307,34 +1309,34 @@ func (v *view) planUpgrade() Action {
 		spec, serr := ParseVersion(podVersion)
 		switch {
 		case rerr != nil && serr != nil:
-			return wait("VersionUnknown", fmt.Sprintf("cannot tell which version %s runs", m.Name), requeueWait)
+			return wait(v1beta2.ReasonVersionUnknown, fmt.Sprintf("cannot tell which version %s runs", m.Name), requeueWait)
 		case rerr != nil:
 			run = spec
 		case serr != nil:
 			spec = run
 		}
 		if err := CheckSkew(run, target); err != nil {
-			return Action{Kind: RefuseUpgrade, Reason: "UpgradeRefused", Message: fmt.Sprintf("member %s: %v", m.Name, err)}
+			return Action{Kind: RefuseUpgrade, Reason: v1beta2.ReasonUpgradeRefused, Message: fmt.Sprintf("member %s: %v", m.Name, err)}
 		}
 		if spec.Compare(target) == 0 && run.Compare(target) != 0 {
-			return wait("UpgradeInProgress", fmt.Sprintf("waiting for %s to run %s", m.Name, target), requeueShort)
+			return wait(v1beta2.ReasonUpgradeInProgress, fmt.Sprintf("waiting for %s to run %s", m.Name, target), requeueShort)
 		}
 		if spec.Compare(target) != 0 {
 			need = append(need, state{m, spec, run})
 		}
 	}
 	if len(need) == 0 {
-		return Action{Kind: Done, Reason: "Ready", Message: fmt.Sprintf("%d members healthy, version %s", len(v.voters), target)}
+		return Action{Kind: Done, Reason: v1beta2.ReasonReady, Message: fmt.Sprintf("%d members healthy, version %s", len(v.voters), target)}
 	}
 	// Health gate between two restarts: every voter follows the leader again
 	// and its pod is Ready, so the client Service and the PodDisruptionBudget
 	// count it again before the next member goes down.
 	for _, m := range v.voters {
 		if m.LeaderUnknown {
-			return wait("UpgradeInProgress", fmt.Sprintf("waiting for %s to rejoin the leader before the next restart", m.Name), requeueShort)
+			return wait(v1beta2.ReasonUpgradeInProgress, fmt.Sprintf("waiting for %s to rejoin the leader before the next restart", m.Name), requeueShort)
 		}
 		if p := v.podOf[m.ID]; p != nil && !p.Ready {
-			return wait("UpgradeInProgress", fmt.Sprintf("waiting for pod %s to be Ready before the next restart", p.Name), requeueShort)
+			return wait(v1beta2.ReasonUpgradeInProgress, fmt.Sprintf("waiting for pod %s to be Ready before the next restart", p.Name), requeueShort)
 		}
 	}
 	sort.SliceStable(need, func(i, j int) bool { return need[i].m.Name < need[j].m.Name })
@@ -1349,13 +1351,13 @@ func (v *view) planUpgrade() Action {
 	}
 	to := v.leaderTarget(v.leader, &target, nil)
 	if to == nil {
-		return wait("NoLeaderTarget", "no alive voter to move leadership to before upgrading the leader", requeueShort)
+		return wait(v1beta2.ReasonNoLeaderTarget, "no alive voter to move leadership to before upgrading the leader", requeueShort)
 	}
-	return Action{Kind: MoveLeader, From: v.leader.ID, To: to.ID, Reason: "Upgrading",
+	return Action{Kind: MoveLeader, From: v.leader.ID, To: to.ID, Reason: v1beta2.ReasonUpgrading,
 		Message: fmt.Sprintf("moving leadership from %s to %s before upgrading %s", v.leader.Name, to.Name, v.leader.Name)}
 }
 
 func (v *view) upgradeAction(m *Member, target Version) Action {
-	return Action{Kind: UpgradeMember, ID: m.ID, Name: m.Name, Version: target.String(), Reason: "Upgrading",
+	return Action{Kind: UpgradeMember, ID: m.ID, Name: m.Name, Version: target.String(), Reason: v1beta2.ReasonUpgrading,
 		Message: fmt.Sprintf("restarting %s on version %s", m.Name, target)}
 }
