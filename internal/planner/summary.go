@@ -3,6 +3,8 @@ package planner
 import (
 	"fmt"
 	"sort"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
 // Condition types, as in the CoreOS v1beta2 status.
@@ -83,7 +85,7 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		s.Phase = PhaseCreating
 	}
 	if d.Paused {
-		s.Reason = "Paused"
+		s.Reason = v1beta2.ReasonPaused
 	} else if a.Kind != Done {
 		s.Reason = a.Reason
 	}
@@ -91,14 +93,14 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 	avail := Condition{Type: ConditionAvailable}
 	switch {
 	case !known:
-		avail.Reason, avail.Message = "MembersUnknown", "no etcd endpoint answered"
+		avail.Reason, avail.Message = v1beta2.ReasonMembersUnknown, "no etcd endpoint answered"
 	case v.leader == nil || !v.leader.Reachable:
-		avail.Reason, avail.Message = "NoLeader", "no reachable leader"
+		avail.Reason, avail.Message = v1beta2.ReasonNoLeader, "no reachable leader"
 	case v.reachableVoters < Quorum(len(v.voters)):
-		avail.Reason, avail.Message = "NoQuorum", fmt.Sprintf("%d of %d voting members reachable", v.reachableVoters, len(v.voters))
+		avail.Reason, avail.Message = v1beta2.ReasonNoQuorum, fmt.Sprintf("%d of %d voting members reachable", v.reachableVoters, len(v.voters))
 	default:
 		avail.Status = true
-		avail.Reason = "QuorumAvailable"
+		avail.Reason = v1beta2.ReasonQuorumAvailable
 		avail.Message = fmt.Sprintf("%d of %d voting members reachable", v.reachableVoters, len(v.voters))
 	}
 
@@ -108,7 +110,8 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		rec.Status, rec.Reason, rec.Message = true, a.Reason, a.Message
 	case Wait:
 		switch a.Reason {
-		case "MemberUnhealthy", "QuorumUnavailable", "Degraded", "MembersUnknown", "MemberPodGone", "MemberWithoutPod", "Recovering":
+		case v1beta2.ReasonMemberUnhealthy, v1beta2.ReasonQuorumUnavailable, v1beta2.ReasonDegraded, v1beta2.ReasonMembersUnknown,
+			v1beta2.ReasonMemberPodGone, v1beta2.ReasonMemberWithoutPod, v1beta2.ReasonRecovering:
 			rec.Status, rec.Reason, rec.Message = true, a.Reason, a.Message
 		}
 	}
@@ -118,20 +121,20 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		learners := len(v.members) - len(v.voters)
 		switch {
 		case len(v.voters) < d.Size || learners > 0 && len(v.voters) <= d.Size:
-			scale.Status, scale.Reason = true, "ScalingUp"
+			scale.Status, scale.Reason = true, v1beta2.ReasonScalingUp
 			scale.Message = fmt.Sprintf("%d of %d voting members", len(v.voters), d.Size)
 		case len(v.voters) > d.Size:
-			scale.Status, scale.Reason = true, "ScalingDown"
+			scale.Status, scale.Reason = true, v1beta2.ReasonScalingDown
 			scale.Message = fmt.Sprintf("%d voting members, size %d", len(v.voters), d.Size)
 		}
 	} else if a.Kind == Bootstrap || a.Kind == FixPodImage {
-		scale.Status, scale.Reason, scale.Message = true, "Bootstrapping", a.Message
+		scale.Status, scale.Reason, scale.Message = true, v1beta2.ReasonBootstrapping, a.Message
 	}
 
 	up := Condition{Type: ConditionUpgrading}
 	if known {
 		if err := CheckUpgrade(d, o); err != nil {
-			up.Reason, up.Message = "UpgradeRefused", err.Error()
+			up.Reason, up.Message = v1beta2.ReasonUpgradeRefused, err.Error()
 		} else if tv, err := ParseVersion(d.Version); err == nil {
 			var behind []string
 			for _, m := range v.members {
@@ -142,7 +145,7 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 			}
 			if len(behind) > 0 {
 				sort.Strings(behind)
-				up.Status, up.Reason = true, "Upgrading"
+				up.Status, up.Reason = true, v1beta2.ReasonUpgrading
 				up.Message = fmt.Sprintf("%d member(s) not yet on %s: %v", len(behind), tv, behind)
 			}
 		}

@@ -293,7 +293,7 @@ type NewMember struct {
 //	ReplaceMember   ID, Name, DeletePod (remove a dead member; a new one is
 //	                added by later plans under a new name)
 //	DeletePod       Name (orphan pod, with its claim); with KeepClaim, a finished
-//	                pod of a member with a claim (the pod alone, so rule 3b can
+//	                pod of a member with a claim (the pod alone, so rule 5 can
 //	                recreate it)
 //	UpgradeMember   ID, Name, Version (restart that pod on the new image)
 //	RefuseUpgrade   Reason, Message

@@ -1,0 +1,152 @@
+package v1beta2
+
+// Reasons the planner (internal/planner) gives for its next step. They reach users as
+// the cluster's status.reason, as condition reasons and in events, so their values never
+// change; a rename here would break whoever matches on them. Grouped by the planner rule
+// that gives them, in the order the planner applies its rules (see internal/planner/doc.go).
+const (
+	// ReasonPaused: spec.paused is set; nothing is changed.
+	ReasonPaused = "Paused"
+	// ReasonInvalidSpec: the size is below one, or the version cannot be bootstrapped.
+	ReasonInvalidSpec = "InvalidSpec"
+
+	// ReasonRecoveryRecordInvalid: a recorded quorum-loss recovery is not one the operator
+	// is carrying out; it is forgotten and nothing is deleted.
+	ReasonRecoveryRecordInvalid = "RecoveryRecordInvalid"
+	// ReasonRecovered: the recovered member serves the recorded revision; the old members'
+	// pods are deleted.
+	ReasonRecovered = "Recovered"
+	// ReasonRecoveryAborted: a quorum-loss recovery is abandoned (opt-in withdrawn, a pod
+	// gone, or the timeout passed); the old members are untouched.
+	ReasonRecoveryAborted = "RecoveryAborted"
+	// ReasonQuorumLossRecovery: a new one-member cluster is seeded from the survivor with
+	// the most data (quorum lost past its grace, with the opt-in).
+	ReasonQuorumLossRecovery = "QuorumLossRecovery"
+	// ReasonRecovering: waiting for the recovered member to copy its data and serve.
+	ReasonRecovering = "Recovering"
+
+	// ReasonBootstrapping: a new cluster is created with all its initial members at once.
+	ReasonBootstrapping = "Bootstrapping"
+	// ReasonBootstrapUnknown: member pods exist but no initial cluster is recorded; waiting
+	// for the cluster to form.
+	ReasonBootstrapUnknown = "BootstrapUnknown"
+	// ReasonCompletingBootstrap: an interrupted bootstrap gets its missing initial pods.
+	ReasonCompletingBootstrap = "CompletingBootstrap"
+	// ReasonCorrectingBootstrap: a bootstrap that never formed gets a pod's etcd image set
+	// to the one the spec now names.
+	ReasonCorrectingBootstrap = "CorrectingBootstrap"
+	// ReasonWaitingForClusterToForm: every initial pod exists; waiting for a member to answer.
+	ReasonWaitingForClusterToForm = "WaitingForClusterToForm"
+
+	// ReasonRecreatingPod: a member whose claim holds its data gets its pod back (same name
+	// and ID), or its finished pod is deleted (not its claim) so it can come back.
+	ReasonRecreatingPod = "RecreatingPod"
+
+	// ReasonAllMembersLost: the cluster was formed but no member pod exists; only a restore
+	// can help.
+	ReasonAllMembersLost = "AllMembersLost"
+	// ReasonMembersUnknown: no etcd endpoint answered its member list; waiting (also the
+	// Available condition's reason then).
+	ReasonMembersUnknown = "MembersUnknown"
+	// ReasonNoEndpoint: no endpoint has answered and no pod has been ready for the quorum
+	// loss grace; no survivor can be named.
+	ReasonNoEndpoint = "NoEndpoint"
+
+	// ReasonNoVoters: the member list has no voting member; the planner will not reason
+	// about it.
+	ReasonNoVoters = "NoVoters"
+	// ReasonNoLeader: a quorum is reachable but no leader is known; waiting for the
+	// election (also the Available condition's reason without a reachable leader).
+	ReasonNoLeader = "NoLeader"
+	// ReasonPartialVisibility: fewer voters than a quorum answer but the leader does, so
+	// the cluster has quorum beyond the operator's view; waiting.
+	ReasonPartialVisibility = "PartialVisibility"
+	// ReasonQuorumUnavailable: quorum is lost but still within its grace; waiting for
+	// members to return.
+	ReasonQuorumUnavailable = "QuorumUnavailable"
+	// ReasonQuorumLost: quorum has been lost past its grace and recovery is not opted in;
+	// nothing is changed.
+	ReasonQuorumLost = "QuorumLost"
+	// ReasonNoSurvivor: quorum is lost and no reachable voter has a running pod to recover
+	// from.
+	ReasonNoSurvivor = "NoSurvivor"
+
+	// ReasonOrphanPod: a pod that a majority of the voters' own member lists agree has no
+	// member is deleted.
+	ReasonOrphanPod = "OrphanPod"
+
+	// ReasonDegraded: too few voting members are alive, or the leader is not, for any
+	// membership change; waiting.
+	ReasonDegraded = "Degraded"
+	// ReasonRemovalWouldLoseQuorum: the member to remove cannot go without leaving fewer
+	// alive voters than a quorum; waiting.
+	ReasonRemovalWouldLoseQuorum = "RemovalWouldLoseQuorum"
+	// ReasonLearnerNotNeeded: a learner is removed because enough live voters exist for
+	// the size.
+	ReasonLearnerNotNeeded = "LearnerNotNeeded"
+	// ReasonLearnerStuck: a learner not promoted within the learner timeout is removed.
+	ReasonLearnerStuck = "LearnerStuck"
+	// ReasonLearnerPodGone: an in-flight member whose pod is gone past its grace is removed.
+	ReasonLearnerPodGone = "LearnerPodGone"
+	// ReasonMemberPodGone: the pod of an in-flight member is gone, still within its grace;
+	// waiting.
+	ReasonMemberPodGone = "MemberPodGone"
+	// ReasonStartingMember: the pod of a member just added is created so it joins.
+	ReasonStartingMember = "StartingMember"
+	// ReasonMemberWithoutPod: an in-flight member has no pod and none can be created; it
+	// is waited for within its grace and removed after.
+	ReasonMemberWithoutPod = "MemberWithoutPod"
+	// ReasonMemberNotStarting: an in-flight member whose pod has not served past its grace
+	// is removed.
+	ReasonMemberNotStarting = "MemberNotStarting"
+	// ReasonMemberStarting: waiting for an in-flight member's pod to start and answer.
+	ReasonMemberStarting = "MemberStarting"
+	// ReasonLearnerCatchingUp: waiting for a learner's raft log to catch up with the
+	// leader's before it is promoted.
+	ReasonLearnerCatchingUp = "LearnerCatchingUp"
+	// ReasonPromotingLearner: a caught-up learner becomes a voting member.
+	ReasonPromotingLearner = "PromotingLearner"
+
+	// ReasonReplacingDeadMember: a voting member down past its grace is removed with its
+	// pod so a new member can take its place.
+	ReasonReplacingDeadMember = "ReplacingDeadMember"
+
+	// ReasonScalingDown: a voting member is removed (or leadership moved off it first)
+	// because there are more than the size (also the Scaling condition's reason).
+	ReasonScalingDown = "ScalingDown"
+	// ReasonNoLeaderTarget: leadership must move before a step but no alive voter can
+	// take it; waiting.
+	ReasonNoLeaderTarget = "NoLeaderTarget"
+
+	// ReasonMemberUnhealthy: a voting member is down but within its grace; waiting for it
+	// or for its grace to end.
+	ReasonMemberUnhealthy = "MemberUnhealthy"
+
+	// ReasonScalingUp: a learner is added because there are fewer voting members than the
+	// size (also the Scaling condition's reason).
+	ReasonScalingUp = "ScalingUp"
+
+	// ReasonInvalidVersion: spec.version cannot be parsed; the upgrade is refused.
+	ReasonInvalidVersion = "InvalidVersion"
+	// ReasonVersionUnknown: neither a member nor its pod tells which version it runs;
+	// waiting.
+	ReasonVersionUnknown = "VersionUnknown"
+	// ReasonUpgradeRefused: a member's version is outside the skew an upgrade allows
+	// (also the Upgrading condition's reason then).
+	ReasonUpgradeRefused = "UpgradeRefused"
+	// ReasonUpgradeInProgress: waiting between two restarts of a rolling upgrade for the
+	// last one to run, follow the leader and be Ready.
+	ReasonUpgradeInProgress = "UpgradeInProgress"
+	// ReasonUpgrading: a member is restarted on the new version, or leadership moved off
+	// the leader first (also the Upgrading condition's reason).
+	ReasonUpgrading = "Upgrading"
+	// ReasonReady: nothing to do; every member is healthy on the desired version.
+	ReasonReady = "Ready"
+
+	// ReasonNoQuorum: the Available condition's reason when fewer voters than a quorum
+	// answer.
+	ReasonNoQuorum = "NoQuorum"
+	// ReasonQuorumAvailable: the Available condition's reason when a quorum of voters and
+	// the leader answer.
+	ReasonQuorumAvailable = "QuorumAvailable"
+)

@@ -1,0 +1,86 @@
+// Package planner decides the single next safe step for one etcd cluster.
+//
+// Plan is a pure function from (Desired, Observed) to one Action: no I/O,
+// no clock (Observed.Now is an input), no randomness (names derive from
+// Observed.NameSeed and Observed.Now). The controller observes, calls Plan,
+// executes the one action, records what it must (Pending, Bootstrapped,
+// BootstrapMembers, RetiredNames, the *Since times) and calls Plan again.
+// Every safety rule of the operator lives here.
+//
+// # Vocabulary
+//
+// A voter is a non-learner member. A member is reachable when it answered
+// Status in this observation; it is alive when, in addition, it has started
+// (published its name: a member that has not started has an empty name in
+// MemberList) and its pod exists and is not gone (Failed, Succeeded or being
+// deleted). Quorum(n) is n/2+1. "Down since" is the earliest recorded
+// UnhealthySince of the member or its pod (Now when nothing is recorded yet,
+// so the grace starts now), but never earlier than the pod's creation: a
+// freshly created pod always gets its full grace. Pods are matched to
+// members by the member-ID annotation first and by name otherwise; a member
+// that has not started is matched only by ID or by the Pending record
+// (view.go, health.go).
+//
+// # Rules
+//
+// Plan (planner.go) applies the rules in this order and the first that
+// applies wins. Each file opens its rule with the full text; the reasons
+// actions carry are constants in api/v1beta2/planner_reasons.go.
+//
+//  1. Paused → Wait. Nothing is touched, not even orphan pods (planner.go).
+//  2. Size < 1 → Wait(InvalidSpec): there is no safe move towards an
+//     impossible target (planner.go).
+//  3. A recorded quorum-loss recovery is finished (FinishRecovery), retried
+//     (ForceNewCluster) or abandoned (AbortRecovery) before anything else;
+//     nothing of the old cluster is deleted before the new one serves
+//     (recovery.go).
+//
+// Rules 4 to 6 apply when no endpoint answered MemberList:
+//
+//  4. Never formed → Bootstrap all Size members at once, complete an
+//     interrupted bootstrap, or correct the image of a bootstrap that never
+//     formed; nothing is deleted (bootstrap.go).
+//  5. Pods back on their data: a member whose pod is missing while its data
+//     claim exists gets its pod back, same name and ID. With a member list it
+//     runs first too, before the quorum rules: it changes no membership and
+//     may bring quorum back (recreate.go).
+//  6. Formed, no member answers → QuorumLost when no pod exists, else Wait
+//     (a QuorumLost report after QuorumLossGrace); nothing is destructive
+//     without a member list (nomembers.go).
+//
+// With a member list, after rule 5:
+//
+//  7. Quorum: fewer than a quorum of voters reachable, or no reachable leader
+//     → Wait, then QuorumLost, or ForceNewCluster from the best survivor with
+//     the opt-in. No rule below runs without quorum (quorum.go).
+//  8. Orphan pods: a pod that a majority of the voters' own member lists
+//     agree has no member → DeletePod, one at a time (orphans.go).
+//  9. One membership change at a time: a learner, an unstarted member or the
+//     Pending record is finished (CreatePod, PromoteLearner) or abandoned
+//     (RemoveMember) before any other change (inflight.go).
+//  10. Alive quorum: fewer alive voters than a quorum, or the leader not alive
+//     → Wait; every change below needs one (health.go).
+//  11. Dead members: a voter down past its grace → ReplaceMember, the one down
+//     longest first, only if an alive quorum remains (replace.go).
+//  12. Scale down: voters > Size → RemoveMember (MoveLeader first if the
+//     victim leads) (scaledown.go).
+//  13. Members within their grace → Wait: their grace decides, not a
+//     scale-up or upgrade step (unhealthy.go).
+//  14. Scale up: voters < Size → AddLearner, one at a time (scaleup.go).
+//  15. Upgrade within the allowed skew, followers first and the leader last,
+//     one member at a time (UpgradeMember, MoveLeader), or RefuseUpgrade;
+//     otherwise Done (upgrade.go).
+//
+// # Precedence decisions
+//
+// Membership repair (rules 9–11) comes before scaling, and scaling before
+// upgrading. A scale change made during a rolling upgrade is applied between
+// two upgrade steps: each step ends only when the restarted member is alive
+// again (rule 13), so a restart and a membership change are never in flight
+// together. New members are created on the desired version when its skew is
+// allowed, otherwise on the highest version running, so a refused upgrade
+// never blocks repairs.
+//
+// Helpers more than one rule uses are in helpers.go; the status summary the
+// controller copies is derived in summary.go.
+package planner

@@ -1,0 +1,78 @@
+package planner
+
+import (
+	"testing"
+	"time"
+)
+
+// Rule 8: orphan pods go one at a time, only when a majority of the voters agree.
+func TestPlanOrphans(t *testing.T) {
+	runCases(t, []tcase{
+		{"orphan pod is deleted", size(3), func() Observed {
+			o := cluster(3)
+			o.Pods = append(o.Pods, Pod{Name: "c-old", MemberID: 42, Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)})
+			witnessed(&o)
+			return o
+		}, want{kind: DeletePod, name: "c-old"}},
+		{"orphan without annotation is deleted", size(3), func() Observed {
+			o := cluster(3)
+			o.Pods = append(o.Pods, Pod{Name: "c-old", Phase: PodFailed, CreatedAt: t0.Add(-time.Hour)})
+			witnessed(&o)
+			return o
+		}, want{kind: DeletePod, name: "c-old"}},
+		{"young orphan is left for later", size(3), func() Observed {
+			o := cluster(3)
+			o.Pods = append(o.Pods, Pod{Name: "c-old", MemberID: 42, Phase: PodRunning, CreatedAt: t0.Add(-2 * time.Second)})
+			return o
+		}, want{kind: Done, check: func(t *testing.T, a Action) {
+			if a.RequeueAfter != DefaultReplaceGoneAfter-2*time.Second {
+				t.Errorf("requeue %v", a.RequeueAfter)
+			}
+		}}},
+		{"orphan already deleting is not deleted again", size(3), func() Observed {
+			o := cluster(3)
+			o.Pods = append(o.Pods, Pod{Name: "c-old", MemberID: 42, Deleting: true, CreatedAt: t0.Add(-time.Hour)})
+			return o
+		}, want{kind: Done}},
+		{"pod annotated with an id whose member has another name is orphan", size(3), func() Observed {
+			o := cluster(3)
+			o.Pods = append(o.Pods, Pod{Name: "c-dup", MemberID: 2, Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)})
+			witnessed(&o)
+			return o
+		}, want{kind: DeletePod, name: "c-dup"}},
+		{"no orphan deletion before bootstrapped is recorded", size(3), func() Observed {
+			o := cluster(3)
+			o.Bootstrapped = false
+			o.Pods = append(o.Pods, Pod{Name: "c-old", Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)})
+			return o
+		}, want{kind: Done}},
+		{"pending pod is never an orphan", size(5), func() Observed {
+			o := cluster(3)
+			o.Pending = &PendingMember{Name: "c-new", ID: 99, AddedAt: t0.Add(-time.Second)}
+			o.Pods = append(o.Pods, Pod{Name: "c-new", Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)})
+			return o
+		}, want{kind: AddLearner}},
+		{"orphans are deleted even while a learner is in flight", size(5), func() Observed {
+			o := cluster(3)
+			withLearner(&o, 99, "c-new", true, true, true, 100)
+			o.Pods = append(o.Pods, Pod{Name: "c-old", MemberID: 42, Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)})
+			witnessed(&o)
+			return o
+		}, want{kind: DeletePod, name: "c-old"}},
+		{"orphans are not touched without quorum", size(3), func() Observed {
+			o := cluster(3)
+			crashloop(&o, 1, t0.Add(-time.Minute))
+			crashloop(&o, 2, t0.Add(-time.Minute))
+			o.Pods = append(o.Pods, Pod{Name: "c-old", MemberID: 42, Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)})
+			return o
+		}, want{kind: Wait, reason: "QuorumUnavailable"}},
+		{"after force-new-cluster the old members' pods are orphans", size(3), func() Observed {
+			o := cluster(3)
+			dropMember(&o, 1)
+			dropMember(&o, 2)
+			o.LeaderID = 3
+			witnessed(&o)
+			return o
+		}, want{kind: DeletePod, name: mname(1)}},
+	})
+}

@@ -1,0 +1,71 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
+)
+
+// Rule 5: pods back on their data.
+//
+// A started voter whose pod is missing while its data claim exists (a pod deleted or
+// evicted with a PersistentVolumeClaim) → CreatePod with the same name and member ID:
+// the member restarts on its data, as a StatefulSet pod would, instead of being
+// replaced by an empty one. This comes before the quorum rules: it changes no
+// membership, and it may be what brings quorum back. Without any member list, the
+// member names recorded in status (KnownMembers) that have a claim and no pod get their
+// pods back, one per plan. A Failed or Succeeded pod of such a member is deleted first
+// (the pod only, never the claim). A member with a claim whose pod is terminating is
+// replaced only after ReplaceUnhealthyAfter, not ReplaceGoneAfter (see view.grace):
+// normally its pod disappears first and this rule brings it back.
+
+// planRecreateKnown is rule 5 without a member list: the recorded members with a
+// claim and no pod get their pods back, one per plan, so that a cluster whose pods all
+// went (a drain, an eviction wave) restarts on its data.
+func planRecreateKnown(d Desired, o Observed) (Action, bool) {
+	pods := map[string]bool{}
+	for i := range o.Pods {
+		pods[o.Pods[i].Name] = true
+	}
+	claims := map[string]bool{}
+	for _, c := range o.Claims {
+		claims[c] = true
+	}
+	known := append([]string(nil), o.KnownMembers...)
+	sort.Strings(known)
+	ver, err := ParseVersion(d.Version)
+	if err != nil {
+		return Action{}, false
+	}
+	for _, n := range known {
+		if claims[n] && !pods[n] {
+			return Action{Kind: CreatePod, Name: n, Version: ver.String(), Reason: v1beta2.ReasonRecreatingPod,
+				Message: fmt.Sprintf("no member answers; member %s has no pod but its claim holds its data; recreating the pod", n)}, true
+		}
+	}
+	return Action{}, false
+}
+
+// planRecreate gives a started voter whose pod is missing (not merely failing) its pod
+// back when its data claim exists (rule 5 with a member list).
+func (v *view) planRecreate() (Action, bool) {
+	for _, m := range v.voters {
+		if m.Name == "" || !v.hasClaim(m.Name) {
+			continue
+		}
+		// A finished pod (evicted, or its container exited with restartPolicy Never
+		// semantics) never runs again; its object must go before the member's pod can
+		// come back under the same name. Its claim stays.
+		if p := v.podOf[m.ID]; p != nil && !p.Deleting && (p.Phase == PodFailed || p.Phase == PodSucceeded) && p.Name == m.Name {
+			return Action{Kind: DeletePod, Name: p.Name, ID: m.ID, KeepClaim: true, Reason: v1beta2.ReasonRecreatingPod,
+				Message: fmt.Sprintf("pod %s of member %s (%x) is %s and will not run again; deleting it (not its claim) to recreate it", p.Name, m.Name, m.ID, p.Phase)}, true
+		}
+		if v.podOf[m.ID] != nil || v.podNameTaken(m.Name) {
+			continue
+		}
+		return Action{Kind: CreatePod, Name: m.Name, ID: m.ID, Version: v.newMemberVersion(), Reason: v1beta2.ReasonRecreatingPod,
+			Message: fmt.Sprintf("member %s (%x) has no pod but its claim holds its data; recreating the pod", m.Name, m.ID)}, true
+	}
+	return Action{}, false
+}

@@ -1,0 +1,124 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
+)
+
+// planUpgrade is rule 15, the last: some member's version differs from Version.
+// Reached only with the cluster fully healthy, at full size and nothing in flight:
+//   - skew: no major change, no minor downgrade, no skipped minor (3.6 → 3.7 ok,
+//     3.5 → 3.7 refused; patch changes either way are fine) → otherwise RefuseUpgrade
+//     with the reason. Nothing else is blocked.
+//   - a member whose pod has the new version but which does not run it yet → Wait: one
+//     member restarts at a time.
+//   - a voter that answers but names no leader (restarted a moment ago, not yet back in
+//     contact with the leader), or whose pod is not Ready → Wait: the health gate
+//     between two restarts. Ready matters beyond etcd: the client Service publishes
+//     only Ready pods, and the PodDisruptionBudget counts the others as disrupted.
+//   - followers first, one at a time, by name → UpgradeMember; the leader last, after
+//     MoveLeader to an upgraded voter (one election instead of one per restart). A
+//     one-member cluster is restarted in place: there is nowhere to move leadership.
+//
+// Every member on Version: Done (Ready).
+func (v *view) planUpgrade() Action {
+	target, err := ParseVersion(v.d.Version)
+	if err != nil {
+		return Action{Kind: RefuseUpgrade, Reason: v1beta2.ReasonInvalidVersion, Message: err.Error()}
+	}
+	type state struct {
+		m         *Member
+		spec, run Version
+	}
+	var need []state
+	for _, m := range v.voters {
+		run, rerr := ParseVersion(m.Version)
+		var podVersion string
+		if p := v.podOf[m.ID]; p != nil {
+			podVersion = p.Version
+		}
+		spec, serr := ParseVersion(podVersion)
+		switch {
+		case rerr != nil && serr != nil:
+			return wait(v1beta2.ReasonVersionUnknown, fmt.Sprintf("cannot tell which version %s runs", m.Name), requeueWait)
+		case rerr != nil:
+			run = spec
+		case serr != nil:
+			spec = run
+		}
+		if err := CheckSkew(run, target); err != nil {
+			return Action{Kind: RefuseUpgrade, Reason: v1beta2.ReasonUpgradeRefused, Message: fmt.Sprintf("member %s: %v", m.Name, err)}
+		}
+		if spec.Compare(target) == 0 && run.Compare(target) != 0 {
+			return wait(v1beta2.ReasonUpgradeInProgress, fmt.Sprintf("waiting for %s to run %s", m.Name, target), requeueShort)
+		}
+		if spec.Compare(target) != 0 {
+			need = append(need, state{m, spec, run})
+		}
+	}
+	if len(need) == 0 {
+		return Action{Kind: Done, Reason: v1beta2.ReasonReady, Message: fmt.Sprintf("%d members healthy, version %s", len(v.voters), target)}
+	}
+	// Health gate between two restarts: every voter follows the leader again
+	// and its pod is Ready, so the client Service and the PodDisruptionBudget
+	// count it again before the next member goes down.
+	for _, m := range v.voters {
+		if m.LeaderUnknown {
+			return wait(v1beta2.ReasonUpgradeInProgress, fmt.Sprintf("waiting for %s to rejoin the leader before the next restart", m.Name), requeueShort)
+		}
+		if p := v.podOf[m.ID]; p != nil && !p.Ready {
+			return wait(v1beta2.ReasonUpgradeInProgress, fmt.Sprintf("waiting for pod %s to be Ready before the next restart", p.Name), requeueShort)
+		}
+	}
+	sort.SliceStable(need, func(i, j int) bool { return need[i].m.Name < need[j].m.Name })
+	for _, s := range need {
+		if s.m != v.leader {
+			return v.upgradeAction(s.m, target)
+		}
+	}
+	// Only the leader is left.
+	if len(v.voters) == 1 {
+		return v.upgradeAction(v.leader, target)
+	}
+	to := v.leaderTarget(v.leader, &target, nil)
+	if to == nil {
+		return wait(v1beta2.ReasonNoLeaderTarget, "no alive voter to move leadership to before upgrading the leader", requeueShort)
+	}
+	return Action{Kind: MoveLeader, From: v.leader.ID, To: to.ID, Reason: v1beta2.ReasonUpgrading,
+		Message: fmt.Sprintf("moving leadership from %s to %s before upgrading %s", v.leader.Name, to.Name, v.leader.Name)}
+}
+
+// upgradeAction restarts m on target.
+func (v *view) upgradeAction(m *Member, target Version) Action {
+	return Action{Kind: UpgradeMember, ID: m.ID, Name: m.Name, Version: target.String(), Reason: v1beta2.ReasonUpgrading,
+		Message: fmt.Sprintf("restarting %s on version %s", m.Name, target)}
+}
+
+// CheckUpgrade reports whether the cluster may be moved to d.Version: nil
+// when every member whose version is known is within the allowed skew.
+func CheckUpgrade(d Desired, o Observed) error {
+	target, err := ParseVersion(d.Version)
+	if err != nil {
+		return err
+	}
+	pods := map[string]*Pod{}
+	for i := range o.Pods {
+		pods[o.Pods[i].Name] = &o.Pods[i]
+	}
+	for _, m := range o.Members {
+		s := m.Version
+		if s == "" && pods[m.Name] != nil {
+			s = pods[m.Name].Version
+		}
+		cur, err := ParseVersion(s)
+		if err != nil {
+			continue
+		}
+		if err := CheckSkew(cur, target); err != nil {
+			return fmt.Errorf("member %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package planner
+
+import (
+	"testing"
+	"time"
+)
+
+// Rule 15: a rolling upgrade within the allowed skew, followers first, the leader last.
+func TestPlanUpgrade(t *testing.T) {
+	to := func(v string) func() Desired { return func() Desired { d := desired(3); d.Version = v; return d } }
+	runCases(t, []tcase{
+		{"upgrade starts with a follower", size(3), upgrading(3, 1), want{kind: UpgradeMember, id: 2, name: mname(2), version: v37}},
+		{"upgrade continues with the next follower", size(3), upgrading(3, 1, 2), want{kind: UpgradeMember, id: 3}},
+		{"leader last: move leadership to an upgraded member", size(3), func() Observed {
+			o := upgrading(3, 1, 2, 3)()
+			mem(&o, 3).RaftIndex = 10002
+			return o
+		}, want{kind: MoveLeader, from: 1, to: 3}},
+		{"old leader upgraded after the move", size(3), upgrading(3, 2, 2, 3), want{kind: UpgradeMember, id: 1}},
+		{"upgrade waits for the restarted member to run the new version", size(3), func() Observed {
+			o := upgrading(3, 1)()
+			pod(&o, mname(2)).Version = v37 // image changed, process not restarted yet
+			return o
+		}, want{kind: Wait, reason: "UpgradeInProgress"}},
+		{"upgrade waits while the restarted member is down", size(3), func() Observed {
+			o := upgrading(3, 1)()
+			pod(&o, mname(2)).Version = v37
+			unreachable(&o, 2, t0.Add(-time.Second))
+			return o
+		}, want{kind: Wait, reason: "MemberUnhealthy"}},
+		{"upgrade waits for a restarted member to rejoin the leader", size(3), func() Observed {
+			o := upgrading(3, 1, 2)()
+			mem(&o, 2).LeaderUnknown = true // answers Status, has not heard from the leader yet
+			return o
+		}, want{kind: Wait, reason: "UpgradeInProgress", check: wantMessage(mname(2))}},
+		{"upgrade waits for a restarted member's pod to be Ready", size(3), func() Observed {
+			o := upgrading(3, 1, 2)()
+			pod(&o, mname(2)).Ready = false // serving, readiness probe not passed yet
+			return o
+		}, want{kind: Wait, reason: "UpgradeInProgress", check: wantMessage(mname(2))}},
+		{"upgrade of a 1-member cluster restarts it in place", size(1), upgrading(1, 1), want{kind: UpgradeMember, id: 1}},
+		{"upgrade done", size(3), upgrading(3, 1, 1, 2, 3), want{kind: Done}},
+		{"v-prefixed desired version equals running", func() Desired { d := desired(3); d.Version = "v3.7.3"; return d },
+			func() Observed { return cluster(3) }, want{kind: Done}},
+		{"patch upgrade allowed", to("3.7.4"), func() Observed { return cluster(3) }, want{kind: UpgradeMember, id: 2, version: "3.7.4"}},
+		{"patch downgrade allowed", to("3.7.2"), func() Observed { return cluster(3) }, want{kind: UpgradeMember, id: 2, version: "3.7.2"}},
+		{"minor downgrade refused", to(v36), func() Observed { return cluster(3) }, want{kind: RefuseUpgrade, reason: "UpgradeRefused",
+			check: wantMessage("downgrade")}},
+		{"minor skip refused", to(v37), func() Observed {
+			o := cluster(3)
+			for i := range o.Members {
+				o.Members[i].Version, o.Pods[i].Version = "3.5.21", "3.5.21"
+			}
+			return o
+		}, want{kind: RefuseUpgrade, check: wantMessage("skips a minor")}},
+		{"major change refused", to("4.0.0"), func() Observed { return cluster(3) }, want{kind: RefuseUpgrade, check: wantMessage("major")}},
+		{"half-upgraded cluster cannot jump further", to("3.8.0"), upgrading(3, 1, 2), want{kind: RefuseUpgrade, check: wantMessage(mname(1))}},
+		{"half-upgraded cluster cannot roll back a minor", to(v36), upgrading(3, 1, 2), want{kind: RefuseUpgrade}},
+		{"invalid version refused", to("three"), func() Observed { return cluster(3) }, want{kind: RefuseUpgrade, reason: "InvalidVersion"}},
+		{"unknown running version: wait", size(3), func() Observed {
+			o := cluster(3)
+			mem(&o, 2).Version, pod(&o, mname(2)).Version = "", ""
+			return o
+		}, want{kind: Wait, reason: "VersionUnknown"}},
+		{"pod version used when status has none", size(3), func() Observed {
+			o := upgrading(3, 1)()
+			mem(&o, 2).Version = ""
+			return o
+		}, want{kind: UpgradeMember, id: 2}},
+		{"scale-up before upgrade, new member on the desired version", func() Desired { return desired(5) }, upgrading(3, 1),
+			want{kind: AddLearner, version: v37}},
+		{"scale-up with a refused upgrade uses the running version", func() Desired { d := desired(5); d.Version = "3.9.0"; return d },
+			upgrading(3, 1), want{kind: AddLearner, version: v36}},
+		{"pod for learner with a refused upgrade uses highest running version", func() Desired { d := desired(5); d.Version = "3.8.0"; return d },
+			func() Observed {
+				o := upgrading(3, 1, 2)()
+				withLearner(&o, 99, "c-new", false, false, false, 0)
+				mem(&o, 99).Version = ""
+				return o
+			}, want{kind: CreatePod, version: v37}},
+		{"replacement during an upgrade joins on the new version", size(3), func() Observed {
+			o := upgrading(3, 1, 2)()
+			dropMember(&o, 3)
+			dropPod(&o, mname(3))
+			return o
+		}, want{kind: AddLearner, version: v37}},
+		{"refused upgrade does not block repairs", to("3.9.0"), func() Observed {
+			o := cluster(3)
+			crashloop(&o, 2, t0.Add(-time.Hour))
+			return o
+		}, want{kind: ReplaceMember, id: 2}},
+	})
+}
