@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -398,8 +399,9 @@ func waitCSVGone(t *testing.T, c client.Client, csv string) {
 }
 
 // wantOperatorImage waits until the operator pods in ns are exactly ready pods of image:
-// the CSV's Deployment rolled out, the old one's pods gone. A catalog's registry pod
-// (labelled olm.catalogSource) in the same namespace is not the operator's.
+// the CSV's Deployment rolled out, the old one's pods gone. Only a Deployment's pods
+// (owned by a ReplicaSet) count: a catalog's registry pod and OLM's bundle-unpack job
+// pods may share the namespace.
 func wantOperatorImage(t *testing.T, c client.Client, ns, image string) {
 	t.Helper()
 	framework.Eventually(t, 3*time.Minute, "the operator running "+image, func() error {
@@ -410,7 +412,7 @@ func wantOperatorImage(t *testing.T, c client.Client, ns, image string) {
 		var seen []string
 		ready := 0
 		for _, p := range pods.Items {
-			if _, catalog := p.Labels["olm.catalogSource"]; catalog {
+			if owner := metav1.GetControllerOf(&p); owner == nil || owner.Kind != "ReplicaSet" {
 				continue
 			}
 			img := p.Spec.Containers[0].Image
