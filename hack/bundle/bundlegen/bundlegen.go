@@ -83,12 +83,10 @@ type Options struct {
 	// Channels the bundle is published in, and the package's default channel.
 	Channels       []string
 	DefaultChannel string
-	// Image is the operator image the CSV's Deployment runs.
+	// Image is the operator image the CSV's Deployment runs, with its registry host
+	// (make's $(IMG)): OLM pulls it on clusters whose runtime may default bare names to
+	// any registry, and mirroring a catalog rewrites images by registry.
 	Image string
-	// AllowRegistryHost permits an Image that names a registry host. The committed bundle
-	// never does (images are referred to by bare name and retagged when pushed; test/olm
-	// enforces it), but someone publishing to their own registry needs the full name.
-	AllowRegistryHost bool
 }
 
 // File is one generated file; Path is relative to the bundle directory (or, for
@@ -134,8 +132,8 @@ func (o Options) Validate() error {
 	if o.Image == "" {
 		return errors.New("image is required")
 	}
-	if hasRegistryHost(o.Image) && !o.AllowRegistryHost {
-		return fmt.Errorf("image %q names a registry host; use a bare name such as etcd-operator:v%s (pass --allow-registry-host to publish to your own registry)", o.Image, o.Version)
+	if !hasRegistryHost(o.Image) {
+		return fmt.Errorf("image %q names no registry host; a bundle needs the full name, e.g. <registry>/etcd-operator:v%s", o.Image, o.Version)
 	}
 	return nil
 }

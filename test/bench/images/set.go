@@ -36,7 +36,7 @@ const (
 	EtcdRepository = "quay.io/coreos/etcd"
 	// DefaultOperatorImage is controllers.DefaultOperatorImage (a test keeps them equal;
 	// importing the controllers here would pull them into every bench binary).
-	DefaultOperatorImage = "etcd-operator:v0.2.0"
+	DefaultOperatorImage = "example.com/etcd-operator:v0.2.0"
 	// pauseUser is the pause image's user, as the upstream pause image has it.
 	pauseUser = "65535:65535"
 )
