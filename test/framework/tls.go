@@ -17,7 +17,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/internal/testpki"
+	"github.com/etcd-operator/etcd-operator/internal/test/testpki"
 )
 
 // BenchClusterDomain is the DNS domain of the bench: its kubelet writes records under it

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/etcd-operator/etcd-operator/internal/testpki"
+	"github.com/etcd-operator/etcd-operator/internal/test/testpki"
 )
 
 // testCA is a throw-away certificate authority for one cluster: every member

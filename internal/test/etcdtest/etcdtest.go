@@ -30,7 +30,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 const (
