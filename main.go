@@ -267,21 +267,21 @@ func runBackup(args []string) int {
 		return 1
 	}
 	if *endpoints == "" || *dir == "" || *key == "" {
-		return fail(controllers.ReasonBackupInvalidSpec, errors.New("--endpoints, --dir and --key are required"))
+		return fail(etcdv1beta2.ReasonBackupInvalidSpec, errors.New("--endpoints, --dir and --key are required"))
 	}
 	store, err := backup.NewFS(*dir)
 	if err != nil {
-		return fail(controllers.ReasonStorageError, err)
+		return fail(etcdv1beta2.ReasonStorageError, err)
 	}
 	cfg := etcdadmin.Config{Endpoints: strings.Split(*endpoints, ","), Retry: etcdadmin.Backoff{Budget: *timeout / 3}}
 	if *tlsDir != "" {
 		if cfg.TLS, err = loadTLSDir(*tlsDir); err != nil {
-			return fail(controllers.ReasonSecretError, err)
+			return fail(etcdv1beta2.ReasonSecretError, err)
 		}
 	}
 	admin, err := etcdadmin.New(cfg)
 	if err != nil {
-		return fail(controllers.ReasonSnapshotFailed, err)
+		return fail(etcdv1beta2.ReasonSnapshotFailed, err)
 	}
 	defer admin.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
@@ -291,11 +291,11 @@ func runBackup(args []string) int {
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return fail(controllers.ReasonTimeout, fmt.Errorf("backup did not finish within %v: %w", *timeout, err))
+		return fail(etcdv1beta2.ReasonTimeout, fmt.Errorf("backup did not finish within %v: %w", *timeout, err))
 	case errors.Is(err, backup.ErrSnapshot):
-		return fail(controllers.ReasonSnapshotFailed, err)
+		return fail(etcdv1beta2.ReasonSnapshotFailed, err)
 	case err != nil:
-		return fail(controllers.ReasonStorageError, err)
+		return fail(etcdv1beta2.ReasonStorageError, err)
 	}
 	report(backup.NewJobResult(res))
 	lg.Info("backup stored", uzap.String("location", res.Location), uzap.Int64("revision", res.Revision),

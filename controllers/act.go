@@ -64,7 +64,7 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 		if err := r.createMembers(ctx, c, members); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, "Bootstrapping", "creating %d initial members of etcd %s: %v", len(names), a.Version, names)
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonBootstrapping, "creating %d initial members of etcd %s: %v", len(names), a.Version, names)
 		lg.Info("bootstrapping", "members", names)
 
 	case planner.CreatePod:
@@ -78,9 +78,9 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 			return ctrl.Result{}, err
 		}
 		if a.Reason == "RecreatingPod" {
-			r.Recorder.Eventf(c, corev1.EventTypeNormal, "PodRecreated", "%s", a.Message)
+			r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonPodRecreated, "%s", a.Message)
 		} else {
-			r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberPodCreated", "created pod for member %s", a.Name)
+			r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberPodCreated, "created pod for member %s", a.Name)
 		}
 
 	case planner.AddLearner:
@@ -102,7 +102,7 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 		if err := r.createMembers(ctx, c, []render.Member{m}); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberAdded", "added learner %s (%s)", a.Name, idString(res.Member.ID))
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberAdded, "added learner %s (%s)", a.Name, idString(res.Member.ID))
 		lg.Info("learner added", "member", a.Name, "id", idString(res.Member.ID))
 
 	case planner.PromoteLearner:
@@ -113,7 +113,7 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 			return ctrl.Result{}, fmt.Errorf("promote %s: %w", a.Name, err)
 		}
 		c.Status.PendingMember = nil
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberPromoted", "promoted learner %s (%s) to voting member", a.Name, idString(a.ID))
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberPromoted, "promoted learner %s (%s) to voting member", a.Name, idString(a.ID))
 
 	case planner.MoveLeader:
 		if err := needAdmin(); err != nil {
@@ -122,7 +122,7 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 		if err := o.admin.MoveLeader(ctx, a.To); err != nil {
 			return ctrl.Result{}, fmt.Errorf("move leader to %s: %w", idString(a.To), err)
 		}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, "LeaderMoved", "moved leadership from %s to %s: %s", idString(a.From), idString(a.To), a.Message)
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonLeaderMoved, "moved leadership from %s to %s: %s", idString(a.From), idString(a.To), a.Message)
 
 	case planner.RemoveMember, planner.ReplaceMember:
 		if err := needAdmin(); err != nil {
@@ -136,9 +136,9 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 				return ctrl.Result{}, err
 			}
 		}
-		reason := "MemberRemoved"
+		reason := etcdv1beta2.EventReasonMemberRemoved
 		if a.Kind == planner.ReplaceMember {
-			reason = "MemberReplaced"
+			reason = etcdv1beta2.EventReasonMemberReplaced
 		}
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, reason, "removed member %s (%s): %s", a.Name, idString(a.ID), a.Message)
 
@@ -151,19 +151,19 @@ func (r *EtcdClusterReconciler) act(ctx context.Context, c *etcdv1beta2.EtcdClus
 		} else if err := r.deleteMember(ctx, c, o, a.Name); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, "PodDeleted", "deleted pod %s: %s", a.Name, a.Message)
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonPodDeleted, "deleted pod %s: %s", a.Name, a.Message)
 
 	case planner.UpgradeMember:
 		if err := r.upgradeMember(ctx, c, a.Name, a.Version); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberUpgrading", "restarting member %s on etcd %s", a.Name, a.Version)
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberUpgrading, "restarting member %s on etcd %s", a.Name, a.Version)
 
 	case planner.FixPodImage:
 		if err := r.upgradeMember(ctx, c, a.Name, a.Version); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, "BootstrapPodCorrected", "%s", a.Message)
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonBootstrapPodCorrected, "%s", a.Message)
 
 	case planner.RefuseUpgrade, planner.QuorumLost:
 		// Reported through conditions and a warning event; nothing is touched.
@@ -350,7 +350,7 @@ func (r *EtcdClusterReconciler) deleteOwned(ctx context.Context, c *etcdv1beta2.
 		why = fmt.Sprintf("%s %s/%s was replaced (uid %s, planned on %s); not deleting it", kind, c.Namespace, name, obj.GetUID(), expectUID)
 	}
 	if why != "" {
-		r.Recorder.Event(c, corev1.EventTypeWarning, ReasonDeletionRefused, why)
+		r.Recorder.Event(c, corev1.EventTypeWarning, etcdv1beta2.ReasonDeletionRefused, why)
 		return &notControlledError{msg: why}
 	}
 	uid := obj.GetUID()
@@ -369,10 +369,6 @@ func (r *EtcdClusterReconciler) freshReader() client.Reader {
 	return r.Client
 }
 
-// ReasonDeletionRefused is the event reason for an object the cluster would have
-// deleted but does not control.
-const ReasonDeletionRefused = "DeletionRefused"
-
 // upgradeMember changes the image of one member's etcd container in place. The kubelet
 // restarts the container on the same pod and volume, so the member keeps its data and ID;
 // etcd hands leadership off on SIGTERM.
@@ -383,7 +379,7 @@ func (r *EtcdClusterReconciler) upgradeMember(ctx context.Context, c *etcdv1beta
 	}
 	if !metav1.IsControlledBy(&pod, c) {
 		why := fmt.Sprintf("pod %s/%s is not controlled by EtcdCluster %s; not changing its image", c.Namespace, name, c.Name)
-		r.Recorder.Event(c, corev1.EventTypeWarning, ReasonDeletionRefused, why)
+		r.Recorder.Event(c, corev1.EventTypeWarning, etcdv1beta2.ReasonDeletionRefused, why)
 		return &notControlledError{msg: why}
 	}
 	image := render.Image(c.Spec, version)

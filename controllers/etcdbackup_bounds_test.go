@@ -19,8 +19,8 @@ func succeededBackup(intervalSeconds, timeoutSeconds int64, last time.Time) *etc
 			BackupIntervalInSecond: intervalSeconds, TimeoutInSecond: timeoutSeconds}},
 		Status: etcdv1beta2.EtcdBackupStatus{Succeeded: true, LastSuccessDate: metav1.NewTime(last)},
 	}
-	meta.SetStatusCondition(&eb.Status.Conditions, metav1.Condition{Type: BackupConditionSucceeded,
-		Status: metav1.ConditionTrue, Reason: ReasonBackupSucceeded, ObservedGeneration: 1})
+	meta.SetStatusCondition(&eb.Status.Conditions, metav1.Condition{Type: etcdv1beta2.BackupConditionSucceeded,
+		Status: metav1.ConditionTrue, Reason: etcdv1beta2.ReasonBackupSucceeded, ObservedGeneration: 1})
 	return eb
 }
 

@@ -44,32 +44,6 @@ import (
 // gzip-compressed (the restore step decompresses by the object's own metadata).
 const BackupCompressionAnnotation = etcdv1beta2.BackupCompressionAnnotation
 
-// BackupConditionSucceeded is the EtcdBackup condition that reports the last attempt.
-const BackupConditionSucceeded = "Succeeded"
-
-// Reasons of the Succeeded condition.
-const (
-	ReasonBackupSucceeded        = "BackupSucceeded"
-	ReasonUnsupportedStorageType = "UnsupportedStorageType"
-	ReasonBackupInvalidSpec      = "InvalidSpec"
-	ReasonSecretError            = "SecretError"
-	ReasonAccessDenied           = "AccessDenied"
-	ReasonBucketNotFound         = "BucketNotFound"
-	ReasonStorageError           = "StorageError"
-	ReasonSnapshotFailed         = "SnapshotFailed"
-	ReasonTimeout                = "Timeout"
-	// ReasonTLSError: the members' certificate is not trusted, or they refuse the
-	// client's (spec.clientTLSSecret).
-	ReasonTLSError = "TLSError"
-	// ReasonBackupPodFailed: the backup pod of a PVC backup failed without saying why.
-	ReasonBackupPodFailed = "BackupPodFailed"
-	// ReasonEndpointsRefused: spec.etcdEndpoints do not name a cluster of the backup's
-	// namespace (and external endpoints are not allowed); nothing was dialled.
-	ReasonEndpointsRefused = "EndpointsRefused"
-	// ReasonClusterNotFound: spec.clusterRef names no EtcdCluster of the namespace.
-	ReasonClusterNotFound = "ClusterNotFound"
-)
-
 // Backup pods (storage type PVC).
 const (
 	// BackupPodContainer is the container of a backup pod.
@@ -213,7 +187,7 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 func (r *EtcdBackupReconciler) failed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, interval time.Duration, err error, took time.Duration) (ctrl.Result, error) {
 	var be *backupError
 	if !errors.As(err, &be) {
-		be = &backupError{reason: ReasonStorageError, err: err}
+		be = &backupError{reason: etcdv1beta2.ReasonStorageError, err: err}
 	}
 	recordBackup(eb.Namespace, eb.Name, be.reason, took, time.Time{}, 0)
 	delay := r.nextRetry(client.ObjectKeyFromObject(eb))
@@ -231,7 +205,7 @@ func (r *EtcdBackupReconciler) failed(ctx context.Context, eb *etcdv1beta2.EtcdB
 // a one-shot backup that succeeded for this generation).
 func backupDue(eb *etcdv1beta2.EtcdBackup, now time.Time) (time.Duration, bool) {
 	interval := policyOf(eb).Interval()
-	cond := meta.FindStatusCondition(eb.Status.Conditions, BackupConditionSucceeded)
+	cond := meta.FindStatusCondition(eb.Status.Conditions, etcdv1beta2.BackupConditionSucceeded)
 	if cond == nil || cond.ObservedGeneration != eb.Generation || cond.Status != metav1.ConditionTrue {
 		return 0, true
 	}
@@ -247,7 +221,7 @@ func backupDue(eb *etcdv1beta2.EtcdBackup, now time.Time) (time.Duration, bool) 
 // succeed records a stored backup in status and an event.
 func (r *EtcdBackupReconciler) succeed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, now time.Time, interval time.Duration, res backup.JobResult, took time.Duration) (ctrl.Result, error) {
 	r.forget(client.ObjectKeyFromObject(eb))
-	recordBackup(eb.Namespace, eb.Name, ReasonBackupSucceeded, took, now, res.Size)
+	recordBackup(eb.Namespace, eb.Name, etcdv1beta2.ReasonBackupSucceeded, took, now, res.Size)
 	orig := eb.DeepCopy()
 	eb.Status.Succeeded = true
 	eb.Status.Reason = ""
@@ -267,13 +241,13 @@ func (r *EtcdBackupReconciler) succeed(ctx context.Context, eb *etcdv1beta2.Etcd
 		msg += "; retention failed: " + res.RetentionError
 	}
 	meta.SetStatusCondition(&eb.Status.Conditions, metav1.Condition{
-		Type: BackupConditionSucceeded, Status: metav1.ConditionTrue, Reason: ReasonBackupSucceeded,
+		Type: etcdv1beta2.BackupConditionSucceeded, Status: metav1.ConditionTrue, Reason: etcdv1beta2.ReasonBackupSucceeded,
 		Message: msg, ObservedGeneration: eb.Generation,
 	})
 	if err := r.Status().Patch(ctx, eb, client.MergeFrom(orig)); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Recorder.Event(eb, corev1.EventTypeNormal, ReasonBackupSucceeded, msg)
+	r.Recorder.Event(eb, corev1.EventTypeNormal, etcdv1beta2.ReasonBackupSucceeded, msg)
 	if interval > 0 {
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
@@ -291,20 +265,20 @@ func policyOf(eb *etcdv1beta2.EtcdBackup) etcdv1beta2.BackupPolicy {
 // that chose S3 (storageType or backupStorageType).
 func checkS3Source(s3 *etcdv1beta2.S3BackupSource, field string) (reason, msg string) {
 	if s3 == nil {
-		return ReasonBackupInvalidSpec, field + " S3 needs spec.s3"
+		return etcdv1beta2.ReasonBackupInvalidSpec, field + " S3 needs spec.s3"
 	}
 	if _, _, err := backup.SplitS3Path(s3.Path); err != nil {
-		return ReasonBackupInvalidSpec, err.Error()
+		return etcdv1beta2.ReasonBackupInvalidSpec, err.Error()
 	}
 	if s3.AWSSecret == "" {
-		return ReasonBackupInvalidSpec, "spec.s3.awsSecret is empty"
+		return etcdv1beta2.ReasonBackupInvalidSpec, "spec.s3.awsSecret is empty"
 	}
 	return "", ""
 }
 
 // unsupportedProvider explains the CoreOS storage types kept only for compatibility.
 func unsupportedProvider(t etcdv1beta2.BackupStorageType) (reason, msg string) {
-	return ReasonUnsupportedStorageType, fmt.Sprintf("unsupported storage type %s, use S3 with the provider's S3-compatible endpoint (spec.s3.endpoint)", t)
+	return etcdv1beta2.ReasonUnsupportedStorageType, fmt.Sprintf("unsupported storage type %s, use S3 with the provider's S3-compatible endpoint (spec.s3.endpoint)", t)
 }
 
 // checkBackupSpec finds what no retry can fix.
@@ -318,22 +292,22 @@ func checkBackupSpec(s *etcdv1beta2.EtcdBackupSpec) (reason, msg string) {
 		return unsupportedProvider(s.StorageType)
 	case etcdv1beta2.BackupStorageTypePVC:
 		if s.PVC == nil {
-			return ReasonBackupInvalidSpec, "storageType PVC needs spec.pvc"
+			return etcdv1beta2.ReasonBackupInvalidSpec, "storageType PVC needs spec.pvc"
 		}
 		if s.PVC.ClaimName == "" || s.PVC.Path == "" {
-			return ReasonBackupInvalidSpec, "spec.pvc needs claimName and path"
+			return etcdv1beta2.ReasonBackupInvalidSpec, "spec.pvc needs claimName and path"
 		}
 		if strings.HasSuffix(s.PVC.Path, "/") || path.Clean("/"+s.PVC.Path) == "/" {
-			return ReasonBackupInvalidSpec, fmt.Sprintf("spec.pvc.path %q names no file", s.PVC.Path)
+			return etcdv1beta2.ReasonBackupInvalidSpec, fmt.Sprintf("spec.pvc.path %q names no file", s.PVC.Path)
 		}
 	default:
-		return ReasonUnsupportedStorageType, fmt.Sprintf("unknown storage type %q", s.StorageType)
+		return etcdv1beta2.ReasonUnsupportedStorageType, fmt.Sprintf("unknown storage type %q", s.StorageType)
 	}
 	if s.ClusterRef == nil && len(s.EtcdEndpoints) == 0 {
-		return ReasonBackupInvalidSpec, "give spec.clusterRef or spec.etcdEndpoints"
+		return etcdv1beta2.ReasonBackupInvalidSpec, "give spec.clusterRef or spec.etcdEndpoints"
 	}
 	if s.ClusterRef != nil && s.ClusterRef.Name == "" {
-		return ReasonBackupInvalidSpec, "spec.clusterRef.name is empty"
+		return etcdv1beta2.ReasonBackupInvalidSpec, "spec.clusterRef.name is empty"
 	}
 	return "", ""
 }
@@ -372,12 +346,12 @@ func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.E
 		// A certificate problem is reported as what it is: the retries that ran into
 		// the timeout could never have succeeded.
 		if etcdadmin.IsTLSError(err) {
-			return dialFailure(ctx, target, ReasonTLSError, fmt.Errorf("TLS with the etcd members failed (check spec.clientTLSSecret): %w", err))
+			return dialFailure(ctx, target, etcdv1beta2.ReasonTLSError, fmt.Errorf("TLS with the etcd members failed (check spec.clientTLSSecret): %w", err))
 		}
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-			return dialFailure(ctx, target, ReasonTimeout, fmt.Errorf("backup did not finish within %v (backupPolicy.timeoutInSecond): %w", timeout, err))
+			return dialFailure(ctx, target, etcdv1beta2.ReasonTimeout, fmt.Errorf("backup did not finish within %v (backupPolicy.timeoutInSecond): %w", timeout, err))
 		}
-		if reason == ReasonSnapshotFailed {
+		if reason == etcdv1beta2.ReasonSnapshotFailed {
 			return dialFailure(ctx, target, reason, err)
 		}
 		return &backupError{reason, err}
@@ -391,7 +365,7 @@ func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.E
 	if target.TLSSecret != "" {
 		tlsCfg, err := loadClientTLS(ctx, r.APIReader, eb.Namespace, target.TLSSecret)
 		if err != nil {
-			return nil, &backupError{ReasonSecretError, err}
+			return nil, &backupError{etcdv1beta2.ReasonSecretError, err}
 		}
 		cfg.TLS = tlsCfg
 	}
@@ -399,7 +373,7 @@ func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.E
 	cfg.Retry.Budget = timeout / 3
 	admin, err := etcdadmin.New(cfg)
 	if err != nil {
-		return nil, dialFailure(ctx, target, ReasonSnapshotFailed, err)
+		return nil, dialFailure(ctx, target, etcdv1beta2.ReasonSnapshotFailed, err)
 	}
 	defer admin.Close()
 	req := backup.SnapshotRequest{
@@ -410,11 +384,11 @@ func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.E
 		Metadata:   map[string]string{"etcd-backup-namespace": eb.Namespace, "etcd-backup-name": eb.Name},
 	}
 	if req.Compression, err = compressionOf(eb); err != nil {
-		return nil, &backupError{ReasonBackupInvalidSpec, err}
+		return nil, &backupError{etcdv1beta2.ReasonBackupInvalidSpec, err}
 	}
 	res, err := backup.SaveSnapshot(ctx, admin, store, req)
 	if errors.Is(err, backup.ErrSnapshot) {
-		return nil, timedOut(ReasonSnapshotFailed, fmt.Errorf("%v: %w", target.Endpoints, err))
+		return nil, timedOut(etcdv1beta2.ReasonSnapshotFailed, fmt.Errorf("%v: %w", target.Endpoints, err))
 	}
 	if err != nil {
 		return nil, timedOut(storageReason(err), err)
@@ -430,7 +404,7 @@ func (r *EtcdBackupReconciler) s3Store(ctx context.Context, eb *etcdv1beta2.Etcd
 	s := eb.Spec.S3
 	bucket, key, err := backup.SplitS3Path(s.Path)
 	if err != nil {
-		return nil, "", &backupError{ReasonBackupInvalidSpec, err}
+		return nil, "", &backupError{etcdv1beta2.ReasonBackupInvalidSpec, err}
 	}
 	store, err := newS3Store(ctx, r.APIReader, eb.Namespace, s, bucket)
 	if err != nil {
@@ -444,15 +418,15 @@ func (r *EtcdBackupReconciler) s3Store(ctx context.Context, eb *etcdv1beta2.Etcd
 func newS3Store(ctx context.Context, c client.Reader, namespace string, s *etcdv1beta2.S3BackupSource, bucket string) (backup.Store, error) {
 	var sec corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: s.AWSSecret}, &sec); err != nil {
-		return nil, &backupError{ReasonSecretError, fmt.Errorf("read awsSecret %s/%s: %w", namespace, s.AWSSecret, err)}
+		return nil, &backupError{etcdv1beta2.ReasonSecretError, fmt.Errorf("read awsSecret %s/%s: %w", namespace, s.AWSSecret, err)}
 	}
 	creds, err := backup.ParseAWSSecret(sec.Data)
 	if err != nil {
-		return nil, &backupError{ReasonSecretError, fmt.Errorf("awsSecret %s/%s: %w", namespace, s.AWSSecret, err)}
+		return nil, &backupError{etcdv1beta2.ReasonSecretError, fmt.Errorf("awsSecret %s/%s: %w", namespace, s.AWSSecret, err)}
 	}
 	store, err := backup.NewS3(backup.S3Config{Endpoint: s.Endpoint, Bucket: bucket, ForcePathStyle: s.ForcePathStyle, Credentials: creds})
 	if err != nil {
-		return nil, &backupError{ReasonBackupInvalidSpec, err}
+		return nil, &backupError{etcdv1beta2.ReasonBackupInvalidSpec, err}
 	}
 	return store, nil
 }
@@ -460,11 +434,11 @@ func newS3Store(ctx context.Context, c client.Reader, namespace string, s *etcdv
 func storageReason(err error) string {
 	switch {
 	case errors.Is(err, backup.ErrAccessDenied):
-		return ReasonAccessDenied
+		return etcdv1beta2.ReasonAccessDenied
 	case errors.Is(err, backup.ErrBucketNotFound):
-		return ReasonBucketNotFound
+		return etcdv1beta2.ReasonBucketNotFound
 	default:
-		return ReasonStorageError
+		return etcdv1beta2.ReasonStorageError
 	}
 }
 
@@ -475,7 +449,7 @@ func (r *EtcdBackupReconciler) fail(ctx context.Context, eb *etcdv1beta2.EtcdBac
 	eb.Status.Succeeded = false
 	eb.Status.Reason = msg
 	changed := meta.SetStatusCondition(&eb.Status.Conditions, metav1.Condition{
-		Type: BackupConditionSucceeded, Status: metav1.ConditionFalse, Reason: reason,
+		Type: etcdv1beta2.BackupConditionSucceeded, Status: metav1.ConditionFalse, Reason: reason,
 		Message: msg, ObservedGeneration: eb.Generation,
 	})
 	if !changed && orig.Status.Reason == msg && !orig.Status.Succeeded {
@@ -543,7 +517,7 @@ func (r *EtcdBackupReconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2
 			return ctrl.Result{}, err
 		}
 		if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-			return r.failed(ctx, eb, interval, &backupError{ReasonStorageError, fmt.Errorf("create backup pod: %w", err)}, 0)
+			return r.failed(ctx, eb, interval, &backupError{etcdv1beta2.ReasonStorageError, fmt.Errorf("create backup pod: %w", err)}, 0)
 		}
 		log.FromContext(ctx).Info("backup pod created", "pod", pod.Name, "claim", eb.Spec.PVC.ClaimName)
 		// The pod's status changes wake us; this is only the deadline.
@@ -553,7 +527,7 @@ func (r *EtcdBackupReconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2
 		return ctrl.Result{}, err
 	}
 	if !metav1.IsControlledBy(&pod, eb) {
-		return ctrl.Result{}, r.fail(ctx, eb, ReasonBackupInvalidSpec, fmt.Sprintf("pod %s/%s exists and does not belong to this backup", pod.Namespace, pod.Name))
+		return ctrl.Result{}, r.fail(ctx, eb, etcdv1beta2.ReasonBackupInvalidSpec, fmt.Sprintf("pod %s/%s exists and does not belong to this backup", pod.Namespace, pod.Name))
 	}
 	if pod.DeletionTimestamp != nil {
 		return ctrl.Result{RequeueAfter: time.Second}, nil // the last one is going away
@@ -569,7 +543,7 @@ func (r *EtcdBackupReconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2
 		if err := r.deletePod(ctx, &pod); err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.failed(ctx, eb, interval, &backupError{ReasonTimeout, fmt.Errorf(
+		return r.failed(ctx, eb, interval, &backupError{etcdv1beta2.ReasonTimeout, fmt.Errorf(
 			"backup pod %s did not finish within %v (backupPolicy.timeoutInSecond plus %v to start; phase %s)", pod.Name, timeout, backupPodStartGrace, pod.Status.Phase)},
 			now.Sub(pod.CreationTimestamp.Time))
 	}
@@ -588,12 +562,12 @@ func (r *EtcdBackupReconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2
 	}
 	reason, msg := res.Reason, res.Error
 	if reason == "" {
-		reason, msg = ReasonBackupPodFailed, fmt.Sprintf("backup pod %s failed (%s)", pod.Name, exit)
+		reason, msg = etcdv1beta2.ReasonBackupPodFailed, fmt.Sprintf("backup pod %s failed (%s)", pod.Name, exit)
 		if resErr == nil && res.Error != "" {
 			msg += ": " + res.Error
 		}
 	}
-	if podDialedExternal(&pod) && (reason == ReasonSnapshotFailed || reason == ReasonTimeout || reason == ReasonTLSError) {
+	if podDialedExternal(&pod) && (reason == etcdv1beta2.ReasonSnapshotFailed || reason == etcdv1beta2.ReasonTimeout || reason == etcdv1beta2.ReasonTLSError) {
 		return r.failed(ctx, eb, interval, dialFailure(ctx, &backupTarget{}, reason, errors.New(msg)), took)
 	}
 	return r.failed(ctx, eb, interval, &backupError{reason, errors.New(msg)}, took)

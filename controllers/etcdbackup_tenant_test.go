@@ -79,15 +79,15 @@ func TestBackupCannotReachAnotherNamespace(t *testing.T) {
 		reason, naming string
 	}{
 		{backupOf("by-ip", func(s *etcdv1beta2.EtcdBackupSpec) { s.EtcdEndpoints = []string{"http://" + addr} }),
-			ReasonEndpointsRefused, "spec.etcdEndpoints"},
+			etcdv1beta2.ReasonEndpointsRefused, "spec.etcdEndpoints"},
 		{backupOf("by-name", func(s *etcdv1beta2.EtcdBackupSpec) {
 			s.EtcdEndpoints = []string{"http://prod-client.team-b.svc:" + strings.Split(addr, ":")[1]}
-		}), ReasonEndpointsRefused, "spec.etcdEndpoints"},
+		}), etcdv1beta2.ReasonEndpointsRefused, "spec.etcdEndpoints"},
 		{backupOf("by-member-name", func(s *etcdv1beta2.EtcdBackupSpec) {
 			s.EtcdEndpoints = []string{"http://prod-0001.prod.team-b.svc.cluster.local:2379"}
-		}), ReasonEndpointsRefused, "spec.etcdEndpoints"},
+		}), etcdv1beta2.ReasonEndpointsRefused, "spec.etcdEndpoints"},
 		{backupOf("by-ref", func(s *etcdv1beta2.EtcdBackupSpec) { s.ClusterRef = &etcdv1beta2.EtcdClusterRef{Name: "prod"} }),
-			ReasonClusterNotFound, "spec.clusterRef.name"},
+			etcdv1beta2.ReasonClusterNotFound, "spec.clusterRef.name"},
 	}
 
 	s := testScheme()
@@ -109,7 +109,7 @@ func TestBackupCannotReachAnotherNamespace(t *testing.T) {
 			if err := c.Get(ctx, client.ObjectKeyFromObject(tc.backup), &got); err != nil {
 				t.Fatal(err)
 			}
-			cond := meta.FindStatusCondition(got.Status.Conditions, BackupConditionSucceeded)
+			cond := meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.BackupConditionSucceeded)
 			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != tc.reason {
 				t.Fatalf("condition %+v, want Succeeded=False %s", cond, tc.reason)
 			}
@@ -128,16 +128,16 @@ func TestBackupCannotReachAnotherNamespace(t *testing.T) {
 func TestDialFailureHidesDetailForExternalEndpoints(t *testing.T) {
 	ctx := context.Background()
 	causes := map[string]error{
-		ReasonSnapshotFailed: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")},
-		ReasonTimeout:        errors.New("backup did not finish within 3s: context deadline exceeded"),
-		ReasonTLSError:       errors.New("TLS with the etcd members failed: x509: certificate signed by unknown authority"),
+		etcdv1beta2.ReasonSnapshotFailed: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")},
+		etcdv1beta2.ReasonTimeout:        errors.New("backup did not finish within 3s: context deadline exceeded"),
+		etcdv1beta2.ReasonTLSError:       errors.New("TLS with the etcd members failed: x509: certificate signed by unknown authority"),
 	}
 	var external []string
 	for reason, cause := range causes {
 		err := dialFailure(ctx, &backupTarget{Endpoints: []string{"http://10.9.9.9:22"}}, reason, cause)
 		be, ok := err.(*backupError)
-		if !ok || be.reason != ReasonSnapshotFailed {
-			t.Fatalf("%s: %v, want reason %s", reason, err, ReasonSnapshotFailed)
+		if !ok || be.reason != etcdv1beta2.ReasonSnapshotFailed {
+			t.Fatalf("%s: %v, want reason %s", reason, err, etcdv1beta2.ReasonSnapshotFailed)
 		}
 		external = append(external, be.err.Error())
 		own := dialFailure(ctx, &backupTarget{Cluster: "mine"}, reason, cause).(*backupError)

@@ -129,7 +129,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// Input the API server's schema cannot judge (names, env clashing with flags) is
 	// reported on the resource; nothing is created or changed until it is fixed.
 	if err := render.ValidateCluster(&c); err != nil {
-		return r.refuseSpec(ctx, orig, &c, ReasonInvalidSpec, strings.TrimPrefix(err.Error(), "render: "))
+		return r.refuseSpec(ctx, orig, &c, etcdv1beta2.ReasonInvalidSpec, strings.TrimPrefix(err.Error(), "render: "))
 	}
 	if err := unsupportedVersion(&c); err != nil {
 		return r.refuseSpec(ctx, orig, &c, etcdv1beta2.ReasonUnsupportedVersion, err.Error())
@@ -148,7 +148,7 @@ func (r *EtcdClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	obs.orig = orig // the same object: a persisted step moves the final write's base
 
 	if _, warning := quorumLossGrace(&c, r.MinQuorumLossGrace); warning != "" {
-		r.Recorder.Event(&c, corev1.EventTypeWarning, "InvalidAnnotation", warning)
+		r.Recorder.Event(&c, corev1.EventTypeWarning, etcdv1beta2.EventReasonInvalidAnnotation, warning)
 	}
 	desired := desiredFromSpec(&c, r.MinQuorumLossGrace)
 	action := planner.Plan(desired, obs.planner)
@@ -267,10 +267,6 @@ const DefaultMinQuorumLossGrace = time.Minute
 // loss (force-new-cluster from the surviving member with the highest revision). Without
 // it a lost quorum is only reported: nothing is destroyed.
 const AnnotationForceNewCluster = "etcd.database.coreos.com/allow-force-new-cluster"
-
-// ReasonInvalidSpec is the condition reason and event reason for a spec the operator
-// refuses to act on.
-const ReasonInvalidSpec = "InvalidSpec"
 
 func conditionTrue(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType) bool {
 	for _, cond := range c.Status.Conditions {

@@ -51,13 +51,13 @@ const RestoreClusterSpecAnnotation = "etcd.database.coreos.com/restore-cluster-s
 // ReplaceExistingClusterAnnotation, set to "true" on an EtcdRestore, allows it to delete
 // an existing EtcdCluster of the name spec.etcdCluster.name and recreate it from the
 // backup (what CoreOS's operator always did). Without it a taken name is refused with
-// ReasonClusterExists. The old cluster is deleted only after the backup is resolved,
+// etcdv1beta2.ReasonClusterExists. The old cluster is deleted only after the backup is resolved,
 // downloaded and verified as the restore step will verify it (its SHA-256 if it has one,
 // and in every case etcd's integrity hash and a readable bbolt database), so a restore
 // that cannot succeed destroys nothing; deletion uses
 // foreground propagation and the new cluster is created only once the old one and its
 // member pods are gone. Backups on a PVC cannot be verified by the operator beforehand
-// and are therefore refused for replacement (ReasonBackupInvalidSpec).
+// and are therefore refused for replacement (etcdv1beta2.ReasonBackupInvalidSpec).
 const ReplaceExistingClusterAnnotation = "etcd.database.coreos.com/replace-existing-cluster"
 
 // ReplacedClusterAnnotation is written by the operator on an EtcdRestore, before it
@@ -70,28 +70,6 @@ const ReplacedClusterAnnotation = "etcd.database.coreos.com/replaced-cluster"
 // otherwise.
 const DefaultRestoreSize = 3
 
-// RestoreConditionSucceeded is the EtcdRestore condition: Unknown while the new cluster
-// starts, True once it is Available, False when the restore is refused or failed.
-const RestoreConditionSucceeded = "Succeeded"
-
-// Reasons of the EtcdRestore condition (besides the backup reasons shared with
-// EtcdBackup: UnsupportedStorageType, InvalidSpec, SecretError, AccessDenied,
-// BucketNotFound, StorageError).
-const (
-	ReasonClusterExists    = "ClusterExists"
-	ReasonBackupNotFound   = "BackupNotFound"
-	ReasonChecksumMismatch = "ChecksumMismatch"
-	// ReasonInvalidSnapshot: the backup is not a restorable etcd snapshot (truncated,
-	// damaged, or something else altogether), whether or not it has a checksum.
-	ReasonInvalidSnapshot   = "InvalidSnapshot"
-	ReasonRestoring         = "Restoring"
-	ReasonRestoreStepFailed = "RestoreStepFailed"
-	ReasonRestoreComplete   = "Restored"
-	// ReasonReplacingCluster: the existing cluster is being deleted (replacement opted
-	// into with ReplaceExistingClusterAnnotation).
-	ReasonReplacingCluster = "ReplacingCluster"
-)
-
 // replacePoll is how often a replacement checks whether the old cluster and its pods
 // are gone (the deletion of a cluster we did not create enqueues nothing).
 const replacePoll = 2 * time.Second
@@ -102,15 +80,15 @@ const restoreRetry = 15 * time.Second
 
 // EtcdRestoreReconciler creates a new EtcdCluster from a backup. It never changes an
 // existing cluster: if the name is taken by a cluster it did not create, the restore is
-// refused with ReasonClusterExists and nothing is touched (CoreOS deleted that cluster
+// refused with etcdv1beta2.ReasonClusterExists and nothing is touched (CoreOS deleted that cluster
 // and recreated it), unless the EtcdRestore carries ReplaceExistingClusterAnnotation.
 //
 // An S3 backup is resolved here, once: spec.s3.path is an exact object if one exists at
 // that key, else the prefix of periodic backups (<path>_v<rev>_<time>) whose newest is
 // taken. The object is downloaded once into DownloadDir and checked exactly as the
 // members' restore step will check it (restore.VerifyBackup) before anything is created
-// or deleted, so a corrupted backup fails here (ReasonChecksumMismatch,
-// ReasonInvalidSnapshot) rather than in crash-looping member pods. The chosen object and
+// or deleted, so a corrupted backup fails here (etcdv1beta2.ReasonChecksumMismatch,
+// etcdv1beta2.ReasonInvalidSnapshot) rather than in crash-looping member pods. The chosen object and
 // its SHA-256 are written into the new cluster's
 // render.AnnotationRestore, so every bootstrapping member's init container restores
 // exactly that object (a periodic backup taken meanwhile changes nothing). The cluster
@@ -121,7 +99,7 @@ const restoreRetry = 15 * time.Second
 // exactly spec.pvc.path (no periodic prefix: members picking "the newest" on their own
 // could restore different snapshots); each verifies the file against its SHA-256
 // sidecar and fails on a mismatch, which the restore reports as
-// ReasonRestoreStepFailed. The new cluster gets v1beta2.DefaultVersion unless the spec
+// etcdv1beta2.ReasonRestoreStepFailed. The new cluster gets v1beta2.DefaultVersion unless the spec
 // annotation names the backup's version.
 type EtcdRestoreReconciler struct {
 	client.Client
@@ -187,14 +165,14 @@ func (r *EtcdRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if !er.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	cond := meta.FindStatusCondition(er.Status.Conditions, RestoreConditionSucceeded)
+	cond := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
 	if cond != nil && cond.ObservedGeneration == er.Generation {
 		// Finished (either way) for this spec: a refused restore is not retried behind
 		// the user's back, e.g. after the conflicting cluster is deleted; a spec change
 		// starts over.
 		// Adding the replace annotation after a ClusterExists refusal is the one
 		// change that resumes without a spec change.
-		retryReplace := cond.Reason == ReasonClusterExists && replaceRequested(&er)
+		retryReplace := cond.Reason == etcdv1beta2.ReasonClusterExists && replaceRequested(&er)
 		if cond.Status == metav1.ConditionTrue || (cond.Status == metav1.ConditionFalse && terminalRestoreReason(cond.Reason) && !retryReplace) {
 			return ctrl.Result{}, nil
 		}
@@ -224,7 +202,7 @@ func (r *EtcdRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	} else if n > 0 {
 		msg := fmt.Sprintf("waiting for %d pod(s) of an earlier EtcdCluster %s to be gone before creating it from the backup.%s", n, name, replacedNote(&er))
-		return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, &er, metav1.ConditionUnknown, ReasonReplacingCluster, msg)
+		return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, &er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
 	}
 
 	c, err := r.newCluster(ctx, &er)
@@ -237,15 +215,15 @@ func (r *EtcdRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 		if apierrors.IsInvalid(err) {
-			return ctrl.Result{}, r.setStatus(ctx, &er, metav1.ConditionFalse, ReasonBackupInvalidSpec, clusterRefusedMessage(name, err))
+			return ctrl.Result{}, r.setStatus(ctx, &er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, clusterRefusedMessage(name, err))
 		}
 		return ctrl.Result{}, fmt.Errorf("create EtcdCluster %s: %w", name, err)
 	}
 	src, _ := render.Restore(c)
 	msg := fmt.Sprintf("created EtcdCluster %s (size %d, etcd %s) from backup %s (sha256 %s); waiting for it to become Available.%s",
 		name, c.Spec.Size, c.Spec.Version, src.Location(), orNone(src.SHA256), replacedNote(&er))
-	r.Recorder.Event(&er, corev1.EventTypeNormal, "ClusterCreated", msg)
-	return ctrl.Result{}, r.setStatus(ctx, &er, metav1.ConditionUnknown, ReasonRestoring, msg)
+	r.Recorder.Event(&er, corev1.EventTypeNormal, etcdv1beta2.EventReasonClusterCreated, msg)
+	return ctrl.Result{}, r.setStatus(ctx, &er, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, msg)
 }
 
 // backupFailed reports a backup that could not be resolved or verified; nothing was
@@ -253,7 +231,7 @@ func (r *EtcdRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 func (r *EtcdRestoreReconciler) backupFailed(ctx context.Context, er *etcdv1beta2.EtcdRestore, err error) (ctrl.Result, error) {
 	var be *backupError
 	if !errors.As(err, &be) {
-		be = &backupError{reason: ReasonStorageError, err: err}
+		be = &backupError{reason: etcdv1beta2.ReasonStorageError, err: err}
 	}
 	log.FromContext(ctx).Info("restore not started", "reason", be.reason, "error", be.err.Error())
 	if terminalRestoreReason(be.reason) {
@@ -293,13 +271,13 @@ func (r *EtcdRestoreReconciler) replaceCluster(ctx context.Context, er *etcdv1be
 	if er.Spec.BackupStorageType == etcdv1beta2.BackupStorageTypePVC {
 		msg := fmt.Sprintf("EtcdCluster %s exists and %s=true asks to replace it, but a backup on a PVC can only be verified by the new "+
 			"members, after the old cluster would be gone; nothing was changed. Restore into a new name, or from S3", old.Name, ReplaceExistingClusterAnnotation)
-		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, ReasonBackupInvalidSpec, msg)
+		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, msg)
 	}
 	if !old.DeletionTimestamp.IsZero() {
 		// Being deleted (by us, or by someone else meanwhile): the backup was verified
 		// before our delete; it is verified again when the new cluster is created.
 		msg := fmt.Sprintf("EtcdCluster %s (uid %s) is being deleted; the restore creates it anew once it and its pods are gone.%s", old.Name, old.UID, replacedNote(er))
-		return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, er, metav1.ConditionUnknown, ReasonReplacingCluster, msg)
+		return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
 	}
 	// Resolve and verify the backup first: a restore that cannot succeed must not
 	// destroy the cluster it would replace.
@@ -332,15 +310,15 @@ func (r *EtcdRestoreReconciler) replaceCluster(ctx context.Context, er *etcdv1be
 	msg := fmt.Sprintf("deleting EtcdCluster %s (uid %s, as %s=true asks) to recreate it from the verified backup %s (sha256 %s); "+
 		"waiting for it and its pods to be gone", old.Name, old.UID, ReplaceExistingClusterAnnotation, src.Location(), orNone(src.SHA256))
 	log.FromContext(ctx).Info("replacing cluster", "cluster", old.Name, "uid", old.UID, "backup", src.Location())
-	r.Recorder.Event(er, corev1.EventTypeWarning, "DeletedCluster", msg)
-	return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, er, metav1.ConditionUnknown, ReasonReplacingCluster, msg)
+	r.Recorder.Event(er, corev1.EventTypeWarning, etcdv1beta2.EventReasonDeletedCluster, msg)
+	return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
 }
 
 // untouched adds to a failure before a replacement that the cluster was not touched.
 func untouched(err error, old *etcdv1beta2.EtcdCluster) error {
 	var be *backupError
 	if !errors.As(err, &be) {
-		be = &backupError{reason: ReasonStorageError, err: err}
+		be = &backupError{reason: etcdv1beta2.ReasonStorageError, err: err}
 	}
 	return &backupError{be.reason, fmt.Errorf("%w; EtcdCluster %s (uid %s) was not touched", be.err, old.Name, old.UID)}
 }
@@ -370,13 +348,13 @@ func (r *EtcdRestoreReconciler) followCluster(ctx context.Context, er *etcdv1bet
 		msg := fmt.Sprintf("EtcdCluster %s already exists and was not created by this restore; nothing was changed. "+
 			"Restore into a new name (spec.etcdCluster.name), delete that cluster yourself first, "+
 			"or annotate this EtcdRestore with %s=true to have it replaced", c.Name, ReplaceExistingClusterAnnotation)
-		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, ReasonClusterExists, msg)
+		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, etcdv1beta2.ReasonClusterExists, msg)
 	}
 	src, _ := render.Restore(c)
 	if clusterAvailable(c) {
 		msg := fmt.Sprintf("EtcdCluster %s restored from %s is Available.%s", c.Name, src.Location(), replacedNote(er))
-		r.Recorder.Event(er, corev1.EventTypeNormal, ReasonRestoreComplete, msg)
-		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionTrue, ReasonRestoreComplete, msg)
+		r.Recorder.Event(er, corev1.EventTypeNormal, etcdv1beta2.ReasonRestoreComplete, msg)
+		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, msg)
 	}
 	failure, err := r.restoreStepFailure(ctx, c)
 	if err != nil {
@@ -385,11 +363,11 @@ func (r *EtcdRestoreReconciler) followCluster(ctx context.Context, er *etcdv1bet
 	if failure != "" {
 		// Not final: the kubelet retries the init container, which may yet succeed
 		// (e.g. once the store is reachable again).
-		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, ReasonRestoreStepFailed, failure)
+		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, etcdv1beta2.ReasonRestoreStepFailed, failure)
 	}
 	msg := fmt.Sprintf("EtcdCluster %s created from backup %s; waiting for it to become Available (phase %q).%s", c.Name, src.Location(), c.Status.Phase, replacedNote(er))
 	msg += membersCannotStart(c)
-	return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionUnknown, ReasonRestoring, msg)
+	return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, msg)
 }
 
 // restoreStepFailure describes the first member pod (by name) whose restore init
@@ -448,7 +426,7 @@ func clusterAvailable(c *etcdv1beta2.EtcdCluster) bool {
 // terminalRestoreReason: no retry can fix these without a spec change.
 func terminalRestoreReason(reason string) bool {
 	switch reason {
-	case ReasonClusterExists, ReasonUnsupportedStorageType, ReasonBackupInvalidSpec:
+	case etcdv1beta2.ReasonClusterExists, etcdv1beta2.ReasonUnsupportedStorageType, etcdv1beta2.ReasonBackupInvalidSpec:
 		return true
 	}
 	return false
@@ -466,19 +444,19 @@ func checkRestoreSpec(er *etcdv1beta2.EtcdRestore) (reason, msg string) {
 		return unsupportedProvider(s.BackupStorageType)
 	case etcdv1beta2.BackupStorageTypePVC:
 		if s.PVC == nil || s.PVC.ClaimName == "" {
-			return ReasonBackupInvalidSpec, "backupStorageType PVC needs spec.pvc.claimName"
+			return etcdv1beta2.ReasonBackupInvalidSpec, "backupStorageType PVC needs spec.pvc.claimName"
 		}
 		if _, err := render.CleanBackupPath(s.PVC.Path); err != nil {
-			return ReasonBackupInvalidSpec, err.Error()
+			return etcdv1beta2.ReasonBackupInvalidSpec, err.Error()
 		}
 	default:
-		return ReasonUnsupportedStorageType, fmt.Sprintf("unknown storage type %q", s.BackupStorageType)
+		return etcdv1beta2.ReasonUnsupportedStorageType, fmt.Sprintf("unknown storage type %q", s.BackupStorageType)
 	}
 	if s.EtcdCluster.Name == "" {
-		return ReasonBackupInvalidSpec, "spec.etcdCluster.name is empty"
+		return etcdv1beta2.ReasonBackupInvalidSpec, "spec.etcdCluster.name is empty"
 	}
 	if _, err := restoreClusterSpec(er); err != nil {
-		return ReasonBackupInvalidSpec, err.Error()
+		return etcdv1beta2.ReasonBackupInvalidSpec, err.Error()
 	}
 	return "", ""
 }
@@ -510,7 +488,7 @@ func (r *EtcdRestoreReconciler) newCluster(ctx context.Context, er *etcdv1beta2.
 		s3 := er.Spec.S3
 		bucket, key, err := backup.SplitS3Path(s3.Path)
 		if err != nil {
-			return nil, &backupError{ReasonBackupInvalidSpec, err}
+			return nil, &backupError{etcdv1beta2.ReasonBackupInvalidSpec, err}
 		}
 		store, err := newS3Store(ctx, r.APIReader, er.Namespace, s3, bucket)
 		if err != nil {
@@ -528,7 +506,7 @@ func (r *EtcdRestoreReconciler) newCluster(ctx context.Context, er *etcdv1beta2.
 	src.Restore, src.UID = er.Name, string(er.UID)
 	spec, err := restoreClusterSpec(er)
 	if err != nil {
-		return nil, &backupError{ReasonBackupInvalidSpec, err}
+		return nil, &backupError{etcdv1beta2.ReasonBackupInvalidSpec, err}
 	}
 	if spec.Size == 0 {
 		spec.Size = DefaultRestoreSize
@@ -543,7 +521,7 @@ func (r *EtcdRestoreReconciler) newCluster(ctx context.Context, er *etcdv1beta2.
 	}
 	ann, err := src.Annotations()
 	if err != nil {
-		return nil, &backupError{ReasonBackupInvalidSpec, err}
+		return nil, &backupError{etcdv1beta2.ReasonBackupInvalidSpec, err}
 	}
 	c := &etcdv1beta2.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: er.Spec.EtcdCluster.Name, Namespace: er.Namespace, Annotations: ann},
@@ -551,7 +529,7 @@ func (r *EtcdRestoreReconciler) newCluster(ctx context.Context, er *etcdv1beta2.
 	}
 	// Refuse here what the renderer would refuse later, with the restore's own status.
 	if err := render.ValidateCluster(c); err != nil {
-		return nil, &backupError{ReasonBackupInvalidSpec, err}
+		return nil, &backupError{etcdv1beta2.ReasonBackupInvalidSpec, err}
 	}
 	return c, nil
 }
@@ -567,7 +545,7 @@ func (r *EtcdRestoreReconciler) resolveBackup(ctx context.Context, store backup.
 	latest, lerr := backup.Latest(ctx, store, key)
 	if lerr != nil {
 		if errors.Is(lerr, backup.ErrNotFound) {
-			return v, &backupError{ReasonBackupNotFound, fmt.Errorf("%s: no backup %q and no periodic backup %s_v<revision>_<time>", store, key, key)}
+			return v, &backupError{etcdv1beta2.ReasonBackupNotFound, fmt.Errorf("%s: no backup %q and no periodic backup %s_v<revision>_<time>", store, key, key)}
 		}
 		return v, &backupError{storageReason(lerr), lerr}
 	}
@@ -587,9 +565,9 @@ func (r *EtcdRestoreReconciler) verifyBackup(ctx context.Context, store backup.S
 	case errors.Is(err, backup.ErrNotFound):
 		return v, err
 	case errors.Is(err, backup.ErrChecksumMismatch):
-		return v, &backupError{ReasonChecksumMismatch, err}
+		return v, &backupError{etcdv1beta2.ReasonChecksumMismatch, err}
 	case errors.Is(err, restore.ErrNotRestorable):
-		return v, &backupError{ReasonInvalidSnapshot, err}
+		return v, &backupError{etcdv1beta2.ReasonInvalidSnapshot, err}
 	}
 	return v, &backupError{storageReason(err), err}
 }
@@ -611,7 +589,7 @@ func (r *EtcdRestoreReconciler) setStatus(ctx context.Context, er *etcdv1beta2.E
 		er.Status.Reason = msg
 	}
 	changed := meta.SetStatusCondition(&er.Status.Conditions, metav1.Condition{
-		Type: RestoreConditionSucceeded, Status: status, Reason: reason, Message: msg, ObservedGeneration: er.Generation,
+		Type: etcdv1beta2.RestoreConditionSucceeded, Status: status, Reason: reason, Message: msg, ObservedGeneration: er.Generation,
 	})
 	if !changed && orig.Status.Succeeded == er.Status.Succeeded && orig.Status.Reason == er.Status.Reason {
 		return nil

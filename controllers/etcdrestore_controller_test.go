@@ -66,7 +66,7 @@ func (f *restoreFixture) restore(t *testing.T, name string) *etcdv1beta2.EtcdRes
 func (f *restoreFixture) wantCondition(t *testing.T, name string, status metav1.ConditionStatus, reason, mention string) *etcdv1beta2.EtcdRestore {
 	t.Helper()
 	er := f.restore(t, name)
-	c := meta.FindStatusCondition(er.Status.Conditions, RestoreConditionSucceeded)
+	c := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
 	if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, mention) {
 		t.Fatalf("%s: condition %+v, want %s/%s mentioning %q", name, c, status, reason, mention)
 	}
@@ -121,8 +121,8 @@ func TestRestoreRefusesATakenName(t *testing.T) {
 			t.Errorf("%s: a refused restore is retried: %+v", name, res)
 		}
 	}
-	f.wantCondition(t, "r1", metav1.ConditionFalse, ReasonClusterExists, "EtcdCluster prod already exists")
-	f.wantCondition(t, "r2", metav1.ConditionFalse, ReasonClusterExists, "nothing was changed")
+	f.wantCondition(t, "r1", metav1.ConditionFalse, etcdv1beta2.ReasonClusterExists, "EtcdCluster prod already exists")
+	f.wantCondition(t, "r2", metav1.ConditionFalse, etcdv1beta2.ReasonClusterExists, "nothing was changed")
 	for _, c := range f.clusters(t) {
 		if before[c.Name] != c.ResourceVersion {
 			t.Errorf("cluster %s was changed", c.Name)
@@ -142,7 +142,7 @@ func TestRestoreRefusesATakenName(t *testing.T) {
 	}
 	select {
 	case ev := <-f.rec.Events:
-		if !strings.Contains(ev, ReasonClusterExists) {
+		if !strings.Contains(ev, etcdv1beta2.ReasonClusterExists) {
 			t.Errorf("event %q", ev)
 		}
 	default:
@@ -162,9 +162,9 @@ func TestRestoreUnsupportedStorage(t *testing.T) {
 	f.reconcile(t, "gcs")
 	f.reconcile(t, "pvc")
 	f.reconcile(t, "bad-spec")
-	f.wantCondition(t, "gcs", metav1.ConditionFalse, ReasonUnsupportedStorageType, "S3-compatible endpoint")
-	f.wantCondition(t, "pvc", metav1.ConditionFalse, ReasonBackupInvalidSpec, "spec.pvc.claimName")
-	f.wantCondition(t, "bad-spec", metav1.ConditionFalse, ReasonBackupInvalidSpec, RestoreClusterSpecAnnotation)
+	f.wantCondition(t, "gcs", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "S3-compatible endpoint")
+	f.wantCondition(t, "pvc", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "spec.pvc.claimName")
+	f.wantCondition(t, "bad-spec", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, RestoreClusterSpecAnnotation)
 	if cs := f.clusters(t); len(cs) != 0 {
 		t.Errorf("clusters created: %v", cs)
 	}
@@ -228,7 +228,7 @@ func TestRestoreCreatesCluster(t *testing.T) {
 	check := func(restore, cluster, wantPath, wantSHA, wantVersion string, wantSize int) {
 		t.Helper()
 		f.reconcile(t, restore)
-		f.wantCondition(t, restore, metav1.ConditionUnknown, ReasonRestoring, "waiting for it to become Available")
+		f.wantCondition(t, restore, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting for it to become Available")
 		c := get(cluster)
 		src, err := render.Restore(c)
 		if err != nil || src == nil {
@@ -259,10 +259,10 @@ func TestRestoreCreatesCluster(t *testing.T) {
 	if res := f.reconcile(t, "missing"); res.RequeueAfter == 0 {
 		t.Errorf("missing backup not retried")
 	}
-	f.wantCondition(t, "missing", metav1.ConditionFalse, ReasonBackupNotFound, "c/nothing")
+	f.wantCondition(t, "missing", metav1.ConditionFalse, etcdv1beta2.ReasonBackupNotFound, "c/nothing")
 	// A corrupted backup is found before anything is created.
 	f.reconcile(t, "corrupt")
-	f.wantCondition(t, "corrupt", metav1.ConditionFalse, ReasonChecksumMismatch, "c/corrupt.db")
+	f.wantCondition(t, "corrupt", metav1.ConditionFalse, etcdv1beta2.ReasonChecksumMismatch, "c/corrupt.db")
 	if len(f.clusters(t)) != 3 {
 		t.Errorf("clusters: %d, want 3", len(f.clusters(t)))
 	}
@@ -292,13 +292,13 @@ func TestRestoreCreatesCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.reconcile(t, "exact")
-	f.wantCondition(t, "exact", metav1.ConditionFalse, ReasonRestoreStepFailed, `member from-exact-abc failed (exit code 1); see kubectl logs from-exact-abc -c restore: {"msg":"restore failed","error":"access denied"}`)
+	f.wantCondition(t, "exact", metav1.ConditionFalse, etcdv1beta2.ReasonRestoreStepFailed, `member from-exact-abc failed (exit code 1); see kubectl logs from-exact-abc -c restore: {"msg":"restore failed","error":"access denied"}`)
 	pod.Status.InitContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
 	if err := f.c.Status().Update(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
 	f.reconcile(t, "exact")
-	f.wantCondition(t, "exact", metav1.ConditionUnknown, ReasonRestoring, "waiting")
+	f.wantCondition(t, "exact", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting")
 
 	// Available completes the restore.
 	c := get("from-exact")
@@ -307,7 +307,7 @@ func TestRestoreCreatesCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.reconcile(t, "exact")
-	f.wantCondition(t, "exact", metav1.ConditionTrue, ReasonRestoreComplete, "is Available")
+	f.wantCondition(t, "exact", metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, "is Available")
 }
 
 func newPVCRestore(name, cluster, claim, path string) *etcdv1beta2.EtcdRestore {
@@ -330,7 +330,7 @@ func TestRestoreFromPVCCreatesCluster(t *testing.T) {
 		size                      int
 	}{{"plain", "p", etcdv1beta2.DefaultVersion, DefaultRestoreSize}, {"versioned", "v", "3.7.3", 1}} {
 		f.reconcile(t, tc.restore)
-		f.wantCondition(t, tc.restore, metav1.ConditionUnknown, ReasonRestoring, "from backup pvc://backups/snaps/one.db (sha256 none recorded)")
+		f.wantCondition(t, tc.restore, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "from backup pvc://backups/snaps/one.db (sha256 none recorded)")
 		var c etcdv1beta2.EtcdCluster
 		if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: tc.cluster}, &c); err != nil {
 			t.Fatal(err)
@@ -344,7 +344,7 @@ func TestRestoreFromPVCCreatesCluster(t *testing.T) {
 		}
 	}
 	f.reconcile(t, "root")
-	f.wantCondition(t, "root", metav1.ConditionFalse, ReasonBackupInvalidSpec, "names no file")
+	f.wantCondition(t, "root", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "names no file")
 	if n := len(f.clusters(t)); n != 2 {
 		t.Errorf("%d clusters, want 2", n)
 	}
@@ -403,9 +403,9 @@ func TestRestoreReplacesCluster(t *testing.T) {
 
 	// Nothing is deleted for a backup that fails verification, nor for a PVC backup.
 	f.reconcile(t, "corrupt")
-	f.wantCondition(t, "corrupt", metav1.ConditionFalse, ReasonChecksumMismatch, "c/corrupt.db")
+	f.wantCondition(t, "corrupt", metav1.ConditionFalse, etcdv1beta2.ReasonChecksumMismatch, "c/corrupt.db")
 	f.reconcile(t, "pvc")
-	f.wantCondition(t, "pvc", metav1.ConditionFalse, ReasonBackupInvalidSpec, "nothing was changed")
+	f.wantCondition(t, "pvc", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "nothing was changed")
 	for _, name := range []string{"corrupt", "pvc"} {
 		if _, ok := f.restore(t, name).Annotations[ReplacedClusterAnnotation]; ok {
 			t.Errorf("%s recorded a replacement", name)
@@ -417,7 +417,7 @@ func TestRestoreReplacesCluster(t *testing.T) {
 
 	// Without the annotation: refused; adding the annotation later resumes the restore.
 	f.reconcile(t, "later")
-	f.wantCondition(t, "later", metav1.ConditionFalse, ReasonClusterExists, ReplaceExistingClusterAnnotation)
+	f.wantCondition(t, "later", metav1.ConditionFalse, etcdv1beta2.ReasonClusterExists, ReplaceExistingClusterAnnotation)
 	f.reconcile(t, "later")
 	if c, err := get("keep"); err != nil || c.ResourceVersion != keepBefore.ResourceVersion {
 		t.Fatalf("cluster keep touched without the annotation: %v", err)
@@ -429,7 +429,7 @@ func TestRestoreReplacesCluster(t *testing.T) {
 			t.Errorf("replacement not polled: %+v", res)
 		}
 	}
-	er := f.wantCondition(t, "replace", metav1.ConditionUnknown, ReasonReplacingCluster, "EtcdCluster prod (uid uid-old-prod) is being deleted")
+	er := f.wantCondition(t, "replace", metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, "EtcdCluster prod (uid uid-old-prod) is being deleted")
 	if got := er.Annotations[ReplacedClusterAnnotation]; got != `{"name":"prod","uid":"uid-old-prod"}` {
 		t.Errorf("replaced-cluster record %q", got)
 	}
@@ -459,7 +459,7 @@ func TestRestoreReplacesCluster(t *testing.T) {
 		t.Fatalf("old cluster still there")
 	}
 	f.reconcile(t, "replace")
-	f.wantCondition(t, "replace", metav1.ConditionUnknown, ReasonReplacingCluster, "waiting for 1 pod(s)")
+	f.wantCondition(t, "replace", metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, "waiting for 1 pod(s)")
 	if _, err := get("prod"); err == nil {
 		t.Fatalf("new cluster created while an old pod exists")
 	}
@@ -467,7 +467,7 @@ func TestRestoreReplacesCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.reconcile(t, "replace")
-	f.wantCondition(t, "replace", metav1.ConditionUnknown, ReasonRestoring, "deleted the earlier EtcdCluster prod (uid uid-old-prod)")
+	f.wantCondition(t, "replace", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "deleted the earlier EtcdCluster prod (uid uid-old-prod)")
 	c, err := get("prod")
 	if err != nil {
 		t.Fatal(err)
@@ -487,7 +487,7 @@ func TestRestoreReplacesCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.reconcile(t, "replace")
-	f.wantCondition(t, "replace", metav1.ConditionTrue, ReasonRestoreComplete, "deleted the earlier EtcdCluster prod (uid uid-old-prod)")
+	f.wantCondition(t, "replace", metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, "deleted the earlier EtcdCluster prod (uid uid-old-prod)")
 
 	// The refused restore resumes once annotated, and replaces "keep".
 	later = f.restore(t, "later")
@@ -496,7 +496,7 @@ func TestRestoreReplacesCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.reconcile(t, "later")
-	f.wantCondition(t, "later", metav1.ConditionUnknown, ReasonReplacingCluster, "deleting EtcdCluster keep (uid uid-keep")
+	f.wantCondition(t, "later", metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, "deleting EtcdCluster keep (uid uid-keep")
 	if _, err := get("keep"); err == nil {
 		t.Errorf("keep not deleted")
 	}
@@ -548,7 +548,7 @@ func TestRestoreReplaceVerifiesSnapshot(t *testing.T) {
 
 	for _, name := range []string{"garbage", "truncated"} {
 		f.reconcile(t, name)
-		f.wantCondition(t, name, metav1.ConditionFalse, ReasonInvalidSnapshot, "EtcdCluster keep (uid uid-keep) was not touched")
+		f.wantCondition(t, name, metav1.ConditionFalse, etcdv1beta2.ReasonInvalidSnapshot, "EtcdCluster keep (uid uid-keep) was not touched")
 		if _, ok := f.restore(t, name).Annotations[ReplacedClusterAnnotation]; ok {
 			t.Errorf("%s recorded a replacement", name)
 		}
@@ -559,7 +559,7 @@ func TestRestoreReplaceVerifiesSnapshot(t *testing.T) {
 	}
 	// Not only for replacements: a new cluster is never created from such an object.
 	f.reconcile(t, "garbage-new")
-	f.wantCondition(t, "garbage-new", metav1.ConditionFalse, ReasonInvalidSnapshot, "not a restorable etcd snapshot")
+	f.wantCondition(t, "garbage-new", metav1.ConditionFalse, etcdv1beta2.ReasonInvalidSnapshot, "not a restorable etcd snapshot")
 	if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "new"}, &c); err == nil {
 		t.Errorf("a cluster was created from garbage")
 	}
@@ -567,20 +567,20 @@ func TestRestoreReplaceVerifiesSnapshot(t *testing.T) {
 	for len(f.rec.Events) > 0 {
 		events += <-f.rec.Events + "\n"
 	}
-	if !strings.Contains(events, ReasonInvalidSnapshot) {
-		t.Errorf("no %s event: %s", ReasonInvalidSnapshot, events)
+	if !strings.Contains(events, etcdv1beta2.ReasonInvalidSnapshot) {
+		t.Errorf("no %s event: %s", etcdv1beta2.ReasonInvalidSnapshot, events)
 	}
 
 	// A valid CoreOS-era snapshot (no checksum of ours) does replace.
 	f.reconcile(t, "good")
-	f.wantCondition(t, "good", metav1.ConditionUnknown, ReasonReplacingCluster, "deleting EtcdCluster prod (uid uid-prod")
+	f.wantCondition(t, "good", metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, "deleting EtcdCluster prod (uid uid-prod")
 	if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &c); err == nil {
 		t.Errorf("prod not deleted")
 	}
 	f.reconcile(t, "good")
 	// Pinned to the bytes verified: the members restore exactly what was checked here.
 	read := fmt.Sprintf("%x", sha256.Sum256(snap))
-	f.wantCondition(t, "good", metav1.ConditionUnknown, ReasonRestoring, "sha256 "+read)
+	f.wantCondition(t, "good", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "sha256 "+read)
 	if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &c); err != nil {
 		t.Fatal(err)
 	}

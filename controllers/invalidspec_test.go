@@ -52,14 +52,14 @@ func TestReconcileRefusesIdentityEnv(t *testing.T) {
 	}
 	found := false
 	for _, cond := range got.Status.Conditions {
-		found = found || (cond.Reason == ReasonInvalidSpec && strings.Contains(cond.Message, "ETCD_FORCE_NEW_CLUSTER"))
+		found = found || (cond.Reason == etcdv1beta2.ReasonInvalidSpec && strings.Contains(cond.Message, "ETCD_FORCE_NEW_CLUSTER"))
 	}
 	if !found {
-		t.Errorf("no %s condition naming the variable: %+v", ReasonInvalidSpec, got.Status.Conditions)
+		t.Errorf("no %s condition naming the variable: %+v", etcdv1beta2.ReasonInvalidSpec, got.Status.Conditions)
 	}
 	select {
 	case e := <-rec.Events:
-		if !strings.Contains(e, "Warning "+ReasonInvalidSpec) || !strings.Contains(e, "ETCD_FORCE_NEW_CLUSTER") {
+		if !strings.Contains(e, "Warning "+etcdv1beta2.ReasonInvalidSpec) || !strings.Contains(e, "ETCD_FORCE_NEW_CLUSTER") {
 			t.Errorf("event %q", e)
 		}
 	default:

@@ -65,7 +65,7 @@ func recordBackup(namespace, name, reason string, took time.Duration, at time.Ti
 	if took > 0 {
 		backupDuration.WithLabelValues(namespace, name).Observe(took.Seconds())
 	}
-	if reason == ReasonBackupSucceeded {
+	if reason == etcdv1beta2.ReasonBackupSucceeded {
 		backupLastSuccess.WithLabelValues(namespace, name).Set(float64(at.Unix()))
 		backupSize.WithLabelValues(namespace, name).Set(float64(size))
 	}

@@ -59,9 +59,9 @@ func TestMetricsExported(t *testing.T) {
 
 func TestBackupAndAvailabilityMetrics(t *testing.T) {
 	at := time.Unix(1_800_000_000, 0)
-	recordBackup("ns", "b", ReasonTimeout, 5*time.Second, time.Time{}, 0)
-	recordBackup("ns", "b", ReasonBackupSucceeded, 2*time.Second, at, 4096)
-	if got := testutil.ToFloat64(backupsTotal.WithLabelValues("ns", "b", ReasonTimeout)); got != 1 {
+	recordBackup("ns", "b", etcdv1beta2.ReasonTimeout, 5*time.Second, time.Time{}, 0)
+	recordBackup("ns", "b", etcdv1beta2.ReasonBackupSucceeded, 2*time.Second, at, 4096)
+	if got := testutil.ToFloat64(backupsTotal.WithLabelValues("ns", "b", etcdv1beta2.ReasonTimeout)); got != 1 {
 		t.Errorf("timeouts = %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(backupLastSuccess.WithLabelValues("ns", "b")); got != float64(at.Unix()) {

@@ -40,7 +40,7 @@ func (r *EtcdClusterReconciler) startRecovery(ctx context.Context, c *etcdv1beta
 		if err := r.persistStatus(ctx, o, c); err != nil {
 			return err
 		}
-		r.Recorder.Eventf(c, corev1.EventTypeWarning, "ForceNewCluster",
+		r.Recorder.Eventf(c, corev1.EventTypeWarning, etcdv1beta2.EventReasonForceNewCluster,
 			"%s; the old members are removed only once %s serves", a.Message, rec.Member)
 	}
 	src := o.pods[rec.Source]
@@ -56,7 +56,7 @@ func (r *EtcdClusterReconciler) startRecovery(ctx context.Context, c *etcdv1beta
 	if err := r.createMembers(ctx, c, []render.Member{m}); err != nil {
 		return err
 	}
-	r.Recorder.Eventf(c, corev1.EventTypeNormal, "MemberPodCreated",
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberPodCreated,
 		"created pod %s, which copies the data of %s (revision >= %d)", rec.Member, rec.Source, rec.Revision)
 	return nil
 }
@@ -92,7 +92,7 @@ func (r *EtcdClusterReconciler) finishRecovery(ctx context.Context, c *etcdv1bet
 	if err := r.persistStatus(ctx, o, c); err != nil {
 		return err
 	}
-	r.Recorder.Eventf(c, corev1.EventTypeNormal, "Recovered", "%s; deleted pods [%s]; growing back to %d members",
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonRecovered, "%s; deleted pods [%s]; growing back to %d members",
 		a.Message, strings.Join(old, " "), c.Spec.Size)
 	return nil
 }

@@ -23,7 +23,7 @@ import (
 func TestRestoreReportsMembersThatCannotStart(t *testing.T) {
 	f := newRestoreFixture(t, newPVCRestore("nopvc", "np", "missing-claim", "snaps/one.db"))
 	f.reconcile(t, "nopvc")
-	f.wantCondition(t, "nopvc", metav1.ConditionUnknown, ReasonRestoring, "waiting")
+	f.wantCondition(t, "nopvc", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting")
 
 	var c etcdv1beta2.EtcdCluster
 	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "np"}, &c); err != nil {
@@ -36,7 +36,7 @@ func TestRestoreReportsMembersThatCannotStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.reconcile(t, "nopvc")
-	f.wantCondition(t, "nopvc", metav1.ConditionUnknown, ReasonRestoring, why)
+	f.wantCondition(t, "nopvc", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, why)
 }
 
 // A cluster the API server refuses to create (its admission rules are stricter than what
@@ -59,5 +59,5 @@ func TestRestoreReportsClusterRefusedByTheAPIServer(t *testing.T) {
 	f := &restoreFixture{c: c, rec: record.NewFakeRecorder(100), r: &EtcdRestoreReconciler{Client: c, APIReader: c, OperatorImage: "op:test"}}
 	f.r.Recorder = f.rec
 	f.reconcile(t, "huge")
-	f.wantCondition(t, "huge", metav1.ConditionFalse, ReasonBackupInvalidSpec, "spec.size")
+	f.wantCondition(t, "huge", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "spec.size")
 }

@@ -125,5 +125,5 @@ func TestRestoreDoesNotAdoptAForgedCluster(t *testing.T) {
 	forged.Status.Conditions = []etcdv1beta2.ClusterCondition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: corev1.ConditionTrue}}
 	f := newRestoreFixture(t, forged, newRestore("r1", "prod", "b/k"))
 	f.reconcile(t, "r1")
-	f.wantCondition(t, "r1", metav1.ConditionFalse, ReasonClusterExists, "was not created by this restore")
+	f.wantCondition(t, "r1", metav1.ConditionFalse, etcdv1beta2.ReasonClusterExists, "was not created by this restore")
 }

@@ -14,10 +14,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
-// ReasonRestoreSourceRejected: a cluster carries a restore annotation that this
-// operator cannot trace to an EtcdRestore of its namespace; its members are not created.
-const ReasonRestoreSourceRejected = "RestoreSourceRejected"
-
 // errRestoreRejected marks a restore annotation that is not provably the operator's.
 var errRestoreRejected = errors.New("restore annotation not written by this operator")
 
@@ -41,7 +37,7 @@ func (r *EtcdClusterReconciler) restoreStep(ctx context.Context, c *etcdv1beta2.
 	if err != nil {
 		msg := fmt.Sprintf("%s; no member was created. Remove the annotation %s to start an empty cluster, or restore with an EtcdRestore: %v",
 			errRestoreRejected, render.AnnotationRestore, err)
-		r.Recorder.Event(c, corev1.EventTypeWarning, ReasonRestoreSourceRejected, msg)
+		r.Recorder.Event(c, corev1.EventTypeWarning, etcdv1beta2.ReasonRestoreSourceRejected, msg)
 		return nil, fmt.Errorf("%w: %w", errRestoreRejected, err)
 	}
 	return &render.RestoreStep{Source: *src, Image: r.OperatorImage}, nil

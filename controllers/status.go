@@ -65,7 +65,7 @@ func (r *EtcdClusterReconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *obse
 		cond := &s.Conditions[i]
 		if cond.Type == planner.ConditionAvailable && cond.Status && len(ready) < planner.Quorum(voters) {
 			cond.Status = false
-			cond.Reason = "MembersNotReady"
+			cond.Reason = etcdv1beta2.ReasonMembersNotReady
 			cond.Message = fmt.Sprintf("%d of %d voting members have a Ready pod; clients need %d", len(ready), voters, planner.Quorum(voters))
 		}
 	}

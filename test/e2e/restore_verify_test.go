@@ -86,14 +86,14 @@ func TestRestoreVerifiesBackupBeforeReplacing(t *testing.T) {
 			er.Annotations = map[string]string{controllers.ReplaceExistingClusterAnnotation: "true"}
 			e.Create(er)
 			got := waitRefusedKeeping(t, e, name, before)
-			c := meta.FindStatusCondition(got.Status.Conditions, controllers.RestoreConditionSucceeded)
-			if c.Reason != controllers.ReasonInvalidSnapshot || !strings.Contains(c.Message, "was not touched") || !strings.Contains(c.Message, key) {
+			c := meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
+			if c.Reason != etcdv1beta2.ReasonInvalidSnapshot || !strings.Contains(c.Message, "was not touched") || !strings.Contains(c.Message, key) {
 				t.Errorf("condition %+v", c)
 			}
 			if _, ok := got.Annotations[controllers.ReplacedClusterAnnotation]; ok {
 				t.Errorf("the refused restore recorded a replacement")
 			}
-			waitEvent(e, "EtcdRestore", name, controllers.ReasonInvalidSnapshot)
+			waitEvent(e, "EtcdRestore", name, etcdv1beta2.ReasonInvalidSnapshot)
 		})
 	}
 	after := e.WaitAvailable(prod, 1, 30*time.Second)
@@ -115,7 +115,7 @@ func TestRestoreVerifiesBackupBeforeReplacing(t *testing.T) {
 		er := restoreFrom("from-coreos", "from-coreos", "coreos/good.db")
 		er.Annotations = map[string]string{controllers.RestoreClusterSpecAnnotation: `{"size": 1}`}
 		e.Create(er)
-		waitRestore(t, e, "from-coreos", metav1.ConditionTrue, controllers.ReasonRestoreComplete, 3*time.Minute)
+		waitRestore(t, e, "from-coreos", metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, 3*time.Minute)
 		e.WaitAvailable("from-coreos", 1, 60*time.Second)
 		if got := dump(t, e.EtcdClient("from-coreos")); !reflect.DeepEqual(got, atSnapshot) {
 			t.Errorf("restored %d keys, snapshot had %d; %v", len(got), len(atSnapshot), firstDiffs(got, atSnapshot, 5))
@@ -157,7 +157,7 @@ func waitRefusedKeeping(t *testing.T, e *framework.Env, name string, keep *etcdv
 		if err := e.C.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &er); err != nil {
 			return err
 		}
-		cond := meta.FindStatusCondition(er.Status.Conditions, controllers.RestoreConditionSucceeded)
+		cond := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
 		if cond == nil || cond.Status != metav1.ConditionFalse {
 			return fmt.Errorf("status %+v", er.Status)
 		}
