@@ -10,8 +10,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -154,7 +152,7 @@ func runRestore(args []string) int {
 		checksum     = fs.String("checksum", "", "expected SHA-256 of the stored backup (hex)")
 		fromMember   = fs.String("from-member", "", "client URL of a live member to copy the data from instead of a backup (quorum-loss recovery)")
 		minRevision  = fs.Int64("min-revision", 0, "with --from-member: refuse a snapshot older than this revision")
-		clientTLSDir = fs.String("client-tls-dir", "", "with an https --from-member: directory with the client TLS secret's files (etcd-client.crt, etcd-client.key, etcd-client-ca.crt)")
+		clientTLSDir = fs.String("client-tls-dir", "", "with an https --from-member: directory with the client TLS secret's files ("+etcdadmin.ClientCertKey+", "+etcdadmin.ClientKeyKey+", "+etcdadmin.ClientCAKey+")")
 		name         = fs.String("name", "", "member name")
 		dataDir      = fs.String("data-dir", "", "member data directory to create")
 		peerURLs     = fs.String("initial-advertise-peer-urls", "", "member peer URLs, comma-separated")
@@ -178,7 +176,7 @@ func runRestore(args []string) int {
 	case *fromMember != "" && *s3Path == "" && *dir == "":
 		member = &restore.MemberSource{Endpoint: *fromMember, MinRevision: *minRevision}
 		if *clientTLSDir != "" {
-			tlsCfg, err := loadTLSDir(*clientTLSDir)
+			tlsCfg, err := etcdadmin.ClientTLSFromDir(*clientTLSDir)
 			if err != nil {
 				return fail(err)
 			}
@@ -234,7 +232,7 @@ func runBackup(args []string) int {
 	fs := flag.NewFlagSet("backup", flag.ExitOnError)
 	var (
 		endpoints   = fs.String("endpoints", "", "etcd client URLs, comma-separated")
-		tlsDir      = fs.String("tls-dir", "", "directory with the client TLS secret's files (etcd-client.crt, etcd-client.key, etcd-client-ca.crt); empty: no TLS")
+		tlsDir      = fs.String("tls-dir", "", "directory with the client TLS secret's files ("+etcdadmin.ClientCertKey+", "+etcdadmin.ClientKeyKey+", "+etcdadmin.ClientCAKey+"); empty: no TLS")
 		dir         = fs.String("dir", "", "backup directory (the mounted claim)")
 		key         = fs.String("key", "", "backup path below --dir; with --periodic the base of <key>_v<revision>_<time>")
 		periodic    = fs.Bool("periodic", false, "name the backup <key>_v<revision>_<time> and apply --max-backups")
@@ -275,7 +273,7 @@ func runBackup(args []string) int {
 	}
 	cfg := etcdadmin.Config{Endpoints: strings.Split(*endpoints, ","), Retry: etcdadmin.Backoff{Budget: *timeout / 3}}
 	if *tlsDir != "" {
-		if cfg.TLS, err = loadTLSDir(*tlsDir); err != nil {
+		if cfg.TLS, err = etcdadmin.ClientTLSFromDir(*tlsDir); err != nil {
 			return fail(etcdv1beta2.ReasonSecretError, err)
 		}
 	}
@@ -301,23 +299,6 @@ func runBackup(args []string) int {
 	lg.Info("backup stored", uzap.String("location", res.Location), uzap.Int64("revision", res.Revision),
 		uzap.String("sha256", res.Object.SHA256), uzap.Int("pruned", len(res.Pruned)))
 	return 0
-}
-
-// loadTLSDir reads a mounted client TLS secret (the keys of EtcdCluster client TLS secrets).
-func loadTLSDir(dir string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "etcd-client.crt"), filepath.Join(dir, "etcd-client.key"))
-	if err != nil {
-		return nil, fmt.Errorf("client TLS in %s: %w", dir, err)
-	}
-	ca, err := os.ReadFile(filepath.Join(dir, "etcd-client-ca.crt"))
-	if err != nil {
-		return nil, fmt.Errorf("client TLS in %s: %w", dir, err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("client TLS in %s: etcd-client-ca.crt holds no PEM certificate", dir)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
 // registerConversion serves the conversion webhook and makes the pod Ready only once the

@@ -363,7 +363,7 @@ func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.E
 	}
 	cfg := etcdadmin.Config{Endpoints: target.Endpoints, Log: log.FromContext(ctx)}
 	if target.TLSSecret != "" {
-		tlsCfg, err := loadClientTLS(ctx, r.APIReader, eb.Namespace, target.TLSSecret)
+		tlsCfg, err := etcdadmin.ClientTLSFromSecret(ctx, r.APIReader, eb.Namespace, target.TLSSecret)
 		if err != nil {
 			return nil, &backupError{etcdv1beta2.ReasonSecretError, err}
 		}

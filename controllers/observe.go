@@ -273,7 +273,7 @@ func (r *EtcdClusterReconciler) operatorTLS(ctx context.Context, c *etcdv1beta2.
 	if !render.ClientTLS(c) {
 		return nil, nil
 	}
-	cfg, err := loadClientTLS(ctx, r.Client, c.Namespace, c.Spec.TLS.Static.OperatorSecret)
+	cfg, err := etcdadmin.ClientTLSFromSecret(ctx, r.Client, c.Namespace, c.Spec.TLS.Static.OperatorSecret)
 	return cfg, tlsSecretError(err)
 }
 
