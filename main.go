@@ -33,6 +33,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	etcdwebhook "github.com/etcd-operator/etcd-operator/internal/webhook"
 )
@@ -66,7 +67,7 @@ func runManager(args []string) int {
 		leaderElectionNS = fs.String("leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
 		watchNamespace   = fs.String("watch-namespace", os.Getenv("WATCH_NAMESPACE"), "only manage resources in this namespace (default: all)")
 		clusterDomain    = fs.String("cluster-domain", "", "DNS domain of the cluster, e.g. cluster.local (default: read from /etc/resolv.conf, else none)")
-		operatorImage    = fs.String("operator-image", os.Getenv("OPERATOR_IMAGE"), "this operator's image, run by restored clusters' init containers (default: the image of the operator's own pod, else "+controllers.DefaultOperatorImage+")")
+		operatorImage    = fs.String("operator-image", os.Getenv("OPERATOR_IMAGE"), "this operator's image, run by restored clusters' init containers (default: the image of the operator's own pod, else "+operatorimage.Default+")")
 		allowExternal    = fs.Bool("allow-external-backup-endpoints", false, "let an EtcdBackup's spec.etcdEndpoints name etcd outside the backup's namespace (default: only EtcdClusters of its own namespace; a tenant who may create EtcdBackups could otherwise make the operator dial any address)")
 	)
 	wh := addWebhookFlags(fs)
@@ -99,10 +100,10 @@ func runManager(args []string) int {
 		return 1
 	}
 	if *operatorImage == "" {
-		img, err := controllers.OwnImage(context.Background(), mgr.GetAPIReader(), os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"), "manager")
+		img, err := operatorimage.FromOwnPod(context.Background(), mgr.GetAPIReader(), os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"), "manager")
 		if err != nil {
-			log.Info("using the default operator image for restore init containers", "image", controllers.DefaultOperatorImage, "reason", err.Error())
-			img = controllers.DefaultOperatorImage
+			log.Info("using the default operator image for restore init containers", "image", operatorimage.Default, "reason", err.Error())
+			img = operatorimage.Default
 		}
 		*operatorImage = img
 	}

@@ -29,6 +29,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
@@ -94,7 +95,7 @@ type EtcdBackupReconciler struct {
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 	// OperatorImage is the image of backup pods (PVC storage); empty means
-	// DefaultOperatorImage.
+	// operatorimage.Default.
 	OperatorImage string
 	// ClusterDomain is the operator's DNS domain, for TLS members' names.
 	ClusterDomain string
@@ -641,10 +642,7 @@ func backupPodName(eb *etcdv1beta2.EtcdBackup) string {
 // subcommand, the claim at backupMountPath, the client TLS secret if any. It needs no
 // API access, so no service account token is mounted.
 func (r *EtcdBackupReconciler) backupPod(eb *etcdv1beta2.EtcdBackup, target *backupTarget) *corev1.Pod {
-	image := r.OperatorImage
-	if image == "" {
-		image = DefaultOperatorImage
-	}
+	image := operatorimage.Or(r.OperatorImage)
 	p := policyOf(eb)
 	args := []string{
 		"backup",

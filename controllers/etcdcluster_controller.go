@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
@@ -52,7 +53,7 @@ type EtcdClusterReconciler struct {
 	Recorder      record.EventRecorder
 	ClusterDomain string
 	// OperatorImage runs the data-copy step of a quorum-loss recovery; empty means
-	// DefaultOperatorImage.
+	// operatorimage.Default.
 	OperatorImage string
 	// MinQuorumLossGrace is the shortest quorum-loss grace a cluster's annotation can
 	// ask for; zero means DefaultMinQuorumLossGrace. It is the operator's setting, not
@@ -82,9 +83,7 @@ func (r *EtcdClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.events = newEventMemo()
 	r.backoff = newStepBackoff()
-	if r.OperatorImage == "" {
-		r.OperatorImage = DefaultOperatorImage
-	}
+	r.OperatorImage = operatorimage.Or(r.OperatorImage)
 	if r.Now == nil {
 		r.Now = time.Now
 	}

@@ -25,6 +25,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 )
@@ -35,10 +36,6 @@ import (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-
-// DefaultOperatorImage is the image the restore init container runs when the operator is
-// not told its own image (--operator-image, OPERATOR_IMAGE): the bundle's image name.
-const DefaultOperatorImage = "etcd-operator:v0.2.0"
 
 // RestoreClusterSpecAnnotation on an EtcdRestore holds, as JSON, an EtcdClusterSpec for
 // the cluster to create (size, version, repository, pod policy, TLS...). CoreOS's
@@ -120,9 +117,7 @@ func (r *EtcdRestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	if r.OperatorImage == "" {
-		r.OperatorImage = DefaultOperatorImage
-	}
+	r.OperatorImage = operatorimage.Or(r.OperatorImage)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdRestore{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&etcdv1beta2.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(restoreOfCluster)).

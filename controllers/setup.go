@@ -22,7 +22,7 @@ type Options struct {
 	ClusterDomain string
 	// OperatorImage is this operator's own image, run by the restore init container of
 	// clusters created from a backup and of the first member of a quorum-loss recovery;
-	// empty means DefaultOperatorImage.
+	// empty means operatorimage.Default.
 	OperatorImage string
 	// MinQuorumLossGrace is the shortest quorum-loss grace a cluster may ask for with its
 	// annotation; zero means DefaultMinQuorumLossGrace (1m). The test bench lowers it.

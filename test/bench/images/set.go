@@ -34,8 +34,7 @@ const (
 	// EtcdRepository is the repository etcd images are pushed under, one tag per
 	// cached version, as the operator's default etcd image names them.
 	EtcdRepository = "quay.io/coreos/etcd"
-	// DefaultOperatorImage is controllers.DefaultOperatorImage (a test keeps them equal;
-	// importing the controllers here would pull them into every bench binary).
+	// DefaultOperatorImage is operatorimage.Default (a test keeps them equal).
 	DefaultOperatorImage = "etcd-operator:v0.2.0"
 	// pauseUser is the pause image's user, as the upstream pause image has it.
 	pauseUser = "65535:65535"

@@ -1,4 +1,4 @@
-package controllers
+package operatorimage
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
-func TestOwnImage(t *testing.T) {
+func TestFromOwnPod(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "op-1"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{
@@ -20,16 +20,16 @@ func TestOwnImage(t *testing.T) {
 	c := fake.NewClientBuilder().WithObjects(pod).Build()
 	ctx := context.Background()
 
-	if got, err := OwnImage(ctx, c, "ops", "op-1", "manager"); err != nil || got != "registry.invalid/team/etcd-operator:v9" {
+	if got, err := FromOwnPod(ctx, c, "ops", "op-1", "manager"); err != nil || got != "registry.invalid/team/etcd-operator:v9" {
 		t.Errorf("manager container: got %q, %v", got, err)
 	}
-	if _, err := OwnImage(ctx, c, "ops", "op-1", "missing"); err == nil {
+	if _, err := FromOwnPod(ctx, c, "ops", "op-1", "missing"); err == nil {
 		t.Error("no such container in a two-container pod: want an error")
 	}
-	if _, err := OwnImage(ctx, c, "ops", "gone", "manager"); err == nil {
+	if _, err := FromOwnPod(ctx, c, "ops", "gone", "manager"); err == nil {
 		t.Error("missing pod: want an error")
 	}
-	if _, err := OwnImage(ctx, c, "", "", "manager"); err == nil {
+	if _, err := FromOwnPod(ctx, c, "", "", "manager"); err == nil {
 		t.Error("outside a pod: want an error")
 	}
 }

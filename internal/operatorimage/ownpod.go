@@ -1,4 +1,4 @@
-package controllers
+package operatorimage
 
 import (
 	"context"
@@ -8,11 +8,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// OwnImage returns the image the operator itself runs, read from its own pod (named by the
+// FromOwnPod returns the image the operator itself runs, read from its own pod (named by the
 // downward API in POD_NAME/POD_NAMESPACE). Restored clusters' init containers must run the
 // same build as the operator, whatever registry and tag an install retagged it to, and a
 // pod's image is the one fact every install method (OLM, kustomize, Helm) gets right.
-func OwnImage(ctx context.Context, c client.Reader, namespace, podName, container string) (string, error) {
+func FromOwnPod(ctx context.Context, c client.Reader, namespace, podName, container string) (string, error) {
 	if namespace == "" || podName == "" {
 		return "", fmt.Errorf("POD_NAME and POD_NAMESPACE are not set")
 	}
