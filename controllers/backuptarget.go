@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
@@ -169,7 +170,7 @@ func (r *EtcdBackupReconciler) resolveTarget(ctx context.Context, eb *etcdv1beta
 		var c etcdv1beta2.EtcdCluster
 		if err := r.Get(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: ref.Name}, &c); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, &backupError{etcdv1beta2.ReasonClusterNotFound, fmt.Errorf("spec.clusterRef.name: no EtcdCluster %q in namespace %s", ref.Name, eb.Namespace)}
+				return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonClusterNotFound, Err: fmt.Errorf("spec.clusterRef.name: no EtcdCluster %q in namespace %s", ref.Name, eb.Namespace)}
 			}
 			return nil, err
 		}
@@ -204,7 +205,7 @@ func (r *EtcdBackupReconciler) resolveTarget(ctx context.Context, eb *etcdv1beta
 		if r.AllowExternalEndpoints {
 			return &backupTarget{Endpoints: eb.Spec.EtcdEndpoints, TLSSecret: eb.Spec.ClientTLSSecret}, nil
 		}
-		return nil, &backupError{etcdv1beta2.ReasonEndpointsRefused, fmt.Errorf("%w; only clusters of the backup's namespace may be backed up (or use spec.clusterRef)", err)}
+		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonEndpointsRefused, Err: fmt.Errorf("%w; only clusters of the backup's namespace may be backed up (or use spec.clusterRef)", err)}
 	}
 	for i := range clusters.Items {
 		if clusters.Items[i].Name == name {
@@ -227,7 +228,7 @@ func (r *EtcdBackupReconciler) memberTarget(ctx context.Context, c *etcdv1beta2.
 		t.Endpoints = append(t.Endpoints, clusterMemberURL(c, p, r.ClusterDomain))
 	}
 	if len(t.Endpoints) == 0 {
-		return nil, &backupError{etcdv1beta2.ReasonSnapshotFailed, fmt.Errorf("EtcdCluster %s has no running member pod", c.Name)}
+		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonSnapshotFailed, Err: fmt.Errorf("EtcdCluster %s has no running member pod", c.Name)}
 	}
 	return t, nil
 }
@@ -267,10 +268,10 @@ func clusterMemberURL(c *etcdv1beta2.EtcdCluster, p *corev1.Pod, clusterDomain s
 // detail at debug level.
 func dialFailure(ctx context.Context, t *backupTarget, reason string, err error) error {
 	if t.Cluster != "" {
-		return &backupError{reason, err}
+		return &backupstorage.Error{Reason: reason, Err: err}
 	}
 	log.FromContext(ctx).V(1).Info("backup from external endpoints failed", "endpoints", t.Endpoints, "reason", reason, "error", err.Error())
-	return &backupError{etcdv1beta2.ReasonSnapshotFailed, errors.New("cannot reach etcd at the given endpoints (spec.etcdEndpoints) or take a snapshot there")}
+	return &backupstorage.Error{Reason: etcdv1beta2.ReasonSnapshotFailed, Err: errors.New("cannot reach etcd at the given endpoints (spec.etcdEndpoints) or take a snapshot there")}
 }
 
 // annotationBackupExternal on a backup pod records that it dials external endpoints, so

@@ -28,6 +28,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/render"
@@ -186,11 +187,11 @@ func (r *EtcdBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 // failed records a failed attempt and schedules the retry: backing off, but never later
 // than the next periodic backup.
 func (r *EtcdBackupReconciler) failed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, interval time.Duration, err error, took time.Duration) (ctrl.Result, error) {
-	var be *backupError
+	var be *backupstorage.Error
 	if !errors.As(err, &be) {
-		be = &backupError{reason: etcdv1beta2.ReasonStorageError, err: err}
+		be = &backupstorage.Error{Reason: etcdv1beta2.ReasonStorageError, Err: err}
 	}
-	recordBackup(eb.Namespace, eb.Name, be.reason, took, time.Time{}, 0)
+	recordBackup(eb.Namespace, eb.Name, be.Reason, took, time.Time{}, 0)
 	delay := r.nextRetry(client.ObjectKeyFromObject(eb))
 	if interval > 0 && interval < delay {
 		delay = interval
@@ -198,8 +199,8 @@ func (r *EtcdBackupReconciler) failed(ctx context.Context, eb *etcdv1beta2.EtcdB
 	r.mu.Lock()
 	r.retryAt[client.ObjectKeyFromObject(eb)] = retryState{generation: eb.Generation, at: r.Now().Add(delay)}
 	r.mu.Unlock()
-	log.FromContext(ctx).Info("backup failed", "reason", be.reason, "error", be.err.Error(), "retryIn", delay)
-	return ctrl.Result{RequeueAfter: delay}, r.fail(ctx, eb, be.reason, be.err.Error())
+	log.FromContext(ctx).Info("backup failed", "reason", be.Reason, "error", be.Err.Error(), "retryIn", delay)
+	return ctrl.Result{RequeueAfter: delay}, r.fail(ctx, eb, be.Reason, be.Err.Error())
 }
 
 // backupDue says whether a backup is due now, else how long until it is (0: never,
@@ -262,35 +263,15 @@ func policyOf(eb *etcdv1beta2.EtcdBackup) etcdv1beta2.BackupPolicy {
 	return *eb.Spec.BackupPolicy
 }
 
-// checkS3Source finds what no retry can fix in an S3 source; field is the spec field
-// that chose S3 (storageType or backupStorageType).
-func checkS3Source(s3 *etcdv1beta2.S3BackupSource, field string) (reason, msg string) {
-	if s3 == nil {
-		return etcdv1beta2.ReasonBackupInvalidSpec, field + " S3 needs spec.s3"
-	}
-	if _, _, err := backup.SplitS3Path(s3.Path); err != nil {
-		return etcdv1beta2.ReasonBackupInvalidSpec, err.Error()
-	}
-	if s3.AWSSecret == "" {
-		return etcdv1beta2.ReasonBackupInvalidSpec, "spec.s3.awsSecret is empty"
-	}
-	return "", ""
-}
-
-// unsupportedProvider explains the CoreOS storage types kept only for compatibility.
-func unsupportedProvider(t etcdv1beta2.BackupStorageType) (reason, msg string) {
-	return etcdv1beta2.ReasonUnsupportedStorageType, fmt.Sprintf("unsupported storage type %s, use S3 with the provider's S3-compatible endpoint (spec.s3.endpoint)", t)
-}
-
 // checkBackupSpec finds what no retry can fix.
 func checkBackupSpec(s *etcdv1beta2.EtcdBackupSpec) (reason, msg string) {
 	switch s.StorageType {
 	case etcdv1beta2.BackupStorageTypeS3:
-		if reason, msg := checkS3Source(s.S3, "storageType"); reason != "" {
+		if reason, msg := backupstorage.CheckS3Source(s.S3, "storageType"); reason != "" {
 			return reason, msg
 		}
 	case etcdv1beta2.BackupStorageTypeABS, etcdv1beta2.BackupStorageTypeGCS, etcdv1beta2.BackupStorageTypeOSS:
-		return unsupportedProvider(s.StorageType)
+		return backupstorage.UnsupportedProvider(s.StorageType)
 	case etcdv1beta2.BackupStorageTypePVC:
 		if s.PVC == nil {
 			return etcdv1beta2.ReasonBackupInvalidSpec, "storageType PVC needs spec.pvc"
@@ -312,14 +293,6 @@ func checkBackupSpec(s *etcdv1beta2.EtcdBackupSpec) (reason, msg string) {
 	}
 	return "", ""
 }
-
-type backupError struct {
-	reason string
-	err    error
-}
-
-func (e *backupError) Error() string { return e.reason + ": " + e.err.Error() }
-func (e *backupError) Unwrap() error { return e.err }
 
 // compressionOf reads the compression annotation.
 func compressionOf(eb *etcdv1beta2.EtcdBackup) (backup.Compression, error) {
@@ -355,7 +328,7 @@ func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.E
 		if reason == etcdv1beta2.ReasonSnapshotFailed {
 			return dialFailure(ctx, target, reason, err)
 		}
-		return &backupError{reason, err}
+		return &backupstorage.Error{Reason: reason, Err: err}
 	}
 
 	store, key, err := r.s3Store(ctx, eb)
@@ -366,7 +339,7 @@ func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.E
 	if target.TLSSecret != "" {
 		tlsCfg, err := etcdadmin.ClientTLSFromSecret(ctx, r.APIReader, eb.Namespace, target.TLSSecret)
 		if err != nil {
-			return nil, &backupError{etcdv1beta2.ReasonSecretError, err}
+			return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonSecretError, Err: err}
 		}
 		cfg.TLS = tlsCfg
 	}
@@ -385,14 +358,14 @@ func (r *EtcdBackupReconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.E
 		Metadata:   map[string]string{"etcd-backup-namespace": eb.Namespace, "etcd-backup-name": eb.Name},
 	}
 	if req.Compression, err = compressionOf(eb); err != nil {
-		return nil, &backupError{etcdv1beta2.ReasonBackupInvalidSpec, err}
+		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
 	}
 	res, err := backup.SaveSnapshot(ctx, admin, store, req)
 	if errors.Is(err, backup.ErrSnapshot) {
 		return nil, timedOut(etcdv1beta2.ReasonSnapshotFailed, fmt.Errorf("%v: %w", target.Endpoints, err))
 	}
 	if err != nil {
-		return nil, timedOut(storageReason(err), err)
+		return nil, timedOut(backupstorage.Reason(err), err)
 	}
 	if len(res.Pruned) > 0 {
 		log.FromContext(ctx).Info("retention removed old backups", "keys", res.Pruned)
@@ -405,42 +378,13 @@ func (r *EtcdBackupReconciler) s3Store(ctx context.Context, eb *etcdv1beta2.Etcd
 	s := eb.Spec.S3
 	bucket, key, err := backup.SplitS3Path(s.Path)
 	if err != nil {
-		return nil, "", &backupError{etcdv1beta2.ReasonBackupInvalidSpec, err}
+		return nil, "", &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
 	}
-	store, err := newS3Store(ctx, r.APIReader, eb.Namespace, s, bucket)
+	store, err := backupstorage.OpenS3(ctx, r.APIReader, eb.Namespace, s, bucket)
 	if err != nil {
 		return nil, "", err
 	}
 	return store, key, nil
-}
-
-// newS3Store reads the awsSecret and builds the store. Errors name the Secret, never its
-// contents.
-func newS3Store(ctx context.Context, c client.Reader, namespace string, s *etcdv1beta2.S3BackupSource, bucket string) (backup.Store, error) {
-	var sec corev1.Secret
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: s.AWSSecret}, &sec); err != nil {
-		return nil, &backupError{etcdv1beta2.ReasonSecretError, fmt.Errorf("read awsSecret %s/%s: %w", namespace, s.AWSSecret, err)}
-	}
-	creds, err := backup.ParseAWSSecret(sec.Data)
-	if err != nil {
-		return nil, &backupError{etcdv1beta2.ReasonSecretError, fmt.Errorf("awsSecret %s/%s: %w", namespace, s.AWSSecret, err)}
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: s.Endpoint, Bucket: bucket, ForcePathStyle: s.ForcePathStyle, Credentials: creds})
-	if err != nil {
-		return nil, &backupError{etcdv1beta2.ReasonBackupInvalidSpec, err}
-	}
-	return store, nil
-}
-
-func storageReason(err error) string {
-	switch {
-	case errors.Is(err, backup.ErrAccessDenied):
-		return etcdv1beta2.ReasonAccessDenied
-	case errors.Is(err, backup.ErrBucketNotFound):
-		return etcdv1beta2.ReasonBucketNotFound
-	default:
-		return etcdv1beta2.ReasonStorageError
-	}
 }
 
 // fail records a failed attempt in the CoreOS fields and the condition. Earlier successes
@@ -518,7 +462,7 @@ func (r *EtcdBackupReconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2
 			return ctrl.Result{}, err
 		}
 		if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-			return r.failed(ctx, eb, interval, &backupError{etcdv1beta2.ReasonStorageError, fmt.Errorf("create backup pod: %w", err)}, 0)
+			return r.failed(ctx, eb, interval, &backupstorage.Error{Reason: etcdv1beta2.ReasonStorageError, Err: fmt.Errorf("create backup pod: %w", err)}, 0)
 		}
 		log.FromContext(ctx).Info("backup pod created", "pod", pod.Name, "claim", eb.Spec.PVC.ClaimName)
 		// The pod's status changes wake us; this is only the deadline.
@@ -544,7 +488,7 @@ func (r *EtcdBackupReconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2
 		if err := r.deletePod(ctx, &pod); err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.failed(ctx, eb, interval, &backupError{etcdv1beta2.ReasonTimeout, fmt.Errorf(
+		return r.failed(ctx, eb, interval, &backupstorage.Error{Reason: etcdv1beta2.ReasonTimeout, Err: fmt.Errorf(
 			"backup pod %s did not finish within %v (backupPolicy.timeoutInSecond plus %v to start; phase %s)", pod.Name, timeout, backupPodStartGrace, pod.Status.Phase)},
 			now.Sub(pod.CreationTimestamp.Time))
 	}
@@ -571,7 +515,7 @@ func (r *EtcdBackupReconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2
 	if podDialedExternal(&pod) && (reason == etcdv1beta2.ReasonSnapshotFailed || reason == etcdv1beta2.ReasonTimeout || reason == etcdv1beta2.ReasonTLSError) {
 		return r.failed(ctx, eb, interval, dialFailure(ctx, &backupTarget{}, reason, errors.New(msg)), took)
 	}
-	return r.failed(ctx, eb, interval, &backupError{reason, errors.New(msg)}, took)
+	return r.failed(ctx, eb, interval, &backupstorage.Error{Reason: reason, Err: errors.New(msg)}, took)
 }
 
 // podRunTime is how long a finished backup pod's container ran (0 if unknown).

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
@@ -135,14 +136,14 @@ func TestDialFailureHidesDetailForExternalEndpoints(t *testing.T) {
 	var external []string
 	for reason, cause := range causes {
 		err := dialFailure(ctx, &backupTarget{Endpoints: []string{"http://10.9.9.9:22"}}, reason, cause)
-		be, ok := err.(*backupError)
-		if !ok || be.reason != etcdv1beta2.ReasonSnapshotFailed {
+		be, ok := err.(*backupstorage.Error)
+		if !ok || be.Reason != etcdv1beta2.ReasonSnapshotFailed {
 			t.Fatalf("%s: %v, want reason %s", reason, err, etcdv1beta2.ReasonSnapshotFailed)
 		}
-		external = append(external, be.err.Error())
-		own := dialFailure(ctx, &backupTarget{Cluster: "mine"}, reason, cause).(*backupError)
-		if own.reason != reason || !strings.Contains(own.err.Error(), cause.Error()) {
-			t.Errorf("own cluster: %s %q, want %s with the cause", own.reason, own.err, reason)
+		external = append(external, be.Err.Error())
+		own := dialFailure(ctx, &backupTarget{Cluster: "mine"}, reason, cause).(*backupstorage.Error)
+		if own.Reason != reason || !strings.Contains(own.Err.Error(), cause.Error()) {
+			t.Errorf("own cluster: %s %q, want %s with the cause", own.Reason, own.Err, reason)
 		}
 	}
 	for _, m := range external {

@@ -25,6 +25,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
@@ -224,15 +225,15 @@ func (r *EtcdRestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 // backupFailed reports a backup that could not be resolved or verified; nothing was
 // created or deleted. Transient failures are retried.
 func (r *EtcdRestoreReconciler) backupFailed(ctx context.Context, er *etcdv1beta2.EtcdRestore, err error) (ctrl.Result, error) {
-	var be *backupError
+	var be *backupstorage.Error
 	if !errors.As(err, &be) {
-		be = &backupError{reason: etcdv1beta2.ReasonStorageError, err: err}
+		be = &backupstorage.Error{Reason: etcdv1beta2.ReasonStorageError, Err: err}
 	}
-	log.FromContext(ctx).Info("restore not started", "reason", be.reason, "error", be.err.Error())
-	if terminalRestoreReason(be.reason) {
-		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, be.reason, be.err.Error())
+	log.FromContext(ctx).Info("restore not started", "reason", be.Reason, "error", be.Err.Error())
+	if terminalRestoreReason(be.Reason) {
+		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, be.Reason, be.Err.Error())
 	}
-	return ctrl.Result{RequeueAfter: restoreRetry}, r.setStatus(ctx, er, metav1.ConditionFalse, be.reason, be.err.Error())
+	return ctrl.Result{RequeueAfter: restoreRetry}, r.setStatus(ctx, er, metav1.ConditionFalse, be.Reason, be.Err.Error())
 }
 
 // replaceRequested: the EtcdRestore opted into replacing an existing cluster.
@@ -311,11 +312,11 @@ func (r *EtcdRestoreReconciler) replaceCluster(ctx context.Context, er *etcdv1be
 
 // untouched adds to a failure before a replacement that the cluster was not touched.
 func untouched(err error, old *etcdv1beta2.EtcdCluster) error {
-	var be *backupError
+	var be *backupstorage.Error
 	if !errors.As(err, &be) {
-		be = &backupError{reason: etcdv1beta2.ReasonStorageError, err: err}
+		be = &backupstorage.Error{Reason: etcdv1beta2.ReasonStorageError, Err: err}
 	}
-	return &backupError{be.reason, fmt.Errorf("%w; EtcdCluster %s (uid %s) was not touched", be.err, old.Name, old.UID)}
+	return &backupstorage.Error{Reason: be.Reason, Err: fmt.Errorf("%w; EtcdCluster %s (uid %s) was not touched", be.Err, old.Name, old.UID)}
 }
 
 // createdBy: the cluster's restore annotation is what er writes when it creates it (the
@@ -432,11 +433,11 @@ func checkRestoreSpec(er *etcdv1beta2.EtcdRestore) (reason, msg string) {
 	s := &er.Spec
 	switch s.BackupStorageType {
 	case etcdv1beta2.BackupStorageTypeS3:
-		if reason, msg := checkS3Source(s.S3, "backupStorageType"); reason != "" {
+		if reason, msg := backupstorage.CheckS3Source(s.S3, "backupStorageType"); reason != "" {
 			return reason, msg
 		}
 	case etcdv1beta2.BackupStorageTypeABS, etcdv1beta2.BackupStorageTypeGCS, etcdv1beta2.BackupStorageTypeOSS:
-		return unsupportedProvider(s.BackupStorageType)
+		return backupstorage.UnsupportedProvider(s.BackupStorageType)
 	case etcdv1beta2.BackupStorageTypePVC:
 		if s.PVC == nil || s.PVC.ClaimName == "" {
 			return etcdv1beta2.ReasonBackupInvalidSpec, "backupStorageType PVC needs spec.pvc.claimName"
@@ -483,9 +484,9 @@ func (r *EtcdRestoreReconciler) newCluster(ctx context.Context, er *etcdv1beta2.
 		s3 := er.Spec.S3
 		bucket, key, err := backup.SplitS3Path(s3.Path)
 		if err != nil {
-			return nil, &backupError{etcdv1beta2.ReasonBackupInvalidSpec, err}
+			return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
 		}
-		store, err := newS3Store(ctx, r.APIReader, er.Namespace, s3, bucket)
+		store, err := backupstorage.OpenS3(ctx, r.APIReader, er.Namespace, s3, bucket)
 		if err != nil {
 			return nil, err
 		}
@@ -501,7 +502,7 @@ func (r *EtcdRestoreReconciler) newCluster(ctx context.Context, er *etcdv1beta2.
 	src.Restore, src.UID = er.Name, string(er.UID)
 	spec, err := restoreClusterSpec(er)
 	if err != nil {
-		return nil, &backupError{etcdv1beta2.ReasonBackupInvalidSpec, err}
+		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
 	}
 	if spec.Size == 0 {
 		spec.Size = DefaultRestoreSize
@@ -516,7 +517,7 @@ func (r *EtcdRestoreReconciler) newCluster(ctx context.Context, er *etcdv1beta2.
 	}
 	ann, err := src.Annotations()
 	if err != nil {
-		return nil, &backupError{etcdv1beta2.ReasonBackupInvalidSpec, err}
+		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
 	}
 	c := &etcdv1beta2.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: er.Spec.EtcdCluster.Name, Namespace: er.Namespace, Annotations: ann},
@@ -524,7 +525,7 @@ func (r *EtcdRestoreReconciler) newCluster(ctx context.Context, er *etcdv1beta2.
 	}
 	// Refuse here what the renderer would refuse later, with the restore's own status.
 	if err := render.ValidateCluster(c); err != nil {
-		return nil, &backupError{etcdv1beta2.ReasonBackupInvalidSpec, err}
+		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
 	}
 	return c, nil
 }
@@ -540,16 +541,16 @@ func (r *EtcdRestoreReconciler) resolveBackup(ctx context.Context, store backup.
 	latest, lerr := backup.Latest(ctx, store, key)
 	if lerr != nil {
 		if errors.Is(lerr, backup.ErrNotFound) {
-			return v, &backupError{etcdv1beta2.ReasonBackupNotFound, fmt.Errorf("%s: no backup %q and no periodic backup %s_v<revision>_<time>", store, key, key)}
+			return v, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupNotFound, Err: fmt.Errorf("%s: no backup %q and no periodic backup %s_v<revision>_<time>", store, key, key)}
 		}
-		return v, &backupError{storageReason(lerr), lerr}
+		return v, &backupstorage.Error{Reason: backupstorage.Reason(lerr), Err: lerr}
 	}
 	return r.verifyBackup(ctx, store, latest.Key)
 }
 
 // verifyBackup downloads the object and checks it as the restore step will; a missing
 // object is returned as is (wrapping backup.ErrNotFound), other failures as a
-// backupError with the reason to report.
+// backupstorage.Error with the reason to report.
 func (r *EtcdRestoreReconciler) verifyBackup(ctx context.Context, store backup.Store, key string) (restore.Verified, error) {
 	v, err := restore.VerifyBackup(ctx, store, key, r.DownloadDir)
 	switch {
@@ -560,11 +561,11 @@ func (r *EtcdRestoreReconciler) verifyBackup(ctx context.Context, store backup.S
 	case errors.Is(err, backup.ErrNotFound):
 		return v, err
 	case errors.Is(err, backup.ErrChecksumMismatch):
-		return v, &backupError{etcdv1beta2.ReasonChecksumMismatch, err}
+		return v, &backupstorage.Error{Reason: etcdv1beta2.ReasonChecksumMismatch, Err: err}
 	case errors.Is(err, restore.ErrNotRestorable):
-		return v, &backupError{etcdv1beta2.ReasonInvalidSnapshot, err}
+		return v, &backupstorage.Error{Reason: etcdv1beta2.ReasonInvalidSnapshot, Err: err}
 	}
-	return v, &backupError{storageReason(err), err}
+	return v, &backupstorage.Error{Reason: backupstorage.Reason(err), Err: err}
 }
 
 func orNone(s string) string {
