@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -225,7 +224,7 @@ func (r *EtcdBackupReconciler) memberTarget(ctx context.Context, c *etcdv1beta2.
 	}
 	t := &backupTarget{TLSSecret: tlsSecret, Cluster: c.Name}
 	for _, p := range pods {
-		t.Endpoints = append(t.Endpoints, clusterMemberURL(c, p, r.ClusterDomain))
+		t.Endpoints = append(t.Endpoints, render.MemberClientURL(c, p, r.ClusterDomain))
 	}
 	if len(t.Endpoints) == 0 {
 		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonSnapshotFailed, Err: fmt.Errorf("EtcdCluster %s has no running member pod", c.Name)}
@@ -249,16 +248,6 @@ func (r *EtcdBackupReconciler) memberPods(ctx context.Context, c *etcdv1beta2.Et
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
-}
-
-// clusterMemberURL is the client URL of a member pod, as the cluster controller dials it:
-// with TLS the member's DNS name, which its server certificate names; otherwise its pod
-// IP, known as soon as the pod runs, joined to the port with brackets if it is IPv6.
-func clusterMemberURL(c *etcdv1beta2.EtcdCluster, p *corev1.Pod, clusterDomain string) string {
-	if render.ClientTLS(c) {
-		return render.ClientURL(c, p.Name, clusterDomain)
-	}
-	return "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdv1beta2.EtcdClientPort))
 }
 
 // dialFailure is what status says about a failed snapshot. For a cluster of the

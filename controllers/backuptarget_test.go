@@ -77,7 +77,7 @@ func TestClusterOfEndpoints(t *testing.T) {
 
 // A member is dialled at its pod IP without TLS, in brackets when the IP is IPv6, and at
 // its DNS name with TLS (the name its server certificate carries).
-func TestClusterMemberURL(t *testing.T) {
+func TestMemberEndpoint(t *testing.T) {
 	pod := func(ip string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "main-0001", Namespace: "team-a"}, Status: corev1.PodStatus{PodIP: ip}}
 	}
@@ -93,9 +93,6 @@ func TestClusterMemberURL(t *testing.T) {
 		{plain, "fd00:10:244::5", "http://[fd00:10:244::5]:2379"},
 		{withTLS, "fd00:10:244::5", "https://main-0001.main.team-a.svc.cluster.local:2379"},
 	} {
-		if got := clusterMemberURL(tc.c, pod(tc.ip), "cluster.local"); got != tc.want {
-			t.Errorf("clusterMemberURL(TLS %v, %s) = %q, want %q", tc.c.Spec.TLS != nil, tc.ip, got, tc.want)
-		}
 		r := &EtcdClusterReconciler{ClusterDomain: "cluster.local"}
 		if got := r.memberEndpoint(tc.c, pod(tc.ip)); got != tc.want {
 			t.Errorf("memberEndpoint(TLS %v, %s) = %q, want %q", tc.c.Spec.TLS != nil, tc.ip, got, tc.want)

@@ -29,6 +29,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
+	"github.com/etcd-operator/etcd-operator/internal/restoreorigin"
 )
 
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdrestores,verbs=get;list;watch;update;patch
@@ -324,7 +325,7 @@ func untouched(err error, old *etcdv1beta2.EtcdCluster) error {
 // anyone else is not the restore's to follow.
 func createdBy(c *etcdv1beta2.EtcdCluster, er *etcdv1beta2.EtcdRestore) bool {
 	src, err := render.Restore(c)
-	return err == nil && src != nil && restoreCreated(er, c.Name, src) == nil
+	return err == nil && src != nil && restoreorigin.Check(er, c.Name, src) == nil
 }
 
 // leftoverPods counts member pods of a cluster name that does not exist (uncached: a
@@ -390,24 +391,13 @@ func (r *EtcdRestoreReconciler) restoreStepFailure(ctx context.Context, c *etcdv
 				continue
 			}
 			msg := fmt.Sprintf("the restore step of member %s failed (exit code %d); see kubectl logs %s -c %s", p.Name, term.ExitCode, p.Name, render.RestoreContainerName)
-			if m := lastLine(term.Message); m != "" {
+			if m := render.LastMessageLine(term.Message); m != "" {
 				msg += ": " + m
 			}
 			return msg, nil
 		}
 	}
 	return "", nil
-}
-
-// lastLine is the last non-empty line of a termination message (the chart asks for the
-// log tail on error), cut to a length fit for a condition message.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	l := strings.TrimSpace(lines[len(lines)-1])
-	if len(l) > 512 {
-		l = l[:512] + "..."
-	}
-	return l
 }
 
 func clusterAvailable(c *etcdv1beta2.EtcdCluster) bool {
@@ -597,4 +587,26 @@ func (r *EtcdRestoreReconciler) setStatus(ctx context.Context, er *etcdv1beta2.E
 		r.Recorder.Event(er, corev1.EventTypeWarning, reason, msg)
 	}
 	return nil
+}
+
+// membersCannotStart is a sentence for a restore's status when the restored cluster's
+// member pods report failures (e.g. the backup's claim does not exist), or "".
+func membersCannotStart(c *etcdv1beta2.EtcdCluster) string {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type != etcdv1beta2.ClusterConditionPodsHealthy || cond.Status != corev1.ConditionFalse {
+			continue
+		}
+		if cond.Reason == etcdv1beta2.ReasonPodsStarting || cond.Reason == etcdv1beta2.ReasonNoPods {
+			return ""
+		}
+		return fmt.Sprintf(" Its members cannot start (%s): %s", cond.Reason, cond.Message)
+	}
+	return ""
+}
+
+// clusterRefusedMessage explains an EtcdCluster the API server refused to create for a
+// restore; a retry cannot succeed without a change to the EtcdRestore.
+func clusterRefusedMessage(name string, err error) string {
+	return fmt.Sprintf("the API server refused the EtcdCluster %s this restore would create; nothing was created. "+
+		"Fix the EtcdRestore (e.g. its %s annotation): %v", name, RestoreClusterSpecAnnotation, err)
 }

@@ -265,7 +265,7 @@ func ownMemberLists(ctx context.Context, admin *etcdadmin.Admin, endpoints []str
 
 // memberEndpoint is the client URL the operator dials for a member pod.
 func (r *EtcdClusterReconciler) memberEndpoint(c *etcdv1beta2.EtcdCluster, p *corev1.Pod) string {
-	return clusterMemberURL(c, p, r.ClusterDomain)
+	return render.MemberClientURL(c, p, r.ClusterDomain)
 }
 
 // operatorTLS loads the operator's client certificate for a TLS-secured cluster.

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
 // podIssue is what keeps one member pod from running etcd, in the words of the
@@ -124,7 +125,7 @@ func crashMessage(container string, t *corev1.ContainerStateTerminated, backoff 
 		return fmt.Sprintf("container %s: %s", container, backoff)
 	}
 	msg := fmt.Sprintf("container %s keeps exiting: last exit code %d (%s)", container, t.ExitCode, t.Reason)
-	if l := lastLine(t.Message); l != "" {
+	if l := render.LastMessageLine(t.Message); l != "" {
 		msg += ": " + l
 	}
 	return msg

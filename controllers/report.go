@@ -175,28 +175,6 @@ func tlsSecretError(err error) error {
 	return &reasonError{reason: etcdv1beta2.ReasonTLSSecretError, err: fmt.Errorf("%w (the operator cannot reach the members without it)", err)}
 }
 
-// membersCannotStart is a sentence for a restore's status when the restored cluster's
-// member pods report failures (e.g. the backup's claim does not exist), or "".
-func membersCannotStart(c *etcdv1beta2.EtcdCluster) string {
-	for _, cond := range c.Status.Conditions {
-		if cond.Type != etcdv1beta2.ClusterConditionPodsHealthy || cond.Status != corev1.ConditionFalse {
-			continue
-		}
-		if cond.Reason == etcdv1beta2.ReasonPodsStarting || cond.Reason == etcdv1beta2.ReasonNoPods {
-			return ""
-		}
-		return fmt.Sprintf(" Its members cannot start (%s): %s", cond.Reason, cond.Message)
-	}
-	return ""
-}
-
-// clusterRefusedMessage explains an EtcdCluster the API server refused to create for a
-// restore; a retry cannot succeed without a change to the EtcdRestore.
-func clusterRefusedMessage(name string, err error) string {
-	return fmt.Sprintf("the API server refused the EtcdCluster %s this restore would create; nothing was created. "+
-		"Fix the EtcdRestore (e.g. its %s annotation): %v", name, RestoreClusterSpecAnnotation, err)
-}
-
 // allPodsReady: every member pod is Ready, the point at which a pod failure is over.
 func allPodsReady(pods map[string]*corev1.Pod) bool {
 	for _, p := range pods {
