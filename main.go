@@ -70,7 +70,7 @@ func runManager(args []string) int {
 		operatorImage    = fs.String("operator-image", os.Getenv("OPERATOR_IMAGE"), "this operator's image, run by restored clusters' init containers (default: the image of the operator's own pod, else "+operatorimage.Default+")")
 		allowExternal    = fs.Bool("allow-external-backup-endpoints", false, "let an EtcdBackup's spec.etcdEndpoints name etcd outside the backup's namespace (default: only EtcdClusters of its own namespace; a tenant who may create EtcdBackups could otherwise make the operator dial any address)")
 	)
-	wh := addWebhookFlags(fs)
+	wh := etcdwebhook.AddServerFlags(fs)
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
 	_ = fs.Parse(args)
@@ -89,7 +89,7 @@ func runManager(args []string) int {
 		LeaderElection:          *leaderElect,
 		LeaderElectionID:        "etcd-operator.etcd.database.coreos.com",
 		LeaderElectionNamespace: *leaderElectionNS,
-		WebhookServer:           newWebhookServer(wh),
+		WebhookServer:           etcdwebhook.NewServer(wh),
 	}
 	controllers.RestrictToNamespace(&mgrOpts, *watchNamespace)
 	controllers.NeverCacheSecrets(&mgrOpts)
@@ -124,7 +124,7 @@ func runManager(args []string) int {
 	// The conversion webhook serves v1 beside the stored v1beta2; its certificate is
 	// OLM's (--webhook-certs=provided) or provisioned here before the server starts.
 	ctx := ctrl.SetupSignalHandler()
-	if err := setupWebhooks(ctx, mgr, wh, registerConversion); err != nil {
+	if err := etcdwebhook.SetupServer(ctx, mgr, wh, etcdwebhook.RegisterConversion); err != nil {
 		log.Error(err, "unable to set up the conversion webhook")
 		return 1
 	}
@@ -300,15 +300,4 @@ func runBackup(args []string) int {
 	lg.Info("backup stored", uzap.String("location", res.Location), uzap.Int64("revision", res.Revision),
 		uzap.String("sha256", res.Object.SHA256), uzap.Int("pruned", len(res.Pruned)))
 	return 0
-}
-
-// registerConversion serves the conversion webhook and makes the pod Ready only once the
-// webhook server serves: the API server converts every read and write of a v1 object
-// through it, and a Service endpoint that refuses connections makes kubectl fail (seen
-// on real nodes, where the pod was Ready before the server listened).
-func registerConversion(mgr ctrl.Manager) error {
-	if err := etcdwebhook.SetupConversion(mgr); err != nil {
-		return err
-	}
-	return mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker())
 }

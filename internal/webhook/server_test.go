@@ -1,4 +1,4 @@
-package main
+package webhook
 
 import (
 	"context"
@@ -20,10 +20,10 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
-func parseWebhookFlags(t *testing.T, args ...string) *webhookOptions {
+func parseServerFlags(t *testing.T, args ...string) *ServerOptions {
 	t.Helper()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	o := addWebhookFlags(fs)
+	o := AddServerFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -32,22 +32,22 @@ func parseWebhookFlags(t *testing.T, args ...string) *webhookOptions {
 
 func TestWebhookFlags(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", "from-env")
-	o := parseWebhookFlags(t)
-	want := webhookOptions{port: 9443, certDir: "/tmp/k8s-webhook-server/serving-certs", certs: "self-signed",
+	o := parseServerFlags(t)
+	want := ServerOptions{port: 9443, certDir: "/tmp/k8s-webhook-server/serving-certs", certs: "self-signed",
 		serviceName: "etcd-operator-webhook-service", namespace: "from-env"}
 	if *o != want {
 		t.Errorf("defaults %+v, want %+v", *o, want)
 	}
-	o = parseWebhookFlags(t, "--webhook-namespace=ops", "--webhook-certs=provided", "--webhook-port=0")
+	o = parseServerFlags(t, "--webhook-namespace=ops", "--webhook-certs=provided", "--webhook-port=0")
 	if o.namespace != "ops" || o.certs != "provided" || o.port != 0 {
 		t.Errorf("flags not applied: %+v", *o)
 	}
 }
 
-// TestSetupWebhooksWithoutServer: where the webhook cannot or must not run, the
+// TestSetupServerWithoutWebhooks: where the webhook cannot or must not run, the
 // manager is left without it (register is not called, so controller-runtime never starts
 // the server) and no error stops the operator; invalid flags are errors.
-func TestSetupWebhooksWithoutServer(t *testing.T) {
+func TestSetupServerWithoutWebhooks(t *testing.T) {
 	ctx := context.Background()
 	withCerts := t.TempDir()
 	for _, f := range []string{"tls.crt", "tls.key"} {
@@ -57,35 +57,35 @@ func TestSetupWebhooksWithoutServer(t *testing.T) {
 	}
 	cases := []struct {
 		name         string
-		opts         webhookOptions
+		opts         ServerOptions
 		wantRegister bool
 		wantErr      bool
 	}{
-		{"disabled", webhookOptions{port: 0, certs: "self-signed", namespace: "ns", certDir: t.TempDir()}, false, false},
-		{"provided but missing", webhookOptions{port: 9443, certs: "provided", certDir: t.TempDir()}, false, false},
-		{"provided", webhookOptions{port: 9443, certs: "provided", certDir: withCerts}, true, false},
-		{"self-signed without namespace", webhookOptions{port: 9443, certs: "self-signed", certDir: t.TempDir()}, false, false},
-		{"unknown certs mode", webhookOptions{port: 9443, certs: "cert-manager", certDir: withCerts}, false, true},
-		{"bad port", webhookOptions{port: 70000, certs: "provided", certDir: withCerts}, false, true},
+		{"disabled", ServerOptions{port: 0, certs: "self-signed", namespace: "ns", certDir: t.TempDir()}, false, false},
+		{"provided but missing", ServerOptions{port: 9443, certs: "provided", certDir: t.TempDir()}, false, false},
+		{"provided", ServerOptions{port: 9443, certs: "provided", certDir: withCerts}, true, false},
+		{"self-signed without namespace", ServerOptions{port: 9443, certs: "self-signed", certDir: t.TempDir()}, false, false},
+		{"unknown certs mode", ServerOptions{port: 9443, certs: "cert-manager", certDir: withCerts}, false, true},
+		{"bad port", ServerOptions{port: 70000, certs: "provided", certDir: withCerts}, false, true},
 	}
 	for _, c := range cases {
 		registered := false
 		// No manager: none of these cases may need one.
-		err := setupWebhooks(ctx, nil, &c.opts, func(ctrl.Manager) error { registered = true; return nil })
+		err := SetupServer(ctx, nil, &c.opts, func(ctrl.Manager) error { registered = true; return nil })
 		if (err != nil) != c.wantErr || registered != c.wantRegister {
 			t.Errorf("%s: err=%v registered=%v; want error %v, registered %v", c.name, err, registered, c.wantErr, c.wantRegister)
 		}
 	}
 	sentinel := errors.New("register failed")
-	o := webhookOptions{port: 9443, certs: "provided", certDir: withCerts}
-	if err := setupWebhooks(ctx, nil, &o, func(ctrl.Manager) error { return sentinel }); !errors.Is(err, sentinel) {
+	o := ServerOptions{port: 9443, certs: "provided", certDir: withCerts}
+	if err := SetupServer(ctx, nil, &o, func(ctrl.Manager) error { return sentinel }); !errors.Is(err, sentinel) {
 		t.Errorf("register's error was not returned: %v", err)
 	}
 }
 
-// TestSetupWebhooksSelfSigned: against a real API server, self-signed mode leaves the
+// TestSetupServerSelfSigned: against a real API server, self-signed mode leaves the
 // certificate in the directory and the Secret before registering the webhooks.
-func TestSetupWebhooksSelfSigned(t *testing.T) {
+func TestSetupServerSelfSigned(t *testing.T) {
 	env := &envtest.Environment{BinaryAssetsDirectory: testenv.EnvtestAssets(t)}
 	cfg, err := env.Start()
 	if err != nil {
@@ -104,22 +104,22 @@ func TestSetupWebhooksSelfSigned(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ops"}}); err != nil {
 		t.Fatal(err)
 	}
-	o := parseWebhookFlags(t, "--webhook-namespace=ops", "--webhook-cert-dir="+filepath.Join(t.TempDir(), "certs"))
+	o := parseServerFlags(t, "--webhook-namespace=ops", "--webhook-cert-dir="+filepath.Join(t.TempDir(), "certs"))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, WebhookServer: newWebhookServer(o),
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, WebhookServer: NewServer(o),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var filesAtRegister bool
-	err = setupWebhooks(ctx, mgr, o, func(ctrl.Manager) error {
+	err = SetupServer(ctx, mgr, o, func(ctrl.Manager) error {
 		_, errCrt := os.Stat(filepath.Join(o.certDir, "tls.crt"))
 		_, errKey := os.Stat(filepath.Join(o.certDir, "tls.key"))
 		filesAtRegister = errCrt == nil && errKey == nil
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("setupWebhooks: %v", err)
+		t.Fatalf("SetupServer: %v", err)
 	}
 	if !filesAtRegister {
 		t.Error("the certificate files were not there when the webhooks were registered")

@@ -1,4 +1,4 @@
-package main
+package webhook
 
 import (
 	"context"
@@ -25,8 +25,9 @@ const (
 	webhookCertsProvided = "provided"
 )
 
-// webhookOptions configure the webhook server that serves CRD conversion.
-type webhookOptions struct {
+// ServerOptions configure the webhook server that serves CRD conversion: the manager's
+// --webhook-* flags (AddServerFlags).
+type ServerOptions struct {
 	port        int
 	certDir     string
 	certs       string
@@ -34,8 +35,9 @@ type webhookOptions struct {
 	namespace   string
 }
 
-func addWebhookFlags(fs *flag.FlagSet) *webhookOptions {
-	o := &webhookOptions{}
+// AddServerFlags defines the --webhook-* flags on fs.
+func AddServerFlags(fs *flag.FlagSet) *ServerOptions {
+	o := &ServerOptions{}
 	fs.IntVar(&o.port, "webhook-port", 9443, "port of the webhook server (CRD conversion); 0 disables it, and then only the storage version v1beta2 can be read and written")
 	fs.StringVar(&o.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with the webhook server's tls.crt and tls.key")
 	fs.StringVar(&o.certs, "webhook-certs", webhookCertsSelfSigned, `where the webhook certificate comes from: "self-signed" (the operator keeps a CA and certificate in a Secret of its namespace, writes them to --webhook-cert-dir and sets the CRDs' caBundle) or "provided" (mounted into --webhook-cert-dir, caBundle set by the installer, e.g. OLM)`)
@@ -44,10 +46,10 @@ func addWebhookFlags(fs *flag.FlagSet) *webhookOptions {
 	return o
 }
 
-// newWebhookServer is the manager's webhook server (ctrl.Options.WebhookServer). The
-// manager only starts it once something registers a webhook, which setupWebhooks skips
+// NewServer is the manager's webhook server (ctrl.Options.WebhookServer). The
+// manager only starts it once something registers a webhook, which SetupServer skips
 // when the webhook is disabled.
-func newWebhookServer(o *webhookOptions) crwebhook.Server {
+func NewServer(o *ServerOptions) crwebhook.Server {
 	return crwebhook.NewServer(crwebhook.Options{
 		Port:    o.port,
 		CertDir: o.certDir,
@@ -59,13 +61,13 @@ func newWebhookServer(o *webhookOptions) crwebhook.Server {
 	})
 }
 
-// setupWebhooks provisions the webhook certificate (self-signed mode) and registers the
+// SetupServer provisions the webhook certificate (self-signed mode) and registers the
 // webhooks with register (the conversion webhook). It returns an error only for
 // invalid flags and failures worth a restart (the API server refusing the certificate
 // Secret, say); where the webhook simply cannot run here (no certificate provided, no
 // namespace known) it logs why and leaves the webhook server off: v1beta2, the storage
 // version, is served without conversion, so the controllers still work.
-func setupWebhooks(ctx context.Context, mgr ctrl.Manager, o *webhookOptions, register func(ctrl.Manager) error) error {
+func SetupServer(ctx context.Context, mgr ctrl.Manager, o *ServerOptions, register func(ctrl.Manager) error) error {
 	log := ctrl.Log.WithName("webhook")
 	if o.port == 0 {
 		log.Info("conversion webhook disabled (--webhook-port=0); only the storage version v1beta2 is served")
@@ -109,4 +111,16 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, o *webhookOptions, reg
 		return fmt.Errorf("--webhook-certs=%q: want %q or %q", o.certs, webhookCertsSelfSigned, webhookCertsProvided)
 	}
 	return register(mgr)
+}
+
+// RegisterConversion serves the conversion webhook and makes the pod Ready only once the
+// webhook server serves: the API server converts every read and write of a v1 object
+// through it, and a Service endpoint that refuses connections makes kubectl fail (seen
+// on real nodes, where the pod was Ready before the server listened). It is SetupServer's
+// register in the operator.
+func RegisterConversion(mgr ctrl.Manager) error {
+	if err := SetupConversion(mgr); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker())
 }
