@@ -19,7 +19,6 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
@@ -181,7 +180,7 @@ func TestBackupToS3(t *testing.T) {
 	t.Run("periodic with retention, deleting the CR keeps the backups", func(t *testing.T) {
 		eb := b.newBackup("periodic", cluster, "bk/periodic", "aws", &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 2, MaxBackups: 2})
 		eb.Finalizers = []string{etcdv1beta2.BackupFinalizer} // as CoreOS's operator left it
-		eb.Annotations = map[string]string{controllers.BackupCompressionAnnotation: "gzip"}
+		eb.Annotations = map[string]string{etcdv1beta2.BackupCompressionAnnotation: "gzip"}
 		b.Create(eb)
 		cli := b.EtcdClient(cluster)
 		seen := map[string]bool{}

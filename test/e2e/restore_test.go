@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/controllers"
+	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 	"github.com/etcd-operator/etcd-operator/test/bench"
@@ -209,11 +209,11 @@ func TestRestoreFromS3(t *testing.T) {
 		}
 		old := e.Cluster(restored)
 		er := newRestore("replace", restored)
-		er.Annotations = map[string]string{controllers.ReplaceExistingClusterAnnotation: "true"}
+		er.Annotations = map[string]string{etcdrestore.ReplaceExistingClusterAnnotation: "true"}
 		e.Create(er)
 		got := waitRestore(t, e, "replace", metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, 4*time.Minute)
 		wantRecord := fmt.Sprintf(`{"name":%q,"uid":%q}`, restored, old.UID)
-		if rec := got.Annotations[controllers.ReplacedClusterAnnotation]; rec != wantRecord {
+		if rec := got.Annotations[etcdrestore.ReplacedClusterAnnotation]; rec != wantRecord {
 			t.Errorf("replaced-cluster record %q, want %s", rec, wantRecord)
 		}
 		if c := meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded); !strings.Contains(c.Message, string(old.UID)) {
