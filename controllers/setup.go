@@ -7,6 +7,7 @@ package controllers
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/controllers/etcdbackup"
 	"github.com/etcd-operator/etcd-operator/controllers/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
 )
 
 // Options configure the controllers.
@@ -36,6 +38,9 @@ type Options struct {
 	// AllowExternalBackupEndpoints lets an EtcdBackup's spec.etcdEndpoints name etcd
 	// outside its namespace; by default a backup reaches only its namespace's clusters.
 	AllowExternalBackupEndpoints bool
+	// AfterAction is the EtcdCluster controller's test failpoint (etcdcluster.Reconciler's
+	// AfterAction); nil in production.
+	AfterAction func(ctx context.Context, cluster string, action planner.Action)
 }
 
 // RestrictToNamespace limits the manager's caches to one namespace (empty: all).
@@ -69,6 +74,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		ClusterDomain:      opts.ClusterDomain,
 		OperatorImage:      opts.OperatorImage,
 		MinQuorumLossGrace: opts.MinQuorumLossGrace,
+		AfterAction:        opts.AfterAction,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

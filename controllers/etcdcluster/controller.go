@@ -66,6 +66,11 @@ type Reconciler struct {
 
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
+	// AfterAction is a failpoint for tests: when set, it runs after every action that
+	// succeeded, before status is written, with the reconcile's context and the cluster
+	// as namespace/name. A test that blocks in it until that context ends and then stops
+	// the operator simulates an operator killed between two steps. Nil in production.
+	AfterAction func(ctx context.Context, cluster string, action planner.Action)
 
 	renderer *render.Renderer
 	health   *healthTracker
@@ -171,7 +176,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: delay}, nil
 	}
 	result, actErr := r.act(ctx, &c, obs, action)
-	if hook := AfterActionHook; hook != nil && actErr == nil {
+	if hook := r.AfterAction; hook != nil && actErr == nil {
 		hook(ctx, c.Namespace+"/"+c.Name, action)
 	}
 	now := r.Now()
@@ -245,12 +250,6 @@ func quorumLossGrace(c *etcdv1beta2.EtcdCluster, minGrace time.Duration) (time.D
 	}
 	return d, ""
 }
-
-// AfterActionHook is a failpoint for tests: when set, it runs after every action that
-// succeeded, before status is written, with the reconcile's context. A test that blocks
-// in it until that context ends and then stops the operator simulates an operator killed
-// between two steps. Nil in production.
-var AfterActionHook func(ctx context.Context, cluster string, action planner.Action)
 
 // AnnotationQuorumLossGrace overrides how long a quorum must stay lost before the cluster
 // is reported Failed (or, with AnnotationForceNewCluster, recovered), as a Go duration

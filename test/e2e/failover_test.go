@@ -721,7 +721,7 @@ func TestOperatorKilledBetweenReplaceSteps(t *testing.T) {
 	// The hook is installed while no reconciler runs, so no reconcile races with it.
 	steps := make(chan string, 16)
 	e.StopOperatorNow()
-	etcdcluster.AfterActionHook = func(ctx context.Context, cluster string, a planner.Action) {
+	e.AfterAction = func(ctx context.Context, cluster string, a planner.Action) {
 		switch a.Kind {
 		case planner.ReplaceMember, planner.RemoveMember, planner.AddLearner, planner.CreatePod,
 			planner.PromoteLearner, planner.DeletePod, planner.MoveLeader:
@@ -736,7 +736,7 @@ func TestOperatorKilledBetweenReplaceSteps(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		e.StopOperatorNow()
-		etcdcluster.AfterActionHook = nil
+		e.AfterAction = nil
 	})
 	e.StartOperator()
 
@@ -793,7 +793,7 @@ func TestOperatorKilledBetweenReplaceSteps(t *testing.T) {
 			drained = true
 		}
 	}
-	etcdcluster.AfterActionHook = nil
+	e.AfterAction = nil
 	e.StartOperator()
 	e.WaitAvailable(name, 3, 90*time.Second)
 	waitAllAnswer(e, name, 3, 30*time.Second)

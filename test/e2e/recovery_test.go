@@ -81,7 +81,7 @@ func testQuorumLossRecovery(t *testing.T, withTLS bool) {
 	// after it not written) and a new one started: it must continue the same recovery.
 	steps := make(chan string, 16)
 	e.StopOperatorNow()
-	etcdcluster.AfterActionHook = func(ctx context.Context, cluster string, a planner.Action) {
+	e.AfterAction = func(ctx context.Context, cluster string, a planner.Action) {
 		if cluster != "default/"+name || (a.Kind != planner.ForceNewCluster && a.Kind != planner.FinishRecovery) {
 			return
 		}
@@ -90,7 +90,7 @@ func testQuorumLossRecovery(t *testing.T, withTLS bool) {
 	}
 	t.Cleanup(func() {
 		e.StopOperatorNow()
-		etcdcluster.AfterActionHook = nil
+		e.AfterAction = nil
 	})
 	e.StartOperator()
 
@@ -152,7 +152,7 @@ func testQuorumLossRecovery(t *testing.T, withTLS bool) {
 			drained = true
 		}
 	}
-	etcdcluster.AfterActionHook = nil
+	e.AfterAction = nil
 	e.StartOperator()
 	for _, k := range []string{"ForceNewCluster", "FinishRecovery"} {
 		if !slices.ContainsFunc(interrupted, func(s string) bool { return strings.HasPrefix(s, k) }) {
