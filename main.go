@@ -10,8 +10,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,6 +33,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	etcdwebhook "github.com/etcd-operator/etcd-operator/internal/webhook"
 )
@@ -68,10 +67,10 @@ func runManager(args []string) int {
 		leaderElectionNS = fs.String("leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
 		watchNamespace   = fs.String("watch-namespace", os.Getenv("WATCH_NAMESPACE"), "only manage resources in this namespace (default: all)")
 		clusterDomain    = fs.String("cluster-domain", "", "DNS domain of the cluster, e.g. cluster.local (default: read from /etc/resolv.conf, else none)")
-		operatorImage    = fs.String("operator-image", os.Getenv("OPERATOR_IMAGE"), "this operator's image, run by restored clusters' init containers (default: the image of the operator's own pod, else "+controllers.DefaultOperatorImage+")")
+		operatorImage    = fs.String("operator-image", os.Getenv("OPERATOR_IMAGE"), "this operator's image, run by restored clusters' init containers (default: the image of the operator's own pod, else "+operatorimage.Default+")")
 		allowExternal    = fs.Bool("allow-external-backup-endpoints", false, "let an EtcdBackup's spec.etcdEndpoints name etcd outside the backup's namespace (default: only EtcdClusters of its own namespace; a tenant who may create EtcdBackups could otherwise make the operator dial any address)")
 	)
-	wh := addWebhookFlags(fs)
+	wh := etcdwebhook.AddServerFlags(fs)
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
 	_ = fs.Parse(args)
@@ -90,7 +89,7 @@ func runManager(args []string) int {
 		LeaderElection:          *leaderElect,
 		LeaderElectionID:        "etcd-operator.etcd.database.coreos.com",
 		LeaderElectionNamespace: *leaderElectionNS,
-		WebhookServer:           newWebhookServer(wh),
+		WebhookServer:           etcdwebhook.NewServer(wh),
 	}
 	controllers.RestrictToNamespace(&mgrOpts, *watchNamespace)
 	controllers.NeverCacheSecrets(&mgrOpts)
@@ -101,10 +100,10 @@ func runManager(args []string) int {
 		return 1
 	}
 	if *operatorImage == "" {
-		img, err := controllers.OwnImage(context.Background(), mgr.GetAPIReader(), os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"), "manager")
+		img, err := operatorimage.FromOwnPod(context.Background(), mgr.GetAPIReader(), os.Getenv("POD_NAMESPACE"), os.Getenv("POD_NAME"), "manager")
 		if err != nil {
-			log.Info("using the default operator image for restore init containers", "image", controllers.DefaultOperatorImage, "reason", err.Error())
-			img = controllers.DefaultOperatorImage
+			log.Info("using the default operator image for restore init containers", "image", operatorimage.Default, "reason", err.Error())
+			img = operatorimage.Default
 		}
 		*operatorImage = img
 	}
@@ -125,7 +124,7 @@ func runManager(args []string) int {
 	// The conversion webhook serves v1 beside the stored v1beta2; its certificate is
 	// OLM's (--webhook-certs=provided) or provisioned here before the server starts.
 	ctx := ctrl.SetupSignalHandler()
-	if err := setupWebhooks(ctx, mgr, wh, registerConversion); err != nil {
+	if err := etcdwebhook.SetupServer(ctx, mgr, wh, etcdwebhook.RegisterConversion); err != nil {
 		log.Error(err, "unable to set up the conversion webhook")
 		return 1
 	}
@@ -154,7 +153,7 @@ func runRestore(args []string) int {
 		checksum     = fs.String("checksum", "", "expected SHA-256 of the stored backup (hex)")
 		fromMember   = fs.String("from-member", "", "client URL of a live member to copy the data from instead of a backup (quorum-loss recovery)")
 		minRevision  = fs.Int64("min-revision", 0, "with --from-member: refuse a snapshot older than this revision")
-		clientTLSDir = fs.String("client-tls-dir", "", "with an https --from-member: directory with the client TLS secret's files (etcd-client.crt, etcd-client.key, etcd-client-ca.crt)")
+		clientTLSDir = fs.String("client-tls-dir", "", "with an https --from-member: directory with the client TLS secret's files ("+etcdadmin.ClientCertKey+", "+etcdadmin.ClientKeyKey+", "+etcdadmin.ClientCAKey+")")
 		name         = fs.String("name", "", "member name")
 		dataDir      = fs.String("data-dir", "", "member data directory to create")
 		peerURLs     = fs.String("initial-advertise-peer-urls", "", "member peer URLs, comma-separated")
@@ -178,7 +177,7 @@ func runRestore(args []string) int {
 	case *fromMember != "" && *s3Path == "" && *dir == "":
 		member = &restore.MemberSource{Endpoint: *fromMember, MinRevision: *minRevision}
 		if *clientTLSDir != "" {
-			tlsCfg, err := loadTLSDir(*clientTLSDir)
+			tlsCfg, err := etcdadmin.ClientTLSFromDir(*clientTLSDir)
 			if err != nil {
 				return fail(err)
 			}
@@ -234,7 +233,7 @@ func runBackup(args []string) int {
 	fs := flag.NewFlagSet("backup", flag.ExitOnError)
 	var (
 		endpoints   = fs.String("endpoints", "", "etcd client URLs, comma-separated")
-		tlsDir      = fs.String("tls-dir", "", "directory with the client TLS secret's files (etcd-client.crt, etcd-client.key, etcd-client-ca.crt); empty: no TLS")
+		tlsDir      = fs.String("tls-dir", "", "directory with the client TLS secret's files ("+etcdadmin.ClientCertKey+", "+etcdadmin.ClientKeyKey+", "+etcdadmin.ClientCAKey+"); empty: no TLS")
 		dir         = fs.String("dir", "", "backup directory (the mounted claim)")
 		key         = fs.String("key", "", "backup path below --dir; with --periodic the base of <key>_v<revision>_<time>")
 		periodic    = fs.Bool("periodic", false, "name the backup <key>_v<revision>_<time> and apply --max-backups")
@@ -267,21 +266,21 @@ func runBackup(args []string) int {
 		return 1
 	}
 	if *endpoints == "" || *dir == "" || *key == "" {
-		return fail(controllers.ReasonBackupInvalidSpec, errors.New("--endpoints, --dir and --key are required"))
+		return fail(etcdv1beta2.ReasonBackupInvalidSpec, errors.New("--endpoints, --dir and --key are required"))
 	}
 	store, err := backup.NewFS(*dir)
 	if err != nil {
-		return fail(controllers.ReasonStorageError, err)
+		return fail(etcdv1beta2.ReasonStorageError, err)
 	}
 	cfg := etcdadmin.Config{Endpoints: strings.Split(*endpoints, ","), Retry: etcdadmin.Backoff{Budget: *timeout / 3}}
 	if *tlsDir != "" {
-		if cfg.TLS, err = loadTLSDir(*tlsDir); err != nil {
-			return fail(controllers.ReasonSecretError, err)
+		if cfg.TLS, err = etcdadmin.ClientTLSFromDir(*tlsDir); err != nil {
+			return fail(etcdv1beta2.ReasonSecretError, err)
 		}
 	}
 	admin, err := etcdadmin.New(cfg)
 	if err != nil {
-		return fail(controllers.ReasonSnapshotFailed, err)
+		return fail(etcdv1beta2.ReasonSnapshotFailed, err)
 	}
 	defer admin.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
@@ -291,42 +290,14 @@ func runBackup(args []string) int {
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return fail(controllers.ReasonTimeout, fmt.Errorf("backup did not finish within %v: %w", *timeout, err))
+		return fail(etcdv1beta2.ReasonTimeout, fmt.Errorf("backup did not finish within %v: %w", *timeout, err))
 	case errors.Is(err, backup.ErrSnapshot):
-		return fail(controllers.ReasonSnapshotFailed, err)
+		return fail(etcdv1beta2.ReasonSnapshotFailed, err)
 	case err != nil:
-		return fail(controllers.ReasonStorageError, err)
+		return fail(etcdv1beta2.ReasonStorageError, err)
 	}
 	report(backup.NewJobResult(res))
 	lg.Info("backup stored", uzap.String("location", res.Location), uzap.Int64("revision", res.Revision),
 		uzap.String("sha256", res.Object.SHA256), uzap.Int("pruned", len(res.Pruned)))
 	return 0
-}
-
-// loadTLSDir reads a mounted client TLS secret (the keys of EtcdCluster client TLS secrets).
-func loadTLSDir(dir string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, "etcd-client.crt"), filepath.Join(dir, "etcd-client.key"))
-	if err != nil {
-		return nil, fmt.Errorf("client TLS in %s: %w", dir, err)
-	}
-	ca, err := os.ReadFile(filepath.Join(dir, "etcd-client-ca.crt"))
-	if err != nil {
-		return nil, fmt.Errorf("client TLS in %s: %w", dir, err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("client TLS in %s: etcd-client-ca.crt holds no PEM certificate", dir)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
-}
-
-// registerConversion serves the conversion webhook and makes the pod Ready only once the
-// webhook server serves: the API server converts every read and write of a v1 object
-// through it, and a Service endpoint that refuses connections makes kubectl fail (seen
-// on real nodes, where the pod was Ready before the server listened).
-func registerConversion(mgr ctrl.Manager) error {
-	if err := etcdwebhook.SetupConversion(mgr); err != nil {
-		return err
-	}
-	return mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker())
 }

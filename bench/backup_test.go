@@ -22,8 +22,8 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
-	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
-	"github.com/etcd-operator/etcd-operator/internal/miniotest"
+	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 )
 

@@ -25,7 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // recordingCache notes every object type the manager's client asks its cache for; asking

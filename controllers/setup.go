@@ -1,10 +1,13 @@
-// Package controllers holds the operator's reconcilers. Each is thin: it observes the API
-// and etcd, asks a pure planner for the next step, performs that one step, and writes
+// Package controllers wires the operator's reconcilers into a manager: its options, its
+// cache settings and the registration of the three controllers, each in a package of
+// its own (etcdcluster, etcdbackup, etcdrestore). Each is thin: it observes the API and
+// etcd, asks a pure planner for the next step, performs that one step, and writes
 // status. The decisions live in internal/planner, the pod shapes in the embedded chart.
 package controllers
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"strings"
 	"time"
@@ -13,6 +16,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-operator/etcd-operator/controllers/etcdbackup"
+	"github.com/etcd-operator/etcd-operator/controllers/etcdcluster"
+	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
 )
 
 // Options configure the controllers.
@@ -22,14 +30,17 @@ type Options struct {
 	ClusterDomain string
 	// OperatorImage is this operator's own image, run by the restore init container of
 	// clusters created from a backup and of the first member of a quorum-loss recovery;
-	// empty means DefaultOperatorImage.
+	// empty means operatorimage.Default.
 	OperatorImage string
 	// MinQuorumLossGrace is the shortest quorum-loss grace a cluster may ask for with its
-	// annotation; zero means DefaultMinQuorumLossGrace (1m). The test bench lowers it.
+	// annotation; zero means etcdcluster.DefaultMinQuorumLossGrace (1m). The test bench lowers it.
 	MinQuorumLossGrace time.Duration
 	// AllowExternalBackupEndpoints lets an EtcdBackup's spec.etcdEndpoints name etcd
 	// outside its namespace; by default a backup reaches only its namespace's clusters.
 	AllowExternalBackupEndpoints bool
+	// AfterAction is the EtcdCluster controller's test failpoint (etcdcluster.Reconciler's
+	// AfterAction); nil in production.
+	AfterAction func(ctx context.Context, cluster string, action planner.Action)
 }
 
 // RestrictToNamespace limits the manager's caches to one namespace (empty: all).
@@ -56,17 +67,18 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.ClusterDomain == "" {
 		opts.ClusterDomain = detectClusterDomain("/etc/resolv.conf")
 	}
-	if err := (&EtcdClusterReconciler{
+	if err := (&etcdcluster.Reconciler{
 		Client:             mgr.GetClient(),
 		Scheme:             mgr.GetScheme(),
 		Recorder:           mgr.GetEventRecorderFor("etcd-operator"),
 		ClusterDomain:      opts.ClusterDomain,
 		OperatorImage:      opts.OperatorImage,
 		MinQuorumLossGrace: opts.MinQuorumLossGrace,
+		AfterAction:        opts.AfterAction,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&EtcdBackupReconciler{
+	if err := (&etcdbackup.Reconciler{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
 		Recorder:      mgr.GetEventRecorderFor("etcd-backup"),
@@ -77,7 +89,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&EtcdRestoreReconciler{
+	return (&etcdrestore.Reconciler{
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
 		Recorder:      mgr.GetEventRecorderFor("etcd-restore"),

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // startAPIServer runs a real kube-apiserver (envtest) with the generated CRDs installed, so

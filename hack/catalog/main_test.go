@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // layoutLabels reads the labels of the one image in an OCI layout directory.

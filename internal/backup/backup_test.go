@@ -20,7 +20,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/etcd-operator/etcd-operator/internal/backup"
-	"github.com/etcd-operator/etcd-operator/internal/miniotest"
+	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 )
 
 // s3Store starts a MinIO with a bucket and returns a store in it.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
-	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 )
 
 // TestSaveSnapshot streams snapshots of a real member into a directory: the periodic

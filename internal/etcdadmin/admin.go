@@ -14,7 +14,9 @@
 //     clientv3 cannot target by itself;
 //   - errors that say why an endpoint is unreachable (connection refused, TLS
 //     rejected, no answer) where clientv3 only says "deadline exceeded";
-//   - optional Prometheus metrics (NewMetrics) and logr logs.
+//   - optional Prometheus metrics (NewMetrics) and logr logs;
+//   - the client TLS config from a client TLS Secret's keys, read from the API
+//     or from a mounted directory (ClientTLSFromSecret, ClientTLSFromDir).
 //
 // Members are always identified by ID: a learner that has not started yet has
 // no name.

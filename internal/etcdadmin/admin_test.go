@@ -21,7 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
-	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 )
 
 func newAdmin(t *testing.T, eps []string, mod ...func(*etcdadmin.Config)) *etcdadmin.Admin {

@@ -10,8 +10,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
+	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 )
 
 // TestRestoreFromMemberWithoutQuorum is the quorum-loss recovery step: two of three

@@ -16,8 +16,8 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
-	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
+	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 )
 
 // backupOf writes keys into a fresh 3-member cluster and stores a snapshot of it.

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/etcd-operator/etcd-operator/internal/backup"
-	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
+	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 )
 
 // withHash appends etcd's integrity hash over db, as etcd does when it streams a

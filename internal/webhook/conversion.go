@@ -1,6 +1,7 @@
 // Package webhook serves the CRD conversion webhook of the etcd.database.coreos.com kinds:
 // the API server calls it to convert EtcdCluster, EtcdBackup and EtcdRestore objects
-// between v1beta2 (stored, the hub) and v1 (served beside it).
+// between v1beta2 (stored, the hub) and v1 (served beside it). server.go sets up the
+// manager's webhook server that serves it: the --webhook-* flags and the certificate.
 package webhook
 
 import (

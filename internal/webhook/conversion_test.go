@@ -25,7 +25,7 @@ import (
 
 	etcdv1 "github.com/etcd-operator/etcd-operator/api/v1"
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 	"github.com/etcd-operator/etcd-operator/internal/webhook"
 )
 

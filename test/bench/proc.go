@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // process is one control-plane binary the bench started, with its output in a file.

@@ -21,9 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
-	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -64,7 +63,7 @@ func TestBackupToPVC(t *testing.T) {
 		if err := e.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: "to-pvc"}, &eb); err != nil {
 			return err
 		}
-		cond := meta.FindStatusCondition(eb.Status.Conditions, controllers.BackupConditionSucceeded)
+		cond := meta.FindStatusCondition(eb.Status.Conditions, etcdv1beta2.BackupConditionSucceeded)
 		if cond == nil {
 			return errors.New("no Succeeded condition yet")
 		}
@@ -148,9 +147,9 @@ func TestBackupToPVC(t *testing.T) {
 		if err := e.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: "pvc-unreachable"}, &bad); err != nil {
 			return err
 		}
-		cond := meta.FindStatusCondition(bad.Status.Conditions, controllers.BackupConditionSucceeded)
-		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != controllers.ReasonEndpointsRefused || bad.Status.Succeeded {
-			return fmt.Errorf("condition %+v, want Succeeded=False %s", cond, controllers.ReasonEndpointsRefused)
+		cond := meta.FindStatusCondition(bad.Status.Conditions, etcdv1beta2.BackupConditionSucceeded)
+		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != etcdv1beta2.ReasonEndpointsRefused || bad.Status.Succeeded {
+			return fmt.Errorf("condition %+v, want Succeeded=False %s", cond, etcdv1beta2.ReasonEndpointsRefused)
 		}
 		return nil
 	})

@@ -19,10 +19,9 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
-	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
-	"github.com/etcd-operator/etcd-operator/internal/miniotest"
+	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
@@ -100,7 +99,7 @@ func (b *backupEnv) waitCondition(t *testing.T, name string, status metav1.Condi
 	var eb *etcdv1beta2.EtcdBackup
 	b.Eventually(timeout, fmt.Sprintf("backup %s condition %s/%s", name, status, reason), func() error {
 		eb = b.getBackup(t, name)
-		c := meta.FindStatusCondition(eb.Status.Conditions, controllers.BackupConditionSucceeded)
+		c := meta.FindStatusCondition(eb.Status.Conditions, etcdv1beta2.BackupConditionSucceeded)
 		if c == nil || c.Status != status || c.Reason != reason {
 			return fmt.Errorf("status %+v", eb.Status)
 		}
@@ -153,7 +152,7 @@ func TestBackupToS3(t *testing.T) {
 
 	t.Run("one-shot", func(t *testing.T) {
 		b.Create(b.newBackup("oneshot", cluster, "bk/oneshot.db", "aws", nil))
-		eb := b.waitCondition(t, "oneshot", metav1.ConditionTrue, controllers.ReasonBackupSucceeded, 60*time.Second)
+		eb := b.waitCondition(t, "oneshot", metav1.ConditionTrue, etcdv1beta2.ReasonBackupSucceeded, 60*time.Second)
 		if !eb.Status.Succeeded || eb.Status.Reason != "" || eb.Status.EtcdVersion != "3.6.16" ||
 			eb.Status.EtcdRevision < keys || eb.Status.LastSuccessDate.IsZero() {
 			t.Errorf("status %+v", eb.Status)
@@ -181,7 +180,7 @@ func TestBackupToS3(t *testing.T) {
 	t.Run("periodic with retention, deleting the CR keeps the backups", func(t *testing.T) {
 		eb := b.newBackup("periodic", cluster, "bk/periodic", "aws", &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 2, MaxBackups: 2})
 		eb.Finalizers = []string{etcdv1beta2.BackupFinalizer} // as CoreOS's operator left it
-		eb.Annotations = map[string]string{controllers.BackupCompressionAnnotation: "gzip"}
+		eb.Annotations = map[string]string{etcdv1beta2.BackupCompressionAnnotation: "gzip"}
 		b.Create(eb)
 		cli := b.EtcdClient(cluster)
 		seen := map[string]bool{}
@@ -255,24 +254,24 @@ func TestBackupToS3(t *testing.T) {
 			name, secret, path, reason, mention string
 			mutate                              func(*etcdv1beta2.EtcdBackup)
 		}{
-			{"bad-creds", "aws-bad", "bk/x.db", controllers.ReasonAccessDenied, "access denied", nil},
-			{"no-bucket", "aws", "bk/x.db", controllers.ReasonBucketNotFound, "bucket", func(eb *etcdv1beta2.EtcdBackup) {
+			{"bad-creds", "aws-bad", "bk/x.db", etcdv1beta2.ReasonAccessDenied, "access denied", nil},
+			{"no-bucket", "aws", "bk/x.db", etcdv1beta2.ReasonBucketNotFound, "bucket", func(eb *etcdv1beta2.EtcdBackup) {
 				eb.Spec.S3.Path = "no-such-bucket/x.db"
 			}},
-			{"no-secret", "absent-secret", "bk/x.db", controllers.ReasonSecretError, "absent-secret", nil},
-			{"gcs", "aws", "bk/x.db", controllers.ReasonUnsupportedStorageType, "S3-compatible endpoint", func(eb *etcdv1beta2.EtcdBackup) {
+			{"no-secret", "absent-secret", "bk/x.db", etcdv1beta2.ReasonSecretError, "absent-secret", nil},
+			{"gcs", "aws", "bk/x.db", etcdv1beta2.ReasonUnsupportedStorageType, "S3-compatible endpoint", func(eb *etcdv1beta2.EtcdBackup) {
 				eb.Spec.StorageType = etcdv1beta2.BackupStorageTypeGCS
 				eb.Spec.GCS = &etcdv1beta2.GCSBackupSource{Path: "bucket/x.db", GCPSecret: "gcp"}
 			}},
 			// Endpoints that are not a cluster of the backup's namespace are refused
 			// before anything is dialled.
-			{"foreign-endpoint", "aws", "bk/x.db", controllers.ReasonEndpointsRefused, "spec.etcdEndpoints", func(eb *etcdv1beta2.EtcdBackup) {
+			{"foreign-endpoint", "aws", "bk/x.db", etcdv1beta2.ReasonEndpointsRefused, "spec.etcdEndpoints", func(eb *etcdv1beta2.EtcdBackup) {
 				eb.Spec.EtcdEndpoints = []string{"http://127.0.0.1:1"}
 			}},
-			{"other-namespace", "aws", "bk/x.db", controllers.ReasonEndpointsRefused, "spec.etcdEndpoints", func(eb *etcdv1beta2.EtcdBackup) {
+			{"other-namespace", "aws", "bk/x.db", etcdv1beta2.ReasonEndpointsRefused, "spec.etcdEndpoints", func(eb *etcdv1beta2.EtcdBackup) {
 				eb.Spec.EtcdEndpoints = []string{fmt.Sprintf("http://%s-client.kube-system.svc:2379", cluster)}
 			}},
-			{"missing-cluster-ref", "aws", "bk/x.db", controllers.ReasonClusterNotFound, "spec.clusterRef.name", func(eb *etcdv1beta2.EtcdBackup) {
+			{"missing-cluster-ref", "aws", "bk/x.db", etcdv1beta2.ReasonClusterNotFound, "spec.clusterRef.name", func(eb *etcdv1beta2.EtcdBackup) {
 				eb.Spec.EtcdEndpoints = nil
 				eb.Spec.ClusterRef = &etcdv1beta2.EtcdClusterRef{Name: "no-such-cluster"}
 			}},
@@ -302,7 +301,7 @@ func TestBackupToS3(t *testing.T) {
 		good.Spec.EtcdEndpoints = nil
 		good.Spec.ClusterRef = &etcdv1beta2.EtcdClusterRef{Name: cluster}
 		b.Create(good)
-		b.waitCondition(t, "after-errors", metav1.ConditionTrue, controllers.ReasonBackupSucceeded, 60*time.Second)
+		b.waitCondition(t, "after-errors", metav1.ConditionTrue, etcdv1beta2.ReasonBackupSucceeded, 60*time.Second)
 	})
 }
 

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/controllers"
+	"github.com/etcd-operator/etcd-operator/controllers/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/test/framework"
@@ -618,7 +618,7 @@ func TestQuorumLossFailedSafe(t *testing.T) {
 	const name = "quorum"
 	c := newCluster(name, 3)
 	c.Spec.Pod = &etcdv1beta2.PodPolicy{AntiAffinity: true} // one member per node
-	c.Annotations = map[string]string{controllers.AnnotationQuorumLossGrace: "15s"}
+	c.Annotations = map[string]string{etcdcluster.AnnotationQuorumLossGrace: "15s"}
 	e.Create(c)
 	e.WaitAvailable(name, 3, 90*time.Second)
 	load := e.StartLoad(name, loadRate)
@@ -721,7 +721,7 @@ func TestOperatorKilledBetweenReplaceSteps(t *testing.T) {
 	// The hook is installed while no reconciler runs, so no reconcile races with it.
 	steps := make(chan string, 16)
 	e.StopOperatorNow()
-	controllers.AfterActionHook = func(ctx context.Context, cluster string, a planner.Action) {
+	e.AfterAction = func(ctx context.Context, cluster string, a planner.Action) {
 		switch a.Kind {
 		case planner.ReplaceMember, planner.RemoveMember, planner.AddLearner, planner.CreatePod,
 			planner.PromoteLearner, planner.DeletePod, planner.MoveLeader:
@@ -736,7 +736,7 @@ func TestOperatorKilledBetweenReplaceSteps(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		e.StopOperatorNow()
-		controllers.AfterActionHook = nil
+		e.AfterAction = nil
 	})
 	e.StartOperator()
 
@@ -793,7 +793,7 @@ func TestOperatorKilledBetweenReplaceSteps(t *testing.T) {
 			drained = true
 		}
 	}
-	controllers.AfterActionHook = nil
+	e.AfterAction = nil
 	e.StartOperator()
 	e.WaitAvailable(name, 3, 90*time.Second)
 	waitAllAnswer(e, name, 3, 30*time.Second)

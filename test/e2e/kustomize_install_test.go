@@ -25,7 +25,7 @@ import (
 
 	etcdv1 "github.com/etcd-operator/etcd-operator/api/v1"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/bench/images"
 	"github.com/etcd-operator/etcd-operator/test/framework"

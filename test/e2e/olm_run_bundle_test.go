@@ -16,7 +16,7 @@ import (
 
 	etcdv1 "github.com/etcd-operator/etcd-operator/api/v1"
 	"github.com/etcd-operator/etcd-operator/hack/runbundle/olmrun"
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/bench/images"
 	"github.com/etcd-operator/etcd-operator/test/bench/olm"

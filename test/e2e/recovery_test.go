@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/controllers"
+	"github.com/etcd-operator/etcd-operator/controllers/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
@@ -37,7 +37,7 @@ func testQuorumLossRecovery(t *testing.T, withTLS bool) {
 	const name = "phoenix"
 	c := newCluster(name, 3)
 	c.Spec.Pod = &etcdv1beta2.PodPolicy{AntiAffinity: true}
-	c.Annotations = map[string]string{controllers.AnnotationQuorumLossGrace: "15s", controllers.AnnotationForceNewCluster: "true"}
+	c.Annotations = map[string]string{etcdcluster.AnnotationQuorumLossGrace: "15s", etcdcluster.AnnotationForceNewCluster: "true"}
 	access := plainAccess(e, name)
 	if withTLS {
 		pki := framework.NewClusterTLS(t, name, "default")
@@ -81,7 +81,7 @@ func testQuorumLossRecovery(t *testing.T, withTLS bool) {
 	// after it not written) and a new one started: it must continue the same recovery.
 	steps := make(chan string, 16)
 	e.StopOperatorNow()
-	controllers.AfterActionHook = func(ctx context.Context, cluster string, a planner.Action) {
+	e.AfterAction = func(ctx context.Context, cluster string, a planner.Action) {
 		if cluster != "default/"+name || (a.Kind != planner.ForceNewCluster && a.Kind != planner.FinishRecovery) {
 			return
 		}
@@ -90,7 +90,7 @@ func testQuorumLossRecovery(t *testing.T, withTLS bool) {
 	}
 	t.Cleanup(func() {
 		e.StopOperatorNow()
-		controllers.AfterActionHook = nil
+		e.AfterAction = nil
 	})
 	e.StartOperator()
 
@@ -152,7 +152,7 @@ func testQuorumLossRecovery(t *testing.T, withTLS bool) {
 			drained = true
 		}
 	}
-	controllers.AfterActionHook = nil
+	e.AfterAction = nil
 	e.StartOperator()
 	for _, k := range []string{"ForceNewCluster", "FinishRecovery"} {
 		if !slices.ContainsFunc(interrupted, func(s string) bool { return strings.HasPrefix(s, k) }) {

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
@@ -57,7 +56,7 @@ func TestRestoreFromPVC(t *testing.T) {
 		if err := e.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: "pvc-for-restore"}, &eb); err != nil {
 			return err
 		}
-		cond := meta.FindStatusCondition(eb.Status.Conditions, controllers.BackupConditionSucceeded)
+		cond := meta.FindStatusCondition(eb.Status.Conditions, etcdv1beta2.BackupConditionSucceeded)
 		if cond == nil || cond.Status != metav1.ConditionTrue {
 			return fmt.Errorf("backup condition %+v", cond)
 		}
@@ -81,8 +80,8 @@ func TestRestoreFromPVC(t *testing.T) {
 
 	t.Run("into a new cluster", func(t *testing.T) {
 		e.Create(pvcRestore("from-pvc", restored, key))
-		er := waitRestore(t, e, "from-pvc", metav1.ConditionTrue, controllers.ReasonRestoreComplete, 3*time.Minute)
-		if c := meta.FindStatusCondition(er.Status.Conditions, controllers.RestoreConditionSucceeded); !strings.Contains(c.Message, "pvc://"+claim+"/"+key) {
+		er := waitRestore(t, e, "from-pvc", metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, 3*time.Minute)
+		if c := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded); !strings.Contains(c.Message, "pvc://"+claim+"/"+key) {
 			t.Errorf("condition message %q does not name the backup", c.Message)
 		}
 		e.WaitAvailable(restored, 3, 60*time.Second)
@@ -147,7 +146,7 @@ func TestRestoreFromPVC(t *testing.T) {
 			}
 		}
 		e.Create(pvcRestore("from-damaged", "damaged", bad))
-		er := waitRestore(t, e, "from-damaged", metav1.ConditionFalse, controllers.ReasonRestoreStepFailed, 2*time.Minute)
+		er := waitRestore(t, e, "from-damaged", metav1.ConditionFalse, etcdv1beta2.ReasonRestoreStepFailed, 2*time.Minute)
 		if !strings.Contains(strings.ToLower(er.Status.Reason), "checksum") {
 			t.Errorf("status.reason %q does not tell the checksum failed", er.Status.Reason)
 		}

@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/controllers"
-	"github.com/etcd-operator/etcd-operator/internal/miniotest"
+	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
@@ -88,7 +88,7 @@ func TestRestoreFromS3(t *testing.T) {
 
 	t.Run("into a new cluster", func(t *testing.T) {
 		e.Create(newRestore("to-new", restored))
-		waitRestore(t, e, "to-new", metav1.ConditionTrue, controllers.ReasonRestoreComplete, 3*time.Minute)
+		waitRestore(t, e, "to-new", metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, 3*time.Minute)
 		c := e.WaitAvailable(restored, 3, 60*time.Second)
 		if len(c.OwnerReferences) != 0 {
 			t.Errorf("restored cluster has owner references %v", c.OwnerReferences)
@@ -152,7 +152,7 @@ func TestRestoreFromS3(t *testing.T) {
 		er := newRestore("from-corrupt", "corrupt")
 		er.Spec.S3 = s3("restore/corrupt.db")
 		e.Create(er)
-		got := waitRestore(t, e, "from-corrupt", metav1.ConditionFalse, controllers.ReasonChecksumMismatch, 60*time.Second)
+		got := waitRestore(t, e, "from-corrupt", metav1.ConditionFalse, etcdv1beta2.ReasonChecksumMismatch, 60*time.Second)
 		if !strings.Contains(got.Status.Reason, "corrupt") {
 			t.Errorf("status.reason %q", got.Status.Reason)
 		}
@@ -169,7 +169,7 @@ func TestRestoreFromS3(t *testing.T) {
 		}
 		srcBefore := e.Cluster(source)
 		e.Create(newRestore("over-existing", source))
-		er := waitRestore(t, e, "over-existing", metav1.ConditionFalse, controllers.ReasonClusterExists, 60*time.Second)
+		er := waitRestore(t, e, "over-existing", metav1.ConditionFalse, etcdv1beta2.ReasonClusterExists, 60*time.Second)
 		if er.Status.Succeeded || er.Status.Reason == "" {
 			t.Errorf("status %+v", er.Status)
 		}
@@ -209,14 +209,14 @@ func TestRestoreFromS3(t *testing.T) {
 		}
 		old := e.Cluster(restored)
 		er := newRestore("replace", restored)
-		er.Annotations = map[string]string{controllers.ReplaceExistingClusterAnnotation: "true"}
+		er.Annotations = map[string]string{etcdrestore.ReplaceExistingClusterAnnotation: "true"}
 		e.Create(er)
-		got := waitRestore(t, e, "replace", metav1.ConditionTrue, controllers.ReasonRestoreComplete, 4*time.Minute)
+		got := waitRestore(t, e, "replace", metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, 4*time.Minute)
 		wantRecord := fmt.Sprintf(`{"name":%q,"uid":%q}`, restored, old.UID)
-		if rec := got.Annotations[controllers.ReplacedClusterAnnotation]; rec != wantRecord {
+		if rec := got.Annotations[etcdrestore.ReplacedClusterAnnotation]; rec != wantRecord {
 			t.Errorf("replaced-cluster record %q, want %s", rec, wantRecord)
 		}
-		if c := meta.FindStatusCondition(got.Status.Conditions, controllers.RestoreConditionSucceeded); !strings.Contains(c.Message, string(old.UID)) {
+		if c := meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded); !strings.Contains(c.Message, string(old.UID)) {
 			t.Errorf("status does not name the deleted cluster's UID %s: %q", old.UID, c.Message)
 		}
 		var evs corev1.EventList
@@ -263,7 +263,7 @@ func waitRestore(t *testing.T, e *framework.Env, name string, status metav1.Cond
 		if err := e.C.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &er); err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(er.Status.Conditions, controllers.RestoreConditionSucceeded)
+		c := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
 		if c == nil || c.Status != status || c.Reason != reason {
 			return fmt.Errorf("status %+v", er.Status)
 		}

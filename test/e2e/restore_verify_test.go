@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/controllers"
-	"github.com/etcd-operator/etcd-operator/internal/miniotest"
+	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
+	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
@@ -83,17 +83,17 @@ func TestRestoreVerifiesBackupBeforeReplacing(t *testing.T) {
 		name := "replace-from-" + strings.TrimSuffix(strings.TrimPrefix(key, "coreos/"), ".db")
 		t.Run(name, func(t *testing.T) {
 			er := restoreFrom(name, prod, key)
-			er.Annotations = map[string]string{controllers.ReplaceExistingClusterAnnotation: "true"}
+			er.Annotations = map[string]string{etcdrestore.ReplaceExistingClusterAnnotation: "true"}
 			e.Create(er)
 			got := waitRefusedKeeping(t, e, name, before)
-			c := meta.FindStatusCondition(got.Status.Conditions, controllers.RestoreConditionSucceeded)
-			if c.Reason != controllers.ReasonInvalidSnapshot || !strings.Contains(c.Message, "was not touched") || !strings.Contains(c.Message, key) {
+			c := meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
+			if c.Reason != etcdv1beta2.ReasonInvalidSnapshot || !strings.Contains(c.Message, "was not touched") || !strings.Contains(c.Message, key) {
 				t.Errorf("condition %+v", c)
 			}
-			if _, ok := got.Annotations[controllers.ReplacedClusterAnnotation]; ok {
+			if _, ok := got.Annotations[etcdrestore.ReplacedClusterAnnotation]; ok {
 				t.Errorf("the refused restore recorded a replacement")
 			}
-			waitEvent(e, "EtcdRestore", name, controllers.ReasonInvalidSnapshot)
+			waitEvent(e, "EtcdRestore", name, etcdv1beta2.ReasonInvalidSnapshot)
 		})
 	}
 	after := e.WaitAvailable(prod, 1, 30*time.Second)
@@ -113,9 +113,9 @@ func TestRestoreVerifiesBackupBeforeReplacing(t *testing.T) {
 
 	t.Run("a valid CoreOS-era object restores", func(t *testing.T) {
 		er := restoreFrom("from-coreos", "from-coreos", "coreos/good.db")
-		er.Annotations = map[string]string{controllers.RestoreClusterSpecAnnotation: `{"size": 1}`}
+		er.Annotations = map[string]string{etcdrestore.RestoreClusterSpecAnnotation: `{"size": 1}`}
 		e.Create(er)
-		waitRestore(t, e, "from-coreos", metav1.ConditionTrue, controllers.ReasonRestoreComplete, 3*time.Minute)
+		waitRestore(t, e, "from-coreos", metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, 3*time.Minute)
 		e.WaitAvailable("from-coreos", 1, 60*time.Second)
 		if got := dump(t, e.EtcdClient("from-coreos")); !reflect.DeepEqual(got, atSnapshot) {
 			t.Errorf("restored %d keys, snapshot had %d; %v", len(got), len(atSnapshot), firstDiffs(got, atSnapshot, 5))
@@ -157,7 +157,7 @@ func waitRefusedKeeping(t *testing.T, e *framework.Env, name string, keep *etcdv
 		if err := e.C.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &er); err != nil {
 			return err
 		}
-		cond := meta.FindStatusCondition(er.Status.Conditions, controllers.RestoreConditionSucceeded)
+		cond := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
 		if cond == nil || cond.Status != metav1.ConditionFalse {
 			return fmt.Errorf("status %+v", er.Status)
 		}

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -176,7 +175,7 @@ func TestTLS(t *testing.T) {
 		bad.Spec.EtcdEndpoints = []string{ep}
 		b.Create(bad)
 
-		got := b.waitCondition(t, "tls-oneshot", metav1.ConditionTrue, controllers.ReasonBackupSucceeded, 60*time.Second)
+		got := b.waitCondition(t, "tls-oneshot", metav1.ConditionTrue, etcdv1beta2.ReasonBackupSucceeded, 60*time.Second)
 		if !got.Status.Succeeded || got.Status.EtcdVersion != "3.6.16" || got.Status.EtcdRevision < 50 || got.Status.LastSuccessDate.IsZero() {
 			t.Errorf("status %+v", got.Status)
 		}
@@ -188,9 +187,9 @@ func TestTLS(t *testing.T) {
 		b.Eventually(60*time.Second, "backup without client certificate failed", func() error {
 			st := b.getBackup(t, "tls-nocert").Status
 			for _, c := range st.Conditions {
-				if c.Type == controllers.BackupConditionSucceeded && c.Status == metav1.ConditionFalse {
+				if c.Type == etcdv1beta2.BackupConditionSucceeded && c.Status == metav1.ConditionFalse {
 					// Said as a TLS problem, not as the timeout it ran into.
-					if c.Reason != controllers.ReasonTLSError {
+					if c.Reason != etcdv1beta2.ReasonTLSError {
 						return fmt.Errorf("reason %s: %s", c.Reason, c.Message)
 					}
 					return nil

@@ -34,6 +34,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 )
@@ -45,6 +46,10 @@ type Env struct {
 	Bench  *bench.Bench
 	C      client.Client
 	scheme *runtime.Scheme
+
+	// AfterAction is the failpoint of the operators StartOperator starts from now on
+	// (see etcdcluster.Reconciler's AfterAction); set it while no operator runs.
+	AfterAction func(ctx context.Context, cluster string, action planner.Action)
 
 	stopOperator context.CancelFunc
 	operatorDone chan struct{}
@@ -87,7 +92,7 @@ func (e *Env) StartOperator() {
 	}
 	// The quorum-loss tests ask for a 15 s grace to finish in minutes; the production
 	// floor (1m) is checked by the controllers' unit tests.
-	if err := controllers.SetupWithManager(mgr, controllers.Options{MinQuorumLossGrace: 10 * time.Second}); err != nil {
+	if err := controllers.SetupWithManager(mgr, controllers.Options{MinQuorumLossGrace: 10 * time.Second, AfterAction: e.AfterAction}); err != nil {
 		e.t.Fatalf("setup controllers: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -16,8 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/internal/testpki"
+	"github.com/etcd-operator/etcd-operator/internal/test/testpki"
 )
 
 // BenchClusterDomain is the DNS domain of the bench: its kubelet writes records under it
@@ -94,7 +95,7 @@ func (c *ClusterTLS) ServerSecret(name string) *corev1.Secret {
 // OperatorSecret is spec.TLS.static.operatorSecret (and an EtcdBackup's clientTLSSecret):
 // etcd-client.crt, etcd-client.key, etcd-client-ca.crt.
 func (c *ClusterTLS) OperatorSecret(name string) *corev1.Secret {
-	return c.secret(name, map[string][]byte{"etcd-client.crt": c.clientCert, "etcd-client.key": c.clientKey, "etcd-client-ca.crt": c.CAPEM})
+	return c.secret(name, map[string][]byte{etcdadmin.ClientCertKey: c.clientCert, etcdadmin.ClientKeyKey: c.clientKey, etcdadmin.ClientCAKey: c.CAPEM})
 }
 
 // ClientConfig trusts the CA and presents the client certificate.

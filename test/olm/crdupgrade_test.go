@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/etcd-operator/etcd-operator/hack/bundle/bundlegen"
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // TestCRDUpgradeOnAPIServer upgrades the CRDs on a real kube-apiserver the way OLM does

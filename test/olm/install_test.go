@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/etcd-operator/etcd-operator/hack/bundle/bundlegen"
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // TestInstallOnAPIServer installs the chart's output on a real kube-apiserver (envtest:

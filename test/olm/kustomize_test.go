@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/etcd-operator/etcd-operator/hack/bundle/bundlegen"
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // kustomizeBin matches KUSTOMIZE in the Makefile (cached by hack/tools.sh gen).

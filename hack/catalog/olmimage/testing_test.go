@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // repoRoot is this checkout's root (tests run in hack/catalog/olmimage).

@@ -21,10 +21,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
-	"github.com/etcd-operator/etcd-operator/internal/testpki"
+	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testpki"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 )
 

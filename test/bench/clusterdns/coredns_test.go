@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 	"github.com/etcd-operator/etcd-operator/test/bench/images"
 )
 

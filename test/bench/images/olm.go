@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/etcd-operator/etcd-operator/internal/ociimage"
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // OLM's images, from hack/tools.sh's olm target (OLM_VERSION, OPM_VERSION). They are laid

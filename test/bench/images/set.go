@@ -13,7 +13,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/etcd-operator/etcd-operator/internal/ociimage"
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // Image names. The bench-only ones live under a host that is no real registry, so that
@@ -34,8 +34,7 @@ const (
 	// EtcdRepository is the repository etcd images are pushed under, one tag per
 	// cached version, as the operator's default etcd image names them.
 	EtcdRepository = "quay.io/coreos/etcd"
-	// DefaultOperatorImage is controllers.DefaultOperatorImage (a test keeps them equal;
-	// importing the controllers here would pull them into every bench binary).
+	// DefaultOperatorImage is operatorimage.Default (a test keeps them equal).
 	DefaultOperatorImage = "example.com/etcd-operator:v0.2.0"
 	// pauseUser is the pause image's user, as the upstream pause image has it.
 	pauseUser = "65535:65535"

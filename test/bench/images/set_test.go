@@ -16,13 +16,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/etcd-operator/etcd-operator/controllers"
-	"github.com/etcd-operator/etcd-operator/internal/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 func TestDefaultOperatorImageIsTheControllers(t *testing.T) {
-	if DefaultOperatorImage != controllers.DefaultOperatorImage {
-		t.Fatalf("DefaultOperatorImage %q, controllers say %q", DefaultOperatorImage, controllers.DefaultOperatorImage)
+	if DefaultOperatorImage != operatorimage.Default {
+		t.Fatalf("DefaultOperatorImage %q, controllers say %q", DefaultOperatorImage, operatorimage.Default)
 	}
 }
 

@@ -1,0 +1,101 @@
+package v1beta2
+
+// Reasons the controllers write into conditions and events, one constant each, so that a
+// reason is spelled once and its meaning is documented where users (and tests) look it
+// up. The reasons of the EtcdCluster conditions this operator adds are in conditions.go.
+
+// Reasons of an EtcdCluster the operator refuses or cannot build.
+const (
+	// (ReasonInvalidSpec, for a spec the operator refuses to act on, is in
+	// planner_reasons.go: the planner gives it too.)
+	// ReasonRestoreSourceRejected: a cluster carries a restore annotation that this
+	// operator cannot trace to an EtcdRestore of its namespace; its members are not created.
+	ReasonRestoreSourceRejected = "RestoreSourceRejected"
+	// ReasonDeletionRefused is the event reason for an object the cluster would have
+	// deleted but does not control.
+	ReasonDeletionRefused = "DeletionRefused"
+	// ReasonMembersNotReady: the Available condition is False although etcd has a
+	// quorum, because fewer than a quorum of voting members have a Ready pod.
+	ReasonMembersNotReady = "MembersNotReady"
+)
+
+// Reasons of the events the EtcdCluster controller emits for the steps it takes. They
+// name what happened, not the planner's reason for it (which the message carries).
+const (
+	EventReasonBootstrapping         = "Bootstrapping"
+	EventReasonPodRecreated          = "PodRecreated"
+	EventReasonMemberPodCreated      = "MemberPodCreated"
+	EventReasonMemberAdded           = "MemberAdded"
+	EventReasonMemberPromoted        = "MemberPromoted"
+	EventReasonLeaderMoved           = "LeaderMoved"
+	EventReasonMemberRemoved         = "MemberRemoved"
+	EventReasonMemberReplaced        = "MemberReplaced"
+	EventReasonPodDeleted            = "PodDeleted"
+	EventReasonMemberUpgrading       = "MemberUpgrading"
+	EventReasonBootstrapPodCorrected = "BootstrapPodCorrected"
+	// EventReasonInvalidAnnotation: an annotation of the cluster is not used as written
+	// (the message says what is used instead).
+	EventReasonInvalidAnnotation = "InvalidAnnotation"
+	// EventReasonForceNewCluster: a quorum-loss recovery restarts the cluster from one
+	// surviving member.
+	EventReasonForceNewCluster = "ForceNewCluster"
+	// EventReasonRecovered: a quorum-loss recovery finished.
+	EventReasonRecovered = "Recovered"
+)
+
+// BackupConditionSucceeded is the EtcdBackup condition that reports the last attempt.
+const BackupConditionSucceeded = "Succeeded"
+
+// Reasons of the EtcdBackup Succeeded condition. The backup pod of a PVC backup reports
+// its failures with the same reasons (backup.JobResult).
+const (
+	ReasonBackupSucceeded        = "BackupSucceeded"
+	ReasonUnsupportedStorageType = "UnsupportedStorageType"
+	ReasonBackupInvalidSpec      = "InvalidSpec"
+	ReasonSecretError            = "SecretError"
+	ReasonAccessDenied           = "AccessDenied"
+	ReasonBucketNotFound         = "BucketNotFound"
+	ReasonStorageError           = "StorageError"
+	ReasonSnapshotFailed         = "SnapshotFailed"
+	ReasonTimeout                = "Timeout"
+	// ReasonTLSError: the members' certificate is not trusted, or they refuse the
+	// client's (spec.clientTLSSecret).
+	ReasonTLSError = "TLSError"
+	// ReasonBackupPodFailed: the backup pod of a PVC backup failed without saying why.
+	ReasonBackupPodFailed = "BackupPodFailed"
+	// ReasonEndpointsRefused: spec.etcdEndpoints do not name a cluster of the backup's
+	// namespace (and external endpoints are not allowed); nothing was dialled.
+	ReasonEndpointsRefused = "EndpointsRefused"
+	// ReasonClusterNotFound: spec.clusterRef names no EtcdCluster of the namespace.
+	ReasonClusterNotFound = "ClusterNotFound"
+)
+
+// RestoreConditionSucceeded is the EtcdRestore condition: Unknown while the new cluster
+// starts, True once it is Available, False when the restore is refused or failed.
+const RestoreConditionSucceeded = "Succeeded"
+
+// Reasons of the EtcdRestore condition (besides the backup reasons shared with
+// EtcdBackup: UnsupportedStorageType, InvalidSpec, SecretError, AccessDenied,
+// BucketNotFound, StorageError).
+const (
+	ReasonClusterExists    = "ClusterExists"
+	ReasonBackupNotFound   = "BackupNotFound"
+	ReasonChecksumMismatch = "ChecksumMismatch"
+	// ReasonInvalidSnapshot: the backup is not a restorable etcd snapshot (truncated,
+	// damaged, or something else altogether), whether or not it has a checksum.
+	ReasonInvalidSnapshot   = "InvalidSnapshot"
+	ReasonRestoring         = "Restoring"
+	ReasonRestoreStepFailed = "RestoreStepFailed"
+	ReasonRestoreComplete   = "Restored"
+	// ReasonReplacingCluster: the existing cluster is being deleted (replacement opted
+	// into with the EtcdRestore's replace-existing-cluster annotation).
+	ReasonReplacingCluster = "ReplacingCluster"
+)
+
+// Reasons of the events of an EtcdRestore.
+const (
+	// EventReasonClusterCreated: the restore created its EtcdCluster.
+	EventReasonClusterCreated = "ClusterCreated"
+	// EventReasonDeletedCluster: the restore deleted the cluster it replaces.
+	EventReasonDeletedCluster = "DeletedCluster"
+)

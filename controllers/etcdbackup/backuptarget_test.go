@@ -1,0 +1,71 @@
+package etcdbackup
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestClusterOfEndpoints(t *testing.T) {
+	scope := namespaceClusters{Namespace: "team-a", PodIPs: map[string][]string{
+		"main":     {"10.0.0.1", "10.0.0.2", "fd00:10:244::1"},
+		"other":    {"10.0.0.9"},
+		"a":        nil, // a cluster named like another's client Service below
+		"a-client": {"10.0.1.1"},
+		"empty":    nil,
+	}}
+	cases := []struct {
+		name      string
+		endpoints []string
+		want      string // "" = refused
+		mention   string // the refusal names this
+	}{
+		{"client service, CoreOS short form", []string{"http://main-client:2379"}, "main", ""},
+		{"client service, bare host:port", []string{"main-client:2379"}, "main", ""},
+		{"client service with namespace", []string{"http://main-client.team-a:2379"}, "main", ""},
+		{"client service FQDN", []string{"https://main-client.team-a.svc:2379"}, "main", ""},
+		{"client service FQDN with domain", []string{"https://main-client.team-a.svc.cluster.local:2379"}, "main", ""},
+		{"trailing dot, upper case", []string{"http://MAIN-client.team-a.svc.cluster.local.:2379"}, "main", ""},
+		{"headless service", []string{"http://main.team-a.svc:2379"}, "main", ""},
+		{"member names", []string{"http://main-0001.main.team-a.svc:2379", "http://main-0002.main.team-a.svc.cluster.local:2379"}, "main", ""},
+		{"member short name", []string{"http://main-0001.main:2379"}, "main", ""},
+		{"member pod IPs", []string{"http://10.0.0.1:2379", "10.0.0.2:2379"}, "main", ""},
+		{"member pod IPv6", []string{"http://[fd00:10:244::1]:2379", "[fd00:10:244:0::1]:2379", "fd00:10:244::1"}, "main", ""},
+		// Without brackets the port reads as part of the address: another IP.
+		{"member pod IPv6 without brackets", []string{"fd00:10:244::1:2379"}, "", "not a member pod"},
+		{"cluster without pods still named", []string{"http://empty-client:2379"}, "empty", ""},
+
+		{"another namespace's client service", []string{"http://main-client.team-b.svc:2379"}, "", "spec.etcdEndpoints"},
+		{"another namespace's member", []string{"http://main-0001.main.team-b.svc.cluster.local:2379"}, "", "team-a"},
+		{"another namespace under our namespace's name as a domain", []string{"http://main-client.team-b.svc.team-a.svc:2379"}, "", "spec.etcdEndpoints"},
+		{"namespace label in the wrong place", []string{"http://main-client.svc.team-a:2379"}, "", "spec.etcdEndpoints"},
+		{"unknown cluster", []string{"http://nothing-client.team-a.svc:2379"}, "", "does not name"},
+		{"kubernetes API", []string{"https://kubernetes.default.svc:443"}, "", "spec.etcdEndpoints"},
+		{"IP of no member pod", []string{"http://127.0.0.1:1"}, "", "not a member pod"},
+		{"node or external IP", []string{"http://10.0.0.3:2379"}, "", "not a member pod"},
+		{"external name", []string{"https://etcd.example.com:2379"}, "", "spec.etcdEndpoints"},
+		{"two clusters", []string{"http://main-client:2379", "http://other-client:2379"}, "", "two clusters"},
+		{"one good, one foreign", []string{"http://main-client:2379", "http://main-client.team-b.svc:2379"}, "", "team-b"},
+		{"ambiguous service name", []string{"http://a-client:2379"}, "", "clusterRef"},
+		{"unix socket", []string{"unix:///var/run/etcd.sock"}, "", "scheme"},
+		{"credentials in the URL", []string{"http://user:pw@main-client:2379"}, "", "credentials"},
+		{"empty", nil, "", "empty"},
+		{"empty host", []string{"http://:2379"}, "", "no host"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := clusterOfEndpoints(c.endpoints, scope)
+			if c.want != "" {
+				if err != nil || got != c.want {
+					t.Errorf("got %q, %v; want %q", got, err, c.want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted as cluster %q; want refused", got)
+			}
+			if !strings.Contains(err.Error(), c.mention) || !strings.Contains(err.Error(), "spec.") {
+				t.Errorf("error %q should name the field and mention %q", err, c.mention)
+			}
+		})
+	}
+}

@@ -1,0 +1,56 @@
+package etcdbackup
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+)
+
+var (
+	backupsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "etcd_operator_backups_total",
+		Help: "Backup attempts of an EtcdBackup, by result (the Succeeded condition's reason).",
+	}, []string{"namespace", "backup", "reason"})
+	backupLastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcd_operator_backup_last_success_timestamp_seconds",
+		Help: "When the EtcdBackup last stored a backup (Unix time): alert on its age.",
+	}, []string{"namespace", "backup"})
+	backupSize = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcd_operator_backup_size_bytes",
+		Help: "Stored size of the EtcdBackup's last backup.",
+	}, []string{"namespace", "backup"})
+	backupDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "etcd_operator_backup_duration_seconds",
+		Help:    "Time to take and store one backup, successful or not.",
+		Buckets: prometheus.ExponentialBuckets(0.25, 2, 12), // 0.25 s .. ~8.5 min
+	}, []string{"namespace", "backup"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(backupsTotal, backupLastSuccess, backupSize, backupDuration)
+}
+
+// recordBackup counts one backup attempt; on success it records when and how big.
+func recordBackup(namespace, name, reason string, took time.Duration, at time.Time, size int64) {
+	backupsTotal.WithLabelValues(namespace, name, reason).Inc()
+	if took > 0 {
+		backupDuration.WithLabelValues(namespace, name).Observe(took.Seconds())
+	}
+	if reason == etcdv1beta2.ReasonBackupSucceeded {
+		backupLastSuccess.WithLabelValues(namespace, name).Set(float64(at.Unix()))
+		backupSize.WithLabelValues(namespace, name).Set(float64(size))
+	}
+}
+
+// forgetBackupMetrics drops a deleted EtcdBackup's series.
+func forgetBackupMetrics(namespace, name string) {
+	labels := prometheus.Labels{"namespace": namespace, "backup": name}
+	for _, v := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{backupsTotal, backupLastSuccess, backupSize, backupDuration} {
+		v.DeletePartialMatch(labels)
+	}
+}

@@ -1,0 +1,280 @@
+// Package etcdcluster is the EtcdCluster controller: it keeps an etcd cluster's members,
+// pods and services as the EtcdCluster asks. Each reconcile observes the pods and etcd
+// (observe.go), asks internal/planner for the next step, performs that one step (act.go,
+// recovery.go) and writes status (status.go, report.go, podhealth.go, specapplied.go).
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// Requeue intervals. Pod events wake the reconciler at once (watch-driven); these only
+// bound how stale the view of etcd itself (leader, raft progress) may become.
+const (
+	steadyResync   = 30 * time.Second
+	activeResync   = 2 * time.Second
+	etcdCallBudget = 10 * time.Second
+)
+
+// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;list
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+
+// Reconciler keeps an etcd cluster's members, pods and services as its
+// EtcdCluster asks: observe (pods + etcd), plan (internal/planner), act (one step), status.
+type Reconciler struct {
+	client.Client
+	// APIReader reads from the API server, bypassing the cache: objects are checked
+	// on it at the moment they would be deleted. Nil means the client.
+	APIReader     client.Reader
+	Scheme        *runtime.Scheme
+	Recorder      record.EventRecorder
+	ClusterDomain string
+	// OperatorImage runs the data-copy step of a quorum-loss recovery; empty means
+	// operatorimage.Default.
+	OperatorImage string
+	// MinQuorumLossGrace is the shortest quorum-loss grace a cluster's annotation can
+	// ask for; zero means DefaultMinQuorumLossGrace. It is the operator's setting, not
+	// the cluster's.
+	MinQuorumLossGrace time.Duration
+
+	// Now is the clock; tests may replace it.
+	Now func() time.Time
+	// AfterAction is a failpoint for tests: when set, it runs after every action that
+	// succeeded, before status is written, with the reconcile's context and the cluster
+	// as namespace/name. A test that blocks in it until that context ends and then stops
+	// the operator simulates an operator killed between two steps. Nil in production.
+	AfterAction func(ctx context.Context, cluster string, action planner.Action)
+
+	renderer *render.Renderer
+	health   *healthTracker
+	events   *eventMemo
+	backoff  *stepBackoff
+}
+
+// SetupWithManager watches EtcdClusters and the objects they own. Owned pods changing
+// (a process dying, readiness flipping, a node going away) requeue their cluster at once.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	rd, err := render.New()
+	if err != nil {
+		return fmt.Errorf("load embedded member chart: %w", err)
+	}
+	r.renderer = rd
+	r.health = newHealthTracker()
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	r.events = newEventMemo()
+	r.backoff = newStepBackoff()
+	r.OperatorImage = operatorimage.Or(r.OperatorImage)
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.MinQuorumLossGrace <= 0 {
+		r.MinQuorumLossGrace = DefaultMinQuorumLossGrace
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&etcdv1beta2.EtcdCluster{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.Service{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(r)
+}
+
+// Reconcile performs at most one membership step per call; each step is idempotent, so an
+// operator restarted between any two calls resumes from what it observes.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	lg := log.FromContext(ctx)
+	var c etcdv1beta2.EtcdCluster
+	if err := r.Get(ctx, req.NamespacedName, &c); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.health.forget(req.NamespacedName.String())
+			r.events.forget(req.NamespacedName.String())
+			r.backoff.forget(req.NamespacedName.String())
+			forgetClusterMetrics(req.Namespace, req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		// Owner references let the garbage collector remove pods, services and PVCs.
+		return ctrl.Result{}, nil
+	}
+	orig := c.DeepCopy()
+
+	if c.Spec.Paused {
+		c.Status.ControlPaused = true
+		return ctrl.Result{}, r.patchStatus(ctx, orig, &c)
+	}
+	c.Status.ControlPaused = false
+
+	// Input the API server's schema cannot judge (names, env clashing with flags) is
+	// reported on the resource; nothing is created or changed until it is fixed.
+	if err := render.ValidateCluster(&c); err != nil {
+		return r.refuseSpec(ctx, orig, &c, etcdv1beta2.ReasonInvalidSpec, strings.TrimPrefix(err.Error(), "render: "))
+	}
+	if err := unsupportedVersion(&c); err != nil {
+		return r.refuseSpec(ctx, orig, &c, etcdv1beta2.ReasonUnsupportedVersion, err.Error())
+	}
+
+	if err := r.ensureServices(ctx, &c); err != nil {
+		return r.observeFailed(ctx, orig, &c, err)
+	}
+
+	obs, err := r.observe(ctx, &c)
+	if err != nil {
+		return r.observeFailed(ctx, orig, &c, err)
+	}
+	r.backoff.succeed(clusterKey(&c), "observe")
+	defer obs.close()
+	obs.orig = orig // the same object: a persisted step moves the final write's base
+
+	if _, warning := quorumLossGrace(&c, r.MinQuorumLossGrace); warning != "" {
+		r.Recorder.Event(&c, corev1.EventTypeWarning, etcdv1beta2.EventReasonInvalidAnnotation, warning)
+	}
+	desired := desiredFromSpec(&c, r.MinQuorumLossGrace)
+	action := planner.Plan(desired, obs.planner)
+	summary := planner.Summarize(desired, obs.planner, action)
+	lg.V(1).Info("planned", "action", action.String(), "members", len(obs.planner.Members), "pods", len(obs.planner.Pods))
+
+	// A step that failed is not retried before its back-off is over, however often
+	// watch events wake the reconciler meanwhile.
+	step := stepKey(action)
+	if delay, backingOff := r.backoff.wait(clusterKey(&c), step, c.Generation, r.Now()); backingOff {
+		lg.V(1).Info("step backing off", "action", action.String(), "retryIn", delay.String())
+		r.applySummary(&c, obs, summary, action)
+		r.reportPods(&c, obs.pods, obs.warnings, r.Now().UTC().Format(timeFormat))
+		if err := r.patchStatus(ctx, orig, &c); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: delay}, nil
+	}
+	result, actErr := r.act(ctx, &c, obs, action)
+	if hook := r.AfterAction; hook != nil && actErr == nil {
+		hook(ctx, c.Namespace+"/"+c.Name, action)
+	}
+	now := r.Now()
+	var stepErr error // for the Reconciled condition
+	if actErr != nil {
+		lg.Error(actErr, "action failed", "action", action.String())
+		r.Recorder.Eventf(&c, corev1.EventTypeWarning, etcdv1beta2.ReasonActionFailed, "%s: %v", action.Kind, actErr)
+		// Transient etcd errors are retried by etcdadmin already; a step that still
+		// fails is retried after a delay that grows with each failure.
+		result = ctrl.Result{RequeueAfter: r.backoff.fail(clusterKey(&c), step, c.Generation, now)}
+		stepErr = fmt.Errorf("%s: %w", action.Kind, actErr)
+	} else {
+		r.backoff.succeed(clusterKey(&c), step)
+	}
+
+	r.applySummary(&c, obs, summary, action)
+	var refused *notControlledError
+	if errors.As(actErr, &refused) {
+		// The planned step stays undone for as long as the object is there: say why
+		// where the user looks, not only in an event.
+		c.Status.Reason = refused.Error()
+	}
+	r.reportPods(&c, obs.pods, obs.warnings, now.UTC().Format(timeFormat))
+	r.reportReconciled(&c, etcdv1beta2.ReasonActionFailed, stepErr, false, now.UTC().Format(timeFormat))
+	recordAction(&c, action, actErr)
+	if err := r.patchStatus(ctx, orig, &c); err != nil {
+		return ctrl.Result{}, err
+	}
+	return result, nil
+}
+
+func (r *Reconciler) patchStatus(ctx context.Context, orig, c *etcdv1beta2.EtcdCluster) error {
+	c.Status.ObservedGeneration = c.Generation
+	if err := r.Status().Patch(ctx, c, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("patch status: %w", err)
+	}
+	return nil
+}
+
+// desiredFromSpec translates the CR into the planner's terms.
+func desiredFromSpec(c *etcdv1beta2.EtcdCluster, minGrace time.Duration) planner.Desired {
+	grace, _ := quorumLossGrace(c, minGrace)
+	return planner.Desired{
+		ClusterName:        c.Name,
+		Size:               c.Spec.Size,
+		Version:            render.ClusterVersion(c.Spec),
+		Image:              render.Image(c.Spec, render.ClusterVersion(c.Spec)),
+		Paused:             c.Spec.Paused,
+		QuorumLossRecovery: c.Annotations[AnnotationForceNewCluster] == "true",
+		QuorumLossGrace:    grace,
+	}
+}
+
+// quorumLossGrace reads AnnotationQuorumLossGrace: the grace to give the planner (0: its
+// default) and, when the annotation is not used as written, a warning saying why. A value
+// time.Duration cannot hold ("100000000h") does not parse, so it can never wrap around to
+// a short grace; a grace below minGrace is raised to it.
+func quorumLossGrace(c *etcdv1beta2.EtcdCluster, minGrace time.Duration) (time.Duration, string) {
+	v, ok := c.Annotations[AnnotationQuorumLossGrace]
+	if !ok {
+		return 0, ""
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Sprintf("%s=%q is not a positive duration; using the default %s",
+			AnnotationQuorumLossGrace, v, planner.DefaultQuorumLossGrace)
+	}
+	if d < minGrace {
+		return minGrace, fmt.Sprintf("%s=%q is below the minimum %s, which keeps a brief outage from counting as a lost quorum; using %s",
+			AnnotationQuorumLossGrace, v, minGrace, minGrace)
+	}
+	return d, ""
+}
+
+// AnnotationQuorumLossGrace overrides how long a quorum must stay lost before the cluster
+// is reported Failed (or, with AnnotationForceNewCluster, recovered), as a Go duration
+// ("90s"). Default planner.DefaultQuorumLossGrace (5m): elections and rolling restarts
+// lose quorum for seconds and must never be mistaken for a lasting loss.
+const AnnotationQuorumLossGrace = "etcd.database.coreos.com/quorum-loss-grace"
+
+// DefaultMinQuorumLossGrace is the shortest AnnotationQuorumLossGrace honoured. A shorter
+// grace would let an ordinary blip count as a lasting loss and, with
+// AnnotationForceNewCluster, fork the cluster from one member while the others may still
+// hold newer writes: etcd elects a leader and restarts a member in seconds, and
+// Kubernetes itself waits 40-50 s of missed heartbeats before it calls a node unreachable.
+// A minute is longer than all of these.
+const DefaultMinQuorumLossGrace = time.Minute
+
+// AnnotationForceNewCluster opts a cluster into automatic recovery from a lasting quorum
+// loss (force-new-cluster from the surviving member with the highest revision). Without
+// it a lost quorum is only reported: nothing is destroyed.
+const AnnotationForceNewCluster = "etcd.database.coreos.com/allow-force-new-cluster"
+
+func conditionTrue(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == t {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,81 @@
+package etcdcluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
+)
+
+// TestReconcileRefusesIdentityEnv: a cluster stored before the CRD refused such
+// variables (e.g. a CoreOS CR) and asking for ETCD_FORCE_NEW_CLUSTER is reported as
+// InvalidSpec naming the variable, with a warning event, and nothing is created,
+// changed or deleted.
+func TestReconcileRefusesIdentityEnv(t *testing.T) {
+	s := fixture.Scheme()
+	cluster := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "default", UID: "uid-old"},
+		Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16", Pod: &etcdv1beta2.PodPolicy{
+			EtcdEnv: []corev1.EnvVar{{Name: "ETCD_QUOTA_BACKEND_BYTES", Value: "1"}, {Name: "ETCD_FORCE_NEW_CLUSTER", Value: "true"}}}},
+	}
+	member := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old-0000", Namespace: "default",
+		Labels: map[string]string{"app": "etcd", "etcd_cluster": "old"}}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, member).
+		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).Build()
+	rec := record.NewFakeRecorder(10)
+	r := &Reconciler{Client: c, Scheme: s, Recorder: rec, Now: time.Now}
+	ctx := context.Background()
+	var before corev1.PodList
+	if err := c.List(ctx, &before); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cluster)}); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+
+	var got etcdv1beta2.EtcdCluster
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cluster), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got.Status.Reason, "spec.pod.etcdEnv: ETCD_FORCE_NEW_CLUSTER") {
+		t.Errorf("status.reason %q does not name spec.pod.etcdEnv and the variable", got.Status.Reason)
+	}
+	found := false
+	for _, cond := range got.Status.Conditions {
+		found = found || (cond.Reason == etcdv1beta2.ReasonInvalidSpec && strings.Contains(cond.Message, "ETCD_FORCE_NEW_CLUSTER"))
+	}
+	if !found {
+		t.Errorf("no %s condition naming the variable: %+v", etcdv1beta2.ReasonInvalidSpec, got.Status.Conditions)
+	}
+	select {
+	case e := <-rec.Events:
+		if !strings.Contains(e, "Warning "+etcdv1beta2.ReasonInvalidSpec) || !strings.Contains(e, "ETCD_FORCE_NEW_CLUSTER") {
+			t.Errorf("event %q", e)
+		}
+	default:
+		t.Error("no event")
+	}
+	var pods corev1.PodList
+	var services corev1.ServiceList
+	if err := c.List(ctx, &pods); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.List(ctx, &services); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 || pods.Items[0].ResourceVersion != before.Items[0].ResourceVersion || len(services.Items) != 0 {
+		t.Errorf("objects touched: pods %d (rv %s → %s), services %d", len(pods.Items),
+			before.Items[0].ResourceVersion, pods.Items[0].ResourceVersion, len(services.Items))
+	}
+}

@@ -1,0 +1,93 @@
+package etcdcluster
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// kubeletWarnings reads, for each member pod the kubelet is still setting up (bound to a
+// node, no container running, nothing wrong in its statuses), the newest set-up warning
+// the kubelet recorded as an event. A real kubelet says "ContainerCreating" for a pod
+// whose TLS Secret does not exist and explains why only in a FailedMount event; without
+// this, status would say the pod is merely starting. Events are read uncached and only
+// for such pods, so a healthy cluster costs nothing. A failed read is logged and leaves
+// the pod without a warning: it must not stop the reconcile.
+func (r *Reconciler) kubeletWarnings(ctx context.Context, pods map[string]*corev1.Pod) map[string]*kubeletWarning {
+	var out map[string]*kubeletWarning
+	for name, p := range pods {
+		if !beingSetUp(p) {
+			continue
+		}
+		var evs corev1.EventList
+		if err := r.freshReader().List(ctx, &evs, client.InNamespace(p.Namespace),
+			client.MatchingFields{"involvedObject.uid": string(p.UID)}); err != nil {
+			log.FromContext(ctx).V(1).Info("cannot read the pod's events", "pod", name, "error", err.Error())
+			continue
+		}
+		if w := setupWarning(evs.Items); w != nil {
+			if out == nil {
+				out = map[string]*kubeletWarning{}
+			}
+			out[name] = w
+		}
+	}
+	return out
+}
+
+// beingSetUp: bound to a node, not being deleted, and no container has started or
+// reported a problem of its own.
+func beingSetUp(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || p.Status.Phase != corev1.PodPending {
+		return false
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if cs.State.Running != nil || cs.State.Terminated != nil {
+			return false
+		}
+		if w := cs.State.Waiting; w != nil && !benignWaiting[w.Reason] {
+			return false
+		}
+	}
+	return true
+}
+
+// setupWarning is the kubelet's set-up warnings, newest first: its reason, and the
+// distinct messages joined (a pod with two missing Secrets gets one FailedMount event per
+// volume, and which comes last is chance). nil if there is none.
+func setupWarning(evs []corev1.Event) *kubeletWarning {
+	var ws []corev1.Event
+	for _, e := range evs {
+		if e.Type == corev1.EventTypeWarning && setupWarningReasons[e.Reason] {
+			ws = append(ws, e)
+		}
+	}
+	if len(ws) == 0 {
+		return nil
+	}
+	sort.SliceStable(ws, func(i, j int) bool { return eventTime(ws[i]).After(eventTime(ws[j])) })
+	var msgs []string
+	seen := map[string]bool{}
+	for _, e := range ws {
+		if !seen[e.Message] {
+			seen[e.Message] = true
+			msgs = append(msgs, e.Message)
+		}
+	}
+	return &kubeletWarning{Reason: ws[0].Reason, Message: strings.Join(msgs, "; ")}
+}
+
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}

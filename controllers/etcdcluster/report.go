@@ -1,0 +1,186 @@
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// eventMemo remembers, per cluster and condition, what was last announced by an event,
+// so a state that persists is announced once, not at every reconcile. It is memory only:
+// a restarted operator announces a persisting failure once more.
+type eventMemo struct {
+	mu   sync.Mutex
+	last map[string]announced // by namespace/name/condition type
+}
+
+// announced is the failure last announced for a condition; key "" when none is.
+type announced struct {
+	key string
+}
+
+func newEventMemo() *eventMemo { return &eventMemo{last: map[string]announced{}} }
+
+func (m *eventMemo) get(cluster string, t etcdv1beta2.ClusterConditionType) (announced, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a, ok := m.last[cluster+"/"+string(t)]
+	return a, ok
+}
+
+func (m *eventMemo) set(cluster string, t etcdv1beta2.ClusterConditionType, a announced) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last[cluster+"/"+string(t)] = a
+}
+
+func (m *eventMemo) forget(cluster string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.last {
+		if len(k) > len(cluster) && k[:len(cluster)+1] == cluster+"/" {
+			delete(m.last, k)
+		}
+	}
+}
+
+// announce emits a warning when a failure appears or changes (failKey not empty), and a
+// normal event when an announced failure is over (recovered). States in between, such
+// as a crash-looping container restarting, neither repeat nor end the announcement.
+func (r *Reconciler) announce(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType, failKey string, recovered bool, reason, msg string) {
+	cluster := clusterKey(c)
+	prev, _ := r.events.get(cluster, t)
+	switch {
+	case failKey != "":
+		if prev.key != failKey {
+			r.Recorder.Event(c, corev1.EventTypeWarning, reason, msg)
+			r.events.set(cluster, t, announced{key: failKey})
+		}
+	case recovered && prev.key != "":
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, reason, "%s=True: %s", t, msg)
+		r.events.set(cluster, t, announced{})
+	}
+}
+
+func clusterKey(c *etcdv1beta2.EtcdCluster) string { return c.Namespace + "/" + c.Name }
+
+// reportPods sets the conditions read off the member pods.
+func (r *Reconciler) reportPods(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, warnings map[string]*kubeletWarning, now string) {
+	r.reportPodsHealth(c, pods, warnings, now)
+	r.reportSpecApplied(c, pods, now)
+}
+
+// reportPodsHealth sets PodsHealthy from the member pods: which of them cannot run etcd,
+// and why, as the scheduler and kubelet say.
+func (r *Reconciler) reportPodsHealth(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, warnings map[string]*kubeletWarning, now string) {
+	h := podsHealth(pods, warnings)
+	updateCondition(c, etcdv1beta2.ClusterConditionPodsHealthy, h.Status, h.Reason, h.Message, now)
+	failKey := ""
+	if h.Failing {
+		failKey = h.EventKey
+	}
+	r.announce(c, etcdv1beta2.ClusterConditionPodsHealthy, failKey, h.Status && allPodsReady(pods), h.Reason, h.Message)
+}
+
+// reasonError carries the condition reason of an error that ends a reconcile early.
+type reasonError struct {
+	reason string
+	err    error
+}
+
+func (e *reasonError) Error() string { return e.err.Error() }
+func (e *reasonError) Unwrap() error { return e.err }
+
+// reconcileFailureReason is the Reconciled condition's reason for an observe error.
+func reconcileFailureReason(err error) string {
+	var re *reasonError
+	if errors.As(err, &re) {
+		return re.reason
+	}
+	return etcdv1beta2.ReasonObserveFailed
+}
+
+// reportReconciled sets the Reconciled condition: True after a successful step, False
+// with the error otherwise. announce says whether an event is due from here (a failed
+// action has its own ActionFailed event at each attempt).
+func (r *Reconciler) reportReconciled(c *etcdv1beta2.EtcdCluster, reason string, err error, announceIt bool, now string) {
+	if err == nil {
+		updateCondition(c, etcdv1beta2.ClusterConditionReconciled, true, etcdv1beta2.ReasonReconciled, "the cluster was observed and the last step succeeded", now)
+		r.announce(c, etcdv1beta2.ClusterConditionReconciled, "", true, etcdv1beta2.ReasonReconciled,
+			"the operator observes the cluster and its steps succeed again")
+		return
+	}
+	msg := cut(err.Error(), maxHealthMessage)
+	updateCondition(c, etcdv1beta2.ClusterConditionReconciled, false, reason, msg, now)
+	if announceIt {
+		r.announce(c, etcdv1beta2.ClusterConditionReconciled, reason+": "+msg, false, reason, msg)
+	} else {
+		// Announced by the caller; remembered so that the recovery is announced.
+		r.events.set(clusterKey(c), etcdv1beta2.ClusterConditionReconciled, announced{key: reason})
+	}
+}
+
+// observeFailed reports an error that stopped the reconcile before any step (services,
+// pods or the operator's TLS Secret could not be read or written): nothing was done, the
+// condition says why, and the next attempt backs off.
+func (r *Reconciler) observeFailed(ctx context.Context, orig, c *etcdv1beta2.EtcdCluster, err error) (ctrl.Result, error) {
+	log.FromContext(ctx).Error(err, "cannot observe the cluster")
+	now := r.Now()
+	r.reportReconciled(c, reconcileFailureReason(err), err, true, now.UTC().Format(timeFormat))
+	delay := r.backoff.fail(clusterKey(c), "observe", c.Generation, now)
+	if perr := r.patchStatus(ctx, orig, c); perr != nil {
+		return ctrl.Result{}, perr
+	}
+	return ctrl.Result{RequeueAfter: delay}, nil
+}
+
+// unsupportedVersion refuses to create a cluster on an etcd version the operator cannot
+// run. A cluster that has formed is left to the planner, whose upgrade rules refuse a
+// downgrade while still repairing members on the version they run.
+func unsupportedVersion(c *etcdv1beta2.EtcdCluster) error {
+	if c.Status.Bootstrapped {
+		return nil
+	}
+	return planner.CheckSupported(render.ClusterVersion(c.Spec))
+}
+
+// refuseSpec reports a spec the operator will not act on: phase Failed, the reason in
+// status and the Available condition, one warning event per new message; nothing is
+// created or changed until the spec is fixed.
+func (r *Reconciler) refuseSpec(ctx context.Context, orig, c *etcdv1beta2.EtcdCluster, reason, msg string) (ctrl.Result, error) {
+	if c.Status.Reason != msg {
+		r.Recorder.Event(c, corev1.EventTypeWarning, reason, msg)
+	}
+	c.Status.Phase = etcdv1beta2.ClusterPhaseFailed
+	c.Status.Reason = msg
+	r.setCondition(c, etcdv1beta2.ClusterConditionAvailable, conditionTrue(c, etcdv1beta2.ClusterConditionAvailable),
+		reason, msg, r.Now().UTC().Format(timeFormat))
+	return ctrl.Result{}, r.patchStatus(ctx, orig, c)
+}
+
+// tlsSecretError marks an unusable TLS Secret, for the Reconciled condition's reason.
+func tlsSecretError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &reasonError{reason: etcdv1beta2.ReasonTLSSecretError, err: fmt.Errorf("%w (the operator cannot reach the members without it)", err)}
+}
+
+// allPodsReady: every member pod is Ready, the point at which a pod failure is over.
+func allPodsReady(pods map[string]*corev1.Pod) bool {
+	for _, p := range pods {
+		if !podReady(p) {
+			return false
+		}
+	}
+	return len(pods) > 0
+}

@@ -1,0 +1,291 @@
+package etcdcluster
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// AnnotationSpecFingerprint on a member pod records the spec it was created from: for
+// each field in fingerprintedFields, a short hash of its value (fields with an empty
+// value are left out). Until members can be reconfigured in place, comparing it with
+// the current spec is how a change that only new members get is reported instead of
+// silently ignored.
+const AnnotationSpecFingerprint = "etcd.database.coreos.com/spec-fingerprint"
+
+// Spec fields a member pod can be compared on directly, whatever created it.
+const (
+	fieldRepository   = "repository"
+	fieldPeerSecret   = "TLS.static.member.peerSecret"
+	fieldServerSecret = "TLS.static.member.serverSecret"
+	fieldClaimSpec    = "pod.persistentVolumeClaimSpec"
+	fieldLabels       = "pod.labels"
+	fieldAnnotations  = "pod.annotations"
+	fieldNodeSelector = "pod.nodeSelector"
+)
+
+// fingerprintedFields are the pod policy fields the chart renders into a pod only when
+// it is created, in spec order, with how to read each. spec.version and spec.size are
+// not among them: upgrades and scaling apply those. busyboxImage is ignored by the chart.
+var fingerprintedFields = []struct {
+	name  string
+	value func(p *etcdv1beta2.PodPolicy) any
+}{
+	{fieldLabels, func(p *etcdv1beta2.PodPolicy) any { return p.Labels }},
+	{fieldNodeSelector, func(p *etcdv1beta2.PodPolicy) any { return p.NodeSelector }},
+	{"pod.antiAffinity", func(p *etcdv1beta2.PodPolicy) any { return p.AntiAffinity }},
+	{"pod.affinity", func(p *etcdv1beta2.PodPolicy) any { return p.Affinity }},
+	{"pod.resources", func(p *etcdv1beta2.PodPolicy) any { return p.Resources }},
+	{"pod.tolerations", func(p *etcdv1beta2.PodPolicy) any { return p.Tolerations }},
+	{"pod.etcdEnv", func(p *etcdv1beta2.PodPolicy) any { return p.EtcdEnv }},
+	{fieldClaimSpec, func(p *etcdv1beta2.PodPolicy) any { return p.PersistentVolumeClaimSpec }},
+	{fieldAnnotations, func(p *etcdv1beta2.PodPolicy) any { return p.Annotations }},
+	{"pod.securityContext", func(p *etcdv1beta2.PodPolicy) any { return p.SecurityContext }},
+	{"pod.DNSTimeoutInSecond", func(p *etcdv1beta2.PodPolicy) any { return p.DNSTimeoutInSecond }},
+}
+
+// fieldClusterDomain is fingerprinted with the effective domain (the spec's, else the
+// operator's): it is part of every member's peer URL.
+const fieldClusterDomain = "pod.ClusterDomain"
+
+// specFingerprint hashes the current value of every fingerprinted field.
+func specFingerprint(c *etcdv1beta2.EtcdCluster, domain string) map[string]string {
+	pod := c.Spec.Pod
+	if pod == nil {
+		pod = &etcdv1beta2.PodPolicy{}
+	}
+	out := map[string]string{}
+	for _, f := range fingerprintedFields {
+		if h := hashValue(f.value(pod)); h != "" {
+			out[f.name] = h
+		}
+	}
+	if h := hashValue(render.ClusterDomain(c, domain)); h != "" {
+		out[fieldClusterDomain] = h
+	}
+	return out
+}
+
+// hashValue is a short hash of v's JSON, or "" for an empty value (nil, {}, [], "", 0,
+// false), so that an unset field and an emptied one compare equal.
+func hashValue(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "unhashable"
+	}
+	switch string(b) {
+	case "null", "{}", "[]", `""`, "0", "false":
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
+}
+
+// stampSpecFingerprint records on a pod about to be created what it is created from.
+func stampSpecFingerprint(p *corev1.Pod, c *etcdv1beta2.EtcdCluster, domain string) {
+	b, err := json.Marshal(specFingerprint(c, domain))
+	if err != nil {
+		return
+	}
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[AnnotationSpecFingerprint] = string(b)
+}
+
+// staleSpecFields lists, in spec order, the fields whose current value differs from the
+// one pod p was created from (or, for the repository, last upgraded to). Pods without a
+// fingerprint (created by an older operator) are compared on what the pod itself shows:
+// repository, TLS secrets, claim or not, and whether the spec's labels, annotations and
+// node selector are on it; other fields of such pods cannot be judged and are not reported.
+func staleSpecFields(c *etcdv1beta2.EtcdCluster, domain string, p *corev1.Pod) []string {
+	var stale []string
+	if repo, ok := podRepository(p); ok && repo != specRepository(c) {
+		stale = append(stale, fieldRepository)
+	}
+	if podSecretVolume(p, "member-peer-tls") != specPeerSecret(c) {
+		stale = append(stale, fieldPeerSecret)
+	}
+	if podSecretVolume(p, "member-server-tls") != specServerSecret(c) {
+		stale = append(stale, fieldServerSecret)
+	}
+	var recorded map[string]string
+	if raw, ok := p.Annotations[AnnotationSpecFingerprint]; !ok || json.Unmarshal([]byte(raw), &recorded) != nil {
+		return append(stale, staleByInspection(c, p)...)
+	}
+	current := specFingerprint(c, domain)
+	for _, f := range fingerprintedFields {
+		if current[f.name] != recorded[f.name] {
+			stale = append(stale, f.name)
+		}
+	}
+	if current[fieldClusterDomain] != recorded[fieldClusterDomain] {
+		stale = append(stale, fieldClusterDomain)
+	}
+	return stale
+}
+
+// staleByInspection compares a pod without a fingerprint on fields it shows reliably.
+// Labels and annotations others may add (admission webhooks do) are no change; only the
+// spec's own entries are checked.
+func staleByInspection(c *etcdv1beta2.EtcdCluster, p *corev1.Pod) []string {
+	pod := c.Spec.Pod
+	if pod == nil {
+		pod = &etcdv1beta2.PodPolicy{}
+	}
+	var stale []string
+	if !containsAll(p.Labels, pod.Labels, render.IsReservedLabel) {
+		stale = append(stale, fieldLabels)
+	}
+	if len(p.Spec.NodeSelector)+len(pod.NodeSelector) > 0 && !maps.Equal(p.Spec.NodeSelector, pod.NodeSelector) {
+		stale = append(stale, fieldNodeSelector)
+	}
+	if (pod.PersistentVolumeClaimSpec != nil) != podHasClaim(p) {
+		stale = append(stale, fieldClaimSpec)
+	}
+	if !containsAll(p.Annotations, pod.Annotations, render.IsReservedAnnotation) {
+		stale = append(stale, fieldAnnotations)
+	}
+	return stale
+}
+
+// containsAll: every entry of want whose key is not reserved is in have.
+func containsAll(have, want map[string]string, reserved func(string) bool) bool {
+	for k, v := range want {
+		if reserved(k) {
+			continue
+		}
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// podRepository is the repository of the etcd container's image: the image without its
+// ":v<version>" tag (a registry port, "host:5000/etcd", is not a tag).
+func podRepository(p *corev1.Pod) (string, bool) {
+	for _, ctr := range p.Spec.Containers {
+		if ctr.Name != render.ContainerName {
+			continue
+		}
+		img := ctr.Image
+		if i := strings.LastIndex(img, ":"); i > 0 && !strings.Contains(img[i:], "/") {
+			img = img[:i]
+		}
+		return img, true
+	}
+	return "", false
+}
+
+func specRepository(c *etcdv1beta2.EtcdCluster) string {
+	if c.Spec.Repository == "" {
+		return etcdv1beta2.DefaultRepository
+	}
+	return c.Spec.Repository
+}
+
+func specPeerSecret(c *etcdv1beta2.EtcdCluster) string {
+	if t := c.Spec.TLS; t != nil && t.Static != nil && t.Static.Member != nil {
+		return t.Static.Member.PeerSecret
+	}
+	return ""
+}
+
+func specServerSecret(c *etcdv1beta2.EtcdCluster) string {
+	if t := c.Spec.TLS; t != nil && t.Static != nil && t.Static.Member != nil {
+		return t.Static.Member.ServerSecret
+	}
+	return ""
+}
+
+// podSecretVolume is the Secret behind the named volume, "" without one. The volume
+// names are the chart's.
+func podSecretVolume(p *corev1.Pod, volume string) string {
+	for _, v := range p.Spec.Volumes {
+		if v.Name == volume && v.Secret != nil {
+			return v.Secret.SecretName
+		}
+	}
+	return ""
+}
+
+func podHasClaim(p *corev1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.Name == render.DataVolumeName {
+			return v.PersistentVolumeClaim != nil
+		}
+	}
+	return false
+}
+
+// specAppliedReport is the SpecApplied condition: which fields running members were
+// created with differently, and which members.
+type specAppliedReport struct {
+	Status          bool
+	Reason, Message string
+	EventKey        string
+}
+
+func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*corev1.Pod) specAppliedReport {
+	podsOf := map[string][]string{}
+	var order []string
+	names := make([]string, 0, len(pods))
+	for n := range pods {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := pods[n]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, f := range staleSpecFields(c, domain, p) {
+			if _, seen := podsOf[f]; !seen {
+				order = append(order, f)
+			}
+			podsOf[f] = append(podsOf[f], n)
+		}
+	}
+	if len(order) == 0 {
+		return specAppliedReport{Status: true, Reason: etcdv1beta2.ReasonSpecApplied,
+			Message: "every member pod was created from the current spec", EventKey: etcdv1beta2.ReasonSpecApplied}
+	}
+	// Spec order, whatever order the pods revealed them in.
+	rank := map[string]int{fieldRepository: 0, fieldPeerSecret: 1, fieldServerSecret: 2}
+	for i, f := range fingerprintedFields {
+		rank[f.name] = 3 + i
+	}
+	rank[fieldClusterDomain] = 3 + len(fingerprintedFields)
+	sort.SliceStable(order, func(i, j int) bool { return rank[order[i]] < rank[order[j]] })
+	parts := make([]string, 0, len(order))
+	for _, f := range order {
+		parts = append(parts, fmt.Sprintf("%s (%s)", f, strings.Join(podsOf[f], ", ")))
+	}
+	return specAppliedReport{
+		Reason: etcdv1beta2.ReasonAppliesToNewMembersOnly,
+		Message: cut("changed after these members were created; running members keep what they were created with "+
+			"and are not restarted, the change applies to members created from now on: "+strings.Join(parts, "; "), maxHealthMessage),
+		EventKey: strings.Join(order, ","),
+	}
+}
+
+// reportSpecApplied sets SpecApplied, with one event per new set of unapplied fields.
+func (r *Reconciler) reportSpecApplied(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, now string) {
+	s := specApplied(c, r.ClusterDomain, pods)
+	updateCondition(c, etcdv1beta2.ClusterConditionSpecApplied, s.Status, s.Reason, s.Message, now)
+	failKey := ""
+	if !s.Status {
+		failKey = s.EventKey
+	}
+	r.announce(c, etcdv1beta2.ClusterConditionSpecApplied, failKey, s.Status, s.Reason, s.Message)
+}

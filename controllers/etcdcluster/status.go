@@ -1,0 +1,135 @@
+package etcdcluster
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// applySummary copies the planner's summary into the CoreOS-shaped status, keeping
+// condition transition times stable and emitting an event when a condition flips.
+func (r *Reconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *observation, s planner.Summary, a planner.Action) {
+	st := &c.Status
+	now := r.Now().UTC().Format(timeFormat)
+	if o.planner.MembersKnown {
+		st.Bootstrapped = true
+		st.BootstrapMembers = nil
+	}
+	// Not during a recovery: the one member answering then belongs to the cluster being
+	// seeded, which becomes the cluster only when the recovery finishes.
+	if o.clusterID != 0 && st.Recovery == nil {
+		st.ClusterID = etcdadmin.FormatID(o.clusterID)
+	}
+	// Keep "Creating" until the cluster has formed, as CoreOS did.
+	switch {
+	case !st.Bootstrapped && s.Phase != planner.PhaseFailed:
+		st.Phase = etcdv1beta2.ClusterPhaseCreating
+	default:
+		st.Phase = etcdv1beta2.ClusterPhase(s.Phase)
+	}
+	st.Reason = s.Reason
+	st.Size = len(o.planner.Members)
+	if !o.planner.MembersKnown {
+		st.Size = len(o.pods)
+	}
+	st.ServiceName = render.ClientServiceName(c)
+	st.ClientPort = etcdv1beta2.EtcdClientPort
+	// Clients reach the cluster through the client Service, which routes only to Ready
+	// pods: a member counts as ready, and the cluster as available, only once its pod is
+	// Ready too, not merely when etcd answers the operator.
+	var ready, unready []string
+	for _, n := range s.ReadyMembers {
+		if p := o.pods[n]; p != nil && podReady(p) {
+			ready = append(ready, n)
+		} else {
+			unready = append(unready, n)
+		}
+	}
+	unready = append(unready, s.UnreadyMembers...)
+	sort.Strings(unready)
+	st.Members = etcdv1beta2.MembersStatus{Ready: ready, Unready: unready}
+	voters := 0
+	for _, m := range o.planner.Members {
+		if !m.IsLearner {
+			voters++
+		}
+	}
+	for i := range s.Conditions {
+		cond := &s.Conditions[i]
+		if cond.Type == planner.ConditionAvailable && cond.Status && len(ready) < planner.Quorum(voters) {
+			cond.Status = false
+			cond.Reason = etcdv1beta2.ReasonMembersNotReady
+			cond.Message = fmt.Sprintf("%d of %d voting members have a Ready pod; clients need %d", len(ready), voters, planner.Quorum(voters))
+		}
+	}
+	if s.CurrentVersion != "" {
+		st.CurrentVersion = s.CurrentVersion
+	}
+	st.TargetVersion = ""
+	if s.TargetVersion != "" && s.TargetVersion != st.CurrentVersion {
+		st.TargetVersion = s.TargetVersion
+	}
+	for _, cond := range s.Conditions {
+		r.setCondition(c, etcdv1beta2.ClusterConditionType(cond.Type), cond.Status, cond.Reason, cond.Message, now)
+	}
+}
+
+// timeFormat is how condition times are written, as in CoreOS's status.
+const timeFormat = time.RFC3339
+
+func (r *Reconciler) setCondition(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType, status bool, reason, msg, now string) {
+	flipped, added := updateCondition(c, t, status, reason, msg, now)
+	if flipped || added && status {
+		want := corev1.ConditionFalse
+		if status {
+			want = corev1.ConditionTrue
+		}
+		r.conditionEvent(c, t, want, reason, msg)
+	}
+}
+
+// updateCondition sets one condition, keeping its transition time unless the status
+// flips. It reports whether the status flipped, or the condition is new.
+func updateCondition(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType, status bool, reason, msg, now string) (flipped, added bool) {
+	want := corev1.ConditionFalse
+	if status {
+		want = corev1.ConditionTrue
+	}
+	for i := range c.Status.Conditions {
+		cur := &c.Status.Conditions[i]
+		if cur.Type != t {
+			continue
+		}
+		flipped = cur.Status != want
+		if flipped {
+			cur.LastTransitionTime = now
+		}
+		if flipped || cur.Reason != reason || cur.Message != msg {
+			cur.LastUpdateTime = now
+		}
+		cur.Status, cur.Reason, cur.Message = want, reason, msg
+		return flipped, false
+	}
+	c.Status.Conditions = append(c.Status.Conditions, etcdv1beta2.ClusterCondition{
+		Type: t, Status: want, Reason: reason, Message: msg, LastUpdateTime: now, LastTransitionTime: now,
+	})
+	return false, true
+}
+
+func (r *Reconciler) conditionEvent(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType, s corev1.ConditionStatus, reason, msg string) {
+	kind := corev1.EventTypeNormal
+	if t == etcdv1beta2.ClusterConditionAvailable && s != corev1.ConditionTrue {
+		kind = corev1.EventTypeWarning
+	}
+	if reason == "" {
+		reason = string(t)
+	}
+	r.Recorder.Eventf(c, kind, reason, "%s=%s: %s", t, s, msg)
+}

@@ -1,0 +1,615 @@
+// Package etcdrestore is the EtcdRestore controller: it creates a new EtcdCluster from a
+// verified backup, optionally replacing an existing one, and reports until the cluster
+// is Available.
+package etcdrestore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
+	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/restore"
+	"github.com/etcd-operator/etcd-operator/internal/restoreorigin"
+)
+
+// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdrestores,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdrestores/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// RestoreClusterSpecAnnotation on an EtcdRestore holds, as JSON, an EtcdClusterSpec for
+// the cluster to create (size, version, repository, pod policy, TLS...). CoreOS's
+// EtcdRestore names only the cluster: CoreOS copied the spec of the cluster it deleted,
+// which this operator never does. Without the annotation the new cluster has
+// DefaultRestoreSize members and the etcd version recorded with the backup (else
+// v1beta2.DefaultVersion).
+const RestoreClusterSpecAnnotation = "etcd.database.coreos.com/restore-cluster-spec"
+
+// ReplaceExistingClusterAnnotation, set to "true" on an EtcdRestore, allows it to delete
+// an existing EtcdCluster of the name spec.etcdCluster.name and recreate it from the
+// backup (what CoreOS's operator always did). Without it a taken name is refused with
+// etcdv1beta2.ReasonClusterExists. The old cluster is deleted only after the backup is resolved,
+// downloaded and verified as the restore step will verify it (its SHA-256 if it has one,
+// and in every case etcd's integrity hash and a readable bbolt database), so a restore
+// that cannot succeed destroys nothing; deletion uses
+// foreground propagation and the new cluster is created only once the old one and its
+// member pods are gone. Backups on a PVC cannot be verified by the operator beforehand
+// and are therefore refused for replacement (etcdv1beta2.ReasonBackupInvalidSpec).
+const ReplaceExistingClusterAnnotation = "etcd.database.coreos.com/replace-existing-cluster"
+
+// ReplacedClusterAnnotation is written by the operator on an EtcdRestore, before it
+// deletes a cluster to replace it: {"name": ..., "uid": ...} of that cluster, so what
+// was deleted stays on record (also in events and in every later status message) even
+// if the operator restarts in between.
+const ReplacedClusterAnnotation = "etcd.database.coreos.com/replaced-cluster"
+
+// DefaultRestoreSize is the size of a restored cluster unless the spec annotation says
+// otherwise.
+const DefaultRestoreSize = 3
+
+// replacePoll is how often a replacement checks whether the old cluster and its pods
+// are gone (the deletion of a cluster we did not create enqueues nothing).
+const replacePoll = 2 * time.Second
+
+// restoreRetry is the delay before a failed lookup of the backup (a store that is down,
+// a secret not created yet) is tried again.
+const restoreRetry = 15 * time.Second
+
+// Reconciler creates a new EtcdCluster from a backup. It never changes an
+// existing cluster: if the name is taken by a cluster it did not create, the restore is
+// refused with etcdv1beta2.ReasonClusterExists and nothing is touched (CoreOS deleted that cluster
+// and recreated it), unless the EtcdRestore carries ReplaceExistingClusterAnnotation.
+//
+// An S3 backup is resolved here, once: spec.s3.path is an exact object if one exists at
+// that key, else the prefix of periodic backups (<path>_v<rev>_<time>) whose newest is
+// taken. The object is downloaded once into DownloadDir and checked exactly as the
+// members' restore step will check it (restore.VerifyBackup) before anything is created
+// or deleted, so a corrupted backup fails here (etcdv1beta2.ReasonChecksumMismatch,
+// etcdv1beta2.ReasonInvalidSnapshot) rather than in crash-looping member pods. The chosen object and
+// its SHA-256 are written into the new cluster's
+// render.AnnotationRestore, so every bootstrapping member's init container restores
+// exactly that object (a periodic backup taken meanwhile changes nothing). The cluster
+// has no owner reference to the restore: deleting the EtcdRestore never deletes it.
+//
+// A PVC backup (spec.pvc) is not read here: the operator cannot mount claims. The
+// bootstrapping members' init containers mount the claim read-only and restore
+// exactly spec.pvc.path (no periodic prefix: members picking "the newest" on their own
+// could restore different snapshots); each verifies the file against its SHA-256
+// sidecar and fails on a mismatch, which the restore reports as
+// etcdv1beta2.ReasonRestoreStepFailed. The new cluster gets v1beta2.DefaultVersion unless the spec
+// annotation names the backup's version.
+type Reconciler struct {
+	client.Client
+	// APIReader reads Secrets and conflicting clusters uncached.
+	APIReader client.Reader
+	Recorder  record.EventRecorder
+	// OperatorImage is the image of the restore init container (this operator's image).
+	OperatorImage string
+	// DownloadDir holds a backup while it is verified (one at a time per restore, removed
+	// right after); empty means os.TempDir().
+	DownloadDir string
+}
+
+// SetupWithManager watches EtcdRestores, the EtcdClusters they create (a cluster
+// becoming Available completes its restore) and those clusters' member pods (a failing
+// restore init container is reported).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	r.OperatorImage = operatorimage.Or(r.OperatorImage)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&etcdv1beta2.EtcdRestore{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&etcdv1beta2.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(restoreOfCluster)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.restoreOfPod)).
+		Complete(r)
+}
+
+// restoreOfPod maps a member pod with a restore init container to its cluster's restore.
+func (r *Reconciler) restoreOfPod(ctx context.Context, o client.Object) []reconcile.Request {
+	p, ok := o.(*corev1.Pod)
+	if !ok || p.Labels[render.LabelCluster] == "" || len(p.Spec.InitContainers) == 0 {
+		return nil
+	}
+	var c etcdv1beta2.EtcdCluster
+	if err := r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Labels[render.LabelCluster]}, &c); err != nil {
+		return nil
+	}
+	return restoreOfCluster(ctx, &c)
+}
+
+// restoreOfCluster maps a cluster to the EtcdRestore that created it, if any.
+func restoreOfCluster(_ context.Context, o client.Object) []reconcile.Request {
+	c, ok := o.(*etcdv1beta2.EtcdCluster)
+	if !ok {
+		return nil
+	}
+	src, err := render.Restore(c)
+	if err != nil || src == nil || src.Restore == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: src.Restore}}}
+}
+
+// Reconcile creates the cluster once and reports until it is Available.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var er etcdv1beta2.EtcdRestore
+	if err := r.Get(ctx, req.NamespacedName, &er); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !er.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	cond := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
+	if cond != nil && cond.ObservedGeneration == er.Generation {
+		// Finished (either way) for this spec: a refused restore is not retried behind
+		// the user's back, e.g. after the conflicting cluster is deleted; a spec change
+		// starts over.
+		// Adding the replace annotation after a ClusterExists refusal is the one
+		// change that resumes without a spec change.
+		retryReplace := cond.Reason == etcdv1beta2.ReasonClusterExists && replaceRequested(&er)
+		if cond.Status == metav1.ConditionTrue || (cond.Status == metav1.ConditionFalse && terminalRestoreReason(cond.Reason) && !retryReplace) {
+			return ctrl.Result{}, nil
+		}
+	}
+	if reason, msg := checkRestoreSpec(&er); reason != "" {
+		return ctrl.Result{}, r.setStatus(ctx, &er, metav1.ConditionFalse, reason, msg)
+	}
+
+	name := er.Spec.EtcdCluster.Name
+	var existing etcdv1beta2.EtcdCluster
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: er.Namespace, Name: name}, &existing)
+	switch {
+	case err == nil:
+		if !createdBy(&existing, &er) {
+			if replaceRequested(&er) {
+				return r.replaceCluster(ctx, &er, &existing)
+			}
+		}
+		return r.followCluster(ctx, &er, &existing)
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, err
+	}
+
+	// Member pods of an earlier cluster of this name (one being replaced, or deleted
+	// by someone just before) may still be terminating: new members must not meet them.
+	if n, err := r.leftoverPods(ctx, er.Namespace, name); err != nil {
+		return ctrl.Result{}, err
+	} else if n > 0 {
+		msg := fmt.Sprintf("waiting for %d pod(s) of an earlier EtcdCluster %s to be gone before creating it from the backup.%s", n, name, replacedNote(&er))
+		return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, &er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
+	}
+
+	c, err := r.newCluster(ctx, &er)
+	if err != nil {
+		return r.backupFailed(ctx, &er, err)
+	}
+	if err := r.Create(ctx, c); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// Created meanwhile (by us before a restart, or by someone else): look again.
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+		if apierrors.IsInvalid(err) {
+			return ctrl.Result{}, r.setStatus(ctx, &er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, clusterRefusedMessage(name, err))
+		}
+		return ctrl.Result{}, fmt.Errorf("create EtcdCluster %s: %w", name, err)
+	}
+	src, _ := render.Restore(c)
+	msg := fmt.Sprintf("created EtcdCluster %s (size %d, etcd %s) from backup %s (sha256 %s); waiting for it to become Available.%s",
+		name, c.Spec.Size, c.Spec.Version, src.Location(), orNone(src.SHA256), replacedNote(&er))
+	r.Recorder.Event(&er, corev1.EventTypeNormal, etcdv1beta2.EventReasonClusterCreated, msg)
+	return ctrl.Result{}, r.setStatus(ctx, &er, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, msg)
+}
+
+// backupFailed reports a backup that could not be resolved or verified; nothing was
+// created or deleted. Transient failures are retried.
+func (r *Reconciler) backupFailed(ctx context.Context, er *etcdv1beta2.EtcdRestore, err error) (ctrl.Result, error) {
+	var be *backupstorage.Error
+	if !errors.As(err, &be) {
+		be = &backupstorage.Error{Reason: etcdv1beta2.ReasonStorageError, Err: err}
+	}
+	log.FromContext(ctx).Info("restore not started", "reason", be.Reason, "error", be.Err.Error())
+	if terminalRestoreReason(be.Reason) {
+		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, be.Reason, be.Err.Error())
+	}
+	return ctrl.Result{RequeueAfter: restoreRetry}, r.setStatus(ctx, er, metav1.ConditionFalse, be.Reason, be.Err.Error())
+}
+
+// replaceRequested: the EtcdRestore opted into replacing an existing cluster.
+func replaceRequested(er *etcdv1beta2.EtcdRestore) bool {
+	return strings.EqualFold(strings.TrimSpace(er.Annotations[ReplaceExistingClusterAnnotation]), "true")
+}
+
+// replacedCluster is the value of ReplacedClusterAnnotation.
+type replacedCluster struct {
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+}
+
+// replacedNote is a sentence for status messages naming the cluster this restore
+// deleted, or "".
+func replacedNote(er *etcdv1beta2.EtcdRestore) string {
+	raw, ok := er.Annotations[ReplacedClusterAnnotation]
+	if !ok {
+		return ""
+	}
+	var rc replacedCluster
+	if err := json.Unmarshal([]byte(raw), &rc); err != nil {
+		return fmt.Sprintf(" This restore deleted an earlier cluster: %s", raw)
+	}
+	return fmt.Sprintf(" This restore deleted the earlier EtcdCluster %s (uid %s) to replace it.", rc.Name, rc.UID)
+}
+
+// replaceCluster deletes an existing cluster the restore was told to replace, once the
+// backup is known good, and waits for it to be gone; Reconcile then creates the new one.
+func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore, old *etcdv1beta2.EtcdCluster) (ctrl.Result, error) {
+	if er.Spec.BackupStorageType == etcdv1beta2.BackupStorageTypePVC {
+		msg := fmt.Sprintf("EtcdCluster %s exists and %s=true asks to replace it, but a backup on a PVC can only be verified by the new "+
+			"members, after the old cluster would be gone; nothing was changed. Restore into a new name, or from S3", old.Name, ReplaceExistingClusterAnnotation)
+		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, msg)
+	}
+	if !old.DeletionTimestamp.IsZero() {
+		// Being deleted (by us, or by someone else meanwhile): the backup was verified
+		// before our delete; it is verified again when the new cluster is created.
+		msg := fmt.Sprintf("EtcdCluster %s (uid %s) is being deleted; the restore creates it anew once it and its pods are gone.%s", old.Name, old.UID, replacedNote(er))
+		return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
+	}
+	// Resolve and verify the backup first: a restore that cannot succeed must not
+	// destroy the cluster it would replace.
+	c, err := r.newCluster(ctx, er)
+	if err != nil {
+		return r.backupFailed(ctx, er, untouched(err, old))
+	}
+	src, _ := render.Restore(c)
+	// On record before the delete, so it survives an operator restart right after it.
+	rec, _ := json.Marshal(replacedCluster{Name: old.Name, UID: string(old.UID)})
+	if er.Annotations[ReplacedClusterAnnotation] != string(rec) {
+		orig := er.DeepCopy()
+		if er.Annotations == nil {
+			er.Annotations = map[string]string{}
+		}
+		er.Annotations[ReplacedClusterAnnotation] = string(rec)
+		if err := r.Patch(ctx, er, client.MergeFrom(orig)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("record the cluster to replace on EtcdRestore %s: %w", er.Name, err)
+		}
+	}
+	uid := old.UID
+	err = r.Delete(ctx, old, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationForeground))
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		// Gone or replaced by someone else meanwhile: look again.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("delete EtcdCluster %s (uid %s): %w", old.Name, old.UID, err)
+	}
+	msg := fmt.Sprintf("deleting EtcdCluster %s (uid %s, as %s=true asks) to recreate it from the verified backup %s (sha256 %s); "+
+		"waiting for it and its pods to be gone", old.Name, old.UID, ReplaceExistingClusterAnnotation, src.Location(), orNone(src.SHA256))
+	log.FromContext(ctx).Info("replacing cluster", "cluster", old.Name, "uid", old.UID, "backup", src.Location())
+	r.Recorder.Event(er, corev1.EventTypeWarning, etcdv1beta2.EventReasonDeletedCluster, msg)
+	return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
+}
+
+// untouched adds to a failure before a replacement that the cluster was not touched.
+func untouched(err error, old *etcdv1beta2.EtcdCluster) error {
+	var be *backupstorage.Error
+	if !errors.As(err, &be) {
+		be = &backupstorage.Error{Reason: etcdv1beta2.ReasonStorageError, Err: err}
+	}
+	return &backupstorage.Error{Reason: be.Reason, Err: fmt.Errorf("%w; EtcdCluster %s (uid %s) was not touched", be.Err, old.Name, old.UID)}
+}
+
+// createdBy: the cluster's restore annotation is what er writes when it creates it (the
+// same check the cluster controller makes before it restores): a cluster annotated by
+// anyone else is not the restore's to follow.
+func createdBy(c *etcdv1beta2.EtcdCluster, er *etcdv1beta2.EtcdRestore) bool {
+	src, err := render.Restore(c)
+	return err == nil && src != nil && restoreorigin.Check(er, c.Name, src) == nil
+}
+
+// leftoverPods counts member pods of a cluster name that does not exist (uncached: a
+// stale cache must not let the new members start beside old ones).
+func (r *Reconciler) leftoverPods(ctx context.Context, ns, name string) (int, error) {
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: render.ClusterSelector(name)}); err != nil {
+		return 0, err
+	}
+	return len(pods.Items), nil
+}
+
+// followCluster handles an existing cluster of the restore's name: refuse if it is not
+// ours, else report its progress.
+func (r *Reconciler) followCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) (ctrl.Result, error) {
+	if !createdBy(c, er) {
+		msg := fmt.Sprintf("EtcdCluster %s already exists and was not created by this restore; nothing was changed. "+
+			"Restore into a new name (spec.etcdCluster.name), delete that cluster yourself first, "+
+			"or annotate this EtcdRestore with %s=true to have it replaced", c.Name, ReplaceExistingClusterAnnotation)
+		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, etcdv1beta2.ReasonClusterExists, msg)
+	}
+	src, _ := render.Restore(c)
+	if clusterAvailable(c) {
+		msg := fmt.Sprintf("EtcdCluster %s restored from %s is Available.%s", c.Name, src.Location(), replacedNote(er))
+		r.Recorder.Event(er, corev1.EventTypeNormal, etcdv1beta2.ReasonRestoreComplete, msg)
+		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, msg)
+	}
+	failure, err := r.restoreStepFailure(ctx, c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if failure != "" {
+		// Not final: the kubelet retries the init container, which may yet succeed
+		// (e.g. once the store is reachable again).
+		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, etcdv1beta2.ReasonRestoreStepFailed, failure)
+	}
+	msg := fmt.Sprintf("EtcdCluster %s created from backup %s; waiting for it to become Available (phase %q).%s", c.Name, src.Location(), c.Status.Phase, replacedNote(er))
+	msg += membersCannotStart(c)
+	return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, msg)
+}
+
+// restoreStepFailure describes the first member pod (by name) whose restore init
+// container last exited with an error, or returns "".
+func (r *Reconciler) restoreStepFailure(ctx context.Context, c *etcdv1beta2.EtcdCluster) (string, error) {
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabelsSelector{Selector: render.ClusterSelector(c.Name)}); err != nil {
+		return "", err
+	}
+	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	for _, p := range pods.Items {
+		for _, st := range p.Status.InitContainerStatuses {
+			if st.Name != render.RestoreContainerName {
+				continue
+			}
+			// The current state decides once the container has exited (a success after
+			// failed attempts still lists the last failure); while it waits or runs
+			// again, the previous attempt tells.
+			term := st.State.Terminated
+			if term == nil {
+				term = st.LastTerminationState.Terminated
+			}
+			if term == nil || term.ExitCode == 0 {
+				continue
+			}
+			msg := fmt.Sprintf("the restore step of member %s failed (exit code %d); see kubectl logs %s -c %s", p.Name, term.ExitCode, p.Name, render.RestoreContainerName)
+			if m := render.LastMessageLine(term.Message); m != "" {
+				msg += ": " + m
+			}
+			return msg, nil
+		}
+	}
+	return "", nil
+}
+
+func clusterAvailable(c *etcdv1beta2.EtcdCluster) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == etcdv1beta2.ClusterConditionAvailable {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// terminalRestoreReason: no retry can fix these without a spec change.
+func terminalRestoreReason(reason string) bool {
+	switch reason {
+	case etcdv1beta2.ReasonClusterExists, etcdv1beta2.ReasonUnsupportedStorageType, etcdv1beta2.ReasonBackupInvalidSpec:
+		return true
+	}
+	return false
+}
+
+// checkRestoreSpec finds what no retry can fix.
+func checkRestoreSpec(er *etcdv1beta2.EtcdRestore) (reason, msg string) {
+	s := &er.Spec
+	switch s.BackupStorageType {
+	case etcdv1beta2.BackupStorageTypeS3:
+		if reason, msg := backupstorage.CheckS3Source(s.S3, "backupStorageType"); reason != "" {
+			return reason, msg
+		}
+	case etcdv1beta2.BackupStorageTypeABS, etcdv1beta2.BackupStorageTypeGCS, etcdv1beta2.BackupStorageTypeOSS:
+		return backupstorage.UnsupportedProvider(s.BackupStorageType)
+	case etcdv1beta2.BackupStorageTypePVC:
+		if s.PVC == nil || s.PVC.ClaimName == "" {
+			return etcdv1beta2.ReasonBackupInvalidSpec, "backupStorageType PVC needs spec.pvc.claimName"
+		}
+		if _, err := render.CleanBackupPath(s.PVC.Path); err != nil {
+			return etcdv1beta2.ReasonBackupInvalidSpec, err.Error()
+		}
+	default:
+		return etcdv1beta2.ReasonUnsupportedStorageType, fmt.Sprintf("unknown storage type %q", s.BackupStorageType)
+	}
+	if s.EtcdCluster.Name == "" {
+		return etcdv1beta2.ReasonBackupInvalidSpec, "spec.etcdCluster.name is empty"
+	}
+	if _, err := restoreClusterSpec(er); err != nil {
+		return etcdv1beta2.ReasonBackupInvalidSpec, err.Error()
+	}
+	return "", ""
+}
+
+// restoreClusterSpec is the spec annotation, or an empty spec.
+func restoreClusterSpec(er *etcdv1beta2.EtcdRestore) (etcdv1beta2.EtcdClusterSpec, error) {
+	var spec etcdv1beta2.EtcdClusterSpec
+	raw, ok := er.Annotations[RestoreClusterSpecAnnotation]
+	if !ok {
+		return spec, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return spec, fmt.Errorf("annotation %s: not an EtcdCluster spec: %w", RestoreClusterSpecAnnotation, err)
+	}
+	return spec, nil
+}
+
+// newCluster resolves the backup and builds the EtcdCluster to create.
+func (r *Reconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore) (*etcdv1beta2.EtcdCluster, error) {
+	var src render.RestoreSource
+	var backupVersion string
+	if er.Spec.BackupStorageType == etcdv1beta2.BackupStorageTypePVC {
+		// Not readable here; the init containers verify it (see the type's comment).
+		pvc := *er.Spec.PVC
+		src = render.RestoreSource{PVC: &pvc}
+	} else {
+		s3 := er.Spec.S3
+		bucket, key, err := backup.SplitS3Path(s3.Path)
+		if err != nil {
+			return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
+		}
+		store, err := backupstorage.OpenS3(ctx, r.APIReader, er.Namespace, s3, bucket)
+		if err != nil {
+			return nil, err
+		}
+		v, err := r.resolveBackup(ctx, store, key)
+		if err != nil {
+			return nil, err
+		}
+		pinned := *s3
+		pinned.Path = bucket + "/" + v.Object.Key
+		src = render.RestoreSource{S3: &pinned, SHA256: v.Pin}
+		backupVersion = v.Object.Metadata["etcd-version"]
+	}
+	src.Restore, src.UID = er.Name, string(er.UID)
+	spec, err := restoreClusterSpec(er)
+	if err != nil {
+		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
+	}
+	if spec.Size == 0 {
+		spec.Size = DefaultRestoreSize
+	}
+	if spec.Version == "" {
+		// A snapshot restores into the etcd version that wrote it (or a later one);
+		// our backups record it.
+		spec.Version = etcdv1beta2.DefaultVersion
+		if v := render.NormalizeVersion(backupVersion); v != "" {
+			spec.Version = v
+		}
+	}
+	ann, err := src.Annotations()
+	if err != nil {
+		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
+	}
+	c := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: er.Spec.EtcdCluster.Name, Namespace: er.Namespace, Annotations: ann},
+		Spec:       spec,
+	}
+	// Refuse here what the renderer would refuse later, with the restore's own status.
+	if err := render.ValidateCluster(c); err != nil {
+		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
+	}
+	return c, nil
+}
+
+// resolveBackup finds the object to restore: key itself if it exists, else the newest
+// periodic backup of key, and verifies it. The result carries the object's metadata and
+// the checksum that pins the members' restore to the bytes verified here.
+func (r *Reconciler) resolveBackup(ctx context.Context, store backup.Store, key string) (restore.Verified, error) {
+	v, err := r.verifyBackup(ctx, store, key)
+	if !errors.Is(err, backup.ErrNotFound) {
+		return v, err
+	}
+	latest, lerr := backup.Latest(ctx, store, key)
+	if lerr != nil {
+		if errors.Is(lerr, backup.ErrNotFound) {
+			return v, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupNotFound, Err: fmt.Errorf("%s: no backup %q and no periodic backup %s_v<revision>_<time>", store, key, key)}
+		}
+		return v, &backupstorage.Error{Reason: backupstorage.Reason(lerr), Err: lerr}
+	}
+	return r.verifyBackup(ctx, store, latest.Key)
+}
+
+// verifyBackup downloads the object and checks it as the restore step will; a missing
+// object is returned as is (wrapping backup.ErrNotFound), other failures as a
+// backupstorage.Error with the reason to report.
+func (r *Reconciler) verifyBackup(ctx context.Context, store backup.Store, key string) (restore.Verified, error) {
+	v, err := restore.VerifyBackup(ctx, store, key, r.DownloadDir)
+	switch {
+	case err == nil:
+		log.FromContext(ctx).Info("backup verified", "backup", store.String()+"/"+key, "sha256", v.Pin,
+			"storedChecksum", v.Object.SHA256 != "", "revision", v.Status.Revision, "keys", v.Status.TotalKey)
+		return v, nil
+	case errors.Is(err, backup.ErrNotFound):
+		return v, err
+	case errors.Is(err, backup.ErrChecksumMismatch):
+		return v, &backupstorage.Error{Reason: etcdv1beta2.ReasonChecksumMismatch, Err: err}
+	case errors.Is(err, restore.ErrNotRestorable):
+		return v, &backupstorage.Error{Reason: etcdv1beta2.ReasonInvalidSnapshot, Err: err}
+	}
+	return v, &backupstorage.Error{Reason: backupstorage.Reason(err), Err: err}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none recorded"
+	}
+	return s
+}
+
+// setStatus writes the CoreOS fields and the condition, and a Warning event for a
+// failure the first time it is reported.
+func (r *Reconciler) setStatus(ctx context.Context, er *etcdv1beta2.EtcdRestore, status metav1.ConditionStatus, reason, msg string) error {
+	orig := er.DeepCopy()
+	er.Status.Succeeded = status == metav1.ConditionTrue
+	er.Status.Reason = ""
+	if status == metav1.ConditionFalse {
+		er.Status.Reason = msg
+	}
+	changed := meta.SetStatusCondition(&er.Status.Conditions, metav1.Condition{
+		Type: etcdv1beta2.RestoreConditionSucceeded, Status: status, Reason: reason, Message: msg, ObservedGeneration: er.Generation,
+	})
+	if !changed && orig.Status.Succeeded == er.Status.Succeeded && orig.Status.Reason == er.Status.Reason {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, er, client.MergeFrom(orig)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if status == metav1.ConditionFalse {
+		r.Recorder.Event(er, corev1.EventTypeWarning, reason, msg)
+	}
+	return nil
+}
+
+// membersCannotStart is a sentence for a restore's status when the restored cluster's
+// member pods report failures (e.g. the backup's claim does not exist), or "".
+func membersCannotStart(c *etcdv1beta2.EtcdCluster) string {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type != etcdv1beta2.ClusterConditionPodsHealthy || cond.Status != corev1.ConditionFalse {
+			continue
+		}
+		if cond.Reason == etcdv1beta2.ReasonPodsStarting || cond.Reason == etcdv1beta2.ReasonNoPods {
+			return ""
+		}
+		return fmt.Sprintf(" Its members cannot start (%s): %s", cond.Reason, cond.Message)
+	}
+	return ""
+}
+
+// clusterRefusedMessage explains an EtcdCluster the API server refused to create for a
+// restore; a retry cannot succeed without a change to the EtcdRestore.
+func clusterRefusedMessage(name string, err error) string {
+	return fmt.Sprintf("the API server refused the EtcdCluster %s this restore would create; nothing was created. "+
+		"Fix the EtcdRestore (e.g. its %s annotation): %v", name, RestoreClusterSpecAnnotation, err)
+}

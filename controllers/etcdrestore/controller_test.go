@@ -1,0 +1,585 @@
+package etcdrestore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
+	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
+)
+
+const restoreBucket = "backups"
+
+type restoreFixture struct {
+	c   client.Client
+	r   *Reconciler
+	rec *record.FakeRecorder
+}
+
+func newRestoreFixture(t *testing.T, objs ...client.Object) *restoreFixture {
+	t.Helper()
+	s := fixture.Scheme()
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+		WithStatusSubresource(&etcdv1beta2.EtcdRestore{}, &etcdv1beta2.EtcdCluster{}).Build()
+	rec := record.NewFakeRecorder(100)
+	return &restoreFixture{c: c, rec: rec, r: &Reconciler{Client: c, APIReader: c, Recorder: rec, OperatorImage: "op:test"}}
+}
+
+func (f *restoreFixture) reconcile(t *testing.T, name string) ctrl.Result {
+	t.Helper()
+	res, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "default", Name: name}})
+	if err != nil {
+		t.Fatalf("reconcile %s: %v", name, err)
+	}
+	return res
+}
+
+func (f *restoreFixture) restore(t *testing.T, name string) *etcdv1beta2.EtcdRestore {
+	t.Helper()
+	var er etcdv1beta2.EtcdRestore
+	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &er); err != nil {
+		t.Fatal(err)
+	}
+	return &er
+}
+
+func (f *restoreFixture) wantCondition(t *testing.T, name string, status metav1.ConditionStatus, reason, mention string) *etcdv1beta2.EtcdRestore {
+	t.Helper()
+	er := f.restore(t, name)
+	c := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
+	if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, mention) {
+		t.Fatalf("%s: condition %+v, want %s/%s mentioning %q", name, c, status, reason, mention)
+	}
+	if er.Status.Succeeded != (status == metav1.ConditionTrue) {
+		t.Errorf("%s: succeeded=%v with condition %s", name, er.Status.Succeeded, status)
+	}
+	if status == metav1.ConditionFalse && er.Status.Reason != c.Message {
+		t.Errorf("%s: status.reason %q, want the condition message", name, er.Status.Reason)
+	}
+	return er
+}
+
+func (f *restoreFixture) clusters(t *testing.T) []etcdv1beta2.EtcdCluster {
+	t.Helper()
+	var l etcdv1beta2.EtcdClusterList
+	if err := f.c.List(context.Background(), &l); err != nil {
+		t.Fatal(err)
+	}
+	return l.Items
+}
+
+func TestRestoreRefusesATakenName(t *testing.T) {
+	taken := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 5}}
+	// A cluster created by another restore is not ours either.
+	other := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "default"}}
+	ann, err := render.RestoreSource{Restore: "someone-else", UID: "uid-x", S3: &etcdv1beta2.S3BackupSource{Path: "b/k", AWSSecret: "aws"}}.Annotations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Annotations = ann
+	f := newRestoreFixture(t, taken, other, fixture.S3Restore("r1", "prod", "b/k"), fixture.S3Restore("r2", "other", "b/k"))
+	before := map[string]string{}
+	for _, c := range f.clusters(t) {
+		before[c.Name] = c.ResourceVersion
+	}
+	for _, name := range []string{"r1", "r2"} {
+		if res := f.reconcile(t, name); res.RequeueAfter != 0 {
+			t.Errorf("%s: a refused restore is retried: %+v", name, res)
+		}
+	}
+	f.wantCondition(t, "r1", metav1.ConditionFalse, etcdv1beta2.ReasonClusterExists, "EtcdCluster prod already exists")
+	f.wantCondition(t, "r2", metav1.ConditionFalse, etcdv1beta2.ReasonClusterExists, "nothing was changed")
+	for _, c := range f.clusters(t) {
+		if before[c.Name] != c.ResourceVersion {
+			t.Errorf("cluster %s was changed", c.Name)
+		}
+	}
+	if len(f.clusters(t)) != 2 {
+		t.Errorf("clusters created: %v", f.clusters(t))
+	}
+	// Refusal is final for this spec, even once the name is free: nothing appears later
+	// behind the user's back.
+	if err := f.c.Delete(context.Background(), taken); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "r1")
+	if len(f.clusters(t)) != 1 {
+		t.Errorf("a refused restore created a cluster later")
+	}
+	select {
+	case ev := <-f.rec.Events:
+		if !strings.Contains(ev, etcdv1beta2.ReasonClusterExists) {
+			t.Errorf("event %q", ev)
+		}
+	default:
+		t.Errorf("no event for the refusal")
+	}
+}
+
+func TestRestoreUnsupportedStorage(t *testing.T) {
+	gcs := fixture.S3Restore("gcs", "new", "b/k")
+	gcs.Spec.BackupStorageType = etcdv1beta2.BackupStorageTypeGCS
+	gcs.Spec.GCS = &etcdv1beta2.GCSBackupSource{Path: "b/k", GCPSecret: "gcp"}
+	pvc := fixture.S3Restore("pvc", "new", "b/k")
+	pvc.Spec.BackupStorageType = etcdv1beta2.BackupStorageTypePVC
+	badSpec := fixture.S3Restore("bad-spec", "new", "b/k")
+	badSpec.Annotations = map[string]string{RestoreClusterSpecAnnotation: `{"size": "three"}`}
+	f := newRestoreFixture(t, gcs, pvc, badSpec)
+	f.reconcile(t, "gcs")
+	f.reconcile(t, "pvc")
+	f.reconcile(t, "bad-spec")
+	f.wantCondition(t, "gcs", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "S3-compatible endpoint")
+	f.wantCondition(t, "pvc", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "spec.pvc.claimName")
+	f.wantCondition(t, "bad-spec", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, RestoreClusterSpecAnnotation)
+	if cs := f.clusters(t); len(cs) != 0 {
+		t.Errorf("clusters created: %v", cs)
+	}
+}
+
+// TestRestoreCreatesCluster runs against a real MinIO: exact keys, periodic prefixes,
+// missing backups, the spec annotation, and completion when the cluster is Available.
+func TestRestoreCreatesCluster(t *testing.T) {
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, restoreBucket)
+	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	snap := etcdtest.Snapshot(t, 5)
+	put := func(key, version string) backup.Object {
+		t.Helper()
+		obj, err := store.Put(ctx, key, bytes.NewReader(snap), backup.PutOptions{Metadata: map[string]string{"etcd-version": version}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	exact := put("c/one.db", "3.7.3")
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	put(backup.PeriodicKey("c/per", 10, t0), "3.6.16")
+	newest := put(backup.PeriodicKey("c/per", 20, t0.Add(time.Minute)), "3.6.16")
+	put(backup.PeriodicKey("c/per", 15, t0.Add(-time.Minute)), "3.6.16")
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
+		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
+	mk := func(name, cluster, path string) *etcdv1beta2.EtcdRestore {
+		er := fixture.S3Restore(name, cluster, restoreBucket+"/"+path)
+		er.Spec.S3.Endpoint = srv.Endpoint()
+		return er
+	}
+	withSpec := mk("sized", "sized", "c/one.db")
+	withSpec.Annotations = map[string]string{RestoreClusterSpecAnnotation: `{"size": 1, "repository": "registry.example/etcd"}`}
+	// A corrupted object: its bytes no longer match the checksum stored with it.
+	data := "snapshot bytes, later damaged"
+	if _, err := srv.Client(t).PutObject(ctx, restoreBucket, "c/corrupt.db", strings.NewReader(data), int64(len(data)),
+		minio.PutObjectOptions{UserMetadata: map[string]string{"sha256": strings.Repeat("0", 64)}}); err != nil {
+		t.Fatal(err)
+	}
+	f := newRestoreFixture(t, secret, mk("exact", "from-exact", "c/one.db"), mk("latest", "from-latest", "c/per"),
+		mk("missing", "from-missing", "c/nothing"), withSpec, mk("corrupt", "from-corrupt", "c/corrupt.db"))
+
+	get := func(name string) *etcdv1beta2.EtcdCluster {
+		t.Helper()
+		var c etcdv1beta2.EtcdCluster
+		if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &c); err != nil {
+			t.Fatalf("cluster %s: %v", name, err)
+		}
+		return &c
+	}
+	check := func(restore, cluster, wantPath, wantSHA, wantVersion string, wantSize int) {
+		t.Helper()
+		f.reconcile(t, restore)
+		f.wantCondition(t, restore, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting for it to become Available")
+		c := get(cluster)
+		src, err := render.Restore(c)
+		if err != nil || src == nil {
+			t.Fatalf("%s: restore annotation: %+v, %v", cluster, src, err)
+		}
+		if src.S3.Path != wantPath || src.SHA256 != wantSHA || len(wantSHA) != 64 ||
+			src.Restore != restore || src.UID != string(f.restore(t, restore).UID) || src.S3.Endpoint != srv.Endpoint() || !src.S3.ForcePathStyle {
+			t.Errorf("%s: restore source %+v; want path %s sha %s", cluster, src, wantPath, wantSHA)
+		}
+		if c.Spec.Version != wantVersion || c.Spec.Size != wantSize {
+			t.Errorf("%s: spec %+v, want size %d version %s", cluster, c.Spec, wantSize, wantVersion)
+		}
+		if len(c.OwnerReferences) != 0 {
+			t.Errorf("%s: owner references %v: deleting the restore would delete the cluster", cluster, c.OwnerReferences)
+		}
+		if reqs := restoreOfCluster(ctx, c); len(reqs) != 1 || reqs[0].Name != restore {
+			t.Errorf("%s maps to %v", cluster, reqs)
+		}
+	}
+	check("exact", "from-exact", restoreBucket+"/c/one.db", exact.SHA256, "3.7.3", DefaultRestoreSize)
+	check("latest", "from-latest", restoreBucket+"/"+newest.Key, newest.SHA256, "3.6.16", DefaultRestoreSize)
+	check("sized", "sized", restoreBucket+"/c/one.db", exact.SHA256, "3.7.3", 1)
+	if get("sized").Spec.Repository != "registry.example/etcd" {
+		t.Errorf("spec annotation's repository not used")
+	}
+
+	// A missing backup is reported and retried (it may be being uploaded); no cluster.
+	if res := f.reconcile(t, "missing"); res.RequeueAfter == 0 {
+		t.Errorf("missing backup not retried")
+	}
+	f.wantCondition(t, "missing", metav1.ConditionFalse, etcdv1beta2.ReasonBackupNotFound, "c/nothing")
+	// A corrupted backup is found before anything is created.
+	f.reconcile(t, "corrupt")
+	f.wantCondition(t, "corrupt", metav1.ConditionFalse, etcdv1beta2.ReasonChecksumMismatch, "c/corrupt.db")
+	if len(f.clusters(t)) != 3 {
+		t.Errorf("clusters: %d, want 3", len(f.clusters(t)))
+	}
+
+	// Reconciling again (e.g. after an operator restart) follows the same cluster.
+	rv := get("from-exact").ResourceVersion
+	f.reconcile(t, "exact")
+	if get("from-exact").ResourceVersion != rv {
+		t.Errorf("the restore changed its own cluster on a second pass")
+	}
+	// A member whose restore init container failed is reported, and the report clears
+	// once the member recovers.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "from-exact-abc", Namespace: "default", Labels: render.MemberLabels("from-exact", "from-exact-abc")},
+		Spec:       corev1.PodSpec{InitContainers: []corev1.Container{{Name: render.RestoreContainerName, Image: "op:test"}}, Containers: []corev1.Container{{Name: "etcd", Image: "etcd"}}},
+	}
+	if err := f.c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if reqs := f.r.restoreOfPod(ctx, pod); len(reqs) != 1 || reqs[0].Name != "exact" {
+		t.Errorf("pod maps to %v", reqs)
+	}
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: render.RestoreContainerName,
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "line 1\n{\"msg\":\"restore failed\",\"error\":\"access denied\"}\n"}}}}
+	if err := f.c.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "exact")
+	f.wantCondition(t, "exact", metav1.ConditionFalse, etcdv1beta2.ReasonRestoreStepFailed, `member from-exact-abc failed (exit code 1); see kubectl logs from-exact-abc -c restore: {"msg":"restore failed","error":"access denied"}`)
+	pod.Status.InitContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
+	if err := f.c.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "exact")
+	f.wantCondition(t, "exact", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting")
+
+	// Available completes the restore.
+	c := get("from-exact")
+	c.Status.Conditions = []etcdv1beta2.ClusterCondition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: corev1.ConditionTrue}}
+	if err := f.c.Status().Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "exact")
+	f.wantCondition(t, "exact", metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, "is Available")
+}
+
+// A PVC backup is not read by the operator: the cluster is created pointing at the
+// claim and exact path, with no pinned checksum (the init containers verify the
+// sidecar), and the etcd version of the spec annotation or the default.
+func TestRestoreFromPVCCreatesCluster(t *testing.T) {
+	versioned := fixture.PVCRestore("versioned", "v", "backups", "snaps/one.db")
+	versioned.Annotations = map[string]string{RestoreClusterSpecAnnotation: `{"size": 1, "version": "3.7.3"}`}
+	f := newRestoreFixture(t, fixture.PVCRestore("plain", "p", "backups", "/snaps//one.db"), versioned, fixture.PVCRestore("root", "r", "backups", "/"))
+	for _, tc := range []struct {
+		restore, cluster, version string
+		size                      int
+	}{{"plain", "p", etcdv1beta2.DefaultVersion, DefaultRestoreSize}, {"versioned", "v", "3.7.3", 1}} {
+		f.reconcile(t, tc.restore)
+		f.wantCondition(t, tc.restore, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "from backup pvc://backups/snaps/one.db (sha256 none recorded)")
+		var c etcdv1beta2.EtcdCluster
+		if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: tc.cluster}, &c); err != nil {
+			t.Fatal(err)
+		}
+		src, err := render.Restore(&c)
+		if err != nil || src == nil || src.S3 != nil || src.PVC == nil || src.PVC.ClaimName != "backups" || src.SHA256 != "" || src.Restore != tc.restore {
+			t.Fatalf("%s: restore source %+v, %v", tc.cluster, src, err)
+		}
+		if c.Spec.Version != tc.version || c.Spec.Size != tc.size {
+			t.Errorf("%s: spec %+v, want version %s size %d", tc.cluster, c.Spec, tc.version, tc.size)
+		}
+	}
+	f.reconcile(t, "root")
+	f.wantCondition(t, "root", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "names no file")
+	if n := len(f.clusters(t)); n != 2 {
+		t.Errorf("%d clusters, want 2", n)
+	}
+}
+
+// TestRestoreReplacesCluster: with the opt-in annotation an existing cluster is deleted
+// (after the backup is verified against a real MinIO), the deletion is recorded, and the
+// new cluster is created only once the old one and its pods are gone. A corrupted backup
+// or a PVC backup deletes nothing.
+func TestRestoreReplacesCluster(t *testing.T) {
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, restoreBucket)
+	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	good, err := store.Put(ctx, "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := "snapshot bytes, later damaged"
+	if _, err := srv.Client(t).PutObject(ctx, restoreBucket, "c/corrupt.db", strings.NewReader(data), int64(len(data)),
+		minio.PutObjectOptions{UserMetadata: map[string]string{"sha256": strings.Repeat("0", 64)}}); err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
+		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
+	replacing := func(er *etcdv1beta2.EtcdRestore) *etcdv1beta2.EtcdRestore {
+		if er.Spec.S3 != nil {
+			er.Spec.S3.Endpoint = srv.Endpoint()
+		}
+		er.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true"}
+		return er
+	}
+	// A finalizer holds "prod" in deletion the way foreground propagation does until
+	// its dependents are gone.
+	prod := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-old-prod", Finalizers: []string{"test/hold"}}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 5}}
+	keep := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "keep", Namespace: "default", UID: "uid-keep"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+	oldPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "prod-old", Namespace: "default", Labels: render.MemberLabels("prod", "prod-old")},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "etcd"}}}}
+	corrupt := replacing(fixture.S3Restore("corrupt", "keep", restoreBucket+"/c/corrupt.db"))
+	pvc := replacing(fixture.PVCRestore("pvc", "keep", "backups", "k.db"))
+	later := fixture.S3Restore("later", "keep", restoreBucket+"/c/good.db")
+	later.Spec.S3.Endpoint = srv.Endpoint()
+	f := newRestoreFixture(t, secret, prod, keep, oldPod, corrupt, pvc, later, replacing(fixture.S3Restore("replace", "prod", restoreBucket+"/c/good.db")))
+	get := func(name string) (*etcdv1beta2.EtcdCluster, error) {
+		var c etcdv1beta2.EtcdCluster
+		return &c, f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &c)
+	}
+	keepBefore, _ := get("keep")
+
+	// Nothing is deleted for a backup that fails verification, nor for a PVC backup.
+	f.reconcile(t, "corrupt")
+	f.wantCondition(t, "corrupt", metav1.ConditionFalse, etcdv1beta2.ReasonChecksumMismatch, "c/corrupt.db")
+	f.reconcile(t, "pvc")
+	f.wantCondition(t, "pvc", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "nothing was changed")
+	for _, name := range []string{"corrupt", "pvc"} {
+		if _, ok := f.restore(t, name).Annotations[ReplacedClusterAnnotation]; ok {
+			t.Errorf("%s recorded a replacement", name)
+		}
+	}
+	if c, err := get("keep"); err != nil || c.UID != keepBefore.UID || c.ResourceVersion != keepBefore.ResourceVersion || !c.DeletionTimestamp.IsZero() {
+		t.Fatalf("cluster keep touched: %+v, %v", c, err)
+	}
+
+	// Without the annotation: refused; adding the annotation later resumes the restore.
+	f.reconcile(t, "later")
+	f.wantCondition(t, "later", metav1.ConditionFalse, etcdv1beta2.ReasonClusterExists, ReplaceExistingClusterAnnotation)
+	f.reconcile(t, "later")
+	if c, err := get("keep"); err != nil || c.ResourceVersion != keepBefore.ResourceVersion {
+		t.Fatalf("cluster keep touched without the annotation: %v", err)
+	}
+
+	// With the annotation: recorded, deleted, waited for.
+	for range 2 { // the second pass sees the cluster in deletion and deletes nothing more
+		if res := f.reconcile(t, "replace"); res.RequeueAfter == 0 {
+			t.Errorf("replacement not polled: %+v", res)
+		}
+	}
+	er := f.wantCondition(t, "replace", metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, "EtcdCluster prod (uid uid-old-prod) is being deleted")
+	if got := er.Annotations[ReplacedClusterAnnotation]; got != `{"name":"prod","uid":"uid-old-prod"}` {
+		t.Errorf("replaced-cluster record %q", got)
+	}
+	old, err := get("prod")
+	if err != nil || old.DeletionTimestamp.IsZero() || old.UID != "uid-old-prod" {
+		t.Fatalf("old cluster not being deleted: %+v, %v", old, err)
+	}
+	foundEvent := false
+	for len(f.rec.Events) > 0 {
+		ev := <-f.rec.Events
+		if strings.Contains(ev, "DeletedCluster") {
+			foundEvent = true
+			if !strings.Contains(ev, "prod (uid uid-old-prod") || !strings.Contains(ev, good.SHA256) {
+				t.Errorf("event %q", ev)
+			}
+		}
+	}
+	if !foundEvent {
+		t.Errorf("no DeletedCluster event")
+	}
+	// The old cluster goes; its pod is still terminating: no new cluster yet.
+	old.Finalizers = nil
+	if err := f.c.Update(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := get("prod"); err == nil {
+		t.Fatalf("old cluster still there")
+	}
+	f.reconcile(t, "replace")
+	f.wantCondition(t, "replace", metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, "waiting for 1 pod(s)")
+	if _, err := get("prod"); err == nil {
+		t.Fatalf("new cluster created while an old pod exists")
+	}
+	if err := f.c.Delete(ctx, oldPod); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "replace")
+	f.wantCondition(t, "replace", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "deleted the earlier EtcdCluster prod (uid uid-old-prod)")
+	c, err := get("prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := render.Restore(c)
+	if err != nil || src == nil || src.Restore != "replace" || src.SHA256 != good.SHA256 || c.Spec.Size != DefaultRestoreSize {
+		t.Fatalf("new cluster: %+v %+v, %v", src, c.Spec, err)
+	}
+	// The new cluster is the restore's own: later passes follow it and delete nothing.
+	rv := c.ResourceVersion
+	f.reconcile(t, "replace")
+	if c, err := get("prod"); err != nil || c.ResourceVersion != rv || !c.DeletionTimestamp.IsZero() {
+		t.Fatalf("the restore touched its own cluster: %v", err)
+	}
+	c.Status.Conditions = []etcdv1beta2.ClusterCondition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: corev1.ConditionTrue}}
+	if err := f.c.Status().Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "replace")
+	f.wantCondition(t, "replace", metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, "deleted the earlier EtcdCluster prod (uid uid-old-prod)")
+
+	// The refused restore resumes once annotated, and replaces "keep".
+	later = f.restore(t, "later")
+	later.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true"}
+	if err := f.c.Update(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "later")
+	f.wantCondition(t, "later", metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, "deleting EtcdCluster keep (uid uid-keep")
+	if _, err := get("keep"); err == nil {
+		t.Errorf("keep not deleted")
+	}
+}
+
+// TestRestoreReplaceVerifiesSnapshot: before replace-existing-cluster deletes anything,
+// the backup is downloaded and checked as the restore step will check it. Objects
+// uploaded as CoreOS's operator did (no checksum of ours) are judged by etcd's integrity
+// hash and bbolt alone: garbage and a truncated snapshot delete nothing, a valid one
+// replaces the cluster.
+func TestRestoreReplaceVerifiesSnapshot(t *testing.T) {
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, restoreBucket)
+	ctx := context.Background()
+	snap := etcdtest.Snapshot(t, 5)
+	garbage := make([]byte, len(snap))
+	if _, err := rand.Read(garbage); err != nil {
+		t.Fatal(err)
+	}
+	for key, b := range map[string][]byte{
+		"coreos/garbage.db":   garbage,
+		"coreos/truncated.db": snap[:len(snap)-4096],
+		"coreos/good.db":      snap,
+	} {
+		if _, err := srv.Client(t).PutObject(ctx, restoreBucket, key, bytes.NewReader(b), int64(len(b)), minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
+		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
+	mk := func(name, cluster, key string, replace bool) *etcdv1beta2.EtcdRestore {
+		er := fixture.S3Restore(name, cluster, restoreBucket+"/"+key)
+		er.Spec.S3.Endpoint = srv.Endpoint()
+		if replace {
+			er.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true"}
+		}
+		return er
+	}
+	keep := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "keep", Namespace: "default", UID: "uid-keep"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+	prod := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-prod"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+	f := newRestoreFixture(t, secret, keep, prod,
+		mk("garbage", "keep", "coreos/garbage.db", true), mk("truncated", "keep", "coreos/truncated.db", true),
+		mk("garbage-new", "new", "coreos/garbage.db", false), mk("good", "prod", "coreos/good.db", true))
+	f.r.DownloadDir = t.TempDir()
+	keepBefore := &etcdv1beta2.EtcdCluster{}
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(keep), keepBefore); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, name := range []string{"garbage", "truncated"} {
+		f.reconcile(t, name)
+		f.wantCondition(t, name, metav1.ConditionFalse, etcdv1beta2.ReasonInvalidSnapshot, "EtcdCluster keep (uid uid-keep) was not touched")
+		if _, ok := f.restore(t, name).Annotations[ReplacedClusterAnnotation]; ok {
+			t.Errorf("%s recorded a replacement", name)
+		}
+	}
+	var c etcdv1beta2.EtcdCluster
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(keep), &c); err != nil || c.ResourceVersion != keepBefore.ResourceVersion || !c.DeletionTimestamp.IsZero() {
+		t.Fatalf("cluster keep touched: %+v, %v", c, err)
+	}
+	// Not only for replacements: a new cluster is never created from such an object.
+	f.reconcile(t, "garbage-new")
+	f.wantCondition(t, "garbage-new", metav1.ConditionFalse, etcdv1beta2.ReasonInvalidSnapshot, "not a restorable etcd snapshot")
+	if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "new"}, &c); err == nil {
+		t.Errorf("a cluster was created from garbage")
+	}
+	events := ""
+	for len(f.rec.Events) > 0 {
+		events += <-f.rec.Events + "\n"
+	}
+	if !strings.Contains(events, etcdv1beta2.ReasonInvalidSnapshot) {
+		t.Errorf("no %s event: %s", etcdv1beta2.ReasonInvalidSnapshot, events)
+	}
+
+	// A valid CoreOS-era snapshot (no checksum of ours) does replace.
+	f.reconcile(t, "good")
+	f.wantCondition(t, "good", metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, "deleting EtcdCluster prod (uid uid-prod")
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &c); err == nil {
+		t.Errorf("prod not deleted")
+	}
+	f.reconcile(t, "good")
+	// Pinned to the bytes verified: the members restore exactly what was checked here.
+	read := fmt.Sprintf("%x", sha256.Sum256(snap))
+	f.wantCondition(t, "good", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "sha256 "+read)
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &c); err != nil {
+		t.Fatal(err)
+	}
+	if src, err := render.Restore(&c); err != nil || src == nil || src.S3.Path != restoreBucket+"/coreos/good.db" || src.SHA256 != read {
+		t.Errorf("new cluster's restore source %+v, %v", src, err)
+	}
+	if left, _ := os.ReadDir(f.r.DownloadDir); len(left) != 0 {
+		t.Errorf("downloads left behind: %v", left)
+	}
+}
+
+// A cluster whose annotation names this restore (name and UID, both readable by anyone
+// in the namespace) but another backup is not the restore's own: it is refused as a
+// taken name rather than followed, and never reported as restored.
+func TestRestoreDoesNotAdoptAForgedCluster(t *testing.T) {
+	forged := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-prod", Annotations: map[string]string{
+		render.AnnotationRestore:                 `{"restore":"r1","uid":"uid-r1","s3":{"path":"b/k","awsSecret":"admin-creds","endpoint":"http://127.0.0.1:1","forcePathStyle":true}}`,
+		"etcd.database.coreos.com/restore-image": "op:test",
+	}}}
+	forged.Status.Conditions = []etcdv1beta2.ClusterCondition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: corev1.ConditionTrue}}
+	f := newRestoreFixture(t, forged, fixture.S3Restore("r1", "prod", "b/k"))
+	f.reconcile(t, "r1")
+	f.wantCondition(t, "r1", metav1.ConditionFalse, etcdv1beta2.ReasonClusterExists, "was not created by this restore")
+}

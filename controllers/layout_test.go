@@ -1,0 +1,93 @@
+package controllers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/etcd-operator/etcd-operator"
+
+// controllerPackages are the one-controller packages: none may import another; what two
+// of them share lives below them (internal/..., api/...).
+var controllerPackages = []string{
+	module + "/controllers/etcdcluster",
+	module + "/controllers/etcdbackup",
+	module + "/controllers/etcdrestore",
+}
+
+// listedPackage is what `go list -json` says of a package.
+type listedPackage struct {
+	ImportPath   string
+	Deps         []string // transitive, without tests
+	TestImports  []string
+	XTestImports []string
+}
+
+// listPackages lists every package of the module with its dependencies.
+func listPackages(t *testing.T) []listedPackage {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Deps,TestImports,XTestImports", module+"/...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []listedPackage
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listedPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// imports is everything p's code and tests depend on: its transitive dependencies and
+// the packages its tests import directly.
+func (p listedPackage) imports() []string {
+	return slices.Concat(p.Deps, p.TestImports, p.XTestImports)
+}
+
+// TestLayout keeps the import graph pointing down: no controller package imports
+// another, and nothing under internal/ imports controllers/ (which would make the
+// shared pieces depend on what shares them).
+func TestLayout(t *testing.T) {
+	pkgs := listPackages(t)
+	found := map[string]bool{}
+	for _, p := range pkgs {
+		found[p.ImportPath] = true
+		switch {
+		case slices.Contains(controllerPackages, p.ImportPath):
+			for _, other := range controllerPackages {
+				if other != p.ImportPath && slices.Contains(p.imports(), other) {
+					t.Errorf("%s imports %s: move what they share down (internal/ or api/)", p.ImportPath, other)
+				}
+			}
+		case strings.HasPrefix(p.ImportPath, module+"/internal/"):
+			for _, d := range p.imports() {
+				if d == module+"/controllers" || strings.HasPrefix(d, module+"/controllers/") {
+					t.Errorf("%s imports %s: internal packages sit below the controllers", p.ImportPath, d)
+				}
+			}
+		}
+	}
+	for _, c := range controllerPackages {
+		if !found[c] {
+			t.Errorf("package %s not found; keep controllerPackages up to date", c)
+		}
+	}
+}
