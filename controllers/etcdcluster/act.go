@@ -52,7 +52,7 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 		if !slices.Equal(c.Status.BootstrapMembers, names) {
 			c.Status.BootstrapMembers = names
 			c.Status.Phase = etcdv1beta2.ClusterPhaseCreating
-			if err := r.persistStatus(ctx, o, c); err != nil {
+			if err := o.status.checkpoint(ctx); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -77,7 +77,7 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 		if err := r.createMembers(ctx, c, []render.Member{m}); err != nil {
 			return ctrl.Result{}, err
 		}
-		if a.Reason == "RecreatingPod" {
+		if a.Reason == etcdv1beta2.ReasonRecreatingPod {
 			r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonPodRecreated, "%s", a.Message)
 		} else {
 			r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberPodCreated, "created pod for member %s", a.Name)
@@ -94,7 +94,7 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 		// Persist the in-flight step before starting the pod: a restarted operator must
 		// finish this learner rather than add another.
 		c.Status.PendingMember = &etcdv1beta2.PendingMember{Name: a.Name, ID: idString(res.Member.ID), AddedAt: metav1.NewTime(r.Now())}
-		if err := r.persistStatus(ctx, o, c); err != nil {
+		if err := o.status.checkpoint(ctx); err != nil {
 			return ctrl.Result{}, err
 		}
 		m := render.Member{Name: a.Name, ID: idString(res.Member.ID), Version: a.Version,
@@ -190,7 +190,7 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 				}
 			}
 			c.Status.Recovery = nil
-			if err := r.persistStatus(ctx, o, c); err != nil {
+			if err := o.status.checkpoint(ctx); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -211,20 +211,6 @@ func clampRequeue(d time.Duration) time.Duration {
 		return steadyResync
 	}
 	return d
-}
-
-// persistStatus writes status now, before a step whose effect must survive a restart.
-// It is a merge patch of what this reconcile changed since o.orig, like the status write
-// at its end, not an update: the cached object may lag the previous reconcile's write,
-// and an update would then fail on the stale resourceVersion (the operator is the only
-// writer of status). o.orig becomes the checkpoint the final write diffs against.
-func (r *Reconciler) persistStatus(ctx context.Context, o *observation, c *etcdv1beta2.EtcdCluster) error {
-	c.Status.ObservedGeneration = c.Generation
-	if err := r.Status().Patch(ctx, c, client.MergeFrom(o.orig)); err != nil {
-		return fmt.Errorf("record status before acting: %w", err)
-	}
-	*o.orig = *c.DeepCopy()
-	return nil
 }
 
 // initialClusterOf is --initial-cluster for a member joining an existing cluster: etcd

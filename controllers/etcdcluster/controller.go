@@ -110,7 +110,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile performs at most one membership step per call; each step is idempotent, so an
 // operator restarted between any two calls resumes from what it observes.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	lg := log.FromContext(ctx)
 	var c etcdv1beta2.EtcdCluster
 	if err := r.Get(ctx, req.NamespacedName, &c); err != nil {
@@ -126,34 +126,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Owner references let the garbage collector remove pods, services and PVCs.
 		return ctrl.Result{}, nil
 	}
-	orig := c.DeepCopy()
+	status := r.statusWriterFor(&c)
+	defer func() { err = status.flush(ctx, err) }()
 
 	if c.Spec.Paused {
 		c.Status.ControlPaused = true
-		return ctrl.Result{}, r.patchStatus(ctx, orig, &c)
+		return ctrl.Result{}, nil
 	}
 	c.Status.ControlPaused = false
 
 	// Input the API server's schema cannot judge (names, env clashing with flags) is
 	// reported on the resource; nothing is created or changed until it is fixed.
 	if err := render.ValidateCluster(&c); err != nil {
-		return r.refuseSpec(ctx, orig, &c, etcdv1beta2.ReasonInvalidSpec, strings.TrimPrefix(err.Error(), "render: "))
+		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, strings.TrimPrefix(err.Error(), "render: "))
 	}
 	if err := unsupportedVersion(&c); err != nil {
-		return r.refuseSpec(ctx, orig, &c, etcdv1beta2.ReasonUnsupportedVersion, err.Error())
+		return r.refuseSpec(&c, etcdv1beta2.ReasonUnsupportedVersion, err.Error())
 	}
 
 	if err := r.ensureServices(ctx, &c); err != nil {
-		return r.observeFailed(ctx, orig, &c, err)
+		return r.observeFailed(ctx, &c, err)
 	}
 
 	obs, err := r.observe(ctx, &c)
 	if err != nil {
-		return r.observeFailed(ctx, orig, &c, err)
+		return r.observeFailed(ctx, &c, err)
 	}
 	r.backoff.succeed(clusterKey(&c), "observe")
 	defer obs.close()
-	obs.orig = orig // the same object: a persisted step moves the final write's base
+	obs.status = status
 
 	if _, warning := quorumLossGrace(&c, r.MinQuorumLossGrace); warning != "" {
 		r.Recorder.Event(&c, corev1.EventTypeWarning, etcdv1beta2.EventReasonInvalidAnnotation, warning)
@@ -170,9 +171,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		lg.V(1).Info("step backing off", "action", action.String(), "retryIn", delay.String())
 		r.applySummary(&c, obs, summary, action)
 		r.reportPods(&c, obs.pods, obs.warnings, r.Now().UTC().Format(timeFormat))
-		if err := r.patchStatus(ctx, orig, &c); err != nil {
-			return ctrl.Result{}, err
-		}
 		return ctrl.Result{RequeueAfter: delay}, nil
 	}
 	result, actErr := r.act(ctx, &c, obs, action)
@@ -202,18 +200,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.reportPods(&c, obs.pods, obs.warnings, now.UTC().Format(timeFormat))
 	r.reportReconciled(&c, etcdv1beta2.ReasonActionFailed, stepErr, false, now.UTC().Format(timeFormat))
 	recordAction(&c, action, actErr)
-	if err := r.patchStatus(ctx, orig, &c); err != nil {
-		return ctrl.Result{}, err
-	}
 	return result, nil
-}
-
-func (r *Reconciler) patchStatus(ctx context.Context, orig, c *etcdv1beta2.EtcdCluster) error {
-	c.Status.ObservedGeneration = c.Generation
-	if err := r.Status().Patch(ctx, c, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("patch status: %w", err)
-	}
-	return nil
 }
 
 // desiredFromSpec translates the CR into the planner's terms.

@@ -26,9 +26,9 @@ import (
 // observation is one reconcile's view of a cluster: its pods from the API and its
 // members from etcd, joined, plus an etcd admin client for acting on it.
 type observation struct {
-	// orig is the cluster as the reconcile read it, or as last written by persistStatus:
-	// what status patches diff against.
-	orig      *etcdv1beta2.EtcdCluster
+	// status writes the cluster's status; act checkpoints it before a step whose effect
+	// must survive a restart.
+	status    *statusWriter
 	planner   planner.Observed
 	clusterID uint64                 // from the leader's (else any member's) status; 0 if none answered
 	pods      map[string]*corev1.Pod // by name

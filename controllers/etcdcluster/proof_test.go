@@ -134,7 +134,7 @@ func (f *proofFixture) exists(t *testing.T, obj client.Object, name string) bool
 // observed is an observation of the fixture's pods as the cache would show them.
 func (f *proofFixture) observed(t *testing.T, names ...string) *observation {
 	t.Helper()
-	o := &observation{pods: map[string]*corev1.Pod{}, orig: f.cluster.DeepCopy()}
+	o := &observation{pods: map[string]*corev1.Pod{}, status: f.r.statusWriterFor(f.cluster)}
 	for _, n := range names {
 		var p corev1.Pod
 		if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: n}, &p); err != nil {

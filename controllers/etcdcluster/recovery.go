@@ -37,7 +37,7 @@ func (r *Reconciler) startRecovery(ctx context.Context, c *etcdv1beta2.EtcdClust
 		// recovery (same source, member and token) instead of starting another.
 		c.Status.Recovery = rec
 		c.Status.PendingMember = nil
-		if err := r.persistStatus(ctx, o, c); err != nil {
+		if err := o.status.checkpoint(ctx); err != nil {
 			return err
 		}
 		r.Recorder.Eventf(c, corev1.EventTypeWarning, etcdv1beta2.EventReasonForceNewCluster,
@@ -89,7 +89,7 @@ func (r *Reconciler) finishRecovery(ctx context.Context, c *etcdv1beta2.EtcdClus
 	}
 	c.Status.Recovery = nil
 	c.Status.PendingMember = nil
-	if err := r.persistStatus(ctx, o, c); err != nil {
+	if err := o.status.checkpoint(ctx); err != nil {
 		return err
 	}
 	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonRecovered, "%s; deleted pods [%s]; growing back to %d members",

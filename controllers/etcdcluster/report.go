@@ -132,15 +132,11 @@ func (r *Reconciler) reportReconciled(c *etcdv1beta2.EtcdCluster, reason string,
 // observeFailed reports an error that stopped the reconcile before any step (services,
 // pods or the operator's TLS Secret could not be read or written): nothing was done, the
 // condition says why, and the next attempt backs off.
-func (r *Reconciler) observeFailed(ctx context.Context, orig, c *etcdv1beta2.EtcdCluster, err error) (ctrl.Result, error) {
+func (r *Reconciler) observeFailed(ctx context.Context, c *etcdv1beta2.EtcdCluster, err error) (ctrl.Result, error) {
 	log.FromContext(ctx).Error(err, "cannot observe the cluster")
 	now := r.Now()
 	r.reportReconciled(c, reconcileFailureReason(err), err, true, now.UTC().Format(timeFormat))
-	delay := r.backoff.fail(clusterKey(c), "observe", c.Generation, now)
-	if perr := r.patchStatus(ctx, orig, c); perr != nil {
-		return ctrl.Result{}, perr
-	}
-	return ctrl.Result{RequeueAfter: delay}, nil
+	return ctrl.Result{RequeueAfter: r.backoff.fail(clusterKey(c), "observe", c.Generation, now)}, nil
 }
 
 // unsupportedVersion refuses to create a cluster on an etcd version the operator cannot
@@ -156,7 +152,7 @@ func unsupportedVersion(c *etcdv1beta2.EtcdCluster) error {
 // refuseSpec reports a spec the operator will not act on: phase Failed, the reason in
 // status and the Available condition, one warning event per new message; nothing is
 // created or changed until the spec is fixed.
-func (r *Reconciler) refuseSpec(ctx context.Context, orig, c *etcdv1beta2.EtcdCluster, reason, msg string) (ctrl.Result, error) {
+func (r *Reconciler) refuseSpec(c *etcdv1beta2.EtcdCluster, reason, msg string) (ctrl.Result, error) {
 	if c.Status.Reason != msg {
 		r.Recorder.Event(c, corev1.EventTypeWarning, reason, msg)
 	}
@@ -164,7 +160,7 @@ func (r *Reconciler) refuseSpec(ctx context.Context, orig, c *etcdv1beta2.EtcdCl
 	c.Status.Reason = msg
 	r.setCondition(c, etcdv1beta2.ClusterConditionAvailable, conditionTrue(c, etcdv1beta2.ClusterConditionAvailable),
 		reason, msg, r.Now().UTC().Format(timeFormat))
-	return ctrl.Result{}, r.patchStatus(ctx, orig, c)
+	return ctrl.Result{}, nil
 }
 
 // tlsSecretError marks an unusable TLS Secret, for the Reconciled condition's reason.

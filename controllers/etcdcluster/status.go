@@ -1,8 +1,6 @@
 package etcdcluster
 
 import (
-	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,34 +39,7 @@ func (r *Reconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *observation, s 
 	}
 	st.ServiceName = render.ClientServiceName(c)
 	st.ClientPort = etcdv1beta2.EtcdClientPort
-	// Clients reach the cluster through the client Service, which routes only to Ready
-	// pods: a member counts as ready, and the cluster as available, only once its pod is
-	// Ready too, not merely when etcd answers the operator.
-	var ready, unready []string
-	for _, n := range s.ReadyMembers {
-		if p := o.pods[n]; p != nil && podReady(p) {
-			ready = append(ready, n)
-		} else {
-			unready = append(unready, n)
-		}
-	}
-	unready = append(unready, s.UnreadyMembers...)
-	sort.Strings(unready)
-	st.Members = etcdv1beta2.MembersStatus{Ready: ready, Unready: unready}
-	voters := 0
-	for _, m := range o.planner.Members {
-		if !m.IsLearner {
-			voters++
-		}
-	}
-	for i := range s.Conditions {
-		cond := &s.Conditions[i]
-		if cond.Type == planner.ConditionAvailable && cond.Status && len(ready) < planner.Quorum(voters) {
-			cond.Status = false
-			cond.Reason = etcdv1beta2.ReasonMembersNotReady
-			cond.Message = fmt.Sprintf("%d of %d voting members have a Ready pod; clients need %d", len(ready), voters, planner.Quorum(voters))
-		}
-	}
+	st.Members = etcdv1beta2.MembersStatus{Ready: s.ReadyMembers, Unready: s.UnreadyMembers}
 	if s.CurrentVersion != "" {
 		st.CurrentVersion = s.CurrentVersion
 	}

@@ -37,16 +37,31 @@ type Summary struct {
 	// Conditions always holds Available, Recovering, Scaling, Upgrading in
 	// that order.
 	Conditions     []Condition
-	ReadyMembers   []string // alive members, by name
-	UnreadyMembers []string // the others (unstarted ones by ID)
+	// ReadyMembers are the members clients can use: alive in etcd and with a Ready pod
+	// (the client Service routes only to Ready pods). UnreadyMembers are the others
+	// (unstarted ones by ID).
+	ReadyMembers   []string
+	UnreadyMembers []string
 	// CurrentVersion is the lowest version running (what the cluster as a
 	// whole speaks); TargetVersion the desired one.
 	CurrentVersion string
 	TargetVersion  string
 }
 
+// readyVoters counts the voting members that are alive and have a Ready pod.
+func (v *view) readyVoters() int {
+	n := 0
+	for _, m := range v.voters {
+		if p := v.podOf[m.ID]; v.alive(m) && p != nil && p.Ready {
+			n++
+		}
+	}
+	return n
+}
+
 // Summarize derives the status summary from the same inputs as Plan and the
-// action Plan returned for them.
+// action Plan returned for them. It alone decides Available: etcd has a reachable
+// leader and quorum, and a quorum of voters have a Ready pod for clients to reach.
 func Summarize(d Desired, o Observed, a Action) Summary {
 	d = d.withDefaults()
 	s := Summary{Phase: PhaseRunning, TargetVersion: d.Version}
@@ -60,7 +75,7 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		v = newView(d, o)
 		var lowest *Version
 		for _, m := range v.members {
-			if v.alive(m) && m.Name != "" {
+			if p := v.podOf[m.ID]; v.alive(m) && m.Name != "" && p != nil && p.Ready {
 				s.ReadyMembers = append(s.ReadyMembers, m.Name)
 			} else if m.Name != "" {
 				s.UnreadyMembers = append(s.UnreadyMembers, m.Name)
@@ -98,6 +113,10 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		avail.Reason, avail.Message = v1beta2.ReasonNoLeader, "no reachable leader"
 	case v.reachableVoters < Quorum(len(v.voters)):
 		avail.Reason, avail.Message = v1beta2.ReasonNoQuorum, fmt.Sprintf("%d of %d voting members reachable", v.reachableVoters, len(v.voters))
+	case v.readyVoters() < Quorum(len(v.voters)):
+		// etcd has a quorum, but clients reach members only through Ready pods.
+		avail.Reason = v1beta2.ReasonMembersNotReady
+		avail.Message = fmt.Sprintf("%d of %d voting members have a Ready pod; clients need %d", v.readyVoters(), len(v.voters), Quorum(len(v.voters)))
 	default:
 		avail.Status = true
 		avail.Reason = v1beta2.ReasonQuorumAvailable

@@ -74,3 +74,27 @@ func TestSummarizeMembersAndVersions(t *testing.T) {
 		t.Errorf("upgrading condition %+v, want refused", up)
 	}
 }
+
+// Available is decided here alone: etcd's quorum is not enough while fewer than a quorum
+// of voters have a Ready pod, since clients reach members through the Service.
+func TestSummarizeAvailableNeedsReadyPods(t *testing.T) {
+	d := desired(3)
+	o := cluster(3)
+	pod(&o, mname(1)).Ready = false
+	s := Summarize(d, o, Plan(d, o))
+	if a := cond(s, ConditionAvailable); !a.Status || len(s.ReadyMembers) != 2 || s.UnreadyMembers[0] != mname(1) {
+		t.Errorf("one pod unready: available %+v, ready %v unready %v; want available with 2 ready", a, s.ReadyMembers, s.UnreadyMembers)
+	}
+	pod(&o, mname(2)).Ready = false
+	s = Summarize(d, o, Plan(d, o))
+	if a := cond(s, ConditionAvailable); a.Status || a.Reason != "MembersNotReady" {
+		t.Errorf("two of three pods unready: available %+v, want False/MembersNotReady", a)
+	}
+	// A learner's Ready pod does not make up for a voter's: learners serve no clients.
+	withLearner(&o, 9, "learner", true, true, true, 10)
+	pod(&o, "learner").Ready = true
+	s = Summarize(d, o, Plan(d, o))
+	if a := cond(s, ConditionAvailable); a.Status {
+		t.Errorf("a ready learner counted towards availability: %+v", a)
+	}
+}

@@ -1,0 +1,58 @@
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+)
+
+// statusWriter is a reconcile's one writer of the cluster's status. Every write is a
+// merge patch of what the reconcile changed since base (the object as the reconcile read
+// it, or as last checkpointed), not an update: the cached object may lag the previous
+// reconcile's write, and an update would fail on its stale resourceVersion (the operator
+// is the only writer of status).
+type statusWriter struct {
+	r    *Reconciler
+	c    *etcdv1beta2.EtcdCluster // the object the reconcile changes
+	base *etcdv1beta2.EtcdCluster // what the API server holds, as far as this reconcile knows
+}
+
+func (r *Reconciler) statusWriterFor(c *etcdv1beta2.EtcdCluster) *statusWriter {
+	return &statusWriter{r: r, c: c, base: c.DeepCopy()}
+}
+
+// checkpoint writes status now, before a step whose effect must survive a restart (the
+// initial cluster, a pending learner, a recovery record); later writes diff against it.
+func (w *statusWriter) checkpoint(ctx context.Context) error {
+	if err := w.patch(ctx); err != nil {
+		return fmt.Errorf("record status before acting: %w", err)
+	}
+	return nil
+}
+
+// flush is the reconcile's last write, deferred so that every path ends with one. err is
+// what the reconcile is about to return: a failure no step reported becomes the
+// Reconciled condition (False, with a warning event) before the write, so the user sees
+// it in status and not only in the operator's log. It returns the error to return.
+func (w *statusWriter) flush(ctx context.Context, err error) error {
+	if err != nil {
+		w.r.reportReconciled(w.c, reconcileFailureReason(err), err, true, w.r.Now().UTC().Format(timeFormat))
+	}
+	if perr := w.patch(ctx); perr != nil {
+		return errors.Join(err, fmt.Errorf("patch status: %w", perr))
+	}
+	return err
+}
+
+func (w *statusWriter) patch(ctx context.Context) error {
+	w.c.Status.ObservedGeneration = w.c.Generation
+	if err := w.r.Status().Patch(ctx, w.c, client.MergeFrom(w.base)); err != nil {
+		return err
+	}
+	w.base = w.c.DeepCopy()
+	return nil
+}
