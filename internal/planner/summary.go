@@ -36,7 +36,7 @@ type Summary struct {
 	Reason string
 	// Conditions always holds Available, Recovering, Scaling, Upgrading in
 	// that order.
-	Conditions     []Condition
+	Conditions []Condition
 	// ReadyMembers are the members clients can use: alive in etcd and with a Ready pod
 	// (the client Service routes only to Ready pods). UnreadyMembers are the others
 	// (unstarted ones by ID).
