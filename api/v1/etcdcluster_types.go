@@ -215,6 +215,11 @@ type EtcdClusterStatus struct {
 	// TargetVersion is the version an upgrade is moving to; empty when none is in progress.
 	// +optional
 	TargetVersion string `json:"targetVersion"`
+	// Selector is the label selector of the cluster's member pods, in string form: the
+	// scale subresource's selector, for `kubectl scale` and autoscalers.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
 	// ObservedGeneration is the spec generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -271,6 +276,7 @@ type PendingMember struct {
 // EtcdCluster is an etcd cluster run by the operator.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=etcd
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired members"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`,description="Whether the cluster serves with all members"

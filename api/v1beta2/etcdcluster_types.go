@@ -255,6 +255,11 @@ type EtcdClusterStatus struct {
 	// +optional
 	TargetVersion string `json:"targetVersion"`
 
+	// Selector is the label selector of the cluster's member pods, in string form: the
+	// scale subresource's selector, for `kubectl scale` and autoscalers.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
 	// ObservedGeneration is the spec generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -313,6 +318,7 @@ type PendingMember struct {
 // EtcdCluster is an etcd cluster run by the operator.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
 // +kubebuilder:storageversion
 // +kubebuilder:resource:shortName=etcd
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired members"

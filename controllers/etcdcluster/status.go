@@ -37,6 +37,7 @@ func (r *Reconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *observation, s 
 	if !o.planner.MembersKnown {
 		st.Size = len(o.pods)
 	}
+	st.Selector = render.ClusterSelector(c.Name).String() // for the scale subresource
 	st.ServiceName = render.ClientServiceName(c)
 	st.ClientPort = etcdv1beta2.EtcdClientPort
 	st.Members = etcdv1beta2.MembersStatus{Ready: s.ReadyMembers, Unready: s.UnreadyMembers}
