@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/internal/ociimage"
+	"github.com/etcd-operator/etcd-operator/internal/testenv"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,10 +44,7 @@ func benchCmd(args ...string) *exec.Cmd {
 // the namespaces, a fault over the control socket, and down.
 func TestUpExecFaultDown(t *testing.T) {
 	if missing := bench.MissingBinaries(); len(missing) > 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("missing %v", missing)
-		}
-		t.Skipf("bench binaries missing: %v", missing)
+		testenv.Missing(t, "bench binaries missing: %v", missing)
 	}
 	if bench.InNamespace() {
 		t.Fatal("this test must start in the host namespaces")

@@ -1,4 +1,4 @@
-package benchmarks
+package benchmark
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // writes lost. Not part of the default test run.
 func BenchmarkChaos(b *testing.B) {
 	faults := envInt("CHAOS_FAULTS", 8)
-	// A fixed default keeps `make bench` reproducible; vary CHAOS_SEED to explore.
+	// A fixed default keeps `make benchmark` reproducible; vary CHAOS_SEED to explore.
 	seed := int64(envInt("CHAOS_SEED", 42))
 	b.Logf("CHAOS_SEED=%d CHAOS_FAULTS=%d", seed, faults)
 	rng := rand.New(rand.NewSource(seed))
