@@ -57,6 +57,7 @@ build: ## Build the operator and the bench command into bin/.
 #   e2e          the local bench: real nodes, the operator running against them.
 # Benchmarks measure (ratios, no pass/fail) and run only with make benchmark.
 TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/runbundle/... ./internal/ociimage \
+                    ./internal/test/poll \
                     ./internal/planner/... ./internal/render ./internal/testenv ./test/cmd/pause
 TEST_INTEGRATION := . ./api/v1beta2 ./controllers/... ./hack/catalog/... ./internal/backup \
                     ./internal/etcdadmin ./internal/etcdtest ./internal/render/runtest \

@@ -90,17 +90,19 @@ func TestOLMLikeInstall(t *testing.T) {
 	d.Spec.Template.Annotations["olm.targetNamespaces"] = ""
 	must(d)
 
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	err := framework.Poll(3*time.Minute, func() error {
 		var got appsv1.Deployment
-		if err := c.Get(ctx, client.ObjectKeyFromObject(d), &got); err == nil && got.Status.AvailableReplicas >= 1 {
-			break
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d), &got); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			logOperatorPods(t, b, ns)
-			t.Fatal("the CSV's Deployment never became available")
+		if got.Status.AvailableReplicas < 1 {
+			return fmt.Errorf("%d available replicas", got.Status.AvailableReplicas)
 		}
-		time.Sleep(250 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		logOperatorPods(t, b, ns)
+		t.Fatalf("the CSV's Deployment never became available: %v", err)
 	}
 
 	e := framework.Attach(t, b)
