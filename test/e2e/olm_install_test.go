@@ -90,17 +90,7 @@ func TestOLMLikeInstall(t *testing.T) {
 	d.Spec.Template.Annotations["olm.targetNamespaces"] = ""
 	must(d)
 
-	err := framework.Poll(3*time.Minute, func() error {
-		var got appsv1.Deployment
-		if err := c.Get(ctx, client.ObjectKeyFromObject(d), &got); err != nil {
-			return err
-		}
-		if got.Status.AvailableReplicas < 1 {
-			return fmt.Errorf("%d available replicas", got.Status.AvailableReplicas)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := framework.Poll(3*time.Minute, deploymentAvailable(ctx, c, d)); err != nil {
 		logOperatorPods(t, b, ns)
 		t.Fatalf("the CSV's Deployment never became available: %v", err)
 	}
