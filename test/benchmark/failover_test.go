@@ -28,7 +28,7 @@ const killRounds = 5
 // Reported: medians in seconds, healthy/baseline ratio, healthy/10 s target ratio.
 func BenchmarkKillMember(b *testing.B) {
 	e := framework.Setup(b)
-	const name = "killbench"
+	const name = "killmember"
 	createCluster(b, e, name, 3, "3.6.16")
 	var detect, healthy, baseline []time.Duration
 	missed := 0
@@ -73,7 +73,7 @@ const replaceRounds = 3
 // and replaced/baseline.
 func BenchmarkReplaceMember(b *testing.B) {
 	e := framework.Setup(b)
-	const name = "replbench"
+	const name = "replacemember"
 	createCluster(b, e, name, 3, "3.6.16")
 	var detect, healthy, baseline []time.Duration
 	for i := 0; i < b.N*replaceRounds; i++ {
@@ -125,7 +125,7 @@ func BenchmarkReplaceMember(b *testing.B) {
 func BenchmarkRollingUpgrade(b *testing.B) {
 	e := framework.Setup(b)
 	for i := 0; i < b.N; i++ {
-		name := fmt.Sprintf("upbench-%d", i)
+		name := fmt.Sprintf("upgrade-%d", i)
 		createCluster(b, e, name, 3, "3.6.16")
 		load := e.StartLoad(name, 200)
 		if err := load.WaitAcked(400, time.Minute); err != nil {
