@@ -81,6 +81,7 @@ func TestUpExecFaultDown(t *testing.T) {
 		if err != nil {
 			select {
 			case err := <-exited:
+				exited <- err // for the cleanup, which waits for it
 				t.Fatalf("bench up exited early: %v\n%s", err, out.String())
 			default:
 			}
