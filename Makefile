@@ -49,13 +49,48 @@ build: ## Build the operator and the bench command into bin/.
 
 ##@ Test
 
-.PHONY: test
-test: tools verify ## Unit, envtest and bench e2e tests against real kube-apiserver, etcd and MinIO.
-	go test $(GO_TEST_FLAGS) ./...
+# Test tiers: every package with tests is in exactly one (make test-tiers checks it, and
+# make test runs the check). A package goes to the heaviest tier one of its tests needs.
+#   unit         pure Go: no tool cache, no root, no namespaces; seconds.
+#   integration  processes from `make tools`: envtest's kube-apiserver, etcd, MinIO, CoreDNS,
+#                opm; runtest and test/bench also enter private namespaces (root).
+#   e2e          the local bench: real nodes, the operator running against them.
+# Benchmarks measure (ratios, no pass/fail) and run only with make benchmark.
+TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/runbundle/... ./internal/ociimage \
+                    ./internal/test/poll \
+                    ./internal/planner/... ./internal/render ./internal/test/testenv ./internal/operatorimage \
+                    ./internal/backupstorage ./internal/restoreorigin ./internal/test/fixture \
+                    ./test/cmd/pause
+TEST_INTEGRATION := . ./api/v1beta2 ./controllers/... ./hack/catalog/... ./internal/backup \
+                    ./internal/etcdadmin ./internal/test/etcdtest ./internal/render/runtest \
+                    ./internal/restore ./internal/webhook/... ./internal/webhookcert ./test/bench \
+                    ./test/bench/clusterdns ./test/bench/images ./test/bench/olm ./test/olm
+TEST_E2E         := ./test/e2e ./test/bench/e2e ./test/cmd/bench
+BENCHMARKS       := ./test/benchmark/...
 
-.PHONY: bench
-bench: tools ## Benchmarks (ratios against a baseline measured in the same run).
-	go test -run '^$$' -bench . -benchtime 1x ./bench/...
+.PHONY: test
+test: tools verify test-tiers ## All three tiers below (each runs even if an earlier one failed).
+	$(MAKE) --no-print-directory -k test-unit test-integration test-e2e
+
+.PHONY: test-unit
+test-unit: ## Pure Go unit tests: no tools, no root; under a minute once compiled.
+	go test $(GO_TEST_FLAGS) $(TEST_UNIT)
+
+.PHONY: test-integration
+test-integration: tools ## Tests against real processes: envtest, etcd, MinIO, CoreDNS, opm; root for namespaces.
+	go test $(GO_TEST_FLAGS) $(TEST_INTEGRATION)
+
+.PHONY: test-e2e
+test-e2e: tools ## End-to-end tests on the local bench (real nodes); root.
+	go test $(GO_TEST_FLAGS) $(TEST_E2E)
+
+.PHONY: test-tiers
+test-tiers: ## Fail unless every package with tests is in exactly one tier.
+	hack/test-tiers.sh unit "$(TEST_UNIT)" integration "$(TEST_INTEGRATION)" e2e "$(TEST_E2E)" benchmark "$(BENCHMARKS)"
+
+.PHONY: benchmark
+benchmark: tools ## Benchmarks on the local bench (ratios against a baseline measured in the same run).
+	go test -run '^$$' -bench . -benchtime 1x $(BENCHMARKS)
 
 ##@ Images
 
@@ -178,4 +213,4 @@ demo-down: ## Stop a demo started in another terminal.
 
 .PHONY: help
 help:
-	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-12s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*?##/ { printf "  %-17s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

@@ -55,7 +55,7 @@ func TestBundleCommandWritesTheLabelledImage(t *testing.T) {
 func TestCatalogCommandWritesTheCatalogItServes(t *testing.T) {
 	opmDir := filepath.Join(testenv.CacheDir(), "opm-v1.60.0")
 	if _, err := os.Stat(filepath.Join(opmDir, ".done")); err != nil {
-		t.Skipf("opm is not in the tool cache (bash hack/tools.sh olm): %v", err)
+		testenv.Missing(t, "opm is not in the tool cache (bash hack/tools.sh olm): %v", err)
 	}
 	dir := t.TempDir()
 	var out bytes.Buffer

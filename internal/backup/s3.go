@@ -27,7 +27,7 @@ type S3Config struct {
 	Transport http.RoundTripper
 	// PartSize and Parts bound the upload's memory: at most Parts buffers of PartSize
 	// bytes are held at once. Defaults 8 MiB and 2 (16 MiB; 10,000 parts allow 80 GiB).
-	// Measured (bench/backup_test.go): the process grows by ~2.5x the buffers (the Go
+	// Measured (test/benchmark/backup_test.go): the process grows by ~2.5x the buffers (the Go
 	// heap's GC headroom); a second buffer lets reading overlap uploading, more bought
 	// no throughput on 2 cores.
 	PartSize uint64
@@ -127,7 +127,7 @@ const (
 // The data object is marked as having a sidecar checksum from the start, so until the
 // sidecar exists readers refuse it (ErrNoChecksum), and if anything fails the data
 // object is removed. (Recording the checksum as metadata would need a server-side copy
-// of the whole object onto itself: on this bench that doubled the backup's time.)
+// of the whole object onto itself: in BenchmarkBackup256MiB that doubled the backup's time.)
 func (s *S3) Put(ctx context.Context, key string, r io.Reader, opts PutOptions) (Object, error) {
 	if strings.HasSuffix(key, checksumSuffix) {
 		return Object{}, fmt.Errorf("invalid backup key %q: %s names checksum objects", key, checksumSuffix)

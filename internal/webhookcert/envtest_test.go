@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
@@ -37,22 +38,6 @@ const (
 	testService = "etcd-operator-webhook-service"
 	testUser    = "webhookcert-test"
 )
-
-// poll retries cond every 50ms until it holds or the deadline passes.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // startAPIServer runs a real kube-apiserver with the operator's CRDs, set up the way a
 // kustomize install has them before the operator starts: etcdclusters with a conversion
@@ -219,7 +204,7 @@ func serve(t *testing.T, certDir string) string {
 		<-done
 	})
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	poll(t, 10*time.Second, "webhook server listening", func() error {
+	poll.Eventually(t, 10*time.Second, 50*time.Millisecond, "webhook server listening", func() error {
 		select {
 		case err := <-done:
 			t.Fatalf("webhook server exited: %v", err)
@@ -341,7 +326,7 @@ func TestProvisionerAgainstAPIServer(t *testing.T) {
 	if err := admin.Patch(ctx, crd, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, 10*time.Second, "caBundle re-injected", func() error {
+	poll.Eventually(t, 10*time.Second, 50*time.Millisecond, "caBundle re-injected", func() error {
 		if !bytes.Equal(caBundle(getCRD(t, admin, CRDNames[0])), b.CACert) {
 			return errors.New("caBundle still reset")
 		}
@@ -357,7 +342,7 @@ func TestProvisionerAgainstAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var renewed *Bundle
-	poll(t, 10*time.Second, "serving certificate renewed in the Secret", func() error {
+	poll.Eventually(t, 10*time.Second, 50*time.Millisecond, "serving certificate renewed in the Secret", func() error {
 		renewed = BundleFromData(getSecret(t, admin, testService+"-cert").Data)
 		if plan, why := Decide(renewed, testNames, time.Now()); plan != Keep {
 			return errors.New(why)
@@ -369,7 +354,7 @@ func TestProvisionerAgainstAPIServer(t *testing.T) {
 	}
 	want := parseCerts(t, renewed.Cert)[0]
 	// The certificate watcher reloads on file events, else every 10 seconds.
-	poll(t, 20*time.Second, "server serving the renewed certificate", func() error {
+	poll.Eventually(t, 20*time.Second, 50*time.Millisecond, "server serving the renewed certificate", func() error {
 		leaf, err := handshake(addr, testNames[2], caBundle(getCRD(t, admin, CRDNames[0])))
 		if err != nil {
 			return err

@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // setSysctlIn must refuse anything but net.* before it touches /proc. The value passed is
@@ -39,7 +41,7 @@ func TestNodeNetIPHelpers(t *testing.T) {
 		t.Errorf("netnsPath = %q, want %q", got, want)
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("no ip(8)")
+		testenv.Missing(t, "no ip(8) (iproute2)")
 	}
 	// Both calls only fail: an unknown object, a namespace that does not exist.
 	err := ip("no-such-object-xyz")

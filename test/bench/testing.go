@@ -10,20 +10,19 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // NewForTest starts a bench for t and stops it in t.Cleanup, whatever the outcome.
-// Missing cached binaries skip the test, unless CI is set: there they fail it. On
+// Missing cached binaries skip the test, unless CI is set: there they fail it (see
+// testenv.Missing). On
 // failure the bench directory (logs of every process) is kept and its path logged.
 // The test binary's TestMain must have called EnterNamespace (see RunTestMain).
 func NewForTest(t testing.TB, opts Options) *Bench {
 	t.Helper()
 	if missing := MissingBinaries(); len(missing) > 0 {
-		msg := (&MissingBinariesError{Paths: missing}).Error()
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testenv.Missing(t, "%v", &MissingBinariesError{Paths: missing})
 	}
 	if !InNamespace() {
 		t.Fatal("bench: TestMain must call bench.EnterNamespace() (bench.RunTestMain does)")
@@ -44,8 +43,8 @@ func NewForTest(t testing.TB, opts Options) *Bench {
 	b, err := Start(ctx, opts)
 	if err != nil {
 		var mb *MissingBinariesError
-		if errors.As(err, &mb) && os.Getenv("CI") == "" {
-			t.Skip(err)
+		if errors.As(err, &mb) {
+			testenv.Missing(t, "bench start: %v", err)
 		}
 		t.Logf("bench logs kept in %s", opts.Dir)
 		t.Fatalf("bench start: %v", err)

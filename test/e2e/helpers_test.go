@@ -7,6 +7,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,6 +51,21 @@ func writeKeys(e *framework.Env, cli *clientv3.Client, n int, prefix, valuePrefi
 }
 
 func clientKey(o client.Object) client.ObjectKey { return client.ObjectKeyFromObject(o) }
+
+// deploymentAvailable is a condition for framework.Eventually or Poll: nil once the
+// Deployment has an available replica.
+func deploymentAvailable(ctx context.Context, c client.Client, d *appsv1.Deployment) func() error {
+	return func() error {
+		var got appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKeyFromObject(d), &got); err != nil {
+			return err
+		}
+		if got.Status.AvailableReplicas < 1 {
+			return fmt.Errorf("available replicas %d", got.Status.AvailableReplicas)
+		}
+		return nil
+	}
+}
 
 type errPhase corev1.PodPhase
 

@@ -84,16 +84,7 @@ func TestKustomizeInstallServesConversion(t *testing.T) {
 			logOperatorPods(t, b, ns)
 		}
 	})
-	framework.Eventually(t, 3*time.Minute, "operator Deployment available", func() error {
-		var got appsv1.Deployment
-		if err := c.Get(ctx, client.ObjectKeyFromObject(dep), &got); err != nil {
-			return err
-		}
-		if got.Status.AvailableReplicas < 1 {
-			return fmt.Errorf("available replicas %d", got.Status.AvailableReplicas)
-		}
-		return nil
-	})
+	framework.Eventually(t, 3*time.Minute, "operator Deployment available", deploymentAvailable(ctx, c, dep))
 	framework.Eventually(t, time.Minute, "caBundle injected into every CRD", func() error {
 		for _, u := range objs {
 			if u.GetKind() != "CustomResourceDefinition" {

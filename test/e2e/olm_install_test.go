@@ -90,17 +90,9 @@ func TestOLMLikeInstall(t *testing.T) {
 	d.Spec.Template.Annotations["olm.targetNamespaces"] = ""
 	must(d)
 
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		var got appsv1.Deployment
-		if err := c.Get(ctx, client.ObjectKeyFromObject(d), &got); err == nil && got.Status.AvailableReplicas >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			logOperatorPods(t, b, ns)
-			t.Fatal("the CSV's Deployment never became available")
-		}
-		time.Sleep(250 * time.Millisecond)
+	if err := framework.Poll(3*time.Minute, deploymentAvailable(ctx, c, d)); err != nil {
+		logOperatorPods(t, b, ns)
+		t.Fatalf("the CSV's Deployment never became available: %v", err)
 	}
 
 	e := framework.Attach(t, b)

@@ -277,16 +277,13 @@ func waitRestore(t *testing.T, e *framework.Env, name string, status metav1.Cond
 func dump(t *testing.T, cli *clientv3.Client) map[string]string {
 	t.Helper()
 	var resp *clientv3.GetResponse
-	var err error
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	err := framework.Poll(30*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var err error
 		resp, err = cli.Get(ctx, "/data/", clientv3.WithPrefix())
-		cancel()
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return err
+	})
 	if err != nil {
 		t.Fatalf("read keys: %v", err)
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 )
 
@@ -150,25 +151,19 @@ func (e *Env) Eventually(timeout time.Duration, what string, cond func() error) 
 	}
 }
 
+// PollInterval is how often Eventually and Poll check their condition.
+const PollInterval = 250 * time.Millisecond
+
 // Eventually is Env.Eventually for tests without an Env (no state dump).
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
-	if err := Poll(timeout, cond); err != nil {
-		t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
-	}
+	poll.Eventually(t, timeout, PollInterval, what, cond)
 }
 
-// Poll calls cond every 250 ms until it returns nil (then Poll returns nil) or timeout
-// has passed (then Poll returns cond's last error).
+// Poll calls cond every PollInterval until it returns nil (then Poll returns nil) or
+// timeout has passed (then Poll returns cond's last error).
 func Poll(timeout time.Duration, cond func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	return poll.Until(timeout, PollInterval, cond)
 }
 
 func (e *Env) DumpState() {
@@ -235,6 +230,13 @@ func ConditionTrue(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionTyp
 	return false
 }
 
+// AvailableWith reports whether the cluster's status says Available with exactly size
+// ready members and none unready: what every wait for a healthy cluster checks first.
+func AvailableWith(c *etcdv1beta2.EtcdCluster, size int) bool {
+	return ConditionTrue(c, etcdv1beta2.ClusterConditionAvailable) &&
+		len(c.Status.Members.Ready) == size && len(c.Status.Members.Unready) == 0
+}
+
 // WaitAvailable waits until the cluster reports Available with size ready members and
 // etcd itself lists exactly size voting members.
 func (e *Env) WaitAvailable(name string, size int, timeout time.Duration) *etcdv1beta2.EtcdCluster {
@@ -249,8 +251,7 @@ func (e *Env) waitAvailable(name string, size int, timeout time.Duration, how st
 	var c *etcdv1beta2.EtcdCluster
 	e.Eventually(timeout, fmt.Sprintf("%s Available with %d members%s", name, size, how), func() error {
 		c = e.Cluster(name)
-		if !ConditionTrue(c, etcdv1beta2.ClusterConditionAvailable) || len(c.Status.Members.Ready) != size ||
-			len(c.Status.Members.Unready) != 0 || ConditionTrue(c, etcdv1beta2.ClusterConditionScaling) {
+		if !AvailableWith(c, size) || ConditionTrue(c, etcdv1beta2.ClusterConditionScaling) {
 			return fmt.Errorf("status: phase=%s ready=%v unready=%v conditions=%v", c.Status.Phase, c.Status.Members.Ready, c.Status.Members.Unready, c.Status.Conditions)
 		}
 		ms, err := list()

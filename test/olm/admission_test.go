@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
@@ -92,13 +93,12 @@ func TestSizeWarnings(t *testing.T) {
 		return w.take()
 	}
 	// The policy takes effect a moment after it is created.
-	deadline := time.Now().Add(time.Minute)
-	for got := create("v1beta2", 9); !containsAll(got, "spec.size: 9", "more than 7"); got = create("v1beta2", 9) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no warning for size 9: %v", got)
+	poll.Eventually(t, time.Minute, 200*time.Millisecond, "the warning for size 9", func() error {
+		if got := create("v1beta2", 9); !containsAll(got, "spec.size: 9", "more than 7") {
+			return fmt.Errorf("warnings %v", got)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	for _, tc := range []struct {
 		version string
 		size    int64

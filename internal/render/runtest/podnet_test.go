@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // Every pod runs in a network namespace of its own, as under a real kubelet, so that
@@ -59,11 +61,7 @@ func requireTools(t *testing.T, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			msg := fmt.Sprintf("%s not found: the pods' network namespaces need it (iproute2, util-linux)", tool)
-			if os.Getenv("CI") != "" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
+			testenv.Missing(t, "%s not found: the pods' network namespaces need it (iproute2, util-linux)", tool)
 		}
 	}
 }

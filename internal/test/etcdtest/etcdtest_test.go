@@ -98,9 +98,9 @@ type fakeTB struct {
 
 var errStop = errors.New("stop")
 
-func (f *fakeTB) Helper()          {}
-func (f *fakeTB) Skip(args ...any) { f.skipped = true; panic(errStop) }
-func (f *fakeTB) Fatal(args ...any) {
+func (f *fakeTB) Helper()                          {}
+func (f *fakeTB) Skipf(format string, args ...any) { f.skipped = true; panic(errStop) }
+func (f *fakeTB) Fatalf(format string, args ...any) {
 	f.failed = true
 	panic(errStop)
 }

@@ -1,12 +1,15 @@
 package clusterdns
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 )
 
 func TestAbsoluteCompletesAsTheSearchPathDoes(t *testing.T) {
@@ -39,18 +42,6 @@ func zoneFiles(t *testing.T, dir string) []string {
 		m[i] = filepath.Base(m[i])
 	}
 	return m
-}
-
-// waitFor polls cond (a file-system state) until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval
-	}
 }
 
 func TestWithholderWritesZonesAndRemovesThemAtTheDeadline(t *testing.T) {
@@ -106,8 +97,11 @@ func TestWithholderWritesZonesAndRemovesThemAtTheDeadline(t *testing.T) {
 		t.Errorf("zone file mode %v, want 0644", st.Mode().Perm())
 	}
 
-	waitFor(t, 5*time.Second, "the m1 zone to go at its deadline", func() bool {
-		return len(zoneFiles(t, dir)) == 1
+	poll.Eventually(t, 5*time.Second, 10*time.Millisecond, "the m1 zone to go at its deadline", func() error {
+		if got := zoneFiles(t, dir); len(got) != 1 {
+			return fmt.Errorf("zone files %v", got)
+		}
+		return nil
 	})
 	if took := time.Since(start); took < 300*time.Millisecond {
 		t.Errorf("removed after %v, before the deadline", took)

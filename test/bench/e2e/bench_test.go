@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 	"github.com/etcd-operator/etcd-operator/test/bench"
+	"github.com/etcd-operator/etcd-operator/test/framework"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -238,7 +240,7 @@ func testStaticCluster(ctx context.Context, t *testing.T, b *bench.Bench) {
 		pods[m] = p
 	}
 	for _, m := range members {
-		waitPod(t, c, pods[m], 90*time.Second, "Ready", podReady)
+		waitPod(t, c, pods[m], 90*time.Second, "Ready", framework.PodReady)
 	}
 	readyAt := time.Since(start)
 
@@ -306,7 +308,7 @@ func testKillRestarts(ctx context.Context, t *testing.T, b *bench.Bench) {
 	if term.ExitCode != 137 && term.Signal != int32(syscall.SIGKILL) {
 		t.Errorf("last termination = exit %d signal %d reason %q, want SIGKILL (137)", term.ExitCode, term.Signal, term.Reason)
 	}
-	waitPod(t, c, pod, 60*time.Second, "Ready again", podReady)
+	waitPod(t, c, pod, 60*time.Second, "Ready again", framework.PodReady)
 	pidAfter, ok := b.Faults().PodPID(clusterNS, "m2", "etcd")
 	if !ok {
 		t.Fatal("no pid for m2/etcd after restart")
@@ -342,7 +344,7 @@ func testKillNever(ctx context.Context, t *testing.T, b *bench.Bench) {
 	if err := c.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	waitPod(t, c, pod, 60*time.Second, "Ready", podReady)
+	waitPod(t, c, pod, 60*time.Second, "Ready", framework.PodReady)
 	if err := b.Faults().KillPod("default", "solo", syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -406,15 +408,6 @@ func testNodeDown(ctx context.Context, t *testing.T, b *bench.Bench) {
 	waitObj(t, c, n, 40*time.Second, "schedulable again", func() bool { ok, _ := bench.NodeSchedulable(n); return ok })
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, cond := range p.Status.Conditions {
-		if cond.Type == corev1.PodReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // waitPod polls pod until cond holds; pod is updated in place.
 func waitPod(t *testing.T, c client.Client, pod *corev1.Pod, timeout time.Duration, what string, cond func(*corev1.Pod) bool) {
 	t.Helper()
@@ -424,11 +417,14 @@ func waitPod(t *testing.T, c client.Client, pod *corev1.Pod, timeout time.Durati
 func waitObj(t *testing.T, c client.Client, obj client.Object, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	key := client.ObjectKeyFromObject(obj)
-	waitFor(t, timeout, what, func() (bool, string) {
+	poll.Eventually(t, timeout, 200*time.Millisecond, what, func() error {
 		if err := c.Get(context.Background(), key, obj); err != nil {
-			return false, err.Error()
+			return err
 		}
-		return cond(), describe(obj)
+		if !cond() {
+			return fmt.Errorf("last: %s", describe(obj))
+		}
+		return nil
 	})
 }
 
@@ -440,20 +436,4 @@ func describe(obj client.Object) string {
 		return fmt.Sprintf("conditions=%v taints=%v", o.Status.Conditions, o.Spec.Taints)
 	}
 	return ""
-}
-
-// waitFor polls cond every 200ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s; last: %s", timeout, what, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

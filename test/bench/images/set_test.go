@@ -154,7 +154,7 @@ func TestPushedSetPullsUnderMirroredNames(t *testing.T) {
 	wantConfig(t, PauseImage, img, []string{PauseBinary}, nil)
 
 	if noCoreDNS != nil {
-		t.Skipf("CoreDNS image not checked: %v", noCoreDNS)
+		testenv.Missing(t, "CoreDNS image not checked (run hack/tools.sh coredns): %v", noCoreDNS)
 	}
 	img = pull(t, r.Addr(), CoreDNSImage)
 	wantExecutable(t, CoreDNSImage, files(t, img), CoreDNSBinary, coredns)

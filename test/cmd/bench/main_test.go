@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/internal/ociimage"
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,10 +45,7 @@ func benchCmd(args ...string) *exec.Cmd {
 // the namespaces, a fault over the control socket, and down.
 func TestUpExecFaultDown(t *testing.T) {
 	if missing := bench.MissingBinaries(); len(missing) > 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("missing %v", missing)
-		}
-		t.Skipf("bench binaries missing: %v", missing)
+		testenv.Missing(t, "bench binaries missing: %v", missing)
 	}
 	if bench.InNamespace() {
 		t.Fatal("this test must start in the host namespaces")
@@ -76,21 +75,19 @@ func TestUpExecFaultDown(t *testing.T) {
 		}
 	})
 
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "pid")); err == nil {
-			break
+	// The cleanup above prints bench up's output if this fails.
+	poll.Eventually(t, 2*time.Minute, 200*time.Millisecond, "bench up's pid file", func() error {
+		_, err := os.Stat(filepath.Join(dir, "pid"))
+		if err != nil {
+			select {
+			case err := <-exited:
+				exited <- err // for the cleanup, which waits for it
+				t.Fatalf("bench up exited early: %v\n%s", err, out.String())
+			default:
+			}
 		}
-		select {
-		case err := <-exited:
-			t.Fatalf("bench up exited early: %v\n%s", err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pid file after 2m:\n%s", out.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err
+	})
 
 	// From the host: the kubeconfig reaches the apiserver through the proxy.
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
@@ -152,17 +149,20 @@ func TestUpExecFaultDown(t *testing.T) {
 	if msg, err := benchCmd("fault", "--dir", dir, "node-down", "no-such-node").CombinedOutput(); err == nil {
 		t.Errorf("fault on an unknown node succeeded: %s", msg)
 	}
-	waitUntil(t, 45*time.Second, "bench-node-2 Ready=Unknown", func() (bool, string) {
+	poll.Eventually(t, 45*time.Second, 200*time.Millisecond, "bench-node-2 Ready=Unknown", func() error {
 		n, err := cs.CoreV1().Nodes().Get(context.Background(), "bench-node-2", metavGet)
 		if err != nil {
-			return false, err.Error()
+			return err
 		}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionUnknown, string(c.Status)
+				if c.Status != corev1.ConditionUnknown {
+					return fmt.Errorf("Ready=%s", c.Status)
+				}
+				return nil
 			}
 		}
-		return false, "no Ready condition"
+		return fmt.Errorf("no Ready condition")
 	})
 
 	// down stops it: the up process exits 0 and leaves no pid file.
@@ -205,21 +205,6 @@ func exitCode(err error) int {
 		return 0
 	}
 	return -1
-}
-
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s; last: %s", timeout, what, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 var (

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 )
 
 func buildPause(t *testing.T) string {
@@ -51,8 +54,7 @@ func startReady(t *testing.T, bin string) *exec.Cmd {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	pid := cmd.Process.Pid
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Eventually(t, 10*time.Second, 5*time.Millisecond, "pause to install its SIGINT handler", func() error {
 		comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
 		if err != nil {
 			t.Fatal(err)
@@ -61,14 +63,12 @@ func startReady(t *testing.T, bin string) *exec.Cmd {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok && strings.TrimSpace(string(comm)) == "pause" {
-			return cmd
+		if !ok || strings.TrimSpace(string(comm)) != "pause" {
+			return fmt.Errorf("%s catches SIGINT: %v", strings.TrimSpace(string(comm)), ok)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("pause never installed its SIGINT handler")
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval
-	}
+		return nil
+	})
+	return cmd
 }
 
 func TestPauseExitsZeroOnStopSignals(t *testing.T) {
@@ -129,13 +129,12 @@ func TestReapCollectsExitedChildren(t *testing.T) {
 	}
 	for _, pid := range pids {
 		// Wait until the child has exited (a zombie) without reaping it.
-		deadline := time.Now().Add(10 * time.Second)
-		for state(t, pid) != "Z" {
-			if time.Now().After(deadline) {
-				t.Fatalf("child %d never exited", pid)
+		poll.Eventually(t, 10*time.Second, 5*time.Millisecond, fmt.Sprintf("child %d to exit", pid), func() error {
+			if s := state(t, pid); s != "Z" {
+				return fmt.Errorf("state %q", s)
 			}
-			time.Sleep(5 * time.Millisecond) // polling interval
-		}
+			return nil
+		})
 	}
 	if n := reap(); n != len(pids) {
 		t.Errorf("reap() = %d, want %d", n, len(pids))

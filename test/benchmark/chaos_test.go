@@ -1,4 +1,4 @@
-package benchmarks
+package benchmark
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -25,7 +25,7 @@ import (
 // writes lost. Not part of the default test run.
 func BenchmarkChaos(b *testing.B) {
 	faults := envInt("CHAOS_FAULTS", 8)
-	// A fixed default keeps `make bench` reproducible; vary CHAOS_SEED to explore.
+	// A fixed default keeps `make benchmark` reproducible; vary CHAOS_SEED to explore.
 	seed := int64(envInt("CHAOS_SEED", 42))
 	b.Logf("CHAOS_SEED=%d CHAOS_FAULTS=%d", seed, faults)
 	rng := rand.New(rand.NewSource(seed))
@@ -162,20 +162,16 @@ func injectFault(b *testing.B, e *framework.Env, name, kind, pod string) error {
 // every member pod is Ready, every member answers and agrees on the leader, and none of
 // the members named in without is still there.
 func waitHealthy(e *framework.Env, name string, size int, timeout time.Duration, without ...string) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		if last = healthy(e, name, size, without); last == nil {
-			return nil
-		}
-		time.Sleep(200 * time.Millisecond)
+	err := poll.Until(timeout, 200*time.Millisecond, func() error { return healthy(e, name, size, without) })
+	if err != nil {
+		return fmt.Errorf("not healthy after %v: %w", timeout, err)
 	}
-	return fmt.Errorf("not healthy after %v: %w", timeout, last)
+	return nil
 }
 
 func healthy(e *framework.Env, name string, size int, without []string) error {
 	c := e.Cluster(name)
-	if !framework.ConditionTrue(c, etcdv1beta2.ClusterConditionAvailable) || len(c.Status.Members.Ready) != size || len(c.Status.Members.Unready) != 0 {
+	if !framework.AvailableWith(c, size) {
 		return fmt.Errorf("status ready=%v unready=%v", c.Status.Members.Ready, c.Status.Members.Unready)
 	}
 	ms, err := e.Members(name)

@@ -1,7 +1,8 @@
-package benchmarks
+package benchmark
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -57,13 +59,12 @@ func operatorCreate(b *testing.B, e *framework.Env, name string, size int) time.
 	if err := e.C.Create(ctx, c); err != nil {
 		b.Fatal(err)
 	}
-	poll(b, 3*time.Minute, func() bool {
+	until(b, 3*time.Minute, func() bool {
 		var got etcdv1beta2.EtcdCluster
 		if err := e.C.Get(ctx, client.ObjectKeyFromObject(c), &got); err != nil {
 			return false
 		}
-		return framework.ConditionTrue(&got, etcdv1beta2.ClusterConditionAvailable) && len(got.Status.Members.Ready) == size &&
-			readyPods(b, e, name) == size
+		return framework.AvailableWith(&got, size) && readyPods(b, e, name) == size
 	})
 	took := time.Since(start)
 	if err := e.C.Delete(ctx, c); err != nil {
@@ -106,7 +107,7 @@ func staticCreate(b *testing.B, e *framework.Env, r *render.Renderer, name strin
 			b.Fatalf("create %s: %v", o.GetName(), err)
 		}
 	}
-	poll(b, 3*time.Minute, func() bool { return readyPods(b, e, name) == size })
+	until(b, 3*time.Minute, func() bool { return readyPods(b, e, name) == size })
 	took := time.Since(start)
 	if err := e.C.Delete(ctx, owner, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		b.Fatal(err)
@@ -129,15 +130,15 @@ func readyPods(b *testing.B, e *framework.Env, cluster string) int {
 	return n
 }
 
-// poll checks cond every 50 ms: fine enough not to blur the measurement.
-func poll(b *testing.B, timeout time.Duration, cond func() bool) {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			b.Fatalf("timed out after %v", timeout)
+// until waits for cond, checking every 50 ms: fine enough not to blur the measurement.
+func until(b *testing.B, timeout time.Duration, cond func() bool) {
+	b.Helper()
+	poll.Eventually(b, timeout, 50*time.Millisecond, "the condition", func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func median(ds []time.Duration) time.Duration {

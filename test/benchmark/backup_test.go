@@ -1,4 +1,4 @@
-package benchmarks
+package benchmark
 
 import (
 	"bufio"
@@ -58,9 +58,9 @@ func BenchmarkBackup256MiB(b *testing.B) {
 	b.ReportMetric(float64(dbSize)/(1<<20), "db-MiB")
 
 	srv := miniotest.StartOn(b, bench.ControlPlaneIP)
-	srv.MakeBucket(b, "bench")
+	srv.MakeBucket(b, "benchmark")
 	store, err := backup.NewS3(backup.S3Config{
-		Endpoint: srv.Endpoint(), Bucket: "bench", ForcePathStyle: true,
+		Endpoint: srv.Endpoint(), Bucket: "benchmark", ForcePathStyle: true,
 		Credentials: backup.AWSCredentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey, Region: srv.Region},
 	})
 	if err != nil {
@@ -96,7 +96,7 @@ func BenchmarkBackup256MiB(b *testing.B) {
 		// The operator's path, with its memory sampled.
 		mem := startMemSampler(b)
 		start = time.Now()
-		res, err := backup.SaveSnapshot(ctx, admin, store, backup.SnapshotRequest{Key: fmt.Sprintf("bench/snap-%d.db", i)})
+		res, err := backup.SaveSnapshot(ctx, admin, store, backup.SnapshotRequest{Key: fmt.Sprintf("benchmark/snap-%d.db", i)})
 		took = time.Since(start)
 		rss, heap := mem.stop()
 		if err != nil {

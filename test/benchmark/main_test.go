@@ -1,7 +1,7 @@
-// Package benchmarks measures the operator on the local bench against baselines measured
+// Package benchmark measures the operator on the local bench against baselines measured
 // in the same run, and reports ratios (never absolute timing asserts). Run with
-// `make bench`.
-package benchmarks
+// `make benchmark`.
+package benchmark
 
 import (
 	"testing"

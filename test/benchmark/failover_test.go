@@ -1,4 +1,4 @@
-package benchmarks
+package benchmark
 
 import (
 	"context"
@@ -28,7 +28,7 @@ const killRounds = 5
 // Reported: medians in seconds, healthy/baseline ratio, healthy/10 s target ratio.
 func BenchmarkKillMember(b *testing.B) {
 	e := framework.Setup(b)
-	const name = "killbench"
+	const name = "killmember"
 	createCluster(b, e, name, 3, "3.6.16")
 	var detect, healthy, baseline []time.Duration
 	missed := 0
@@ -73,7 +73,7 @@ const replaceRounds = 3
 // and replaced/baseline.
 func BenchmarkReplaceMember(b *testing.B) {
 	e := framework.Setup(b)
-	const name = "replbench"
+	const name = "replacemember"
 	createCluster(b, e, name, 3, "3.6.16")
 	var detect, healthy, baseline []time.Duration
 	for i := 0; i < b.N*replaceRounds; i++ {
@@ -86,14 +86,13 @@ func BenchmarkReplaceMember(b *testing.B) {
 			b.Fatal(err)
 		}
 		d := time.Duration(-1)
-		poll(b, 3*time.Minute, func() bool {
+		until(b, 3*time.Minute, func() bool {
 			c := e.Cluster(name)
 			if d < 0 && !slices.Contains(c.Status.Members.Ready, victim) {
 				d = time.Since(start)
 			}
 			if slices.Contains(c.Status.Members.Ready, victim) || slices.Contains(c.Status.Members.Unready, victim) ||
-				len(c.Status.Members.Ready) != 3 || len(c.Status.Members.Unready) != 0 ||
-				!framework.ConditionTrue(c, etcdv1beta2.ClusterConditionAvailable) {
+				!framework.AvailableWith(c, 3) {
 				return false
 			}
 			sts := e.MemberStatuses(name)
@@ -126,7 +125,7 @@ func BenchmarkReplaceMember(b *testing.B) {
 func BenchmarkRollingUpgrade(b *testing.B) {
 	e := framework.Setup(b)
 	for i := 0; i < b.N; i++ {
-		name := fmt.Sprintf("upbench-%d", i)
+		name := fmt.Sprintf("upgrade-%d", i)
 		createCluster(b, e, name, 3, "3.6.16")
 		load := e.StartLoad(name, 200)
 		if err := load.WaitAcked(400, time.Minute); err != nil {
@@ -142,7 +141,7 @@ func BenchmarkRollingUpgrade(b *testing.B) {
 
 		start := time.Now()
 		e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Version = "3.7.3" })
-		poll(b, 5*time.Minute, func() bool {
+		until(b, 5*time.Minute, func() bool {
 			sts := e.MemberStatuses(name)
 			if len(sts) != 3 {
 				return false
@@ -186,7 +185,7 @@ func createCluster(b *testing.B, e *framework.Env, name string, size int, versio
 		Spec:       etcdv1beta2.EtcdClusterSpec{Size: size, Version: version},
 	})
 	e.WaitAvailable(name, size, 2*time.Minute)
-	poll(b, time.Minute, func() bool { return len(e.MemberStatuses(name)) == size })
+	until(b, time.Minute, func() bool { return len(e.MemberStatuses(name)) == size })
 }
 
 func sortedPods(b *testing.B, e *framework.Env, name string) []string {
@@ -212,7 +211,7 @@ func restartMember(b *testing.B, e *framework.Env, name, pod string, sig syscall
 	if err := e.Bench.Faults().KillPod("default", pod, sig); err != nil {
 		b.Fatal(err)
 	}
-	poll(b, 2*time.Minute, func() bool {
+	until(b, 2*time.Minute, func() bool {
 		var c etcdv1beta2.EtcdCluster
 		if err := e.C.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &c); err != nil {
 			return false
@@ -235,8 +234,7 @@ func restartMember(b *testing.B, e *framework.Env, name, pod string, sig syscall
 			}
 			leader = st.Leader
 		}
-		return framework.ConditionTrue(&c, etcdv1beta2.ClusterConditionAvailable) && len(c.Status.Members.Ready) == size &&
-			len(c.Status.Members.Unready) == 0
+		return framework.AvailableWith(&c, size)
 	})
 	return time.Since(start)
 }

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Checks that every Go package with tests is in exactly one test tier, so that a new
+# package cannot silently fall out of `make test` nor run twice.
+#   hack/test-tiers.sh TIER 'PATTERNS' [TIER 'PATTERNS' ...]
+# e.g. hack/test-tiers.sh unit './internal/planner/...' e2e './test/e2e'; the Makefile
+# passes its TEST_UNIT, TEST_INTEGRATION, TEST_E2E and BENCHMARKS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+(($# > 0 && $# % 2 == 0)) || { echo "usage: $0 TIER 'PATTERNS' [TIER 'PATTERNS' ...]" >&2; exit 2; }
+
+# One `go list` per tier: a single call would merge a package two tiers both name.
+# A pattern naming a folder that no longer exists makes go list fail, and so this check.
+listed=""
+while (($#)); do
+  tier=$1 patterns=$2
+  shift 2
+  # shellcheck disable=SC2086 # the patterns are words
+  pkgs=$(go list $patterns)
+  listed+=$(sed "s|\$| $tier|" <<<"$pkgs")$'\n'
+done
+
+with_tests=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | sed '/^$/d' | sort)
+twice=$(sed '/^$/d' <<<"$listed" | sort | awk '{tiers[$1] = tiers[$1] " " $2; n[$1]++} END {for (p in n) if (n[p] > 1) print p ":" tiers[p]}')
+untiered=$(comm -23 <(echo "$with_tests") <(sed '/^$/d; s/ .*//' <<<"$listed" | sort -u))
+
+if [[ -n $twice || -n $untiered ]]; then
+  [[ -z $twice ]] || printf 'in more than one test tier:\n%s\n' "$twice" >&2
+  [[ -z $untiered ]] || printf 'in no test tier (add them to TEST_UNIT, TEST_INTEGRATION or TEST_E2E in the Makefile):\n%s\n' "$untiered" >&2
+  exit 1
+fi
+echo "test tiers: each of $(wc -l <<<"$with_tests") packages with tests is in exactly one tier"
