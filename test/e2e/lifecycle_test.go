@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -63,7 +66,17 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	t.Run("scale up to 5 through learners", func(t *testing.T) {
-		e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 5 })
+		// As a user would: kubectl scale, through the scale subresource.
+		kubectl := filepath.Join(testenv.CacheDir(), "envtest-"+testenv.K8sVersion, "kubectl")
+		out, err := exec.Command(kubectl, "--kubeconfig", e.Bench.Kubeconfig(), "-n", "default",
+			"get", "etcd", name, "--subresource=scale", "-o", "jsonpath={.status.replicas} {.status.selector}").CombinedOutput()
+		if err != nil || string(out) != "3 app=etcd,etcd_cluster="+name {
+			t.Fatalf("kubectl get --subresource=scale: %q, %v; want replicas 3 and the member pods' selector", out, err)
+		}
+		if out, err := exec.Command(kubectl, "--kubeconfig", e.Bench.Kubeconfig(), "-n", "default",
+			"scale", "etcd", name, "--replicas=5").CombinedOutput(); err != nil {
+			t.Fatalf("kubectl scale: %v\n%s", err, out)
+		}
 		e.WaitAvailable(name, 5, 120*time.Second)
 		after, err := e.Members(name)
 		if err != nil {
