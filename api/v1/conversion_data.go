@@ -29,7 +29,10 @@ import (
 // On a v1beta2 object converted from v1 (values only v1 has):
 //   - the durations dnsTimeout, timeout and backupInterval when a whole number of seconds
 //     cannot hold them (a fraction of a second, or explicitly 0s rather than unset);
-//   - EtcdCluster status.conditions[].observedGeneration (ClusterCondition has none).
+//   - EtcdCluster status.conditions[].observedGeneration (ClusterCondition has none);
+//   - EtcdBackup annotations that v1beta2 uses for v1 fields (compression, schedule, time
+//     zone) when the v1 object carried them itself, and whether a v1beta2 object had no
+//     backupPolicy before v1 made one to hold a schedule.
 //
 // A kept value is restored only while the field it was converted into still holds what
 // the conversion wrote, so an edit made through the other version wins over it. Condition

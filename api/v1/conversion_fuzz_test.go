@@ -50,6 +50,16 @@ func newFiller(t *testing.T, seed int64) *randfill.Filler {
 			p.TimeoutInSecond = randomSeconds(c)
 			p.BackupIntervalInSecond = randomSeconds(c)
 		},
+		// The annotations a v1 field is stored as, present or not, empty or not, on both
+		// versions: the conversion must keep them apart from the fields.
+		func(b *v1beta2.EtcdBackup, c randfill.Continue) {
+			c.FillNoCustom(b)
+			randomFieldAnnotations(&b.ObjectMeta, c)
+		},
+		func(b *EtcdBackup, c randfill.Continue) {
+			c.FillNoCustom(b)
+			randomFieldAnnotations(&b.ObjectMeta, c)
+		},
 		func(d *metav1.Duration, c randfill.Continue) {
 			d.Duration = randomDuration(c)
 		},
@@ -202,4 +212,23 @@ func TestRoundTripFuzz(t *testing.T) {
 	t.Run("EtcdRestore", func(t *testing.T) {
 		roundTrip[*v1beta2.EtcdRestore, *EtcdRestore](t, seed)
 	})
+}
+
+// randomFieldAnnotations sets each of the annotations that hold a v1 field on v1beta2 to
+// nothing, "" or a value, at random.
+func randomFieldAnnotations(meta *metav1.ObjectMeta, c randfill.Continue) {
+	for _, key := range []string{v1beta2.BackupScheduleAnnotation, v1beta2.BackupTimeZoneAnnotation, v1beta2.BackupCompressionAnnotation} {
+		switch c.Intn(3) {
+		case 1:
+			if meta.Annotations == nil {
+				meta.Annotations = map[string]string{}
+			}
+			meta.Annotations[key] = ""
+		case 2:
+			if meta.Annotations == nil {
+				meta.Annotations = map[string]string{}
+			}
+			meta.Annotations[key] = "v" + strconv.Itoa(c.Intn(3))
+		}
+	}
 }

@@ -401,3 +401,37 @@ spec: {clusterRef: {name: example}, storageType: S3, s3: {path: bucket/k, awsSec
 		t.Errorf("round trip changed the object:\n%s", cmp.Diff(&hub, &back))
 	}
 }
+
+// v1's schedule and time zone are v1beta2's annotations, and back.
+func TestBackupScheduleIsTheV1beta2Annotation(t *testing.T) {
+	src := &EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"},
+		Spec:       EtcdBackupSpec{BackupPolicy: &BackupPolicy{Schedule: "0 2 * * *", TimeZone: "Europe/Berlin", MaxBackups: 7}},
+	}
+	var hub v1beta2.EtcdBackup
+	if err := src.ConvertTo(&hub); err != nil {
+		t.Fatal(err)
+	}
+	if a := hub.Annotations; a[v1beta2.BackupScheduleAnnotation] != "0 2 * * *" || a[v1beta2.BackupTimeZoneAnnotation] != "Europe/Berlin" {
+		t.Errorf("v1beta2 annotations %v", a)
+	}
+	if _, ok := hub.Annotations[ConversionDataAnnotation]; ok {
+		t.Errorf("nothing was lost, yet conversion data: %v", hub.Annotations)
+	}
+	var back EtcdBackup
+	if err := back.ConvertFrom(&hub); err != nil {
+		t.Fatal(err)
+	}
+	if p := back.Spec.BackupPolicy; p == nil || p.Schedule != "0 2 * * *" || p.TimeZone != "Europe/Berlin" || p.MaxBackups != 7 || len(back.Annotations) != 0 {
+		t.Errorf("back in v1: policy %+v annotations %v", p, back.Annotations)
+	}
+	// A CoreOS-style v1beta2 backup with only the annotation reads as a v1 schedule.
+	coreos := &v1beta2.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Name: "c", Annotations: map[string]string{v1beta2.BackupScheduleAnnotation: "@hourly"}}}
+	var v1b EtcdBackup
+	if err := v1b.ConvertFrom(coreos); err != nil {
+		t.Fatal(err)
+	}
+	if v1b.Spec.BackupPolicy == nil || v1b.Spec.BackupPolicy.Schedule != "@hourly" {
+		t.Errorf("v1 view of an annotated v1beta2 backup: %+v", v1b.Spec.BackupPolicy)
+	}
+}

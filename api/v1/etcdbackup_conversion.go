@@ -1,6 +1,8 @@
 package v1
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
@@ -11,6 +13,8 @@ import (
 type backupV1beta2Data struct {
 	TimeoutInSecond        *int64 `json:"timeoutInSecond,omitempty"`
 	BackupIntervalInSecond *int64 `json:"backupIntervalInSecond,omitempty"`
+	// The v1beta2 object had no backupPolicy; v1 made one only to hold the schedule.
+	NoBackupPolicy bool `json:"noBackupPolicy,omitempty"`
 }
 
 // backupV1Data is what a v1beta2 EtcdBackup keeps of its v1 original.
@@ -22,6 +26,9 @@ type backupV1Data struct {
 	CompressionAnnotation *string `json:"compressionAnnotation,omitempty"`
 	// The v1 object had no spec.compression but the annotation: it stays an annotation.
 	CompressionAsAnnotation bool `json:"compressionAsAnnotation,omitempty"`
+	// Likewise for the schedule's two annotations, keyed by annotation.
+	FieldAnnotations         map[string]string `json:"fieldAnnotations,omitempty"`
+	AnnotationsAsAnnotations []string          `json:"annotationsAsAnnotations,omitempty"`
 }
 
 var _ conversion.Convertible = &EtcdBackup{}
@@ -63,14 +70,23 @@ func (src *EtcdBackup) ConvertTo(hub conversion.Hub) error {
 		dp.TimeoutInSecond, lost.Timeout = fromV1Duration(p.Timeout, kept.TimeoutInSecond)
 		dp.BackupIntervalInSecond, lost.BackupInterval = fromV1Duration(p.BackupInterval, kept.BackupIntervalInSecond)
 		dst.Spec.BackupPolicy = dp
+		if kept.NoBackupPolicy && *dp == (v1beta2.BackupPolicy{}) {
+			dst.Spec.BackupPolicy = nil
+		}
+	}
+	for _, f := range scheduleFields(in.Spec.BackupPolicy) {
+		fieldToAnnotation(&dst.ObjectMeta, f.annotation, f.value, &lost)
 	}
 	dst.Status = v1beta2.EtcdBackupStatus{
-		Succeeded:       in.Status.Succeeded,
-		Reason:          in.Status.Reason,
-		EtcdVersion:     in.Status.EtcdVersion,
-		EtcdRevision:    in.Status.EtcdRevision,
-		LastSuccessDate: in.Status.LastSuccessTime,
-		Conditions:      in.Status.Conditions,
+		Succeeded:        in.Status.Succeeded,
+		Reason:           in.Status.Reason,
+		EtcdVersion:      in.Status.EtcdVersion,
+		EtcdRevision:     in.Status.EtcdRevision,
+		LastSuccessDate:  in.Status.LastSuccessTime,
+		LastScheduleTime: in.Status.LastScheduleTime,
+		NextScheduleTime: in.Status.NextScheduleTime,
+		LastBackupNow:    in.Status.LastBackupNow,
+		Conditions:       in.Status.Conditions,
 	}
 	return putConversionData(&dst.ObjectMeta, &lost)
 }
@@ -108,13 +124,25 @@ func (dst *EtcdBackup) ConvertFrom(hub conversion.Hub) error {
 		dp.BackupInterval, lost.BackupIntervalInSecond = toV1Duration(p.BackupIntervalInSecond, kept.BackupInterval)
 		dst.Spec.BackupPolicy = dp
 	}
+	schedule := annotationToField(&dst.ObjectMeta, v1beta2.BackupScheduleAnnotation, kept)
+	timeZone := annotationToField(&dst.ObjectMeta, v1beta2.BackupTimeZoneAnnotation, kept)
+	if schedule != "" || timeZone != "" {
+		if dst.Spec.BackupPolicy == nil {
+			dst.Spec.BackupPolicy = &BackupPolicy{}
+			lost.NoBackupPolicy = true
+		}
+		dst.Spec.BackupPolicy.Schedule, dst.Spec.BackupPolicy.TimeZone = schedule, timeZone
+	}
 	dst.Status = EtcdBackupStatus{
-		Succeeded:       in.Status.Succeeded,
-		Reason:          in.Status.Reason,
-		EtcdVersion:     in.Status.EtcdVersion,
-		EtcdRevision:    in.Status.EtcdRevision,
-		LastSuccessTime: in.Status.LastSuccessDate,
-		Conditions:      in.Status.Conditions,
+		Succeeded:        in.Status.Succeeded,
+		Reason:           in.Status.Reason,
+		EtcdVersion:      in.Status.EtcdVersion,
+		EtcdRevision:     in.Status.EtcdRevision,
+		LastSuccessTime:  in.Status.LastSuccessDate,
+		LastScheduleTime: in.Status.LastScheduleTime,
+		NextScheduleTime: in.Status.NextScheduleTime,
+		LastBackupNow:    in.Status.LastBackupNow,
+		Conditions:       in.Status.Conditions,
 	}
 	return putConversionData(&dst.ObjectMeta, &lost)
 }
@@ -131,4 +159,60 @@ func clusterRefToV1(r *v1beta2.EtcdClusterRef) *EtcdClusterRef {
 		return nil
 	}
 	return &EtcdClusterRef{Name: r.Name}
+}
+
+// scheduleField is a v1 field that v1beta2 stores as an annotation.
+type scheduleField struct{ annotation, value string }
+
+func scheduleFields(p *BackupPolicy) []scheduleField {
+	if p == nil {
+		p = &BackupPolicy{}
+	}
+	return []scheduleField{
+		{v1beta2.BackupScheduleAnnotation, p.Schedule},
+		{v1beta2.BackupTimeZoneAnnotation, p.TimeZone},
+	}
+}
+
+// fieldToAnnotation stores a v1 field as its v1beta2 annotation. An annotation of that
+// key the v1 object carried already is kept in lost (the field wins on the v1beta2
+// side); one it carried while the field was empty stays an annotation both ways (an
+// empty one needs no record: it never becomes a field).
+func fieldToAnnotation(meta *metav1.ObjectMeta, key, value string, lost *backupV1Data) {
+	prev, had := meta.Annotations[key]
+	switch {
+	case value == "" && prev != "":
+		// Converted back, a non-empty annotation would become the field.
+		lost.AnnotationsAsAnnotations = append(lost.AnnotationsAsAnnotations, key)
+		return
+	case value == "":
+		return
+	case had:
+		if lost.FieldAnnotations == nil {
+			lost.FieldAnnotations = map[string]string{}
+		}
+		lost.FieldAnnotations[key] = prev
+	}
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[key] = value
+}
+
+// annotationToField takes a v1beta2 annotation out of meta as the value of its v1 field,
+// restoring what fieldToAnnotation kept. An annotation that was an annotation on the v1
+// side too is left where it is, and so is an empty one (an empty field means unset).
+func annotationToField(meta *metav1.ObjectMeta, key string, kept backupV1Data) string {
+	v := meta.Annotations[key]
+	if v == "" || slices.Contains(kept.AnnotationsAsAnnotations, key) {
+		return ""
+	}
+	delete(meta.Annotations, key)
+	if prev, ok := kept.FieldAnnotations[key]; ok {
+		meta.Annotations[key] = prev
+	}
+	if len(meta.Annotations) == 0 {
+		meta.Annotations = nil
+	}
+	return v
 }

@@ -68,6 +68,18 @@ type BackupPolicy struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="backupInterval must not be negative"
 	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('8784h')",message="backupInterval must be at most 8784h (366 days)"
 	BackupInterval *metav1.Duration `json:"backupInterval,omitempty"`
+	// Schedule makes the backup periodic on a cron schedule, as a CronJob's: five fields
+	// (minute hour day-of-month month day-of-week, e.g. "0 2 * * *" for 02:00 daily) or a
+	// macro (@hourly, @daily, @weekly, @monthly, @yearly, "@every 30m"). Use it or
+	// backupInterval, not both. After runs missed while the operator was down, one backup
+	// catches up. Stored as the v1beta2 annotation etcd.database.coreos.com/backup-schedule.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Schedule string `json:"schedule,omitempty"`
+	// TimeZone is the IANA time zone Schedule is read in, e.g. Europe/Berlin; default UTC.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	TimeZone string `json:"timeZone,omitempty"`
 	// MaxBackups keeps only the newest this many periodic backups; 0 keeps all. At most
 	// 10000.
 	// +optional
@@ -93,6 +105,17 @@ type EtcdBackupStatus struct {
 	// LastSuccessTime is when the last backup succeeded. It is v1beta2's lastSuccessDate.
 	// +optional
 	LastSuccessTime metav1.Time `json:"lastSuccessTime,omitempty"`
+	// LastScheduleTime is the scheduled time of the last periodic run (after missed runs,
+	// the latest one missed: one catch-up run, not one per missed run).
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+	// NextScheduleTime is when the next periodic backup runs.
+	// +optional
+	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
+	// LastBackupNow is the value of the etcd.database.coreos.com/backup-now annotation last
+	// honoured: each new value takes one backup at once.
+	// +optional
+	LastBackupNow string `json:"lastBackupNow,omitempty"`
 	// Conditions of the backup.
 	// +optional
 	// +listType=map
@@ -108,6 +131,7 @@ type EtcdBackupStatus struct {
 // +kubebuilder:printcolumn:name="Succeeded",type=boolean,JSONPath=`.status.succeeded`
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.etcdRevision`
 // +kubebuilder:printcolumn:name="Last Success",type=date,JSONPath=`.status.lastSuccessTime`
+// +kubebuilder:printcolumn:name="Next",type=date,JSONPath=`.status.nextScheduleTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EtcdBackup struct {
 	metav1.TypeMeta   `json:",inline"`

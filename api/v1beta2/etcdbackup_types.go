@@ -13,6 +13,21 @@ const BackupFinalizer = "backup-operator-periodic"
 // it; v1's spec.compression is stored as this annotation.
 const BackupCompressionAnnotation = "etcd.database.coreos.com/backup-compression"
 
+// Periodic backups on a schedule. CoreOS's API has only backupIntervalInSecond; v1's
+// spec.backupPolicy.schedule and timeZone are stored as these annotations.
+const (
+	// BackupScheduleAnnotation is a cron schedule for periodic backups: five fields
+	// (minute hour day-of-month month day-of-week) or a macro such as @hourly, @daily or
+	// "@every 30m". It takes the place of backupIntervalInSecond (setting both is refused).
+	BackupScheduleAnnotation = "etcd.database.coreos.com/backup-schedule"
+	// BackupTimeZoneAnnotation is the IANA time zone the schedule is read in (default UTC).
+	BackupTimeZoneAnnotation = "etcd.database.coreos.com/backup-time-zone"
+	// BackupNowAnnotation asks for one backup now, whatever the schedule: each new value
+	// (`kubectl annotate etcdbackup NAME etcd.database.coreos.com/backup-now=$(date +%s)
+	// --overwrite`) takes one; status.lastBackupNow records the value honoured.
+	BackupNowAnnotation = "etcd.database.coreos.com/backup-now"
+)
+
 // Admission bounds of BackupPolicy (the markers on its fields repeat them: controller-gen
 // reads literals only). Objects stored before the bounds existed may exceed them; the
 // operator saturates rather than overflows (see BackupPolicy.Timeout and Interval).
@@ -116,6 +131,16 @@ type EtcdBackupStatus struct {
 	// LastSuccessDate is when the last backup succeeded.
 	// +optional
 	LastSuccessDate metav1.Time `json:"lastSuccessDate,omitempty"`
+	// LastScheduleTime is the scheduled time of the last periodic run (after missed runs,
+	// the latest one missed: one catch-up run, not one per missed run).
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+	// NextScheduleTime is when the next periodic backup runs.
+	// +optional
+	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
+	// LastBackupNow is the value of the backup-now annotation last honoured.
+	// +optional
+	LastBackupNow string `json:"lastBackupNow,omitempty"`
 	// Conditions (added by this operator).
 	// +optional
 	// +listType=map
@@ -132,6 +157,7 @@ type EtcdBackupStatus struct {
 // +kubebuilder:printcolumn:name="Succeeded",type=boolean,JSONPath=`.status.succeeded`
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.etcdRevision`
 // +kubebuilder:printcolumn:name="Last Success",type=date,JSONPath=`.status.lastSuccessDate`
+// +kubebuilder:printcolumn:name="Next",type=date,JSONPath=`.status.nextScheduleTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EtcdBackup struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -189,6 +189,14 @@ func (in *EtcdBackupSpec) DeepCopy() *EtcdBackupSpec {
 func (in *EtcdBackupStatus) DeepCopyInto(out *EtcdBackupStatus) {
 	*out = *in
 	in.LastSuccessDate.DeepCopyInto(&out.LastSuccessDate)
+	if in.LastScheduleTime != nil {
+		in, out := &in.LastScheduleTime, &out.LastScheduleTime
+		*out = (*in).DeepCopy()
+	}
+	if in.NextScheduleTime != nil {
+		in, out := &in.NextScheduleTime, &out.NextScheduleTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))
