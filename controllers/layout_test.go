@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -88,6 +89,30 @@ func TestLayout(t *testing.T) {
 	for _, c := range controllerPackages {
 		if !found[c] {
 			t.Errorf("package %s not found; keep controllerPackages up to date", c)
+		}
+	}
+}
+
+// TestREADMELayoutListsEveryPackage keeps the README's layout table complete: every
+// folder holding a Go package of the module is named there (in backquotes, as written
+// from the repository root), so a newcomer can find what each one is for.
+func TestREADMELayoutListsEveryPackage(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "\n## Layout\n")
+	if !ok {
+		t.Fatal("README.md has no ## Layout section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	for _, p := range listPackages(t) {
+		dir := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if dir == "" {
+			dir = "main.go"
+		}
+		if !strings.Contains(table, "`"+dir+"`") && !strings.Contains(table, "`"+dir+"/`") {
+			t.Errorf("README.md's layout table does not name `%s`", dir)
 		}
 	}
 }
