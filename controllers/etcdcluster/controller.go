@@ -1,7 +1,7 @@
 // Package etcdcluster is the EtcdCluster controller: it keeps an etcd cluster's members,
 // pods and services as the EtcdCluster asks. Each reconcile observes the pods and etcd
 // (observe.go), asks internal/planner for the next step, performs that one step (act.go,
-// recovery.go) and writes status (status.go, report.go, podhealth.go, specapplied.go).
+// which dispatches to act_*.go) and writes status (status.go, report.go, podhealth.go, specapplied.go).
 package etcdcluster
 
 import (

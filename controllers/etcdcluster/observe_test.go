@@ -1,6 +1,8 @@
 package etcdcluster
 
 import (
+	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -9,28 +11,90 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
-func TestEtcdNotRunning(t *testing.T) {
-	withState := func(name string, st corev1.ContainerState) *corev1.Pod {
-		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: name, State: st}}}}
+// observe with no pod to dial reads the API server only: the cluster's own pods (not a
+// stranger's under its labels), its claims, its nodes, and what status recorded; there
+// is no etcd client and the members are unknown.
+func TestObserveWithoutEtcd(t *testing.T) {
+	ready := ownedMemberPod("c-a", "uid-c")
+	ready.Spec.NodeName = "n-up"
+	ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	ready.Annotations = map[string]string{render.AnnotationMemberID: etcdadmin.FormatID(1), render.AnnotationVersion: "3.7.3"}
+	crashed := ownedMemberPod("c-b", "uid-c")
+	crashed.Spec.NodeName = "n-down"
+	crashed.Status.PodIP = "10.0.0.2" // addressable, but etcd is known not to run: not dialled
+	crashed.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: render.ContainerName,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
+	deleting := memberClaim("c-z", "uid-c")
+	deleting.DeletionTimestamp = &metav1.Time{Time: proofNow}
+	deleting.Finalizers = []string{"kubernetes.io/pvc-protection"}
+	node := func(name string, status corev1.ConditionStatus) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}}}
 	}
-	cases := []struct {
-		name string
-		pod  *corev1.Pod
-		want bool
-	}{
-		{"no container status yet: unknown, dial it", &corev1.Pod{}, false},
-		{"running", withState(render.ContainerName, corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}), false},
-		{"killed", withState(render.ContainerName, corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}), true},
-		{"waiting for a restart", withState(render.ContainerName, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}), true},
-		{"another container terminated", withState("sidecar", corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}), false},
+	f := newProofFixture(t, withClaims, ready, crashed, ownedMemberPod("c-stranger", "uid-other"),
+		memberClaim("c-a", "uid-c"), memberClaim("c-b", "uid-c"), memberClaim("c-stranger", ""), deleting,
+		node("n-up", corev1.ConditionTrue), node("n-down", corev1.ConditionFalse))
+	f.setStatus(t, func(s *etcdv1beta2.EtcdClusterStatus) {
+		s.Bootstrapped = true
+		s.BootstrapMembers = []string{"c-a", "c-b", "c-c"}
+		s.Members.Ready = []string{"c-a"}
+		s.Members.Unready = []string{"c-b", "c-c"}
+		s.PendingMember = &etcdv1beta2.PendingMember{Name: "c-c", ID: etcdadmin.FormatID(3), AddedAt: metav1.NewTime(proofNow.Add(-time.Minute))}
+	})
+
+	o, err := f.r.observe(context.Background(), f.cluster)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range cases {
-		if got := etcdNotRunning(tc.pod); got != tc.want {
-			t.Errorf("%s: etcdNotRunning = %v, want %v", tc.name, got, tc.want)
-		}
+	defer o.close()
+	if o.admin != nil || o.members != nil || o.planner.MembersKnown {
+		t.Errorf("admin %v, members %v, known %v; want no etcd client and members unknown", o.admin, o.members, o.planner.MembersKnown)
+	}
+	if len(o.pods) != 2 || o.pods["c-a"] == nil || o.pods["c-b"] == nil {
+		t.Errorf("own pods %v, want c-a and c-b", o.pods)
+	}
+	p := o.planner
+	if !p.Now.Equal(proofNow) || !p.Bootstrapped || p.NameSeed != "uid-c" || !reflect.DeepEqual(p.BootstrapMembers, []string{"c-a", "c-b", "c-c"}) {
+		t.Errorf("recorded state: now %v, bootstrapped %v, seed %q, bootstrap members %v", p.Now, p.Bootstrapped, p.NameSeed, p.BootstrapMembers)
+	}
+	if p.Pending == nil || p.Pending.Name != "c-c" || p.Pending.ID != 3 {
+		t.Errorf("pending %+v, want the recorded learner", p.Pending)
+	}
+	if !reflect.DeepEqual(p.Claims, []string{"c-a", "c-b"}) || !reflect.DeepEqual(p.KnownMembers, []string{"c-a", "c-b", "c-c"}) {
+		t.Errorf("claims %v, known members %v", p.Claims, p.KnownMembers)
+	}
+	if len(p.Pods) != 2 {
+		t.Fatalf("planner pods %+v", p.Pods)
+	}
+	a, b := p.Pods[0], p.Pods[1]
+	if a.Name != "c-a" || a.MemberID != 1 || !a.Ready || a.NodeNotReady || a.Version != "3.7.3" || !a.UnhealthySince.IsZero() {
+		t.Errorf("pod c-a %+v", a)
+	}
+	if b.Name != "c-b" || b.Ready || !b.NodeNotReady || !b.CrashLooping || b.EtcdRunning || !b.UnhealthySince.Equal(proofNow) {
+		t.Errorf("pod c-b %+v", b)
+	}
+}
+
+// What status recorded reaches the planner; a recovery underway outranks a pending
+// learner, and a pending record whose ID cannot be read is none.
+func TestRecordedState(t *testing.T) {
+	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{UID: "uid-c"}}
+	c.Status.PendingMember = &etcdv1beta2.PendingMember{Name: "c-d", ID: "not hex"}
+	if got := recordedState(c, proofNow); got.Pending != nil || got.NameSeed != "uid-c" || !got.Now.Equal(proofNow) {
+		t.Errorf("unreadable pending: %+v", got)
+	}
+	c.Status.PendingMember.ID = etcdadmin.FormatID(4)
+	c.Status.Recovery = &etcdv1beta2.RecoveryStatus{Source: "c-a", SourceID: etcdadmin.FormatID(1), Revision: 42, Member: "c-n",
+		Token: "tok", StartedAt: metav1.NewTime(proofNow)}
+	got := recordedState(c, proofNow)
+	want := &planner.Recovery{Source: "c-a", SourceID: 1, Revision: 42, Member: "c-n", StartedAt: proofNow, Token: "tok"}
+	if got.Pending != nil || !reflect.DeepEqual(got.Recovery, want) {
+		t.Errorf("recovery %+v, pending %+v; want %+v and no pending", got.Recovery, got.Pending, want)
 	}
 }
 
@@ -88,57 +152,4 @@ func TestQuorumLossGrace(t *testing.T) {
 
 func newTestCluster() *etcdv1beta2.EtcdCluster {
 	return &etcdv1beta2.EtcdCluster{Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16"}}
-}
-
-func TestEtcdContainerFacts(t *testing.T) {
-	pod := func(st corev1.ContainerState, last *corev1.ContainerStateTerminated, restarts int32) *corev1.Pod {
-		p := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: render.ContainerName, Image: "etcd:v3.6.99"}}}}
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: render.ContainerName, State: st,
-			LastTerminationState: corev1.ContainerState{Terminated: last}, RestartCount: restarts}}
-		return p
-	}
-	waiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}
-	cases := []struct {
-		name              string
-		pod               *corev1.Pod
-		running, neverRan bool
-	}{
-		{"no status yet", &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: render.ContainerName, Image: "etcd:v3.6.99"}}}}, false, true},
-		{"image cannot be pulled", pod(waiting, nil, 0), false, true},
-		{"crash loop after a run", pod(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}, &corev1.ContainerStateTerminated{ExitCode: 1}, 3), false, false},
-		{"waiting after restarts", pod(waiting, nil, 2), false, false},
-		{"running", pod(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, nil, 0), true, false},
-		{"terminated", pod(corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}, nil, 0), false, false},
-	}
-	for _, tc := range cases {
-		image, running, neverRan := etcdContainerFacts(tc.pod)
-		if image != "etcd:v3.6.99" || running != tc.running || neverRan != tc.neverRan {
-			t.Errorf("%s: image %q running %v neverRan %v, want running %v neverRan %v", tc.name, image, running, neverRan, tc.running, tc.neverRan)
-		}
-	}
-}
-
-// A member is dialled at its pod IP without TLS, in brackets when the IP is IPv6, and at
-// its DNS name with TLS (the name its server certificate carries).
-func TestMemberEndpoint(t *testing.T) {
-	pod := func(ip string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "main-0001", Namespace: "team-a"}, Status: corev1.PodStatus{PodIP: ip}}
-	}
-	plain := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "team-a"}}
-	withTLS := plain.DeepCopy()
-	withTLS.Spec.TLS = &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{ServerSecret: "s"}}}
-	for _, tc := range []struct {
-		c    *etcdv1beta2.EtcdCluster
-		ip   string
-		want string
-	}{
-		{plain, "10.0.0.1", "http://10.0.0.1:2379"},
-		{plain, "fd00:10:244::5", "http://[fd00:10:244::5]:2379"},
-		{withTLS, "fd00:10:244::5", "https://main-0001.main.team-a.svc.cluster.local:2379"},
-	} {
-		r := &Reconciler{ClusterDomain: "cluster.local"}
-		if got := r.memberEndpoint(tc.c, pod(tc.ip)); got != tc.want {
-			t.Errorf("memberEndpoint(TLS %v, %s) = %q, want %q", tc.c.Spec.TLS != nil, tc.ip, got, tc.want)
-		}
-	}
 }

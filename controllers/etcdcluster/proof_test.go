@@ -41,6 +41,13 @@ type deleteCall struct {
 
 func newProofFixture(t *testing.T, mutate func(*etcdv1beta2.EtcdCluster), objs ...client.Object) *proofFixture {
 	t.Helper()
+	return newProofFixtureWith(t, interceptor.Funcs{}, mutate, objs...)
+}
+
+// newProofFixtureWith is newProofFixture with further interceptors on the fake API
+// server; deletes are recorded unless funcs intercepts them itself.
+func newProofFixtureWith(t *testing.T, funcs interceptor.Funcs, mutate func(*etcdv1beta2.EtcdCluster), objs ...client.Object) *proofFixture {
+	t.Helper()
 	s := fixture.Scheme()
 	ec := &etcdv1beta2.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: "uid-c", Generation: 1},
@@ -52,7 +59,7 @@ func newProofFixture(t *testing.T, mutate func(*etcdv1beta2.EtcdCluster), objs .
 	f := &proofFixture{cluster: ec}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(append([]client.Object{ec}, objs...)...).
 		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).
-		WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		WithInterceptorFuncs(withRecordedDeletes(funcs, func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			do := &client.DeleteOptions{}
 			do.ApplyOptions(opts)
 			call := deleteCall{name: obj.GetName(), kind: strings.TrimPrefix(strings.ToLower(typeName(obj)), "*v1.")}
@@ -68,7 +75,7 @@ func newProofFixture(t *testing.T, mutate func(*etcdv1beta2.EtcdCluster), objs .
 			}
 			f.deletes = append(f.deletes, call)
 			return cl.Delete(ctx, obj, opts...)
-		}}).Build()
+		})).Build()
 	f.c, f.rec = c, record.NewFakeRecorder(200)
 	f.r = newTestClusterReconciler(t, c, f.rec, func() time.Time { return proofNow })
 	// Read back what the fake server stored (UIDs, resourceVersions).
@@ -76,6 +83,13 @@ func newProofFixture(t *testing.T, mutate func(*etcdv1beta2.EtcdCluster), objs .
 		t.Fatal(err)
 	}
 	return f
+}
+
+func withRecordedDeletes(funcs interceptor.Funcs, del func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error) interceptor.Funcs {
+	if funcs.Delete == nil {
+		funcs.Delete = del
+	}
+	return funcs
 }
 
 var errConflictForTest = &conflictError{}

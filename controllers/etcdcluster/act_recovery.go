@@ -97,6 +97,26 @@ func (r *Reconciler) finishRecovery(ctx context.Context, c *etcdv1beta2.EtcdClus
 	return nil
 }
 
+// abortRecovery executes AbortRecovery: the recovery is forgotten, with a warning, and
+// its new member's pod goes only when the plan says it is that recovery's.
+func (r *Reconciler) abortRecovery(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
+	if c.Status.Recovery != nil {
+		// Only the planner's word that the pod is this recovery's (it carries the
+		// recovery's marker) lets it go; the record alone never does.
+		if a.DeletePod && a.Name == c.Status.Recovery.Member {
+			if err := r.deleteMember(ctx, c, o, a.Name); err != nil {
+				return err
+			}
+		}
+		c.Status.Recovery = nil
+		if err := o.status.checkpoint(ctx); err != nil {
+			return err
+		}
+	}
+	r.Recorder.Event(c, corev1.EventTypeWarning, a.Reason, a.Message)
+	return nil
+}
+
 // unmarkRecovery removes the recovery marker from the pod of a recovery's new member.
 func (r *Reconciler) unmarkRecovery(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) error {
 	var pod corev1.Pod

@@ -1,0 +1,116 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// The steps here change etcd's membership through the observation's etcd client; the
+// end-to-end suites cover them against a live cluster.
+
+// addLearner executes AddLearner: the member is added as a learner, recorded as pending,
+// and only then gets its claim and pod.
+func (r *Reconciler) addLearner(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
+	admin, err := o.adminFor(a.Kind)
+	if err != nil {
+		return err
+	}
+	res, err := admin.EnsureLearner(ctx, []string{render.PeerURL(c, a.Name, r.ClusterDomain)})
+	if err != nil {
+		return fmt.Errorf("add learner %s: %w", a.Name, err)
+	}
+	// Persist the in-flight step before starting the pod: a restarted operator must
+	// finish this learner rather than add another.
+	c.Status.PendingMember = &etcdv1beta2.PendingMember{Name: a.Name, ID: idString(res.Member.ID), AddedAt: metav1.NewTime(r.Now())}
+	if err := o.status.checkpoint(ctx); err != nil {
+		return err
+	}
+	m := render.Member{Name: a.Name, ID: idString(res.Member.ID), Version: a.Version,
+		InitialClusterState: render.StateExisting, InitialCluster: r.initialClusterOf(c, res.Members, a.Name)}
+	if err := r.createMembers(ctx, c, []render.Member{m}); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberAdded, "added learner %s (%s)", a.Name, idString(res.Member.ID))
+	log.FromContext(ctx).WithValues("action", a.Kind.String()).Info("learner added", "member", a.Name, "id", idString(res.Member.ID))
+	return nil
+}
+
+// promoteLearner executes PromoteLearner; the learner is no longer pending.
+func (r *Reconciler) promoteLearner(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
+	admin, err := o.adminFor(a.Kind)
+	if err != nil {
+		return err
+	}
+	if _, err := admin.EnsurePromoted(ctx, a.ID); err != nil {
+		return fmt.Errorf("promote %s: %w", a.Name, err)
+	}
+	c.Status.PendingMember = nil
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberPromoted, "promoted learner %s (%s) to voting member", a.Name, idString(a.ID))
+	return nil
+}
+
+// moveLeader executes MoveLeader.
+func (r *Reconciler) moveLeader(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
+	admin, err := o.adminFor(a.Kind)
+	if err != nil {
+		return err
+	}
+	if err := admin.MoveLeader(ctx, a.To); err != nil {
+		return fmt.Errorf("move leader to %s: %w", idString(a.To), err)
+	}
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonLeaderMoved, "moved leadership from %s to %s: %s", idString(a.From), idString(a.To), a.Message)
+	return nil
+}
+
+// removeMember executes RemoveMember and ReplaceMember: the member leaves etcd, then,
+// when the plan says so, its pod and claim go.
+func (r *Reconciler) removeMember(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
+	admin, err := o.adminFor(a.Kind)
+	if err != nil {
+		return err
+	}
+	if _, err := admin.EnsureRemoved(ctx, a.ID); err != nil {
+		return fmt.Errorf("remove member %s: %w", a.Name, err)
+	}
+	if a.DeletePod && a.Name != "" {
+		if err := r.deleteMember(ctx, c, o, a.Name); err != nil {
+			return err
+		}
+	}
+	reason := etcdv1beta2.EventReasonMemberRemoved
+	if a.Kind == planner.ReplaceMember {
+		reason = etcdv1beta2.EventReasonMemberReplaced
+	}
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, reason, "removed member %s (%s): %s", a.Name, idString(a.ID), a.Message)
+	return nil
+}
+
+// initialClusterOf is --initial-cluster for a member joining an existing cluster: etcd
+// requires it to list every current member (learners and unstarted ones too) by peer URL.
+func (r *Reconciler) initialClusterOf(c *etcdv1beta2.EtcdCluster, members []etcdadmin.Member, self string) string {
+	names := []string{}
+	for _, m := range members {
+		n := m.Name
+		if n == "" {
+			n = memberNameFromPeerURLs(m.PeerURLs)
+		}
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if !slices.Contains(names, self) {
+		names = append(names, self)
+	}
+	slices.Sort(names)
+	return render.InitialCluster(c, names, r.ClusterDomain)
+}

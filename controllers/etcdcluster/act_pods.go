@@ -1,0 +1,168 @@
+package etcdcluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// The steps here change only Kubernetes objects (member pods and their claims); etcd's
+// membership is left as it is.
+
+// createPod executes CreatePod: the pod (and claim) of a member that has none. A member
+// of an interrupted bootstrap starts as part of the recorded initial cluster; any other
+// joins the existing one.
+func (r *Reconciler) createPod(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
+	m := render.Member{Name: a.Name, ID: idString(a.ID), Version: a.Version,
+		InitialClusterState: render.StateExisting, InitialCluster: r.initialClusterOf(c, o.members, a.Name)}
+	if !c.Status.Bootstrapped && slices.Contains(c.Status.BootstrapMembers, a.Name) {
+		m.InitialClusterState = render.StateNew
+		m.InitialCluster = render.InitialCluster(c, c.Status.BootstrapMembers, r.ClusterDomain)
+	}
+	if err := r.createMembers(ctx, c, []render.Member{m}); err != nil {
+		return err
+	}
+	if a.Reason == etcdv1beta2.ReasonRecreatingPod {
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonPodRecreated, "%s", a.Message)
+	} else {
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberPodCreated, "created pod for member %s", a.Name)
+	}
+	return nil
+}
+
+// deletePod executes DeletePod, with or without the member's claim.
+func (r *Reconciler) deletePod(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
+	if a.KeepClaim {
+		// The member restarts on its claim under a new pod of the same name.
+		if err := r.deleteOwned(ctx, c, &corev1.Pod{}, a.Name, observedUID(o, a.Name)); err != nil {
+			return err
+		}
+	} else if err := r.deleteMember(ctx, c, o, a.Name); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonPodDeleted, "deleted pod %s: %s", a.Name, a.Message)
+	return nil
+}
+
+// upgradeMember executes UpgradeMember: one member restarts on the new version.
+func (r *Reconciler) upgradeMember(ctx context.Context, c *etcdv1beta2.EtcdCluster, a planner.Action) error {
+	if err := r.setMemberImage(ctx, c, a.Name, a.Version); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberUpgrading, "restarting member %s on etcd %s", a.Name, a.Version)
+	return nil
+}
+
+// fixPodImage executes FixPodImage: a pod of a bootstrap stuck on a version that cannot
+// run gets the spec's version in place, keeping its name.
+func (r *Reconciler) fixPodImage(ctx context.Context, c *etcdv1beta2.EtcdCluster, a planner.Action) error {
+	if err := r.setMemberImage(ctx, c, a.Name, a.Version); err != nil {
+		return err
+	}
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonBootstrapPodCorrected, "%s", a.Message)
+	return nil
+}
+
+// createMembers creates the PVCs and pods the chart renders for members; existing ones are
+// left as they are.
+func (r *Reconciler) createMembers(ctx context.Context, c *etcdv1beta2.EtcdCluster, members []render.Member) error {
+	restore, err := r.restoreStep(ctx, c, members)
+	if err != nil {
+		return err
+	}
+	objs, err := r.renderer.Render(render.Input{Cluster: c, ClusterDomain: r.ClusterDomain, Members: members, Restore: restore})
+	if err != nil {
+		return fmt.Errorf("render member pods: %w", err)
+	}
+	recoveryToken := map[string]string{}
+	for _, m := range members {
+		if m.Recovery != nil {
+			recoveryToken[m.Name] = m.Recovery.Token
+		}
+	}
+	// PVCs first: a pod referencing a missing claim would not schedule.
+	for _, kindPass := range []func(client.Object) bool{isPVC, isPod} {
+		for _, obj := range objs {
+			if !kindPass(obj) {
+				continue
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				markRecovery(pod, recoveryToken[pod.Name])
+			}
+			if err := controllerutil.SetControllerReference(c, obj, r.Scheme); err != nil {
+				return err
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				stampSpecFingerprint(pod, c, r.ClusterDomain)
+			}
+			if err := r.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// markRecovery puts the recovery marker on the new member's pod of a quorum-loss
+// recovery and makes sure no other pod carries one (spec.pod.annotations could).
+func markRecovery(pod *corev1.Pod, token string) {
+	delete(pod.Annotations, render.AnnotationRecoveryToken)
+	if token == "" {
+		return
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[render.AnnotationRecoveryToken] = token
+}
+
+func isPVC(o client.Object) bool { _, ok := o.(*corev1.PersistentVolumeClaim); return ok }
+func isPod(o client.Object) bool { _, ok := o.(*corev1.Pod); return ok }
+
+// setMemberImage changes the image of one member's etcd container in place. The kubelet
+// restarts the container on the same pod and volume, so the member keeps its data and ID;
+// etcd hands leadership off on SIGTERM.
+func (r *Reconciler) setMemberImage(ctx context.Context, c *etcdv1beta2.EtcdCluster, name, version string) error {
+	var pod corev1.Pod
+	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &pod); err != nil {
+		return fmt.Errorf("get pod %s: %w", name, err)
+	}
+	if !metav1.IsControlledBy(&pod, c) {
+		why := fmt.Sprintf("pod %s/%s is not controlled by EtcdCluster %s; not changing its image", c.Namespace, name, c.Name)
+		r.Recorder.Event(c, corev1.EventTypeWarning, etcdv1beta2.ReasonDeletionRefused, why)
+		return &notControlledError{msg: why}
+	}
+	image := render.Image(c.Spec, version)
+	orig := pod.DeepCopy()
+	changed := false
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == render.ContainerName && pod.Spec.Containers[i].Image != image {
+			pod.Spec.Containers[i].Image = image
+			changed = true
+		}
+	}
+	if pod.Annotations[render.AnnotationVersion] != version {
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[render.AnnotationVersion] = version
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	if err := r.Patch(ctx, &pod, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("set image of %s to %s: %w", name, image, err)
+	}
+	return nil
+}

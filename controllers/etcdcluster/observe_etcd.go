@@ -1,0 +1,148 @@
+package etcdcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// What etcd says about a cluster's members: which pods are dialled, and what they answer.
+
+// dialTargets are the client endpoints of the own pods whose etcd may serve, sorted,
+// and the endpoint of each such pod.
+//
+// Endpoints are pod IPs, not DNS names: the operator must see a member as soon as its
+// process serves, whatever the state of DNS. (With client TLS the certificates name
+// the DNS names, so there the DNS names are used.)
+func (r *Reconciler) dialTargets(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, recovering bool) (endpoints []string, epOfPod map[string]string) {
+	epOfPod = map[string]string{}
+	for _, p := range pods {
+		// A pod whose etcd process is known not to run (killed, crashed, waiting for a
+		// restart) is not dialed: a dial to it only fails after the probe timeout, and
+		// that would delay noticing the failure by as much.
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" || etcdNotRunning(p) {
+			continue
+		}
+		// During a quorum-loss recovery two clusters run under our labels: the old one
+		// without quorum and the new one-member cluster. Only the new one is observed;
+		// a client mixing both would report a membership that exists nowhere.
+		// Only once the record is borne out by the new member's marked pod: until then
+		// the old cluster is what there is, and what the planner checks the record on.
+		if recovering && p.Name != c.Status.Recovery.Member {
+			continue
+		}
+		ep := r.memberEndpoint(c, p)
+		endpoints = append(endpoints, ep)
+		epOfPod[p.Name] = ep
+	}
+	sort.Strings(endpoints)
+	return endpoints, epOfPod
+}
+
+// recoveryUnderway reports that the recorded recovery's new member has its pod, marked
+// by the operator with that recovery's token.
+func recoveryUnderway(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) bool {
+	rec := c.Status.Recovery
+	if rec == nil || rec.Token == "" {
+		return false
+	}
+	for i := range pods {
+		p := &pods[i]
+		if p.Name == rec.Member && metav1IsControlledBy(p, c) && p.Annotations[render.AnnotationRecoveryToken] == rec.Token {
+			return true
+		}
+	}
+	return false
+}
+
+// memberEndpoint is the client URL the operator dials for a member pod.
+func (r *Reconciler) memberEndpoint(c *etcdv1beta2.EtcdCluster, p *corev1.Pod) string {
+	return render.MemberClientURL(c, p, r.ClusterDomain)
+}
+
+// connect is an etcd admin client for the endpoints, with the operator's client
+// certificate when the cluster requires one.
+func (r *Reconciler) connect(ctx context.Context, c *etcdv1beta2.EtcdCluster, endpoints []string) (*etcdadmin.Admin, error) {
+	tlsCfg, err := r.operatorTLS(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	admin, err := etcdadmin.New(etcdadmin.Config{
+		Endpoints:    endpoints,
+		TLS:          tlsCfg,
+		DialTimeout:  2 * time.Second,
+		CallTimeout:  3 * time.Second,
+		ProbeTimeout: 2 * time.Second,
+		Retry:        etcdadmin.Backoff{Budget: etcdCallBudget},
+		Log:          log.FromContext(ctx).WithName("etcd"),
+		Metrics:      etcdRequestMetrics(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client: %w", err)
+	}
+	return admin, nil
+}
+
+// operatorTLS loads the operator's client certificate for a TLS-secured cluster.
+func (r *Reconciler) operatorTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*tls.Config, error) {
+	if !render.ClientTLS(c) {
+		return nil, nil
+	}
+	cfg, err := etcdadmin.ClientTLSFromSecret(ctx, r.Client, c.Namespace, c.Spec.TLS.Static.OperatorSecret)
+	return cfg, tlsSecretError(err)
+}
+
+// etcdAnswers is what etcd answered in one observation. The zero value is what an
+// observation with no endpoint to dial has.
+type etcdAnswers struct {
+	statuses []etcdadmin.EndpointStatus // one per endpoint, failed ones included
+	members  []etcdadmin.Member         // nil when no member list was answered
+	lists    []planner.MemberList       // each member's own list; only with members
+}
+
+// askEtcd asks every endpoint for its status, then the cluster for its member list.
+func askEtcd(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) etcdAnswers {
+	ans := etcdAnswers{statuses: admin.Status(ctx, endpoints...)}
+	// A linearizable list first: it cannot be stale. Without a quorum it fails, and a
+	// serializable list from any live member still tells the planner who the members
+	// are, so it can tell "quorum lost" from "not created yet".
+	listCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	members, err := admin.MemberList(listCtx)
+	cancel()
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("linearizable member list unavailable", "err", err.Error())
+		members, err = admin.MemberListSerializable(ctx)
+	}
+	if err == nil {
+		ans.members = members
+		ans.lists = ownMemberLists(ctx, admin, endpoints)
+	}
+	return ans
+}
+
+// ownMemberLists asks each member for the member list as it alone sees it: the
+// witnesses the planner needs before it calls a pod an orphan.
+func ownMemberLists(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) []planner.MemberList {
+	var out []planner.MemberList
+	for _, l := range admin.MemberLists(ctx, endpoints...) {
+		if l.Err != nil {
+			continue
+		}
+		pl := planner.MemberList{From: l.From}
+		for _, m := range l.Members {
+			pl.Members = append(pl.Members, planner.Member{ID: m.ID, Name: memberName(m), PeerURLs: m.PeerURLs, IsLearner: m.IsLearner})
+		}
+		out = append(out, pl)
+	}
+	return out
+}
