@@ -7,6 +7,8 @@ package monitoring
 import (
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -131,3 +133,22 @@ func loadMonitor(t *testing.T, rel string) podMonitor {
 	}
 	return m
 }
+
+// decodeLoose decodes YAML into v, ignoring fields v does not have.
+func decodeLoose(t *testing.T, data []byte, v any) {
+	t.Helper()
+	if err := yaml.Unmarshal(data, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// splitYAML splits a multi-document YAML file.
+func splitYAML(data []byte) [][]byte {
+	var out [][]byte
+	for _, doc := range strings.Split(string(data), "\n---") {
+		out = append(out, []byte(doc))
+	}
+	return out
+}
+
+func itoa(i int32) string { return strconv.Itoa(int(i)) }
