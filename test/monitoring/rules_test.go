@@ -8,6 +8,8 @@ import (
 	"testing"
 	"text/template"
 	"time"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
 // TestRuleQueriesArePromQLOnKnownMetrics parses every rule's expression as PromQL and
@@ -138,4 +140,31 @@ func renderAlertTemplate(text string, labels []string) error {
 		return fmt.Errorf("%v (the expression yields labels %v)", err, labels)
 	}
 	return nil
+}
+
+// TestBackupReasonIsTheOperators: the backup rules tell success from failure by the
+// reason the operator records for a stored backup.
+func TestBackupReasonIsTheOperators(t *testing.T) {
+	found := false
+	for _, g := range loadRules(t).Spec.Groups {
+		for _, r := range g.Rules {
+			e, err := parsePromQL(r.Expr)
+			if err != nil {
+				continue
+			}
+			for _, s := range selectors(e) {
+				for _, f := range s.filters {
+					if s.name == "etcd_operator_backups_total" && f.Label == "reason" {
+						found = true
+						if f.Value != etcdv1beta2.ReasonBackupSucceeded || f.IsRegexp {
+							t.Errorf("%s: reason %q, the operator records %q for a stored backup", r.Alert, f.Value, etcdv1beta2.ReasonBackupSucceeded)
+						}
+					}
+				}
+			}
+		}
+	}
+	if !found {
+		t.Error("no rule tells failed backups by their reason")
+	}
 }
