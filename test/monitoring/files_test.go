@@ -1,0 +1,154 @@
+// Package monitoring checks the monitoring bundle: the alerting rules and PodMonitors in
+// config/prometheus and the install chart, and the Grafana dashboard in config/grafana.
+// Pure Go: queries are parsed as PromQL, and the metrics they name are looked up among
+// those the operator and etcd register.
+package monitoring
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// root is the repository root, relative to this package.
+const root = "../.."
+
+const (
+	rulesFile         = "config/prometheus/rules.yaml"
+	chartRulesFile    = "helm-charts/etcd-operator/files/prometheus-rules.yaml"
+	operatorMonitor   = "config/prometheus/operator_podmonitor.yaml"
+	membersMonitor    = "config/prometheus/etcd_podmonitor.yaml"
+	dashboardFile     = "config/grafana/etcd-operator-dashboard.json"
+	operatorChartPath = "helm-charts/etcd-operator"
+)
+
+// prometheusRule is the part of monitoring.coreos.com/v1 PrometheusRule the bundle uses;
+// decoding is strict, so a misspelt field fails.
+type prometheusRule struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec ruleSpec `json:"spec"`
+}
+
+type ruleSpec struct {
+	Groups []ruleGroup `json:"groups"`
+}
+
+type ruleGroup struct {
+	Name     string `json:"name"`
+	Interval string `json:"interval,omitempty"`
+	Rules    []rule `json:"rules"`
+}
+
+type rule struct {
+	Alert       string            `json:"alert,omitempty"`
+	Record      string            `json:"record,omitempty"`
+	Expr        string            `json:"expr"`
+	For         string            `json:"for,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// podMonitor is the part of monitoring.coreos.com/v1 PodMonitor the bundle uses.
+type podMonitor struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace,omitempty"`
+		Labels    map[string]string `json:"labels,omitempty"`
+	} `json:"metadata"`
+	Spec podMonitorSpec `json:"spec"`
+}
+
+type podMonitorSpec struct {
+	NamespaceSelector *struct {
+		Any        bool     `json:"any,omitempty"`
+		MatchNames []string `json:"matchNames,omitempty"`
+	} `json:"namespaceSelector,omitempty"`
+	Selector struct {
+		MatchLabels      map[string]string `json:"matchLabels,omitempty"`
+		MatchExpressions []struct {
+			Key      string   `json:"key"`
+			Operator string   `json:"operator"`
+			Values   []string `json:"values,omitempty"`
+		} `json:"matchExpressions,omitempty"`
+	} `json:"selector"`
+	PodMetricsEndpoints []endpoint `json:"podMetricsEndpoints"`
+}
+
+type endpoint struct {
+	Port        string `json:"port"`
+	Path        string `json:"path,omitempty"`
+	HonorLabels bool   `json:"honorLabels,omitempty"`
+	Relabelings []struct {
+		SourceLabels []string `json:"sourceLabels,omitempty"`
+		TargetLabel  string   `json:"targetLabel,omitempty"`
+		Replacement  string   `json:"replacement,omitempty"`
+		Action       string   `json:"action,omitempty"`
+		Regex        string   `json:"regex,omitempty"`
+	} `json:"relabelings,omitempty"`
+}
+
+func readFile(t *testing.T, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// decodeStrict decodes YAML or JSON into v, refusing unknown fields.
+func decodeStrict(t *testing.T, what string, data []byte, v any) {
+	t.Helper()
+	if err := yaml.UnmarshalStrict(data, v); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func loadRules(t *testing.T) prometheusRule {
+	t.Helper()
+	var r prometheusRule
+	decodeStrict(t, rulesFile, readFile(t, rulesFile), &r)
+	if r.APIVersion != "monitoring.coreos.com/v1" || r.Kind != "PrometheusRule" {
+		t.Fatalf("%s is a %s %s, want a monitoring.coreos.com/v1 PrometheusRule", rulesFile, r.APIVersion, r.Kind)
+	}
+	return r
+}
+
+func loadMonitor(t *testing.T, rel string) podMonitor {
+	t.Helper()
+	var m podMonitor
+	decodeStrict(t, rel, readFile(t, rel), &m)
+	if m.APIVersion != "monitoring.coreos.com/v1" || m.Kind != "PodMonitor" {
+		t.Fatalf("%s is a %s %s, want a monitoring.coreos.com/v1 PodMonitor", rel, m.APIVersion, m.Kind)
+	}
+	return m
+}
+
+// decodeLoose decodes YAML into v, ignoring fields v does not have.
+func decodeLoose(t *testing.T, data []byte, v any) {
+	t.Helper()
+	if err := yaml.Unmarshal(data, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// splitYAML splits a multi-document YAML file.
+func splitYAML(data []byte) [][]byte {
+	var out [][]byte
+	for _, doc := range strings.Split(string(data), "\n---") {
+		out = append(out, []byte(doc))
+	}
+	return out
+}
+
+func itoa(i int32) string { return strconv.Itoa(int(i)) }
