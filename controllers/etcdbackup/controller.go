@@ -471,7 +471,10 @@ func (r *Reconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2.EtcdBacku
 		return ctrl.Result{}, err
 	}
 	if !metav1.IsControlledBy(&pod, eb) {
-		return ctrl.Result{}, r.fail(ctx, eb, etcdv1beta2.ReasonBackupInvalidSpec, fmt.Sprintf("pod %s/%s exists and does not belong to this backup", pod.Namespace, pod.Name))
+		// Never touched, but looked at again: its deletion does not wake this backup (it
+		// names no owner we watch), and a periodic backup must resume once it is gone.
+		return ctrl.Result{RequeueAfter: foreignPodRecheck}, r.fail(ctx, eb, etcdv1beta2.ReasonBackupInvalidSpec,
+			fmt.Sprintf("pod %s/%s exists and does not belong to this backup; the backup resumes once it is gone", pod.Namespace, pod.Name))
 	}
 	if pod.DeletionTimestamp != nil {
 		return ctrl.Result{RequeueAfter: time.Second}, nil // the last one is going away
@@ -507,8 +510,10 @@ func (r *Reconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2.EtcdBacku
 	reason, msg := res.Reason, res.Error
 	if reason == "" {
 		reason, msg = etcdv1beta2.ReasonBackupPodFailed, fmt.Sprintf("backup pod %s failed (%s)", pod.Name, exit)
-		if resErr == nil && res.Error != "" {
-			msg += ": " + res.Error
+		if res.Error != "" {
+			// A result's error, or (FallbackToLogsOnError) the log's tail when the
+			// program died before writing one: its last line says why.
+			msg += ": " + render.LastMessageLine(res.Error)
 		}
 	}
 	if podDialedExternal(&pod) && (reason == etcdv1beta2.ReasonSnapshotFailed || reason == etcdv1beta2.ReasonTimeout || reason == etcdv1beta2.ReasonTLSError) {
@@ -559,6 +564,10 @@ func podResult(pod *corev1.Pod) (res backup.JobResult, exit string, err error) {
 	}
 	return backup.JobResult{}, "container status unknown", errors.New("no terminated backup container")
 }
+
+// foreignPodRecheck is how often a backup whose pod name is taken by a pod it does not
+// control looks again.
+const foreignPodRecheck = time.Minute
 
 // backupTimeout is the backup's timeout, saturated at maxBackupTimeout so that deadlines
 // computed from it (plus the pod start grace) cannot overflow.
