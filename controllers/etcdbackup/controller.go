@@ -162,10 +162,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// A spec problem: retrying cannot help; a spec change wakes us.
 		return ctrl.Result{}, r.fail(ctx, &eb, reason, msg)
 	}
+	if reason, msg := checkSchedule(&eb); reason != "" {
+		return ctrl.Result{}, r.fail(ctx, &eb, reason, msg)
+	}
 
 	now := r.Now()
 	interval := policyOf(&eb).Interval()
 	if wait, due := backupDue(&eb, now); !due {
+		if wait > 0 {
+			if err := r.noteNextRun(ctx, &eb, now.Add(wait)); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if wait := r.retryWait(req.NamespacedName, eb.Generation, now); wait > 0 {
@@ -205,6 +213,12 @@ func (r *Reconciler) failed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, int
 // backupDue says whether a backup is due now, else how long until it is (0: never,
 // a one-shot backup that succeeded for this generation).
 func backupDue(eb *etcdv1beta2.EtcdBackup, now time.Time) (time.Duration, bool) {
+	if manualRunDue(eb) {
+		return 0, true
+	}
+	if s, _ := cronScheduleOf(eb); s != nil {
+		return cronDue(eb, s, now)
+	}
 	interval := policyOf(eb).Interval()
 	cond := meta.FindStatusCondition(eb.Status.Conditions, etcdv1beta2.BackupConditionSucceeded)
 	if cond == nil || cond.ObservedGeneration != eb.Generation || cond.Status != metav1.ConditionTrue {
@@ -231,6 +245,7 @@ func (r *Reconciler) succeed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, no
 		eb.Status.EtcdRevision = res.Revision
 	}
 	eb.Status.LastSuccessDate = metav1.NewTime(now)
+	next := recordScheduledRun(eb, now)
 	msg := fmt.Sprintf("snapshot of revision %d from %s stored as %s (%d bytes, sha256 %s)", res.Revision, res.Endpoint, res.Location, res.Size, res.SHA256)
 	if res.Location == "" {
 		msg = "backup pod succeeded but reported no result (no termination message)"
@@ -249,10 +264,22 @@ func (r *Reconciler) succeed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, no
 		return ctrl.Result{}, err
 	}
 	r.Recorder.Event(eb, corev1.EventTypeNormal, etcdv1beta2.ReasonBackupSucceeded, msg)
-	if interval > 0 {
-		return ctrl.Result{RequeueAfter: interval}, nil
+	if !next.IsZero() {
+		return ctrl.Result{RequeueAfter: max(next.Sub(now), time.Second)}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// periodic: eb takes backups on an interval or a schedule (each under its own object
+// name, kept by maxBackups), not one backup under spec's path.
+func periodic(eb *etcdv1beta2.EtcdBackup) bool {
+	return policyOf(eb).BackupIntervalInSecond > 0 || eb.Annotations[etcdv1beta2.BackupScheduleAnnotation] != ""
+}
+
+// failedThisGeneration: the last attempt for the current spec failed.
+func failedThisGeneration(eb *etcdv1beta2.EtcdBackup) bool {
+	cond := meta.FindStatusCondition(eb.Status.Conditions, etcdv1beta2.BackupConditionSucceeded)
+	return cond != nil && cond.ObservedGeneration == eb.Generation && cond.Status == metav1.ConditionFalse
 }
 
 func policyOf(eb *etcdv1beta2.EtcdBackup) etcdv1beta2.BackupPolicy {
@@ -351,7 +378,7 @@ func (r *Reconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.EtcdBackup)
 	defer admin.Close()
 	req := backup.SnapshotRequest{
 		Key:        key,
-		Periodic:   policyOf(eb).BackupIntervalInSecond > 0,
+		Periodic:   periodic(eb),
 		MaxBackups: policyOf(eb).MaxBackups,
 		Now:        r.Now(),
 		Metadata:   map[string]string{"etcd-backup-namespace": eb.Namespace, "etcd-backup-name": eb.Name},
@@ -392,11 +419,14 @@ func (r *Reconciler) fail(ctx context.Context, eb *etcdv1beta2.EtcdBackup, reaso
 	orig := eb.DeepCopy()
 	eb.Status.Succeeded = false
 	eb.Status.Reason = msg
+	// A backup-now request is answered by this attempt, failed or not: the next value
+	// asks again.
+	eb.Status.LastBackupNow = eb.Annotations[etcdv1beta2.BackupNowAnnotation]
 	changed := meta.SetStatusCondition(&eb.Status.Conditions, metav1.Condition{
 		Type: etcdv1beta2.BackupConditionSucceeded, Status: metav1.ConditionFalse, Reason: reason,
 		Message: msg, ObservedGeneration: eb.Generation,
 	})
-	if !changed && orig.Status.Reason == msg && !orig.Status.Succeeded {
+	if !changed && orig.Status.Reason == msg && !orig.Status.Succeeded && orig.Status.LastBackupNow == eb.Status.LastBackupNow {
 		return nil
 	}
 	if err := r.Status().Patch(ctx, eb, client.MergeFrom(orig)); err != nil {
