@@ -177,6 +177,53 @@ func TestBackupToS3(t *testing.T) {
 		}
 	})
 
+	t.Run("backup-now takes one more backup of a one-shot backup", func(t *testing.T) {
+		before := b.getBackup(t, "oneshot").Status.LastSuccessDate
+		eb := b.getBackup(t, "oneshot")
+		eb.Annotations = map[string]string{etcdv1beta2.BackupNowAnnotation: "e2e-1"}
+		if err := b.C.Update(ctx, eb); err != nil {
+			t.Fatal(err)
+		}
+		b.Eventually(60*time.Second, "backup-now honoured", func() error {
+			st := b.getBackup(t, "oneshot").Status
+			// lastBackupNow is written only by a finished attempt; Succeeded says it stored.
+			if st.LastBackupNow != "e2e-1" || !st.Succeeded || st.LastSuccessDate.Before(&before) {
+				return fmt.Errorf("lastBackupNow %q, last success %v (was %v)", st.LastBackupNow, st.LastSuccessDate, before)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a cron schedule fires at its slot", func(t *testing.T) {
+		eb := b.newBackup("cron", cluster, "bk/cron", "aws", &etcdv1beta2.BackupPolicy{MaxBackups: 2})
+		eb.Annotations = map[string]string{etcdv1beta2.BackupScheduleAnnotation: "* * * * *"} // every minute
+		b.Create(eb)
+		b.Eventually(30*time.Second, "nextScheduleTime shown before the first run", func() error {
+			if st := b.getBackup(t, "cron").Status; st.NextScheduleTime == nil || st.LastScheduleTime != nil {
+				return fmt.Errorf("next %v last %v", st.NextScheduleTime, st.LastScheduleTime)
+			}
+			return nil
+		})
+		next := b.getBackup(t, "cron").Status.NextScheduleTime.Time
+		b.Eventually(90*time.Second, "the scheduled backup stored", func() error {
+			st := b.getBackup(t, "cron").Status
+			if st.LastScheduleTime == nil || !st.Succeeded {
+				return fmt.Errorf("last %v succeeded %v", st.LastScheduleTime, st.Succeeded)
+			}
+			if !st.LastScheduleTime.Time.Equal(next) {
+				return fmt.Errorf("ran for slot %v, want %v", st.LastScheduleTime, next)
+			}
+			objs, err := backup.Periodic(ctx, b.store, "bk/cron")
+			if err != nil || len(objs) == 0 {
+				return fmt.Errorf("stored %v, %v", objs, err)
+			}
+			return nil
+		})
+		if err := b.C.Delete(ctx, b.getBackup(t, "cron")); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("periodic with retention, deleting the CR keeps the backups", func(t *testing.T) {
 		eb := b.newBackup("periodic", cluster, "bk/periodic", "aws", &etcdv1beta2.BackupPolicy{BackupIntervalInSecond: 2, MaxBackups: 2})
 		eb.Finalizers = []string{etcdv1beta2.BackupFinalizer} // as CoreOS's operator left it
