@@ -633,7 +633,7 @@ func (r *Reconciler) backupPod(eb *etcdv1beta2.EtcdBackup, target *backupTarget)
 		"--key=" + strings.TrimPrefix(path.Clean("/"+eb.Spec.PVC.Path), "/"),
 		"--timeout=" + backupTimeout(eb).String(),
 	}
-	if p.BackupIntervalInSecond > 0 {
+	if periodic(eb) {
 		args = append(args, "--periodic", fmt.Sprintf("--max-backups=%d", p.MaxBackups))
 	}
 	if c, err := compressionOf(eb); err == nil && c != backup.CompressionNone {
