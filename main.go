@@ -238,6 +238,7 @@ func runBackup(args []string) int {
 		key         = fs.String("key", "", "backup path below --dir; with --periodic the base of <key>_v<revision>_<time>")
 		periodic    = fs.Bool("periodic", false, "name the backup <key>_v<revision>_<time> and apply --max-backups")
 		maxBackups  = fs.Int("max-backups", 0, "with --periodic: keep this many newest backups of --key (0: all)")
+		maxAge      = fs.Duration("max-age", 0, "with --periodic: delete backups of --key older than this, never the newest (0: any age)")
 		compression = fs.String("compression", "", "gzip, or empty for none")
 		timeout     = fs.Duration("timeout", time.Minute, "give up after this long")
 		resultFile  = fs.String("result-file", "/dev/termination-log", "where to write the JSON result (the container's terminationMessagePath)")
@@ -286,7 +287,7 @@ func runBackup(args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	res, err := backup.SaveSnapshot(ctx, admin, store, backup.SnapshotRequest{
-		Key: *key, Periodic: *periodic, MaxBackups: *maxBackups, Compression: backup.Compression(*compression),
+		Key: *key, Periodic: *periodic, MaxBackups: *maxBackups, MaxAge: *maxAge, Compression: backup.Compression(*compression),
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:

@@ -49,6 +49,7 @@ func newFiller(t *testing.T, seed int64) *randfill.Filler {
 			c.FillNoCustom(p)
 			p.TimeoutInSecond = randomSeconds(c)
 			p.BackupIntervalInSecond = randomSeconds(c)
+			p.MaxAgeInSecond = randomSeconds(c)
 		},
 		// The annotations a v1 field is stored as, present or not, empty or not, on both
 		// versions: the conversion must keep them apart from the fields.

@@ -13,6 +13,7 @@ import (
 type backupV1beta2Data struct {
 	TimeoutInSecond        *int64 `json:"timeoutInSecond,omitempty"`
 	BackupIntervalInSecond *int64 `json:"backupIntervalInSecond,omitempty"`
+	MaxAgeInSecond         *int64 `json:"maxAgeInSecond,omitempty"`
 	// The v1beta2 object had no backupPolicy; v1 made one only to hold the schedule.
 	NoBackupPolicy bool `json:"noBackupPolicy,omitempty"`
 }
@@ -21,6 +22,7 @@ type backupV1beta2Data struct {
 type backupV1Data struct {
 	Timeout        *metav1.Duration `json:"timeout,omitempty"`
 	BackupInterval *metav1.Duration `json:"backupInterval,omitempty"`
+	MaxAge         *metav1.Duration `json:"maxAge,omitempty"`
 	// The v1 object carried the compression annotation too, with this value, besides
 	// spec.compression (which the annotation of the v1beta2 object now holds).
 	CompressionAnnotation *string `json:"compressionAnnotation,omitempty"`
@@ -69,6 +71,7 @@ func (src *EtcdBackup) ConvertTo(hub conversion.Hub) error {
 		dp := &v1beta2.BackupPolicy{MaxBackups: p.MaxBackups}
 		dp.TimeoutInSecond, lost.Timeout = fromV1Duration(p.Timeout, kept.TimeoutInSecond)
 		dp.BackupIntervalInSecond, lost.BackupInterval = fromV1Duration(p.BackupInterval, kept.BackupIntervalInSecond)
+		dp.MaxAgeInSecond, lost.MaxAge = fromV1Duration(p.MaxAge, kept.MaxAgeInSecond)
 		dst.Spec.BackupPolicy = dp
 		if kept.NoBackupPolicy && *dp == (v1beta2.BackupPolicy{}) {
 			dst.Spec.BackupPolicy = nil
@@ -122,6 +125,7 @@ func (dst *EtcdBackup) ConvertFrom(hub conversion.Hub) error {
 		dp := &BackupPolicy{MaxBackups: p.MaxBackups}
 		dp.Timeout, lost.TimeoutInSecond = toV1Duration(p.TimeoutInSecond, kept.Timeout)
 		dp.BackupInterval, lost.BackupIntervalInSecond = toV1Duration(p.BackupIntervalInSecond, kept.BackupInterval)
+		dp.MaxAge, lost.MaxAgeInSecond = toV1Duration(p.MaxAgeInSecond, kept.MaxAge)
 		dst.Spec.BackupPolicy = dp
 	}
 	schedule := annotationToField(&dst.ObjectMeta, v1beta2.BackupScheduleAnnotation, kept)

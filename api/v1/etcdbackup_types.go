@@ -86,6 +86,14 @@ type BackupPolicy struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10000
 	MaxBackups int `json:"maxBackups,omitempty"`
+	// MaxAge deletes periodic backups older than this, e.g. 720h, after each backup; unset
+	// or 0s keeps them whatever their age. The newest backup is never deleted, however old,
+	// and only backups this EtcdBackup's path names are considered. At most 8784h. It is
+	// v1beta2's maxAgeInSecond.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="maxAge must not be negative"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('8784h')",message="maxAge must be at most 8784h (366 days)"
+	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
 }
 
 // EtcdBackupStatus reports the last backup.

@@ -24,3 +24,6 @@ func (p BackupPolicy) Timeout() time.Duration { return SecondsToDuration(p.Timeo
 
 // Interval is backupIntervalInSecond as a Duration (0: one-shot), saturated.
 func (p BackupPolicy) Interval() time.Duration { return SecondsToDuration(p.BackupIntervalInSecond) }
+
+// MaxAge is MaxAgeInSecond as a duration (0: no age limit).
+func (p BackupPolicy) MaxAge() time.Duration { return SecondsToDuration(p.MaxAgeInSecond) }

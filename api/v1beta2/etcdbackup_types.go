@@ -112,6 +112,14 @@ type BackupPolicy struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10000
 	MaxBackups int `json:"maxBackups,omitempty"`
+	// MaxAgeInSecond deletes periodic backups older than this many seconds, after each
+	// backup; 0 keeps them whatever their age. The newest backup is never deleted, however
+	// old. Only backups this EtcdBackup's path names (<path>_v<revision>_<time>) are
+	// considered. At most MaxBackupIntervalInSecond (366 days). (Added by this operator.)
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=31622400
+	MaxAgeInSecond int64 `json:"maxAgeInSecond,omitempty"`
 }
 
 // EtcdBackupStatus reports the last backup.

@@ -380,6 +380,7 @@ func (r *Reconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.EtcdBackup)
 		Key:        key,
 		Periodic:   periodic(eb),
 		MaxBackups: policyOf(eb).MaxBackups,
+		MaxAge:     policyOf(eb).MaxAge(),
 		Now:        r.Now(),
 		Metadata:   map[string]string{"etcd-backup-namespace": eb.Namespace, "etcd-backup-name": eb.Name},
 	}
@@ -635,6 +636,9 @@ func (r *Reconciler) backupPod(eb *etcdv1beta2.EtcdBackup, target *backupTarget)
 	}
 	if periodic(eb) {
 		args = append(args, "--periodic", fmt.Sprintf("--max-backups=%d", p.MaxBackups))
+		if age := p.MaxAge(); age > 0 {
+			args = append(args, "--max-age="+age.String())
+		}
 	}
 	if c, err := compressionOf(eb); err == nil && c != backup.CompressionNone {
 		args = append(args, "--compression="+string(c))

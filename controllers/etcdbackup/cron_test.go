@@ -164,13 +164,15 @@ func TestCronScheduleInvalid(t *testing.T) {
 }
 
 // A scheduled PVC backup is periodic: its pod names each backup by revision and time and
-// applies maxBackups, as an interval backup's does.
+// applies maxBackups and maxAge, as an interval backup's does.
 func TestCronBackupPodIsPeriodic(t *testing.T) {
-	h := newHarness(t, cronBackup("pod", "@hourly", ""), mainCluster("pod")...)
+	eb := cronBackup("pod", "@hourly", "")
+	eb.Spec.BackupPolicy.MaxAgeInSecond = 7 * 24 * 3600
+	h := newHarness(t, eb, mainCluster("pod")...)
 	h.clock.Advance(time.Hour)
 	h.reconcile()
 	args := strings.Join(h.mustPod().Spec.Containers[0].Args, " ")
-	if !strings.Contains(args, "--periodic") || !strings.Contains(args, "--max-backups=3") {
-		t.Errorf("backup pod args %q, want --periodic --max-backups=3", args)
+	if !strings.Contains(args, "--periodic") || !strings.Contains(args, "--max-backups=3") || !strings.Contains(args, "--max-age=168h0m0s") {
+		t.Errorf("backup pod args %q, want --periodic --max-backups=3 --max-age=168h0m0s", args)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -143,7 +144,7 @@ func TestRetention(t *testing.T) {
 		if err != nil || latest.Key != keys[3] {
 			t.Fatalf("latest = %v, %v; want %s", latest.Key, err, keys[3])
 		}
-		deleted, err := backup.Retain(ctx, s, "etcd/c", 2)
+		deleted, err := backup.Retain(ctx, s, "etcd/c", backup.Retention{Keep: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,11 +156,49 @@ func TestRetention(t *testing.T) {
 				t.Errorf("%s should survive retention: %v", k, err)
 			}
 		}
-		if _, err := backup.Retain(ctx, s, "etcd/c", 0); err != nil {
+		if _, err := backup.Retain(ctx, s, "etcd/c", backup.Retention{}); err != nil {
 			t.Fatal(err)
 		}
 		if ps, _ := backup.Periodic(ctx, s, "etcd/c"); len(ps) != 2 {
 			t.Errorf("maxBackups 0 must keep all; have %d", len(ps))
+		}
+	})
+}
+
+// By age: what is older than MaxAge goes, the newest stays however old, and objects
+// that are not this key's periodic backups are never looked at.
+func TestRetentionByAge(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s backup.Store) {
+		ctx := context.Background()
+		now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+		put := func(k string) {
+			t.Helper()
+			if _, err := s.Put(ctx, k, strings.NewReader(k), backup.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old1 := backup.PeriodicKey("etcd/c", 1, now.Add(-72*time.Hour))
+		old2 := backup.PeriodicKey("etcd/c", 2, now.Add(-49*time.Hour))
+		young := backup.PeriodicKey("etcd/c", 3, now.Add(-47*time.Hour))
+		other := backup.PeriodicKey("etcd/other", 1, now.Add(-100*time.Hour))
+		for _, k := range []string{old1, old2, young, other} {
+			put(k)
+		}
+		deleted, err := backup.Retain(ctx, s, "etcd/c", backup.Retention{MaxAge: 48 * time.Hour, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(deleted)
+		if want := []string{old1, old2}; !slices.Equal(deleted, want) {
+			t.Errorf("deleted %v, want %v", deleted, want)
+		}
+		// Only very old backups left: the newest of them is kept.
+		deleted, err = backup.Retain(ctx, s, "etcd/c", backup.Retention{MaxAge: time.Hour, Now: now})
+		if err != nil || len(deleted) != 0 {
+			t.Errorf("with only the newest left: deleted %v, %v; want nothing", deleted, err)
+		}
+		if _, _, err := readAll(t, s, other); err != nil {
+			t.Errorf("another key's backup touched: %v", err)
 		}
 	})
 }

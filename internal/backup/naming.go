@@ -88,20 +88,39 @@ func Latest(ctx context.Context, s Store, key string) (Object, error) {
 	return objs[0], nil
 }
 
-// Retain deletes all but the newest keep periodic backups of key (keep <= 0 keeps all)
-// and returns the deleted keys. Only objects named exactly like periodic backups of key
-// are ever considered.
-func Retain(ctx context.Context, s Store, key string, keep int) ([]string, error) {
-	if keep <= 0 {
+// Retention says which periodic backups of a key to keep.
+type Retention struct {
+	// Keep is how many of the newest to keep (0: any number).
+	Keep int
+	// MaxAge deletes those whose name's time is older than Now minus MaxAge (0: any age).
+	MaxAge time.Duration
+	Now    time.Time
+}
+
+// Retain deletes the periodic backups of key that r does not keep and returns the
+// deleted keys. Only objects named exactly like periodic backups of key are ever
+// considered, and the newest of them is always kept, however old: a backup that is too
+// old is still better than none.
+func Retain(ctx context.Context, s Store, key string, r Retention) ([]string, error) {
+	if r.Keep <= 0 && r.MaxAge <= 0 {
 		return nil, nil
 	}
 	objs, err := Periodic(ctx, s, key)
-	if err != nil || len(objs) <= keep {
+	if err != nil || len(objs) <= 1 {
 		return nil, err
 	}
 	var deleted []string
 	var errs []error
-	for _, o := range objs[keep:] {
+	for i, o := range objs {
+		if i == 0 {
+			continue // the newest
+		}
+		tooMany := r.Keep > 0 && i >= r.Keep
+		_, at, _ := ParsePeriodicKey(key, o.Key)
+		tooOld := r.MaxAge > 0 && at.Before(r.Now.Add(-r.MaxAge))
+		if !tooMany && !tooOld {
+			continue
+		}
 		if err := s.Delete(ctx, o.Key); err != nil {
 			errs = append(errs, err)
 			continue

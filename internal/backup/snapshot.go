@@ -19,9 +19,10 @@ type SnapshotRequest struct {
 	// Key is the object's key; with Periodic, the base of the periodic names.
 	Key string
 	// Periodic names the object <Key>_v<revision>_<time> (CoreOS naming) and applies
-	// MaxBackups retention to the periodic backups of Key.
+	// MaxBackups and MaxAge retention to the periodic backups of Key.
 	Periodic   bool
 	MaxBackups int
+	MaxAge     time.Duration
 	// Now is the time in a periodic name (default time.Now).
 	Now         time.Time
 	Compression Compression
@@ -61,11 +62,11 @@ func SaveSnapshot(ctx context.Context, admin *etcdadmin.Admin, store Store, req 
 	defer snap.Close()
 
 	key := req.Key
+	now := req.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
 	if req.Periodic {
-		now := req.Now
-		if now.IsZero() {
-			now = time.Now()
-		}
 		key = PeriodicKey(req.Key, snap.Revision, now)
 	}
 	md := map[string]string{}
@@ -85,8 +86,8 @@ func SaveSnapshot(ctx context.Context, admin *etcdadmin.Admin, store Store, req 
 		Object: obj, Location: store.String() + "/" + key, Endpoint: snap.Endpoint,
 		Version: snap.ServerVersion, StorageVersion: snap.Version, Revision: snap.Revision,
 	}
-	if req.Periodic && req.MaxBackups > 0 {
-		res.Pruned, res.RetentionErr = Retain(ctx, store, req.Key, req.MaxBackups)
+	if req.Periodic && (req.MaxBackups > 0 || req.MaxAge > 0) {
+		res.Pruned, res.RetentionErr = Retain(ctx, store, req.Key, Retention{Keep: req.MaxBackups, MaxAge: req.MaxAge, Now: now})
 	}
 	return res, nil
 }
