@@ -40,7 +40,8 @@ const (
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -76,6 +77,8 @@ type Reconciler struct {
 	health   *healthTracker
 	events   *eventMemo
 	backoff  *stepBackoff
+	// claimReports carries the storage step's findings to the SpecApplied condition.
+	claimReports claimReportMemo
 }
 
 // SetupWithManager watches EtcdClusters and the objects they own. Owned pods changing
@@ -103,6 +106,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&etcdv1beta2.EtcdCluster{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
+		Owns(&corev1.PersistentVolumeClaim{}). // claims growing report progress
 		Owns(&policyv1.PodDisruptionBudget{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
@@ -118,6 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			r.health.forget(req.NamespacedName.String())
 			r.events.forget(req.NamespacedName.String())
 			r.backoff.forget(req.NamespacedName.String())
+			r.claimReports.forget(req.NamespacedName.String())
 			forgetClusterMetrics(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -155,6 +160,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	r.backoff.succeed(clusterKey(&c), "observe")
 	defer obs.close()
 	obs.status = status
+	r.reconcileStorage(ctx, &c) // storage_act.go: claims grow beside the membership step
 
 	if _, warning := quorumLossGrace(&c, r.MinQuorumLossGrace); warning != "" {
 		r.Recorder.Event(&c, corev1.EventTypeWarning, etcdv1beta2.EventReasonInvalidAnnotation, warning)

@@ -72,6 +72,9 @@ func specFingerprint(c *etcdv1beta2.EtcdCluster, domain string) map[string]strin
 	if h := hashValue(render.ClusterDomain(c, domain)); h != "" {
 		out[fieldClusterDomain] = h
 	}
+	if h := hashValue(claimSpecApartFromStorage(pod.PersistentVolumeClaimSpec)); h != "" {
+		out[keyClaimSpecApartFromStorage] = h
+	}
 	return out
 }
 
@@ -107,7 +110,11 @@ func stampSpecFingerprint(p *corev1.Pod, c *etcdv1beta2.EtcdCluster, domain stri
 // fingerprint (created by an older operator) are compared on what the pod itself shows:
 // repository, TLS secrets, claim or not, and whether the spec's labels, annotations and
 // node selector are on it; other fields of such pods cannot be judged and are not reported.
-func staleSpecFields(c *etcdv1beta2.EtcdCluster, domain string, p *corev1.Pod) []string {
+//
+// claimCreatedWith is the storage request the pod's claim was created with ("" if not
+// known): the storage request itself is applied to running members by expanding their
+// claims (storage.go), so only the rest of the claim spec is compared here.
+func staleSpecFields(c *etcdv1beta2.EtcdCluster, domain string, p *corev1.Pod, claimCreatedWith string) []string {
 	var stale []string
 	if repo, ok := podRepository(p); ok && repo != specRepository(c) {
 		stale = append(stale, fieldRepository)
@@ -124,6 +131,12 @@ func staleSpecFields(c *etcdv1beta2.EtcdCluster, domain string, p *corev1.Pod) [
 	}
 	current := specFingerprint(c, domain)
 	for _, f := range fingerprintedFields {
+		if f.name == fieldClaimSpec {
+			if claimSpecStale(c, current, recorded, claimCreatedWith) {
+				stale = append(stale, f.name)
+			}
+			continue
+		}
 		if current[f.name] != recorded[f.name] {
 			stale = append(stale, f.name)
 		}
@@ -236,7 +249,11 @@ type specAppliedReport struct {
 	EventKey        string
 }
 
-func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*corev1.Pod) specAppliedReport {
+//
+// storage is the storage step's finding about the members' claims (nil: not judged); its
+// parts follow the pods' fields in the message, and its reason wins when it is
+// ExpansionNotAllowed, or when no pod field is stale.
+func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*corev1.Pod, storage *storageReport) specAppliedReport {
 	podsOf := map[string][]string{}
 	var order []string
 	names := make([]string, 0, len(pods))
@@ -249,14 +266,18 @@ func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*cor
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		for _, f := range staleSpecFields(c, domain, p) {
+		createdWith := ""
+		if storage != nil {
+			createdWith = storage.CreatedWith[n] // a member's claim is named like its pod
+		}
+		for _, f := range staleSpecFields(c, domain, p, createdWith) {
 			if _, seen := podsOf[f]; !seen {
 				order = append(order, f)
 			}
 			podsOf[f] = append(podsOf[f], n)
 		}
 	}
-	if len(order) == 0 {
+	if len(order) == 0 && (storage == nil || storage.Settled) {
 		return specAppliedReport{Status: true, Reason: etcdv1beta2.ReasonSpecApplied,
 			Message: "every member pod was created from the current spec", EventKey: etcdv1beta2.ReasonSpecApplied}
 	}
@@ -271,6 +292,9 @@ func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*cor
 	for _, f := range order {
 		parts = append(parts, fmt.Sprintf("%s (%s)", f, strings.Join(podsOf[f], ", ")))
 	}
+	if storage != nil && !storage.Settled {
+		return withStorage(order, parts, *storage)
+	}
 	return specAppliedReport{
 		Reason: etcdv1beta2.ReasonAppliesToNewMembersOnly,
 		Message: cut("changed after these members were created; running members keep what they were created with "+
@@ -281,7 +305,7 @@ func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*cor
 
 // reportSpecApplied sets SpecApplied, with one event per new set of unapplied fields.
 func (r *Reconciler) reportSpecApplied(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, now string) {
-	s := specApplied(c, r.ClusterDomain, pods)
+	s := specApplied(c, r.ClusterDomain, pods, r.claimReports.get(clusterKey(c)))
 	updateCondition(c, etcdv1beta2.ClusterConditionSpecApplied, s.Status, s.Reason, s.Message, now)
 	failKey := ""
 	if !s.Status {

@@ -99,7 +99,7 @@ func TestStaleSpecFields(t *testing.T) {
 			}
 			now := base()
 			tc.now(now)
-			if got := staleSpecFields(now, "", p); !slices.Equal(got, tc.want) {
+			if got := staleSpecFields(now, "", p, ""); !slices.Equal(got, tc.want) {
 				t.Errorf("stale fields %v, want %v", got, tc.want)
 			}
 		})

@@ -1,0 +1,148 @@
+package etcdcluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// reconcileStorage is the storage step of a reconcile, beside the planner's membership
+// step: it reads the claims the cluster controls and the StorageClasses, raises the
+// storage request of each claim below the spec's whose class allows expansion (one merge
+// patch per claim), and leaves what it found for the SpecApplied condition. It never
+// blocks the membership step: a failed read or patch is logged, reported and retried on
+// the next reconcile.
+func (r *Reconciler) reconcileStorage(ctx context.Context, c *etcdv1beta2.EtcdCluster) {
+	key := clusterKey(c)
+	want := wantedStorage(c)
+	if want == nil {
+		r.claimReports.set(key, nil)
+		return
+	}
+	claims, err := r.memberClaims(ctx, c)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "storage step: read member claims")
+		r.claimReports.set(key, nil) // not judged this time
+		return
+	}
+	classes, err := r.storageClasses(ctx)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "storage step: read StorageClasses")
+		r.claimReports.set(key, nil)
+		return
+	}
+	states := make([]claimState, 0, len(claims))
+	byName := map[string]*corev1.PersistentVolumeClaim{}
+	for _, pvc := range claims {
+		states = append(states, readClaim(pvc))
+		byName[pvc.Name] = pvc
+	}
+	d := decideStorage(want, states, classes)
+	var failed []string
+	for _, name := range d.Expand {
+		pvc := byName[name]
+		if err := r.expandClaim(ctx, pvc, d.Want.String()); err != nil {
+			log.FromContext(ctx).Error(err, "storage step: expand claim", "claim", name)
+			failed = append(failed, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonClaimExpanded,
+			"claim %s: storage request raised from %s to %s", name, pvc.Spec.Resources.Requests.Storage().String(), d.Want.String())
+	}
+	if len(failed) > 0 {
+		d.Report.Settled = false
+		if d.Report.Reason == "" {
+			d.Report.Reason = etcdv1beta2.ReasonClaimsExpanding
+		}
+		d.Report.Message += fmt.Sprintf("; could not raise the request of %s, retried", strings.Join(failed, ", "))
+	}
+	r.claimReports.set(key, &d.Report)
+}
+
+// memberClaims are the claims carrying the cluster's labels that it controls and that
+// are not being deleted. Claims of another owner are never touched.
+func (r *Reconciler) memberClaims(ctx context.Context, c *etcdv1beta2.EtcdCluster) ([]*corev1.PersistentVolumeClaim, error) {
+	var list corev1.PersistentVolumeClaimList
+	if err := r.List(ctx, &list, client.InNamespace(c.Namespace),
+		client.MatchingLabelsSelector{Selector: render.ClusterSelector(c.Name)}); err != nil {
+		return nil, fmt.Errorf("list member claims: %w", err)
+	}
+	var own []*corev1.PersistentVolumeClaim
+	for i := range list.Items {
+		if pvc := &list.Items[i]; pvc.DeletionTimestamp == nil && metav1IsControlledBy(pvc, c) {
+			own = append(own, pvc)
+		}
+	}
+	return own, nil
+}
+
+// storageClasses reads every StorageClass's allowVolumeExpansion (unset is false).
+func (r *Reconciler) storageClasses(ctx context.Context) (storageClasses, error) {
+	var list storagev1.StorageClassList
+	if err := r.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list StorageClasses: %w", err)
+	}
+	out := storageClasses{}
+	for _, sc := range list.Items {
+		out[sc.Name] = sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion
+	}
+	return out, nil
+}
+
+// expandClaim raises one claim's storage request to size with a merge patch, recording
+// the request it had before (once: a later expansion keeps the first one). Patching to
+// the same size again changes nothing.
+func (r *Reconciler) expandClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim, size string) error {
+	patch := map[string]any{
+		"spec": map[string]any{"resources": map[string]any{"requests": map[string]any{string(corev1.ResourceStorage): size}}},
+	}
+	if _, ok := pvc.Annotations[AnnotationRequestedStorageAtCreation]; !ok {
+		if before, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+			patch["metadata"] = map[string]any{"annotations": map[string]string{AnnotationRequestedStorageAtCreation: before.String()}}
+		}
+	}
+	b, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	return r.Patch(ctx, pvc, client.RawPatch(types.MergePatchType, b))
+}
+
+// claimReportMemo holds each cluster's last storage report between the storage step and
+// the SpecApplied condition of the same reconcile (nil: not judged).
+type claimReportMemo struct {
+	mu sync.Mutex
+	m  map[string]*storageReport
+}
+
+func (m *claimReportMemo) set(cluster string, r *storageReport) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[string]*storageReport{}
+	}
+	if r == nil {
+		delete(m.m, cluster)
+		return
+	}
+	m.m[cluster] = r
+}
+
+func (m *claimReportMemo) get(cluster string) *storageReport {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.m[cluster]
+}
+
+func (m *claimReportMemo) forget(cluster string) { m.set(cluster, nil) }
