@@ -249,7 +249,6 @@ type specAppliedReport struct {
 	EventKey        string
 }
 
-//
 // storage is the storage step's finding about the members' claims (nil: not judged); its
 // parts follow the pods' fields in the message, and its reason wins when it is
 // ExpansionNotAllowed, or when no pod field is stale.
