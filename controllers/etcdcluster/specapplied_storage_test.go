@@ -22,7 +22,9 @@ func TestStaleClaimSpecApartFromStorage(t *testing.T) {
 	grow := func(c *etcdv1beta2.EtcdCluster) {
 		c.Spec.Pod.PersistentVolumeClaimSpec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
 	}
-	classChanged := func(c *etcdv1beta2.EtcdCluster) { c.Spec.Pod.PersistentVolumeClaimSpec.StorageClassName = ptr.To("other") }
+	classChanged := func(c *etcdv1beta2.EtcdCluster) {
+		c.Spec.Pod.PersistentVolumeClaimSpec.StorageClassName = ptr.To("other")
+	}
 	olderOperator := func(p *corev1.Pod) {
 		var fp map[string]string
 		if err := json.Unmarshal([]byte(p.Annotations[AnnotationSpecFingerprint]), &fp); err != nil {
