@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -36,17 +37,24 @@ func (r *Reconciler) reconcileStorage(ctx context.Context, c *etcdv1beta2.EtcdCl
 		r.claimReports.set(key, nil) // not judged this time
 		return
 	}
-	classes, err := r.storageClasses(ctx)
-	if err != nil {
-		log.FromContext(ctx).Error(err, "storage step: read StorageClasses")
-		r.claimReports.set(key, nil)
-		return
-	}
 	states := make([]claimState, 0, len(claims))
 	byName := map[string]*corev1.PersistentVolumeClaim{}
+	below := false
 	for _, pvc := range claims {
-		states = append(states, readClaim(pvc))
+		s := readClaim(pvc)
+		states = append(states, s)
 		byName[pvc.Name] = pvc
+		below = below || s.Request.Cmp(*want) < 0
+	}
+	// StorageClasses matter only to a claim that should grow: a cluster at its size reads
+	// none (nor needs the right to).
+	var classes storageClasses
+	if below {
+		if classes, err = r.storageClasses(ctx); err != nil {
+			log.FromContext(ctx).Error(err, "storage step: read StorageClasses")
+			r.claimReports.set(key, nil)
+			return
+		}
 	}
 	d := decideStorage(want, states, classes)
 	var failed []string
@@ -87,8 +95,12 @@ func (r *Reconciler) memberClaims(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	return own, nil
 }
 
-// storageClasses reads every StorageClass's allowVolumeExpansion (unset is false).
+// storageClasses reads every StorageClass's allowVolumeExpansion (unset is false). The
+// read is bounded: the first one starts an informer, which would wait for ever for an
+// operator whose role lacks the right (an install older than this step).
 func (r *Reconciler) storageClasses(ctx context.Context) (storageClasses, error) {
+	ctx, cancel := context.WithTimeout(ctx, storageClassReadBudget)
+	defer cancel()
 	var list storagev1.StorageClassList
 	if err := r.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("list StorageClasses: %w", err)
@@ -99,6 +111,8 @@ func (r *Reconciler) storageClasses(ctx context.Context) (storageClasses, error)
 	}
 	return out, nil
 }
+
+const storageClassReadBudget = 10 * time.Second
 
 // expandClaim raises one claim's storage request to size with a merge patch, recording
 // the request it had before (once: a later expansion keeps the first one). Patching to

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/render"
@@ -181,5 +182,23 @@ func drain(rec *record.FakeRecorder) []string {
 		default:
 			return out
 		}
+	}
+}
+
+// A cluster whose claims are at their size reads no StorageClass: an install whose role
+// lacks the right keeps working.
+func TestReconcileStorageAtSizeReadsNoClasses(t *testing.T) {
+	c := claimCluster("1Gi")
+	fc := fake.NewClientBuilder().WithScheme(fixture.Scheme()).WithObjects(sizedClaim(c, "store-a", "fixed", "1Gi", c.UID)).
+		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*storagev1.StorageClassList); ok {
+				t.Errorf("StorageClasses read for a cluster at its size")
+			}
+			return cl.List(ctx, list, opts...)
+		}}).Build()
+	r := newTestClusterReconciler(t, fc, record.NewFakeRecorder(5), time.Now)
+	r.reconcileStorage(context.Background(), c)
+	if rep := r.claimReports.get(clusterKey(c)); rep == nil || !rep.Settled {
+		t.Errorf("report %+v, want settled", rep)
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 // clusterScopedResources are the resources of the operator's rules that have no
 // namespace; everything else can be granted in the watched namespace alone.
-var clusterScopedResources = map[string]bool{"nodes": true, "customresourcedefinitions": true}
+var clusterScopedResources = map[string]bool{"nodes": true, "customresourcedefinitions": true, "storageclasses": true}
 
 // grants expands rules into "group/resource[/name]:verb" triples, sorted.
 func grants(rules []rbacv1.PolicyRule) []string {
@@ -37,7 +37,7 @@ func grants(rules []rbacv1.PolicyRule) []string {
 
 // TestChartWatchNamespaceRBAC: with watchNamespace the operator's rights on namespaced
 // resources (Secrets, Pods, EtcdClusters, ...) are a Role in that namespace; the
-// ClusterRole keeps only the cluster-scoped ones (Nodes, the CRDs' caBundle). Together
+// ClusterRole keeps only the cluster-scoped ones (Nodes, the CRDs' caBundle, StorageClasses). Together
 // they grant exactly what config/rbac/role.yaml's ClusterRole grants.
 func TestChartWatchNamespaceRBAC(t *testing.T) {
 	const release = "etcd-operator-system"
