@@ -60,13 +60,14 @@ func (r *Reconciler) reconcileStorage(ctx context.Context, c *etcdv1beta2.EtcdCl
 	var failed []string
 	for _, name := range d.Expand {
 		pvc := byName[name]
+		before := pvc.Spec.Resources.Requests.Storage().String() // the patch updates pvc
 		if err := r.expandClaim(ctx, pvc, d.Want.String()); err != nil {
 			log.FromContext(ctx).Error(err, "storage step: expand claim", "claim", name)
 			failed = append(failed, fmt.Sprintf("%s: %v", name, err))
 			continue
 		}
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonClaimExpanded,
-			"claim %s: storage request raised from %s to %s", name, pvc.Spec.Resources.Requests.Storage().String(), d.Want.String())
+			"claim %s: storage request raised from %s to %s", name, before, d.Want.String())
 	}
 	if len(failed) > 0 {
 		d.Report.Settled = false

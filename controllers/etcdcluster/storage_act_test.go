@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +115,7 @@ func TestReconcileStorageExpandsWhereAllowed(t *testing.T) {
 	if strings.Contains(rep.Message, "store-x") {
 		t.Errorf("message %q mentions another owner's claim", rep.Message)
 	}
-	if ev := drain(rec); countContaining(ev, etcdv1beta2.EventReasonClaimExpanded) != 1 {
+	if ev := drain(rec); countContaining(ev, etcdv1beta2.EventReasonClaimExpanded+" claim store-a: storage request raised from 1Gi to 2Gi") != 1 {
 		t.Errorf("events %v, want one %s", ev, etcdv1beta2.EventReasonClaimExpanded)
 	}
 
@@ -200,5 +201,28 @@ func TestReconcileStorageAtSizeReadsNoClasses(t *testing.T) {
 	r.reconcileStorage(context.Background(), c)
 	if rep := r.claimReports.get(clusterKey(c)); rep == nil || !rep.Settled {
 		t.Errorf("report %+v, want settled", rep)
+	}
+}
+
+// A patch the API server refuses is reported and retried on the next pass; it does not
+// stop the other claims.
+func TestReconcileStoragePatchRefused(t *testing.T) {
+	c := claimCluster("2Gi")
+	fc := fake.NewClientBuilder().WithScheme(fixture.Scheme()).
+		WithObjects(storageClass("grow", ptr.To(true)), sizedClaim(c, "store-a", "grow", "1Gi", c.UID), sizedClaim(c, "store-b", "grow", "1Gi", c.UID)).
+		WithInterceptorFuncs(interceptor.Funcs{Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if obj.GetName() == "store-a" {
+				return errors.New("quota exceeded")
+			}
+			return cl.Patch(ctx, obj, patch, opts...)
+		}}).Build()
+	r := newTestClusterReconciler(t, fc, record.NewFakeRecorder(5), time.Now)
+	r.reconcileStorage(context.Background(), c)
+	rep := r.claimReports.get(clusterKey(c))
+	if rep == nil || rep.Settled || !strings.Contains(rep.Message, "could not raise the request of store-a: quota exceeded") {
+		t.Errorf("report %+v", rep)
+	}
+	if q := getClaim(t, fc, "store-b").Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != "2Gi" {
+		t.Errorf("store-b request %s, want 2Gi", q.String())
 	}
 }
