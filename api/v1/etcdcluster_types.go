@@ -235,7 +235,8 @@ type EtcdClusterStatus struct {
 	ControlPaused bool `json:"controlPaused,omitempty"`
 	// Conditions of the cluster: Available, Recovering, Scaling, Upgrading, and
 	// PodsHealthy (why member pods cannot run), SpecApplied (spec changes that only new
-	// members get) and Reconciled (the operator's last observation or step failed).
+	// members get), Reconciled (the operator's last observation or step failed), and
+	// SpaceAvailable and DataConsistent (etcd's NOSPACE and CORRUPT alarms).
 	// v1beta2's lastUpdateTime has no place here; it is kept in the conversion annotation.
 	// +optional
 	// +listType=map
