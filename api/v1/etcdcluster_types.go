@@ -119,8 +119,8 @@ type PodPolicy struct {
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
-	// Env is extra environment for the etcd container, e.g. ETCD_QUOTA_BACKEND_BYTES. It
-	// is v1beta2's etcdEnv.
+	// Env is extra environment for the etcd container, e.g. ETCD_SNAPSHOT_COUNT (the quota
+	// and auto-compaction have their own fields in spec.etcd). It is v1beta2's etcdEnv.
 	// Variables etcd reads as flags that the operator sets itself or that would fork,
 	// rejoin, move or weaken the cluster (force-new-cluster, discovery*, initial-cluster*,
 	// unsafe-*, config-file, wal-dir, URLs, TLS files, auto-tls, ...) are refused.
