@@ -61,6 +61,20 @@ func newFiller(t *testing.T, seed int64) *randfill.Filler {
 			c.FillNoCustom(b)
 			randomFieldAnnotations(&b.ObjectMeta, c)
 		},
+		func(e *v1beta2.EtcdCluster, c randfill.Continue) {
+			c.FillNoCustom(e)
+			randomClusterAnnotations(&e.ObjectMeta, c)
+		},
+		func(e *EtcdCluster, c randfill.Continue) {
+			c.FillNoCustom(e)
+			randomClusterAnnotations(&e.ObjectMeta, c)
+		},
+		func(e *EtcdSettings, c randfill.Continue) {
+			c.FillNoCustom(e)
+			if c.Intn(3) == 0 { // a plausible quota, besides random int64s
+				e.QuotaBackendBytes = c.Int63n(1 << 36)
+			}
+		},
 		func(d *metav1.Duration, c randfill.Continue) {
 			d.Duration = randomDuration(c)
 		},
@@ -215,10 +229,24 @@ func TestRoundTripFuzz(t *testing.T) {
 	})
 }
 
-// randomFieldAnnotations sets each of the annotations that hold a v1 field on v1beta2 to
-// nothing, "" or a value, at random.
+// randomFieldAnnotations sets each of the annotations that hold a v1 field of EtcdBackup
+// on v1beta2 to nothing, "" or a value, at random.
 func randomFieldAnnotations(meta *metav1.ObjectMeta, c randfill.Continue) {
-	for _, key := range []string{v1beta2.BackupScheduleAnnotation, v1beta2.BackupTimeZoneAnnotation, v1beta2.BackupCompressionAnnotation} {
+	randomAnnotations(meta, c, []string{v1beta2.BackupScheduleAnnotation, v1beta2.BackupTimeZoneAnnotation, v1beta2.BackupCompressionAnnotation},
+		func() string { return "v" + strconv.Itoa(c.Intn(3)) })
+}
+
+// randomClusterAnnotations does the same for EtcdCluster's spec.etcd, with values a
+// number field may or may not hold: numbers, "0", a leading zero or sign, a quantity.
+func randomClusterAnnotations(meta *metav1.ObjectMeta, c randfill.Continue) {
+	values := []string{"1048576", "4294967296", "-5", "0", "007", "+3", "2Gi", "periodic", "revision", "1h", "v1"}
+	randomAnnotations(meta, c, []string{v1beta2.QuotaBackendBytesAnnotation, v1beta2.AutoCompactionModeAnnotation, v1beta2.AutoCompactionRetentionAnnotation},
+		func() string { return values[c.Intn(len(values))] })
+}
+
+// randomAnnotations sets each key to nothing, "" or value(), at random.
+func randomAnnotations(meta *metav1.ObjectMeta, c randfill.Continue, keys []string, value func() string) {
+	for _, key := range keys {
 		switch c.Intn(3) {
 		case 1:
 			if meta.Annotations == nil {
@@ -229,7 +257,7 @@ func randomFieldAnnotations(meta *metav1.ObjectMeta, c randfill.Continue) {
 			if meta.Annotations == nil {
 				meta.Annotations = map[string]string{}
 			}
-			meta.Annotations[key] = "v" + strconv.Itoa(c.Intn(3))
+			meta.Annotations[key] = value()
 		}
 	}
 }

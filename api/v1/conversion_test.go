@@ -435,3 +435,44 @@ func TestBackupScheduleIsTheV1beta2Annotation(t *testing.T) {
 		t.Errorf("v1 view of an annotated v1beta2 backup: %+v", v1b.Spec.BackupPolicy)
 	}
 }
+
+// spec.etcd is stored as v1beta2 annotations, which the operator reads; a v1beta2 object
+// with the annotations reads as spec.etcd; an annotation the int64 field cannot hold
+// stays an annotation.
+func TestEtcdSettingsAreTheV1beta2Annotations(t *testing.T) {
+	src := &EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "ns"},
+		Spec: EtcdClusterSpec{Size: 3, Etcd: &EtcdSettings{
+			QuotaBackendBytes: 4294967296, AutoCompactionMode: AutoCompactionRevision, AutoCompactionRetention: "10000"}},
+	}
+	var hub v1beta2.EtcdCluster
+	if err := src.ConvertTo(&hub); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		v1beta2.QuotaBackendBytesAnnotation:       "4294967296",
+		v1beta2.AutoCompactionModeAnnotation:      "revision",
+		v1beta2.AutoCompactionRetentionAnnotation: "10000",
+	}
+	if !equality.Semantic.DeepEqual(hub.Annotations, want) {
+		t.Errorf("v1beta2 annotations %v, want %v", hub.Annotations, want)
+	}
+	var back EtcdCluster
+	if err := back.ConvertFrom(&hub); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(back.Spec.Etcd, src.Spec.Etcd) || len(back.Annotations) != 0 {
+		t.Errorf("back in v1: etcd %+v annotations %v", back.Spec.Etcd, back.Annotations)
+	}
+
+	coreos := &v1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Annotations: map[string]string{
+		v1beta2.QuotaBackendBytesAnnotation: "2Gi", v1beta2.AutoCompactionRetentionAnnotation: "1h"}}}
+	var v1c EtcdCluster
+	if err := v1c.ConvertFrom(coreos); err != nil {
+		t.Fatal(err)
+	}
+	if e := v1c.Spec.Etcd; e == nil || e.AutoCompactionRetention != "1h" || e.QuotaBackendBytes != 0 ||
+		v1c.Annotations[v1beta2.QuotaBackendBytesAnnotation] != "2Gi" {
+		t.Errorf("v1 view of an annotated v1beta2 cluster: etcd %+v annotations %v", e, v1c.Annotations)
+	}
+}

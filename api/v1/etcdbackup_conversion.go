@@ -1,8 +1,6 @@
 package v1
 
 import (
-	"slices"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
@@ -28,9 +26,8 @@ type backupV1Data struct {
 	CompressionAnnotation *string `json:"compressionAnnotation,omitempty"`
 	// The v1 object had no spec.compression but the annotation: it stays an annotation.
 	CompressionAsAnnotation bool `json:"compressionAsAnnotation,omitempty"`
-	// Likewise for the schedule's two annotations, keyed by annotation.
-	FieldAnnotations         map[string]string `json:"fieldAnnotations,omitempty"`
-	AnnotationsAsAnnotations []string          `json:"annotationsAsAnnotations,omitempty"`
+	// Likewise for the schedule's two annotations.
+	annotatedFields
 }
 
 var _ conversion.Convertible = &EtcdBackup{}
@@ -78,7 +75,7 @@ func (src *EtcdBackup) ConvertTo(hub conversion.Hub) error {
 		}
 	}
 	for _, f := range scheduleFields(in.Spec.BackupPolicy) {
-		fieldToAnnotation(&dst.ObjectMeta, f.annotation, f.value, &lost)
+		fieldToAnnotation(&dst.ObjectMeta, f, &lost.annotatedFields)
 	}
 	dst.Status = v1beta2.EtcdBackupStatus{
 		Succeeded:        in.Status.Succeeded,
@@ -128,8 +125,8 @@ func (dst *EtcdBackup) ConvertFrom(hub conversion.Hub) error {
 		dp.MaxAge, lost.MaxAgeInSecond = toV1Duration(p.MaxAgeInSecond, kept.MaxAge)
 		dst.Spec.BackupPolicy = dp
 	}
-	schedule := annotationToField(&dst.ObjectMeta, v1beta2.BackupScheduleAnnotation, kept)
-	timeZone := annotationToField(&dst.ObjectMeta, v1beta2.BackupTimeZoneAnnotation, kept)
+	schedule := annotationToField(&dst.ObjectMeta, v1beta2.BackupScheduleAnnotation, kept.annotatedFields, anyValue)
+	timeZone := annotationToField(&dst.ObjectMeta, v1beta2.BackupTimeZoneAnnotation, kept.annotatedFields, anyValue)
 	if schedule != "" || timeZone != "" {
 		if dst.Spec.BackupPolicy == nil {
 			dst.Spec.BackupPolicy = &BackupPolicy{}
@@ -165,58 +162,12 @@ func clusterRefToV1(r *v1beta2.EtcdClusterRef) *EtcdClusterRef {
 	return &EtcdClusterRef{Name: r.Name}
 }
 
-// scheduleField is a v1 field that v1beta2 stores as an annotation.
-type scheduleField struct{ annotation, value string }
-
-func scheduleFields(p *BackupPolicy) []scheduleField {
+func scheduleFields(p *BackupPolicy) []annotatedField {
 	if p == nil {
 		p = &BackupPolicy{}
 	}
-	return []scheduleField{
-		{v1beta2.BackupScheduleAnnotation, p.Schedule},
-		{v1beta2.BackupTimeZoneAnnotation, p.TimeZone},
+	return []annotatedField{
+		{annotation: v1beta2.BackupScheduleAnnotation, value: p.Schedule},
+		{annotation: v1beta2.BackupTimeZoneAnnotation, value: p.TimeZone},
 	}
-}
-
-// fieldToAnnotation stores a v1 field as its v1beta2 annotation. An annotation of that
-// key the v1 object carried already is kept in lost (the field wins on the v1beta2
-// side); one it carried while the field was empty stays an annotation both ways (an
-// empty one needs no record: it never becomes a field).
-func fieldToAnnotation(meta *metav1.ObjectMeta, key, value string, lost *backupV1Data) {
-	prev, had := meta.Annotations[key]
-	switch {
-	case value == "" && prev != "":
-		// Converted back, a non-empty annotation would become the field.
-		lost.AnnotationsAsAnnotations = append(lost.AnnotationsAsAnnotations, key)
-		return
-	case value == "":
-		return
-	case had:
-		if lost.FieldAnnotations == nil {
-			lost.FieldAnnotations = map[string]string{}
-		}
-		lost.FieldAnnotations[key] = prev
-	}
-	if meta.Annotations == nil {
-		meta.Annotations = map[string]string{}
-	}
-	meta.Annotations[key] = value
-}
-
-// annotationToField takes a v1beta2 annotation out of meta as the value of its v1 field,
-// restoring what fieldToAnnotation kept. An annotation that was an annotation on the v1
-// side too is left where it is, and so is an empty one (an empty field means unset).
-func annotationToField(meta *metav1.ObjectMeta, key string, kept backupV1Data) string {
-	v := meta.Annotations[key]
-	if v == "" || slices.Contains(kept.AnnotationsAsAnnotations, key) {
-		return ""
-	}
-	delete(meta.Annotations, key)
-	if prev, ok := kept.FieldAnnotations[key]; ok {
-		meta.Annotations[key] = prev
-	}
-	if len(meta.Annotations) == 0 {
-		meta.Annotations = nil
-	}
-	return v
 }

@@ -1,6 +1,8 @@
 package v1
 
 import (
+	"strconv"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
@@ -18,6 +20,10 @@ type clusterV1beta2Data struct {
 type clusterV1Data struct {
 	DNSTimeout *metav1.Duration  `json:"dnsTimeout,omitempty"`
 	Conditions []v1ConditionData `json:"conditions,omitempty"`
+	// spec.etcd is stored as annotations; these keep the v1 object's own annotations of
+	// those keys, and an empty spec.etcd ({}), which no annotation records.
+	annotatedFields
+	EmptyEtcd bool `json:"emptyEtcd,omitempty"`
 }
 
 var _ conversion.Convertible = &EtcdCluster{}
@@ -67,6 +73,11 @@ func (src *EtcdCluster) ConvertTo(hub conversion.Hub) error {
 			}
 		}
 	}
+
+	for _, f := range etcdSettingsFields(s.Etcd) {
+		fieldToAnnotation(&dst.ObjectMeta, f, &lost.annotatedFields)
+	}
+	lost.EmptyEtcd = s.Etcd != nil && *s.Etcd == (EtcdSettings{})
 
 	st := &in.Status
 	dst.Status = v1beta2.EtcdClusterStatus{
@@ -143,6 +154,8 @@ func (dst *EtcdCluster) ConvertFrom(hub conversion.Hub) error {
 		}
 	}
 
+	dst.Spec.Etcd = etcdSettingsFromAnnotations(&dst.ObjectMeta, kept)
+
 	st := &in.Status
 	dst.Status = EtcdClusterStatus{
 		Phase:              ClusterPhase(st.Phase),
@@ -171,4 +184,44 @@ func (dst *EtcdCluster) ConvertFrom(hub conversion.Hub) error {
 		}
 	}
 	return putConversionData(&dst.ObjectMeta, &lost)
+}
+
+// etcdSettingsFields are spec.etcd's fields with the annotations v1beta2 stores them as.
+func etcdSettingsFields(e *EtcdSettings) []annotatedField {
+	if e == nil {
+		e = &EtcdSettings{}
+	}
+	quota := ""
+	if e.QuotaBackendBytes != 0 {
+		quota = strconv.FormatInt(e.QuotaBackendBytes, 10)
+	}
+	return []annotatedField{
+		{annotation: v1beta2.QuotaBackendBytesAnnotation, value: quota, fits: isQuotaText},
+		{annotation: v1beta2.AutoCompactionModeAnnotation, value: string(e.AutoCompactionMode)},
+		{annotation: v1beta2.AutoCompactionRetentionAnnotation, value: e.AutoCompactionRetention},
+	}
+}
+
+// etcdSettingsFromAnnotations takes spec.etcd out of the v1beta2 annotations; nil when
+// none holds a field (and the v1 original had no empty spec.etcd).
+func etcdSettingsFromAnnotations(meta *metav1.ObjectMeta, kept clusterV1Data) *EtcdSettings {
+	quota := annotationToField(meta, v1beta2.QuotaBackendBytesAnnotation, kept.annotatedFields, isQuotaText)
+	e := &EtcdSettings{
+		AutoCompactionMode:      AutoCompactionMode(annotationToField(meta, v1beta2.AutoCompactionModeAnnotation, kept.annotatedFields, anyValue)),
+		AutoCompactionRetention: annotationToField(meta, v1beta2.AutoCompactionRetentionAnnotation, kept.annotatedFields, anyValue),
+	}
+	if quota != "" {
+		e.QuotaBackendBytes, _ = strconv.ParseInt(quota, 10, 64)
+	}
+	if *e == (EtcdSettings{}) && !kept.EmptyEtcd {
+		return nil
+	}
+	return e
+}
+
+// isQuotaText: the annotation is a number the int64 field holds and writes back as the
+// same text ("4294967296", not "04294967296", "4Gi" or "0", which is unset).
+func isQuotaText(v string) bool {
+	n, err := strconv.ParseInt(v, 10, 64)
+	return err == nil && n != 0 && strconv.FormatInt(n, 10) == v
 }

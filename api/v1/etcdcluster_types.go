@@ -7,6 +7,7 @@ import (
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.tls.static) || !has(self.tls.static.member) || ((has(self.tls.static.member.serverSecret) && size(self.tls.static.member.serverSecret) > 0) == (has(self.tls.static.operatorSecret) && size(self.tls.static.operatorSecret) > 0))",message="tls.static.operatorSecret must be set if and only if tls.static.member.serverSecret is set",fieldPath=".tls.static.operatorSecret"
+// +kubebuilder:validation:XValidation:rule="!has(self.etcd) || !has(self.pod) || !has(self.pod.env) || !self.pod.env.exists(e, (has(self.etcd.quotaBackendBytes) && e.name == 'ETCD_QUOTA_BACKEND_BYTES') || (has(self.etcd.autoCompactionMode) && e.name == 'ETCD_AUTO_COMPACTION_MODE') || (has(self.etcd.autoCompactionRetention) && e.name == 'ETCD_AUTO_COMPACTION_RETENTION'))",message="a setting of spec.etcd may not be set through spec.pod.env as well",fieldPath=".etcd"
 type EtcdClusterSpec struct {
 	// Size is the number of voting members. Odd sizes from 1 to 7 are recommended: an even
 	// size tolerates no more failures than the odd size below it. Sizes above 7 are
@@ -41,7 +42,51 @@ type EtcdClusterSpec struct {
 	// TLS configures TLS for peer and client traffic. It is v1beta2's capitalised TLS.
 	// +optional
 	TLS *TLSPolicy `json:"tls,omitempty"`
+
+	// Etcd holds etcd settings the operator passes to every member. v1beta2 stores them as
+	// annotations (etcd.database.coreos.com/quota-backend-bytes, auto-compaction-mode,
+	// auto-compaction-retention). A change reaches only members created after it: running
+	// members keep their settings (the SpecApplied condition lists them) until they are
+	// replaced.
+	// +optional
+	Etcd *EtcdSettings `json:"etcd,omitempty"`
 }
+
+// EtcdSettings are etcd's space settings: the quota at which it raises NOSPACE and stops
+// taking writes, and the automatic compaction that keeps the history from filling it.
+// Each one set here may not be set through pod.env as well.
+// +kubebuilder:validation:XValidation:rule="!has(self.autoCompactionRetention) || self.autoCompactionRetention.matches('^[0-9]{1,18}$') || ((!has(self.autoCompactionMode) || self.autoCompactionMode == 'periodic') && self.autoCompactionRetention.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$'))",message="autoCompactionRetention must be a whole number (of hours for periodic, of revisions for revision) or, for periodic, a duration such as 30m or 1h",fieldPath=".autoCompactionRetention"
+type EtcdSettings struct {
+	// QuotaBackendBytes is etcd's --quota-backend-bytes: the database size, in bytes, at
+	// which a member raises the NOSPACE alarm and the cluster takes no more writes until
+	// space is freed. Unset: etcd's default, 2 GiB. etcd suggests at most 8 GiB.
+	// +optional
+	// +kubebuilder:validation:Minimum=1048576
+	// +kubebuilder:validation:Maximum=68719476736
+	QuotaBackendBytes int64 `json:"quotaBackendBytes,omitempty"`
+
+	// AutoCompactionMode is etcd's --auto-compaction-mode: periodic keeps the history of
+	// the retention period, revision the last retention revisions. Unset: periodic.
+	// +optional
+	// +kubebuilder:validation:Enum=periodic;revision
+	AutoCompactionMode AutoCompactionMode `json:"autoCompactionMode,omitempty"`
+
+	// AutoCompactionRetention is etcd's --auto-compaction-retention: for periodic a
+	// duration ("30m", "1h") or a whole number of hours ("1"), for revision a whole number
+	// of revisions ("10000"). Unset or "0": no automatic compaction.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	AutoCompactionRetention string `json:"autoCompactionRetention,omitempty"`
+}
+
+// AutoCompactionMode is how etcd's automatic compaction counts what it keeps.
+type AutoCompactionMode string
+
+// Auto-compaction modes.
+const (
+	AutoCompactionPeriodic AutoCompactionMode = "periodic"
+	AutoCompactionRevision AutoCompactionMode = "revision"
+)
 
 // PodPolicy customises the member pods.
 type PodPolicy struct {
@@ -74,8 +119,8 @@ type PodPolicy struct {
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
-	// Env is extra environment for the etcd container, e.g. ETCD_QUOTA_BACKEND_BYTES. It
-	// is v1beta2's etcdEnv.
+	// Env is extra environment for the etcd container, e.g. ETCD_SNAPSHOT_COUNT (the quota
+	// and auto-compaction have their own fields in spec.etcd). It is v1beta2's etcdEnv.
 	// Variables etcd reads as flags that the operator sets itself or that would fork,
 	// rejoin, move or weaken the cluster (force-new-cluster, discovery*, initial-cluster*,
 	// unsafe-*, config-file, wal-dir, URLs, TLS files, auto-tls, ...) are refused.
@@ -190,7 +235,8 @@ type EtcdClusterStatus struct {
 	ControlPaused bool `json:"controlPaused,omitempty"`
 	// Conditions of the cluster: Available, Recovering, Scaling, Upgrading, and
 	// PodsHealthy (why member pods cannot run), SpecApplied (spec changes that only new
-	// members get) and Reconciled (the operator's last observation or step failed).
+	// members get), Reconciled (the operator's last observation or step failed), and
+	// SpaceAvailable and DataConsistent (etcd's NOSPACE and CORRUPT alarms).
 	// v1beta2's lastUpdateTime has no place here; it is kept in the conversion annotation.
 	// +optional
 	// +listType=map

@@ -17,6 +17,15 @@ const (
 	// that differs from the current one in fields that only shape new pods (repository,
 	// TLS secrets, pod policy, claim spec): the change applies to new members only.
 	ClusterConditionSpecApplied ClusterConditionType = "SpecApplied"
+	// ClusterConditionSpaceAvailable is False while etcd's NOSPACE alarm is raised: a
+	// member's database reached its quota and the cluster takes no writes (reads and
+	// deletes only) until space is freed and the alarm disarmed. The message names the
+	// members and what to do. Not set while the alarm list cannot be read (no quorum).
+	ClusterConditionSpaceAvailable ClusterConditionType = "SpaceAvailable"
+	// ClusterConditionDataConsistent is False while etcd's CORRUPT alarm is raised: the
+	// corruption check found members whose data differs from their peers'. The message
+	// names them and what to do.
+	ClusterConditionDataConsistent ClusterConditionType = "DataConsistent"
 )
 
 // Reasons of the conditions above, and of a cluster the operator will not run.
@@ -44,4 +53,11 @@ const (
 	// ReasonAppliesToNewMembersOnly: the spec changed in fields running members cannot
 	// take without being recreated; members created from now on get the new values.
 	ReasonAppliesToNewMembersOnly = "AppliesToNewMembersOnly"
+	// ReasonNoAlarm: etcd reports no alarm of the condition's kind (SpaceAvailable,
+	// DataConsistent True). Also the reason of the event when such an alarm clears.
+	ReasonNoAlarm = "NoAlarm"
+	// ReasonNoSpaceAlarm: etcd raised NOSPACE (SpaceAvailable False).
+	ReasonNoSpaceAlarm = "NoSpaceAlarm"
+	// ReasonCorruptAlarm: etcd raised CORRUPT (DataConsistent False).
+	ReasonCorruptAlarm = "CorruptAlarm"
 )

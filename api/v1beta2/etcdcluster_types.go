@@ -193,7 +193,8 @@ const (
 type ClusterCondition struct {
 	// Type of the condition: Available, Recovering, Scaling or Upgrading, and, added by this
 	// operator, PodsHealthy (why member pods cannot run), SpecApplied (spec changes that
-	// only new members get) and Reconciled (the operator's last observation or step failed).
+	// only new members get), Reconciled (the operator's last observation or step failed),
+	// and SpaceAvailable and DataConsistent (etcd's NOSPACE and CORRUPT alarms).
 	Type ClusterConditionType `json:"type"`
 	// Status is True, False or Unknown.
 	Status corev1.ConditionStatus `json:"status"`

@@ -79,3 +79,33 @@ func TestReconcileRefusesIdentityEnv(t *testing.T) {
 			before.Items[0].ResourceVersion, pods.Items[0].ResourceVersion, len(services.Items))
 	}
 }
+
+// TestReconcileRefusesInvalidSettings: a v1beta2 annotation holding an etcd setting that
+// etcd would not take (v1 refuses the same at admission) is reported as InvalidSpec
+// naming the annotation, and nothing is created.
+func TestReconcileRefusesInvalidSettings(t *testing.T) {
+	s := fixture.Scheme()
+	cluster := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "quota", Namespace: "default", UID: "uid-quota",
+			Annotations: map[string]string{etcdv1beta2.QuotaBackendBytesAnnotation: "2Gi"}},
+		Spec: etcdv1beta2.EtcdClusterSpec{Size: 1, Version: "3.6.16"},
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster).
+		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).Build()
+	r := &Reconciler{Client: c, Scheme: s, Recorder: record.NewFakeRecorder(10), Now: time.Now}
+	ctx := context.Background()
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cluster)}); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	var got etcdv1beta2.EtcdCluster
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cluster), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != etcdv1beta2.ClusterPhaseFailed || !strings.Contains(got.Status.Reason, etcdv1beta2.QuotaBackendBytesAnnotation) {
+		t.Errorf("status %q %q: want Failed naming the annotation", got.Status.Phase, got.Status.Reason)
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods); err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods %d, %v", len(pods.Items), err)
+	}
+}

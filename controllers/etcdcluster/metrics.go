@@ -9,6 +9,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
 var (
@@ -24,10 +25,27 @@ var (
 		Name: "etcd_operator_cluster_available",
 		Help: "1 while the cluster's Available condition is True (a quorum of members serve through Ready pods), else 0.",
 	}, []string{"namespace", "cluster"})
+	clusterDBSize = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcd_operator_cluster_db_size_bytes",
+		Help: "Size of the largest member's database file as last reported by the members (the largest: the first to reach the quota raises NOSPACE).",
+	}, []string{"namespace", "cluster"})
+	clusterDBSizeInUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcd_operator_cluster_db_size_in_use_bytes",
+		Help: "Largest in-use size of a member's database as last reported; db_size_bytes minus this is what a defragmentation would free.",
+	}, []string{"namespace", "cluster"})
+	clusterQuota = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcd_operator_cluster_quota_backend_bytes",
+		Help: "The members' quota-backend-bytes: as they report it (etcd >= 3.6), else as configured (etcd's default 2 GiB unless set).",
+	}, []string{"namespace", "cluster"})
+	clusterAlarms = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcd_operator_cluster_alarms",
+		Help: "Members with an active etcd alarm, by alarm type (NOSPACE, CORRUPT), as last listed.",
+	}, []string{"namespace", "cluster", "alarm"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(actionsTotal, clusterMembers, clusterAvailableGauge)
+	metrics.Registry.MustRegister(actionsTotal, clusterMembers, clusterAvailableGauge,
+		clusterDBSize, clusterDBSizeInUse, clusterQuota, clusterAlarms)
 }
 
 // forgetClusterMetrics drops a deleted cluster's series, so dashboards and alerts do not
@@ -37,6 +55,10 @@ func forgetClusterMetrics(namespace, name string) {
 	actionsTotal.DeletePartialMatch(labels)
 	clusterMembers.DeletePartialMatch(labels)
 	clusterAvailableGauge.DeletePartialMatch(labels)
+	clusterDBSize.DeletePartialMatch(labels)
+	clusterDBSizeInUse.DeletePartialMatch(labels)
+	clusterQuota.DeletePartialMatch(labels)
+	clusterAlarms.DeletePartialMatch(labels)
 }
 
 // etcdRequestMetrics counts the operator's requests to etcd (by operation, outcome and
@@ -65,4 +87,29 @@ func recordAction(c *etcdv1beta2.EtcdCluster, a planner.Action, err error) {
 		available = 1
 	}
 	clusterAvailableGauge.WithLabelValues(c.Namespace, c.Name).Set(available)
+}
+
+// recordSpace exports the database sizes, the quota and the alarms of one observation;
+// what it did not learn (no member answered, no quorum for the alarm list) keeps its
+// last value.
+func recordSpace(c *etcdv1beta2.EtcdCluster, s spaceObservation) {
+	if s.sizesKnown {
+		clusterDBSize.WithLabelValues(c.Namespace, c.Name).Set(float64(s.dbSize))
+		clusterDBSizeInUse.WithLabelValues(c.Namespace, c.Name).Set(float64(s.dbInUse))
+	}
+	quota := s.quota
+	if quota == 0 {
+		quota = render.QuotaBackendBytes(c)
+	}
+	clusterQuota.WithLabelValues(c.Namespace, c.Name).Set(float64(quota))
+	if !s.alarmsKnown {
+		return
+	}
+	count := map[string]int{etcdadmin.AlarmNoSpace: 0, etcdadmin.AlarmCorrupt: 0}
+	for _, a := range s.alarms {
+		count[a.Type]++
+	}
+	for typ, n := range count {
+		clusterAlarms.WithLabelValues(c.Namespace, c.Name, typ).Set(float64(n))
+	}
 }

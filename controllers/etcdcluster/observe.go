@@ -28,6 +28,7 @@ type observation struct {
 	members  []etcdadmin.Member // nil when no endpoint answered
 	admin    *etcdadmin.Admin   // nil when no pod has an IP yet
 	leaderEP string             // client endpoint of the leader, if known
+	space    spaceObservation   // database sizes and alarms
 }
 
 func (o *observation) close() {
@@ -71,6 +72,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		nodeReady: func(node string) bool { return r.nodeIsReady(ctx, node, nodeReady) },
 	}
 	j.join(o, answers, epOfPod)
+	o.space = answers.space
 	return o, nil
 }
 

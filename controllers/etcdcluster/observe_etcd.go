@@ -108,6 +108,7 @@ type etcdAnswers struct {
 	statuses []etcdadmin.EndpointStatus // one per endpoint, failed ones included
 	members  []etcdadmin.Member         // nil when no member list was answered
 	lists    []planner.MemberList       // each member's own list; only with members
+	space    spaceObservation           // sizes and alarms (observe_space.go)
 }
 
 // askEtcd asks every endpoint for its status, then the cluster for its member list.
@@ -119,6 +120,7 @@ func askEtcd(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) et
 	listCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	members, err := admin.MemberList(listCtx)
 	cancel()
+	quorum := err == nil
 	if err != nil {
 		log.FromContext(ctx).V(1).Info("linearizable member list unavailable", "err", err.Error())
 		members, err = admin.MemberListSerializable(ctx)
@@ -127,6 +129,7 @@ func askEtcd(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) et
 		ans.members = members
 		ans.lists = ownMemberLists(ctx, admin, endpoints)
 	}
+	ans.space = askSpace(ctx, admin, ans.statuses, quorum)
 	return ans
 }
 

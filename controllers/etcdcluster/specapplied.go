@@ -57,6 +57,17 @@ var fingerprintedFields = []struct {
 // operator's): it is part of every member's peer URL.
 const fieldClusterDomain = "pod.ClusterDomain"
 
+// settingsFields are the typed etcd settings, fingerprinted by their annotation (v1's
+// spec.etcd is stored as these): the chart renders them into a pod's environment only
+// when it is created. Until members can be reconfigured in place (rolling
+// reconfiguration, issue #13 item 1), a change reaches only new members, and
+// SpecApplied says so.
+var settingsFields = []string{
+	etcdv1beta2.QuotaBackendBytesAnnotation,
+	etcdv1beta2.AutoCompactionModeAnnotation,
+	etcdv1beta2.AutoCompactionRetentionAnnotation,
+}
+
 // specFingerprint hashes the current value of every fingerprinted field.
 func specFingerprint(c *etcdv1beta2.EtcdCluster, domain string) map[string]string {
 	pod := c.Spec.Pod
@@ -74,6 +85,11 @@ func specFingerprint(c *etcdv1beta2.EtcdCluster, domain string) map[string]strin
 	}
 	if h := hashValue(claimSpecApartFromStorage(pod.PersistentVolumeClaimSpec)); h != "" {
 		out[keyClaimSpecApartFromStorage] = h
+	}
+	for _, key := range settingsFields {
+		if h := hashValue(c.Annotations[key]); h != "" {
+			out[key] = h
+		}
 	}
 	return out
 }
@@ -143,6 +159,11 @@ func staleSpecFields(c *etcdv1beta2.EtcdCluster, domain string, p *corev1.Pod, c
 	}
 	if current[fieldClusterDomain] != recorded[fieldClusterDomain] {
 		stale = append(stale, fieldClusterDomain)
+	}
+	for _, key := range settingsFields {
+		if current[key] != recorded[key] {
+			stale = append(stale, key)
+		}
 	}
 	return stale
 }
@@ -286,6 +307,9 @@ func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*cor
 		rank[f.name] = 3 + i
 	}
 	rank[fieldClusterDomain] = 3 + len(fingerprintedFields)
+	for i, key := range settingsFields {
+		rank[key] = 4 + len(fingerprintedFields) + i
+	}
 	sort.SliceStable(order, func(i, j int) bool { return rank[order[i]] < rank[order[j]] })
 	parts := make([]string, 0, len(order))
 	for _, f := range order {

@@ -52,6 +52,14 @@ func TestStaleSpecFields(t *testing.T) {
 			now: func(c *etcdv1beta2.EtcdCluster) { c.Spec.Repository, c.Spec.Version = "mirror.example/etcd", "3.7.3" }},
 		{name: "repository with a registry port", created: func(c *etcdv1beta2.EtcdCluster) { c.Spec.Repository = "reg.example:5000/etcd" },
 			now: func(c *etcdv1beta2.EtcdCluster) { c.Spec.Repository = "reg.example:5000/etcd" }},
+		{name: "typed etcd settings apply to new members only", now: func(c *etcdv1beta2.EtcdCluster) {
+			c.Annotations = map[string]string{etcdv1beta2.AutoCompactionRetentionAnnotation: "1h", etcdv1beta2.QuotaBackendBytesAnnotation: "4294967296"}
+		}, want: []string{etcdv1beta2.QuotaBackendBytesAnnotation, etcdv1beta2.AutoCompactionRetentionAnnotation}},
+		{name: "typed etcd settings unchanged", created: func(c *etcdv1beta2.EtcdCluster) {
+			c.Annotations = map[string]string{etcdv1beta2.AutoCompactionModeAnnotation: "revision"}
+		}, now: func(c *etcdv1beta2.EtcdCluster) {
+			c.Annotations = map[string]string{etcdv1beta2.AutoCompactionModeAnnotation: "revision"}
+		}},
 		{name: "pod annotations", now: func(c *etcdv1beta2.EtcdCluster) { c.Spec.Pod.Annotations = map[string]string{"scrape": "true"} },
 			want: []string{"pod.annotations"}},
 		{name: "resources", now: func(c *etcdv1beta2.EtcdCluster) {

@@ -27,6 +27,7 @@ type EndpointStatus struct {
 	Revision         int64
 	DBSize           int64 // bytes allocated by the backend file
 	DBSizeInUse      int64 // bytes in use; DBSize-DBSizeInUse is what a defrag frees
+	DBSizeQuota      int64 // the member's quota-backend-bytes; 0 from etcd < 3.6
 	Version          string
 	StorageVersion   string // etcd >= 3.6
 	IsLearner        bool
@@ -72,6 +73,7 @@ func (a *Admin) statusOf(ctx context.Context, ep string) EndpointStatus {
 		RaftAppliedIndex: r.RaftAppliedIndex,
 		DBSize:           r.DbSize,
 		DBSizeInUse:      r.DbSizeInUse,
+		DBSizeQuota:      r.DbSizeQuota,
 		Version:          r.Version,
 		StorageVersion:   r.StorageVersion,
 		IsLearner:        r.IsLearner,

@@ -284,6 +284,10 @@ func Values(in Input) (map[string]interface{}, error) {
 	if err := ValidateCluster(c); err != nil {
 		return nil, err
 	}
+	settings, err := Settings(c)
+	if err != nil {
+		return nil, err
+	}
 	restore, err := restoreValues(in.Restore)
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
@@ -360,6 +364,7 @@ func Values(in Input) (map[string]interface{}, error) {
 			"initialClusterToken": ClusterToken(c),
 		},
 		"members":                  members,
+		"etcdSettingsEnv":          settingsValues(settings),
 		"pod":                      pod,
 		"TLS":                      tls,
 		"restore":                  restore,
@@ -412,7 +417,11 @@ func ValidateCluster(c *v1beta2.EtcdCluster) error {
 	if v := NormalizeVersion(c.Spec.Version); v != "" && !versionRE.MatchString(v) {
 		return fmt.Errorf("render: spec.version %q is not a version like 3.6.16", c.Spec.Version)
 	}
-	return validateEnv(c)
+	if err := validateEnv(c); err != nil {
+		return err
+	}
+	_, err := Settings(c)
+	return err
 }
 
 func checkMember(c *v1beta2.EtcdCluster, m Member, domain string) error {

@@ -282,6 +282,28 @@ func TestConversionThroughAPIServer(t *testing.T) {
 		{"size zero", "spec.size", &etcdv1.EtcdCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: "zero", Namespace: ns},
 		}},
+		{"quota below 1 MiB", "spec.etcd.quotaBackendBytes", &etcdv1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "tiny-quota", Namespace: ns},
+			Spec:       etcdv1.EtcdClusterSpec{Size: 1, Etcd: &etcdv1.EtcdSettings{QuotaBackendBytes: 1000}},
+		}},
+		{"unknown compaction mode", "spec.etcd.autoCompactionMode", &etcdv1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "mode", Namespace: ns},
+			Spec:       etcdv1.EtcdClusterSpec{Size: 1, Etcd: &etcdv1.EtcdSettings{AutoCompactionMode: "hourly"}},
+		}},
+		{"duration retention in revision mode", "spec.etcd.autoCompactionRetention", &etcdv1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "retention", Namespace: ns},
+			Spec: etcdv1.EtcdClusterSpec{Size: 1, Etcd: &etcdv1.EtcdSettings{
+				AutoCompactionMode: etcdv1.AutoCompactionRevision, AutoCompactionRetention: "1h"}},
+		}},
+		{"malformed retention", "spec.etcd.autoCompactionRetention", &etcdv1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "retention-words", Namespace: ns},
+			Spec:       etcdv1.EtcdClusterSpec{Size: 1, Etcd: &etcdv1.EtcdSettings{AutoCompactionRetention: "30 minutes"}},
+		}},
+		{"quota in spec.etcd and pod.env", "spec.etcd", &etcdv1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "quota-twice", Namespace: ns},
+			Spec: etcdv1.EtcdClusterSpec{Size: 1, Etcd: &etcdv1.EtcdSettings{QuotaBackendBytes: 4 << 30},
+				Pod: &etcdv1.PodPolicy{Env: []corev1.EnvVar{envVar("ETCD_QUOTA_BACKEND_BYTES", "1")}}},
+		}},
 		{"backup S3 without s3", "spec.s3", &etcdv1.EtcdBackup{
 			ObjectMeta: metav1.ObjectMeta{Name: "no-s3", Namespace: ns},
 			Spec:       etcdv1.EtcdBackupSpec{EtcdEndpoints: []string{"http://x:2379"}, StorageType: etcdv1.BackupStorageTypeS3},
@@ -328,6 +350,27 @@ func TestConversionThroughAPIServer(t *testing.T) {
 			if c, _, _ := unstructured.NestedString(u.Object, "spec", "compression"); c != "" && old.GetAnnotations()[v1beta2.BackupCompressionAnnotation] != c {
 				t.Errorf("%s: spec.compression %q stored as annotations %v", f, c, old.GetAnnotations())
 			}
+		}
+	})
+
+	t.Run("v1 spec.etcd is stored as the v1beta2 annotations", func(t *testing.T) {
+		e := &etcdv1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns},
+			Spec: etcdv1.EtcdClusterSpec{Size: 1, Etcd: &etcdv1.EtcdSettings{QuotaBackendBytes: 8 << 30,
+				AutoCompactionMode: etcdv1.AutoCompactionPeriodic, AutoCompactionRetention: "1h30m"},
+				Pod: &etcdv1.PodPolicy{Env: []corev1.EnvVar{envVar("ETCD_SNAPSHOT_COUNT", "10000")}}},
+		}
+		if err := c.Create(ctx, e); err != nil {
+			t.Fatalf("create as v1: %v", err)
+		}
+		var hub v1beta2.EtcdCluster
+		if err := c.Get(ctx, client.ObjectKeyFromObject(e), &hub); err != nil {
+			t.Fatal(err)
+		}
+		a := hub.Annotations
+		if a[v1beta2.QuotaBackendBytesAnnotation] != "8589934592" || a[v1beta2.AutoCompactionModeAnnotation] != "periodic" ||
+			a[v1beta2.AutoCompactionRetentionAnnotation] != "1h30m" {
+			t.Errorf("v1beta2 annotations %v", a)
 		}
 	})
 

@@ -1,0 +1,69 @@
+package etcdcluster
+
+import (
+	"context"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+)
+
+// What etcd says about the cluster's database: its size against the quota, and the
+// alarms it raised (NOSPACE when a member's backend hit the quota, CORRUPT when the
+// corruption check found a member that differs from its peers).
+
+// spaceObservation is one observation's view of the database. The zero value is what an
+// observation without answers has: nothing known, nothing reported.
+type spaceObservation struct {
+	// alarmsKnown: the alarm list was read; alarms is then complete (empty: none).
+	alarmsKnown bool
+	alarms      []etcdadmin.Alarm
+	// sizesKnown: at least one member answered its status; the sizes are then the
+	// largest any answering member reported. The largest, not the leader's: each member
+	// keeps its own backend, and the first to reach the quota raises NOSPACE for all.
+	sizesKnown bool
+	dbSize     int64
+	dbInUse    int64
+	// quota is the largest quota-backend-bytes a member reported (etcd >= 3.6); 0 when
+	// none did, and the configured one is used instead.
+	quota int64
+}
+
+// alarmListTimeout bounds reading the alarm list. The list is replicated state, so it
+// needs a quorum; without one the observation goes on without it.
+const alarmListTimeout = 5 * time.Second
+
+// askSpace reads the alarm list when the cluster has a quorum (its linearizable member
+// list was answered) and the sizes from the members' status answers.
+func askSpace(ctx context.Context, admin *etcdadmin.Admin, statuses []etcdadmin.EndpointStatus, quorum bool) spaceObservation {
+	s := spaceSizes(statuses)
+	if !quorum {
+		return s
+	}
+	actx, cancel := context.WithTimeout(ctx, alarmListTimeout)
+	defer cancel()
+	alarms, err := admin.Alarms(actx)
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("alarm list unavailable", "err", err.Error())
+		return s
+	}
+	s.alarmsKnown, s.alarms = true, alarms
+	return s
+}
+
+// spaceSizes takes the largest database size, in-use size and quota the answering
+// members reported.
+func spaceSizes(statuses []etcdadmin.EndpointStatus) spaceObservation {
+	var s spaceObservation
+	for _, st := range statuses {
+		if st.Err != nil {
+			continue
+		}
+		s.sizesKnown = true
+		s.dbSize = max(s.dbSize, st.DBSize)
+		s.dbInUse = max(s.dbInUse, st.DBSizeInUse)
+		s.quota = max(s.quota, st.DBSizeQuota)
+	}
+	return s
+}

@@ -1,0 +1,112 @@
+package etcdcluster
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+)
+
+// The conditions read off etcd's alarms. The operator only reports them: freeing space
+// and replacing a corrupt member are left to the user, and each message says how.
+
+// alarmCondition is how one alarm type is reported.
+type alarmCondition struct {
+	alarm    string // etcdadmin.AlarmNoSpace, etcdadmin.AlarmCorrupt
+	cond     etcdv1beta2.ClusterConditionType
+	reason   string
+	okMsg    string
+	raisedOn func(members string) string // the message while raised
+}
+
+var alarmConditions = []alarmCondition{
+	{
+		alarm: etcdadmin.AlarmNoSpace, cond: etcdv1beta2.ClusterConditionSpaceAvailable, reason: etcdv1beta2.ReasonNoSpaceAlarm,
+		okMsg: "etcd reports no NOSPACE alarm",
+		raisedOn: func(members string) string {
+			return "etcd raised NOSPACE on " + members + ": a database reached its quota and the cluster takes no writes, only reads and deletes. " +
+				"Free space, then disarm: compact the history (etcdctl compact <current revision>), defragment each member (etcdctl defrag), " +
+				"check that the database is below the quota (etcdctl endpoint status), then `etcdctl alarm disarm`. " +
+				"A larger quota (v1 spec.etcd.quotaBackendBytes, v1beta2 annotation " + etcdv1beta2.QuotaBackendBytesAnnotation + ") applies to new members only"
+		},
+	},
+	{
+		alarm: etcdadmin.AlarmCorrupt, cond: etcdv1beta2.ClusterConditionDataConsistent, reason: etcdv1beta2.ReasonCorruptAlarm,
+		okMsg: "etcd reports no CORRUPT alarm",
+		raisedOn: func(members string) string {
+			return "etcd raised CORRUPT on " + members + ": its data differs from its peers' and the cluster takes no writes. " +
+				"Replace the member from its healthy peers: remove it (etcdctl member remove <ID>), which makes the operator add a fresh member, " +
+				"then `etcdctl alarm disarm` once the new member is healthy"
+		},
+	},
+}
+
+// reportSpace reports what etcd said of its database: the alarm conditions and the
+// size, quota and alarm metrics.
+func (r *Reconciler) reportSpace(c *etcdv1beta2.EtcdCluster, o *observation, now string) {
+	r.reportAlarms(c, o, now)
+	recordSpace(c, o.space)
+}
+
+// reportAlarms sets SpaceAvailable and DataConsistent from the alarm list, with a warning
+// event when an alarm is raised (or spreads to other members) and a normal one when it
+// clears. Without an alarm list (no quorum) the conditions stay as they were. Events
+// follow the conditions in status, so a restarted operator does not repeat them.
+func (r *Reconciler) reportAlarms(c *etcdv1beta2.EtcdCluster, o *observation, now string) {
+	if !o.space.alarmsKnown {
+		return
+	}
+	for _, ac := range alarmConditions {
+		on := alarmedMembers(o.space.alarms, ac.alarm, o.members)
+		prev := findCondition(c, ac.cond)
+		if len(on) == 0 {
+			updateCondition(c, ac.cond, true, etcdv1beta2.ReasonNoAlarm, ac.okMsg, now)
+			if prev != nil && prev.Status == corev1.ConditionFalse {
+				r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.ReasonNoAlarm, "%s=True: the %s alarm was cleared", ac.cond, ac.alarm)
+			}
+			continue
+		}
+		msg := ac.raisedOn(strings.Join(on, ", "))
+		updateCondition(c, ac.cond, false, ac.reason, msg, now)
+		if prev == nil || prev.Status != corev1.ConditionFalse || prev.Message != msg {
+			r.Recorder.Eventf(c, corev1.EventTypeWarning, ac.reason, "%s=False: %s", ac.cond, msg)
+		}
+	}
+}
+
+// alarmedMembers names, sorted, the members with an alarm of the given type: "member
+// <name> (ID <hex>)", or only the ID of a member the list does not hold.
+func alarmedMembers(alarms []etcdadmin.Alarm, typ string, members []etcdadmin.Member) []string {
+	var out []string
+	for _, a := range alarms {
+		if a.Type != typ {
+			continue
+		}
+		id := etcdadmin.FormatID(a.MemberID)
+		name := ""
+		if m, ok := etcdadmin.FindByID(members, a.MemberID); ok {
+			name = memberName(m)
+		}
+		if name == "" {
+			out = append(out, "member ID "+id)
+		} else {
+			out = append(out, fmt.Sprintf("member %s (ID %s)", name, id))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// findCondition returns a copy of the cluster's condition of type t, or nil.
+func findCondition(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType) *etcdv1beta2.ClusterCondition {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == t {
+			return &cond
+		}
+	}
+	return nil
+}
