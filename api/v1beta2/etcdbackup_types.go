@@ -124,9 +124,9 @@ type BackupPolicy struct {
 
 // EtcdBackupStatus reports the last backup.
 type EtcdBackupStatus struct {
-	// Succeeded is true when the last backup succeeded.
+	// Succeeded is true when the last backup succeeded. Always serialised, as CoreOS did.
 	// +optional
-	Succeeded bool `json:"succeeded,omitempty"`
+	Succeeded bool `json:"succeeded"`
 	// Reason explains a failed backup. Its JSON name is capitalised, as in CoreOS's operator.
 	// +optional
 	Reason string `json:"Reason,omitempty"`

@@ -224,9 +224,10 @@ type MembersStatus struct {
 
 // EtcdClusterStatus is the observed state of an etcd cluster.
 type EtcdClusterStatus struct {
-	// Phase is "", Creating, Running or Failed.
+	// Phase is "", Creating, Running or Failed. Always serialised, as CoreOS did: clients
+	// written for its operator read status.phase without checking that it is there.
 	// +optional
-	Phase ClusterPhase `json:"phase,omitempty"`
+	Phase ClusterPhase `json:"phase"`
 	// Reason explains a Failed phase.
 	// +optional
 	Reason string `json:"reason,omitempty"`

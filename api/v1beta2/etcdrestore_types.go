@@ -46,9 +46,10 @@ type RestoreSource struct {
 
 // EtcdRestoreStatus reports the restore.
 type EtcdRestoreStatus struct {
-	// Succeeded is true once the new cluster was created from the backup.
+	// Succeeded is true once the new cluster was created from the backup. Always
+	// serialised, as CoreOS did.
 	// +optional
-	Succeeded bool `json:"succeeded,omitempty"`
+	Succeeded bool `json:"succeeded"`
 	// Reason explains a failure.
 	// +optional
 	Reason string `json:"reason,omitempty"`
