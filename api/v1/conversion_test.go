@@ -192,6 +192,7 @@ spec:
     etcdEnv: [{name: A, value: b}]
     resources: {}
 status:
+  phase: ""
   size: 0
   members: {}
   currentVersion: ""
@@ -309,7 +310,7 @@ spec:
   backupStorageType: PVC
   pvc: {claimName: backups, path: snap.db}
   s3: {path: b/k, awsSecret: aws}
-status: {}
+status: {succeeded: false}
 `)
 }
 
