@@ -64,19 +64,11 @@ func (o *Options) defaults() error {
 // manual approval, its InstallPlan approved, and the CSV waited for until Succeeded. It
 // returns the CSV's name. The package must not be subscribed to in the namespace yet.
 func Run(ctx context.Context, o Options) (string, error) {
-	if err := o.defaults(); err != nil {
-		return "", err
-	}
-	work, err := os.MkdirTemp("", "olmrun-")
+	b, work, err := start(ctx, &o)
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(work)
-
-	b, err := pullBundle(ctx, o.BundleImage, work)
-	if err != nil {
-		return "", err
-	}
 	pkg, channel := b.ann[olmimage.PackageAnnotation], channelOf(b)
 	c := o.Client
 	if sub, err := findSubscription(ctx, c, o.Namespace, pkg); err != nil {
@@ -130,19 +122,11 @@ func Run(ctx context.Context, o Options) (string, error) {
 // and waited for. The new CSV must upgrade from the installed one (replaces or skips),
 // since that is the edge OLM follows. It returns the new CSV's name.
 func Upgrade(ctx context.Context, o Options) (string, error) {
-	if err := o.defaults(); err != nil {
-		return "", err
-	}
-	work, err := os.MkdirTemp("", "olmrun-")
+	next, work, err := start(ctx, &o)
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(work)
-
-	next, err := pullBundle(ctx, o.BundleImage, work)
-	if err != nil {
-		return "", err
-	}
 	pkg := next.ann[olmimage.PackageAnnotation]
 	c := o.Client
 	sub, err := findSubscription(ctx, c, o.Namespace, pkg)
@@ -205,6 +189,22 @@ func Upgrade(ctx context.Context, o Options) (string, error) {
 	}
 	o.Logf("CatalogSource %s now serves %s; waiting for the upgrade %s -> %s", key, o.CatalogImage, installed, next.csv.Name)
 	return next.csv.Name, approveAndWait(ctx, o, pkg, next.csv.Name)
+}
+
+// start fills in o's defaults and pulls the bundle into a scratch directory, work, which
+// the caller removes (also when err is set: it is then "" or already removed).
+func start(ctx context.Context, o *Options) (b pulledBundle, work string, err error) {
+	if err := o.defaults(); err != nil {
+		return pulledBundle{}, "", err
+	}
+	if work, err = os.MkdirTemp("", "olmrun-"); err != nil {
+		return pulledBundle{}, "", err
+	}
+	if b, err = pullBundle(ctx, o.BundleImage, work); err != nil {
+		os.RemoveAll(work)
+		return pulledBundle{}, "", err
+	}
+	return b, work, nil
 }
 
 // findSubscription is the Subscription to pkg in ns, or nil.
