@@ -37,6 +37,10 @@ var (
 		Name: "etcd_operator_cluster_quota_backend_bytes",
 		Help: "The members' quota-backend-bytes: as they report it (etcd >= 3.6), else as configured (etcd's default 2 GiB unless set).",
 	}, []string{"namespace", "cluster"})
+	clusterReconciled = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcd_operator_cluster_reconciled",
+		Help: "1 while the cluster's Reconciled condition is True (the operator observes it and its last step succeeded), else 0; written with every status write.",
+	}, []string{"namespace", "cluster"})
 	clusterAlarms = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "etcd_operator_cluster_alarms",
 		Help: "Members with an active etcd alarm, by alarm type (NOSPACE, CORRUPT), as last listed.",
@@ -45,7 +49,7 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(actionsTotal, clusterMembers, clusterAvailableGauge,
-		clusterDBSize, clusterDBSizeInUse, clusterQuota, clusterAlarms)
+		clusterDBSize, clusterDBSizeInUse, clusterQuota, clusterAlarms, clusterReconciled)
 }
 
 // forgetClusterMetrics drops a deleted cluster's series, so dashboards and alerts do not
@@ -59,6 +63,18 @@ func forgetClusterMetrics(namespace, name string) {
 	clusterDBSizeInUse.DeletePartialMatch(labels)
 	clusterQuota.DeletePartialMatch(labels)
 	clusterAlarms.DeletePartialMatch(labels)
+	clusterReconciled.DeletePartialMatch(labels)
+}
+
+// recordReconciled exports the Reconciled condition as it is about to be written. Every
+// path of a reconcile ends in the status writer's flush, so failures that stop a
+// reconcile before any step (API or TLS errors, which count no action) show here too.
+func recordReconciled(c *etcdv1beta2.EtcdCluster) {
+	v := 0.0
+	if conditionTrue(c, etcdv1beta2.ClusterConditionReconciled) {
+		v = 1
+	}
+	clusterReconciled.WithLabelValues(c.Namespace, c.Name).Set(v)
 }
 
 // etcdRequestMetrics counts the operator's requests to etcd (by operation, outcome and

@@ -42,6 +42,7 @@ func (w *statusWriter) flush(ctx context.Context, err error) error {
 	if err != nil {
 		w.r.reportReconciled(w.c, reconcileFailureReason(err), err, true, w.r.Now().UTC().Format(timeFormat))
 	}
+	recordReconciled(w.c)
 	if perr := w.patch(ctx); perr != nil {
 		return errors.Join(err, fmt.Errorf("patch status: %w", perr))
 	}

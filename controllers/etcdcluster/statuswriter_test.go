@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -107,5 +108,26 @@ func TestStatusWriterFlushReturnsTheWriteError(t *testing.T) {
 	}
 	if err := w.checkpoint(context.Background()); err == nil || !strings.Contains(err.Error(), "record status before acting") {
 		t.Fatalf("checkpoint = %v, want the write's error, said as a checkpoint", err)
+	}
+}
+
+// The Reconciled condition reaches the metric with every flush, failures that count no
+// action included.
+func TestStatusWriterExportsReconciled(t *testing.T) {
+	r, ec, _, _ := statusWriterFixture(t, interceptor.Funcs{})
+	t.Cleanup(func() { forgetClusterMetrics("ns", "c") })
+	w := r.statusWriterFor(ec)
+	if err := w.flush(context.Background(), errors.New("cannot read the TLS secret")); err == nil {
+		t.Fatal("the error was swallowed")
+	}
+	if v := testutil.ToFloat64(clusterReconciled.WithLabelValues("ns", "c")); v != 0 {
+		t.Errorf("after a failure: etcd_operator_cluster_reconciled = %v, want 0", v)
+	}
+	r.reportReconciled(ec, "", nil, false, "2026-12-03T00:00:00Z")
+	if err := w.flush(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if v := testutil.ToFloat64(clusterReconciled.WithLabelValues("ns", "c")); v != 1 {
+		t.Errorf("after a success: etcd_operator_cluster_reconciled = %v, want 1", v)
 	}
 }
