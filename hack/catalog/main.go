@@ -147,7 +147,12 @@ func runCatalog(args []string, stdout io.Writer) error {
 	if *opmDir == "" {
 		return errors.New("need --opm-dir")
 	}
-	pkg, fbc, err := olmimage.Render(*opmDir+"/opm", olmimage.Catalog{Channel: *channel, Bundles: bundles})
+	work, err := os.MkdirTemp("", "catalog-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	fbc, img, err := olmimage.BuildCatalog(*opmDir, olmimage.Catalog{Channel: *channel, Bundles: bundles}, work)
 	if err != nil {
 		return err
 	}
@@ -155,19 +160,6 @@ func runCatalog(args []string, stdout io.Writer) error {
 		if err := os.WriteFile(*fbcOut, fbc, 0o644); err != nil {
 			return err
 		}
-	}
-	work, err := os.MkdirTemp("", "catalog-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(work) // Build reads the files into the layer before this runs
-	spec, err := olmimage.CatalogSpec(*opmDir, pkg, fbc, work)
-	if err != nil {
-		return err
-	}
-	img, err := ociimage.Build(spec)
-	if err != nil {
-		return err
 	}
 	return out.write(img, stdout)
 }

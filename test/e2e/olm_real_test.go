@@ -274,15 +274,14 @@ func buildOLMTestImages(t *testing.T, root string) map[string]v1.Image {
 	build(realBundle010, spec, err)
 	spec, err = olmimage.BundleSpec(filepath.Join(root, "bundle"))
 	build(realBundle020, spec, err)
-	pkg, fbc, err := olmimage.Render(filepath.Join(opmDir, "opm"), olmimage.Catalog{Channel: "alpha", Bundles: []olmimage.Bundle{
+	_, catalog, err := olmimage.BuildCatalog(opmDir, olmimage.Catalog{Channel: "alpha", Bundles: []olmimage.Bundle{
 		{Dir: released, Image: realBundle010},
 		{Dir: filepath.Join(root, "bundle"), Image: realBundle020},
-	}})
+	}}, t.TempDir())
 	if err != nil {
-		t.Fatalf("render the catalog: %v", err)
+		t.Fatalf("the catalog image: %v", err)
 	}
-	spec, err = olmimage.CatalogSpec(opmDir, pkg, fbc, t.TempDir())
-	build(realCatalogImage, spec, err)
+	out[realCatalogImage] = catalog
 
 	// The 0.1.0 operator is built from the commit that released it. A shallow clone has
 	// no such commit: then this checkout's operator stands in for it, and the upgrade

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/etcd-operator/etcd-operator/internal/ociimage"
 )
 
@@ -119,4 +121,24 @@ func runOPM(opm string, args ...string) error {
 		return fmt.Errorf("opm %s: %w\n%s", args[0], err, out.Bytes())
 	}
 	return nil
+}
+
+// BuildCatalog renders c with opm from opmDir (Render) and builds the catalog image
+// serving it (CatalogSpec, ociimage.Build). work is a scratch directory the image's files
+// are laid out in; it may be removed once this returns, as the image holds its own copy.
+// It returns the rendered file-based catalog too.
+func BuildCatalog(opmDir string, c Catalog, work string) (fbc []byte, img v1.Image, err error) {
+	pkg, fbc, err := Render(filepath.Join(opmDir, "opm"), c)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, err := CatalogSpec(opmDir, pkg, fbc, work)
+	if err != nil {
+		return nil, nil, err
+	}
+	img, err = ociimage.Build(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return fbc, img, nil
 }

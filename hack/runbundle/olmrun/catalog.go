@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/etcd-operator/etcd-operator/hack/catalog/olmimage"
@@ -60,19 +59,11 @@ func pushCatalog(opmDir, channel, image string, bundles []pulledBundle, work str
 	for _, b := range bundles {
 		c.Bundles = append(c.Bundles, olmimage.Bundle{Dir: b.dir, Image: b.image})
 	}
-	pkg, fbc, err := olmimage.Render(filepath.Join(opmDir, "opm"), c)
-	if err != nil {
-		return err
-	}
 	dir, err := os.MkdirTemp(work, "catalog-")
 	if err != nil {
 		return err
 	}
-	spec, err := olmimage.CatalogSpec(opmDir, pkg, fbc, dir)
-	if err != nil {
-		return err
-	}
-	img, err := ociimage.Build(spec)
+	_, img, err := olmimage.BuildCatalog(opmDir, c, dir)
 	if err != nil {
 		return err
 	}
