@@ -330,10 +330,11 @@ func TestForgedStatusDeletesNothing(t *testing.T) {
 	}
 }
 
-// TestStuckBootstrapFollowsCorrectedVersion: pods of a bootstrap created on a version
-// that does not exist get the corrected image in place, one per reconcile, and keep
-// their names.
-func TestStuckBootstrapFollowsCorrectedVersion(t *testing.T) {
+// stuckBootstrapFixture is a cluster whose three bootstrap members' pods were created on
+// etcd 3.6.99, an image that does not exist: recorded as the initial cluster, none
+// started.
+func stuckBootstrapFixture(t *testing.T) (*proofFixture, []string) {
+	t.Helper()
 	names := []string{"c-aaaaaaa1", "c-aaaaaaa2", "c-aaaaaaa3"}
 	var objs []client.Object
 	for _, n := range names {
@@ -350,6 +351,14 @@ func TestStuckBootstrapFollowsCorrectedVersion(t *testing.T) {
 	if err := f.c.Status().Update(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
+	return f, names
+}
+
+// TestStuckBootstrapFollowsCorrectedVersion: pods of a bootstrap created on a version
+// that does not exist get the corrected image in place, one per reconcile, and keep
+// their names.
+func TestStuckBootstrapFollowsCorrectedVersion(t *testing.T) {
+	f, names := stuckBootstrapFixture(t)
 	for range names {
 		f.reconcileOnce(t)
 	}
