@@ -188,7 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return r.failed(ctx, &eb, interval, err, took)
 	}
-	return r.succeed(ctx, &eb, now, interval, backup.NewJobResult(res), took)
+	return r.succeed(ctx, &eb, now, backup.NewJobResult(res), took)
 }
 
 // failed records a failed attempt and schedules the retry: backing off, but never later
@@ -234,7 +234,7 @@ func backupDue(eb *etcdv1beta2.EtcdBackup, now time.Time) (time.Duration, bool) 
 }
 
 // succeed records a stored backup in status and an event.
-func (r *Reconciler) succeed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, now time.Time, interval time.Duration, res backup.JobResult, took time.Duration) (ctrl.Result, error) {
+func (r *Reconciler) succeed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, now time.Time, res backup.JobResult, took time.Duration) (ctrl.Result, error) {
 	r.forget(client.ObjectKeyFromObject(eb))
 	recordBackup(eb.Namespace, eb.Name, etcdv1beta2.ReasonBackupSucceeded, took, now, res.Size)
 	orig := eb.DeepCopy()
@@ -536,7 +536,7 @@ func (r *Reconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2.EtcdBacku
 			log.FromContext(ctx).Info("backup pod succeeded without a readable result", "pod", pod.Name, "error", resErr.Error())
 		}
 		res.Location = strings.Replace(res.Location, "file://"+backupMountPath, "pvc://"+eb.Spec.PVC.ClaimName, 1)
-		return r.succeed(ctx, eb, now, interval, res, took)
+		return r.succeed(ctx, eb, now, res, took)
 	}
 	reason, msg := res.Reason, res.Error
 	if reason == "" {
