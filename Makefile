@@ -68,6 +68,9 @@ TEST_INTEGRATION := . ./api/v1beta2 ./controllers/... ./hack/catalog/... ./inter
                     ./test/bench/clusterdns ./test/bench/images ./test/bench/olm ./test/olm
 TEST_E2E         := ./test/e2e ./test/bench/e2e ./test/cmd/bench
 BENCHMARKS       := ./test/benchmark/...
+# test/e2e's tests run in this many concurrent test processes (each test has a bench of its
+# own; they mostly wait on pods and elections), beside the other e2e packages.
+E2E_SHARDS       ?= 2
 
 .PHONY: test
 test: tools verify test-tiers ## All three tiers below (each runs even if an earlier one failed).
@@ -82,8 +85,8 @@ test-integration: tools ## Tests against real processes: envtest, etcd, MinIO, C
 	go test $(GO_TEST_FLAGS) $(TEST_INTEGRATION)
 
 .PHONY: test-e2e
-test-e2e: tools ## End-to-end tests on the local bench (real nodes); root.
-	go test $(GO_TEST_FLAGS) $(TEST_E2E)
+test-e2e: tools ## End-to-end tests on the local bench (real nodes); root. E2E_SHARDS=1 runs them one at a time.
+	hack/go-test-shards.sh $(E2E_SHARDS) "$(GO_TEST_FLAGS)" ./test/e2e $(filter-out ./test/e2e,$(TEST_E2E))
 
 .PHONY: test-tiers
 test-tiers: ## Fail unless every package with tests is in exactly one tier.
