@@ -31,6 +31,7 @@ import (
 	etcdv1 "github.com/etcd-operator/etcd-operator/api/v1"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers"
+	"github.com/etcd-operator/etcd-operator/controllers/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
@@ -68,6 +69,7 @@ func runManager(args []string) int {
 		watchNamespace   = fs.String("watch-namespace", os.Getenv("WATCH_NAMESPACE"), "only manage resources in this namespace (default: all)")
 		clusterDomain    = fs.String("cluster-domain", "", "DNS domain of the cluster, e.g. cluster.local (default: read from /etc/resolv.conf, else none)")
 		operatorImage    = fs.String("operator-image", os.Getenv("OPERATOR_IMAGE"), "this operator's image, run by restored clusters' init containers (default: the image of the operator's own pod, else "+operatorimage.Default+")")
+		scopeAnnotation  = fs.String("scope-annotation", "ignore", "which EtcdClusters to manage by CoreOS's etcd.database.coreos.com/scope annotation: ignore (all, whatever the annotation), namespaced (only those without it, like a CoreOS operator without -cluster-wide) or clusterwide (only those annotated clusterwide, like one with -cluster-wide)")
 		allowExternal    = fs.Bool("allow-external-backup-endpoints", false, "let an EtcdBackup's spec.etcdEndpoints name etcd outside the backup's namespace (default: only EtcdClusters of its own namespace; a tenant who may create EtcdBackups could otherwise make the operator dial any address)")
 	)
 	wh := etcdwebhook.AddServerFlags(fs)
@@ -76,6 +78,11 @@ func runManager(args []string) int {
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
+	scope, err := etcdcluster.ParseScope(*scopeAnnotation)
+	if err != nil {
+		log.Error(err, "bad --scope-annotation")
+		return 2
+	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -109,6 +116,7 @@ func runManager(args []string) int {
 	}
 	if err := controllers.SetupWithManager(mgr, controllers.Options{
 		ClusterDomain: *clusterDomain, OperatorImage: *operatorImage, AllowExternalBackupEndpoints: *allowExternal,
+		Scope: scope,
 	}); err != nil {
 		log.Error(err, "unable to set up controllers")
 		return 1

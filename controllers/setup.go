@@ -38,6 +38,9 @@ type Options struct {
 	// AllowExternalBackupEndpoints lets an EtcdBackup's spec.etcdEndpoints name etcd
 	// outside its namespace; by default a backup reaches only its namespace's clusters.
 	AllowExternalBackupEndpoints bool
+	// Scope selects, by CoreOS's scope annotation, which EtcdClusters this instance
+	// manages; empty means all.
+	Scope etcdcluster.Scope
 	// AfterAction is the EtcdCluster controller's test failpoint (etcdcluster.Reconciler's
 	// AfterAction); nil in production.
 	AfterAction func(ctx context.Context, cluster string, action planner.Action)
@@ -74,6 +77,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		ClusterDomain:      opts.ClusterDomain,
 		OperatorImage:      opts.OperatorImage,
 		MinQuorumLossGrace: opts.MinQuorumLossGrace,
+		Scope:              opts.Scope,
 		AfterAction:        opts.AfterAction,
 	}).SetupWithManager(mgr); err != nil {
 		return err

@@ -17,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
@@ -64,6 +66,9 @@ type Reconciler struct {
 	// ask for; zero means DefaultMinQuorumLossGrace. It is the operator's setting, not
 	// the cluster's.
 	MinQuorumLossGrace time.Duration
+	// Scope selects the clusters this instance manages by their scope annotation; empty
+	// means all (ScopeAll).
+	Scope Scope
 
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
@@ -103,7 +108,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.MinQuorumLossGrace = DefaultMinQuorumLossGrace
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&etcdv1beta2.EtcdCluster{}).
+		For(&etcdv1beta2.EtcdCluster{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return r.Scope.Manages(o.GetAnnotations())
+		}))).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.PersistentVolumeClaim{}). // claims growing report progress
@@ -126,6 +133,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			forgetClusterMetrics(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !r.Scope.Manages(c.Annotations) {
+		// Another instance manages it (CoreOS's scope annotation): nothing is touched, not
+		// even status. Events of its pods still arrive here through the owner watch.
+		forgetClusterMetrics(req.Namespace, req.Name)
+		lg.V(1).Info("not managed by this instance's scope", "scope", r.Scope)
+		return ctrl.Result{}, nil
 	}
 	if !c.DeletionTimestamp.IsZero() {
 		// Owner references let the garbage collector remove pods, services and PVCs.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -136,6 +137,7 @@ func allValues() map[string]any {
 		"watchNamespace":               "team-a",
 		"clusterDomain":                "example.local",
 		"allowExternalBackupEndpoints": true,
+		"scopeAnnotation":              "clusterwide",
 		"extraArgs":                    []any{"--zap-log-level=debug"},
 		"replicaCount":                 2,
 		"resources":                    map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}},
@@ -321,6 +323,9 @@ func TestChartValues(t *testing.T) {
 	}
 	if !contains(c.Args, "--allow-external-backup-endpoints") || contains(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, "--allow-external-backup-endpoints") {
 		t.Errorf("allowExternalBackupEndpoints: args %q; the default must not allow external endpoints", c.Args)
+	}
+	if !contains(c.Args, "--scope-annotation=clusterwide") || slices.ContainsFunc(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--scope-annotation") }) {
+		t.Errorf("scopeAnnotation: args %q; the default must manage every cluster (no --scope-annotation)", c.Args)
 	}
 	if !contains(c.Args, "--cluster-domain=example.local") || !contains(c.Args, "--zap-log-level=debug") || !contains(c.Args, "--leader-elect") {
 		t.Errorf("args %q lack the cluster domain, extra args or leader election", c.Args)
