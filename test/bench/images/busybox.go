@@ -2,12 +2,8 @@ package images
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
-	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -24,75 +20,20 @@ const CoreOSBusyboxImage = "busybox:1.28.0-glibc"
 // the shell does not have built in. The image format has no links, so each is a copy.
 var busyboxApplets = []string{"busybox", "sh", "nslookup", "sleep"}
 
-// Busybox is the static busybox of Debian's busybox-static package in the tool cache,
-// fetched once as hack/tools.sh fetches tools: the package is downloaded and unpacked
-// into a temporary directory (apt-get download, dpkg-deb -x), never installed.
+// Busybox is the static busybox of Debian's busybox-static package in the tool cache
+// (hack/tools.sh busybox unpacks it there from the downloaded package, never installing
+// it). It is not fetched here: a test runs in the bench's namespace, where apt's state
+// is not visible.
 func Busybox(cacheDir string) (string, error) {
-	if found, _ := filepath.Glob(filepath.Join(cacheDir, "busybox-static-*", "busybox")); len(found) > 0 {
-		return found[0], nil
+	found, _ := filepath.Glob(filepath.Join(cacheDir, "busybox-static-*", ".done"))
+	if len(found) == 0 {
+		return "", fmt.Errorf("busybox-static is not in the tool cache %s (run hack/tools.sh busybox)", cacheDir)
 	}
-	tmp, err := os.MkdirTemp("", "busybox-static-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	// apt's download user cannot write into a private temporary directory.
-	_ = os.Chmod(tmp, 0o755)
-	if out, err := runIn(tmp, "apt-get", "download", "busybox-static"); err != nil {
-		return "", fmt.Errorf("apt-get download busybox-static: %v\n%s", err, out)
-	}
-	debs, _ := filepath.Glob(filepath.Join(tmp, "busybox-static_*.deb"))
-	if len(debs) != 1 {
-		return "", fmt.Errorf("apt-get download busybox-static left %d packages in %s", len(debs), tmp)
-	}
-	version, err := runIn(tmp, "dpkg-deb", "-f", debs[0], "Version")
-	if err != nil {
-		return "", fmt.Errorf("dpkg-deb -f: %v", err)
-	}
-	root := filepath.Join(tmp, "root")
-	if out, err := runIn(tmp, "dpkg-deb", "-x", debs[0], root); err != nil {
-		return "", fmt.Errorf("dpkg-deb -x: %v\n%s", err, out)
-	}
-	return cacheBusybox(cacheDir, filepath.Join(root, "bin", "busybox"), version)
-}
-
-var unsafeVersionChars = regexp.MustCompile(`[^A-Za-z0-9.+-]`)
-
-// cacheBusybox moves the unpacked binary into the cache under its package version, by
-// renaming a complete directory, so a concurrent or interrupted fetch leaves no half file.
-func cacheBusybox(cacheDir, bin, version string) (string, error) {
+	bin := filepath.Join(filepath.Dir(found[0]), "busybox")
 	if err := ociimage.CheckStatic(bin); err != nil {
 		return "", err
 	}
-	dir := filepath.Join(cacheDir, "busybox-static-"+unsafeVersionChars.ReplaceAllString(strings.TrimSpace(version), "_"))
-	staging, err := os.MkdirTemp(cacheDir, ".busybox-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(staging)
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(staging, "busybox"), data, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.Chmod(staging, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.Rename(staging, dir); err != nil && !os.IsExist(err) {
-		if _, statErr := os.Stat(filepath.Join(dir, "busybox")); statErr != nil {
-			return "", err
-		}
-	}
-	return filepath.Join(dir, "busybox"), nil
-}
-
-func runIn(dir, name string, args ...string) (string, error) {
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return bin, nil
 }
 
 // BusyboxImage is an image with only the static busybox, as sh, nslookup and sleep in
