@@ -41,6 +41,12 @@ const coreOSEtcdVersion = "3.6.16"
 // bench-only name, so that no other test's etcd image changes.
 const coreOSEtcdRepository = images.BenchHost + "/etcd-with-shell"
 
+// coreOSDNSSuffix is the one change from CoreOS's pod: its check-dns looked up
+// <pod>.<cluster>.<ns>.svc, which busybox 1.28.0-glibc resolved through the search
+// domains; Debian's busybox applies them only to names without a dot (see
+// images.busyboxApplets), so the bench's cluster domain is named.
+const coreOSDNSSuffix = ".cluster.local"
+
 // CoreOS's pod and service facts.
 const (
 	coreOSDataDir          = "/var/etcd/data"
@@ -208,7 +214,7 @@ func coreOSPod(cluster, member string, initial []string, state string, owner met
 			InitContainers: []corev1.Container{{
 				Name:    "check-dns",
 				Image:   images.CoreOSBusyboxImage,
-				Command: []string{"/bin/sh", "-c", checkDNSScript(member + "." + cluster + ".default.svc")},
+				Command: []string{"/bin/sh", "-c", checkDNSScript(member + "." + cluster + ".default.svc" + coreOSDNSSuffix)},
 			}},
 			Containers: []corev1.Container{{
 				Name:    "etcd",

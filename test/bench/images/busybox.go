@@ -18,6 +18,13 @@ const CoreOSBusyboxImage = "busybox:1.28.0-glibc"
 // busyboxApplets are the names the static busybox is installed under in the images
 // below: the shell and the programs CoreOS's DNS-wait script and etcd probes call that
 // the shell does not have built in. The image format has no links, so each is a copy.
+//
+// One difference from the image CoreOS defaulted to remains: busybox 1.28.0's glibc
+// build resolved through glibc, which applies resolv.conf's search domains to a dotted
+// name such as <pod>.<cluster>.<ns>.svc; Debian's busybox (1.35) has a resolver of its
+// own that applies them only to names without a dot, and its shell runs its own applets
+// before any program in PATH, so no wrapper can stand in. A check-dns script run from
+// this image must name the member with the cluster domain.
 var busyboxApplets = []string{"busybox", "sh", "nslookup", "sleep"}
 
 // Busybox is the static busybox of Debian's busybox-static package in the tool cache
