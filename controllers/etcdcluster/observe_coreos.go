@@ -1,7 +1,13 @@
 package etcdcluster
 
 import (
+	"sort"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 )
 
 // Member pods that CoreOS etcd-operator 0.9.4 created are adopted as they are: their
@@ -33,4 +39,32 @@ func madeByCoreOS(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// announceCoreOSAdoption emits one event when a cluster whose member pods CoreOS made is
+// first seen formed: its status never recorded that (CoreOS's status has no such
+// field), and the proof is etcd's member list, which o holds; the message names the
+// members and the cluster ID etcd answered.
+func (r *Reconciler) announceCoreOSAdoption(c *etcdv1beta2.EtcdCluster, o *observation) {
+	if c.Status.Bootstrapped || !o.planner.MembersKnown {
+		return
+	}
+	var coreOSPods []string
+	for name, p := range o.pods {
+		if madeByCoreOS(p) {
+			coreOSPods = append(coreOSPods, name)
+		}
+	}
+	if len(coreOSPods) == 0 {
+		return
+	}
+	sort.Strings(coreOSPods)
+	members := make([]string, 0, len(o.planner.Members))
+	for _, m := range o.planner.Members {
+		members = append(members, m.Name)
+	}
+	sort.Strings(members)
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonAdoptedCoreOSCluster,
+		"adopted the running etcd cluster %s (members %s, from etcd's member list); pods %s were created by CoreOS etcd-operator and are kept",
+		etcdadmin.FormatID(o.clusterID), strings.Join(members, ", "), strings.Join(coreOSPods, ", "))
 }
