@@ -3,7 +3,7 @@
 # from the Go module proxy, into a cache outside the clone keyed by version.
 # A warm cache makes this a no-op: each tool directory carries a .done stamp.
 #
-#   hack/tools.sh [all|k8s|node|coredns|packages|etcd|minio|olm|gen]    (default: all)
+#   hack/tools.sh [all|k8s|node|coredns|packages|busybox|etcd|minio|olm|gen]    (default: all)
 #   hack/tools.sh path                        print the cache root
 set -euo pipefail
 
@@ -286,6 +286,31 @@ node_packages() {
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 }
 
+# fetch_busybox: the static busybox of Debian's busybox-static package, unpacked from the
+# downloaded package (never installed), for the busybox image of the e2e test that makes
+# clusters the way CoreOS etcd-operator did (its check-dns init container). Keyed by the
+# package version.
+fetch_busybox() {
+  compgen -G "$CACHE/busybox-static-*/.done" >/dev/null && return 0
+  if ! command -v apt-get >/dev/null || ! command -v dpkg-deb >/dev/null; then
+    # Only TestTakeoverOfCoreOSClusters needs it, and it says so: not a reason to stop.
+    log "busybox-static needs apt-get and dpkg-deb (Debian); skipped"
+    return 0
+  fi
+  local tmp version dir
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp" # apt's download user writes here
+  (cd "$tmp" && apt-get download -qq busybox-static >/dev/null)
+  version=$(dpkg-deb -f "$tmp"/busybox-static_*.deb Version | tr -c 'A-Za-z0-9.+\n-' _)
+  dpkg-deb -x "$tmp"/busybox-static_*.deb "$tmp/root"
+  dir="$CACHE/busybox-static-$version"
+  mkdir -p "$dir"
+  install -m 0755 "$tmp/root/bin/busybox" "$dir/busybox"
+  touch "$dir/.done"
+  rm -rf "$tmp"
+  log "busybox-static $version in $dir"
+}
+
 mkdir -p "$CACHE"
 what=${1:-all}
 case $what in
@@ -294,6 +319,7 @@ case $what in
   node) build_node ;;
   coredns) build_coredns ;;
   packages) node_packages ;;
+  busybox) fetch_busybox ;;
   etcd) for v in $ETCD_VERSIONS; do build_etcd "$v"; done ;;
   minio) build_minio ;;
   olm) build_olm; build_opm ;;
@@ -305,11 +331,12 @@ case $what in
     build_k8s
     build_node
     build_coredns
+    fetch_busybox
     build_minio
     build_olm
     build_opm
     envtest_assets
     ;;
-  *) echo "usage: $0 [all|k8s|node|coredns|packages|etcd|minio|olm|gen|path]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|k8s|node|coredns|packages|busybox|etcd|minio|olm|gen|path]" >&2; exit 2 ;;
 esac
 log "ready in $CACHE"

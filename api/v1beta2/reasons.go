@@ -41,6 +41,9 @@ const (
 	EventReasonForceNewCluster = "ForceNewCluster"
 	// EventReasonRecovered: a quorum-loss recovery finished.
 	EventReasonRecovered = "Recovered"
+	// EventReasonAdoptedCoreOSCluster: the running etcd cluster whose member pods CoreOS
+	// etcd-operator created was taken over as it runs (members from etcd's own list).
+	EventReasonAdoptedCoreOSCluster = "AdoptedCoreOSCluster"
 )
 
 // BackupConditionSucceeded is the EtcdBackup condition that reports the last attempt.

@@ -143,6 +143,9 @@ func staleSpecFields(c *etcdv1beta2.EtcdCluster, domain string, p *corev1.Pod, c
 	}
 	var recorded map[string]string
 	if raw, ok := p.Annotations[AnnotationSpecFingerprint]; !ok || json.Unmarshal([]byte(raw), &recorded) != nil {
+		if madeByCoreOS(p) { // observe_coreos.go
+			stale = append(stale, fieldCoreOSPodShape)
+		}
 		return append(stale, staleByInspection(c, p)...)
 	}
 	current := specFingerprint(c, domain)
@@ -302,7 +305,7 @@ func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*cor
 			Message: "every member pod was created from the current spec", EventKey: etcdv1beta2.ReasonSpecApplied}
 	}
 	// Spec order, whatever order the pods revealed them in.
-	rank := map[string]int{fieldRepository: 0, fieldPeerSecret: 1, fieldServerSecret: 2}
+	rank := map[string]int{fieldCoreOSPodShape: -1, fieldRepository: 0, fieldPeerSecret: 1, fieldServerSecret: 2}
 	for i, f := range fingerprintedFields {
 		rank[f.name] = 3 + i
 	}

@@ -22,6 +22,13 @@ func createdPod(t *testing.T, c *etcdv1beta2.EtcdCluster, name string) *corev1.P
 	return p
 }
 
+// coreOSShaped gives a pod the marks of CoreOS etcd-operator 0.9.4's member pods.
+func coreOSShaped(p *corev1.Pod) {
+	p.Spec.RestartPolicy = corev1.RestartPolicyNever
+	p.Spec.InitContainers = []corev1.Container{{Name: "check-dns", Image: "busybox:1.28.0-glibc",
+		Command: []string{"/bin/sh", "-c", "until nslookup x; do sleep 1; done"}}}
+}
+
 func TestStaleSpecFields(t *testing.T) {
 	base := func() *etcdv1beta2.EtcdCluster {
 		c := statusCluster("spec", "3.6.16")
@@ -93,6 +100,25 @@ func TestStaleSpecFields(t *testing.T) {
 			p.Labels["added-by"] = "someone"
 			p.Annotations["sidecar.example/status"] = "injected"
 		}, now: func(*etcdv1beta2.EtcdCluster) {}},
+		{name: "a pod CoreOS etcd-operator made (restartPolicy Never, check-dns) is not of our shape", pod: func(p *corev1.Pod) {
+			unstamped(p)
+			coreOSShaped(p)
+		}, now: func(*etcdv1beta2.EtcdCluster) {}, want: []string{fieldCoreOSPodShape}},
+		{name: "restartPolicy Never alone marks a CoreOS pod", pod: func(p *corev1.Pod) {
+			unstamped(p)
+			p.Spec.RestartPolicy = corev1.RestartPolicyNever
+		}, now: func(*etcdv1beta2.EtcdCluster) {}, want: []string{fieldCoreOSPodShape}},
+		{name: "a check-dns init container alone marks a CoreOS pod", pod: func(p *corev1.Pod) {
+			unstamped(p)
+			p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "check-dns", Image: "busybox:1.28.0-glibc"})
+		}, now: func(*etcdv1beta2.EtcdCluster) {}, want: []string{fieldCoreOSPodShape}},
+		{name: "a CoreOS pod is also compared on what it shows", pod: func(p *corev1.Pod) {
+			unstamped(p)
+			coreOSShaped(p)
+		}, now: func(c *etcdv1beta2.EtcdCluster) { c.Spec.Repository = "mirror.example/etcd" },
+			want: []string{"repository", fieldCoreOSPodShape}},
+		{name: "our own pods are never taken for CoreOS's, whatever they show", pod: coreOSShaped,
+			now: func(*etcdv1beta2.EtcdCluster) {}},
 		{name: "an unreadable fingerprint is treated as none", pod: func(p *corev1.Pod) { p.Annotations[AnnotationSpecFingerprint] = "{not json" },
 			now: func(c *etcdv1beta2.EtcdCluster) { c.Spec.Pod.NodeSelector = nil }, want: []string{"pod.nodeSelector"}},
 	} {

@@ -17,6 +17,7 @@ func (r *Reconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *observation, s 
 	st := &c.Status
 	now := r.Now().UTC().Format(timeFormat)
 	if o.planner.MembersKnown {
+		r.announceCoreOSAdoption(c, o) // observe_coreos.go
 		st.Bootstrapped = true
 		st.BootstrapMembers = nil
 	}
