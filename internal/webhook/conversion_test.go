@@ -279,6 +279,12 @@ func TestConversionThroughAPIServer(t *testing.T) {
 			"metadata": map[string]any{"name": "days", "namespace": ns},
 			"spec":     map[string]any{"size": int64(3), "pod": map[string]any{"dnsTimeout": "1d"}},
 		}}},
+		{"verification time zone without a schedule", "spec.verification.timeZone", &etcdv1.EtcdBackup{
+			ObjectMeta: metav1.ObjectMeta{Name: "verify-tz", Namespace: ns},
+			Spec: etcdv1.EtcdBackupSpec{StorageType: etcdv1.BackupStorageTypeS3, ClusterRef: &etcdv1.EtcdClusterRef{Name: "c"},
+				StorageSource: etcdv1.StorageSource{S3: &etcdv1.S3Source{Path: "b/k", CredentialsSecret: "aws"}},
+				Verification:  &etcdv1.BackupVerification{AfterEachBackup: true, TimeZone: "Europe/Berlin"}},
+		}},
 		{"size zero", "spec.size", &etcdv1.EtcdCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: "zero", Namespace: ns},
 		}},
