@@ -46,7 +46,7 @@ type EtcdBackupSpec struct {
 	// starts and serves the revision and key count recorded at backup time. Stored as the
 	// v1beta2 annotations etcd.database.coreos.com/backup-verify-*.
 	// +optional
-	Verification *BackupVerification `json:"verification,omitempty"`
+	Verification  *BackupVerification `json:"verification,omitempty"`
 	StorageSource `json:",inline"`
 }
 
@@ -54,7 +54,7 @@ type EtcdBackupSpec struct {
 // newest backup into a pod of the backup's namespace (the backup's etcd version, the
 // cluster's image repository, no Service), checks it and deletes the pod; status
 // (lastVerified*, the Verified condition) and events report the outcome.
-// +kubebuilder:validation:XValidation:rule="!has(self.timeZone) || self.timeZone == '' || (has(self.schedule) && self.schedule != '')",message="verification.timeZone needs verification.schedule",fieldPath=".timeZone"
+// +kubebuilder:validation:XValidation:rule="!has(self.timeZone) || size(self.timeZone) == 0 || (has(self.schedule) && size(self.schedule) > 0)",message="verification.timeZone needs verification.schedule",fieldPath=".timeZone"
 type BackupVerification struct {
 	// AfterEachBackup verifies each backup right after it is stored.
 	// +optional
