@@ -6,6 +6,7 @@
 //	etcd-operator version             print the version
 //	etcd-operator restore [flags]     restore a member's data dir from a backup (init step)
 //	etcd-operator backup [flags]      snapshot a cluster into a mounted directory (backup pod)
+//	etcd-operator verify restore|check [flags]  the steps of a backup verification pod
 package main
 
 import (
@@ -52,6 +53,8 @@ func main() {
 			os.Exit(runRestore(os.Args[2:]))
 		case "backup":
 			os.Exit(runBackup(os.Args[2:]))
+		case "verify":
+			os.Exit(runVerify(os.Args[2:]))
 		case "manager":
 			os.Args = append(os.Args[:1], os.Args[2:]...)
 		}

@@ -234,6 +234,8 @@ func TestRoundTripFuzz(t *testing.T) {
 func randomFieldAnnotations(meta *metav1.ObjectMeta, c randfill.Continue) {
 	randomAnnotations(meta, c, []string{v1beta2.BackupScheduleAnnotation, v1beta2.BackupTimeZoneAnnotation, v1beta2.BackupCompressionAnnotation},
 		func() string { return "v" + strconv.Itoa(c.Intn(3)) })
+	randomAnnotations(meta, c, []string{v1beta2.BackupVerifyAfterEachAnnotation, v1beta2.BackupVerifyScheduleAnnotation, v1beta2.BackupVerifyTimeZoneAnnotation},
+		func() string { return []string{"true", "false", "v1"}[c.Intn(3)] })
 }
 
 // randomClusterAnnotations does the same for EtcdCluster's spec.etcd, with values a

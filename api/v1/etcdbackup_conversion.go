@@ -26,6 +26,8 @@ type backupV1Data struct {
 	CompressionAnnotation *string `json:"compressionAnnotation,omitempty"`
 	// The v1 object had no spec.compression but the annotation: it stays an annotation.
 	CompressionAsAnnotation bool `json:"compressionAsAnnotation,omitempty"`
+	// The v1 object had spec.verification with nothing set.
+	EmptyVerification bool `json:"emptyVerification,omitempty"`
 	// Likewise for the schedule's two annotations.
 	annotatedFields
 }
@@ -77,6 +79,7 @@ func (src *EtcdBackup) ConvertTo(hub conversion.Hub) error {
 	for _, f := range scheduleFields(in.Spec.BackupPolicy) {
 		fieldToAnnotation(&dst.ObjectMeta, f, &lost.annotatedFields)
 	}
+	lost.EmptyVerification = verificationToAnnotations(&dst.ObjectMeta, in.Spec.Verification, &lost.annotatedFields)
 	dst.Status = v1beta2.EtcdBackupStatus{
 		Succeeded:        in.Status.Succeeded,
 		Reason:           in.Status.Reason,
@@ -87,6 +90,11 @@ func (src *EtcdBackup) ConvertTo(hub conversion.Hub) error {
 		NextScheduleTime: in.Status.NextScheduleTime,
 		LastBackupNow:    in.Status.LastBackupNow,
 		Conditions:       in.Status.Conditions,
+
+		LastVerifiedTime:          in.Status.LastVerifiedTime,
+		LastVerifiedKey:           in.Status.LastVerifiedKey,
+		LastVerifiedRevision:      in.Status.LastVerifiedRevision,
+		LastVerificationStartTime: in.Status.LastVerificationStartTime,
 	}
 	return putConversionData(&dst.ObjectMeta, &lost)
 }
@@ -134,6 +142,7 @@ func (dst *EtcdBackup) ConvertFrom(hub conversion.Hub) error {
 		}
 		dst.Spec.BackupPolicy.Schedule, dst.Spec.BackupPolicy.TimeZone = schedule, timeZone
 	}
+	dst.Spec.Verification = verificationFromAnnotations(&dst.ObjectMeta, kept.annotatedFields, kept.EmptyVerification)
 	dst.Status = EtcdBackupStatus{
 		Succeeded:        in.Status.Succeeded,
 		Reason:           in.Status.Reason,
@@ -144,6 +153,11 @@ func (dst *EtcdBackup) ConvertFrom(hub conversion.Hub) error {
 		NextScheduleTime: in.Status.NextScheduleTime,
 		LastBackupNow:    in.Status.LastBackupNow,
 		Conditions:       in.Status.Conditions,
+
+		LastVerifiedTime:          in.Status.LastVerifiedTime,
+		LastVerifiedKey:           in.Status.LastVerifiedKey,
+		LastVerifiedRevision:      in.Status.LastVerifiedRevision,
+		LastVerificationStartTime: in.Status.LastVerificationStartTime,
 	}
 	return putConversionData(&dst.ObjectMeta, &lost)
 }

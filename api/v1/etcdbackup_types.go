@@ -42,7 +42,32 @@ type EtcdBackupSpec struct {
 	// +kubebuilder:validation:Enum=none;gzip
 	Compression BackupCompression `json:"compression,omitempty"`
 
+	// Verification restores backups into a short-lived one-member etcd and checks that it
+	// starts and serves the revision and key count recorded at backup time. Stored as the
+	// v1beta2 annotations etcd.database.coreos.com/backup-verify-*.
+	// +optional
+	Verification  *BackupVerification `json:"verification,omitempty"`
 	StorageSource `json:",inline"`
+}
+
+// BackupVerification says when backups are verified. Each verification restores the
+// newest backup into a pod of the backup's namespace (the backup's etcd version, the
+// cluster's image repository, no Service), checks it and deletes the pod; status
+// (lastVerified*, the Verified condition) and events report the outcome.
+// +kubebuilder:validation:XValidation:rule="!has(self.timeZone) || size(self.timeZone) == 0 || (has(self.schedule) && size(self.schedule) > 0)",message="verification.timeZone needs verification.schedule",fieldPath=".timeZone"
+type BackupVerification struct {
+	// AfterEachBackup verifies each backup right after it is stored.
+	// +optional
+	AfterEachBackup bool `json:"afterEachBackup,omitempty"`
+	// Schedule verifies the newest backup on a cron schedule of its own: five fields or a
+	// macro, as backupPolicy.schedule.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Schedule string `json:"schedule,omitempty"`
+	// TimeZone is the IANA time zone Schedule is read in; default UTC.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	TimeZone string `json:"timeZone,omitempty"`
 }
 
 // BackupCompression is how stored snapshots are compressed.
@@ -124,6 +149,21 @@ type EtcdBackupStatus struct {
 	// honoured: each new value takes one backup at once.
 	// +optional
 	LastBackupNow string `json:"lastBackupNow,omitempty"`
+	// LastVerifiedTime is when a backup last passed verification (restored into a
+	// one-member etcd that served the recorded revision and key count).
+	// +optional
+	LastVerifiedTime *metav1.Time `json:"lastVerifiedTime,omitempty"`
+	// LastVerifiedKey is the object that passed: its key in the bucket (S3) or its path
+	// below the claim (PVC).
+	// +optional
+	LastVerifiedKey string `json:"lastVerifiedKey,omitempty"`
+	// LastVerifiedRevision is the revision recorded with that backup, which the restored
+	// member served.
+	// +optional
+	LastVerifiedRevision int64 `json:"lastVerifiedRevision,omitempty"`
+	// LastVerificationStartTime is when the last verification, passed or failed, started.
+	// +optional
+	LastVerificationStartTime *metav1.Time `json:"lastVerificationStartTime,omitempty"`
 	// Conditions of the backup.
 	// +optional
 	// +listType=map

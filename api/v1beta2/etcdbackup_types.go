@@ -149,6 +149,21 @@ type EtcdBackupStatus struct {
 	// LastBackupNow is the value of the backup-now annotation last honoured.
 	// +optional
 	LastBackupNow string `json:"lastBackupNow,omitempty"`
+	// LastVerifiedTime is when a backup last passed verification (restored into a
+	// one-member etcd that served the recorded revision and key count).
+	// +optional
+	LastVerifiedTime *metav1.Time `json:"lastVerifiedTime,omitempty"`
+	// LastVerifiedKey is the object that passed: its key in the bucket (S3) or its path
+	// below the claim (PVC).
+	// +optional
+	LastVerifiedKey string `json:"lastVerifiedKey,omitempty"`
+	// LastVerifiedRevision is the revision recorded with that backup, which the restored
+	// member served.
+	// +optional
+	LastVerifiedRevision int64 `json:"lastVerifiedRevision,omitempty"`
+	// LastVerificationStartTime is when the last verification, passed or failed, started.
+	// +optional
+	LastVerificationStartTime *metav1.Time `json:"lastVerificationStartTime,omitempty"`
 	// Conditions (added by this operator).
 	// +optional
 	// +listType=map

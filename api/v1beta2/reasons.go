@@ -102,3 +102,29 @@ const (
 	// EventReasonDeletedCluster: the restore deleted the cluster it replaces.
 	EventReasonDeletedCluster = "DeletedCluster"
 )
+
+// BackupConditionVerified is the EtcdBackup condition that reports the last verification:
+// True when the verified backup restored and served what was recorded, False naming the
+// object and what failed.
+const BackupConditionVerified = "Verified"
+
+// Reasons of the Verified condition. A backup that cannot be read or restored also gets
+// the restore reasons ReasonBackupNotFound, ReasonChecksumMismatch and
+// ReasonInvalidSnapshot, as an EtcdRestore of it would.
+const (
+	ReasonBackupVerified = "BackupVerified"
+	// ReasonVerificationInvalidSpec: the verification settings cannot be followed.
+	ReasonVerificationInvalidSpec = "InvalidVerificationSpec"
+	// ReasonEtcdDidNotStart: the restored member did not serve within the time allowed.
+	ReasonEtcdDidNotStart = "EtcdDidNotStart"
+	// ReasonRevisionMismatch: the restored member serves an older revision than recorded.
+	ReasonRevisionMismatch = "RevisionMismatch"
+	// ReasonKeyCountMismatch: the restored member holds another number of keys at the
+	// recorded revision than the cluster did when the backup was taken.
+	ReasonKeyCountMismatch = "KeyCountMismatch"
+	// ReasonVerificationFailed: the verification pod failed or timed out for another reason
+	// (the message says which).
+	ReasonVerificationFailed = "VerificationFailed"
+	// ReasonNothingToVerify: no backup has been stored yet.
+	ReasonNothingToVerify = "NothingToVerify"
+)

@@ -197,6 +197,14 @@ func (in *EtcdBackupStatus) DeepCopyInto(out *EtcdBackupStatus) {
 		in, out := &in.NextScheduleTime, &out.NextScheduleTime
 		*out = (*in).DeepCopy()
 	}
+	if in.LastVerifiedTime != nil {
+		in, out := &in.LastVerifiedTime, &out.LastVerifiedTime
+		*out = (*in).DeepCopy()
+	}
+	if in.LastVerificationStartTime != nil {
+		in, out := &in.LastVerificationStartTime, &out.LastVerificationStartTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

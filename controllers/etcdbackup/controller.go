@@ -136,8 +136,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile takes a backup when one is due and records the outcome.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// reconcileBackup takes a backup when one is due and records the outcome.
+func (r *Reconciler) reconcileBackup(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var eb etcdv1beta2.EtcdBackup
 	if err := r.Get(ctx, req.NamespacedName, &eb); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -77,6 +77,7 @@ func SaveSnapshot(ctx context.Context, admin *etcdadmin.Admin, store Store, req 
 	md["etcd-version"] = snap.ServerVersion
 	md["etcd-storage-version"] = snap.Version
 	md["etcd-member-id"] = etcdadmin.FormatID(snap.MemberID)
+	recordKeyCount(ctx, admin, snap, md)
 
 	obj, err := store.Put(ctx, key, snap, PutOptions{Compression: req.Compression, Metadata: md})
 	if err != nil {

@@ -68,6 +68,10 @@ func TestSaveSnapshot(t *testing.T) {
 	if obj.Metadata["etcd-revision"] != fmt.Sprint(last.Revision) || obj.Metadata["etcd-version"] != "3.7.3" || obj.Metadata["etcd-backup-name"] != "b" {
 		t.Errorf("stored metadata %v", obj.Metadata)
 	}
+	// The key count recorded is what the member held at the recorded revision: k0..k2.
+	if rev, n, ok := backup.RecordedFacts(obj.Metadata); !ok || n != 3 || rev != last.Revision {
+		t.Errorf("recorded facts: revision %d, %d keys (recorded: %v), want revision %d and 3 keys", rev, n, ok, last.Revision)
+	}
 
 	dead, err := etcdadmin.New(etcdadmin.Config{Endpoints: []string{"http://127.0.0.1:1"}, Retry: etcdadmin.Backoff{Budget: time.Second}})
 	if err != nil {

@@ -55,6 +55,8 @@ type Result struct {
 	Key     string
 	SHA256  string // of the stored object; empty if it carried none
 	Skipped bool   // the data directory existed: nothing was done
+	// Metadata stored with the object (the etcd facts of backup.SaveSnapshot).
+	Metadata map[string]string
 }
 
 // ErrChecksumPinned reports that the object's checksum is not the one asked for.
@@ -139,7 +141,7 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	o.Log.Info("restored", zap.String("from", from), zap.String("sha256", obj.SHA256), zap.String("dataDir", o.DataDir))
-	return Result{Key: key, SHA256: obj.SHA256}, nil
+	return Result{Key: key, SHA256: obj.SHA256, Metadata: obj.Metadata}, nil
 }
 
 // download copies the object to a temporary file in dir; the store verifies the checksum

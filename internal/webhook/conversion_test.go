@@ -279,6 +279,12 @@ func TestConversionThroughAPIServer(t *testing.T) {
 			"metadata": map[string]any{"name": "days", "namespace": ns},
 			"spec":     map[string]any{"size": int64(3), "pod": map[string]any{"dnsTimeout": "1d"}},
 		}}},
+		{"verification time zone without a schedule", "spec.verification.timeZone", &etcdv1.EtcdBackup{
+			ObjectMeta: metav1.ObjectMeta{Name: "verify-tz", Namespace: ns},
+			Spec: etcdv1.EtcdBackupSpec{StorageType: etcdv1.BackupStorageTypeS3, ClusterRef: &etcdv1.EtcdClusterRef{Name: "c"},
+				StorageSource: etcdv1.StorageSource{S3: &etcdv1.S3Source{Path: "b/k", CredentialsSecret: "aws"}},
+				Verification:  &etcdv1.BackupVerification{AfterEachBackup: true, TimeZone: "Europe/Berlin"}},
+		}},
 		{"size zero", "spec.size", &etcdv1.EtcdCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: "zero", Namespace: ns},
 		}},
@@ -370,6 +376,27 @@ func TestConversionThroughAPIServer(t *testing.T) {
 		a := hub.Annotations
 		if a[v1beta2.QuotaBackendBytesAnnotation] != "8589934592" || a[v1beta2.AutoCompactionModeAnnotation] != "periodic" ||
 			a[v1beta2.AutoCompactionRetentionAnnotation] != "1h30m" {
+			t.Errorf("v1beta2 annotations %v", a)
+		}
+	})
+
+	t.Run("v1 spec.verification is stored as the v1beta2 annotations", func(t *testing.T) {
+		b := &etcdv1.EtcdBackup{
+			ObjectMeta: metav1.ObjectMeta{Name: "verified", Namespace: ns},
+			Spec: etcdv1.EtcdBackupSpec{StorageType: etcdv1.BackupStorageTypeS3, ClusterRef: &etcdv1.EtcdClusterRef{Name: "c"},
+				StorageSource: etcdv1.StorageSource{S3: &etcdv1.S3Source{Path: "b/k", CredentialsSecret: "aws"}},
+				Verification:  &etcdv1.BackupVerification{AfterEachBackup: true, Schedule: "0 3 * * *", TimeZone: "Europe/Berlin"}},
+		}
+		if err := c.Create(ctx, b); err != nil {
+			t.Fatalf("create as v1: %v", err)
+		}
+		var hub v1beta2.EtcdBackup
+		if err := c.Get(ctx, client.ObjectKeyFromObject(b), &hub); err != nil {
+			t.Fatal(err)
+		}
+		a := hub.Annotations
+		if a[v1beta2.BackupVerifyAfterEachAnnotation] != "true" || a[v1beta2.BackupVerifyScheduleAnnotation] != "0 3 * * *" ||
+			a[v1beta2.BackupVerifyTimeZoneAnnotation] != "Europe/Berlin" {
 			t.Errorf("v1beta2 annotations %v", a)
 		}
 	})

@@ -51,7 +51,8 @@ func TestBackupToPVC(t *testing.T) {
 	revAfterWrites := resp.Header.Revision
 
 	e.Create(&etcdv1beta2.EtcdBackup{
-		ObjectMeta: metav1.ObjectMeta{Name: "to-pvc", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: "to-pvc", Namespace: "default",
+			Annotations: map[string]string{etcdv1beta2.BackupVerifyAfterEachAnnotation: "true"}},
 		Spec: etcdv1beta2.EtcdBackupSpec{
 			EtcdEndpoints: []string{fmt.Sprintf("http://%s-client.default.svc:2379", source)},
 			StorageType:   etcdv1beta2.BackupStorageTypePVC,
@@ -73,6 +74,20 @@ func TestBackupToPVC(t *testing.T) {
 		return nil
 	})
 	t.Logf("status: %+v", eb.Status)
+	// Verified after the backup: a pod with the claim mounted read-only restored it.
+	e.Eventually(3*time.Minute, "PVC backup verified", func() error {
+		if err := e.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: "to-pvc"}, &eb); err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(eb.Status.Conditions, etcdv1beta2.BackupConditionVerified)
+		if cond == nil || cond.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Verified %+v", cond)
+		}
+		return nil
+	})
+	if eb.Status.LastVerifiedKey != key || eb.Status.LastVerifiedRevision != eb.Status.EtcdRevision {
+		t.Errorf("lastVerifiedKey %q revision %d, want %q and %d", eb.Status.LastVerifiedKey, eb.Status.LastVerifiedRevision, key, eb.Status.EtcdRevision)
+	}
 	if !eb.Status.Succeeded || eb.Status.Reason != "" {
 		t.Errorf("status succeeded=%v reason=%q", eb.Status.Succeeded, eb.Status.Reason)
 	}

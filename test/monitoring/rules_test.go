@@ -86,8 +86,7 @@ func TestAlertsAreComplete(t *testing.T) {
 	}
 }
 
-// The bundle's alerts for issue #16's list; "backup not verified" needs a metric the
-// operator does not export yet.
+// The bundle's alerts for issue #16's list, and issue #14's "backup not verified".
 func TestRequiredAlertsExist(t *testing.T) {
 	var names []string
 	for _, g := range loadRules(t).Spec.Groups {
@@ -97,7 +96,7 @@ func TestRequiredAlertsExist(t *testing.T) {
 	}
 	for _, want := range []string{
 		"EtcdClusterUnavailable", "EtcdClusterQuorumLost", "EtcdClusterNoLeader",
-		"EtcdClusterMembersNotReady", "EtcdBackupTooOld", "EtcdBackupFailing",
+		"EtcdClusterMembersNotReady", "EtcdBackupTooOld", "EtcdBackupFailing", "EtcdBackupNotVerified",
 		"EtcdDatabaseNearQuota", "EtcdClusterNotReconciled", "EtcdOperatorDown",
 	} {
 		if !slices.Contains(names, want) {

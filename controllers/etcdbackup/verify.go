@@ -1,0 +1,339 @@
+package etcdbackup
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backupschedule"
+	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// Verified backups: after each backup, or on a schedule of their own, the newest backup
+// is restored into a throwaway one-member etcd (render.VerifyPod) which must serve the
+// revision and key count recorded when the backup was taken. One verification pod per
+// EtcdBackup at a time (a fixed name); its result is read from its containers'
+// termination messages, written to status (lastVerified*, the Verified condition), an
+// event and metrics, and the pod is deleted.
+
+const (
+	// verifyStartTimeout is how long the restored member may take to serve.
+	verifyStartTimeout = 2 * time.Minute
+	// verifyDeadlineSlack is how long past the pod's own deadline the operator waits
+	// for the kubelet's report before it gives the pod up itself.
+	verifyDeadlineSlack = 30 * time.Second
+	// annotationVerifyStarted on a verification pod is when the operator started it (its
+	// own clock, the one status.lastSuccessDate is written with).
+	annotationVerifyStarted = "etcd.database.coreos.com/verify-started"
+)
+
+// Reconcile takes a backup when one is due, then verifies one when that is due; each
+// records its own outcome.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcileBackup(ctx, req)
+	if err != nil {
+		return res, err
+	}
+	vres, err := r.reconcileVerification(ctx, req)
+	return soonest(res, vres), err
+}
+
+// soonest is the earlier of two requeues (0: none).
+func soonest(a, b ctrl.Result) ctrl.Result {
+	if a.RequeueAfter == 0 || (b.RequeueAfter > 0 && b.RequeueAfter < a.RequeueAfter) {
+		return b
+	}
+	return a
+}
+
+// verification is when an EtcdBackup's backups are verified.
+type verification struct {
+	afterEach bool
+	schedule  *backupschedule.Schedule
+}
+
+func (v verification) enabled() bool { return v.afterEach || v.schedule != nil }
+
+// verificationOf reads the verification settings (v1 spec.verification, stored as the
+// backup-verify-* annotations).
+func verificationOf(eb *etcdv1beta2.EtcdBackup) (verification, error) {
+	var v verification
+	switch a := eb.Annotations[etcdv1beta2.BackupVerifyAfterEachAnnotation]; a {
+	case "", "false":
+	case "true":
+		v.afterEach = true
+	default:
+		return v, fmt.Errorf("spec.verification.afterEachBackup (annotation %s): %q is not true or false", etcdv1beta2.BackupVerifyAfterEachAnnotation, a)
+	}
+	expr, tz := eb.Annotations[etcdv1beta2.BackupVerifyScheduleAnnotation], eb.Annotations[etcdv1beta2.BackupVerifyTimeZoneAnnotation]
+	if expr == "" {
+		if tz != "" {
+			return v, fmt.Errorf("spec.verification.timeZone (annotation %s) without a schedule", etcdv1beta2.BackupVerifyTimeZoneAnnotation)
+		}
+		return v, nil
+	}
+	s, err := backupschedule.Parse(expr, tz)
+	if err != nil {
+		return v, fmt.Errorf("spec.verification.schedule (annotation %s): %w", etcdv1beta2.BackupVerifyScheduleAnnotation, err)
+	}
+	v.schedule = s
+	return v, nil
+}
+
+// verificationDue says whether a verification is due now, else how long until the next
+// scheduled one (0: none scheduled). After each backup: a backup stored after the last
+// verification started. On a schedule: a slot passed since then (one catch-up after
+// missed slots, as for backups).
+func verificationDue(eb *etcdv1beta2.EtcdBackup, v verification, now time.Time) (bool, time.Duration) {
+	var last time.Time
+	if t := eb.Status.LastVerificationStartTime; t != nil {
+		last = t.Time
+	}
+	if v.afterEach && !eb.Status.LastSuccessDate.IsZero() && eb.Status.LastSuccessDate.After(last) {
+		return true, 0
+	}
+	if v.schedule == nil {
+		return false, 0
+	}
+	due, _, next := v.schedule.Due(last, eb.CreationTimestamp.Time, now)
+	if due {
+		return true, 0
+	}
+	return false, next.Sub(now)
+}
+
+// reconcileVerification finishes a running verification or starts one that is due. It
+// reads the backup and its pod from the API, not the cache: the status this reconcile's
+// backup step just wrote decides whether one is due, and a pod already finished and
+// deleted must not be read twice.
+func (r *Reconciler) reconcileVerification(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var eb etcdv1beta2.EtcdBackup
+	if err := r.APIReader.Get(ctx, req.NamespacedName, &eb); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetVerifyMetrics(req.Namespace, req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !eb.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	now := r.Now()
+	var pod corev1.Pod
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: render.VerifyPodName(eb.Name)}, &pod)
+	if err == nil {
+		return r.finishVerification(ctx, &eb, &pod, now)
+	}
+	if !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	v, err := verificationOf(&eb)
+	if err != nil {
+		return ctrl.Result{}, r.setVerified(ctx, &eb, verifiedUpdate{reason: etcdv1beta2.ReasonVerificationInvalidSpec, msg: err.Error()})
+	}
+	if !v.enabled() {
+		return ctrl.Result{}, nil
+	}
+	if reason, _ := checkBackupSpec(&eb.Spec); reason != "" {
+		return ctrl.Result{}, nil // the Succeeded condition says what is wrong
+	}
+	due, wait := verificationDue(&eb, v, now)
+	if !due {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if eb.Status.LastSuccessDate.IsZero() {
+		return ctrl.Result{RequeueAfter: scheduleWait(v, now)}, r.setVerified(ctx, &eb, verifiedUpdate{started: now,
+			reason: etcdv1beta2.ReasonNothingToVerify, msg: "no backup has been stored yet"})
+	}
+	return r.startVerification(ctx, &eb, now)
+}
+
+// scheduleWait is how long until the schedule's next slot (0 without a schedule).
+func scheduleWait(v verification, now time.Time) time.Duration {
+	if v.schedule == nil {
+		return 0
+	}
+	return v.schedule.Next(now).Sub(now)
+}
+
+// versionRE is an etcd version as status records it: it becomes part of an image name.
+var versionRE = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+$`)
+
+// startVerification creates the verification pod for the backup's newest object.
+func (r *Reconciler) startVerification(ctx context.Context, eb *etcdv1beta2.EtcdBackup, now time.Time) (ctrl.Result, error) {
+	version := eb.Status.EtcdVersion
+	if !versionRE.MatchString(version) {
+		return ctrl.Result{}, r.setVerified(ctx, eb, verifiedUpdate{started: now, reason: etcdv1beta2.ReasonVerificationFailed,
+			msg: fmt.Sprintf("the last backup recorded no usable etcd version (status.etcdVersion %q): nothing to restore it with", version)})
+	}
+	spec := render.VerifyPodSpec{
+		Backup: eb.Name, Namespace: eb.Namespace,
+		OperatorImage: operatorimage.Or(r.OperatorImage), EtcdImage: render.Image(r.clusterSpecOf(ctx, eb), version),
+		Latest:         periodic(eb),
+		RestoreTimeout: backupTimeout(eb), StartTimeout: verifyStartTimeout,
+	}
+	spec.Deadline = spec.RestoreTimeout + spec.StartTimeout + backupPodStartGrace
+	switch eb.Spec.StorageType {
+	case etcdv1beta2.BackupStorageTypePVC:
+		spec.PVC = eb.Spec.PVC
+	default:
+		spec.S3 = eb.Spec.S3
+	}
+	pod, err := render.VerifyPod(spec)
+	if err != nil {
+		return ctrl.Result{}, r.setVerified(ctx, eb, verifiedUpdate{started: now, reason: etcdv1beta2.ReasonVerificationFailed, msg: err.Error()})
+	}
+	pod.Annotations = map[string]string{annotationVerifyStarted: now.UTC().Format(time.RFC3339)}
+	if err := controllerutil.SetControllerReference(eb, pod, r.Scheme()); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, fmt.Errorf("create verification pod: %w", err)
+	}
+	log.FromContext(ctx).Info("verification pod created", "pod", pod.Name, "etcdImage", spec.EtcdImage)
+	// The pod's status changes wake us; this is only the deadline.
+	return ctrl.Result{RequeueAfter: spec.Deadline + verifyDeadlineSlack}, nil
+}
+
+// clusterSpecOf is the spec of the cluster the backup is of, for its image repository;
+// an empty spec (the default repository) when that cluster is not found.
+func (r *Reconciler) clusterSpecOf(ctx context.Context, eb *etcdv1beta2.EtcdBackup) etcdv1beta2.EtcdClusterSpec {
+	name := ""
+	if ref := eb.Spec.ClusterRef; ref != nil {
+		name = ref.Name
+	} else if t, err := r.resolveTarget(ctx, eb); err == nil {
+		name = t.Cluster
+	}
+	var c etcdv1beta2.EtcdCluster
+	if name == "" || r.Get(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: name}, &c) != nil {
+		return etcdv1beta2.EtcdClusterSpec{}
+	}
+	return c.Spec
+}
+
+// finishVerification records a finished verification and deletes its pod, or waits for
+// one still running (until its deadline).
+func (r *Reconciler) finishVerification(ctx context.Context, eb *etcdv1beta2.EtcdBackup, pod *corev1.Pod, now time.Time) (ctrl.Result, error) {
+	if !metav1.IsControlledBy(pod, eb) {
+		return ctrl.Result{RequeueAfter: foreignPodRecheck}, r.setVerified(ctx, eb, verifiedUpdate{reason: etcdv1beta2.ReasonVerificationFailed,
+			msg: fmt.Sprintf("pod %s/%s exists and does not belong to this backup; verification resumes once it is gone", pod.Namespace, pod.Name)})
+	}
+	if pod.DeletionTimestamp != nil {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	started := verifyStarted(pod)
+	deadline := started.Add(time.Duration(ptrValue(pod.Spec.ActiveDeadlineSeconds))*time.Second + verifyDeadlineSlack)
+	out, done := verifyOutcome(pod, !now.Before(deadline))
+	if !done {
+		return ctrl.Result{RequeueAfter: deadline.Sub(now)}, nil
+	}
+	up := verifiedUpdate{started: started, reason: out.Reason, msg: out.message(sourceLocation(eb, out.Key))}
+	if out.Reason == "" {
+		up.reason, up.verified = etcdv1beta2.ReasonBackupVerified, &out
+	}
+	// Status first: should the deletion fail, the pod is read again, not a second one
+	// started.
+	if err := r.setVerified(ctx, eb, up); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.deletePod(ctx, pod); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+func ptrValue(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// verifyStarted is when the operator started the pod (its annotation), else its creation.
+func verifyStarted(pod *corev1.Pod) time.Time {
+	if t, err := time.Parse(time.RFC3339, pod.Annotations[annotationVerifyStarted]); err == nil {
+		return t
+	}
+	return pod.CreationTimestamp.Time
+}
+
+// sourceLocation names a verified object for messages: s3://<bucket>/<key> or
+// pvc://<claim>/<path>.
+func sourceLocation(eb *etcdv1beta2.EtcdBackup, key string) string {
+	src := render.RestoreSource{S3: eb.Spec.S3, PVC: eb.Spec.PVC}
+	if eb.Spec.StorageType == etcdv1beta2.BackupStorageTypePVC {
+		src.S3 = nil
+		if key != "" {
+			src.PVC = &etcdv1beta2.PVCBackupSource{ClaimName: eb.Spec.PVC.ClaimName, Path: key}
+		}
+		return src.Location()
+	}
+	src.PVC = nil
+	if key != "" && eb.Spec.S3 != nil {
+		if bucket, _, ok := cutBucket(eb.Spec.S3.Path); ok {
+			s3 := *eb.Spec.S3
+			s3.Path = bucket + "/" + key
+			src.S3 = &s3
+		}
+	}
+	return src.Location()
+}
+
+func cutBucket(p string) (bucket, key string, ok bool) {
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' {
+			return p[:i], p[i+1:], i > 0
+		}
+	}
+	return "", "", false
+}
+
+// verifiedUpdate is one verification outcome for status.
+type verifiedUpdate struct {
+	started     time.Time // zero: not a verification attempt (e.g. an invalid spec)
+	reason, msg string
+	verified    *verifyOutcomeResult
+}
+
+// setVerified writes the Verified condition (True only with a verified result, whose
+// object and revision become lastVerified*; a failure leaves them as they were), the
+// attempt's start, an event and the metrics. Nothing is written when nothing changed.
+func (r *Reconciler) setVerified(ctx context.Context, eb *etcdv1beta2.EtcdBackup, up verifiedUpdate) error {
+	orig := eb.DeepCopy()
+	now := r.Now()
+	status, eventType := metav1.ConditionFalse, corev1.EventTypeWarning
+	if up.verified != nil {
+		status, eventType = metav1.ConditionTrue, corev1.EventTypeNormal
+		eb.Status.LastVerifiedTime = timePtr(now)
+		eb.Status.LastVerifiedKey = up.verified.Key
+		eb.Status.LastVerifiedRevision = up.verified.Revision
+	}
+	if !up.started.IsZero() {
+		eb.Status.LastVerificationStartTime = timePtr(up.started)
+	}
+	changed := meta.SetStatusCondition(&eb.Status.Conditions, metav1.Condition{
+		Type: etcdv1beta2.BackupConditionVerified, Status: status, Reason: up.reason, Message: up.msg, ObservedGeneration: eb.Generation,
+	})
+	if !changed && up.started.IsZero() {
+		return nil // e.g. the same invalid spec again
+	}
+	if err := r.Status().Patch(ctx, eb, client.MergeFrom(orig)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !up.started.IsZero() {
+		recordVerification(eb.Namespace, eb.Name, up.reason, now)
+	}
+	r.Recorder.Event(eb, eventType, up.reason, up.msg)
+	return nil
+}

@@ -1,0 +1,179 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
+)
+
+// A verification pod restores one backup into a throwaway one-member etcd and checks it:
+//
+//   - init container VerifyRestoreContainer (the operator's image, `verify restore`):
+//     download or read the backup, check it as a restore does, etcdutl restore into an
+//     emptyDir, and write what the member must serve beside the data directory;
+//   - container VerifyEtcdContainer (the backup's etcd version): etcd on that data,
+//     listening on the pod's loopback only, so nothing outside the pod can reach it;
+//   - container VerifyCheckContainer (the operator's image, `verify check`): wait for etcd
+//     and compare its revision and key count with the expectation.
+//
+// The restore and check steps report a JSON result as their termination message; the
+// operator reads it and deletes the pod. No Service selects the pod and it carries none of
+// a cluster's labels.
+const (
+	VerifyRestoreContainer = "restore"
+	VerifyEtcdContainer    = "etcd"
+	VerifyCheckContainer   = "check"
+	// LabelVerifyBackup on a verification pod holds its EtcdBackup's name.
+	LabelVerifyBackup = "etcd.database.coreos.com/backup-verify"
+
+	verifyDataVolume = "verify-data"
+	verifyDataMount  = "/var/etcd"
+	verifyDataDir    = verifyDataMount + "/data"
+	verifyExpectFile = verifyDataMount + "/expect.json"
+	verifyMember     = "verify"
+	verifyClientURL  = "http://127.0.0.1:2379"
+	verifyPeerURL    = "http://127.0.0.1:2380"
+)
+
+// VerifyPodSpec is what one verification needs.
+type VerifyPodSpec struct {
+	// Backup is the EtcdBackup's name; the pod is in its namespace.
+	Backup, Namespace string
+	// OperatorImage runs the restore and check steps; EtcdImage the member.
+	OperatorImage, EtcdImage string
+	// S3 (Path "<bucket>/<key>") or PVC (Path below the claim) names the backup.
+	S3  *v1beta2.S3BackupSource
+	PVC *v1beta2.PVCBackupSource
+	// Latest verifies the newest periodic backup of the path instead of the path itself.
+	Latest bool
+	// RestoreTimeout bounds the restore step, StartTimeout the wait for etcd to serve.
+	RestoreTimeout, StartTimeout time.Duration
+	// Deadline is the pod's activeDeadlineSeconds: the kubelet stops it after that.
+	Deadline time.Duration
+}
+
+// VerifyPodName is <backup>-verify, shortened with a hash to fit a DNS label. Member pods
+// end in "-" and eight base-36 characters, backup pods in "-backup": no collision.
+func VerifyPodName(backup string) string {
+	name := backup + "-verify"
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(backup))
+	return strings.TrimRight(backup[:45], "-.") + "-verify-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// VerifyPod renders the verification pod of s.
+func VerifyPod(s VerifyPodSpec) (*corev1.Pod, error) {
+	if strings.TrimSpace(s.OperatorImage) == "" || strings.TrimSpace(s.EtcdImage) == "" {
+		return nil, errors.New("verification pod: operator and etcd images are required")
+	}
+	restoreArgs, mounts, volumes, err := verifySource(s)
+	if err != nil {
+		return nil, err
+	}
+	restoreArgs = append([]string{"verify", "restore"}, append(restoreArgs,
+		"--name="+verifyMember, "--peer-url="+verifyPeerURL, "--data-dir="+verifyDataDir,
+		"--expect-file="+verifyExpectFile, "--timeout="+s.RestoreTimeout.String())...)
+	data := corev1.VolumeMount{Name: verifyDataVolume, MountPath: verifyDataMount}
+	dataRO := data
+	dataRO.ReadOnly = true
+	podSC, err := PodSecurityContext(nil)
+	if err != nil {
+		return nil, err
+	}
+	label := s.Backup
+	if len(label) > 63 {
+		label = VerifyPodName(s.Backup)
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: VerifyPodName(s.Backup), Namespace: s.Namespace,
+			Labels: map[string]string{LabelVerifyBackup: label, "app.kubernetes.io/managed-by": "etcd-operator"},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			ActiveDeadlineSeconds:        ptr.To(int64(s.Deadline / time.Second)),
+			AutomountServiceAccountToken: ptr.To(false),
+			EnableServiceLinks:           ptr.To(false),
+			SecurityContext:              podSC,
+			InitContainers: []corev1.Container{{
+				Name: VerifyRestoreContainer, Image: s.OperatorImage,
+				Command: []string{OperatorCommand}, Args: restoreArgs,
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				VolumeMounts:             append([]corev1.VolumeMount{data}, mounts...),
+				SecurityContext:          ContainerSecurityContext(),
+			}},
+			Containers: []corev1.Container{{
+				Name: VerifyEtcdContainer, Image: s.EtcdImage,
+				Command: []string{"/usr/local/bin/etcd"},
+				Args: []string{
+					"--name=" + verifyMember, "--data-dir=" + verifyDataDir,
+					"--listen-client-urls=" + verifyClientURL, "--advertise-client-urls=" + verifyClientURL,
+					"--listen-peer-urls=" + verifyPeerURL, "--initial-advertise-peer-urls=" + verifyPeerURL,
+					"--initial-cluster=" + verifyMember + "=" + verifyPeerURL, "--initial-cluster-state=new",
+					"--initial-cluster-token=" + verifyMember,
+				},
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				VolumeMounts:             []corev1.VolumeMount{data},
+				SecurityContext:          ContainerSecurityContext(),
+			}, {
+				Name: VerifyCheckContainer, Image: s.OperatorImage,
+				Command: []string{OperatorCommand},
+				Args: []string{"verify", "check", "--endpoint=" + verifyClientURL, "--expect-file=" + verifyExpectFile,
+					"--timeout=" + s.StartTimeout.String()},
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				VolumeMounts:             []corev1.VolumeMount{dataRO},
+				SecurityContext:          ContainerSecurityContext(),
+			}},
+			Volumes: append([]corev1.Volume{{Name: verifyDataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, volumes...),
+		},
+	}, nil
+}
+
+// verifySource is the restore step's backup flags and the volume that holds the backup
+// or its credentials, mounted read-only: a verification never changes a backup.
+func verifySource(s VerifyPodSpec) ([]string, []corev1.VolumeMount, []corev1.Volume, error) {
+	var args []string
+	if s.Latest {
+		args = append(args, "--latest")
+	}
+	switch {
+	case s.S3 != nil && s.PVC == nil:
+		if b, k, ok := strings.Cut(s.S3.Path, "/"); !ok || b == "" || k == "" || s.S3.AWSSecret == "" {
+			return nil, nil, nil, fmt.Errorf("verification pod: s3.path %q is not <bucket>/<key>, or no awsSecret", s.S3.Path)
+		}
+		args = append(args, "--s3-path="+s.S3.Path, "--aws-secret-dir="+RestoreAWSDir)
+		if s.S3.Endpoint != "" {
+			args = append(args, "--s3-endpoint="+s.S3.Endpoint)
+		}
+		if s.S3.ForcePathStyle {
+			args = append(args, "--s3-force-path-style")
+		}
+		return args,
+			[]corev1.VolumeMount{{Name: RestoreAWSVolumeName, MountPath: RestoreAWSDir, ReadOnly: true}},
+			[]corev1.Volume{{Name: RestoreAWSVolumeName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s.S3.AWSSecret}}}},
+			nil
+	case s.PVC != nil && s.S3 == nil:
+		key, err := CleanBackupPath(s.PVC.Path)
+		if err != nil || s.PVC.ClaimName == "" {
+			return nil, nil, nil, fmt.Errorf("verification pod: pvc %q path %q: %v", s.PVC.ClaimName, s.PVC.Path, err)
+		}
+		args = append(args, "--dir="+RestoreBackupDir, "--key="+key)
+		return args,
+			[]corev1.VolumeMount{{Name: RestoreBackupVolumeName, MountPath: RestoreBackupDir, ReadOnly: true}},
+			[]corev1.Volume{{Name: RestoreBackupVolumeName, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+				ClaimName: s.PVC.ClaimName, ReadOnly: true}}}},
+			nil
+	}
+	return nil, nil, nil, errors.New("verification pod: give exactly one backup source, s3 or pvc")
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	uzap "go.uber.org/zap"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/restore"
+)
+
+// runVerify runs one step of the EtcdBackup controller's verification pod:
+//
+//	verify restore  the init container: restore the backup (S3 or a read-only claim) into
+//	                the pod's emptyDir and write what the member must serve beside it
+//	verify check    the check container: wait for the etcd container (loopback only) and
+//	                compare its revision and key count with that expectation
+//
+// Each writes a restore.VerifyResult as JSON to its termination message.
+func runVerify(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: verify restore|check [flags]")
+		return 2
+	}
+	switch args[0] {
+	case "restore":
+		return runVerifyRestore(args[1:])
+	case "check":
+		return runVerifyCheck(args[1:])
+	}
+	fmt.Fprintf(os.Stderr, "verify: unknown step %q (restore or check)\n", args[0])
+	return 2
+}
+
+func runVerifyRestore(args []string) int {
+	fs := flag.NewFlagSet("verify restore", flag.ExitOnError)
+	var (
+		s3Path       = fs.String("s3-path", "", "backup in S3 as <bucket>/<key>")
+		s3Endpoint   = fs.String("s3-endpoint", "", "S3-compatible endpoint URL (empty: AWS)")
+		s3PathStyle  = fs.Bool("s3-force-path-style", false, "address the bucket as <endpoint>/<bucket>")
+		awsSecretDir = fs.String("aws-secret-dir", "/etc/etcd-operator/aws", "directory with the awsSecret files credentials and config")
+		dir          = fs.String("dir", "", "backup directory (a read-only mounted claim) instead of S3")
+		key          = fs.String("key", "", "with --dir: the backup's path below it")
+		latest       = fs.Bool("latest", false, "verify the newest periodic backup <path>_v<rev>_<time> of the path")
+		name         = fs.String("name", "verify", "member name")
+		dataDir      = fs.String("data-dir", "", "data directory to create")
+		peerURL      = fs.String("peer-url", "http://127.0.0.1:2380", "the member's peer URL")
+		expectFile   = fs.String("expect-file", "", "where to write what the member must serve")
+		timeout      = fs.Duration("timeout", 10*time.Minute, "give up after this long")
+		resultFile   = fs.String("result-file", "/dev/termination-log", "where to write the JSON result")
+	)
+	_ = fs.Parse(args)
+	lg, _ := uzap.NewProduction()
+	defer lg.Sync() //nolint:errcheck
+	report := func(r restore.VerifyResult) int {
+		writeResult(lg, *resultFile, r.Encode())
+		if r.Reason != "" {
+			lg.Error("verification restore failed", uzap.String("reason", r.Reason), uzap.String("error", r.Error))
+			return 1
+		}
+		lg.Info("backup restored for verification", uzap.String("key", r.Key), uzap.Int64("revision", r.Revision))
+		return 0
+	}
+	invalid := func(err error) int {
+		return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: err.Error()})
+	}
+	if *dataDir == "" || *expectFile == "" {
+		return invalid(errors.New("--data-dir and --expect-file are required"))
+	}
+	var store backup.Store
+	objKey := *key
+	switch {
+	case *s3Path != "" && *dir == "":
+		bucket, k, err := backup.SplitS3Path(*s3Path)
+		if err != nil {
+			return invalid(err)
+		}
+		data := map[string][]byte{}
+		for _, f := range []string{backup.AWSCredentialsKey, backup.AWSConfigKey} {
+			if b, err := os.ReadFile(filepath.Join(*awsSecretDir, f)); err == nil {
+				data[f] = b
+			}
+		}
+		creds, err := backup.ParseAWSSecret(data)
+		if err != nil {
+			return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonSecretError, Error: fmt.Sprintf("awsSecret in %s: %v", *awsSecretDir, err)})
+		}
+		if store, err = backup.NewS3(backup.S3Config{Endpoint: *s3Endpoint, Bucket: bucket, ForcePathStyle: *s3PathStyle, Credentials: creds}); err != nil {
+			return invalid(err)
+		}
+		objKey = k
+	case *dir != "" && *s3Path == "":
+		var err error
+		if store, err = backup.NewFS(*dir); err != nil {
+			return invalid(err)
+		}
+	default:
+		return invalid(errors.New("give exactly one of --s3-path and --dir"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	return report(restore.RestoreForVerification(ctx, restore.Options{
+		Store: store, Key: objKey, Latest: *latest,
+		Name: *name, DataDir: *dataDir, PeerURLs: []string{*peerURL},
+		InitialCluster: *name + "=" + *peerURL, InitialClusterToken: *name, Log: lg,
+	}, *expectFile))
+}
+
+func runVerifyCheck(args []string) int {
+	fs := flag.NewFlagSet("verify check", flag.ExitOnError)
+	var (
+		endpoint   = fs.String("endpoint", "http://127.0.0.1:2379", "client URL of the restored member")
+		expectFile = fs.String("expect-file", "", "what the member must serve, as the restore step wrote it")
+		timeout    = fs.Duration("timeout", 2*time.Minute, "how long the member may take to serve")
+		resultFile = fs.String("result-file", "/dev/termination-log", "where to write the JSON result")
+	)
+	_ = fs.Parse(args)
+	lg, _ := uzap.NewProduction()
+	defer lg.Sync() //nolint:errcheck
+	var r restore.VerifyResult
+	if want, err := restore.ReadExpectation(*expectFile); err != nil {
+		r = restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: fmt.Sprintf("read the expectation: %v", err)}
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+		r = restore.CheckMember(ctx, *endpoint, want)
+		cancel()
+	}
+	writeResult(lg, *resultFile, r.Encode())
+	if r.Reason != "" {
+		lg.Error("verification failed", uzap.String("reason", r.Reason), uzap.String("error", r.Error))
+		return 1
+	}
+	lg.Info("backup verified", uzap.String("key", r.Key), uzap.Int64("revision", r.Revision), uzap.Int64("servedRevision", r.ServedRevision), uzap.Int64("keys", r.KeyCount))
+	return 0
+}
+
+// writeResult writes a step's result to its termination message file. The kubelet
+// creates that file before the container starts; where it does not exist (outside a
+// pod) the result is only logged rather than creating a stray file in /dev.
+func writeResult(lg *uzap.Logger, path string, b []byte) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err == nil {
+		_, err = f.Write(b)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		lg.Warn("cannot write the result file", uzap.String("path", path), uzap.Error(err))
+	}
+}
