@@ -26,6 +26,9 @@ type S3Config struct {
 	// ForcePathStyle addresses the bucket as <endpoint>/<bucket>.
 	ForcePathStyle bool
 	Credentials    AWSCredentials
+	// Ambient, instead of Credentials, takes the process's own credentials
+	// (AmbientCredentials).
+	Ambient bool
 	// Transport overrides the HTTP transport (e.g. custom CAs); nil: the default.
 	Transport http.RoundTripper
 	// PartSize and Parts bound the upload's memory: at most Parts buffers of PartSize
@@ -95,8 +98,15 @@ func NewS3(cfg S3Config) (*S3, error) {
 	if cfg.ForcePathStyle {
 		lookup = minio.BucketLookupPath
 	}
+	creds := credentials.NewStaticV4(cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey, cfg.Credentials.SessionToken)
+	if cfg.Ambient {
+		if cfg.Credentials.AccessKeyID != "" {
+			return nil, errors.New("S3 credentials: give either keys or the ambient credentials, not both")
+		}
+		creds = AmbientCredentials()
+	}
 	c, err := minio.New(host, &minio.Options{
-		Creds:        credentials.NewStaticV4(cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey, cfg.Credentials.SessionToken),
+		Creds:        creds,
 		Secure:       secure,
 		Region:       cfg.Credentials.Region,
 		BucketLookup: lookup,
