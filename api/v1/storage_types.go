@@ -59,7 +59,7 @@ const (
 )
 
 // S3Source locates backups in an S3-compatible store.
-// +kubebuilder:validation:XValidation:rule="!has(self.credentialsSource) || self.credentialsSource != 'Environment' || !has(self.credentialsSecret) || self.credentialsSecret == ”",message="credentialsSource Environment takes no credentialsSecret",fieldPath=".credentialsSecret"
+// +kubebuilder:validation:XValidation:rule="!has(self.credentialsSource) || self.credentialsSource != 'Environment' || !has(self.credentialsSecret) || size(self.credentialsSecret) == 0",message="credentialsSource Environment takes no credentialsSecret",fieldPath=".credentialsSecret"
 type S3Source struct {
 	// Path is "<bucket>/<key>". A one-shot backup is written to exactly this key, periodic
 	// backups to "<key>_v<revision>_<2006-01-02-15:04:05>"; a restore reads this key.

@@ -40,7 +40,7 @@ const (
 const EncryptionKeySecretKey = "key"
 
 // S3BackupSource locates backups in an S3-compatible store.
-// +kubebuilder:validation:XValidation:rule="!has(self.credentialsSource) || self.credentialsSource != 'Environment' || !has(self.awsSecret) || self.awsSecret == ”",message="credentialsSource Environment takes no awsSecret",fieldPath=".awsSecret"
+// +kubebuilder:validation:XValidation:rule="!has(self.credentialsSource) || self.credentialsSource != 'Environment' || !has(self.awsSecret) || size(self.awsSecret) == 0",message="credentialsSource Environment takes no awsSecret",fieldPath=".awsSecret"
 type S3BackupSource struct {
 	// Path is "<bucket>/<key>". One-shot backups are written to exactly this key; periodic
 	// backups to "<key>_v<revision>_<2006-01-02-15:04:05>".
