@@ -20,6 +20,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/controllers/etcdbackup"
 	"github.com/etcd-operator/etcd-operator/controllers/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
+	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 )
 
@@ -38,6 +39,9 @@ type Options struct {
 	// AllowExternalBackupEndpoints lets an EtcdBackup's spec.etcdEndpoints name etcd
 	// outside its namespace; by default a backup reaches only its namespace's clusters.
 	AllowExternalBackupEndpoints bool
+	// AllowAmbientS3Credentials lets spec.s3.credentialsSource Environment use the
+	// operator's own S3 identity; by default such objects are refused.
+	AllowAmbientS3Credentials bool
 	// AfterAction is the EtcdCluster controller's test failpoint (etcdcluster.Reconciler's
 	// AfterAction); nil in production.
 	AfterAction func(ctx context.Context, cluster string, action planner.Action)
@@ -86,6 +90,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		ClusterDomain: opts.ClusterDomain,
 
 		AllowExternalEndpoints: opts.AllowExternalBackupEndpoints,
+		S3Access:               backupstorage.S3Access{AllowAmbient: opts.AllowAmbientS3Credentials},
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -94,6 +99,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		APIReader:     mgr.GetAPIReader(),
 		Recorder:      mgr.GetEventRecorderFor("etcd-restore"),
 		OperatorImage: opts.OperatorImage,
+		S3Access:      backupstorage.S3Access{AllowAmbient: opts.AllowAmbientS3Credentials},
 	}).SetupWithManager(mgr)
 }
 
