@@ -34,6 +34,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/controllers/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/backupcrypt"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
@@ -73,6 +74,7 @@ func runManager(args []string) int {
 		clusterDomain    = fs.String("cluster-domain", "", "DNS domain of the cluster, e.g. cluster.local (default: read from /etc/resolv.conf, else none)")
 		operatorImage    = fs.String("operator-image", os.Getenv("OPERATOR_IMAGE"), "this operator's image, run by restored clusters' init containers (default: the image of the operator's own pod, else "+operatorimage.Default+")")
 		scopeAnnotation  = fs.String("scope-annotation", "ignore", "which EtcdClusters to manage by CoreOS's etcd.database.coreos.com/scope annotation: ignore (all, whatever the annotation), namespaced (only those without it, like a CoreOS operator without -cluster-wide) or clusterwide (only those annotated clusterwide, like one with -cluster-wide)")
+		allowAmbientS3   = fs.Bool("allow-ambient-s3-credentials", false, "let EtcdBackups and EtcdRestores with spec.s3.credentialsSource Environment use this operator's own S3 identity (environment, web identity token, instance role); off, they are refused and must name a Secret: a tenant could otherwise read and write every bucket the operator may")
 		allowExternal    = fs.Bool("allow-external-backup-endpoints", false, "let an EtcdBackup's spec.etcdEndpoints name etcd outside the backup's namespace (default: only EtcdClusters of its own namespace; a tenant who may create EtcdBackups could otherwise make the operator dial any address)")
 	)
 	wh := etcdwebhook.AddServerFlags(fs)
@@ -119,7 +121,8 @@ func runManager(args []string) int {
 	}
 	if err := controllers.SetupWithManager(mgr, controllers.Options{
 		ClusterDomain: *clusterDomain, OperatorImage: *operatorImage, AllowExternalBackupEndpoints: *allowExternal,
-		Scope: scope,
+		Scope:                     scope,
+		AllowAmbientS3Credentials: *allowAmbientS3,
 	}); err != nil {
 		log.Error(err, "unable to set up controllers")
 		return 1
@@ -158,6 +161,8 @@ func runRestore(args []string) int {
 		s3Endpoint   = fs.String("s3-endpoint", "", "S3-compatible endpoint URL (empty: AWS)")
 		s3PathStyle  = fs.Bool("s3-force-path-style", false, "address the bucket as <endpoint>/<bucket>")
 		awsSecretDir = fs.String("aws-secret-dir", "/etc/etcd-operator/aws", "directory with the awsSecret files credentials and config")
+		s3Ambient    = fs.Bool("s3-ambient-credentials", false, "instead of --aws-secret-dir, use this pod's own S3 identity (environment, web identity token file, instance role)")
+		keyFile      = fs.String("encryption-key-file", "", "file with the key of an encrypted backup (32 bytes or 64 hex digits)")
 		dir          = fs.String("dir", "", "backup directory (a mounted PVC) instead of S3")
 		key          = fs.String("key", "", "with --dir: the backup's path below it")
 		latest       = fs.Bool("latest", false, "restore the newest periodic backup <path>_v<rev>_<time> of the path")
@@ -199,17 +204,11 @@ func runRestore(args []string) int {
 		if err != nil {
 			return fail(err)
 		}
-		data := map[string][]byte{}
-		for _, f := range []string{backup.AWSCredentialsKey, backup.AWSConfigKey} {
-			if b, err := os.ReadFile(filepath.Join(*awsSecretDir, f)); err == nil {
-				data[f] = b
-			}
+		cfg := backup.S3Config{Endpoint: *s3Endpoint, Bucket: bucket, ForcePathStyle: *s3PathStyle, Ambient: *s3Ambient}
+		if err := restoreS3Access(&cfg, *awsSecretDir, *keyFile); err != nil {
+			return fail(err)
 		}
-		creds, err := backup.ParseAWSSecret(data)
-		if err != nil {
-			return fail(fmt.Errorf("awsSecret in %s: %w", *awsSecretDir, err))
-		}
-		if store, err = backup.NewS3(backup.S3Config{Endpoint: *s3Endpoint, Bucket: bucket, ForcePathStyle: *s3PathStyle, Credentials: creds}); err != nil {
+		if store, err = backup.NewS3(cfg); err != nil {
 			return fail(err)
 		}
 		objKey = k
@@ -233,6 +232,34 @@ func runRestore(args []string) int {
 	}
 	lg.Info("restore step done", uzap.String("key", res.Key), uzap.String("sha256", res.SHA256), uzap.Bool("skippedExistingDataDir", res.Skipped))
 	return 0
+}
+
+// restoreS3Access fills in how the restore step reads S3: the mounted awsSecret unless
+// the pod's own identity is to be used, and the encryption key if the backup is encrypted.
+func restoreS3Access(cfg *backup.S3Config, awsSecretDir, keyFile string) error {
+	if !cfg.Ambient {
+		data := map[string][]byte{}
+		for _, f := range []string{backup.AWSCredentialsKey, backup.AWSConfigKey} {
+			if b, err := os.ReadFile(filepath.Join(awsSecretDir, f)); err == nil {
+				data[f] = b
+			}
+		}
+		creds, err := backup.ParseAWSSecret(data)
+		if err != nil {
+			return fmt.Errorf("awsSecret in %s: %w", awsSecretDir, err)
+		}
+		cfg.Credentials = creds
+	}
+	if keyFile != "" {
+		b, err := os.ReadFile(keyFile)
+		if err != nil {
+			return fmt.Errorf("encryption key: %w", err)
+		}
+		if cfg.Key, err = backupcrypt.ParseKey(b); err != nil {
+			return fmt.Errorf("encryption key in %s: %w", keyFile, err)
+		}
+	}
+	return nil
 }
 
 // runBackup is the program of the EtcdBackup controller's backup pod for storage type

@@ -20,6 +20,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/controllers/etcdbackup"
 	"github.com/etcd-operator/etcd-operator/controllers/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
+	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 )
 
@@ -41,6 +42,9 @@ type Options struct {
 	// Scope selects, by CoreOS's scope annotation, which EtcdClusters this instance
 	// manages; empty means all.
 	Scope etcdcluster.Scope
+	// AllowAmbientS3Credentials lets spec.s3.credentialsSource Environment use the
+	// operator's own S3 identity; by default such objects are refused.
+	AllowAmbientS3Credentials bool
 	// AfterAction is the EtcdCluster controller's test failpoint (etcdcluster.Reconciler's
 	// AfterAction); nil in production.
 	AfterAction func(ctx context.Context, cluster string, action planner.Action)
@@ -90,6 +94,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		ClusterDomain: opts.ClusterDomain,
 
 		AllowExternalEndpoints: opts.AllowExternalBackupEndpoints,
+		S3Access:               backupstorage.S3Access{AllowAmbient: opts.AllowAmbientS3Credentials},
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -98,6 +103,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		APIReader:     mgr.GetAPIReader(),
 		Recorder:      mgr.GetEventRecorderFor("etcd-restore"),
 		OperatorImage: opts.OperatorImage,
+		S3Access:      backupstorage.S3Access{AllowAmbient: opts.AllowAmbientS3Credentials},
 	}).SetupWithManager(mgr)
 }
 

@@ -297,7 +297,7 @@ spec:
   etcdCluster: {name: example}
   storageType: PVC
   pvc: {claimName: backups, path: snap.db}
-  s3: {path: b/k, credentialsSecret: aws}
+  s3: {path: b/k, credentialsSecret: "", credentialsSource: Environment, encryptionKeySecret: backup-key}
 `, &v1)
 	var hub v1beta2.EtcdRestore
 	if err := v1.ConvertTo(&hub); err != nil {
@@ -309,9 +309,16 @@ spec:
   etcdCluster: {name: example}
   backupStorageType: PVC
   pvc: {claimName: backups, path: snap.db}
-  s3: {path: b/k, awsSecret: aws}
+  s3: {path: b/k, awsSecret: "", credentialsSource: Environment, encryptionKeySecret: backup-key}
 status: {succeeded: false}
 `)
+	var back EtcdRestore
+	if err := back.ConvertFrom(&hub); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(&v1, &back) {
+		t.Errorf("round trip changed the object:\n%s", cmp.Diff(&v1, &back))
+	}
 }
 
 func TestMalformedConversionDataIsAnError(t *testing.T) {

@@ -27,14 +27,16 @@ func s3FromV1(in *S3Source) *v1beta2.S3BackupSource {
 	if in == nil {
 		return nil
 	}
-	return &v1beta2.S3BackupSource{Path: in.Path, AWSSecret: in.CredentialsSecret, Endpoint: in.Endpoint, ForcePathStyle: in.ForcePathStyle}
+	return &v1beta2.S3BackupSource{Path: in.Path, AWSSecret: in.CredentialsSecret, Endpoint: in.Endpoint, ForcePathStyle: in.ForcePathStyle,
+		CredentialsSource: v1beta2.S3CredentialsSource(in.CredentialsSource), EncryptionKeySecret: in.EncryptionKeySecret}
 }
 
 func s3ToV1(in *v1beta2.S3BackupSource) *S3Source {
 	if in == nil {
 		return nil
 	}
-	return &S3Source{Path: in.Path, CredentialsSecret: in.AWSSecret, Endpoint: in.Endpoint, ForcePathStyle: in.ForcePathStyle}
+	return &S3Source{Path: in.Path, CredentialsSecret: in.AWSSecret, Endpoint: in.Endpoint, ForcePathStyle: in.ForcePathStyle,
+		CredentialsSource: S3CredentialsSource(in.CredentialsSource), EncryptionKeySecret: in.EncryptionKeySecret}
 }
 
 func absFromV1(in *ABSSource) *v1beta2.ABSBackupSource {

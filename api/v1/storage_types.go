@@ -43,7 +43,23 @@ type StorageSource struct {
 	PVC *PVCSource `json:"pvc,omitempty"`
 }
 
+// S3CredentialsSource says where the S3 credentials come from.
+// +kubebuilder:validation:Enum=Secret;Environment
+type S3CredentialsSource string
+
+const (
+	// S3CredentialsSecret reads them from credentialsSecret (the default).
+	S3CredentialsSecret S3CredentialsSource = "Secret"
+	// S3CredentialsEnvironment takes the ambient credentials of whoever talks to S3: the
+	// environment, a web identity token (IAM roles for service accounts), instance
+	// metadata. For what the operator reads or writes itself that is the operator's own
+	// identity, allowed only when the operator runs with --allow-ambient-s3-credentials;
+	// a restore step uses the member pod's own identity.
+	S3CredentialsEnvironment S3CredentialsSource = "Environment"
+)
+
 // S3Source locates backups in an S3-compatible store.
+// +kubebuilder:validation:XValidation:rule="!has(self.credentialsSource) || self.credentialsSource != 'Environment' || !has(self.credentialsSecret) || size(self.credentialsSecret) == 0",message="credentialsSource Environment takes no credentialsSecret",fieldPath=".credentialsSecret"
 type S3Source struct {
 	// Path is "<bucket>/<key>". A one-shot backup is written to exactly this key, periodic
 	// backups to "<key>_v<revision>_<2006-01-02-15:04:05>"; a restore reads this key.
@@ -51,8 +67,19 @@ type S3Source struct {
 	// +kubebuilder:validation:Pattern=`^[^/]+/.+$`
 	Path string `json:"path"`
 	// CredentialsSecret names a Secret with the files "credentials" and "config" in AWS
-	// shared-file format (profile default). It is v1beta2's awsSecret.
+	// shared-file format (profile default). It is v1beta2's awsSecret. Required unless
+	// credentialsSource is Environment.
+	// +optional
 	CredentialsSecret string `json:"credentialsSecret"`
+	// CredentialsSource is Secret (the default: credentialsSecret) or Environment (the
+	// ambient credentials; see S3CredentialsEnvironment).
+	// +optional
+	CredentialsSource S3CredentialsSource `json:"credentialsSource,omitempty"`
+	// EncryptionKeySecret names a Secret of the same namespace whose key "key" holds a
+	// 256-bit key (32 bytes or 64 hex digits). Backups are then encrypted before they
+	// leave the operator (AES-256-GCM) and only that key restores them.
+	// +optional
+	EncryptionKeySecret string `json:"encryptionKeySecret,omitempty"`
 	// Endpoint of an S3-compatible service, e.g. https://minio.example:9000. Empty means AWS.
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`

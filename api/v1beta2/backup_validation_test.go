@@ -24,6 +24,8 @@ func TestBackupAdmissionBounds(t *testing.T) {
 		backup("v1beta2", "at-max", `{clusterRef: {name: c}, `+s3+`, backupPolicy: {timeoutInSecond: 86400, backupIntervalInSecond: 31622400, maxBackups: 10000}}`),
 		backup("v1beta2", "coreos-endpoints", `{etcdEndpoints: ["http://c-client:2379"], `+s3+`}`),
 		backup("v1", "v1-at-max", `{clusterRef: {name: c}, `+s3v1+`, backupPolicy: {timeout: 24h, backupInterval: 8784h, maxBackups: 10000}}`),
+		backup("v1beta2", "ambient", `{clusterRef: {name: c}, storageType: S3, s3: {path: b/k, credentialsSource: Environment, encryptionKeySecret: k}}`),
+		backup("v1", "v1-ambient", `{clusterRef: {name: c}, storageType: S3, s3: {path: b/k, credentialsSource: Environment, encryptionKeySecret: k}}`),
 	}
 	for _, doc := range accepted {
 		if err := c.Create(ctx, objectFromYAML(t, doc)); err != nil {
@@ -52,6 +54,12 @@ func TestBackupAdmissionBounds(t *testing.T) {
 			backup("v1", "v1i", `{clusterRef: {name: c}, `+s3v1+`, backupPolicy: {backupInterval: 2562047h}}`)},
 		{"v1 maxBackups", "spec.backupPolicy.maxBackups",
 			backup("v1", "v1m", `{clusterRef: {name: c}, `+s3v1+`, backupPolicy: {maxBackups: 10001}}`)},
+		{"ambient credentials and a Secret", "spec.s3.awsSecret",
+			backup("v1beta2", "amb", `{clusterRef: {name: c}, storageType: S3, s3: {path: b/k, awsSecret: a, credentialsSource: Environment}}`)},
+		{"unknown credentials source", "spec.s3.credentialsSource",
+			backup("v1beta2", "src", `{clusterRef: {name: c}, storageType: S3, s3: {path: b/k, awsSecret: a, credentialsSource: Operator}}`)},
+		{"v1 ambient credentials and a Secret", "spec.s3.credentialsSecret",
+			backup("v1", "v1amb", `{clusterRef: {name: c}, storageType: S3, s3: {path: b/k, credentialsSecret: a, credentialsSource: Environment}}`)},
 		{"v1 clusterRef and endpoints", "spec.clusterRef",
 			backup("v1", "v1both", `{clusterRef: {name: c}, etcdEndpoints: ["http://c-client:2379"], `+s3v1+`}`)},
 	}

@@ -17,3 +17,17 @@ const (
 	// request the operator raised to the spec's.
 	EventReasonClaimExpanded = "ClaimExpanded"
 )
+
+// Reasons of EtcdBackup and EtcdRestore failures about S3 credentials and client-side
+// encryption (spec.s3.credentialsSource, spec.s3.encryptionKeySecret).
+const (
+	// ReasonAmbientCredentialsRefused: credentialsSource Environment would have the
+	// operator use its own identity for this object, which the operator was not started
+	// to allow (--allow-ambient-s3-credentials). Name a Secret in spec.s3.awsSecret.
+	ReasonAmbientCredentialsRefused = "AmbientCredentialsRefused"
+	// ReasonEncryptionKeyError: the encryption key Secret is missing or malformed, the
+	// backup was encrypted with another key, or it is encrypted and no key was named (or
+	// a key was named and the backup is not encrypted). The message says which, with key
+	// fingerprints, never a key.
+	ReasonEncryptionKeyError = "EncryptionKeyError"
+)

@@ -20,7 +20,27 @@ const (
 	BackupStorageTypePVC BackupStorageType = "PVC"
 )
 
+// S3CredentialsSource says where the S3 credentials come from.
+// +kubebuilder:validation:Enum=Secret;Environment
+type S3CredentialsSource string
+
+const (
+	// S3CredentialsSecret reads them from the Secret named by awsSecret (the default).
+	S3CredentialsSecret S3CredentialsSource = "Secret"
+	// S3CredentialsEnvironment takes the ambient credentials of whoever talks to S3: the
+	// environment, a web identity token (IAM roles for service accounts), instance
+	// metadata. For what the operator reads or writes itself that is the operator's own
+	// identity, allowed only when the operator runs with --allow-ambient-s3-credentials;
+	// a restore step uses the member pod's own identity.
+	S3CredentialsEnvironment S3CredentialsSource = "Environment"
+)
+
+// EncryptionKeySecretKey is the key of the encryption key in the Secret named by
+// encryptionKeySecret: 32 bytes, or 64 hex digits.
+const EncryptionKeySecretKey = "key"
+
 // S3BackupSource locates backups in an S3-compatible store.
+// +kubebuilder:validation:XValidation:rule="!has(self.credentialsSource) || self.credentialsSource != 'Environment' || !has(self.awsSecret) || size(self.awsSecret) == 0",message="credentialsSource Environment takes no awsSecret",fieldPath=".awsSecret"
 type S3BackupSource struct {
 	// Path is "<bucket>/<key>". One-shot backups are written to exactly this key; periodic
 	// backups to "<key>_v<revision>_<2006-01-02-15:04:05>".
@@ -28,8 +48,19 @@ type S3BackupSource struct {
 	// +kubebuilder:validation:Pattern=`^[^/]+/.+$`
 	Path string `json:"path"`
 	// AWSSecret names a Secret with the files "credentials" and "config" in AWS shared-file
-	// format (profile default).
+	// format (profile default). Required unless credentialsSource is Environment.
+	// +optional
 	AWSSecret string `json:"awsSecret"`
+	// CredentialsSource is Secret (the default: awsSecret) or Environment (the ambient
+	// credentials; see S3CredentialsEnvironment). Added by this operator.
+	// +optional
+	CredentialsSource S3CredentialsSource `json:"credentialsSource,omitempty"`
+	// EncryptionKeySecret names a Secret of the same namespace whose key "key" holds a
+	// 256-bit key (32 bytes or 64 hex digits). Backups are then encrypted before they
+	// leave the operator (AES-256-GCM) and only that key restores them. Added by this
+	// operator.
+	// +optional
+	EncryptionKeySecret string `json:"encryptionKeySecret,omitempty"`
 	// Endpoint of an S3-compatible service, e.g. https://minio.example:9000. Empty means AWS.
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`

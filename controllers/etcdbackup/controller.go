@@ -103,6 +103,8 @@ type Reconciler struct {
 	// namespace (--allow-external-backup-endpoints); off, a backup reaches only clusters
 	// of its own namespace.
 	AllowExternalEndpoints bool
+	// S3Access is what the operator lends to reach S3 (--allow-ambient-s3-credentials).
+	S3Access backupstorage.S3Access
 
 	mu       sync.Mutex
 	failures map[types.NamespacedName]int
@@ -407,7 +409,7 @@ func (r *Reconciler) s3Store(ctx context.Context, eb *etcdv1beta2.EtcdBackup) (b
 	if err != nil {
 		return nil, "", &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
 	}
-	store, err := backupstorage.OpenS3(ctx, r.APIReader, eb.Namespace, s, bucket)
+	store, err := r.S3Access.Open(ctx, r.APIReader, eb.Namespace, s, bucket)
 	if err != nil {
 		return nil, "", err
 	}

@@ -113,6 +113,8 @@ type Reconciler struct {
 	// DownloadDir holds a backup while it is verified (one at a time per restore, removed
 	// right after); empty means os.TempDir().
 	DownloadDir string
+	// S3Access is what the operator lends to reach S3 (--allow-ambient-s3-credentials).
+	S3Access backupstorage.S3Access
 }
 
 // SetupWithManager watches EtcdRestores, the EtcdClusters they create (a cluster
@@ -479,7 +481,7 @@ func (r *Reconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore
 		if err != nil {
 			return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
 		}
-		store, err := backupstorage.OpenS3(ctx, r.APIReader, er.Namespace, s3, bucket)
+		store, err := r.S3Access.Open(ctx, r.APIReader, er.Namespace, s3, bucket)
 		if err != nil {
 			return nil, err
 		}

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/etcd-operator/etcd-operator/internal/backupcrypt"
 )
 
 // S3Config locates a bucket in an S3-compatible store.
@@ -23,6 +26,9 @@ type S3Config struct {
 	// ForcePathStyle addresses the bucket as <endpoint>/<bucket>.
 	ForcePathStyle bool
 	Credentials    AWSCredentials
+	// Ambient, instead of Credentials, takes the process's own credentials
+	// (AmbientCredentials).
+	Ambient bool
 	// Transport overrides the HTTP transport (e.g. custom CAs); nil: the default.
 	Transport http.RoundTripper
 	// PartSize and Parts bound the upload's memory: at most Parts buffers of PartSize
@@ -32,6 +38,9 @@ type S3Config struct {
 	// no throughput on 2 cores.
 	PartSize uint64
 	Parts    uint
+	// Key, if set, encrypts every object Put stores and is required to Get one (see
+	// encryption.go); nil: objects are stored as they are and encrypted ones refused.
+	Key *backupcrypt.Key
 }
 
 // Upload buffer defaults; see S3Config.
@@ -55,6 +64,7 @@ type S3 struct {
 	bucket   string
 	partSize uint64
 	parts    uint
+	key      *backupcrypt.Key
 }
 
 // NewS3 creates the store. It does not contact the service.
@@ -88,8 +98,15 @@ func NewS3(cfg S3Config) (*S3, error) {
 	if cfg.ForcePathStyle {
 		lookup = minio.BucketLookupPath
 	}
+	creds := credentials.NewStaticV4(cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey, cfg.Credentials.SessionToken)
+	if cfg.Ambient {
+		if cfg.Credentials.AccessKeyID != "" {
+			return nil, errors.New("S3 credentials: give either keys or the ambient credentials, not both")
+		}
+		creds = AmbientCredentials()
+	}
 	c, err := minio.New(host, &minio.Options{
-		Creds:        credentials.NewStaticV4(cfg.Credentials.AccessKeyID, cfg.Credentials.SecretAccessKey, cfg.Credentials.SessionToken),
+		Creds:        creds,
 		Secure:       secure,
 		Region:       cfg.Credentials.Region,
 		BucketLookup: lookup,
@@ -98,7 +115,7 @@ func NewS3(cfg S3Config) (*S3, error) {
 	if err != nil {
 		return nil, fmt.Errorf("S3 client for %s: %w", host, err)
 	}
-	s := &S3{c: c, bucket: cfg.Bucket, partSize: cfg.PartSize, parts: cfg.Parts}
+	s := &S3{c: c, bucket: cfg.Bucket, partSize: cfg.PartSize, parts: cfg.Parts, key: cfg.Key}
 	if s.partSize == 0 {
 		s.partSize = DefaultPartSize
 	}
@@ -132,7 +149,7 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, opts PutOptions) 
 	if strings.HasSuffix(key, checksumSuffix) {
 		return Object{}, fmt.Errorf("invalid backup key %q: %s names checksum objects", key, checksumSuffix)
 	}
-	enc, err := newEncoder(r, opts.Compression)
+	enc, err := newEncryptingEncoder(r, opts.Compression, s.key)
 	if err != nil {
 		return Object{}, err
 	}
@@ -140,6 +157,9 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, opts PutOptions) 
 	meta := map[string]string{}
 	for k, v := range opts.Metadata {
 		meta[k] = v
+	}
+	if s.key != nil {
+		maps.Copy(meta, encryptionMetadata(s.key))
 	}
 	if opts.Compression != CompressionNone {
 		meta[metaCompression] = string(opts.Compression)
@@ -169,7 +189,11 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, opts PutOptions) 
 		_ = s.c.RemoveObject(context.WithoutCancel(ctx), s.bucket, key, minio.RemoveObjectOptions{})
 		return Object{}, s.wrap("record checksum of", key, err)
 	}
-	return Object{Key: key, Size: enc.n, SHA256: sum, Compression: opts.Compression, Metadata: opts.Metadata, LastModified: info.LastModified}, nil
+	obj := Object{Key: key, Size: enc.n, SHA256: sum, Compression: opts.Compression, Metadata: opts.Metadata, LastModified: info.LastModified}
+	if s.key != nil {
+		obj.Encryption, obj.KeyFingerprint = meta[metaEncryption], meta[metaEncryptionKey]
+	}
+	return obj, nil
 }
 
 // maxChecksumObject bounds the read of a checksum object.
@@ -213,6 +237,10 @@ func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, Object, error)
 			obj.Compression = Compression(v)
 		case metaChecksum:
 			sidecar = strings.EqualFold(v, checksumInSidecar)
+		case metaEncryption:
+			obj.Encryption = v
+		case metaEncryptionKey:
+			obj.KeyFingerprint = strings.ToLower(v)
 		default:
 			obj.Metadata[k] = v
 		}
@@ -231,7 +259,7 @@ func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, Object, error)
 	if err != nil {
 		return nil, Object{}, s.wrap("read", key, err)
 	}
-	rc, err := newDecoder(&s3Body{body, s, key}, obj, s.String()+"/"+key)
+	rc, err := newDecryptingDecoder(&s3Body{body, s, key}, obj, s.String()+"/"+key, s.key)
 	if err != nil {
 		return nil, Object{}, err
 	}

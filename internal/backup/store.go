@@ -20,6 +20,8 @@ import (
 	"hash"
 	"io"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/backupcrypt"
 )
 
 // Store keeps backup objects under keys. Implementations are safe for concurrent use.
@@ -67,6 +69,9 @@ type Object struct {
 	Compression  Compression
 	Metadata     map[string]string
 	LastModified time.Time
+	// Encryption is the client-side encryption of the stored bytes (backupcrypt's
+	// Algorithm) and KeyFingerprint its key's fingerprint; empty for plain objects.
+	Encryption, KeyFingerprint string
 }
 
 // Errors, for errors.Is. Messages wrapping them name the store and key, never secrets.
@@ -95,6 +100,12 @@ type encoder struct {
 }
 
 func newEncoder(r io.Reader, c Compression) (*encoder, error) {
+	return newEncryptingEncoder(r, c, nil)
+}
+
+// newEncryptingEncoder is newEncoder that also encrypts the stored bytes with key (none
+// if nil), after compression.
+func newEncryptingEncoder(r io.Reader, c Compression, key *backupcrypt.Key) (*encoder, error) {
 	e := &encoder{h: sha256.New(), close: func() {}}
 	switch c {
 	case CompressionNone:
@@ -114,6 +125,11 @@ func newEncoder(r io.Reader, c Compression) (*encoder, error) {
 		r = pr
 	default:
 		return nil, fmt.Errorf("unknown compression %q", c)
+	}
+	r, err := encryptStored(r, key)
+	if err != nil {
+		e.close()
+		return nil, err
 	}
 	e.Reader = io.TeeReader(r, writerFunc(func(p []byte) (int, error) {
 		e.n += int64(len(p))
@@ -168,12 +184,31 @@ func (d *decoder) Close() error {
 }
 
 func newDecoder(stored io.ReadCloser, obj Object, name string) (io.ReadCloser, error) {
+	return newDecryptingDecoder(stored, obj, name, nil)
+}
+
+// newDecryptingDecoder is newDecoder for a store with a key (nil: none): verification,
+// decryption, then decompression.
+func newDecryptingDecoder(stored io.ReadCloser, obj Object, name string, key *backupcrypt.Key) (io.ReadCloser, error) {
+	if err := checkKey(obj, key, name); err != nil {
+		stored.Close()
+		return nil, err
+	}
 	v := &verifier{r: stored, h: sha256.New(), want: obj.SHA256, name: name}
 	d := &decoder{Reader: v, closers: []io.Closer{stored}}
+	if obj.Encryption != "" {
+		plain, err := decryptStored(v, obj, key, name)
+		if err != nil {
+			stored.Close()
+			return nil, err
+		}
+		// As for gzip below: a checksum mismatch is the better diagnosis.
+		d.Reader = &drainAtEOF{r: plain, rest: v}
+	}
 	switch obj.Compression {
 	case CompressionNone:
 	case CompressionGzip:
-		zr, err := gzip.NewReader(v)
+		zr, err := gzip.NewReader(d.Reader)
 		if err != nil {
 			stored.Close()
 			return nil, fmt.Errorf("%s: not gzip data: %w", name, err)

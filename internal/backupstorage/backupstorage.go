@@ -10,6 +10,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/backupcrypt"
 )
 
 // Error is a failure with the condition reason to report it under (one of the
@@ -29,6 +30,10 @@ func Reason(err error) string {
 		return etcdv1beta2.ReasonAccessDenied
 	case errors.Is(err, backup.ErrBucketNotFound):
 		return etcdv1beta2.ReasonBucketNotFound
+	case errors.Is(err, backup.ErrEncrypted), errors.Is(err, backup.ErrWrongKey), errors.Is(err, backup.ErrNotEncrypted):
+		return etcdv1beta2.ReasonEncryptionKeyError
+	case errors.Is(err, backupcrypt.ErrCorrupted):
+		return etcdv1beta2.ReasonInvalidSnapshot
 	default:
 		return etcdv1beta2.ReasonStorageError
 	}
@@ -43,8 +48,12 @@ func CheckS3Source(s3 *etcdv1beta2.S3BackupSource, field string) (reason, msg st
 	if _, _, err := backup.SplitS3Path(s3.Path); err != nil {
 		return etcdv1beta2.ReasonBackupInvalidSpec, err.Error()
 	}
-	if s3.AWSSecret == "" {
-		return etcdv1beta2.ReasonBackupInvalidSpec, "spec.s3.awsSecret is empty"
+	switch {
+	case s3.CredentialsSource == etcdv1beta2.S3CredentialsEnvironment && s3.AWSSecret != "":
+		return etcdv1beta2.ReasonBackupInvalidSpec, "spec.s3.credentialsSource Environment takes no spec.s3.awsSecret"
+	case s3.CredentialsSource == etcdv1beta2.S3CredentialsEnvironment:
+	case s3.AWSSecret == "":
+		return etcdv1beta2.ReasonBackupInvalidSpec, "spec.s3.awsSecret is empty (or set spec.s3.credentialsSource Environment)"
 	}
 	return "", ""
 }

@@ -127,8 +127,8 @@ func (src RestoreSource) validate() error {
 		if b, k, ok := strings.Cut(src.S3.Path, "/"); !ok || b == "" || k == "" {
 			return fmt.Errorf("s3.path %q is not <bucket>/<key>", src.S3.Path)
 		}
-		if src.S3.AWSSecret == "" {
-			return errors.New("s3.awsSecret is empty")
+		if err := checkS3Credentials(src.S3); err != nil {
+			return err
 		}
 	case src.PVC != nil:
 		if src.PVC.ClaimName == "" {
@@ -174,6 +174,7 @@ func restoreValues(step *RestoreStep) (map[string]interface{}, error) {
 	v := map[string]interface{}{
 		"image": step.Image, "command": OperatorCommand, "sha256": strings.ToLower(src.SHA256),
 		"pvcClaim": "", "pvcPath": "", "s3Path": "", "s3Endpoint": "", "s3ForcePathStyle": false, "awsSecret": "",
+		"s3Ambient": false, "encryptionKeySecret": "",
 	}
 	if src.PVC != nil {
 		key, _ := CleanBackupPath(src.PVC.Path) // validated above
@@ -185,6 +186,8 @@ func restoreValues(step *RestoreStep) (map[string]interface{}, error) {
 	v["s3Endpoint"] = src.S3.Endpoint
 	v["s3ForcePathStyle"] = src.S3.ForcePathStyle
 	v["awsSecret"] = src.S3.AWSSecret
+	v["s3Ambient"] = src.S3.CredentialsSource == v1beta2.S3CredentialsEnvironment
+	v["encryptionKeySecret"] = src.S3.EncryptionKeySecret
 	return v, nil
 }
 

@@ -42,6 +42,10 @@ func sameS3Backup(spec *etcdv1beta2.S3BackupSource, src *render.RestoreSource) e
 	switch {
 	case src.S3.AWSSecret != spec.AWSSecret:
 		return fmt.Errorf("s3.awsSecret %q is not the EtcdRestore's %q", src.S3.AWSSecret, spec.AWSSecret)
+	case src.S3.CredentialsSource != spec.CredentialsSource:
+		return fmt.Errorf("s3.credentialsSource %q is not the EtcdRestore's %q", src.S3.CredentialsSource, spec.CredentialsSource)
+	case src.S3.EncryptionKeySecret != spec.EncryptionKeySecret:
+		return fmt.Errorf("s3.encryptionKeySecret %q is not the EtcdRestore's %q", src.S3.EncryptionKeySecret, spec.EncryptionKeySecret)
 	case src.S3.Endpoint != spec.Endpoint:
 		return fmt.Errorf("s3.endpoint %q is not the EtcdRestore's %q", src.S3.Endpoint, spec.Endpoint)
 	case src.S3.ForcePathStyle != spec.ForcePathStyle:

@@ -40,6 +40,10 @@ func TestCheck(t *testing.T) {
 		{"a periodic backup of the path", s3Restore, "main", withS3(func(s *etcdv1beta2.S3BackupSource) { s.Path = "bk/main.db_v42_2026-01-02-03:04:05" }), true},
 		{"another bucket", s3Restore, "main", withS3(func(s *etcdv1beta2.S3BackupSource) { s.Path = "other/main.db" }), false},
 		{"another secret", s3Restore, "main", withS3(func(s *etcdv1beta2.S3BackupSource) { s.AWSSecret = "stolen" }), false},
+		{"another key secret", s3Restore, "main", withS3(func(s *etcdv1beta2.S3BackupSource) { s.EncryptionKeySecret = "stolen" }), false},
+		{"the pod's identity instead", s3Restore, "main", withS3(func(s *etcdv1beta2.S3BackupSource) {
+			s.AWSSecret, s.CredentialsSource = "", etcdv1beta2.S3CredentialsEnvironment
+		}), false},
 		{"another endpoint", s3Restore, "main", withS3(func(s *etcdv1beta2.S3BackupSource) { s.Endpoint = "http://evil:9000" }), false},
 		{"another cluster", s3Restore, "other", withS3(func(*etcdv1beta2.S3BackupSource) {}), false},
 		{"another uid", s3Restore, "main", &render.RestoreSource{Restore: "r", UID: "u-2", S3: s3}, false},

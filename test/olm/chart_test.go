@@ -138,6 +138,7 @@ func allValues() map[string]any {
 		"clusterDomain":                "example.local",
 		"allowExternalBackupEndpoints": true,
 		"scopeAnnotation":              "clusterwide",
+		"allowAmbientS3Credentials":    true,
 		"extraArgs":                    []any{"--zap-log-level=debug"},
 		"replicaCount":                 2,
 		"resources":                    map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}},
@@ -326,6 +327,9 @@ func TestChartValues(t *testing.T) {
 	}
 	if !contains(c.Args, "--scope-annotation=clusterwide") || slices.ContainsFunc(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--scope-annotation") }) {
 		t.Errorf("scopeAnnotation: args %q; the default must manage every cluster (no --scope-annotation)", c.Args)
+	}
+	if !contains(c.Args, "--allow-ambient-s3-credentials=true") || !contains(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, "--allow-ambient-s3-credentials=false") {
+		t.Errorf("allowAmbientS3Credentials: args %q; the default must not lend the operator's S3 identity", c.Args)
 	}
 	if !contains(c.Args, "--cluster-domain=example.local") || !contains(c.Args, "--zap-log-level=debug") || !contains(c.Args, "--leader-elect") {
 		t.Errorf("args %q lack the cluster domain, extra args or leader election", c.Args)

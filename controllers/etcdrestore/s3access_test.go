@@ -1,0 +1,170 @@
+package etcdrestore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/backupcrypt"
+	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
+	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
+)
+
+// hexKey is a new key and its Secret form (64 hex digits).
+func hexKey(t *testing.T) (*backupcrypt.Key, []byte) {
+	t.Helper()
+	raw := make([]byte, backupcrypt.KeySize)
+	if _, err := rand.Read(raw); err != nil {
+		t.Fatal(err)
+	}
+	k, err := backupcrypt.ParseKey(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, []byte(hex.EncodeToString(raw))
+}
+
+// An encrypted backup restores only with its key: without one, or with another, the
+// restore is refused as EncryptionKeyError (with fingerprints, never a key) and nothing
+// is created; with it the cluster is created and its members are told which Secret
+// holds the key.
+func TestRestoreEncryptedBackup(t *testing.T) {
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, restoreBucket)
+	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, keyHex := hexKey(t)
+	other, otherHex := hexKey(t)
+	if key.Fingerprint() == other.Fingerprint() {
+		t.Fatal("test keys are equal")
+	}
+	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := store.Put(context.Background(), "c/enc.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := func(name string, data map[string][]byte) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Data: data}
+	}
+	mk := func(name, keySecret string) *etcdv1beta2.EtcdRestore {
+		er := fixture.S3Restore(name, "from-"+name, restoreBucket+"/c/enc.db")
+		er.Spec.S3.Endpoint, er.Spec.S3.EncryptionKeySecret = srv.Endpoint(), keySecret
+		return er
+	}
+	f := newRestoreFixture(t,
+		secret("aws", map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile())}),
+		secret("key", map[string][]byte{etcdv1beta2.EncryptionKeySecretKey: keyHex}),
+		secret("other", map[string][]byte{etcdv1beta2.EncryptionKeySecretKey: otherHex}),
+		mk("with-key", "key"), mk("no-key", ""), mk("wrong-key", "other"), mk("missing-key", "absent"))
+
+	f.reconcile(t, "no-key")
+	f.wantCondition(t, "no-key", metav1.ConditionFalse, etcdv1beta2.ReasonEncryptionKeyError, key.Fingerprint())
+	f.reconcile(t, "wrong-key")
+	er := f.wantCondition(t, "wrong-key", metav1.ConditionFalse, etcdv1beta2.ReasonEncryptionKeyError, other.Fingerprint())
+	if !strings.Contains(er.Status.Reason, key.Fingerprint()) {
+		t.Errorf("wrong key: %q does not name the backup's key fingerprint", er.Status.Reason)
+	}
+	f.reconcile(t, "missing-key")
+	f.wantCondition(t, "missing-key", metav1.ConditionFalse, etcdv1beta2.ReasonEncryptionKeyError, "absent")
+	if n := len(f.clusters(t)); n != 0 {
+		t.Fatalf("%d clusters created without the right key", n)
+	}
+	for _, e := range drainEvents(f) {
+		if strings.Contains(e, string(keyHex[:16])) || strings.Contains(e, string(otherHex[:16])) {
+			t.Errorf("event shows a key: %s", e)
+		}
+	}
+
+	f.reconcile(t, "with-key")
+	f.wantCondition(t, "with-key", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting")
+	cs := f.clusters(t)
+	if len(cs) != 1 {
+		t.Fatalf("clusters %d, want 1", len(cs))
+	}
+	src, err := render.Restore(&cs[0])
+	if err != nil || src == nil || src.S3.EncryptionKeySecret != "key" || src.SHA256 != obj.SHA256 {
+		t.Fatalf("restore source %+v (%v); want key Secret \"key\" and sha256 %s", src, err, obj.SHA256)
+	}
+}
+
+// credentialsSource Environment: refused while the operator lends no identity, and with
+// --allow-ambient-s3-credentials the operator's own (here: its environment variables)
+// reads the backup; the members' restore step will use their own pod's identity.
+func TestRestoreWithAmbientCredentials(t *testing.T) {
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, restoreBucket)
+	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Put(context.Background(), "c/one.db", bytes.NewReader(etcdtest.Snapshot(t, 3)), backup.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The chain's first provider; the others (a credentials file, instance metadata) are
+	// kept from answering first.
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	er := fixture.S3Restore("ambient", "from-ambient", restoreBucket+"/c/one.db")
+	er.Spec.S3.Endpoint, er.Spec.S3.AWSSecret, er.Spec.S3.CredentialsSource = srv.Endpoint(), "", etcdv1beta2.S3CredentialsEnvironment
+	f := newRestoreFixture(t, er)
+
+	f.reconcile(t, "ambient")
+	f.wantCondition(t, "ambient", metav1.ConditionFalse, etcdv1beta2.ReasonAmbientCredentialsRefused, "spec.s3.awsSecret")
+	if len(f.clusters(t)) != 0 {
+		t.Fatal("a cluster was created with the operator's identity without its consent")
+	}
+
+	f.r.S3Access = backupstorage.S3Access{AllowAmbient: true}
+	f.reconcile(t, "ambient")
+	f.wantCondition(t, "ambient", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting")
+	cs := f.clusters(t)
+	if len(cs) != 1 {
+		t.Fatalf("clusters %d, want 1", len(cs))
+	}
+	if src, err := render.Restore(&cs[0]); err != nil || src.S3.CredentialsSource != etcdv1beta2.S3CredentialsEnvironment || src.S3.AWSSecret != "" {
+		t.Fatalf("restore source %+v (%v)", src, err)
+	}
+
+	// Wrong ambient keys are the store's AccessDenied, not a success.
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-"+srv.SecretKey)
+	er2 := er.DeepCopy()
+	er2.Name, er2.UID, er2.ResourceVersion, er2.Spec.EtcdCluster.Name = "ambient-bad", "uid-ambient-bad", "", "from-ambient-bad"
+	if err := f.c.Create(context.Background(), er2); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "ambient-bad")
+	f.wantCondition(t, "ambient-bad", metav1.ConditionFalse, etcdv1beta2.ReasonAccessDenied, "")
+}
+
+func drainEvents(f *restoreFixture) []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package backupstorage
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/backupcrypt"
+)
+
+// S3Access is what the operator lets an EtcdBackup or EtcdRestore use to reach S3 from
+// the operator's own process.
+type S3Access struct {
+	// AllowAmbient lets credentialsSource Environment use the operator's own identity
+	// (its environment, web identity token, instance role): --allow-ambient-s3-credentials.
+	// Off, a tenant could otherwise read and write whatever the operator may.
+	AllowAmbient bool
+}
+
+// Open opens the bucket of s with the credentials it names (read through c: the operator
+// reads Secrets uncached) and, with spec.s3.encryptionKeySecret, its encryption key.
+// Errors name Secrets and fields, never their contents.
+func (a S3Access) Open(ctx context.Context, c client.Reader, namespace string, s *etcdv1beta2.S3BackupSource, bucket string) (backup.Store, error) {
+	cfg := backup.S3Config{Endpoint: s.Endpoint, Bucket: bucket, ForcePathStyle: s.ForcePathStyle}
+	if s.CredentialsSource == etcdv1beta2.S3CredentialsEnvironment {
+		if !a.AllowAmbient {
+			return nil, &Error{etcdv1beta2.ReasonAmbientCredentialsRefused, fmt.Errorf(
+				"spec.s3.credentialsSource Environment would use the operator's own S3 identity, which this operator does not lend (it runs without --allow-ambient-s3-credentials); name a Secret in spec.s3.awsSecret")}
+		}
+		cfg.Ambient = true
+	} else {
+		creds, err := readAWSSecret(ctx, c, namespace, s.AWSSecret)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Credentials = creds
+	}
+	if s.EncryptionKeySecret != "" {
+		key, err := ReadEncryptionKey(ctx, c, namespace, s.EncryptionKeySecret)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Key = key
+	}
+	store, err := backup.NewS3(cfg)
+	if err != nil {
+		return nil, &Error{etcdv1beta2.ReasonBackupInvalidSpec, err}
+	}
+	return store, nil
+}
+
+func readAWSSecret(ctx context.Context, c client.Reader, namespace, name string) (backup.AWSCredentials, error) {
+	var sec corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &sec); err != nil {
+		return backup.AWSCredentials{}, &Error{etcdv1beta2.ReasonSecretError, fmt.Errorf("read awsSecret %s/%s: %w", namespace, name, err)}
+	}
+	creds, err := backup.ParseAWSSecret(sec.Data)
+	if err != nil {
+		return backup.AWSCredentials{}, &Error{etcdv1beta2.ReasonSecretError, fmt.Errorf("awsSecret %s/%s: %w", namespace, name, err)}
+	}
+	return creds, nil
+}
+
+// ReadEncryptionKey reads the key of spec.s3.encryptionKeySecret (its key "key"). Errors
+// have reason EncryptionKeyError and name the Secret, never the key.
+func ReadEncryptionKey(ctx context.Context, c client.Reader, namespace, name string) (*backupcrypt.Key, error) {
+	var sec corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &sec); err != nil {
+		return nil, &Error{etcdv1beta2.ReasonEncryptionKeyError, fmt.Errorf("read spec.s3.encryptionKeySecret %s/%s: %w", namespace, name, err)}
+	}
+	data, ok := sec.Data[etcdv1beta2.EncryptionKeySecretKey]
+	if !ok {
+		return nil, &Error{etcdv1beta2.ReasonEncryptionKeyError, fmt.Errorf("spec.s3.encryptionKeySecret %s/%s has no key %q", namespace, name, etcdv1beta2.EncryptionKeySecretKey)}
+	}
+	key, err := backupcrypt.ParseKey(data)
+	if err != nil {
+		return nil, &Error{etcdv1beta2.ReasonEncryptionKeyError, fmt.Errorf("spec.s3.encryptionKeySecret %s/%s, key %q: %w", namespace, name, etcdv1beta2.EncryptionKeySecretKey, err)}
+	}
+	return key, nil
+}

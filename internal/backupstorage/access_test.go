@@ -1,0 +1,82 @@
+package backupstorage
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+)
+
+func reasonOf(err error) string {
+	var se *Error
+	if errors.As(err, &se) {
+		return se.Reason
+	}
+	return ""
+}
+
+// The operator's own identity serves a tenant's object only when the operator was
+// started to allow it; otherwise the refusal names the field to set instead.
+func TestAmbientCredentialsNeedTheOperatorsConsent(t *testing.T) {
+	c := fake.NewClientBuilder().Build()
+	s3 := &etcdv1beta2.S3BackupSource{Path: "b/k", CredentialsSource: etcdv1beta2.S3CredentialsEnvironment}
+	_, err := S3Access{}.Open(context.Background(), c, "ns", s3, "b")
+	if reasonOf(err) != etcdv1beta2.ReasonAmbientCredentialsRefused || !strings.Contains(err.Error(), "spec.s3.awsSecret") {
+		t.Fatalf("without consent: %v", err)
+	}
+	if _, err := OpenS3(context.Background(), c, "ns", s3, "b"); reasonOf(err) != etcdv1beta2.ReasonAmbientCredentialsRefused {
+		t.Fatalf("OpenS3 lends the operator's identity: %v", err)
+	}
+	if _, err := (S3Access{AllowAmbient: true}).Open(context.Background(), c, "ns", s3, "b"); err != nil {
+		t.Fatalf("with consent: %v", err)
+	}
+}
+
+func TestEncryptionKeySecret(t *testing.T) {
+	const key = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	secret := func(name string, data map[string][]byte) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Data: data}
+	}
+	c := fake.NewClientBuilder().WithObjects(
+		secret("aws", map[string][]byte{"credentials": []byte("[default]\naws_access_key_id = id\naws_secret_access_key = s\n")}),
+		secret("good", map[string][]byte{"key": []byte(key + "\n")}),
+		secret("short", map[string][]byte{"key": []byte(key[:40])}),
+		secret("other-key", map[string][]byte{"password": []byte(key)}),
+	).Build()
+	ctx := context.Background()
+	if k, err := ReadEncryptionKey(ctx, c, "ns", "good"); err != nil || k == nil {
+		t.Fatalf("good key: %v", err)
+	}
+	for _, name := range []string{"absent", "short", "other-key"} {
+		s3 := &etcdv1beta2.S3BackupSource{Path: "b/k", AWSSecret: "aws", EncryptionKeySecret: name}
+		_, err := OpenS3(ctx, c, "ns", s3, "b")
+		if reasonOf(err) != etcdv1beta2.ReasonEncryptionKeyError || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v, want EncryptionKeyError naming the Secret", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), key[:16]) {
+			t.Errorf("%s: the error shows the key: %v", name, err)
+		}
+	}
+}
+
+func TestCheckS3SourceCredentials(t *testing.T) {
+	env := etcdv1beta2.S3CredentialsEnvironment
+	for _, tc := range []struct {
+		s3         etcdv1beta2.S3BackupSource
+		wantReason string
+	}{
+		{etcdv1beta2.S3BackupSource{Path: "b/k", CredentialsSource: env}, ""},
+		{etcdv1beta2.S3BackupSource{Path: "b/k", CredentialsSource: env, AWSSecret: "aws"}, etcdv1beta2.ReasonBackupInvalidSpec},
+		{etcdv1beta2.S3BackupSource{Path: "b/k", CredentialsSource: etcdv1beta2.S3CredentialsSecret}, etcdv1beta2.ReasonBackupInvalidSpec},
+	} {
+		if reason, msg := CheckS3Source(&tc.s3, "storageType"); reason != tc.wantReason {
+			t.Errorf("%+v: %s %q, want %q", tc.s3, reason, msg, tc.wantReason)
+		}
+	}
+}
