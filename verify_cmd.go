@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	uzap "go.uber.org/zap"
@@ -46,6 +45,8 @@ func runVerifyRestore(args []string) int {
 		s3Endpoint   = fs.String("s3-endpoint", "", "S3-compatible endpoint URL (empty: AWS)")
 		s3PathStyle  = fs.Bool("s3-force-path-style", false, "address the bucket as <endpoint>/<bucket>")
 		awsSecretDir = fs.String("aws-secret-dir", "/etc/etcd-operator/aws", "directory with the awsSecret files credentials and config")
+		s3Ambient    = fs.Bool("s3-ambient-credentials", false, "instead of --aws-secret-dir, use this pod's own S3 identity (environment, web identity token file, instance role)")
+		keyFile      = fs.String("encryption-key-file", "", "file with the key of an encrypted backup (32 bytes or 64 hex digits)")
 		dir          = fs.String("dir", "", "backup directory (a read-only mounted claim) instead of S3")
 		key          = fs.String("key", "", "with --dir: the backup's path below it")
 		latest       = fs.Bool("latest", false, "verify the newest periodic backup <path>_v<rev>_<time> of the path")
@@ -82,17 +83,11 @@ func runVerifyRestore(args []string) int {
 		if err != nil {
 			return invalid(err)
 		}
-		data := map[string][]byte{}
-		for _, f := range []string{backup.AWSCredentialsKey, backup.AWSConfigKey} {
-			if b, err := os.ReadFile(filepath.Join(*awsSecretDir, f)); err == nil {
-				data[f] = b
-			}
+		cfg := backup.S3Config{Endpoint: *s3Endpoint, Bucket: bucket, ForcePathStyle: *s3PathStyle, Ambient: *s3Ambient}
+		if err := restoreS3Access(&cfg, *awsSecretDir, *keyFile); err != nil {
+			return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonSecretError, Error: err.Error()})
 		}
-		creds, err := backup.ParseAWSSecret(data)
-		if err != nil {
-			return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonSecretError, Error: fmt.Sprintf("awsSecret in %s: %v", *awsSecretDir, err)})
-		}
-		if store, err = backup.NewS3(backup.S3Config{Endpoint: *s3Endpoint, Bucket: bucket, ForcePathStyle: *s3PathStyle, Credentials: creds}); err != nil {
+		if store, err = backup.NewS3(cfg); err != nil {
 			return invalid(err)
 		}
 		objKey = k

@@ -149,20 +149,39 @@ func verifySource(s VerifyPodSpec) ([]string, []corev1.VolumeMount, []corev1.Vol
 	}
 	switch {
 	case s.S3 != nil && s.PVC == nil:
-		if b, k, ok := strings.Cut(s.S3.Path, "/"); !ok || b == "" || k == "" || s.S3.AWSSecret == "" {
-			return nil, nil, nil, fmt.Errorf("verification pod: s3.path %q is not <bucket>/<key>, or no awsSecret", s.S3.Path)
+		if b, k, ok := strings.Cut(s.S3.Path, "/"); !ok || b == "" || k == "" {
+			return nil, nil, nil, fmt.Errorf("verification pod: s3.path %q is not <bucket>/<key>", s.S3.Path)
 		}
-		args = append(args, "--s3-path="+s.S3.Path, "--aws-secret-dir="+RestoreAWSDir)
+		if err := checkS3Credentials(s.S3); err != nil {
+			return nil, nil, nil, fmt.Errorf("verification pod: %w", err)
+		}
+		args = append(args, "--s3-path="+s.S3.Path)
+		var mounts []corev1.VolumeMount
+		var volumes []corev1.Volume
+		if s.S3.CredentialsSource == v1beta2.S3CredentialsEnvironment {
+			// The pod's own identity, as the members' restore step uses it.
+			args = append(args, "--s3-ambient-credentials")
+		} else {
+			args = append(args, "--aws-secret-dir="+RestoreAWSDir)
+			mounts = append(mounts, corev1.VolumeMount{Name: RestoreAWSVolumeName, MountPath: RestoreAWSDir, ReadOnly: true})
+			volumes = append(volumes, corev1.Volume{Name: RestoreAWSVolumeName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s.S3.AWSSecret}}})
+		}
 		if s.S3.Endpoint != "" {
 			args = append(args, "--s3-endpoint="+s.S3.Endpoint)
 		}
 		if s.S3.ForcePathStyle {
 			args = append(args, "--s3-force-path-style")
 		}
-		return args,
-			[]corev1.VolumeMount{{Name: RestoreAWSVolumeName, MountPath: RestoreAWSDir, ReadOnly: true}},
-			[]corev1.Volume{{Name: RestoreAWSVolumeName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s.S3.AWSSecret}}}},
-			nil
+		if s.S3.EncryptionKeySecret != "" {
+			// Only the key item: nothing else the Secret may hold reaches the pod.
+			args = append(args, "--encryption-key-file="+RestoreKeyDir+"/"+v1beta2.EncryptionKeySecretKey)
+			mounts = append(mounts, corev1.VolumeMount{Name: RestoreKeyVolumeName, MountPath: RestoreKeyDir, ReadOnly: true})
+			volumes = append(volumes, corev1.Volume{Name: RestoreKeyVolumeName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName: s.S3.EncryptionKeySecret,
+				Items:      []corev1.KeyToPath{{Key: v1beta2.EncryptionKeySecretKey, Path: v1beta2.EncryptionKeySecretKey}},
+			}}})
+		}
+		return args, mounts, volumes, nil
 	case s.PVC != nil && s.S3 == nil:
 		key, err := CleanBackupPath(s.PVC.Path)
 		if err != nil || s.PVC.ClaimName == "" {

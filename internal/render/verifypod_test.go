@@ -150,3 +150,63 @@ func TestVerifyPodName(t *testing.T) {
 		t.Error("two long names share a pod name")
 	}
 }
+
+// TestVerifyPodEncryptedAndAmbient: an encrypted backup is verified with only the key
+// item of its key Secret mounted read-only; with credentials source Environment the
+// restore step uses the pod's own identity and no awsSecret is mounted; both at once are
+// refused.
+func TestVerifyPodEncryptedAndAmbient(t *testing.T) {
+	spec := verifySpec()
+	spec.S3.EncryptionKeySecret = "backup-key"
+	p, err := VerifyPod(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := p.Spec.InitContainers[0]
+	if !slices.Contains(restore.Args, "--encryption-key-file="+RestoreKeyDir+"/"+v1beta2.EncryptionKeySecretKey) {
+		t.Errorf("restore step args %v lack the key file", restore.Args)
+	}
+	var keyVol *corev1.Volume
+	for i := range p.Spec.Volumes {
+		if p.Spec.Volumes[i].Name == RestoreKeyVolumeName {
+			keyVol = &p.Spec.Volumes[i]
+		}
+	}
+	if keyVol == nil || keyVol.Secret == nil || keyVol.Secret.SecretName != "backup-key" ||
+		len(keyVol.Secret.Items) != 1 || keyVol.Secret.Items[0].Key != v1beta2.EncryptionKeySecretKey {
+		t.Errorf("key volume %+v", keyVol)
+	}
+	for _, c := range p.Spec.Containers {
+		for _, m := range c.VolumeMounts {
+			if m.Name == RestoreKeyVolumeName {
+				t.Errorf("container %s mounts the encryption key; only the restore step may", c.Name)
+			}
+		}
+	}
+	for _, m := range restore.VolumeMounts {
+		if m.Name == RestoreKeyVolumeName && !m.ReadOnly {
+			t.Error("the key is mounted writable")
+		}
+	}
+
+	spec = verifySpec()
+	spec.S3.AWSSecret, spec.S3.CredentialsSource = "", v1beta2.S3CredentialsEnvironment
+	p, err = VerifyPod(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := p.Spec.InitContainers[0].Args; !slices.Contains(args, "--s3-ambient-credentials") ||
+		slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--aws-secret-dir") }) {
+		t.Errorf("ambient restore step args %v", args)
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.Name == RestoreAWSVolumeName {
+			t.Error("an awsSecret volume is mounted for credentials source Environment")
+		}
+	}
+
+	spec.S3.AWSSecret = "aws"
+	if _, err := VerifyPod(spec); err == nil {
+		t.Error("awsSecret together with credentials source Environment accepted")
+	}
+}
