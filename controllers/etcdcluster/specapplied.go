@@ -311,9 +311,13 @@ func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*cor
 		rank[key] = 4 + len(fingerprintedFields) + i
 	}
 	sort.SliceStable(order, func(i, j int) bool { return rank[order[i]] < rank[order[j]] })
-	parts := make([]string, 0, len(order))
-	for _, f := range order {
+	rolled, kept := splitRolledOut(order)
+	parts := make([]string, 0, len(kept))
+	for _, f := range kept {
 		parts = append(parts, fmt.Sprintf("%s (%s)", f, strings.Join(podsOf[f], ", ")))
+	}
+	if len(rolled) > 0 {
+		return rollingOut(c, domain, pods, rolled, kept, parts, storage)
 	}
 	if storage != nil && !storage.Settled {
 		return withStorage(order, parts, *storage)
