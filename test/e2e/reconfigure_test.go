@@ -168,3 +168,56 @@ func etcdRequest(p corev1.Pod, r corev1.ResourceName) resource.Quantity {
 	}
 	return resource.Quantity{}
 }
+
+// TestRollingReconfigureWithoutClaims changes spec.pod.resources of a running 3-member
+// cluster without claims under a write load: each member is replaced through a learner
+// (added and promoted before the old member is removed), so the cluster never has fewer
+// than 3 voters; the cluster ID stays, no acknowledged write fails or is lost.
+func TestRollingReconfigureWithoutClaims(t *testing.T) {
+	e := framework.Setup(t)
+	const name = "reconf-nc"
+	e.Create(newCluster(name, 3))
+	c := e.WaitAvailable(name, 3, 120*time.Second)
+	clusterID := c.Status.ClusterID
+	oldPods := e.MemberPods(name)
+	load := e.StartLoad(name, loadRate)
+	flowing(t, load, 2*loadRate)
+	mon := monitorMembership(e, name)
+
+	want := resource.MustParse("64Mi")
+	e.Update(name, func(c *etcdv1beta2.EtcdCluster) {
+		c.Spec.Pod = &etcdv1beta2.PodPolicy{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: want}}}
+	})
+	e.Eventually(400*time.Second, "every member replaced by one with the new resources", func() error {
+		pods := e.MemberPods(name)
+		for n := range oldPods {
+			if _, ok := pods[n]; ok {
+				return fmt.Errorf("old member pod %s still there", n)
+			}
+		}
+		if len(pods) != 3 {
+			return fmt.Errorf("%d member pods", len(pods))
+		}
+		for n, p := range pods {
+			if got := etcdRequest(p, corev1.ResourceMemory); got.Cmp(want) != 0 {
+				return fmt.Errorf("pod %s requests memory %s", n, got.String())
+			}
+		}
+		return nil
+	})
+	c = e.WaitAvailable(name, 3, 120*time.Second)
+	mon.finish()
+	waitSpecApplied(e, name)
+	if c.Status.ClusterID != clusterID {
+		t.Errorf("cluster ID %s -> %s", clusterID, c.Status.ClusterID)
+	}
+	mon.mu.Lock()
+	t.Logf("membership samples=%d maxLearners=%d maxMembers=%d minVoters=%d", mon.samples, mon.maxLearners, mon.maxMembers, mon.minVoters)
+	if mon.samples == 0 || mon.minVoters < 3 || mon.maxLearners > 1 || mon.maxMembers > 4 {
+		t.Errorf("redundancy dropped or changes overlapped: minVoters=%d maxLearners=%d maxMembers=%d", mon.minVoters, mon.maxLearners, mon.maxMembers)
+	}
+	mon.mu.Unlock()
+	flowing(t, load, 2*loadRate)
+	res := verifyLoad(t, load)
+	t.Logf("load %s", res)
+}
