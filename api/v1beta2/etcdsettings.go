@@ -1,9 +1,9 @@
 package v1beta2
 
 // etcd settings CoreOS's API has no field for. v1's spec.etcd is stored as these
-// annotations on the EtcdCluster; the member chart passes them to etcd. Until members
-// can be reconfigured in place, a change reaches only members created after it (the
-// SpecApplied condition says so).
+// annotations on the EtcdCluster; the member chart passes them to etcd. A change rolls
+// out to the members one at a time through new pods (the SpecApplied condition says how
+// far).
 const (
 	// QuotaBackendBytesAnnotation is etcd's --quota-backend-bytes: the database size at
 	// which a member raises the NOSPACE alarm and the cluster stops taking writes. A

@@ -140,6 +140,17 @@ const (
 	// ReasonUpgrading: a member is restarted on the new version, or leadership moved off
 	// the leader first (also the Upgrading condition's reason).
 	ReasonUpgrading = "Upgrading"
+	// ReasonReconfiguring: a rolling reconfiguration step: a member's pod gets the
+	// current spec (metadata patched in place, pod recreated on its claim, or a learner
+	// added to replace it), or leadership moved off it first.
+	ReasonReconfiguring = "Reconfiguring"
+	// ReasonReconfigureInProgress: waiting between two steps of a rolling
+	// reconfiguration for every member to follow the leader and be Ready.
+	ReasonReconfigureInProgress = "ReconfigureInProgress"
+	// ReasonReconfigureHeld: member pods lack spec changes only a new pod gets, but some
+	// pod lacks a change that cannot be rolled out yet (TLS secrets, cluster domain),
+	// which a new pod would take up; no member is restarted.
+	ReasonReconfigureHeld = "ReconfigureHeld"
 	// ReasonReady: nothing to do; every member is healthy on the desired version.
 	ReasonReady = "Ready"
 

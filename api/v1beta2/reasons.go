@@ -33,6 +33,12 @@ const (
 	EventReasonPodDeleted            = "PodDeleted"
 	EventReasonMemberUpgrading       = "MemberUpgrading"
 	EventReasonBootstrapPodCorrected = "BootstrapPodCorrected"
+	// EventReasonPodReconfigured: a member pod got the spec's labels and annotations in
+	// place (rolling reconfiguration).
+	EventReasonPodReconfigured = "PodReconfigured"
+	// ReasonRollingOut: the SpecApplied condition while member pods are moved onto the
+	// current spec one member at a time; the message says which fields and how far.
+	ReasonRollingOut = "RollingOut"
 	// EventReasonInvalidAnnotation: an annotation of the cluster is not used as written
 	// (the message says what is used instead).
 	EventReasonInvalidAnnotation = "InvalidAnnotation"

@@ -50,6 +50,8 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 		err = r.upgradeMember(ctx, c, a)
 	case planner.FixPodImage:
 		err = r.fixPodImage(ctx, c, a)
+	case planner.PatchPodMetadata:
+		err = r.patchPodMetadata(ctx, c, a) // reconfigure.go
 	case planner.ForceNewCluster:
 		err = r.startRecovery(ctx, c, o, a)
 	case planner.FinishRecovery:

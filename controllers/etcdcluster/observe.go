@@ -70,6 +70,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		key:       types.NamespacedName{Namespace: c.Namespace, Name: c.Name}.String(),
 		now:       now,
 		nodeReady: func(node string) bool { return r.nodeIsReady(ctx, node, nodeReady) },
+		drift:     func(p *corev1.Pod) planner.Drift { return podDrift(c, r.ClusterDomain, p) },
 	}
 	j.join(o, answers, epOfPod)
 	o.space = answers.space

@@ -21,6 +21,8 @@ type joiner struct {
 	key       string         // the cluster's key in health
 	now       time.Time
 	nodeReady func(node string) bool
+	// drift is how a pod differs from the current spec (reconfigure.go); nil: not judged.
+	drift func(p *corev1.Pod) planner.Drift
 }
 
 // join fills in o from o.pods, the answers and the endpoint dialled for each pod.
@@ -116,6 +118,9 @@ func (j joiner) joinPods(o *observation, podOfMember map[uint64]string, seen map
 		pp.Terminated, pp.CrashLooping = etcdContainerState(p)
 		pp.Image, pp.EtcdRunning, pp.EtcdNeverRan = etcdContainerFacts(p)
 		pp.RecoveryToken = p.Annotations[render.AnnotationRecoveryToken]
+		if j.drift != nil {
+			pp.Drift = j.drift(p)
+		}
 		subject := "pod/" + p.Name
 		seen[subject] = true
 		pp.UnhealthySince = j.health.observe(j.key, subject, pp.Ready, j.now)

@@ -17,9 +17,9 @@ import (
 
 // AnnotationSpecFingerprint on a member pod records the spec it was created from: for
 // each field in fingerprintedFields, a short hash of its value (fields with an empty
-// value are left out). Until members can be reconfigured in place, comparing it with
-// the current spec is how a change that only new members get is reported instead of
-// silently ignored.
+// value are left out). Comparing it with the current spec tells which pods a rolling
+// reconfiguration still has to move onto it (reconfigure.go), and which changes reach
+// new members only.
 const AnnotationSpecFingerprint = "etcd.database.coreos.com/spec-fingerprint"
 
 // Spec fields a member pod can be compared on directly, whatever created it.
@@ -59,9 +59,7 @@ const fieldClusterDomain = "pod.ClusterDomain"
 
 // settingsFields are the typed etcd settings, fingerprinted by their annotation (v1's
 // spec.etcd is stored as these): the chart renders them into a pod's environment only
-// when it is created. Until members can be reconfigured in place (rolling
-// reconfiguration, issue #13 item 1), a change reaches only new members, and
-// SpecApplied says so.
+// when it is created, so a change rolls out through new pods (reconfigure.go).
 var settingsFields = []string{
 	etcdv1beta2.QuotaBackendBytesAnnotation,
 	etcdv1beta2.AutoCompactionModeAnnotation,
@@ -314,9 +312,13 @@ func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*cor
 		rank[key] = 4 + len(fingerprintedFields) + i
 	}
 	sort.SliceStable(order, func(i, j int) bool { return rank[order[i]] < rank[order[j]] })
-	parts := make([]string, 0, len(order))
-	for _, f := range order {
+	rolled, kept := splitRolledOut(order)
+	parts := make([]string, 0, len(kept))
+	for _, f := range kept {
 		parts = append(parts, fmt.Sprintf("%s (%s)", f, strings.Join(podsOf[f], ", ")))
+	}
+	if len(rolled) > 0 {
+		return rollingOut(c, domain, pods, rolled, kept, parts, storage)
 	}
 	if storage != nil && !storage.Settled {
 		return withStorage(order, parts, *storage)

@@ -84,14 +84,23 @@ func TestSpecAppliedWithStorage(t *testing.T) {
 	changed := claimCluster("1Gi")
 	changed.Spec.Repository = "mirror.example/etcd"
 	s = specApplied(changed, "", pods, expanding)
-	if s.Reason != etcdv1beta2.ReasonAppliesToNewMembersOnly || !strings.Contains(s.Message, "repository (store-a)") ||
-		!strings.Contains(s.Message, "0 of 1 claims") || s.EventKey != "repository" {
-		t.Errorf("stale field and expanding: %+v", s)
+	// The repository is rolled out (rolling reconfiguration): no warning for it.
+	if s.Reason != etcdv1beta2.ReasonRollingOut || !strings.Contains(s.Message, "rolling repository") ||
+		!strings.Contains(s.Message, "0 of 1 claims") || s.EventKey != "" {
+		t.Errorf("rolled field and expanding: %+v", s)
 	}
 	s = specApplied(changed, "", pods, refused)
-	if s.Reason != etcdv1beta2.ReasonExpansionNotAllowed || !strings.Contains(s.Message, "repository (store-a)") ||
-		!strings.Contains(s.Message, `StorageClass "fixed"`) || s.EventKey != "repository;fixed" {
-		t.Errorf("stale field and refused: %+v", s)
+	if s.Reason != etcdv1beta2.ReasonExpansionNotAllowed || !strings.Contains(s.Message, "rolling repository") ||
+		!strings.Contains(s.Message, `StorageClass "fixed"`) || s.EventKey != "fixed" {
+		t.Errorf("rolled field and refused: %+v", s)
+	}
+	// The TLS secrets are not rolled out: they still apply to new members only.
+	kept := claimCluster("1Gi")
+	kept.Spec.TLS = &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{PeerSecret: "p", ServerSecret: "s"}}}
+	s = specApplied(kept, "", pods, expanding)
+	if s.Reason != etcdv1beta2.ReasonAppliesToNewMembersOnly || !strings.Contains(s.Message, "TLS.static.member.peerSecret (store-a)") ||
+		!strings.Contains(s.Message, "0 of 1 claims") || s.EventKey != "TLS.static.member.peerSecret,TLS.static.member.serverSecret" {
+		t.Errorf("kept field and expanding: %+v", s)
 	}
 }
 

@@ -140,7 +140,7 @@ func TestStaleSpecFields(t *testing.T) {
 	}
 }
 
-// A changed repository on a running cluster is reported, naming the field, and no pod
+// A changed claim spec on a running cluster is reported, naming the field, and no pod
 // is touched.
 func TestReconcileReportsSpecAppliedToNewMembersOnly(t *testing.T) {
 	c := statusCluster("applied", "3.6.16")
@@ -165,8 +165,10 @@ func TestReconcileReportsSpecAppliedToNewMembersOnly(t *testing.T) {
 	wantClusterCondition(t, f.cluster(t, c.Name), etcdv1beta2.ClusterConditionSpecApplied, corev1.ConditionTrue, etcdv1beta2.ReasonSpecApplied)
 
 	cl := f.cluster(t, c.Name)
-	cl.Spec.Repository = "mirror.example/etcd"
-	cl.Spec.Pod = &etcdv1beta2.PodPolicy{Annotations: map[string]string{"scrape": "true"}}
+	// A claim spec is not rolled out (rolling reconfiguration recreates pods on the
+	// claims they have); it reaches new members only.
+	cl.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}}
 	cl.Generation++
 	if err := f.c.Update(context.Background(), cl); err != nil {
 		t.Fatal(err)
@@ -174,7 +176,7 @@ func TestReconcileReportsSpecAppliedToNewMembersOnly(t *testing.T) {
 	f.events()
 	f.reconcile(t, c.Name)
 	wantClusterCondition(t, f.cluster(t, c.Name), etcdv1beta2.ClusterConditionSpecApplied, corev1.ConditionFalse,
-		etcdv1beta2.ReasonAppliesToNewMembersOnly, "repository", "pod.annotations", before.Name)
+		etcdv1beta2.ReasonAppliesToNewMembersOnly, "pod.persistentVolumeClaimSpec", before.Name)
 	if ev := f.events(); countContaining(ev, etcdv1beta2.ReasonAppliesToNewMembersOnly) != 1 {
 		t.Errorf("events %v, want one %s", ev, etcdv1beta2.ReasonAppliesToNewMembersOnly)
 	}

@@ -70,6 +70,14 @@
 //  15. Upgrade within the allowed skew, followers first and the leader last,
 //     one member at a time (UpgradeMember, MoveLeader), or RefuseUpgrade;
 //     otherwise Done (upgrade.go).
+//  16. Rolling reconfiguration, once nothing is left to upgrade (or the upgrade
+//     is refused): member pods not on the current spec (Pod.Drift) get it one
+//     member at a time behind the upgrade's health gate: metadata patched in
+//     place (PatchPodMetadata); else followers first, the leader last after
+//     MoveLeader, a new pod on the member's claim (DeletePod with KeepClaim, then
+//     rule 5), or, without a claim or below three voters, a learner added first
+//     (AddLearner; rule 9 promotes it, rule 12 removes the drifted member)
+//     (reconfigure.go).
 //
 // # Precedence decisions
 //

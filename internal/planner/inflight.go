@@ -13,7 +13,8 @@ import (
 // abandoned before any other membership change, in this order:
 //   - a learner no longer needed (voters that are not dead >= Size) → RemoveMember;
 //     dead voters are about to be replaced, so a learner in flight when a voter died
-//     still fills the gap.
+//     still fills the gap. A learner that replaces a drifted voter in a rollout (rule
+//     16) is needed: it is finished, and rule 12 then removes the drifted voter.
 //   - Pending older than LearnerTimeout → RemoveMember (stuck learner).
 //   - its pod gone for ReplaceGoneAfter → RemoveMember.
 //   - no pod, not started, name known from Pending → CreatePod (the pod joins the
@@ -72,7 +73,7 @@ func (v *view) planInFlight() (Action, bool) {
 
 	// Dead voters are about to be replaced, so they do not count here: a
 	// learner that was in flight when a voter died still fills the gap.
-	if live := len(v.voters) - v.deadVoters(); m.IsLearner && live >= v.d.Size {
+	if live := len(v.voters) - v.deadVoters(); m.IsLearner && live >= v.d.Size && !v.learnerReplacesDrifted(live) {
 		return abandon(v1beta2.ReasonLearnerNotNeeded, fmt.Sprintf("already %d live voting members for size %d", live, v.d.Size))
 	}
 	if v.isPending(m) {

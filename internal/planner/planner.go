@@ -44,7 +44,7 @@ func Plan(d Desired, o Observed) Action {
 	return a
 }
 
-// plan applies rules 5 and 7 to 15, the rules that need a member list, in order.
+// plan applies rules 5 and 7 to 16, the rules that need a member list, in order.
 func (v *view) plan() Action {
 	for _, rule := range []func() (Action, bool){
 		v.planRecreate,      // 5. pods back on their data
@@ -61,5 +61,11 @@ func (v *view) plan() Action {
 			return a
 		}
 	}
-	return v.planUpgrade() // 15. upgrade, else Done
+	a := v.planUpgrade() // 15. upgrade, else Done
+	if a.Kind == Done || a.Kind == RefuseUpgrade {
+		if r, ok := v.planReconfigure(); ok { // 16. rolling reconfiguration
+			return r
+		}
+	}
+	return a
 }

@@ -110,6 +110,39 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 	leaderAlive := leader != nil && !leader.IsLearner && alive(leader)
 	membersKnown := o.MembersKnown && len(o.Members) > 0
 
+	// A rollout (rule 16) renews drifted pods only in a fully healthy cluster at its
+	// size with nothing in flight, and never while a field is held.
+	held, driftedVoter := false, false
+	for _, p := range o.Pods {
+		held = held || len(p.Drift.Held) > 0
+	}
+	for i := range o.Members {
+		if m := &o.Members[i]; !m.IsLearner && alive(m) {
+			if p := podNamed(m.Name); p != nil && p.Drift.NewPod {
+				driftedVoter = true
+			}
+		}
+	}
+	rolloutReady := len(inflight) == 0 && voters == dd.Size && aliveVoters == voters && leaderAlive
+	if a.Kind == PatchPodMetadata {
+		p := podNamed(a.Name)
+		m := byID[a.ID]
+		if p == nil || !p.Drift.Metadata || m == nil || m.Name != a.Name || !rolloutReady {
+			fail("patches pod metadata outside a healthy rollout, or of a pod that does not lack it")
+		}
+		return
+	}
+	if a.Kind == DeletePod && a.KeepClaim && a.Reason == "Reconfiguring" {
+		p := podNamed(a.Name)
+		m := byID[a.ID]
+		if p == nil || p.Deleting || !p.Drift.NewPod || m == nil || m.IsLearner || m.Name != a.Name || !slices.Contains(o.Claims, a.Name) {
+			fail("recreates for a rollout a pod that is not a drifted voter's with a claim")
+		}
+		if !rolloutReady || held || aliveVoters-1 < Quorum(voters) || a.ID == o.LeaderID {
+			fail("recreates a pod for a rollout outside a healthy cluster that keeps its quorum, or the leader's")
+		}
+		return
+	}
 	if a.Kind == DeletePod && a.KeepClaim {
 		// Only a finished pod of a started voter with a claim, named like it.
 		p := podNamed(a.Name)
@@ -184,7 +217,11 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		if len(inflight) > 0 {
 			fail("second membership change while %v in flight", inflight)
 		}
-		if voters >= dd.Size {
+		if a.Reason == "Reconfiguring" {
+			if !rolloutReady || held || !driftedVoter {
+				fail("adds a learner for a rollout outside a healthy cluster at size with a drifted voter")
+			}
+		} else if voters >= dd.Size {
 			fail("add with %d voters for size %d", voters, dd.Size)
 		}
 		if aliveVoters != voters {
@@ -208,7 +245,7 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		if m == nil || !m.IsLearner || !alive(m) {
 			fail("promotes something that is not an alive learner")
 		}
-		if voters >= dd.Size && aliveVoters == voters {
+		if voters >= dd.Size && aliveVoters == voters && !(voters == dd.Size && driftedVoter && !held) {
 			fail("promotion beyond size with every voter alive")
 		}
 		if aliveVoters+1 < Quorum(voters+1) {
@@ -343,7 +380,7 @@ func dump(o Observed) string {
 		s += fmt.Sprintf("  member %x %q learner=%v reachable=%v idx=%d rev=%d v=%s unhealthy=%s\n", m.ID, m.Name, m.IsLearner, m.Reachable, m.RaftIndex, m.Revision, m.Version, ago(o.Now, m.UnhealthySince))
 	}
 	for _, p := range o.Pods {
-		s += fmt.Sprintf("  pod %s id=%x %s ready=%v crash=%v term=%v del=%v node=%v v=%s created=%s unhealthy=%s\n", p.Name, p.MemberID, p.Phase, p.Ready, p.CrashLooping, p.Terminated, p.Deleting, p.NodeNotReady, p.Version, ago(o.Now, p.CreatedAt), ago(o.Now, p.UnhealthySince))
+		s += fmt.Sprintf("  pod %s id=%x %s ready=%v crash=%v term=%v del=%v node=%v v=%s created=%s unhealthy=%s drift=%+v\n", p.Name, p.MemberID, p.Phase, p.Ready, p.CrashLooping, p.Terminated, p.Deleting, p.NodeNotReady, p.Version, ago(o.Now, p.CreatedAt), ago(o.Now, p.UnhealthySince), p.Drift)
 	}
 	return s
 }
@@ -503,6 +540,20 @@ func randomState(r *rand.Rand) (Desired, Observed) {
 			}
 		}
 		o.Recovery = rec
+	}
+	if r.Intn(3) == 0 {
+		// Pods created from an older spec, some lacking a field a rollout holds.
+		for i := range o.Pods {
+			switch r.Intn(4) {
+			case 0:
+				o.Pods[i].Drift = Drift{Fields: []string{"pod.resources"}, NewPod: true, Metadata: r.Intn(2) == 0}
+			case 1:
+				o.Pods[i].Drift = Drift{Fields: []string{"pod.labels"}, Metadata: true}
+			}
+			if r.Intn(10) == 0 {
+				o.Pods[i].Drift.Held = []string{"pod.ClusterDomain"}
+			}
+		}
 	}
 	randomLists(r, &o)
 	r.Shuffle(len(o.Members), func(i, j int) { o.Members[i], o.Members[j] = o.Members[j], o.Members[i] })

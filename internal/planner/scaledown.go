@@ -8,8 +8,10 @@ import (
 )
 
 // planScaleDown is rule 12: voters > Size → remove members that are not alive first
-// (even within their grace: a removal is happening anyway), then the newest pod, then
-// the highest name. If the victim is the leader → MoveLeader to an alive voter first
+// (even within their grace: a removal is happening anyway), then members whose pod is
+// not on the current spec (rule 16 replaces such a member by adding one first;
+// followers by name, the leader last), then
+// the newest pod, then the highest name. If the victim is the leader → MoveLeader to an alive voter first
 // (removing the leader stalls writes for an election). Wait instead if the alive voters
 // after the removal would be fewer than the new quorum.
 func (v *view) planScaleDown() (Action, bool) {
@@ -22,6 +24,7 @@ func (v *view) planScaleDown() (Action, bool) {
 // scaleDown picks the voter to remove and removes it, or moves leadership off it first.
 func (v *view) scaleDown() Action {
 	cands := append([]*Member(nil), v.voters...)
+	drifted := v.drifted() // pods a rollout would renew go first (rule 16)
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		aa, ba := v.alive(a), v.alive(b)
@@ -30,6 +33,15 @@ func (v *view) scaleDown() Action {
 		}
 		if !aa {
 			return v.downSince(a).Before(v.downSince(b))
+		}
+		if da, db := drifted[a.ID], drifted[b.ID]; da != db {
+			return da
+		} else if da {
+			// A rollout's order: followers first by name, the leader last.
+			if la, lb := a == v.leader, b == v.leader; la != lb {
+				return lb
+			}
+			return a.Name < b.Name
 		}
 		ca, cb := v.podOf[a.ID].CreatedAt, v.podOf[b.ID].CreatedAt
 		if !ca.Equal(cb) {
@@ -43,6 +55,9 @@ func (v *view) scaleDown() Action {
 		for _, c := range cands[:len(v.voters)-v.d.Size] {
 			next[c.ID] = true
 		}
+		for id := range drifted {
+			next[id] = true
+		}
 		to := v.leaderTarget(m, nil, next)
 		if to == nil {
 			return wait(v1beta2.ReasonNoLeaderTarget, "no alive voter to move leadership to before removing the leader", requeueShort)
@@ -53,6 +68,9 @@ func (v *view) scaleDown() Action {
 	if !v.removalSafe(m) {
 		return wait(v1beta2.ReasonRemovalWouldLoseQuorum, fmt.Sprintf("removing %s would leave fewer alive voters than the quorum of %d", m.Name, len(v.voters)-1), requeueShort)
 	}
-	return Action{Kind: RemoveMember, ID: m.ID, Name: m.Name, DeletePod: v.podOf[m.ID] != nil, Reason: v1beta2.ReasonScalingDown,
-		Message: fmt.Sprintf("removing %s (%d voting members, size %d)", m.Name, len(v.voters), v.d.Size)}
+	msg := fmt.Sprintf("removing %s (%d voting members, size %d)", m.Name, len(v.voters), v.d.Size)
+	if drifted[m.ID] {
+		msg += "; its pod is not on the current spec"
+	}
+	return Action{Kind: RemoveMember, ID: m.ID, Name: m.Name, DeletePod: v.podOf[m.ID] != nil, Reason: v1beta2.ReasonScalingDown, Message: msg}
 }

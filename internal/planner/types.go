@@ -205,6 +205,9 @@ type Pod struct {
 	// from the marker the controller puts on (and only on) that pod while the
 	// recovery is in progress; empty on every other pod.
 	RecoveryToken string
+	// Drift is how the pod differs from the current spec (zero: it does not, or only in
+	// ways a rollout leaves alone); rule 16 rolls it out (reconfigure.go).
+	Drift Drift
 }
 
 // gone reports that the pod's process is certainly not coming back: waiting
@@ -256,6 +259,7 @@ const (
 	FinishRecovery
 	AbortRecovery
 	FixPodImage
+	PatchPodMetadata
 )
 
 var kindNames = [...]string{
@@ -264,7 +268,7 @@ var kindNames = [...]string{
 	RemoveMember: "RemoveMember", ReplaceMember: "ReplaceMember", DeletePod: "DeletePod",
 	UpgradeMember: "UpgradeMember", RefuseUpgrade: "RefuseUpgrade", QuorumLost: "QuorumLost",
 	ForceNewCluster: "ForceNewCluster", FinishRecovery: "FinishRecovery", AbortRecovery: "AbortRecovery",
-	FixPodImage: "FixPodImage",
+	FixPodImage: "FixPodImage", PatchPodMetadata: "PatchPodMetadata",
 }
 
 func (k Kind) String() string {
@@ -310,6 +314,8 @@ type NewMember struct {
 //	                were never touched
 //	FixPodImage     Name, Version: set the etcd image of a pod of a bootstrap
 //	                that never formed to Desired.Image, in place
+//	PatchPodMetadata Name, ID: put the spec's pod labels and annotations on the
+//	                member's running pod, in place (no restart)
 //
 // Reason is a CamelCase code usable as a condition reason; Message is for
 // humans. ClearPending asks the controller to forget Observed.Pending before
@@ -357,6 +363,8 @@ func (a Action) String() string {
 		s += fmt.Sprintf("{%s %x}", a.Name, a.ID)
 	case FixPodImage:
 		s += fmt.Sprintf("{%s v%s}", a.Name, a.Version)
+	case PatchPodMetadata:
+		s += fmt.Sprintf("{%s %x}", a.Name, a.ID)
 	}
 	if a.Reason != "" {
 		s += " " + a.Reason
@@ -405,4 +413,21 @@ func (d Desired) withDefaults() Desired {
 		d.RecoveryTimeout = DefaultRecoveryTimeout
 	}
 	return d
+}
+
+// Drift is how a member pod differs from the current spec, as the controller judges it
+// from the spec fingerprint the pod was created with.
+type Drift struct {
+	// Fields are the spec fields the pod lacks, in spec order, for messages.
+	Fields []string
+	// NewPod: some of them reach a member only through a new pod (resources,
+	// environment, affinity, ...).
+	NewPod bool
+	// Metadata: some of them are labels or annotations, which can be put on the
+	// running pod in place.
+	Metadata bool
+	// Held are fields a new pod would take up but whose change cannot be rolled out
+	// yet (TLS secrets, the cluster domain): while any pod has one, rule 16 restarts
+	// no member.
+	Held []string
 }
