@@ -48,9 +48,11 @@ type podIdentity struct {
 
 // TestTakeoverOfCoreOSClusters creates clusters exactly as CoreOS etcd-operator 0.9.4
 // made them (its operator never runs), with keys and a writer on each, then starts our
-// operator: every cluster is adopted — the same etcd cluster, every acknowledged write
-// present, no healthy member removed, no pod deleted or restarted, status rebuilt from
-// what etcd answers — and SpecApplied=False names the CoreOS pod shape.
+// operator: every cluster is adopted — the same etcd cluster, status rebuilt from what
+// etcd answers, SpecApplied=False naming the CoreOS pod shape — and then moved onto pods
+// of our shape one member at a time (a learner of ours added and promoted before each
+// CoreOS member is removed, so redundancy never drops), keeping the cluster ID, every
+// acknowledged write and every key.
 func TestTakeoverOfCoreOSClusters(t *testing.T) {
 	e := framework.Setup(t)
 	e.StopOperatorNow() // CoreOS's operator made these clusters; ours must not run meanwhile
@@ -63,8 +65,12 @@ func TestTakeoverOfCoreOSClusters(t *testing.T) {
 		{name: "dead5", size: 5, killOne: true},
 	}
 	states := map[string]*takeoverState{}
+	monitors := map[string]*membershipMonitor{}
 	for _, tc := range cases {
 		states[tc.name] = prepareCoreOSCluster(t, e, tc)
+	}
+	for _, tc := range cases {
+		monitors[tc.name] = monitorMembership(e, tc.name)
 	}
 
 	e.StartOperator()
@@ -72,35 +78,22 @@ func TestTakeoverOfCoreOSClusters(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			st := states[tc.name]
-			c := waitAdopted(t, e, tc, st)
-			if tc.killOne {
-				checkDeadReplaced(t, e, tc, st)
-			} else {
-				checkUntouched(t, e, st)
-			}
-			checkSpecAppliedNamesCoreOSShape(t, c)
+			waitAdopted(t, e, tc, st)
+			waitMovedToOurShape(t, e, tc, st)
+			checkMoveKeptRedundancy(t, tc, monitors[tc.name].finish())
 			res, err := st.load.Verify(context.Background())
 			t.Logf("load on %s: %v", tc.name, res)
 			if err != nil {
 				t.Error(err)
 			}
 			if !tc.killOne && res.Failed > 0 {
-				t.Errorf("%d writes failed during the adoption of a healthy cluster: %v", res.Failed, res)
+				t.Errorf("%d writes failed while a healthy cluster was adopted and moved: %v", res.Failed, res)
 			}
 			checkKeys(t, e, tc.name)
-			// TODO(reconf): once the rolling reconfiguration rule (branch h6-reconf) is
-			// merged, the adopted members are moved onto pods of our shape one at a time.
-			// Assert here, for every case: eventually no pod has restartPolicy Never or a
-			// check-dns init container, SpecApplied=True, the same cluster ID, every
-			// acknowledged write present, and writes failing for at most one election at
-			// a time (the load's worst latency), and drop checkUntouched's "no pod
-			// deleted" above, which only holds until then.
 		})
 	}
 }
 
-// prepareCoreOSCluster creates the cluster as CoreOS did, writes keys, starts a writer
-// and records what the takeover must not change.
 func prepareCoreOSCluster(t *testing.T, e *framework.Env, tc takeoverCase) *takeoverState {
 	t.Helper()
 	cc := createCoreOSCluster(t, e, tc.name, tc.size)
@@ -179,114 +172,93 @@ func clusterIDOf(t *testing.T, e *framework.Env, name string) uint64 {
 
 // waitAdopted waits until status is rebuilt from what runs: formed, the same cluster
 // ID, Running, Available, and every live member in members.ready.
-func waitAdopted(t *testing.T, e *framework.Env, tc takeoverCase, st *takeoverState) *etcdv1beta2.EtcdCluster {
+func waitAdopted(t *testing.T, e *framework.Env, tc takeoverCase, st *takeoverState) {
 	t.Helper()
-	var c *etcdv1beta2.EtcdCluster
+	// Adoption is seen while the CoreOS pods still run: the move of even one member (a
+	// learner of ours started, caught up and promoted) takes far longer than a poll.
 	e.Eventually(3*time.Minute, tc.name+" adopted", func() error {
-		c = e.Cluster(tc.name)
+		c := e.Cluster(tc.name)
 		s := c.Status
 		if !s.Bootstrapped || s.ClusterID != etcdadmin.FormatID(st.clusterID) {
 			return fmt.Errorf("bootstrapped %v, clusterID %q (want %x)", s.Bootstrapped, s.ClusterID, st.clusterID)
 		}
-		if s.Phase != etcdv1beta2.ClusterPhaseRunning || !framework.ConditionTrue(c, etcdv1beta2.ClusterConditionAvailable) {
-			return fmt.Errorf("phase %q, conditions %+v", s.Phase, s.Conditions)
-		}
-		if tc.killOne {
-			if len(s.Members.Ready) != tc.size || slices.Contains(s.Members.Ready, st.dead) {
-				return fmt.Errorf("members %+v: waiting for the dead member's replacement", s.Members)
-			}
-		} else if want := sortedNames(st.cc.Members); !slices.Equal(s.Members.Ready, want) {
-			return fmt.Errorf("members.ready %v, want %v", s.Members.Ready, want)
-		}
-		if s.ServiceName != tc.name+"-client" || s.ClientPort != 2379 || s.CurrentVersion != coreOSEtcdVersion || s.Size != tc.size {
+		if s.Phase != etcdv1beta2.ClusterPhaseRunning || s.ServiceName != tc.name+"-client" || s.ClientPort != 2379 || s.CurrentVersion != coreOSEtcdVersion {
 			return fmt.Errorf("status %+v", s)
 		}
-		return nil
+		return specAppliedNamesCoreOSShape(c)
 	})
 	if got := clusterIDOf(t, e, tc.name); got != st.clusterID {
 		t.Errorf("cluster ID %x after the takeover, was %x", got, st.clusterID)
 	}
-	return c
 }
 
-// checkUntouched: no member removed or added, no pod deleted, recreated or restarted,
-// after a window of acknowledged writes past the adoption.
-func checkUntouched(t *testing.T, e *framework.Env, st *takeoverState) {
+// waitMovedToOurShape: every CoreOS member replaced by a pod of ours (restartPolicy
+// Always, no check-dns init container), the cluster at its size with no learner left,
+// Available, SpecApplied=True, and still the same etcd cluster.
+func waitMovedToOurShape(t *testing.T, e *framework.Env, tc takeoverCase, st *takeoverState) {
 	t.Helper()
-	if err := st.load.WaitAcked(100, 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	members, err := e.Members(st.cc.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]uint64{}
-	for _, m := range members {
-		got[m.Name] = m.ID
-		if m.IsLearner {
-			t.Errorf("member %s is a learner", m.Name)
+	e.Eventually(time.Duration(tc.size)*150*time.Second, tc.name+" moved onto pods of our shape", func() error {
+		pods := e.MemberPods(tc.name)
+		for name, p := range pods {
+			if _, coreos := st.memberIDs[name]; coreos || p.Spec.RestartPolicy == corev1.RestartPolicyNever || len(p.Spec.InitContainers) > 0 && p.Spec.InitContainers[0].Name == "check-dns" {
+				return fmt.Errorf("pod %s is still CoreOS's", name)
+			}
 		}
-	}
-	if fmt.Sprint(got) != fmt.Sprint(st.memberIDs) {
-		t.Errorf("members %v after the takeover, were %v", got, st.memberIDs)
-	}
-	pods := e.MemberPods(st.cc.Name)
-	if len(pods) != len(st.pods) {
-		t.Errorf("%d pods after the takeover, were %d", len(pods), len(st.pods))
-	}
-	for name, was := range st.pods {
-		p, ok := pods[name]
-		if !ok {
-			t.Errorf("pod %s is gone", name)
-			continue
+		if len(pods) != tc.size {
+			return fmt.Errorf("%d member pods, want %d", len(pods), tc.size)
 		}
-		if now := identityOf(p); now != was || p.DeletionTimestamp != nil {
-			t.Errorf("pod %s was recreated, restarted or is being deleted: %+v, was %+v", name, now, was)
+		members, err := e.Members(tc.name)
+		if err != nil {
+			return err
 		}
-	}
-}
-
-// checkDeadReplaced: the dead member is replaced by the usual rules, the live members
-// and their pods untouched.
-func checkDeadReplaced(t *testing.T, e *framework.Env, tc takeoverCase, st *takeoverState) {
-	t.Helper()
-	members, err := e.Members(tc.name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string]uint64{}
-	for _, m := range members {
-		byName[m.Name] = m.ID
-	}
-	if _, ok := byName[st.dead]; ok || len(members) != tc.size {
-		t.Errorf("members %v: want %d, without the dead %s", byName, tc.size, st.dead)
-	}
-	pods := e.MemberPods(tc.name)
-	for name, id := range st.memberIDs {
-		if name == st.dead {
-			continue
+		for _, m := range members {
+			if m.IsLearner {
+				return fmt.Errorf("member %x is still a learner", m.ID)
+			}
 		}
-		if byName[name] != id {
-			t.Errorf("live member %s: ID %x, was %x", name, byName[name], id)
+		if len(members) != tc.size {
+			return fmt.Errorf("%d members, want %d", len(members), tc.size)
 		}
-		if p, ok := pods[name]; !ok || identityOf(p) != st.pods[name] {
-			t.Errorf("live member %s's pod was deleted or restarted", name)
+		c := e.Cluster(tc.name)
+		if !framework.ConditionTrue(c, etcdv1beta2.ClusterConditionAvailable) || !framework.ConditionTrue(c, etcdv1beta2.ClusterConditionSpecApplied) {
+			return fmt.Errorf("conditions %+v", c.Status.Conditions)
 		}
+		return nil
+	})
+	if got := clusterIDOf(t, e, tc.name); got != st.clusterID {
+		t.Errorf("cluster ID %x after the move, was %x", got, st.clusterID)
 	}
 }
 
-func checkSpecAppliedNamesCoreOSShape(t *testing.T, c *etcdv1beta2.EtcdCluster) {
+// checkMoveKeptRedundancy: at no sample did the cluster have fewer voters than its size
+// (a dead member counts until it is replaced, which removes it first), nor more than one
+// learner: each CoreOS member went only after its replacement was a voter.
+func checkMoveKeptRedundancy(t *testing.T, tc takeoverCase, mon *membershipMonitor) {
 	t.Helper()
+	mon.mu.Lock()
+	defer mon.mu.Unlock()
+	minVoters := tc.size
+	if tc.killOne {
+		minVoters = tc.size - 1
+	}
+	t.Logf("%s membership samples=%d minVoters=%d maxLearners=%d maxMembers=%d", tc.name, mon.samples, mon.minVoters, mon.maxLearners, mon.maxMembers)
+	if mon.samples == 0 || mon.minVoters < minVoters || mon.maxLearners > 1 || mon.maxMembers > tc.size+1 {
+		t.Errorf("%s: redundancy dropped or changes overlapped: minVoters=%d (want ≥ %d) maxLearners=%d maxMembers=%d",
+			tc.name, mon.minVoters, minVoters, mon.maxLearners, mon.maxMembers)
+	}
+}
+
+func specAppliedNamesCoreOSShape(c *etcdv1beta2.EtcdCluster) error {
 	for _, cond := range c.Status.Conditions {
 		if cond.Type != etcdv1beta2.ClusterConditionSpecApplied {
 			continue
 		}
 		if cond.Status != corev1.ConditionFalse || !strings.Contains(cond.Message, "created by CoreOS etcd-operator") {
-			t.Errorf("SpecApplied %s %q: want False naming the CoreOS pod shape", cond.Status, cond.Message)
+			return fmt.Errorf("SpecApplied %s %q: want False naming the CoreOS pod shape", cond.Status, cond.Message)
 		}
-		return
+		return nil
 	}
-	t.Errorf("no SpecApplied condition: %+v", c.Status.Conditions)
+	return fmt.Errorf("no SpecApplied condition: %+v", c.Status.Conditions)
 }
 
 // checkKeys: the keys written before the takeover are all there.
