@@ -132,6 +132,8 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 		PeerURLs:            o.PeerURLs,
 		InitialCluster:      o.InitialCluster,
 		InitialClusterToken: o.InitialClusterToken,
+		RevisionBump:        RevisionBump,
+		MarkCompacted:       true,
 	}); err != nil {
 		return Result{}, fmt.Errorf("etcdutl snapshot restore of %s: %w", from, err)
 	}
