@@ -86,6 +86,7 @@ func (src *EtcdBackup) ConvertTo(hub conversion.Hub) error {
 		LastScheduleTime: in.Status.LastScheduleTime,
 		NextScheduleTime: in.Status.NextScheduleTime,
 		LastBackupNow:    in.Status.LastBackupNow,
+		Backups:          storedBackupsToV1beta2(in.Status.Backups),
 		Conditions:       in.Status.Conditions,
 	}
 	return putConversionData(&dst.ObjectMeta, &lost)
@@ -143,6 +144,7 @@ func (dst *EtcdBackup) ConvertFrom(hub conversion.Hub) error {
 		LastScheduleTime: in.Status.LastScheduleTime,
 		NextScheduleTime: in.Status.NextScheduleTime,
 		LastBackupNow:    in.Status.LastBackupNow,
+		Backups:          storedBackupsToV1(in.Status.Backups),
 		Conditions:       in.Status.Conditions,
 	}
 	return putConversionData(&dst.ObjectMeta, &lost)

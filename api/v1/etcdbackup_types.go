@@ -124,6 +124,11 @@ type EtcdBackupStatus struct {
 	// honoured: each new value takes one backup at once.
 	// +optional
 	LastBackupNow string `json:"lastBackupNow,omitempty"`
+	// Backups are the newest objects this backup holds (at most 10), newest first,
+	// updated after each backup and its retention.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Backups []StoredBackup `json:"backups,omitempty"`
 	// Conditions of the backup.
 	// +optional
 	// +listType=map

@@ -149,6 +149,11 @@ type EtcdBackupStatus struct {
 	// LastBackupNow is the value of the backup-now annotation last honoured.
 	// +optional
 	LastBackupNow string `json:"lastBackupNow,omitempty"`
+	// Backups are the newest objects this backup holds (at most MaxStatusBackups),
+	// newest first, updated after each backup and its retention.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Backups []StoredBackup `json:"backups,omitempty"`
 	// Conditions (added by this operator).
 	// +optional
 	// +listType=map
