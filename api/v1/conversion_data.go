@@ -36,8 +36,9 @@ import (
 //
 // A kept value is restored only while the field it was converted into still holds what
 // the conversion wrote, so an edit made through the other version wins over it. Condition
-// values are matched by position and type. EtcdRestore converts without loss both ways and
-// never uses the annotation.
+// values are matched by position and type. EtcdRestore uses it only for its v1
+// spec.backupRef and spec.select (v1beta2 annotations): the v1 object's own annotations
+// of those keys, and an empty backupRef or select, which no annotation records.
 //
 // One limit comes from the API server, not the conversion: an update of the status
 // subresource keeps the stored metadata, so a v1-only status value (a condition's

@@ -61,6 +61,20 @@ func newFiller(t *testing.T, seed int64) *randfill.Filler {
 			c.FillNoCustom(b)
 			randomFieldAnnotations(&b.ObjectMeta, c)
 		},
+		func(r *v1beta2.EtcdRestore, c randfill.Continue) {
+			c.FillNoCustom(r)
+			randomRestoreAnnotations(&r.ObjectMeta, c)
+		},
+		func(r *EtcdRestore, c randfill.Continue) {
+			c.FillNoCustom(r)
+			randomRestoreAnnotations(&r.ObjectMeta, c)
+		},
+		func(s *BackupSelector, c randfill.Continue) {
+			c.FillNoCustom(s)
+			if c.Intn(3) == 0 {
+				s.MinRevision = 0
+			}
+		},
 		func(e *v1beta2.EtcdCluster, c randfill.Continue) {
 			c.FillNoCustom(e)
 			randomClusterAnnotations(&e.ObjectMeta, c)
@@ -243,6 +257,14 @@ func randomFieldAnnotations(meta *metav1.ObjectMeta, c randfill.Continue) {
 func randomClusterAnnotations(meta *metav1.ObjectMeta, c randfill.Continue) {
 	values := []string{"1048576", "4294967296", "-5", "0", "007", "+3", "2Gi", "periodic", "revision", "1h", "v1"}
 	randomAnnotations(meta, c, []string{v1beta2.QuotaBackendBytesAnnotation, v1beta2.AutoCompactionModeAnnotation, v1beta2.AutoCompactionRetentionAnnotation},
+		func() string { return values[c.Intn(len(values))] })
+}
+
+// randomRestoreAnnotations does the same for EtcdRestore's selection: names, times in
+// UTC and with an offset, numbers the revision field may or may not hold.
+func randomRestoreAnnotations(meta *metav1.ObjectMeta, c randfill.Continue) {
+	values := []string{"nightly", "2026-12-03T10:00:00Z", "2026-12-03T12:00:00+02:00", "2026-12-03T10:00:00.5Z", "42", "0", "007", "-1", "soon"}
+	randomAnnotations(meta, c, []string{v1beta2.RestoreBackupRefAnnotation, v1beta2.RestoreNewestBeforeAnnotation, v1beta2.RestoreMinRevisionAnnotation},
 		func() string { return values[c.Intn(len(values))] })
 }
 

@@ -89,6 +89,7 @@ func (src *EtcdBackup) ConvertTo(hub conversion.Hub) error {
 		LastScheduleTime: in.Status.LastScheduleTime,
 		NextScheduleTime: in.Status.NextScheduleTime,
 		LastBackupNow:    in.Status.LastBackupNow,
+		Backups:          storedBackupsToV1beta2(in.Status.Backups),
 		Conditions:       in.Status.Conditions,
 
 		LastVerifiedTime:          in.Status.LastVerifiedTime,
@@ -152,6 +153,7 @@ func (dst *EtcdBackup) ConvertFrom(hub conversion.Hub) error {
 		LastScheduleTime: in.Status.LastScheduleTime,
 		NextScheduleTime: in.Status.NextScheduleTime,
 		LastBackupNow:    in.Status.LastBackupNow,
+		Backups:          storedBackupsToV1(in.Status.Backups),
 		Conditions:       in.Status.Conditions,
 
 		LastVerifiedTime:          in.Status.LastVerifiedTime,

@@ -164,6 +164,11 @@ type EtcdBackupStatus struct {
 	// LastVerificationStartTime is when the last verification, passed or failed, started.
 	// +optional
 	LastVerificationStartTime *metav1.Time `json:"lastVerificationStartTime,omitempty"`
+	// Backups are the newest objects this backup holds (at most 10), newest first,
+	// updated after each backup and its retention.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Backups []StoredBackup `json:"backups,omitempty"`
 	// Conditions of the backup.
 	// +optional
 	// +listType=map

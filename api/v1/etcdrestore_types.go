@@ -5,7 +5,10 @@ import (
 )
 
 // EtcdRestoreSpec restores a backup into a new cluster.
-// +kubebuilder:validation:XValidation:rule="self.storageType != 'S3' || has(self.s3)",message="storageType S3 needs spec.s3",fieldPath=".s3"
+// +kubebuilder:validation:XValidation:rule="self.storageType != 'S3' || has(self.s3) || has(self.backupRef)",message="storageType S3 needs spec.s3 or spec.backupRef",fieldPath=".s3"
+// +kubebuilder:validation:XValidation:rule="!has(self.backupRef) || (!has(self.s3) && !has(self.pvc))",message="spec.backupRef reads the EtcdBackup's storage and objects: give it or spec.s3/spec.pvc (an object key), not both",fieldPath=".backupRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.backupRef) || self.storageType == 'S3'",message="spec.backupRef needs storageType S3 (the operator cannot list a PVC)",fieldPath=".storageType"
+// +kubebuilder:validation:XValidation:rule="!has(self.select) || has(self.backupRef)",message="spec.select chooses among an EtcdBackup's objects: it needs spec.backupRef",fieldPath=".select"
 // +kubebuilder:validation:XValidation:rule="self.storageType != 'PVC' || has(self.pvc)",message="storageType PVC needs spec.pvc",fieldPath=".pvc"
 type EtcdRestoreSpec struct {
 	// EtcdCluster names the cluster to create from the backup. An existing cluster of that
@@ -13,6 +16,17 @@ type EtcdRestoreSpec struct {
 	EtcdCluster EtcdClusterRef `json:"etcdCluster"`
 	// StorageType is where the backup is read from. It is v1beta2's backupStorageType.
 	StorageType BackupStorageType `json:"storageType"`
+	// BackupRef names an EtcdBackup of this namespace: the restore reads its storage
+	// (spec.s3 and Secret) and takes one of the objects it wrote, the newest unless
+	// spec.select says otherwise. Instead of spec.s3 or spec.pvc. Stored as the v1beta2
+	// annotation etcd.database.coreos.com/restore-backup-ref.
+	// +optional
+	BackupRef *BackupRef `json:"backupRef,omitempty"`
+	// Select chooses among the objects of spec.backupRef: by time, by revision or both.
+	// Stored as the v1beta2 annotations etcd.database.coreos.com/restore-newest-before
+	// and restore-min-revision.
+	// +optional
+	Select *BackupSelector `json:"select,omitempty"`
 
 	StorageSource `json:",inline"`
 }
@@ -33,6 +47,9 @@ type EtcdRestoreStatus struct {
 	// Reason explains a failure.
 	// +optional
 	Reason string `json:"reason,omitempty"`
+	// Backup is the object the restore chose, recorded before it acts on it.
+	// +optional
+	Backup *ChosenBackup `json:"backup,omitempty"`
 	// Conditions of the restore.
 	// +optional
 	// +listType=map

@@ -5,7 +5,9 @@ import (
 )
 
 // EtcdRestoreSpec restores a backup into a new cluster.
-// +kubebuilder:validation:XValidation:rule="self.backupStorageType != 'S3' || has(self.s3)",message="backupStorageType S3 needs spec.s3",fieldPath=".s3"
+// backupStorageType S3 needs spec.s3 unless the restore-backup-ref annotation names an
+// EtcdBackup; rules here cannot read annotations, so the operator reports a missing s3
+// (InvalidSpec naming spec.s3).
 // +kubebuilder:validation:XValidation:rule="self.backupStorageType != 'PVC' || has(self.pvc)",message="backupStorageType PVC needs spec.pvc",fieldPath=".pvc"
 type EtcdRestoreSpec struct {
 	// EtcdCluster names the cluster to create from the backup. Unlike CoreOS's operator,
@@ -53,6 +55,9 @@ type EtcdRestoreStatus struct {
 	// Reason explains a failure.
 	// +optional
 	Reason string `json:"reason,omitempty"`
+	// Backup is the object the restore chose, recorded before it acts on it.
+	// +optional
+	Backup *ChosenBackup `json:"backup,omitempty"`
 	// Conditions (added by this operator).
 	// +optional
 	// +listType=map

@@ -99,6 +99,9 @@ const (
 	// ReasonReplacingCluster: the existing cluster is being deleted (replacement opted
 	// into with the EtcdRestore's replace-existing-cluster annotation).
 	ReasonReplacingCluster = "ReplacingCluster"
+	// ReasonNoBackupMatches: none of the referenced EtcdBackup's objects satisfies the
+	// restore's selection (newest-before, min-revision); nothing was touched.
+	ReasonNoBackupMatches = "NoBackupMatches"
 )
 
 // Reasons of the events of an EtcdRestore.
@@ -107,6 +110,8 @@ const (
 	EventReasonClusterCreated = "ClusterCreated"
 	// EventReasonDeletedCluster: the restore deleted the cluster it replaces.
 	EventReasonDeletedCluster = "DeletedCluster"
+	// EventReasonBackupChosen: the restore chose an object of the EtcdBackup it names.
+	EventReasonBackupChosen = "BackupChosen"
 )
 
 // BackupConditionVerified is the EtcdBackup condition that reports the last verification:

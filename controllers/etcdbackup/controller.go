@@ -247,6 +247,7 @@ func (r *Reconciler) succeed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, no
 		eb.Status.EtcdRevision = res.Revision
 	}
 	eb.Status.LastSuccessDate = metav1.NewTime(now)
+	eb.Status.Backups = r.holdings(ctx, eb)
 	next := recordScheduledRun(eb, now)
 	msg := fmt.Sprintf("snapshot of revision %d from %s stored as %s (%d bytes, sha256 %s)", res.Revision, res.Endpoint, res.Location, res.Size, res.SHA256)
 	if res.Location == "" {

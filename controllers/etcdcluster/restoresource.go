@@ -65,5 +65,14 @@ func (r *Reconciler) checkRestoreOrigin(ctx context.Context, c *etcdv1beta2.Etcd
 	if err != nil {
 		return err
 	}
+	if name := restoreorigin.BackupRef(&er); name != "" {
+		// The restore reads an EtcdBackup's storage: that backup, of the same
+		// namespace, is what the annotation must match.
+		var eb etcdv1beta2.EtcdBackup
+		if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &eb); err != nil {
+			return fmt.Errorf("EtcdBackup %s/%s of EtcdRestore %s: %w", c.Namespace, name, er.Name, err)
+		}
+		return restoreorigin.CheckWithBackup(&er, c.Name, src, &eb)
+	}
 	return restoreorigin.Check(&er, c.Name, src)
 }

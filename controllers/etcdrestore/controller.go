@@ -188,7 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: er.Namespace, Name: name}, &existing)
 	switch {
 	case err == nil:
-		if !createdBy(&existing, &er) {
+		if !r.originOK(ctx, &existing, &er) {
 			if replaceRequested(&er) {
 				return r.replaceCluster(ctx, &er, &existing)
 			}
@@ -346,7 +346,7 @@ func (r *Reconciler) leftoverPods(ctx context.Context, ns, name string) (int, er
 // followCluster handles an existing cluster of the restore's name: refuse if it is not
 // ours, else report its progress.
 func (r *Reconciler) followCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) (ctrl.Result, error) {
-	if !createdBy(c, er) {
+	if !r.originOK(ctx, c, er) {
 		msg := fmt.Sprintf("EtcdCluster %s already exists and was not created by this restore; nothing was changed. "+
 			"Restore into a new name (spec.etcdCluster.name), delete that cluster yourself first, "+
 			"or annotate this EtcdRestore with %s=true to have it replaced", c.Name, ReplaceExistingClusterAnnotation)
@@ -426,8 +426,14 @@ func terminalRestoreReason(reason string) bool {
 // checkRestoreSpec finds what no retry can fix.
 func checkRestoreSpec(er *etcdv1beta2.EtcdRestore) (reason, msg string) {
 	s := &er.Spec
+	if reason, msg := checkSelection(er); reason != "" {
+		return reason, msg
+	}
 	switch s.BackupStorageType {
 	case etcdv1beta2.BackupStorageTypeS3:
+		if restoreorigin.BackupRef(er) != "" {
+			break // the EtcdBackup's storage, checked when it is read
+		}
 		if reason, msg := backupstorage.CheckS3Source(s.S3, "backupStorageType"); reason != "" {
 			return reason, msg
 		}
@@ -475,6 +481,13 @@ func (r *Reconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore
 		// Not readable here; the init containers verify it (see the type's comment).
 		pvc := *er.Spec.PVC
 		src = render.RestoreSource{PVC: &pvc}
+	} else if restoreorigin.BackupRef(er) != "" {
+		pinned, v, err := r.resolveBackupRef(ctx, er)
+		if err != nil {
+			return nil, err
+		}
+		src = render.RestoreSource{S3: pinned, SHA256: v.Pin}
+		backupVersion = v.Object.Metadata["etcd-version"]
 	} else {
 		s3 := er.Spec.S3
 		bucket, key, err := backup.SplitS3Path(s3.Path)

@@ -27,6 +27,10 @@ import (
 
 // Options describe the backup and the member to restore.
 type Options struct {
+	// KeepRevisions skips the revision bump (RevisionBump): only a backup verification
+	// sets it, because it must read the restored keyspace at the backup's own revision,
+	// and its member never serves a client.
+	KeepRevisions bool
 	// Store holds the backup. Exactly one of Store and Member is set.
 	Store backup.Store
 	// Member, instead of Store, is a live member whose snapshot is restored.
@@ -134,6 +138,8 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 		PeerURLs:            o.PeerURLs,
 		InitialCluster:      o.InitialCluster,
 		InitialClusterToken: o.InitialClusterToken,
+		RevisionBump:        revisionBump(o),
+		MarkCompacted:       !o.KeepRevisions,
 	}); err != nil {
 		return Result{}, fmt.Errorf("etcdutl snapshot restore of %s: %w", from, err)
 	}

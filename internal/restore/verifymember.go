@@ -68,6 +68,7 @@ func ParseVerifyResult(msg string) (VerifyResult, error) {
 // expectFile for the check step. A failure says which check failed, as a result whose
 // Reason is the one an EtcdRestore of that backup would report.
 func RestoreForVerification(ctx context.Context, o Options, expectFile string) VerifyResult {
+	o.KeepRevisions = true // the check reads the keyspace at the backup's own revision
 	res, err := Restore(ctx, o)
 	if err != nil {
 		return VerifyResult{Key: o.Key, Reason: restoreFailureReason(err), Error: err.Error()}

@@ -26,6 +26,9 @@ func Check(er *etcdv1beta2.EtcdRestore, cluster string, src *render.RestoreSourc
 	case er.Spec.EtcdCluster.Name != cluster:
 		return fmt.Errorf("EtcdRestore %s restores EtcdCluster %q, not %q", er.Name, er.Spec.EtcdCluster.Name, cluster)
 	}
+	if BackupRef(er) != "" {
+		return errNeedsBackup
+	}
 	switch er.Spec.BackupStorageType {
 	case etcdv1beta2.BackupStorageTypeS3:
 		return sameS3Backup(er.Spec.S3, src)

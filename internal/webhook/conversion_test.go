@@ -261,6 +261,32 @@ func TestConversionThroughAPIServer(t *testing.T) {
 		name, field string
 		obj         client.Object
 	}{
+		{"restore backupRef with an object key", "spec.backupRef", &etcdv1.EtcdRestore{
+			ObjectMeta: metav1.ObjectMeta{Name: "ref-and-key", Namespace: ns},
+			Spec: etcdv1.EtcdRestoreSpec{EtcdCluster: etcdv1.EtcdClusterRef{Name: "c"}, StorageType: etcdv1.BackupStorageTypeS3,
+				BackupRef:     &etcdv1.BackupRef{Name: "nightly"},
+				StorageSource: etcdv1.StorageSource{S3: &etcdv1.S3Source{Path: "bucket/key", CredentialsSecret: "aws"}}},
+		}},
+		{"restore select without backupRef", "spec.select", &etcdv1.EtcdRestore{
+			ObjectMeta: metav1.ObjectMeta{Name: "select-alone", Namespace: ns},
+			Spec: etcdv1.EtcdRestoreSpec{EtcdCluster: etcdv1.EtcdClusterRef{Name: "c"}, StorageType: etcdv1.BackupStorageTypeS3,
+				Select:        &etcdv1.BackupSelector{MinRevision: 5},
+				StorageSource: etcdv1.StorageSource{S3: &etcdv1.S3Source{Path: "bucket/key", CredentialsSecret: "aws"}}},
+		}},
+		{"restore empty select", "spec.select", &etcdv1.EtcdRestore{
+			ObjectMeta: metav1.ObjectMeta{Name: "select-empty", Namespace: ns},
+			Spec: etcdv1.EtcdRestoreSpec{EtcdCluster: etcdv1.EtcdClusterRef{Name: "c"}, StorageType: etcdv1.BackupStorageTypeS3,
+				BackupRef: &etcdv1.BackupRef{Name: "nightly"}, Select: &etcdv1.BackupSelector{}},
+		}},
+		{"restore S3 with neither s3 nor backupRef", "spec.s3", &etcdv1.EtcdRestore{
+			ObjectMeta: metav1.ObjectMeta{Name: "nothing", Namespace: ns},
+			Spec:       etcdv1.EtcdRestoreSpec{EtcdCluster: etcdv1.EtcdClusterRef{Name: "c"}, StorageType: etcdv1.BackupStorageTypeS3},
+		}},
+		{"restore negative minRevision", "spec.select.minRevision", &etcdv1.EtcdRestore{
+			ObjectMeta: metav1.ObjectMeta{Name: "select-negative", Namespace: ns},
+			Spec: etcdv1.EtcdRestoreSpec{EtcdCluster: etcdv1.EtcdClusterRef{Name: "c"}, StorageType: etcdv1.BackupStorageTypeS3,
+				BackupRef: &etcdv1.BackupRef{Name: "nightly"}, Select: &etcdv1.BackupSelector{MinRevision: -1}},
+		}},
 		{"negative dnsTimeout", "spec.pod.dnsTimeout", &etcdv1.EtcdCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: "neg", Namespace: ns},
 			Spec:       etcdv1.EtcdClusterSpec{Size: 3, Pod: &etcdv1.PodPolicy{DNSTimeout: &metav1.Duration{Duration: -time.Second}}},
@@ -356,6 +382,33 @@ func TestConversionThroughAPIServer(t *testing.T) {
 			if c, _, _ := unstructured.NestedString(u.Object, "spec", "compression"); c != "" && old.GetAnnotations()[v1beta2.BackupCompressionAnnotation] != c {
 				t.Errorf("%s: spec.compression %q stored as annotations %v", f, c, old.GetAnnotations())
 			}
+		}
+	})
+
+	t.Run("v1 restore selection is stored as the v1beta2 annotations", func(t *testing.T) {
+		before := metav1.NewTime(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC))
+		r := &etcdv1.EtcdRestore{
+			ObjectMeta: metav1.ObjectMeta{Name: "pick", Namespace: ns},
+			Spec: etcdv1.EtcdRestoreSpec{EtcdCluster: etcdv1.EtcdClusterRef{Name: "picked"}, StorageType: etcdv1.BackupStorageTypeS3,
+				BackupRef: &etcdv1.BackupRef{Name: "nightly"}, Select: &etcdv1.BackupSelector{NewestBefore: &before}},
+		}
+		if err := c.Create(ctx, r); err != nil {
+			t.Fatalf("create as v1 (backupRef, no s3): %v", err)
+		}
+		var hub v1beta2.EtcdRestore
+		if err := c.Get(ctx, client.ObjectKeyFromObject(r), &hub); err != nil {
+			t.Fatal(err)
+		}
+		a := hub.Annotations
+		if a[v1beta2.RestoreBackupRefAnnotation] != "nightly" || a[v1beta2.RestoreNewestBeforeAnnotation] != "2026-12-03T10:00:00Z" || hub.Spec.S3 != nil {
+			t.Errorf("v1beta2 restore: annotations %v, s3 %+v", a, hub.Spec.S3)
+		}
+		var v1r etcdv1.EtcdRestore
+		if err := c.Get(ctx, client.ObjectKeyFromObject(r), &v1r); err != nil {
+			t.Fatal(err)
+		}
+		if v1r.Spec.BackupRef == nil || v1r.Spec.BackupRef.Name != "nightly" || v1r.Spec.Select == nil || !v1r.Spec.Select.NewestBefore.Equal(&before) {
+			t.Errorf("read back as v1: %+v %+v", v1r.Spec.BackupRef, v1r.Spec.Select)
 		}
 	})
 

@@ -1,0 +1,168 @@
+package etcdrestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/backupselect"
+	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/restore"
+	"github.com/etcd-operator/etcd-operator/internal/restoreorigin"
+)
+
+// A restore may name an EtcdBackup of its namespace (restore-backup-ref; v1
+// spec.backupRef) instead of an object: it then reads that backup's storage and takes
+// one of the objects the backup wrote, chosen by backupselect (restore-newest-before,
+// restore-min-revision; v1 spec.select). The chosen object is recorded in
+// status.backup before it is downloaded, verified, or anything is created or deleted.
+
+// selectorOf reads the selection annotations; an error names the annotation.
+func selectorOf(er *etcdv1beta2.EtcdRestore) (backupselect.Selector, error) {
+	var sel backupselect.Selector
+	if v, ok := er.Annotations[etcdv1beta2.RestoreNewestBeforeAnnotation]; ok {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return sel, fmt.Errorf("annotation %s (v1 spec.select.newestBefore): %q is not an RFC 3339 time such as 2026-12-03T10:00:00Z",
+				etcdv1beta2.RestoreNewestBeforeAnnotation, v)
+		}
+		sel.NewestBefore = t
+	}
+	if v, ok := er.Annotations[etcdv1beta2.RestoreMinRevisionAnnotation]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return sel, fmt.Errorf("annotation %s (v1 spec.select.minRevision): %q is not a positive revision", etcdv1beta2.RestoreMinRevisionAnnotation, v)
+		}
+		sel.MinRevision = n
+	}
+	return sel, nil
+}
+
+// checkSelection finds what no retry can fix in a restore's choice of backup.
+func checkSelection(er *etcdv1beta2.EtcdRestore) (reason, msg string) {
+	sel, err := selectorOf(er)
+	if err != nil {
+		return etcdv1beta2.ReasonBackupInvalidSpec, err.Error()
+	}
+	if restoreorigin.BackupRef(er) == "" {
+		if !sel.IsZero() {
+			return etcdv1beta2.ReasonBackupInvalidSpec, fmt.Sprintf("a selection (v1 spec.select) chooses among an EtcdBackup's objects: it needs the annotation %s (v1 spec.backupRef)",
+				etcdv1beta2.RestoreBackupRefAnnotation)
+		}
+		return "", ""
+	}
+	if er.Spec.S3 != nil || er.Spec.PVC != nil {
+		return etcdv1beta2.ReasonBackupInvalidSpec, fmt.Sprintf("the annotation %s (v1 spec.backupRef) reads the EtcdBackup's storage and objects: leave out spec.s3 and spec.pvc (an object key)",
+			etcdv1beta2.RestoreBackupRefAnnotation)
+	}
+	if er.Spec.BackupStorageType != etcdv1beta2.BackupStorageTypeS3 {
+		return etcdv1beta2.ReasonBackupInvalidSpec, fmt.Sprintf("the annotation %s (v1 spec.backupRef) needs backupStorageType S3", etcdv1beta2.RestoreBackupRefAnnotation)
+	}
+	return "", ""
+}
+
+// referencedBackup reads the EtcdBackup a restore names, from the restore's namespace only.
+func (r *Reconciler) referencedBackup(ctx context.Context, er *etcdv1beta2.EtcdRestore) (*etcdv1beta2.EtcdBackup, error) {
+	var eb etcdv1beta2.EtcdBackup
+	name := restoreorigin.BackupRef(er)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: er.Namespace, Name: name}, &eb)
+	if apierrors.IsNotFound(err) {
+		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupNotFound, Err: fmt.Errorf("EtcdBackup %s/%s (annotation %s) not found", er.Namespace, name, etcdv1beta2.RestoreBackupRefAnnotation)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if eb.Spec.StorageType != etcdv1beta2.BackupStorageTypeS3 {
+		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: fmt.Errorf("EtcdBackup %s stores on %s; only S3 backups can be listed and chosen from", name, eb.Spec.StorageType)}
+	}
+	if reason, msg := backupstorage.CheckS3Source(eb.Spec.S3, "storageType"); reason != "" {
+		return nil, &backupstorage.Error{Reason: reason, Err: fmt.Errorf("EtcdBackup %s: %s", name, msg)}
+	}
+	return &eb, nil
+}
+
+// resolveBackupRef chooses the object among the referenced backup's, records it in
+// status, then verifies it as the restore step will. It returns the S3 source pinned to
+// that object (the backup's Secret, endpoint and addressing).
+func (r *Reconciler) resolveBackupRef(ctx context.Context, er *etcdv1beta2.EtcdRestore) (*etcdv1beta2.S3BackupSource, restore.Verified, error) {
+	eb, err := r.referencedBackup(ctx, er)
+	if err != nil {
+		return nil, restore.Verified{}, err
+	}
+	bucket, key, err := backup.SplitS3Path(eb.Spec.S3.Path)
+	if err != nil {
+		return nil, restore.Verified{}, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
+	}
+	store, err := backupstorage.OpenS3(ctx, r.APIReader, er.Namespace, eb.Spec.S3, bucket)
+	if err != nil {
+		return nil, restore.Verified{}, err
+	}
+	sel, _ := selectorOf(er) // checked by checkSelection
+	chosen, err := backupselect.Pick(ctx, backupselect.Source{Store: store, Key: key, Namespace: eb.Namespace, Name: eb.Name}, sel)
+	if errors.Is(err, backupselect.ErrNoMatch) {
+		return nil, restore.Verified{}, &backupstorage.Error{Reason: etcdv1beta2.ReasonNoBackupMatches,
+			Err: fmt.Errorf("EtcdBackup %s: %w; nothing was created or deleted", eb.Name, err)}
+	}
+	if err != nil {
+		return nil, restore.Verified{}, &backupstorage.Error{Reason: backupstorage.Reason(err), Err: err}
+	}
+	if err := r.recordChosen(ctx, er, chosen); err != nil {
+		return nil, restore.Verified{}, err
+	}
+	v, err := r.verifyBackup(ctx, store, chosen.Key)
+	if errors.Is(err, backup.ErrNotFound) {
+		return nil, restore.Verified{}, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupNotFound, Err: fmt.Errorf("%s/%s vanished after it was chosen: %w", store, chosen.Key, err)}
+	}
+	if err != nil {
+		return nil, restore.Verified{}, err
+	}
+	pinned := eb.Spec.S3.DeepCopy()
+	pinned.Path = bucket + "/" + chosen.Key
+	return pinned, v, nil
+}
+
+// recordChosen writes the chosen object into status.backup (and says so in an event)
+// unless it is there already.
+func (r *Reconciler) recordChosen(ctx context.Context, er *etcdv1beta2.EtcdRestore, e backupselect.Entry) error {
+	want := &etcdv1beta2.ChosenBackup{Key: e.Key, Revision: e.Revision, Time: metav1.NewTime(e.Time), SHA256: e.SHA256}
+	if b := er.Status.Backup; b != nil && b.Key == want.Key && b.Revision == want.Revision && b.SHA256 == want.SHA256 && b.Time.Equal(&want.Time) {
+		return nil
+	}
+	orig := er.DeepCopy()
+	er.Status.Backup = want
+	if err := r.Status().Patch(ctx, er, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("record the chosen backup in EtcdRestore %s: %w", er.Name, err)
+	}
+	msg := fmt.Sprintf("chose backup %s (revision %d, taken %s) of EtcdBackup %s", e.Key, e.Revision, e.Time.UTC().Format(time.RFC3339), restoreorigin.BackupRef(er))
+	log.FromContext(ctx).Info("backup chosen", "key", e.Key, "revision", e.Revision)
+	r.Recorder.Event(er, corev1.EventTypeNormal, etcdv1beta2.EventReasonBackupChosen, msg)
+	return nil
+}
+
+// originOK: the cluster's restore annotation is what er wrote (with the EtcdBackup er
+// names, read fresh, standing in for its storage).
+func (r *Reconciler) originOK(ctx context.Context, c *etcdv1beta2.EtcdCluster, er *etcdv1beta2.EtcdRestore) bool {
+	if restoreorigin.BackupRef(er) == "" {
+		return createdBy(c, er)
+	}
+	src, err := render.Restore(c)
+	if err != nil || src == nil {
+		return false
+	}
+	var eb etcdv1beta2.EtcdBackup
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: er.Namespace, Name: restoreorigin.BackupRef(er)}, &eb); err != nil {
+		return false
+	}
+	return restoreorigin.CheckWithBackup(er, c.Name, src, &eb) == nil
+}
