@@ -61,7 +61,11 @@
 //  10. Alive quorum: fewer alive voters than a quorum, or the leader not alive
 //     → Wait; every change below needs one (health.go).
 //  11. Dead members: a voter down past its grace → ReplaceMember, the one down
-//     longest first, only if an alive quorum remains (replace.go).
+//     longest first, only if an alive quorum remains (replace.go). Then
+//     (11b) members etcd's CORRUPT alarm names → ReplaceMember (MoveLeader first
+//     if one leads), one at a time at full size, only while they are a minority
+//     and the others keep an alive quorum, never the last voter; DisarmAlarm
+//     once they are gone (maintenance.go).
 //  12. Scale down: voters > Size → RemoveMember (MoveLeader first if the
 //     victim leads) (scaledown.go).
 //  13. Members within their grace → Wait: their grace decides, not a
@@ -70,6 +74,11 @@
 //  15. Upgrade within the allowed skew, followers first and the leader last,
 //     one member at a time (UpgradeMember, MoveLeader), or RefuseUpgrade;
 //     otherwise Done (upgrade.go).
+//  16. Maintenance, only when rule 15 is Done: NOSPACE remediation (Compact,
+//     Defragment every voter, DisarmAlarm once every database is 10% below its
+//     quota), then a recorded defragmentation run, a due schedule slot or a
+//     member past the threshold → Defragment, one member at a time, followers
+//     first, the leader last after MoveLeader (maintenance.go).
 //
 // # Precedence decisions
 //

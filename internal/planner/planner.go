@@ -44,7 +44,7 @@ func Plan(d Desired, o Observed) Action {
 	return a
 }
 
-// plan applies rules 5 and 7 to 15, the rules that need a member list, in order.
+// plan applies rules 5 and 7 to 16, the rules that need a member list, in order.
 func (v *view) plan() Action {
 	for _, rule := range []func() (Action, bool){
 		v.planRecreate,      // 5. pods back on their data
@@ -53,6 +53,7 @@ func (v *view) plan() Action {
 		v.planInFlight,      // 9. one membership change at a time
 		v.planAliveQuorum,   // 10. alive quorum
 		v.planDead,          // 11. dead members
+		v.planCorrupt,       // 11b. members etcd found CORRUPT
 		v.planScaleDown,     // 12. scale down
 		v.planWaitUnhealthy, // 13. members within their grace
 		v.planScaleUp,       // 14. scale up
@@ -61,5 +62,12 @@ func (v *view) plan() Action {
 			return a
 		}
 	}
-	return v.planUpgrade() // 15. upgrade, else Done
+	a := v.planUpgrade() // 15. upgrade
+	if a.Kind != Done {
+		return a
+	}
+	if m, ok := v.planMaintenance(); ok { // 16. defragmentation, NOSPACE
+		return m
+	}
+	return a
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
 // checkInvariants re-derives the safety rules independently of the planner's
@@ -238,7 +240,9 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		if votersAfter < 1 || aliveAfter < Quorum(votersAfter) {
 			fail("removal leaves %d alive of %d voters", aliveAfter, votersAfter)
 		}
-		if a.Kind == ReplaceMember {
+		if a.Kind == ReplaceMember && a.Reason == v1beta2.ReasonReplacingCorruptMember {
+			checkCorruptReplacement(fail, o, m, voters)
+		} else if a.Kind == ReplaceMember {
 			if alive(m) {
 				fail("replaces an alive member")
 			}
@@ -334,6 +338,8 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		if m := byID[a.From]; m == nil || !alive(m) {
 			fail("force-new-cluster from a member that is not alive")
 		}
+	case Defragment, Compact, DisarmAlarm, FinishMaintenance:
+		checkMaintenance(fail, dd, o, a, alive)
 	}
 }
 

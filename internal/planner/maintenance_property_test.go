@@ -1,0 +1,77 @@
+package planner
+
+import (
+	"slices"
+)
+
+// The safety rules of space management, re-derived independently of maintenance.go and
+// checked on every planned action by checkInvariants.
+
+// checkCorruptReplacement: a member is replaced on a CORRUPT alarm only if the alarm
+// names it, the named members are a minority, it does not lead, and the cluster is at
+// full size (one replacement at a time).
+func checkCorruptReplacement(fail func(string, ...any), o Observed, m *Member, voters int) {
+	named := 0
+	for _, id := range alarmed(o.Space.Alarms, AlarmCorrupt) {
+		for _, om := range o.Members {
+			if om.ID == id && !om.IsLearner {
+				named++
+			}
+		}
+	}
+	if !o.Space.AlarmsKnown || !slices.Contains(alarmed(o.Space.Alarms, AlarmCorrupt), m.ID) {
+		fail("replaces an alive member that no CORRUPT alarm names")
+	}
+	if 2*named >= voters {
+		fail("replaces a CORRUPT member while %d of %d voters are named", named, voters)
+	}
+}
+
+// checkMaintenance: defragmentation, compaction and disarming happen only on a cluster
+// whose every member is alive and follows the leader; NOSPACE is disarmed only when every
+// member's database is at least NoSpaceMarginPercent below its quota; CORRUPT only for a
+// member no longer in the cluster.
+func checkMaintenance(fail func(string, ...any), d Desired, o Observed, a Action, alive func(*Member) bool) {
+	if !o.MembersKnown || !o.Space.AlarmsKnown {
+		fail("maintenance without a member list and an alarm list")
+	}
+	if a.Kind == Defragment || a.Kind == Compact {
+		for i := range o.Members {
+			if m := &o.Members[i]; !alive(m) || m.LeaderUnknown {
+				fail("%v while %x is not alive or follows no leader", a.Kind, m.ID)
+			}
+		}
+	}
+	if a.Kind == Defragment {
+		if o.Space.Run != nil && slices.Contains(o.Space.Run.Done, a.ID) && o.Space.Run.Trigger == a.Trigger {
+			fail("defragments %x twice in one run", a.ID)
+		}
+		if a.ID == o.LeaderID && len(o.Members) > 1 {
+			fail("defragments the leader without moving leadership")
+		}
+	}
+	if a.Kind == DisarmAlarm && a.Alarm == AlarmNoSpace {
+		for _, m := range o.Members {
+			q := m.DBQuota
+			if q <= 0 {
+				q = d.Maintenance.QuotaBackendBytes
+			}
+			if q <= 0 {
+				q = 2 << 30
+			}
+			if m.DBSize*100 > q*(100-NoSpaceMarginPercent) {
+				fail("disarms NOSPACE while %x holds %d of %d bytes", m.ID, m.DBSize, q)
+			}
+		}
+		if r := o.Space.Run; r == nil || r.Revision == 0 || len(r.Done) < len(o.Members) {
+			fail("disarms NOSPACE before compacting and defragmenting every member")
+		}
+	}
+	if a.Kind == DisarmAlarm && a.Alarm == AlarmCorrupt {
+		for _, m := range o.Members {
+			if m.ID == a.ID {
+				fail("disarms CORRUPT while the member it names is in the cluster")
+			}
+		}
+	}
+}
