@@ -50,6 +50,7 @@ var alarmConditions = []alarmCondition{
 func (r *Reconciler) reportSpace(c *etcdv1beta2.EtcdCluster, o *observation, now string) {
 	r.reportAlarms(c, o, now)
 	recordSpace(c, o.space)
+	recordDefragmentation(c)
 }
 
 // reportAlarms sets SpaceAvailable and DataConsistent from the alarm list, with a warning
@@ -71,8 +72,14 @@ func (r *Reconciler) reportAlarms(c *etcdv1beta2.EtcdCluster, o *observation, no
 			continue
 		}
 		msg := ac.raisedOn(strings.Join(on, ", "))
-		updateCondition(c, ac.cond, false, ac.reason, msg, now)
-		if prev == nil || prev.Status != corev1.ConditionFalse || prev.Message != msg {
+		reason, shown := ac.reason, msg
+		if ac.alarm == etcdadmin.AlarmNoSpace && o.noSpaceReason != "" {
+			// The operator is remediating: the condition shows how far it got (each step
+			// has its own event).
+			reason, shown = o.noSpaceReason, o.noSpaceMessage
+		}
+		updateCondition(c, ac.cond, false, reason, shown, now)
+		if prev == nil || prev.Status != corev1.ConditionFalse || (prev.Reason == ac.reason && prev.Message != msg) {
 			r.Recorder.Eventf(c, corev1.EventTypeWarning, ac.reason, "%s=False: %s", ac.cond, msg)
 		}
 	}
