@@ -91,14 +91,13 @@ func TestNoSpaceRemediated(t *testing.T) {
 	}
 }
 
-// TestThresholdDefragmentation: with a threshold of 150%, a cluster whose history was
-// compacted (so most of each database file is free pages) has every member defragmented
-// on its own, one at a time, and every member's database shrinks.
+// TestThresholdDefragmentation: a cluster whose history was compacted (so most of each
+// database file is free pages), once given a threshold of 150%, has every member
+// defragmented on its own, one at a time, and every member's database shrinks.
 func TestThresholdDefragmentation(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "defrag"
 	c := newCluster(name, 3)
-	c.Annotations = map[string]string{etcdv1beta2.DefragmentationThresholdAnnotation: "150"}
 	e.Create(c)
 	e.WaitAvailable(name, 3, 3*time.Minute)
 	cli := e.EtcdClient(name)
@@ -116,7 +115,24 @@ func TestThresholdDefragmentation(t *testing.T) {
 	if _, err := cli.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil {
 		t.Fatal(err)
 	}
+	// bbolt counts the pages a compaction freed as free only once a later write begins;
+	// one more write, then every member must show the fragmentation before the threshold
+	// is set, so the operator sees all of them past it at once.
+	if _, err := cli.Put(ctx, "after-compaction", "1"); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(time.Minute, "every member's database mostly free pages", func() error {
+		for id, s := range memberSpace(t, e, name) {
+			if s.DbSize*100 <= 150*s.DbSizeInUse || s.DbSize-s.DbSizeInUse < 4<<20 {
+				return fmt.Errorf("member %x: %d bytes, %d in use", id, s.DbSize, s.DbSizeInUse)
+			}
+		}
+		return nil
+	})
 	before := memberDBSizes(t, e, name)
+	e.Update(name, func(c *etcdv1beta2.EtcdCluster) {
+		c.Annotations = map[string]string{etcdv1beta2.DefragmentationThresholdAnnotation: "150"}
+	})
 	e.Eventually(3*time.Minute, "every member defragmented", func() error {
 		if n := len(stepEvents(t, e, name, "Defragmented")); n < 3 {
 			return fmt.Errorf("%d members defragmented", n)
@@ -162,6 +178,16 @@ func stepEvents(t *testing.T, e *framework.Env, cluster string, reasons ...strin
 // memberDBSizes is each member's database size, asked of each member.
 func memberDBSizes(t *testing.T, e *framework.Env, cluster string) map[uint64]int64 {
 	t.Helper()
+	out := map[uint64]int64{}
+	for id, s := range memberSpace(t, e, cluster) {
+		out[id] = s.DbSize
+	}
+	return out
+}
+
+// memberSpace is each member's status answer, asked of each member.
+func memberSpace(t *testing.T, e *framework.Env, cluster string) map[uint64]*clientv3.StatusResponse {
+	t.Helper()
 	cli := e.EtcdClient(cluster)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -169,11 +195,11 @@ func memberDBSizes(t *testing.T, e *framework.Env, cluster string) map[uint64]in
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[uint64]int64{}
+	out := map[uint64]*clientv3.StatusResponse{}
 	for _, m := range ml.Members {
 		for _, u := range m.ClientURLs {
 			if st, err := cli.Status(ctx, u); err == nil {
-				out[m.ID] = st.DbSize
+				out[m.ID] = st
 				break
 			}
 		}
