@@ -1,7 +1,9 @@
 package planner
 
 import (
+	"math/rand"
 	"slices"
+	"time"
 )
 
 // The safety rules of space management, re-derived independently of maintenance.go and
@@ -73,5 +75,45 @@ func checkMaintenance(fail func(string, ...any), d Desired, o Observed, a Action
 				fail("disarms CORRUPT while the member it names is in the cluster")
 			}
 		}
+	}
+}
+
+// randomSpace gives a state alarms, database sizes around the quota and the threshold,
+// a recorded run and a due schedule, each at random, so the invariants of checkMaintenance
+// meet NOSPACE at every stage of its remediation.
+func randomSpace(r *rand.Rand, d *Desired, o *Observed) {
+	if r.Intn(3) == 0 {
+		return
+	}
+	s := &o.Space
+	s.AlarmsKnown = r.Intn(8) != 0
+	ids := []uint64{99}
+	for _, m := range o.Members {
+		ids = append(ids, m.ID)
+	}
+	for range r.Intn(3) {
+		s.Alarms = append(s.Alarms, Alarm{MemberID: pick(r, ids...), Type: pick(r, AlarmNoSpace, AlarmCorrupt)})
+	}
+	quota := pick(r, int64(0), 100*mib)
+	d.Maintenance.QuotaBackendBytes = pick(r, int64(0), 100*mib)
+	d.Maintenance.DefragThresholdPercent = pick(r, 0, 150)
+	for i := range o.Members {
+		m := &o.Members[i]
+		m.DBQuota = quota
+		m.DBSize = pick(r, 5*mib, 89*mib, 91*mib, 3<<30)
+		m.DBSizeInUse = m.DBSize / pick(r, int64(1), 2, 4)
+	}
+	if r.Intn(2) == 0 {
+		run := &MaintenanceRun{Trigger: pick(r, TriggerSchedule, TriggerThreshold, TriggerNoSpace), Revision: pick(r, int64(0), 4000, 5000)}
+		for _, id := range ids {
+			if r.Intn(2) == 0 {
+				run.Done = append(run.Done, id)
+			}
+		}
+		s.Run = run
+	}
+	s.ScheduleDue = r.Intn(3) == 0
+	if r.Intn(2) == 0 {
+		s.LastFinished = o.Now.Add(-time.Duration(r.Intn(20)) * time.Minute)
 	}
 }
