@@ -255,8 +255,10 @@ func randomFieldAnnotations(meta *metav1.ObjectMeta, c randfill.Continue) {
 // randomClusterAnnotations does the same for EtcdCluster's spec.etcd, with values a
 // number field may or may not hold: numbers, "0", a leading zero or sign, a quantity.
 func randomClusterAnnotations(meta *metav1.ObjectMeta, c randfill.Continue) {
-	values := []string{"1048576", "4294967296", "-5", "0", "007", "+3", "2Gi", "periodic", "revision", "1h", "v1"}
-	randomAnnotations(meta, c, []string{v1beta2.QuotaBackendBytesAnnotation, v1beta2.AutoCompactionModeAnnotation, v1beta2.AutoCompactionRetentionAnnotation},
+	values := []string{"1048576", "4294967296", "-5", "0", "007", "+3", "2Gi", "periodic", "revision", "1h", "v1",
+		"150", "2147483648", "@daily", "0 3 * * 0", "Europe/Berlin"}
+	randomAnnotations(meta, c, []string{v1beta2.QuotaBackendBytesAnnotation, v1beta2.AutoCompactionModeAnnotation, v1beta2.AutoCompactionRetentionAnnotation,
+		v1beta2.DefragmentationScheduleAnnotation, v1beta2.DefragmentationTimeZoneAnnotation, v1beta2.DefragmentationThresholdAnnotation},
 		func() string { return values[c.Intn(len(values))] })
 }
 

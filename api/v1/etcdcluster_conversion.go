@@ -24,6 +24,8 @@ type clusterV1Data struct {
 	// those keys, and an empty spec.etcd ({}), which no annotation records.
 	annotatedFields
 	EmptyEtcd bool `json:"emptyEtcd,omitempty"`
+	// EmptyMaintenance: the v1 object had spec.maintenance: {}.
+	EmptyMaintenance bool `json:"emptyMaintenance,omitempty"`
 }
 
 var _ conversion.Convertible = &EtcdCluster{}
@@ -78,6 +80,10 @@ func (src *EtcdCluster) ConvertTo(hub conversion.Hub) error {
 		fieldToAnnotation(&dst.ObjectMeta, f, &lost.annotatedFields)
 	}
 	lost.EmptyEtcd = s.Etcd != nil && *s.Etcd == (EtcdSettings{})
+	for _, f := range maintenanceFields(s.Maintenance) {
+		fieldToAnnotation(&dst.ObjectMeta, f, &lost.annotatedFields)
+	}
+	lost.EmptyMaintenance = s.Maintenance != nil && *s.Maintenance == (Maintenance{})
 
 	st := &in.Status
 	dst.Status = v1beta2.EtcdClusterStatus{
@@ -106,6 +112,7 @@ func (src *EtcdCluster) ConvertTo(hub conversion.Hub) error {
 			Member: r.Member, Token: r.Token, StartedAt: r.StartedAt,
 		}
 	}
+	dst.Status.Maintenance = maintenanceStatusToHub(st.Maintenance)
 	return putConversionData(&dst.ObjectMeta, &lost)
 }
 
@@ -155,6 +162,7 @@ func (dst *EtcdCluster) ConvertFrom(hub conversion.Hub) error {
 	}
 
 	dst.Spec.Etcd = etcdSettingsFromAnnotations(&dst.ObjectMeta, kept)
+	dst.Spec.Maintenance = maintenanceFromAnnotations(&dst.ObjectMeta, kept)
 
 	st := &in.Status
 	dst.Status = EtcdClusterStatus{
@@ -183,6 +191,7 @@ func (dst *EtcdCluster) ConvertFrom(hub conversion.Hub) error {
 			Member: r.Member, Token: r.Token, StartedAt: r.StartedAt,
 		}
 	}
+	dst.Status.Maintenance = maintenanceStatusFromHub(st.Maintenance)
 	return putConversionData(&dst.ObjectMeta, &lost)
 }
 

@@ -50,6 +50,12 @@ type EtcdClusterSpec struct {
 	// replaced.
 	// +optional
 	Etcd *EtcdSettings `json:"etcd,omitempty"`
+
+	// Maintenance schedules the defragmentation of the members' databases. v1beta2
+	// stores it as annotations (etcd.database.coreos.com/defragmentation-schedule,
+	// defragmentation-time-zone, defragmentation-threshold-percent).
+	// +optional
+	Maintenance *Maintenance `json:"maintenance,omitempty"`
 }
 
 // EtcdSettings are etcd's space settings: the quota at which it raises NOSPACE and stops
@@ -288,6 +294,9 @@ type EtcdClusterStatus struct {
 	// etcd.database.coreos.com/allow-force-new-cluster annotation).
 	// +optional
 	Recovery *RecoveryStatus `json:"recovery,omitempty"`
+	// Maintenance records defragmentation runs and the NOSPACE remediation.
+	// +optional
+	Maintenance *MaintenanceStatus `json:"maintenance,omitempty"`
 }
 
 // RecoveryStatus is a quorum-loss recovery recorded before any of its steps, so a

@@ -286,6 +286,9 @@ type EtcdClusterStatus struct {
 	// members are removed once it serves, and the cluster then regrows to spec.size.
 	// +optional
 	Recovery *RecoveryStatus `json:"recovery,omitempty"`
+	// Maintenance records defragmentation runs and the NOSPACE remediation.
+	// +optional
+	Maintenance *MaintenanceStatus `json:"maintenance,omitempty"`
 }
 
 // RecoveryStatus is a quorum-loss recovery recorded before any of its steps, so a

@@ -58,6 +58,8 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 		err = r.finishRecovery(ctx, c, o, a)
 	case planner.AbortRecovery:
 		err = r.abortRecovery(ctx, c, o, a)
+	case planner.Defragment, planner.Compact, planner.DisarmAlarm, planner.FinishMaintenance:
+		err = r.actMaintenance(ctx, c, o, a) // maintenance.go
 	default:
 		err = fmt.Errorf("unknown action %v", a.Kind)
 	}

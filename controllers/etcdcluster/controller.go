@@ -180,7 +180,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.Recorder.Event(&c, corev1.EventTypeWarning, etcdv1beta2.EventReasonInvalidAnnotation, warning)
 	}
 	desired := desiredFromSpec(&c, r.MinQuorumLossGrace)
+	desired.Maintenance = r.observeMaintenance(&c, obs) // maintenance.go
 	action := planner.Plan(desired, obs.planner)
+	obs.noSpaceReason, obs.noSpaceMessage = noSpaceProgress(action)
 	summary := planner.Summarize(desired, obs.planner, action)
 	lg.V(1).Info("planned", "action", action.String(), "members", len(obs.planner.Members), "pods", len(obs.planner.Pods))
 

@@ -64,6 +64,7 @@ func forgetClusterMetrics(namespace, name string) {
 	clusterQuota.DeletePartialMatch(labels)
 	clusterAlarms.DeletePartialMatch(labels)
 	clusterReconciled.DeletePartialMatch(labels)
+	forgetDefragmentationMetrics(labels)
 }
 
 // recordReconciled exports the Reconciled condition as it is about to be written. Every

@@ -29,6 +29,10 @@ type observation struct {
 	admin    *etcdadmin.Admin   // nil when no pod has an IP yet
 	leaderEP string             // client endpoint of the leader, if known
 	space    spaceObservation   // database sizes and alarms
+	// scheduleSlot is the defragmentation schedule's slot due now (zero if none);
+	// noSpaceReason and noSpaceMessage the NOSPACE remediation's progress (maintenance.go).
+	scheduleSlot                  time.Time
+	noSpaceReason, noSpaceMessage string
 }
 
 func (o *observation) close() {

@@ -81,6 +81,7 @@ func (j joiner) joinMembers(o *observation, statusOf map[uint64]etcdadmin.Endpoi
 		if reachable {
 			pm.RaftIndex, pm.Revision, pm.Version = st.RaftIndex, st.Revision, st.Version
 			pm.LeaderUnknown = st.Leader == 0
+			pm.DBSize, pm.DBSizeInUse, pm.DBQuota = st.DBSize, st.DBSizeInUse, st.DBSizeQuota
 		}
 		subject := "member/" + etcdadmin.FormatID(m.ID)
 		seen[subject] = true

@@ -16,7 +16,7 @@ import (
 )
 
 // Rolling reconfiguration, the controller's part: how a member pod differs from the
-// current spec (its drift, which planner rule 16 rolls out), and the one step that
+// current spec (its drift, which planner rule 17 rolls out), and the one step that
 // changes a running pod in place, its metadata. A pod that needs a new pod is deleted
 // (DeletePod with KeepClaim) and recreated by rule 5, or replaced through a learner;
 // those steps are the existing ones.

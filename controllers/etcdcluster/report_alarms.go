@@ -11,8 +11,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 )
 
-// The conditions read off etcd's alarms. The operator only reports them: freeing space
-// and replacing a corrupt member are left to the user, and each message says how.
+// The conditions read off etcd's alarms. The planner remediates them (maintenance.go):
+// NOSPACE by compaction, defragmentation and a disarm once the space is back; CORRUPT by
+// replacing the member. Each message says what happens and what the user can do.
 
 // alarmCondition is how one alarm type is reported.
 type alarmCondition struct {
@@ -29,8 +30,8 @@ var alarmConditions = []alarmCondition{
 		okMsg: "etcd reports no NOSPACE alarm",
 		raisedOn: func(members string) string {
 			return "etcd raised NOSPACE on " + members + ": a database reached its quota and the cluster takes no writes, only reads and deletes. " +
-				"Free space, then disarm: compact the history (etcdctl compact <current revision>), defragment each member (etcdctl defrag), " +
-				"check that the database is below the quota (etcdctl endpoint status), then `etcdctl alarm disarm`. " +
+				"The operator compacts the history, defragments each member and disarms the alarm once every database is at least 10% below its quota; " +
+				"if the data itself is too big, delete keys or raise the quota. " +
 				"A larger quota (v1 spec.etcd.quotaBackendBytes, v1beta2 annotation " + etcdv1beta2.QuotaBackendBytesAnnotation + ") applies to new members only"
 		},
 	},
@@ -39,8 +40,8 @@ var alarmConditions = []alarmCondition{
 		okMsg: "etcd reports no CORRUPT alarm",
 		raisedOn: func(members string) string {
 			return "etcd raised CORRUPT on " + members + ": its data differs from its peers' and the cluster takes no writes. " +
-				"Replace the member from its healthy peers: remove it (etcdctl member remove <ID>), which makes the operator add a fresh member, " +
-				"then `etcdctl alarm disarm` once the new member is healthy"
+				"The operator replaces it from its healthy peers (remove, then a new member that syncs from the leader) while they keep a quorum, " +
+				"and disarms the alarm once it is gone"
 		},
 	},
 }
@@ -50,6 +51,7 @@ var alarmConditions = []alarmCondition{
 func (r *Reconciler) reportSpace(c *etcdv1beta2.EtcdCluster, o *observation, now string) {
 	r.reportAlarms(c, o, now)
 	recordSpace(c, o.space)
+	recordDefragmentation(c)
 }
 
 // reportAlarms sets SpaceAvailable and DataConsistent from the alarm list, with a warning
@@ -71,8 +73,14 @@ func (r *Reconciler) reportAlarms(c *etcdv1beta2.EtcdCluster, o *observation, no
 			continue
 		}
 		msg := ac.raisedOn(strings.Join(on, ", "))
-		updateCondition(c, ac.cond, false, ac.reason, msg, now)
-		if prev == nil || prev.Status != corev1.ConditionFalse || prev.Message != msg {
+		reason, shown := ac.reason, msg
+		if ac.alarm == etcdadmin.AlarmNoSpace && o.noSpaceReason != "" {
+			// The operator is remediating: the condition shows how far it got (each step
+			// has its own event).
+			reason, shown = o.noSpaceReason, o.noSpaceMessage
+		}
+		updateCondition(c, ac.cond, false, reason, shown, now)
+		if prev == nil || prev.Status != corev1.ConditionFalse || (prev.Reason == ac.reason && prev.Message != msg) {
 			r.Recorder.Eventf(c, corev1.EventTypeWarning, ac.reason, "%s=False: %s", ac.cond, msg)
 		}
 	}

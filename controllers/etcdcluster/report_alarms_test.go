@@ -70,7 +70,7 @@ func TestReportAlarms(t *testing.T) {
 	evs := report(true, noSpace(0xa1))
 	cond := alarmCond(t, c, etcdv1beta2.ClusterConditionSpaceAvailable)
 	if cond.Status != corev1.ConditionFalse || cond.Reason != etcdv1beta2.ReasonNoSpaceAlarm ||
-		!strings.Contains(cond.Message, "member alarms-a (ID a1)") || !strings.Contains(cond.Message, "etcdctl alarm disarm") {
+		!strings.Contains(cond.Message, "member alarms-a (ID a1)") || !strings.Contains(cond.Message, "disarms the alarm once every database is at least 10% below its quota") {
 		t.Fatalf("NOSPACE: %+v", cond)
 	}
 	if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning NoSpaceAlarm SpaceAvailable=False") {

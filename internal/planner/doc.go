@@ -61,7 +61,11 @@
 //  10. Alive quorum: fewer alive voters than a quorum, or the leader not alive
 //     → Wait; every change below needs one (health.go).
 //  11. Dead members: a voter down past its grace → ReplaceMember, the one down
-//     longest first, only if an alive quorum remains (replace.go).
+//     longest first, only if an alive quorum remains (replace.go). Then
+//     (11b) members etcd's CORRUPT alarm names → ReplaceMember (MoveLeader first
+//     if one leads), one at a time at full size, only while they are a minority
+//     and the others keep an alive quorum, never the last voter; DisarmAlarm
+//     once they are gone (maintenance.go).
 //  12. Scale down: voters > Size → RemoveMember (MoveLeader first if the
 //     victim leads) (scaledown.go).
 //  13. Members within their grace → Wait: their grace decides, not a
@@ -70,8 +74,13 @@
 //  15. Upgrade within the allowed skew, followers first and the leader last,
 //     one member at a time (UpgradeMember, MoveLeader), or RefuseUpgrade;
 //     otherwise Done (upgrade.go).
-//  16. Rolling reconfiguration, once nothing is left to upgrade (or the upgrade
-//     is refused): member pods not on the current spec (Pod.Drift) get it one
+//  16. Maintenance, only when rule 15 is Done: NOSPACE remediation (Compact,
+//     Defragment every voter, DisarmAlarm once every database is 10% below its
+//     quota), then a recorded defragmentation run, a due schedule slot or a
+//     member past the threshold → Defragment, one member at a time, followers
+//     first, the leader last after MoveLeader (maintenance.go).
+//  17. Rolling reconfiguration, once nothing is left to upgrade (or the upgrade
+//     is refused) and no maintenance step is due: member pods not on the current spec (Pod.Drift) get it one
 //     member at a time behind the upgrade's health gate: metadata patched in
 //     place (PatchPodMetadata); else followers first, the leader last after
 //     MoveLeader, a new pod on the member's claim (DeletePod with KeepClaim, then

@@ -53,6 +53,7 @@ func (v *view) plan() Action {
 		v.planInFlight,      // 9. one membership change at a time
 		v.planAliveQuorum,   // 10. alive quorum
 		v.planDead,          // 11. dead members
+		v.planCorrupt,       // 11b. members etcd found CORRUPT
 		v.planScaleDown,     // 12. scale down
 		v.planWaitUnhealthy, // 13. members within their grace
 		v.planScaleUp,       // 14. scale up
@@ -62,8 +63,14 @@ func (v *view) plan() Action {
 		}
 	}
 	a := v.planUpgrade() // 15. upgrade, else Done
+	if a.Kind == Done {
+		// NOSPACE first: a read-only cluster is an outage, a pending rollout is not.
+		if m, ok := v.planMaintenance(); ok { // 16. NOSPACE, defragmentation
+			return m
+		}
+	}
 	if a.Kind == Done || a.Kind == RefuseUpgrade {
-		if r, ok := v.planReconfigure(); ok { // 16. rolling reconfiguration
+		if r, ok := v.planReconfigure(); ok { // 17. rolling reconfiguration
 			return r
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
 // checkInvariants re-derives the safety rules independently of the planner's
@@ -110,7 +112,7 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 	leaderAlive := leader != nil && !leader.IsLearner && alive(leader)
 	membersKnown := o.MembersKnown && len(o.Members) > 0
 
-	// A rollout (rule 16) renews drifted pods only in a fully healthy cluster at its
+	// A rollout (rule 17) renews drifted pods only in a fully healthy cluster at its
 	// size with nothing in flight, and never while a field is held.
 	held, driftedVoter := false, false
 	for _, p := range o.Pods {
@@ -275,7 +277,9 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		if votersAfter < 1 || aliveAfter < Quorum(votersAfter) {
 			fail("removal leaves %d alive of %d voters", aliveAfter, votersAfter)
 		}
-		if a.Kind == ReplaceMember {
+		if a.Kind == ReplaceMember && a.Reason == v1beta2.ReasonReplacingCorruptMember {
+			checkCorruptReplacement(fail, o, m, voters)
+		} else if a.Kind == ReplaceMember {
 			if alive(m) {
 				fail("replaces an alive member")
 			}
@@ -371,6 +375,8 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		if m := byID[a.From]; m == nil || !alive(m) {
 			fail("force-new-cluster from a member that is not alive")
 		}
+	case Defragment, Compact, DisarmAlarm, FinishMaintenance:
+		checkMaintenance(fail, dd, o, a, alive)
 	}
 }
 
@@ -669,6 +675,11 @@ func perturbedState(r *rand.Rand) (Desired, Observed) {
 	} else {
 		witnessed(&o)
 	}
+	if r.Intn(5) == 0 && len(o.Pods) > 0 { // a pod not on the current spec: rule 17's input
+		p := &o.Pods[r.Intn(len(o.Pods))]
+		p.Drift = pick(r, Drift{Fields: []string{"pod.labels"}, Metadata: true},
+			Drift{Fields: []string{"pod.resources"}, NewPod: true})
+	}
 	r.Shuffle(len(o.Members), func(i, j int) { o.Members[i], o.Members[j] = o.Members[j], o.Members[i] })
 	return d, o
 }
@@ -708,6 +719,7 @@ func TestPlanProperties(t *testing.T) {
 	}
 	t.Logf("seed %d (set PLANNER_PROPERTY_SEED to vary)", seed)
 	r := rand.New(rand.NewSource(seed))
+	rs := rand.New(rand.NewSource(seed + 1)) // space and alarms, apart so r's states stay the same
 	seen := map[Kind]int{}
 	for i := 0; i < iterations; i++ {
 		var d Desired
@@ -717,6 +729,7 @@ func TestPlanProperties(t *testing.T) {
 		} else {
 			d, o = perturbedState(r)
 		}
+		randomSpace(rs, &d, &o)
 		before := dump(o)
 		a := Plan(d, o)
 		if after := dump(o); after != before {
@@ -729,7 +742,7 @@ func TestPlanProperties(t *testing.T) {
 			t.Fatalf("bad summary %+v", s)
 		}
 	}
-	for k := Wait; k <= FixPodImage; k++ {
+	for k := Wait; k <= FinishMaintenance; k++ {
 		if k == FinishRecovery {
 			continue // random records rarely meet a new member serving alone
 		}

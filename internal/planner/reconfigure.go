@@ -77,7 +77,7 @@ func (v *view) heldFields() []string {
 	return out
 }
 
-// planReconfigure is rule 16 (see above).
+// planReconfigure is rule 17 (see above).
 func (v *view) planReconfigure() (Action, bool) {
 	var meta, renew []*Member
 	for _, m := range v.voters {
@@ -172,7 +172,7 @@ func (v *view) drifted() map[uint64]bool {
 }
 
 // learnerReplacesDrifted tells rule 9 that a learner beyond the size is the new member
-// of a rollout: exactly Size live voters, one of which rule 16 would replace through a
+// of a rollout: exactly Size live voters, one of which rule 17 would replace through a
 // learner, and nothing held. Such a learner is finished (promoted), not abandoned; rule
 // 12 then removes the drifted voter.
 func (v *view) learnerReplacesDrifted(live int) bool {

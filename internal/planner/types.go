@@ -63,6 +63,9 @@ type Desired struct {
 	LearnerTimeout        time.Duration
 	PromoteMaxLag         uint64
 	RecoveryTimeout       time.Duration
+
+	// Maintenance: defragmentation and NOSPACE/CORRUPT remediation (maintenance.go).
+	Maintenance MaintenanceSpec
 }
 
 // Observed is everything the controller saw in one reconcile, plus the few
@@ -125,6 +128,10 @@ type Observed struct {
 	// (their data and DNS records may linger). Optional: generated names
 	// already avoid every name visible in Members, Pods and Pending.
 	RetiredNames []string
+
+	// Space: alarms, the recorded maintenance run and whether a scheduled one is
+	// due (maintenance.go).
+	Space SpaceObserved
 }
 
 // Member is one entry of etcd's MemberList, joined with that member's own
@@ -146,6 +153,11 @@ type Member struct {
 	// the leader; restarting another member then could leave the leader
 	// without a working quorum.
 	LeaderUnknown bool
+	// DBSize, DBSizeInUse and DBQuota come from that Status answer too: the
+	// backend's size (what etcd compares with its quota), the part of it in
+	// use (what a defragmentation keeps) and quota-backend-bytes (0 from etcd
+	// < 3.6).
+	DBSize, DBSizeInUse, DBQuota int64
 
 	// UnhealthySince is when the controller first saw this member
 	// unreachable or without a pod (zero when it is fine, or not yet
@@ -206,7 +218,7 @@ type Pod struct {
 	// recovery is in progress; empty on every other pod.
 	RecoveryToken string
 	// Drift is how the pod differs from the current spec (zero: it does not, or only in
-	// ways a rollout leaves alone); rule 16 rolls it out (reconfigure.go).
+	// ways a rollout leaves alone); rule 17 rolls it out (reconfigure.go).
 	Drift Drift
 }
 
@@ -260,6 +272,10 @@ const (
 	AbortRecovery
 	FixPodImage
 	PatchPodMetadata
+	Defragment
+	Compact
+	DisarmAlarm
+	FinishMaintenance
 )
 
 var kindNames = [...]string{
@@ -269,6 +285,8 @@ var kindNames = [...]string{
 	UpgradeMember: "UpgradeMember", RefuseUpgrade: "RefuseUpgrade", QuorumLost: "QuorumLost",
 	ForceNewCluster: "ForceNewCluster", FinishRecovery: "FinishRecovery", AbortRecovery: "AbortRecovery",
 	FixPodImage: "FixPodImage", PatchPodMetadata: "PatchPodMetadata",
+	Defragment: "Defragment", Compact: "Compact", DisarmAlarm: "DisarmAlarm",
+	FinishMaintenance: "FinishMaintenance",
 }
 
 func (k Kind) String() string {
@@ -316,6 +334,11 @@ type NewMember struct {
 //	                that never formed to Desired.Image, in place
 //	PatchPodMetadata Name, ID: put the spec's pod labels and annotations on the
 //	                member's running pod, in place (no restart)
+//	Defragment      ID, Name, Trigger: defragment that member (record the run
+//	                first when Trigger differs from the recorded one)
+//	Compact         Revision, Trigger: compact the history at Revision
+//	DisarmAlarm     Alarm, ID (0: every member), Trigger: disarm the alarm
+//	FinishMaintenance Trigger: forget the recorded run, record its end
 //
 // Reason is a CamelCase code usable as a condition reason; Message is for
 // humans. ClearPending asks the controller to forget Observed.Pending before
@@ -336,6 +359,10 @@ type Action struct {
 	// KeepClaim, on DeletePod: delete only the pod object (a finished pod whose member
 	// restarts on its claim), never the claim.
 	KeepClaim bool
+	// Trigger, on the maintenance kinds: why the run runs (Trigger* constants).
+	Trigger string
+	// Alarm, on DisarmAlarm: the alarm type (AlarmNoSpace, AlarmCorrupt).
+	Alarm string
 
 	ClearPending bool
 }
@@ -365,6 +392,8 @@ func (a Action) String() string {
 		s += fmt.Sprintf("{%s v%s}", a.Name, a.Version)
 	case PatchPodMetadata:
 		s += fmt.Sprintf("{%s %x}", a.Name, a.ID)
+	case Defragment, Compact, DisarmAlarm, FinishMaintenance:
+		s += maintenanceString(a)
 	}
 	if a.Reason != "" {
 		s += " " + a.Reason
@@ -427,7 +456,7 @@ type Drift struct {
 	// running pod in place.
 	Metadata bool
 	// Held are fields a new pod would take up but whose change cannot be rolled out
-	// yet (TLS secrets, the cluster domain): while any pod has one, rule 16 restarts
+	// yet (TLS secrets, the cluster domain): while any pod has one, rule 17 restarts
 	// no member.
 	Held []string
 }

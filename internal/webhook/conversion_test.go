@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -336,6 +337,22 @@ func TestConversionThroughAPIServer(t *testing.T) {
 			Spec: etcdv1.EtcdClusterSpec{Size: 1, Etcd: &etcdv1.EtcdSettings{QuotaBackendBytes: 4 << 30},
 				Pod: &etcdv1.PodPolicy{Env: []corev1.EnvVar{envVar("ETCD_QUOTA_BACKEND_BYTES", "1")}}},
 		}},
+		{"defragmentation schedule not cron", "spec.maintenance.defragmentationSchedule", &etcdv1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "defrag-words", Namespace: ns},
+			Spec:       etcdv1.EtcdClusterSpec{Size: 1, Maintenance: &etcdv1.Maintenance{DefragmentationSchedule: "every sunday"}},
+		}},
+		{"defragmentation schedule of four fields", "spec.maintenance.defragmentationSchedule", &etcdv1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "defrag-four", Namespace: ns},
+			Spec:       etcdv1.EtcdClusterSpec{Size: 1, Maintenance: &etcdv1.Maintenance{DefragmentationSchedule: "0 3 * *"}},
+		}},
+		{"defragmentation time zone without schedule", "spec.maintenance.timeZone", &etcdv1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "defrag-tz", Namespace: ns},
+			Spec:       etcdv1.EtcdClusterSpec{Size: 1, Maintenance: &etcdv1.Maintenance{TimeZone: "Europe/Berlin"}},
+		}},
+		{"defragmentation threshold at 100%", "spec.maintenance.defragmentationThresholdPercent", &etcdv1.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: "defrag-100", Namespace: ns},
+			Spec:       etcdv1.EtcdClusterSpec{Size: 1, Maintenance: &etcdv1.Maintenance{DefragmentationThresholdPercent: 100}},
+		}},
 		{"backup S3 without s3", "spec.s3", &etcdv1.EtcdBackup{
 			ObjectMeta: metav1.ObjectMeta{Name: "no-s3", Namespace: ns},
 			Spec:       etcdv1.EtcdBackupSpec{EtcdEndpoints: []string{"http://x:2379"}, StorageType: etcdv1.BackupStorageTypeS3},
@@ -454,6 +471,24 @@ func TestConversionThroughAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("v1 maintenance is accepted and stored as v1beta2 annotations", func(t *testing.T) {
+		for i, sched := range []string{"0 3 * * 0", "@every 24h", "*/15 1-5 1,15 JAN-MAR MON-FRI"} {
+			v1c := &etcdv1.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("defrag-ok-%d", i), Namespace: ns},
+				Spec: etcdv1.EtcdClusterSpec{Size: 1, Maintenance: &etcdv1.Maintenance{
+					DefragmentationSchedule: sched, TimeZone: "Europe/Berlin", DefragmentationThresholdPercent: 150}}}
+			if err := c.Create(ctx, v1c); err != nil {
+				t.Fatalf("schedule %q: %v", sched, err)
+			}
+			var old v1beta2.EtcdCluster
+			if err := c.Get(ctx, client.ObjectKeyFromObject(v1c), &old); err != nil {
+				t.Fatal(err)
+			}
+			if a := old.Annotations; a[v1beta2.DefragmentationScheduleAnnotation] != sched ||
+				a[v1beta2.DefragmentationThresholdAnnotation] != "150" || a[v1beta2.DefragmentationTimeZoneAnnotation] != "Europe/Berlin" {
+				t.Errorf("v1beta2 annotations %v", a)
+			}
+		}
+	})
 	for _, tc := range rejected {
 		t.Run("v1 rejects "+tc.name, func(t *testing.T) {
 			err := c.Create(ctx, tc.obj)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -17,8 +16,9 @@ import (
 
 // TestNoSpaceAlarmShownAndCleared raises etcd's NOSPACE alarm on a running member (through
 // etcd's own alarm API, as a full quota would) and checks that the cluster says so within
-// seconds: SpaceAvailable=False naming the member, a warning event; and that disarming it
-// turns the condition back, with a normal event. The operator does not remediate.
+// seconds: a warning event SpaceAvailable=False naming the member; and that the operator,
+// finding the space back (the database is tiny), disarms it and turns the condition back,
+// with a normal event.
 func TestNoSpaceAlarmShownAndCleared(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "alarm"
@@ -37,27 +37,30 @@ func TestNoSpaceAlarmShownAndCleared(t *testing.T) {
 		t.Fatalf("raise NOSPACE: %v", err)
 	}
 	raised := time.Now()
-	e.Eventually(time.Minute, "SpaceAvailable=False naming the member", func() error {
-		c := spaceCondition(e.Cluster(name))
-		if c == nil || c.Status != corev1.ConditionFalse || c.Reason != etcdv1beta2.ReasonNoSpaceAlarm || !strings.Contains(c.Message, fmt.Sprintf("%x", member)) {
-			return fmt.Errorf("SpaceAvailable %+v", c)
+	// The operator remediates within a second or two (the database is tiny), so the
+	// condition may be False only briefly: the warning event, which stays, is the record.
+	e.Eventually(time.Minute, "a NoSpaceAlarm warning event naming the member", func() error {
+		for _, ev := range stepEvents(t, e, name, etcdv1beta2.ReasonNoSpaceAlarm) {
+			if ev.Type == corev1.EventTypeWarning && strings.Contains(ev.Message, "SpaceAvailable=False") && strings.Contains(ev.Message, fmt.Sprintf("%x", member)) {
+				return nil
+			}
 		}
-		return nil
+		return fmt.Errorf("no such event among %v", e.EventReasons(name))
 	})
 	t.Logf("NOSPACE shown %v after it was raised", time.Since(raised).Round(time.Millisecond))
-	if !framework.HasAny(e.EventReasons(name), etcdv1beta2.ReasonNoSpaceAlarm) {
-		t.Errorf("no %s event: %v", etcdv1beta2.ReasonNoSpaceAlarm, e.EventReasons(name))
-	}
 
-	if _, err := cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: member, Alarm: pb.AlarmType_NOSPACE}); err != nil {
-		t.Fatalf("disarm: %v", err)
-	}
-	e.Eventually(time.Minute, "SpaceAvailable=True again", func() error {
+	e.Eventually(time.Minute, "NOSPACE disarmed by the operator and SpaceAvailable=True again", func() error {
+		if al, err := cli.AlarmList(ctx); err != nil || len(al.Alarms) != 0 {
+			return fmt.Errorf("alarms %v, %v", al, err)
+		}
 		if c := spaceCondition(e.Cluster(name)); c == nil || c.Status != corev1.ConditionTrue {
 			return fmt.Errorf("SpaceAvailable %+v", c)
 		}
 		return nil
 	})
+	if !framework.HasAny(e.EventReasons(name), etcdv1beta2.ReasonAlarmDisarmed) {
+		t.Errorf("no %s event: %v", etcdv1beta2.ReasonAlarmDisarmed, e.EventReasons(name))
+	}
 	if !framework.HasAny(e.EventReasons(name), etcdv1beta2.ReasonNoAlarm) {
 		t.Errorf("no %s event after the alarm cleared: %v", etcdv1beta2.ReasonNoAlarm, e.EventReasons(name))
 	}

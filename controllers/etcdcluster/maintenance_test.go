@@ -1,0 +1,127 @@
+package etcdcluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
+)
+
+// The NOSPACE remediation's steps against a real etcd, in the order the planner gives
+// them: compact, defragment each member, disarm. Each is recorded in status.maintenance
+// and an event; the run is written before the first step acts, and the end is recorded.
+func TestActNoSpaceRemediationOnRealEtcd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ec := etcdtest.StartCluster(t, 3, etcdtest.DefaultVersion)
+	admin, err := etcdadmin.New(etcdadmin.Config{Endpoints: ec.Endpoints(), Log: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	val := strings.Repeat("v", 16<<10)
+	var rev int64
+	for range 200 {
+		resp, err := admin.Client().Put(ctx, "k", val)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = resp.Header.Revision
+	}
+	sts := admin.Status(ctx)
+	raw := pb.NewMaintenanceClient(admin.Client().ActiveConnection())
+	if _, err := raw.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: sts[0].MemberID, Alarm: pb.AlarmType_NOSPACE}); err != nil {
+		t.Fatal(err)
+	}
+
+	r, c, kc, rec := statusWriterFixture(t, interceptor.Funcs{})
+	o := &observation{admin: admin, status: r.statusWriterFor(c)}
+	steps := []planner.Action{{Kind: planner.Compact, Revision: rev, Trigger: planner.TriggerNoSpace}}
+	for _, st := range sts[1:] {
+		steps = append(steps, planner.Action{Kind: planner.Defragment, ID: st.MemberID, Name: st.Endpoint, Trigger: planner.TriggerNoSpace})
+	}
+	steps = append(steps, planner.Action{Kind: planner.Defragment, ID: sts[0].MemberID, Name: sts[0].Endpoint, Trigger: planner.TriggerNoSpace},
+		planner.Action{Kind: planner.DisarmAlarm, Alarm: planner.AlarmNoSpace, Trigger: planner.TriggerNoSpace})
+	for i, a := range steps {
+		if err := r.actMaintenance(ctx, c, o, a); err != nil {
+			t.Fatalf("step %d %v: %v", i, a, err)
+		}
+		if i == 0 {
+			// Written before compacting: a restarted operator knows a NOSPACE run started.
+			if got := stored(t, kc).Status.Maintenance; got == nil || got.Run == nil || got.Run.Trigger != planner.TriggerNoSpace {
+				t.Fatalf("after the first step, stored maintenance %+v: want the run recorded", got)
+			}
+			if run := c.Status.Maintenance.Run; run.CompactedRevision != rev {
+				t.Fatalf("run after compaction: %+v, want revision %d", run, rev)
+			}
+		}
+	}
+	ms := c.Status.Maintenance
+	if ms.Run != nil || ms.LastTrigger != planner.TriggerNoSpace || ms.LastDefragmentationTime == nil || ms.LastFreedBytes < 3*16<<10*100 {
+		t.Fatalf("maintenance after the run: %+v (run %+v); want it finished, with what it freed", ms, ms.Run)
+	}
+	if alarms, err := admin.Alarms(ctx); err != nil || len(alarms) != 0 {
+		t.Fatalf("alarms after disarm: %v, %v", alarms, err)
+	}
+	var reasons []string
+	for len(rec.Events) > 0 {
+		e := <-rec.Events
+		reasons = append(reasons, strings.Fields(e)[1])
+	}
+	want := []string{eventCompacted, eventDefragmented, eventDefragmented, eventDefragmented, eventDisarmed, etcdv1beta2.ReasonDefragmentationFinished}
+	if strings.Join(reasons, ",") != strings.Join(want, ",") {
+		t.Fatalf("events %v, want %v", reasons, want)
+	}
+}
+
+// A scheduled run is recorded, with its slot, before the first member is touched: when
+// that step fails, the record is there for the next attempt.
+func TestDefragmentRecordsTheRunFirst(t *testing.T) {
+	ec := etcdtest.StartCluster(t, 1, etcdtest.DefaultVersion)
+	admin, err := etcdadmin.New(etcdadmin.Config{Endpoints: ec.Endpoints(), Log: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	r, c, kc, _ := statusWriterFixture(t, interceptor.Funcs{})
+	slot := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	o := &observation{admin: admin, status: r.statusWriterFor(c), scheduleSlot: slot}
+	err = r.actMaintenance(context.Background(), c, o, planner.Action{Kind: planner.Defragment, ID: 0xdead, Trigger: planner.TriggerSchedule})
+	if err == nil {
+		t.Fatal("defragmenting a member that does not exist succeeded")
+	}
+	got := stored(t, kc).Status.Maintenance
+	if got == nil || got.Run == nil || got.Run.Trigger != planner.TriggerSchedule || got.LastScheduleTime == nil || !got.LastScheduleTime.Time.Equal(slot) {
+		t.Fatalf("stored maintenance %+v: want the scheduled run and its slot recorded", got)
+	}
+}
+
+// Bad annotations disable only what they set, with a warning naming the annotation.
+func TestMaintenanceSettings(t *testing.T) {
+	c := &etcdv1beta2.EtcdCluster{}
+	c.Annotations = map[string]string{
+		etcdv1beta2.DefragmentationThresholdAnnotation: "150",
+		etcdv1beta2.DefragmentationScheduleAnnotation:  "0 3 * * 0",
+		etcdv1beta2.DefragmentationTimeZoneAnnotation:  "Europe/Berlin",
+	}
+	spec, sched, warns := maintenanceSettings(c)
+	if spec.DefragThresholdPercent != 150 || sched == nil || len(warns) != 0 || spec.QuotaBackendBytes != etcdv1beta2.DefaultQuotaBackendBytes {
+		t.Fatalf("valid settings: %+v %v %v", spec, sched, warns)
+	}
+	c.Annotations[etcdv1beta2.DefragmentationThresholdAnnotation] = "100"
+	c.Annotations[etcdv1beta2.DefragmentationScheduleAnnotation] = "61 * * * *"
+	spec, sched, warns = maintenanceSettings(c)
+	if spec.DefragThresholdPercent != 0 || sched != nil || len(warns) != 2 ||
+		!strings.Contains(warns[0], etcdv1beta2.DefragmentationThresholdAnnotation) || !strings.Contains(warns[1], etcdv1beta2.DefragmentationScheduleAnnotation) {
+		t.Fatalf("invalid settings: %+v %v %q", spec, sched, warns)
+	}
+}
