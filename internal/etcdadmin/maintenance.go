@@ -279,7 +279,7 @@ func (a *Admin) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot, 
 		if err != nil {
 			return nil, err
 		}
-		c, err := a.dialOne(st.Endpoint)
+		c, err := a.dialSnapshot(st.Endpoint)
 		if err != nil {
 			return nil, err
 		}
