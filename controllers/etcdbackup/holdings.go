@@ -49,3 +49,14 @@ func storedBackups(entries []backupselect.Entry, prev []etcdv1beta2.StoredBackup
 	}
 	return out
 }
+
+// markVerified flags the status.backups entry of the object that passed verification:
+// the same key at the same revision (a one-shot backup rewrites its key, so the key
+// alone could name a later object that never verified).
+func markVerified(backups []etcdv1beta2.StoredBackup, key string, revision int64) {
+	for i := range backups {
+		if backups[i].Key == key && backups[i].Revision == revision {
+			backups[i].Verified = true
+		}
+	}
+}

@@ -318,6 +318,7 @@ func (r *Reconciler) setVerified(ctx context.Context, eb *etcdv1beta2.EtcdBackup
 		eb.Status.LastVerifiedTime = timePtr(now)
 		eb.Status.LastVerifiedKey = up.verified.Key
 		eb.Status.LastVerifiedRevision = up.verified.Revision
+		markVerified(eb.Status.Backups, up.verified.Key, up.verified.Revision)
 	}
 	if !up.started.IsZero() {
 		eb.Status.LastVerificationStartTime = timePtr(up.started)
