@@ -174,8 +174,10 @@ func clusterIDOf(t *testing.T, e *framework.Env, name string) uint64 {
 // ID, Running, Available, and every live member in members.ready.
 func waitAdopted(t *testing.T, e *framework.Env, tc takeoverCase, st *takeoverState) {
 	t.Helper()
-	// Adoption is seen while the CoreOS pods still run: the move of even one member (a
-	// learner of ours started, caught up and promoted) takes far longer than a poll.
+	// The clusters are adopted and moved at the same time while the subtests look at them
+	// one after another, so a cluster may already be on our pods when its turn comes: the
+	// adoption is proven by the AdoptedCoreOSCluster event and the same cluster ID, and
+	// SpecApplied naming the CoreOS shape is required only while a CoreOS pod runs.
 	e.Eventually(3*time.Minute, tc.name+" adopted", func() error {
 		c := e.Cluster(tc.name)
 		s := c.Status
@@ -185,7 +187,15 @@ func waitAdopted(t *testing.T, e *framework.Env, tc takeoverCase, st *takeoverSt
 		if s.Phase != etcdv1beta2.ClusterPhaseRunning || s.ServiceName != tc.name+"-client" || s.ClientPort != 2379 || s.CurrentVersion != coreOSEtcdVersion {
 			return fmt.Errorf("status %+v", s)
 		}
-		return specAppliedNamesCoreOSShape(c)
+		if !slices.Contains(e.EventReasons(tc.name), etcdv1beta2.EventReasonAdoptedCoreOSCluster) {
+			return fmt.Errorf("no %s event yet", etcdv1beta2.EventReasonAdoptedCoreOSCluster)
+		}
+		for name := range e.MemberPods(tc.name) {
+			if _, coreos := st.memberIDs[name]; coreos && name != st.dead {
+				return specAppliedNamesCoreOSShape(c)
+			}
+		}
+		return nil
 	})
 	if got := clusterIDOf(t, e, tc.name); got != st.clusterID {
 		t.Errorf("cluster ID %x after the takeover, was %x", got, st.clusterID)
