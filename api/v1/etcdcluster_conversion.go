@@ -106,6 +106,7 @@ func (src *EtcdCluster) ConvertTo(hub conversion.Hub) error {
 			Member: r.Member, Token: r.Token, StartedAt: r.StartedAt,
 		}
 	}
+	dst.Status.BackupRestore = backupRestoreToHub(st.BackupRestore)
 	return putConversionData(&dst.ObjectMeta, &lost)
 }
 
@@ -183,6 +184,7 @@ func (dst *EtcdCluster) ConvertFrom(hub conversion.Hub) error {
 			Member: r.Member, Token: r.Token, StartedAt: r.StartedAt,
 		}
 	}
+	dst.Status.BackupRestore = backupRestoreFromHub(st.BackupRestore)
 	return putConversionData(&dst.ObjectMeta, &lost)
 }
 

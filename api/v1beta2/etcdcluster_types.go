@@ -286,6 +286,11 @@ type EtcdClusterStatus struct {
 	// members are removed once it serves, and the cluster then regrows to spec.size.
 	// +optional
 	Recovery *RecoveryStatus `json:"recovery,omitempty"`
+	// BackupRestore records a restore from backup after total loss (opted into with the
+	// etcd.database.coreos.com/allow-restore-from-backup annotation): in progress, or
+	// the last one finished.
+	// +optional
+	BackupRestore *BackupRestoreStatus `json:"backupRestore,omitempty"`
 }
 
 // RecoveryStatus is a quorum-loss recovery recorded before any of its steps, so a
