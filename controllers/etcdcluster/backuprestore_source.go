@@ -55,10 +55,14 @@ func (r *Reconciler) checkBackupRestoreRecord(ctx context.Context, c *etcdv1beta
 	if err != nil {
 		return nil, err
 	}
+	clusters, err := r.clusterNames(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	switch {
 	case rec.BackupUID == "" || string(eb.UID) != rec.BackupUID:
 		return nil, fmt.Errorf("EtcdBackup %s has uid %s, the record says %q", eb.Name, eb.UID, rec.BackupUID)
-	case !backupTargets(&eb, c):
+	case !backupTargets(&eb, c, clusters):
 		return nil, fmt.Errorf("EtcdBackup %s does not back up EtcdCluster %s", eb.Name, c.Name)
 	case eb.Spec.StorageType != etcdv1beta2.BackupStorageTypeS3 || eb.Spec.S3 == nil:
 		return nil, fmt.Errorf("EtcdBackup %s does not store on S3", eb.Name)

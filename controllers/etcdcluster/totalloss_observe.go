@@ -15,6 +15,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
+	"github.com/etcd-operator/etcd-operator/internal/backuptarget"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
@@ -123,12 +124,16 @@ func (r *Reconciler) backupObjects(ctx context.Context, c *etcdv1beta2.EtcdClust
 	if err := r.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
 		return nil, []string{fmt.Sprintf("list EtcdBackups: %v", err)}
 	}
+	clusters, err := r.clusterNames(ctx, c)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("list EtcdClusters: %v", err)}
+	}
 	only := restoreFromBackupName(c)
 	var out []backupObject
 	var problems []string
 	for i := range list.Items {
 		eb := &list.Items[i]
-		if only != "" && eb.Name != only || !backupTargets(eb, c) {
+		if only != "" && eb.Name != only || !backupTargets(eb, c, clusters) {
 			continue
 		}
 		objs, err := r.objectsOf(ctx, eb)
@@ -195,11 +200,28 @@ func restoreFromBackupAllowed(c *etcdv1beta2.EtcdCluster) bool {
 	return v != "" && v != "false"
 }
 
-// backupTargets: the EtcdBackup backs up c, named by spec.clusterRef.
-//
-// TODO(etcdEndpoints): EtcdBackups that name the cluster by spec.etcdEndpoints (its
-// Service or member DNS names) should count too; their resolution lives in
-// controllers/etcdbackup/backuptarget.go and needs moving to an internal package first.
-func backupTargets(eb *etcdv1beta2.EtcdBackup, c *etcdv1beta2.EtcdCluster) bool {
-	return eb.Namespace == c.Namespace && eb.Spec.ClusterRef != nil && eb.Spec.ClusterRef.Name == c.Name
+// backupTargets: the EtcdBackup backs up c, named by spec.clusterRef or, as in CoreOS's
+// API, by spec.etcdEndpoints that name c's Services or members in its namespace and no
+// other of the namespace's clusters.
+func backupTargets(eb *etcdv1beta2.EtcdBackup, c *etcdv1beta2.EtcdCluster, clusters map[string]bool) bool {
+	if eb.Namespace != c.Namespace {
+		return false
+	}
+	if eb.Spec.ClusterRef != nil {
+		return eb.Spec.ClusterRef.Name == c.Name
+	}
+	return len(eb.Spec.EtcdEndpoints) > 0 && backuptarget.ClusterOfNames(eb.Spec.EtcdEndpoints, c.Namespace, clusters) == c.Name
+}
+
+// clusterNames are the names of the EtcdClusters of c's namespace.
+func (r *Reconciler) clusterNames(ctx context.Context, c *etcdv1beta2.EtcdCluster) (map[string]bool, error) {
+	var list etcdv1beta2.EtcdClusterList
+	if err := r.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
+		return nil, err
+	}
+	names := map[string]bool{c.Name: true}
+	for i := range list.Items {
+		names[list.Items[i].Name] = true
+	}
+	return names, nil
 }

@@ -278,3 +278,42 @@ func TestTotalLossNeedsNothingLeft(t *testing.T) {
 		})
 	}
 }
+
+// A backup counts for a total-loss restore only if it backs up this cluster of this
+// namespace: by spec.clusterRef, or by etcdEndpoints that name this cluster, and no other
+// of the namespace, by DNS. An IP cannot name a cluster without pods.
+func TestBackupTargets(t *testing.T) {
+	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+	clusters := map[string]bool{"c": true, "other": true, "c-client": true}
+	byEndpoints := func(eps ...string) *etcdv1beta2.EtcdBackup {
+		eb := s3Backup("b", "", "bkt/k", "")
+		eb.Spec.ClusterRef, eb.Spec.EtcdEndpoints = nil, eps
+		return eb
+	}
+	elsewhere := s3Backup("b", "c", "bkt/k", "")
+	elsewhere.Namespace = "other-ns"
+	for _, tc := range []struct {
+		name string
+		eb   *etcdv1beta2.EtcdBackup
+		want bool
+	}{
+		{"clusterRef", s3Backup("b", "c", "bkt/k", ""), true},
+		{"clusterRef to another cluster", s3Backup("b", "other", "bkt/k", ""), false},
+		{"another namespace", elsewhere, false},
+		{"client Service", byEndpoints("http://c-client.ns.svc:2379"), false}, // "c-client" is also a cluster: ambiguous
+		{"member name", byEndpoints("http://c-abc.c.ns.svc.cluster.local:2379"), true},
+		{"headless Service", byEndpoints("https://c.ns.svc:2379"), true},
+		{"another namespace's Service", byEndpoints("http://c.other-ns.svc:2379"), false},
+		{"another cluster's Service", byEndpoints("http://other-client.ns.svc:2379"), false},
+		{"two clusters", byEndpoints("http://c.ns.svc:2379", "http://other.ns.svc:2379"), false},
+		{"an IP", byEndpoints("http://10.0.0.1:2379"), false},
+		{"no endpoints", byEndpoints(), false},
+	} {
+		if got := backupTargets(tc.eb, c, clusters); got != tc.want {
+			t.Errorf("%s: targets = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if !backupTargets(byEndpoints("http://c-client.ns.svc:2379", "c-client:2379"), c, map[string]bool{"c": true, "other": true}) {
+		t.Error("the client Service of the only cluster it can name: not counted")
+	}
+}
