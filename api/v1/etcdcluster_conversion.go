@@ -113,6 +113,7 @@ func (src *EtcdCluster) ConvertTo(hub conversion.Hub) error {
 		}
 	}
 	dst.Status.Maintenance = maintenanceStatusToHub(st.Maintenance)
+	dst.Status.BackupRestore = backupRestoreToHub(st.BackupRestore)
 	return putConversionData(&dst.ObjectMeta, &lost)
 }
 
@@ -192,6 +193,7 @@ func (dst *EtcdCluster) ConvertFrom(hub conversion.Hub) error {
 		}
 	}
 	dst.Status.Maintenance = maintenanceStatusFromHub(st.Maintenance)
+	dst.Status.BackupRestore = backupRestoreFromHub(st.BackupRestore)
 	return putConversionData(&dst.ObjectMeta, &lost)
 }
 

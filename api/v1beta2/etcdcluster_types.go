@@ -289,6 +289,11 @@ type EtcdClusterStatus struct {
 	// Maintenance records defragmentation runs and the NOSPACE remediation.
 	// +optional
 	Maintenance *MaintenanceStatus `json:"maintenance,omitempty"`
+	// BackupRestore records a restore from backup after total loss (opted into with the
+	// etcd.database.coreos.com/allow-restore-from-backup annotation): in progress, or
+	// the last one finished.
+	// +optional
+	BackupRestore *BackupRestoreStatus `json:"backupRestore,omitempty"`
 }
 
 // RecoveryStatus is a quorum-loss recovery recorded before any of its steps, so a

@@ -45,6 +45,19 @@ const (
 	// ReasonAllMembersLost: the cluster was formed but no member pod exists; only a restore
 	// can help.
 	ReasonAllMembersLost = "AllMembersLost"
+	// ReasonRestoringFromBackup: every member's data is gone (no member answers, no pod,
+	// no claim, for the quorum-loss grace) and the cluster is restored in place from a
+	// backup (with the allow-restore-from-backup opt-in), or waits for the restored member.
+	ReasonRestoringFromBackup = "RestoringFromBackup"
+	// ReasonRestoredFromBackup: the member restored from a backup serves; the cluster
+	// grows back to its size. Writes after the backup's revision are gone.
+	ReasonRestoredFromBackup = "RestoredFromBackup"
+	// ReasonBackupRestoreAborted: a restore from backup is abandoned (opt-in withdrawn,
+	// its pod gone, or the timeout passed); only its own member's pod is deleted.
+	ReasonBackupRestoreAborted = "BackupRestoreAborted"
+	// ReasonBackupRestoreRecordInvalid: a recorded restore from backup is not one the
+	// operator is carrying out; it is forgotten and nothing is deleted.
+	ReasonBackupRestoreRecordInvalid = "BackupRestoreRecordInvalid"
 	// ReasonMembersUnknown: no etcd endpoint answered its member list; waiting (also the
 	// Available condition's reason then).
 	ReasonMembersUnknown = "MembersUnknown"

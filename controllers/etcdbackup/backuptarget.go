@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"slices"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +16,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
+	"github.com/etcd-operator/etcd-operator/internal/backuptarget"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
@@ -55,7 +54,7 @@ func clusterOfEndpoints(endpoints []string, scope namespaceClusters) (string, er
 // clusterOfEndpoint is the cluster of the namespace one endpoint names, by host: a member
 // pod's IP, or one of the DNS names the cluster's Services give it in that namespace.
 func clusterOfEndpoint(endpoint string, scope namespaceClusters) (string, error) {
-	host, err := endpointHost(endpoint)
+	host, err := backuptarget.EndpointHost(endpoint)
 	if err != nil {
 		return "", err
 	}
@@ -70,7 +69,7 @@ func clusterOfEndpoint(endpoint string, scope namespaceClusters) (string, error)
 		return "", fmt.Errorf("spec.etcdEndpoints: %s is not a member pod of an EtcdCluster in namespace %s", endpoint, scope.Namespace)
 	}
 	var matches []string
-	for _, c := range hostClusterCandidates(host, scope.Namespace) {
+	for _, c := range backuptarget.HostClusterCandidates(host, scope.Namespace) {
 		if _, ok := scope.PodIPs[c]; ok && !slices.Contains(matches, c) {
 			matches = append(matches, c)
 		}
@@ -83,70 +82,6 @@ func clusterOfEndpoint(endpoint string, scope namespaceClusters) (string, error)
 	default:
 		return "", fmt.Errorf("spec.etcdEndpoints: %s could name cluster %s or %s; use spec.clusterRef", endpoint, matches[0], matches[1])
 	}
-}
-
-// endpointHost is the lower-case host of an etcd endpoint: a URL (http or https) or a
-// bare host[:port].
-func endpointHost(endpoint string) (string, error) {
-	hostport := endpoint
-	if strings.Contains(endpoint, "://") {
-		u, err := url.Parse(endpoint)
-		if err != nil {
-			return "", fmt.Errorf("spec.etcdEndpoints: %q is not a URL", endpoint)
-		}
-		if u.Scheme != "http" && u.Scheme != "https" {
-			return "", fmt.Errorf("spec.etcdEndpoints: %q: scheme must be http or https", endpoint)
-		}
-		if u.User != nil {
-			return "", fmt.Errorf("spec.etcdEndpoints: %q must not carry credentials", endpoint)
-		}
-		hostport = u.Host
-	}
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
-	if host == "" {
-		return "", fmt.Errorf("spec.etcdEndpoints: %q has no host", endpoint)
-	}
-	return host, nil
-}
-
-// hostClusterCandidates lists the cluster names a DNS name could denote in the namespace:
-//
-//	<svc> | <svc>.<ns> | <svc>.<ns>.svc[.<domain>]                    a cluster's Service
-//	<member>.<cluster> | <member>.<cluster>.<ns>[.svc[.<domain>]]     a member's name
-//
-// where <svc> is <cluster>-client or the headless <cluster>, and <ns> must be the
-// backup's namespace. Short names count as the namespace's (as they did for CoreOS's
-// backup operator running beside the cluster). The domain is not checked: the name is
-// never dialled.
-func hostClusterCandidates(host, namespace string) []string {
-	l := strings.Split(host, ".")
-	var out []string
-	service := func(svc string) {
-		out = append(out, svc)
-		if c, ok := strings.CutSuffix(svc, "-client"); ok && c != "" {
-			out = append(out, c)
-		}
-	}
-	inNamespaceDNS := func(rest []string) bool { // after <ns>: nothing, or svc[.<domain>]
-		return len(rest) == 0 || rest[0] == "svc"
-	}
-	switch {
-	case len(l) == 1:
-		service(l[0])
-	case len(l) >= 2 && l[1] == namespace && inNamespaceDNS(l[2:]):
-		service(l[0])
-	}
-	switch {
-	case len(l) == 2:
-		out = append(out, l[1])
-	case len(l) >= 3 && l[2] == namespace && inNamespaceDNS(l[3:]):
-		out = append(out, l[1])
-	}
-	return out
 }
 
 // backupTarget is what one backup dials.

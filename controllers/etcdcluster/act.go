@@ -60,6 +60,12 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 		err = r.abortRecovery(ctx, c, o, a)
 	case planner.Defragment, planner.Compact, planner.DisarmAlarm, planner.FinishMaintenance:
 		err = r.actMaintenance(ctx, c, o, a) // maintenance.go
+	case planner.RestoreFromBackup: // act_totalloss.go
+		err = r.startBackupRestore(ctx, c, o, a)
+	case planner.FinishBackupRestore:
+		err = r.finishBackupRestore(ctx, c, o, a)
+	case planner.AbortBackupRestore:
+		err = r.abortBackupRestore(ctx, c, o, a)
 	default:
 		err = fmt.Errorf("unknown action %v", a.Kind)
 	}

@@ -88,6 +88,8 @@ func (r *Reconciler) createMembers(ctx context.Context, c *etcdv1beta2.EtcdClust
 	for _, m := range members {
 		if m.Recovery != nil {
 			recoveryToken[m.Name] = m.Recovery.Token
+		} else if m.Token != "" { // a total-loss restore's member carries its token too
+			recoveryToken[m.Name] = m.Token
 		}
 	}
 	// PVCs first: a pod referencing a missing claim would not schedule.

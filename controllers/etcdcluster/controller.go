@@ -84,6 +84,11 @@ type Reconciler struct {
 	backoff  *stepBackoff
 	// claimReports carries the storage step's findings to the SpecApplied condition.
 	claimReports claimReportMemo
+	// loss times total losses (totalloss_observe.go).
+	loss lossClock
+	// DownloadDir holds a backup while a total-loss restore verifies it ("": the
+	// system's temporary directory).
+	DownloadDir string
 }
 
 // SetupWithManager watches EtcdClusters and the objects they own. Owned pods changing
@@ -237,6 +242,7 @@ func desiredFromSpec(c *etcdv1beta2.EtcdCluster, minGrace time.Duration) planner
 		Image:              render.Image(c.Spec, render.ClusterVersion(c.Spec)),
 		Paused:             c.Spec.Paused,
 		QuorumLossRecovery: c.Annotations[AnnotationForceNewCluster] == "true",
+		RestoreFromBackup:  restoreFromBackupAllowed(c),
 		QuorumLossGrace:    grace,
 	}
 }

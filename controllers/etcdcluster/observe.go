@@ -78,6 +78,10 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	}
 	j.join(o, answers, epOfPod)
 	o.space = answers.space
+	if err := r.observeTotalLoss(ctx, c, o); err != nil { // totalloss_observe.go
+		o.close()
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -98,6 +102,11 @@ func recordedState(c *etcdv1beta2.EtcdCluster, now time.Time) planner.Observed {
 	if rec := c.Status.Recovery; rec != nil {
 		id, _ := etcdadmin.ParseID(rec.SourceID)
 		obs.Recovery = &planner.Recovery{Source: rec.Source, SourceID: id, Revision: rec.Revision,
+			Member: rec.Member, StartedAt: rec.StartedAt.Time, Token: rec.Token}
+		obs.Pending = nil
+	}
+	if rec := c.Status.BackupRestore; rec.InProgress() {
+		obs.BackupRestore = &planner.BackupRestore{Backup: rec.Backup, Path: rec.Path, Revision: rec.Revision,
 			Member: rec.Member, StartedAt: rec.StartedAt.Time, Token: rec.Token}
 		obs.Pending = nil
 	}

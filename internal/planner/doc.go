@@ -33,7 +33,9 @@
 //  3. A recorded quorum-loss recovery is finished (FinishRecovery), retried
 //     (ForceNewCluster) or abandoned (AbortRecovery) before anything else;
 //     nothing of the old cluster is deleted before the new one serves
-//     (recovery.go).
+//     (recovery.go). Likewise a recorded restore from backup after total loss
+//     (FinishBackupRestore, RestoreFromBackup again, AbortBackupRestore;
+//     totalloss.go).
 //
 // Rules 4 to 6 apply when no endpoint answered MemberList:
 //
@@ -46,7 +48,9 @@
 //     may bring quorum back (recreate.go).
 //  6. Formed, no member answers → QuorumLost when no pod exists, else Wait
 //     (a QuorumLost report after QuorumLossGrace); nothing is destructive
-//     without a member list (nomembers.go).
+//     without a member list (nomembers.go). With no pod and no claim at all
+//     for QuorumLossGrace, the opt-in and a backup → RestoreFromBackup into one
+//     new member, which scale-up then regrows (totalloss.go).
 //
 // With a member list, after rule 5:
 //

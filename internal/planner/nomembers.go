@@ -17,8 +17,7 @@ import (
 //     destructive is possible.
 func planNoMembers(d Desired, o Observed) Action {
 	if len(o.Pods) == 0 {
-		return Action{Kind: QuorumLost, Reason: v1beta2.ReasonAllMembersLost,
-			Message: "the cluster was formed but no member pod exists and no endpoint answers; restore from a backup"}
+		return planTotalLoss(d, o) // totalloss.go
 	}
 	var lastDown time.Time
 	for i := range o.Pods {

@@ -24,6 +24,9 @@ func Plan(d Desired, o Observed) Action {
 	if o.Recovery != nil {
 		return planRecovery(d, o)
 	}
+	if o.BackupRestore != nil { // 3b. likewise a restore from backup (totalloss.go)
+		return planBackupRestore(d, o)
+	}
 	// No endpoint answered MemberList (a serializable list answers without quorum, so
 	// no etcd process is reachable at all): rules 4 to 6.
 	if !o.MembersKnown || len(o.Members) == 0 {

@@ -69,6 +69,7 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 	if a.Kind == FinishRecovery || a.Kind == AbortRecovery {
 		fail("recovery step without a recorded recovery")
 	}
+	checkBackupRestoreInvariants(t, d, o, a, fail) // totalloss_test.go
 
 	byID := map[uint64]*Member{}
 	voters := 0

@@ -125,12 +125,14 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 
 	rec := Condition{Type: ConditionRecovering}
 	switch a.Kind {
-	case ReplaceMember, ForceNewCluster, FinishRecovery, AbortRecovery, QuorumLost:
+	case ReplaceMember, ForceNewCluster, FinishRecovery, AbortRecovery, QuorumLost,
+		RestoreFromBackup, FinishBackupRestore, AbortBackupRestore:
 		rec.Status, rec.Reason, rec.Message = true, a.Reason, a.Message
 	case Wait:
 		switch a.Reason {
 		case v1beta2.ReasonMemberUnhealthy, v1beta2.ReasonQuorumUnavailable, v1beta2.ReasonDegraded, v1beta2.ReasonMembersUnknown,
-			v1beta2.ReasonMemberPodGone, v1beta2.ReasonMemberWithoutPod, v1beta2.ReasonRecovering:
+			v1beta2.ReasonMemberPodGone, v1beta2.ReasonMemberWithoutPod, v1beta2.ReasonRecovering,
+			v1beta2.ReasonAllMembersLost, v1beta2.ReasonRestoringFromBackup:
 			rec.Status, rec.Reason, rec.Message = true, a.Reason, a.Message
 		}
 	}

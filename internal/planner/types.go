@@ -55,6 +55,9 @@ type Desired struct {
 	// QuorumLossRecovery opts in to ForceNewCluster after a lasting quorum
 	// loss. Without it a lost quorum is only reported.
 	QuorumLossRecovery bool
+	// RestoreFromBackup opts in to RestoreFromBackup after a lasting total loss (see
+	// totalloss.go). Without it a total loss is only reported.
+	RestoreFromBackup bool
 
 	// Zero values below mean "use the Default* constant".
 	ReplaceUnhealthyAfter time.Duration
@@ -132,6 +135,16 @@ type Observed struct {
 	// Space: alarms, the recorded maintenance run and whether a scheduled one is
 	// due (maintenance.go).
 	Space SpaceObserved
+	// BackupRestore is the restore from backup the controller recorded when it executed
+	// RestoreFromBackup and that has not finished; nil otherwise.
+	BackupRestore *BackupRestore
+	// Backup is the newest backup a total-loss restore could use, as the controller
+	// found it (only looked for while no member answers and no pod exists); nil if none.
+	Backup *BackupCandidate
+	// AllLostSince is when the controller first saw no member answer and no member pod
+	// or claim exist, continuously since (zero: not seen, or not yet recorded, and the
+	// grace starts at Now).
+	AllLostSince time.Time
 }
 
 // Member is one entry of etcd's MemberList, joined with that member's own
@@ -276,6 +289,9 @@ const (
 	Compact
 	DisarmAlarm
 	FinishMaintenance
+	RestoreFromBackup
+	FinishBackupRestore
+	AbortBackupRestore
 )
 
 var kindNames = [...]string{
@@ -287,6 +303,8 @@ var kindNames = [...]string{
 	FixPodImage: "FixPodImage", PatchPodMetadata: "PatchPodMetadata",
 	Defragment: "Defragment", Compact: "Compact", DisarmAlarm: "DisarmAlarm",
 	FinishMaintenance: "FinishMaintenance",
+	RestoreFromBackup: "RestoreFromBackup", FinishBackupRestore: "FinishBackupRestore",
+	AbortBackupRestore: "AbortBackupRestore",
 }
 
 func (k Kind) String() string {
@@ -339,6 +357,12 @@ type NewMember struct {
 //	Compact         Revision, Trigger: compact the history at Revision
 //	DisarmAlarm     Alarm, ID (0: every member), Trigger: disarm the alarm
 //	FinishMaintenance Trigger: forget the recorded run, record its end
+//	RestoreFromBackup    Name (the new member), Version, Revision (the backup's):
+//	                record the restore if not yet recorded, then create the member's
+//	                pod, which restores the backup and bootstraps a one-member cluster
+//	FinishBackupRestore  Name, ID: the restored member serves; mark the record finished
+//	AbortBackupRestore   Name, DeletePod: forget the restore, deleting its own member's
+//	                pod only if DeletePod
 //
 // Reason is a CamelCase code usable as a condition reason; Message is for
 // humans. ClearPending asks the controller to forget Observed.Pending before
@@ -394,6 +418,8 @@ func (a Action) String() string {
 		s += fmt.Sprintf("{%s %x}", a.Name, a.ID)
 	case Defragment, Compact, DisarmAlarm, FinishMaintenance:
 		s += maintenanceString(a)
+	case RestoreFromBackup, FinishBackupRestore, AbortBackupRestore:
+		s += fmt.Sprintf("{%s %x rev %d}", a.Name, a.ID, a.Revision)
 	}
 	if a.Reason != "" {
 		s += " " + a.Reason

@@ -58,6 +58,10 @@ type Member struct {
 	// from a surviving member of the old cluster and bootstraps a new cluster under its
 	// own token. Nil for every other member.
 	Recovery *Recovery
+	// Token, for the first member of a cluster restored from a backup after total loss
+	// (no Recovery), is that cluster's own --initial-cluster-token; empty means the
+	// cluster's usual token.
+	Token string
 }
 
 // Recovery is how the first member of a recovered cluster gets its data.

@@ -196,7 +196,7 @@ func restoreValues(step *RestoreStep) (map[string]interface{}, error) {
 func recoveryValues(c *v1beta2.EtcdCluster, m Member) (map[string]interface{}, string, error) {
 	rec := m.Recovery
 	if rec == nil {
-		return map[string]interface{}{}, ClusterToken(c), nil
+		return map[string]interface{}{}, memberToken(c, m), nil
 	}
 	switch {
 	case m.InitialClusterState != StateNew:
@@ -218,4 +218,13 @@ func recoveryValues(c *v1beta2.EtcdCluster, m Member) (map[string]interface{}, s
 		"image": rec.Image, "command": OperatorCommand, "sourceURL": rec.SourceURL,
 		"minRevision": strconv.FormatInt(rec.MinRevision, 10), "clientTLSSecret": tlsSecret, "sha256": "",
 	}, rec.Token, nil
+}
+
+// memberToken is the --initial-cluster-token of a member that copies no survivor: its
+// own Token when it bootstraps a restored cluster, else the cluster's.
+func memberToken(c *v1beta2.EtcdCluster, m Member) string {
+	if m.Token != "" && m.InitialClusterState == StateNew {
+		return m.Token
+	}
+	return ClusterToken(c)
 }
