@@ -111,14 +111,17 @@ type backupObject struct {
 	path     string // "<bucket>/<key>"
 	revision int64  // from the object's name, else the EtcdBackup's status
 	at       time.Time
+	// verified: the EtcdBackup's status says this object passed a verification (same
+	// key and revision). Only a preference: the object is checked again before use.
+	verified bool
 }
 
 // backupObjects lists, newest first, the objects written by the EtcdBackups of the
 // cluster's namespace that target it (restricted to the one the opt-in annotation names,
 // if it names one), and says why other EtcdBackups were passed over.
-//
-// TODO(verified backups): once EtcdBackup status records verified objects
-// (status.lastVerifiedKey, status.backups), prefer the newest verified object here.
+// Objects that passed a backup verification come first, newest first, then the others:
+// a restore from a backup that was seen to restore is preferred to a newer one that was
+// only checksummed.
 func (r *Reconciler) backupObjects(ctx context.Context, c *etcdv1beta2.EtcdCluster) ([]backupObject, []string) {
 	var list etcdv1beta2.EtcdBackupList
 	if err := r.List(ctx, &list, client.InNamespace(c.Namespace)); err != nil {
@@ -143,13 +146,22 @@ func (r *Reconciler) backupObjects(ctx context.Context, c *etcdv1beta2.EtcdClust
 		}
 		out = append(out, objs...)
 	}
+	sortCandidates(out)
+	return out, problems
+}
+
+// sortCandidates orders restore candidates: verified objects first, then newest first
+// (by time, then revision).
+func sortCandidates(out []backupObject) {
 	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].verified != out[j].verified {
+			return out[i].verified
+		}
 		if !out[i].at.Equal(out[j].at) {
 			return out[i].at.After(out[j].at)
 		}
 		return out[i].revision > out[j].revision
 	})
-	return out, problems
 }
 
 // objectsOf lists what one S3 EtcdBackup wrote: its periodic backups and the object at
@@ -180,9 +192,24 @@ func (r *Reconciler) objectsOf(ctx context.Context, eb *etcdv1beta2.EtcdBackup) 
 		default:
 			continue // not this backup's: never restored from
 		}
-		out = append(out, backupObject{backup: eb, store: store, key: obj.Key, path: bucket + "/" + obj.Key, revision: rev, at: at})
+		out = append(out, backupObject{backup: eb, store: store, key: obj.Key, path: bucket + "/" + obj.Key, revision: rev, at: at,
+			verified: verifiedObject(eb, obj.Key, rev)})
 	}
 	return out, nil
+}
+
+// verifiedObject: eb's status records that the object key at revision passed a
+// verification, as its last one or in its list of holdings.
+func verifiedObject(eb *etcdv1beta2.EtcdBackup, key string, revision int64) bool {
+	if eb.Status.LastVerifiedKey == key && eb.Status.LastVerifiedRevision == revision {
+		return true
+	}
+	for _, b := range eb.Status.Backups {
+		if b.Key == key && b.Revision == revision && b.Verified {
+			return true
+		}
+	}
+	return false
 }
 
 // restoreFromBackupName is the EtcdBackup the opt-in names; "" when it allows any.

@@ -317,3 +317,40 @@ func TestBackupTargets(t *testing.T) {
 		t.Error("the client Service of the only cluster it can name: not counted")
 	}
 }
+
+// A total-loss restore prefers the newest object that passed a backup verification (as
+// the EtcdBackup's status records it: the last one, or a flagged holding with the same
+// key and revision) over newer objects that were only checksummed.
+func TestTotalLossPrefersVerifiedBackups(t *testing.T) {
+	eb := s3Backup("b", "c", lossBucket+"/c/per", "")
+	eb.Status.LastVerifiedKey, eb.Status.LastVerifiedRevision = "c/per_v10", 10
+	eb.Status.Backups = []etcdv1beta2.StoredBackup{
+		{Key: "c/per_v20", Revision: 20, Verified: true},
+		{Key: "c/per_v30", Revision: 30},
+		{Key: "c/per_v25", Revision: 24, Verified: true}, // another revision under that key: not it
+	}
+	for _, tc := range []struct {
+		key  string
+		rev  int64
+		want bool
+	}{{"c/per_v10", 10, true}, {"c/per_v10", 11, false}, {"c/per_v20", 20, true}, {"c/per_v30", 30, false}, {"c/per_v25", 25, false}} {
+		if got := verifiedObject(eb, tc.key, tc.rev); got != tc.want {
+			t.Errorf("verifiedObject(%s@%d) = %v, want %v", tc.key, tc.rev, got, tc.want)
+		}
+	}
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	objs := []backupObject{
+		{key: "v10", revision: 10, at: at, verified: true},
+		{key: "u30", revision: 30, at: at.Add(2 * time.Hour)},
+		{key: "v20", revision: 20, at: at.Add(time.Hour), verified: true},
+		{key: "u25", revision: 25, at: at.Add(90 * time.Minute)},
+	}
+	sortCandidates(objs)
+	var got []string
+	for _, o := range objs {
+		got = append(got, o.key)
+	}
+	if strings.Join(got, " ") != "v20 v10 u30 u25" {
+		t.Errorf("candidate order %v, want verified newest first, then the rest newest first", got)
+	}
+}
