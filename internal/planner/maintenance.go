@@ -291,6 +291,13 @@ func (v *view) planCorrupt() (Action, bool) {
 	if len(ids) == 0 {
 		return Action{}, false
 	}
+	if slices.Contains(ids, 0) {
+		// etcd names member 0 when no quorum of hashes agrees: it cannot tell which copy
+		// diverged, so no member can be replaced from "its healthy peers", and disarming
+		// would let writes continue on inconsistent data. A human decides.
+		return wait(v1beta2.ReasonCorruptMemberNotReplaceable, "CORRUPT is raised for the whole cluster (etcd could not tell which member diverged): "+
+			"writes stay stopped; compare the members' hashes (etcdctl endpoint hashkv) and restore from a backup", requeueLong), true
+	}
 	var named []*Member
 	for _, id := range ids {
 		if m := v.byID[id]; m != nil {

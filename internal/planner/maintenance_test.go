@@ -174,6 +174,10 @@ func TestPlanCorrupt(t *testing.T) {
 		}), want{kind: Wait}},
 		{"one at a time: the replacement is added first", size(5), obs(4, corrupt(3)), want{kind: AddLearner}},
 		{"second corrupt member of five after the first is replaced", size(5), obs(5, corrupt(4, 5)), want{kind: ReplaceMember, id: 4}},
+		{"a whole-cluster CORRUPT (member 0) is never disarmed nor acted on", size(3), obs(3, corrupt(0)),
+			want{kind: Wait, reason: "CorruptMemberNotReplaceable", check: wantMessage("whole cluster")}},
+		{"nor when it comes with a named member", size(5), obs(5, corrupt(0, 3)),
+			want{kind: Wait, reason: "CorruptMemberNotReplaceable", check: wantMessage("whole cluster")}},
 		{"alarm of a member no longer in the cluster is disarmed", size(3), obs(3, corrupt(9)),
 			want{kind: DisarmAlarm, id: 9, check: wantAlarm(AlarmCorrupt)}},
 		{"a learner in flight is finished first", size(3), obs(2, corrupt(2), func(o *Observed) {
