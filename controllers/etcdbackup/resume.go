@@ -27,7 +27,8 @@ func (s storedRun) result() backup.JobResult {
 // stored by an operator that stopped (killed, or lost its leadership) between the
 // upload and the status write: the store, not status, says whether the run happened,
 // so a second operator records that object instead of uploading the same run again.
-// Only a complete object (its checksum written) of this EtcdBackup counts.
+// Only a complete object (its checksum written) of this EtcdBackup that status does not
+// list yet counts.
 func (r *Reconciler) runAlreadyStored(ctx context.Context, eb *etcdv1beta2.EtcdBackup, now time.Time) (storedRun, bool) {
 	if eb.Spec.StorageType != etcdv1beta2.BackupStorageTypeS3 || !periodic(eb) || manualRunDue(eb) {
 		return storedRun{}, false
@@ -45,7 +46,7 @@ func (r *Reconciler) runAlreadyStored(ctx context.Context, eb *etcdv1beta2.EtcdB
 		return storedRun{}, false
 	}
 	e := newest[0]
-	if !storedForRun(e.Time, dueAt, eb.Status.LastSuccessDate.Time, now) {
+	if recorded(eb, e.Key) || !storedForRun(e.Time, dueAt, eb.Status.LastSuccessDate.Time, now) {
 		return storedRun{}, false
 	}
 	log.FromContext(ctx).Info("the due run was already stored; recording it instead of uploading again", "key", e.Key, "revision", e.Revision)
@@ -78,4 +79,15 @@ func storedForRun(taken, dueAt, lastSuccess, now time.Time) bool {
 		return false
 	}
 	return lastSuccess.IsZero() || taken.After(lastSuccess.Truncate(time.Second))
+}
+
+// recorded: status already lists the object (a recorded run's, however close in time
+// its name is to the run due now).
+func recorded(eb *etcdv1beta2.EtcdBackup, key string) bool {
+	for _, b := range eb.Status.Backups {
+		if b.Key == key {
+			return true
+		}
+	}
+	return false
 }

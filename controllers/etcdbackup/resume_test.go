@@ -79,6 +79,17 @@ func TestRunStoredBeforeAKillIsRecordedNotRepeated(t *testing.T) {
 		t.Errorf("%d objects after the resumed run, want 1", n)
 	}
 
+	// A run due one second after the recorded one (the shortest interval) finds only the
+	// recorded run's object, which may be named in the due second: status lists it, so it
+	// is not this run's.
+	stored := h.backup()
+	if len(stored.Status.Backups) != 1 || stored.Status.Backups[0].Key != first {
+		t.Fatalf("status.backups %+v, want the stored object %s", stored.Status.Backups, first)
+	}
+	if !recorded(stored, first) || recorded(stored, first+"x") {
+		t.Errorf("recorded() does not follow status.backups")
+	}
+
 	// An hour later the next run is due, and only the recorded run's object exists: that
 	// is not this run's, so a backup is attempted (and fails: no cluster).
 	h.clock.now = created.Add(time.Hour + 10*time.Second)
