@@ -88,8 +88,9 @@ func killLeaderAtHit(t *testing.T, e *framework.Env, rs *framework.Replicas, k *
 		e.DumpState()
 		t.Fatalf("%s: the leader never reached the kill point", what)
 	}
+	start := time.Now()
 	dead, next := rs.KillLeader(time.Minute)
-	t.Logf("%s: killed %s after %s; %s leads", what, dead.Name, at.step, next.Name)
+	t.Logf("%s: killed %s after %s; %s leads %.1fs later", what, dead.Name, at.step, next.Name, time.Since(start).Seconds())
 	if dead == next {
 		t.Fatalf("%s: the killed replica still leads", what)
 	}
