@@ -82,9 +82,9 @@ func (e *Env) StartReplicas(n int) *Replicas {
 func (rs *Replicas) Add() *Replica {
 	rs.e.t.Helper()
 	rs.mu.Lock()
-	defer rs.mu.Unlock()
 	name := fmt.Sprintf("replica-%d", rs.next)
 	rs.next++
+	rs.mu.Unlock() // not held while building: a t.Fatalf there runs the cleanup that locks
 	logger := crzap.New(crzap.UseDevMode(true), crzap.WriteTo(operatorLog(rs.e.t, rs.e.Bench))).WithValues("replica", name)
 	mgr := rs.e.newManager(logger, func(o *ctrl.Options) {
 		o.LeaderElection = true
@@ -103,7 +103,9 @@ func (rs *Replicas) Add() *Replica {
 			rs.e.t.Errorf("%s stopped: %v", name, err)
 		}
 	}()
+	rs.mu.Lock()
 	rs.all = append(rs.all, r)
+	rs.mu.Unlock()
 	return r
 }
 
