@@ -48,6 +48,9 @@ type Options struct {
 	// AfterAction is the EtcdCluster controller's test failpoint (etcdcluster.Reconciler's
 	// AfterAction); nil in production.
 	AfterAction func(ctx context.Context, cluster string, action planner.Action)
+	// AfterBackupStored is the EtcdBackup controller's test failpoint (etcdbackup.Reconciler's
+	// AfterBackupStored); nil in production.
+	AfterBackupStored func(ctx context.Context, backup string, location string)
 }
 
 // RestrictToNamespace limits the manager's caches to one namespace (empty: all).
@@ -95,6 +98,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 
 		AllowExternalEndpoints: opts.AllowExternalBackupEndpoints,
 		S3Access:               backupstorage.S3Access{AllowAmbient: opts.AllowAmbientS3Credentials},
+		AfterBackupStored:      opts.AfterBackupStored,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -105,6 +105,12 @@ type Reconciler struct {
 	AllowExternalEndpoints bool
 	// S3Access is what the operator lends to reach S3 (--allow-ambient-s3-credentials).
 	S3Access backupstorage.S3Access
+	// AfterBackupStored is a failpoint for tests: when set, it runs after an S3 snapshot
+	// was stored and before status records it, with the reconcile's context, the backup as
+	// namespace/name and the object's location. A test that blocks in it until that
+	// context ends simulates an operator killed between the upload and its record. Nil
+	// in production.
+	AfterBackupStored func(ctx context.Context, backup string, location string)
 
 	mu       sync.Mutex
 	failures map[types.NamespacedName]int
@@ -185,10 +191,16 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, req ctrl.Request) (ctr
 		return r.reconcilePVC(ctx, &eb, now, interval)
 	}
 
+	if stored, ok := r.runAlreadyStored(ctx, &eb, now); ok {
+		return r.succeed(ctx, &eb, stored.Time, stored.result(), 0)
+	}
 	res, err := r.takeBackup(ctx, &eb)
 	took := r.Now().Sub(now)
 	if err != nil {
 		return r.failed(ctx, &eb, interval, err, took)
+	}
+	if hook := r.AfterBackupStored; hook != nil {
+		hook(ctx, req.String(), res.Location)
 	}
 	return r.succeed(ctx, &eb, now, backup.NewJobResult(res), took)
 }

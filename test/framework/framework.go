@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -51,6 +52,8 @@ type Env struct {
 	// AfterAction is the failpoint of the operators StartOperator starts from now on
 	// (see etcdcluster.Reconciler's AfterAction); set it while no operator runs.
 	AfterAction func(ctx context.Context, cluster string, action planner.Action)
+	// AfterBackupStored is the EtcdBackup controller's failpoint, set like AfterAction.
+	AfterBackupStored func(ctx context.Context, backup string, location string)
 
 	stopOperator context.CancelFunc
 	operatorDone chan struct{}
@@ -80,22 +83,7 @@ func (e *Env) StartOperator() {
 	// set: it writes to the operator log of the test that runs now.
 	globalLog.Store(&logTarget{w: logFile})
 	setGlobalLogger.Do(func() { ctrl.SetLogger(crzap.New(crzap.UseDevMode(true), crzap.WriteTo(globalLogWriter{}))) })
-	mgr, err := ctrl.NewManager(e.Bench.RestConfig(), ctrl.Options{
-		Scheme: e.scheme,
-		// A restarted operator registers its controller again in this process.
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 logger,
-	})
-	if err != nil {
-		e.t.Fatalf("manager: %v", err)
-	}
-	// The quorum-loss tests ask for a 15 s grace to finish in minutes; the production
-	// floor (1m) is checked by the controllers' unit tests.
-	if err := controllers.SetupWithManager(mgr, controllers.Options{MinQuorumLossGrace: 10 * time.Second, AfterAction: e.AfterAction}); err != nil {
-		e.t.Fatalf("setup controllers: %v", err)
-	}
+	mgr := e.newManager(logger, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -105,6 +93,34 @@ func (e *Env) StartOperator() {
 		}
 	}()
 	e.stopOperator, e.operatorDone = cancel, done
+}
+
+// newManager builds an operator manager with the controllers registered; tune, when
+// set, adjusts its options (e.g. leader election for the replicas of ha.go).
+func (e *Env) newManager(logger logr.Logger, tune func(*ctrl.Options)) ctrl.Manager {
+	e.t.Helper()
+	opts := ctrl.Options{
+		Scheme: e.scheme,
+		// A restarted operator registers its controller again in this process.
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 logger,
+	}
+	if tune != nil {
+		tune(&opts)
+	}
+	mgr, err := ctrl.NewManager(e.Bench.RestConfig(), opts)
+	if err != nil {
+		e.t.Fatalf("manager: %v", err)
+	}
+	// The quorum-loss tests ask for a 15 s grace to finish in minutes; the production
+	// floor (1m) is checked by the controllers' unit tests.
+	if err := controllers.SetupWithManager(mgr, controllers.Options{MinQuorumLossGrace: 10 * time.Second,
+		AfterAction: e.AfterAction, AfterBackupStored: e.AfterBackupStored}); err != nil {
+		e.t.Fatalf("setup controllers: %v", err)
+	}
+	return mgr
 }
 
 var (
