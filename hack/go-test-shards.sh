@@ -19,8 +19,7 @@ mapfile -t tests < <(grep -ho '^func Test[A-Za-z0-9_]*(t \*testing\.T)' "${shard
   sed 's/^func \(Test[A-Za-z0-9_]*\).*/\1/' | sort -u)
 ((${#tests[@]})) || { echo "$0: no tests found in $sharded" >&2; exit 2; }
 
-# Run the other packages first in the list of jobs; each job's output is prefixed so
-# interleaved lines stay attributable.
+# Each job's output is prefixed so interleaved lines stay attributable.
 pids=()
 run() { # run PREFIX ARGS...: go test ARGS with its output prefixed, in the background
   local prefix=$1
@@ -29,7 +28,11 @@ run() { # run PREFIX ARGS...: go test ARGS with its output prefixed, in the back
   (set -o pipefail; go test $flags "$@" 2>&1 | sed -u "s|^|[$prefix] |") &
   pids+=($!)
 }
-if (($#)); then run other "$@"; fi
+# The other packages run one at a time (-p 1): each end-to-end package brings up benches
+# of its own, and every bench holds about 30 inotify instances (kubelets, containerd,
+# kube-proxy), of the 128 a user gets by default; two shards plus two more benches would
+# leave none to spare.
+if (($#)); then run other -p 1 "$@"; fi
 for ((i = 0; i < shards; i++)); do
   names=()
   for ((j = i; j < ${#tests[@]}; j += shards)); do names+=("${tests[j]}"); done

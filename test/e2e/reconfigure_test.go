@@ -120,9 +120,13 @@ func TestRollingReconfigureWithClaims(t *testing.T) {
 		return nil
 	})
 	waitSpecApplied(e, name)
-	if !framework.HasAny(e.EventReasons(name), etcdv1beta2.EventReasonPodReconfigured) {
-		t.Errorf("no %s event: %v", etcdv1beta2.EventReasonPodReconfigured, e.EventReasons(name))
-	}
+	// Events are recorded asynchronously: the label may be on the pod before its event is.
+	e.Eventually(30*time.Second, "a "+etcdv1beta2.EventReasonPodReconfigured+" event", func() error {
+		if !framework.HasAny(e.EventReasons(name), etcdv1beta2.EventReasonPodReconfigured) {
+			return fmt.Errorf("events %v", e.EventReasons(name))
+		}
+		return nil
+	})
 	for n, p := range e.MemberPods(name) {
 		if p.UID != uids[n] {
 			t.Errorf("pod %s recreated for a label change", n)

@@ -70,11 +70,20 @@ func TestNoSpaceRemediated(t *testing.T) {
 	})
 	t.Logf("remediated %v after NOSPACE", time.Since(filled).Round(time.Millisecond))
 
-	steps := stepEvents(t, e, name, "Compacted", "Defragmented", etcdv1beta2.ReasonAlarmDisarmed)
+	// Events are recorded asynchronously: the alarm may be gone before its event is stored.
+	var steps []corev1.Event
 	var reasons []string
-	for _, ev := range steps {
-		reasons = append(reasons, ev.Reason)
-	}
+	e.Eventually(30*time.Second, "the "+etcdv1beta2.ReasonAlarmDisarmed+" event", func() error {
+		steps = stepEvents(t, e, name, "Compacted", "Defragmented", etcdv1beta2.ReasonAlarmDisarmed)
+		reasons = reasons[:0]
+		for _, ev := range steps {
+			reasons = append(reasons, ev.Reason)
+		}
+		if !slices.Contains(reasons, etcdv1beta2.ReasonAlarmDisarmed) {
+			return fmt.Errorf("steps so far %v", reasons)
+		}
+		return nil
+	})
 	want := []string{"Compacted", "Defragmented", "Defragmented", "Defragmented", etcdv1beta2.ReasonAlarmDisarmed}
 	if !slices.Equal(reasons, want) {
 		t.Fatalf("steps %v, want %v", reasons, want)
