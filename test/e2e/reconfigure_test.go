@@ -120,13 +120,9 @@ func TestRollingReconfigureWithClaims(t *testing.T) {
 		return nil
 	})
 	waitSpecApplied(e, name)
-	// Events are recorded asynchronously: the label may be on the pod before its event is.
-	e.Eventually(30*time.Second, "a "+etcdv1beta2.EventReasonPodReconfigured+" event", func() error {
-		if !framework.HasAny(e.EventReasons(name), etcdv1beta2.EventReasonPodReconfigured) {
-			return fmt.Errorf("events %v", e.EventReasons(name))
-		}
-		return nil
-	})
+	// No PodReconfigured event is required here: client-go's event spam filter drops an
+	// object's events past a burst of 25, which this cluster's rollout above may already
+	// have used; act_reconfigure_test.go checks the event.
 	for n, p := range e.MemberPods(name) {
 		if p.UID != uids[n] {
 			t.Errorf("pod %s recreated for a label change", n)
