@@ -45,7 +45,19 @@ type BackupRestore struct {
 	// Token is the restored cluster's token; the member's pod carries it as its
 	// RecoveryToken, which is what proves the record is the controller's.
 	Token string
+	// StepStarted: the member's pod has run its restore step (the init container that
+	// downloads and restores the backup) at least once, or runs it now.
+	StepStarted bool
+	// StepDoneAt is when that restore step finished successfully (zero: it has not).
+	StepDoneAt time.Time
 }
+
+// DefaultBackupRestoreTimeout bounds a total-loss restore while its restore step runs:
+// the step downloads the whole backup, and a multi-GiB object on a slow link takes far
+// longer than RecoveryTimeout, which would abandon and download it again forever. A
+// member whose step never started, and the time after the step finished (etcd starting
+// on restored data), are still bounded by the shorter RecoveryTimeout.
+const DefaultBackupRestoreTimeout = time.Hour
 
 // planTotalLoss is rule 6 when no member pod exists at all.
 //   - a member claim exists → QuorumLost: its data may survive; it is never restored over.
@@ -105,9 +117,10 @@ func planTotalLoss(d Desired, o Observed) Action {
 //     later → FinishBackupRestore; scale-up then regrows the cluster.
 //   - the record is not one the controller is carrying out → AbortBackupRestore,
 //     nothing deleted.
-//   - the opt-in was withdrawn, the member's pod is gone, or RecoveryTimeout has passed
-//     → AbortBackupRestore, deleting only that member's pod (it holds nothing but the
-//     backup's copy); rule 6 may then start another attempt.
+//   - the opt-in was withdrawn, the member's pod is gone, or its time is up (see
+//     backupRestoreOverdue: DefaultBackupRestoreTimeout while the restore step runs,
+//     RecoveryTimeout otherwise) → AbortBackupRestore, deleting only that member's pod
+//     (it holds nothing but the backup's copy); rule 6 may then start another attempt.
 //   - no pod yet → RestoreFromBackup again with the recorded member.
 //   - otherwise Wait (a failing restore step is reported by PodsHealthy meanwhile).
 func planBackupRestore(d Desired, o Observed) Action {
@@ -139,8 +152,11 @@ func planBackupRestore(d Desired, o Observed) Action {
 		return abort("the opt-in to restore from backup was withdrawn")
 	case pod != nil && pod.gone():
 		return abort(fmt.Sprintf("the member's pod %s is gone", r.Member))
-	case o.Now.Sub(r.StartedAt) > d.RecoveryTimeout:
-		return abort(fmt.Sprintf("the member did not serve within %s", d.RecoveryTimeout))
+	}
+	if why := backupRestoreOverdue(d, o); why != "" {
+		return abort(why)
+	}
+	switch {
 	case pod == nil:
 		ver, err := ParseVersion(d.Version)
 		if err != nil {
@@ -152,9 +168,35 @@ func planBackupRestore(d Desired, o Observed) Action {
 	return wait(v1beta2.ReasonRestoringFromBackup, fmt.Sprintf("waiting for member %s to restore s3://%s (revision %d) and serve", r.Member, r.Path, r.Revision), requeueShort)
 }
 
+// backupRestoreOverdue says why a recorded restore has run out of time, or "". The
+// restore step may take DefaultBackupRestoreTimeout from the decision (a big download);
+// a step that never started, and etcd after the step finished, get RecoveryTimeout.
+func backupRestoreOverdue(d Desired, o Observed) string {
+	r := o.BackupRestore
+	switch {
+	case !r.StepDoneAt.IsZero():
+		if o.Now.Sub(r.StepDoneAt) > d.RecoveryTimeout {
+			return fmt.Sprintf("the member did not serve within %s of its restore step finishing", d.RecoveryTimeout)
+		}
+	case r.StepStarted:
+		if o.Now.Sub(r.StartedAt) > DefaultBackupRestoreTimeout {
+			return fmt.Sprintf("the restore step did not finish within %s", DefaultBackupRestoreTimeout)
+		}
+	default:
+		if o.Now.Sub(r.StartedAt) > d.RecoveryTimeout {
+			return fmt.Sprintf("the member's restore step did not start within %s", d.RecoveryTimeout)
+		}
+	}
+	return ""
+}
+
 // backupRestoreRecordInvalid says why a recorded restore is not one the controller is
 // carrying out, or "" if it is. Once its pod exists, the pod's marker proves it. Before,
-// the cluster must call for exactly this: total loss past its grace, with the opt-in.
+// the cluster must still be totally lost, with the opt-in, apart from what the restore
+// itself creates: objects named after the recorded member (its claim, or its pod seen by
+// the API server before the cache) are the restore's own and do not count. The grace
+// and the backup were proven when the record was written; they are not asked again (the
+// controller stops timing the loss and listing backups once the restore is recorded).
 func backupRestoreRecordInvalid(d Desired, o Observed, pod *Pod) string {
 	r := o.BackupRestore
 	if pod != nil {
@@ -166,10 +208,23 @@ func backupRestoreRecordInvalid(d Desired, o Observed, pod *Pod) string {
 	if !IsMemberName(d.ClusterName, r.Member) {
 		return fmt.Sprintf("%q is not a member name of this cluster", r.Member)
 	}
-	fresh := o
-	fresh.BackupRestore = nil
-	if a := Plan(d, fresh); a.Kind != RestoreFromBackup {
-		return "the cluster does not call for a restore: " + a.Reason
+	var others []string
+	for _, c := range o.Claims {
+		if c != r.Member {
+			others = append(others, c)
+		}
+	}
+	switch {
+	case !d.RestoreFromBackup:
+		return "restore from backup is not allowed (no opt-in)"
+	case !o.Bootstrapped:
+		return "the cluster never formed"
+	case o.MembersKnown && len(o.Members) > 0:
+		return "a member answers"
+	case len(o.Pods) > 0:
+		return fmt.Sprintf("member pod %s exists", o.Pods[0].Name)
+	case len(others) > 0:
+		return fmt.Sprintf("member claims %v exist: their data may survive", others)
 	}
 	return ""
 }
