@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -76,26 +77,26 @@ func planTotalLoss(d Desired, o Observed) Action {
 		return Action{Kind: QuorumLost, Reason: v1beta2.ReasonAllMembersLost, RequeueAfter: requeueLong,
 			Message: fmt.Sprintf("%s, but member claims exist (%v): their data may survive, so nothing is restored over it", lost, o.Claims)}
 	}
-	b := o.Backup
+	b, passed := o.Backup, backupProblemsNote(o)
 	switch {
 	case !d.RestoreFromBackup && b != nil:
 		return Action{Kind: QuorumLost, Reason: v1beta2.ReasonAllMembersLost, RequeueAfter: requeueLong,
-			Message: fmt.Sprintf("%s; backup s3://%s (EtcdBackup %s, revision %d) is available: annotate the cluster %s=\"true\" to restore it in place (writes after that revision are lost)",
-				lost, b.Path, b.Backup, b.Revision, v1beta2.AnnotationAllowRestoreFromBackup)}
+			Message: fmt.Sprintf("%s; backup s3://%s (EtcdBackup %s, revision %d) is available: annotate the cluster %s=\"true\" to restore it in place (writes after that revision are lost)%s",
+				lost, b.Path, b.Backup, b.Revision, v1beta2.AnnotationAllowRestoreFromBackup, passed)}
 	case !d.RestoreFromBackup:
 		return Action{Kind: QuorumLost, Reason: v1beta2.ReasonAllMembersLost, RequeueAfter: requeueLong,
-			Message: lost + "; restore from a backup (an EtcdRestore, or an EtcdBackup of this cluster and the annotation " + v1beta2.AnnotationAllowRestoreFromBackup + ")"}
+			Message: lost + "; restore from a backup (an EtcdRestore, or an EtcdBackup of this cluster and the annotation " + v1beta2.AnnotationAllowRestoreFromBackup + ")" + passed}
 	case b == nil:
 		return Action{Kind: QuorumLost, Reason: v1beta2.ReasonAllMembersLost, RequeueAfter: requeueLong,
-			Message: lost + "; restore from backup is allowed but no EtcdBackup of this namespace targeting this cluster has a backup"}
+			Message: lost + "; restore from backup is allowed but no EtcdBackup of this namespace targeting this cluster has a usable backup" + passed}
 	}
 	since := o.AllLostSince
 	if since.IsZero() || since.After(o.Now) {
 		since = o.Now
 	}
 	if el := o.Now.Sub(since); el < d.QuorumLossGrace {
-		return wait(v1beta2.ReasonAllMembersLost, fmt.Sprintf("%s; restoring s3://%s (revision %d) unless a member returns within %s",
-			lost, b.Path, b.Revision, d.QuorumLossGrace), remaining(d.QuorumLossGrace, el))
+		return wait(v1beta2.ReasonAllMembersLost, fmt.Sprintf("%s; restoring s3://%s (revision %d) unless a member returns within %s%s",
+			lost, b.Path, b.Revision, d.QuorumLossGrace, passed), remaining(d.QuorumLossGrace, el))
 	}
 	ver, err := ParseVersion(d.Version)
 	if err != nil {
@@ -107,8 +108,17 @@ func planTotalLoss(d Desired, o Observed) Action {
 	}
 	name := NewMemberNames(d.ClusterName, o.nameSeed(), 1, avoid)[0]
 	return Action{Kind: RestoreFromBackup, Name: name, Version: ver.String(), Revision: b.Revision, Reason: v1beta2.ReasonRestoringFromBackup,
-		Message: fmt.Sprintf("%s for over %s; restoring the newest restorable backup of EtcdBackup %s (newest: s3://%s, revision %d) into member %s",
-			lost, d.QuorumLossGrace, b.Backup, b.Path, b.Revision, name)}
+		Message: fmt.Sprintf("%s for over %s; restoring the newest restorable backup of EtcdBackup %s (newest: s3://%s, revision %d) into member %s%s",
+			lost, d.QuorumLossGrace, b.Backup, b.Path, b.Revision, name, passed)}
+}
+
+// backupProblemsNote says, for a total-loss message, why EtcdBackups or objects were
+// passed over ("" when none was): the tenant sees why no backup, or an older one, is used.
+func backupProblemsNote(o Observed) string {
+	if len(o.BackupProblems) == 0 {
+		return ""
+	}
+	return "; passed over: " + strings.Join(o.BackupProblems, "; ")
 }
 
 // planBackupRestore is rule 3b: a recorded restore from backup is finished before

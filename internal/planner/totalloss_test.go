@@ -33,6 +33,18 @@ func TestPlanTotalLoss(t *testing.T) {
 			}}},
 		{"no backup: reported", restoreAllowed(3), func() Observed { o := lostCluster(); o.Backup = nil; return o },
 			want{kind: QuorumLost, reason: "AllMembersLost", check: wantMessage("no EtcdBackup")}},
+		{"no usable backup: the problems are reported", restoreAllowed(3), func() Observed {
+			o := lostCluster()
+			o.Backup, o.BackupProblems = nil, []string{"EtcdBackup b: AccessDenied", "listing the backups took longer than 20s"}
+			return o
+		}, want{kind: QuorumLost, reason: "AllMembersLost", check: func(t *testing.T, a Action) {
+			wantMessage("passed over: EtcdBackup b: AccessDenied; listing the backups took longer than 20s")(t, a)
+		}}},
+		{"no opt-in: the problems are reported beside the backup", size(3), func() Observed {
+			o := lostCluster()
+			o.BackupProblems = []string{"EtcdBackup other: spec.s3.credentialsSource Environment refused"}
+			return o
+		}, want{kind: QuorumLost, reason: "AllMembersLost", check: wantMessage("passed over: EtcdBackup other")}},
 		{"a member claim exists: its data may survive, never restored over", restoreAllowed(3), func() Observed {
 			o := lostCluster()
 			o.KnownMembers = nil // rule 5 would recreate a known member's pod on it
