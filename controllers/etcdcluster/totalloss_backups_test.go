@@ -208,3 +208,39 @@ func TestRecordedRestoreReadsItsRestoreStep(t *testing.T) {
 		})
 	}
 }
+
+// A choice that found nothing restorable is not tried again (downloading candidates
+// again) for backupChooseRetry; the error says until when. A cluster no longer lost
+// forgets it.
+func TestFailedChoiceIsNotRetriedAtOnce(t *testing.T) {
+	store, secret, endpoint := lossStore(t)
+	key := backup.PeriodicKey("c/per", 10, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	md := map[string]string{backupselect.MetaBackupNamespace: "ns", backupselect.MetaBackupName: "b"}
+	if _, err := store.Put(context.Background(), key, strings.NewReader("not a snapshot"), backup.PutOptions{Metadata: md}); err != nil {
+		t.Fatal(err)
+	}
+	f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) {
+		c.Annotations = map[string]string{etcdv1beta2.AnnotationAllowRestoreFromBackup: "true"}
+		c.Status.Bootstrapped = true
+	}, secret, s3Backup("b", "c", lossBucket+"/c/per", endpoint))
+	f.r.DownloadDir = t.TempDir()
+	now := proofNow
+	f.r.Now = func() time.Time { return now }
+
+	_, err := f.r.chooseBackup(context.Background(), f.cluster)
+	if err == nil || !strings.Contains(err.Error(), "s3://"+lossBucket+"/"+key) {
+		t.Fatalf("first choice: %v, want the object's failure", err)
+	}
+	// Restorable now: still not tried again within the retry gap.
+	if _, err := store.Put(context.Background(), key, bytes.NewReader(etcdtest.Snapshot(t, 1)), backup.PutOptions{Metadata: md}); err != nil {
+		t.Fatal(err)
+	}
+	now = proofNow.Add(backupChooseRetry - time.Second)
+	if _, err := f.r.chooseBackup(context.Background(), f.cluster); err == nil || !strings.Contains(err.Error(), "not tried again before") {
+		t.Fatalf("within the retry gap: %v", err)
+	}
+	now = proofNow.Add(backupChooseRetry)
+	if rec, err := f.r.chooseBackup(context.Background(), f.cluster); err != nil || rec.Path != lossBucket+"/"+key {
+		t.Fatalf("after the retry gap: %+v %v", rec, err)
+	}
+}
