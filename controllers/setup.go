@@ -86,6 +86,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		MinQuorumLossGrace: opts.MinQuorumLossGrace,
 		Scope:              opts.Scope,
 		AfterAction:        opts.AfterAction,
+		S3Access:           backupstorage.S3Access{AllowAmbient: opts.AllowAmbientS3Credentials},
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -170,7 +170,9 @@ func scheduleWait(v verification, now time.Time) time.Duration {
 // versionRE is an etcd version as status records it: it becomes part of an image name.
 var versionRE = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+$`)
 
-// startVerification creates the verification pod for the backup's newest object.
+// startVerification creates the verification pod for the backup's newest object: the
+// one the controller picked on S3, the newest under the path on a PVC (which the
+// operator cannot read).
 func (r *Reconciler) startVerification(ctx context.Context, eb *etcdv1beta2.EtcdBackup, now time.Time) (ctrl.Result, error) {
 	version := eb.Status.EtcdVersion
 	if !versionRE.MatchString(version) {
@@ -188,7 +190,11 @@ func (r *Reconciler) startVerification(ctx context.Context, eb *etcdv1beta2.Etcd
 	case etcdv1beta2.BackupStorageTypePVC:
 		spec.PVC = eb.Spec.PVC
 	default:
-		spec.S3 = eb.Spec.S3
+		s3, reason, msg := r.verifiedObjectS3(ctx, eb) // verify_object.go
+		if s3 == nil {
+			return ctrl.Result{}, r.setVerified(ctx, eb, verifiedUpdate{started: now, reason: reason, msg: msg})
+		}
+		spec.S3, spec.Latest = s3, false
 	}
 	pod, err := render.VerifyPod(spec)
 	if err != nil {

@@ -2,19 +2,15 @@ package etcdcluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/internal/restore"
 )
 
 // ClusterConditionRestoredFromBackup says the cluster's data came from a backup after
@@ -58,28 +54,6 @@ func (r *Reconciler) startBackupRestore(ctx context.Context, c *etcdv1beta2.Etcd
 	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberPodCreated,
 		"created pod %s, which restores s3://%s (revision %d)", rec.Member, rec.Path, rec.Revision)
 	return nil
-}
-
-// chooseBackup verifies the backups newest first, as the restore step will (stored
-// SHA-256, etcd's integrity hash, a readable database), and returns the record of the
-// first that passes, pinned to the bytes verified.
-func (r *Reconciler) chooseBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*etcdv1beta2.BackupRestoreStatus, error) {
-	objs, problems := r.backupObjects(ctx, c)
-	for _, b := range objs {
-		v, err := restore.VerifyBackup(ctx, b.store, b.key, r.DownloadDir)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("s3://%s: %v", b.path, err))
-			log.FromContext(ctx).Info("backup not restorable; trying an older one", "backup", b.backup.Name, "path", b.path, "error", err.Error())
-			continue
-		}
-		return &etcdv1beta2.BackupRestoreStatus{
-			Backup: b.backup.Name, BackupUID: string(b.backup.UID), Path: b.path, SHA256: v.Pin, Revision: v.Status.Revision,
-		}, nil
-	}
-	if len(problems) == 0 {
-		problems = []string{"no backup object found"}
-	}
-	return nil, errors.New("no restorable backup: " + strings.Join(problems, "; "))
 }
 
 // finishBackupRestore executes FinishBackupRestore: the restored member serves, so the

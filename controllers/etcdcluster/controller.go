@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
@@ -84,8 +85,13 @@ type Reconciler struct {
 	backoff  *stepBackoff
 	// claimReports carries the storage step's findings to the SpecApplied condition.
 	claimReports claimReportMemo
-	// loss times total losses (totalloss_observe.go).
-	loss lossClock
+	// loss times total losses (totalloss_observe.go); lostBackups keeps what was found
+	// to restore them from (totalloss_backups.go).
+	loss        lossClock
+	lostBackups lostBackupCache
+	// S3Access is what the operator lends to reach a total-loss restore's backups
+	// (--allow-ambient-s3-credentials).
+	S3Access backupstorage.S3Access
 	// DownloadDir holds a backup while a total-loss restore verifies it ("": the
 	// system's temporary directory).
 	DownloadDir string

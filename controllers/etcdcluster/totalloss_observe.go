@@ -14,9 +14,8 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
-	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
+	"github.com/etcd-operator/etcd-operator/internal/backupselect"
 	"github.com/etcd-operator/etcd-operator/internal/backuptarget"
-	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
@@ -51,12 +50,20 @@ func (l *lossClock) observe(key string, lost bool, now time.Time) time.Time {
 	return l.since[key]
 }
 
-// observeTotalLoss fills AllLostSince and Backup of the planner's view. Nothing is left
-// when no member answered and no pod or claim labelled as the cluster's exists in any
-// state, read fresh from the API server and whoever controls it: a pod or claim the
-// cluster does not control could still hold a member's data.
+// observeTotalLoss fills AllLostSince, Backup and BackupProblems of the planner's view.
+// Nothing is left when no member answered and no pod or claim labelled as the cluster's
+// exists in any state, read fresh from the API server and whoever controls it: a pod or
+// claim the cluster does not control could still hold a member's data. Once a restore
+// is recorded, the loss is no longer timed nor backups listed (the planner asks neither
+// of a recorded restore); what its member's restore step did is read instead.
 func (r *Reconciler) observeTotalLoss(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation) error {
 	p := &o.planner
+	if rec := c.Status.BackupRestore; rec.InProgress() {
+		if p.BackupRestore != nil {
+			p.BackupRestore.StepStarted, p.BackupRestore.StepDoneAt = restoreStepProgress(o.pods[rec.Member])
+		}
+		return nil
+	}
 	lost := p.Bootstrapped && (!p.MembersKnown || len(p.Members) == 0) && len(p.Pods) == 0 && len(p.Claims) == 0
 	if lost {
 		left, err := r.anythingLabelled(ctx, c)
@@ -65,18 +72,17 @@ func (r *Reconciler) observeTotalLoss(ctx context.Context, c *etcdv1beta2.EtcdCl
 		}
 		lost = !left
 	}
-	p.AllLostSince = r.loss.observe(clusterKey(c)+"/"+string(c.UID), lost, p.Now)
+	key := clusterKey(c) + "/" + string(c.UID)
+	p.AllLostSince = r.loss.observe(key, lost, p.Now)
 	if !lost {
+		r.lostBackups.forget(key)
 		return nil
 	}
-	objs, problems := r.backupObjects(ctx, c)
-	for _, msg := range problems {
+	found := r.listLostBackups(ctx, c, p.Now)
+	for _, msg := range found.problems {
 		log.FromContext(ctx).Info("backup not usable for a total-loss restore", "problem", msg)
 	}
-	if len(objs) > 0 {
-		b := objs[0]
-		p.Backup = &planner.BackupCandidate{Backup: b.backup.Name, Path: b.path, Revision: b.revision}
-	}
+	p.Backup, p.BackupProblems = found.newest, found.problems
 	return nil
 }
 
@@ -103,22 +109,23 @@ func (r *Reconciler) apiReader() client.Reader {
 	return r.Client
 }
 
-// backupObject is one object an EtcdBackup wrote.
+// backupObject is one object an EtcdBackup wrote, as listed: named like its objects,
+// its metadata not read yet (backupselect.DescribeOwn does before any use).
 type backupObject struct {
 	backup   *etcdv1beta2.EtcdBackup
-	store    backup.Store
+	src      backupselect.Source
 	key      string
 	path     string // "<bucket>/<key>"
-	revision int64  // from the object's name, else the EtcdBackup's status
+	revision int64  // from the object's name, else its metadata or the EtcdBackup's status
 	at       time.Time
 	// verified: the EtcdBackup's status says this object passed a verification (same
 	// key and revision). Only a preference: the object is checked again before use.
 	verified bool
 }
 
-// backupObjects lists, newest first, the objects written by the EtcdBackups of the
-// cluster's namespace that target it (restricted to the one the opt-in annotation names,
-// if it names one), and says why other EtcdBackups were passed over.
+// backupObjects lists, in the order they are tried, the objects written by the
+// EtcdBackups of the cluster's namespace that target it (restricted to the one the opt-in
+// annotation names, if it names one), and says why other EtcdBackups were passed over.
 // Objects that passed a backup verification come first, newest first, then the others:
 // a restore from a backup that was seen to restore is preferred to a newer one that was
 // only checksummed.
@@ -164,8 +171,10 @@ func sortCandidates(out []backupObject) {
 	})
 }
 
-// objectsOf lists what one S3 EtcdBackup wrote: its periodic backups and the object at
-// its exact key. PVC backups cannot be read by the operator and are not candidates.
+// objectsOf lists what one S3 EtcdBackup wrote, as internal/backupselect lists it (its
+// periodic backups and the object at its exact key, only those whose metadata names
+// this EtcdBackup: two EtcdBackups writing the same prefix never restore each other's
+// objects). PVC backups cannot be read by the operator and are not candidates.
 func (r *Reconciler) objectsOf(ctx context.Context, eb *etcdv1beta2.EtcdBackup) ([]backupObject, error) {
 	if eb.Spec.StorageType != etcdv1beta2.BackupStorageTypeS3 || eb.Spec.S3 == nil {
 		return nil, fmt.Errorf("storage type %q: only S3 backups can be restored after total loss", eb.Spec.StorageType)
@@ -174,26 +183,23 @@ func (r *Reconciler) objectsOf(ctx context.Context, eb *etcdv1beta2.EtcdBackup) 
 	if err != nil {
 		return nil, err
 	}
-	store, err := backupstorage.OpenS3(ctx, r.Client, eb.Namespace, eb.Spec.S3, bucket)
+	store, err := r.S3Access.Open(ctx, r.apiReader(), eb.Namespace, eb.Spec.S3, bucket)
 	if err != nil {
 		return nil, err
 	}
-	listed, err := store.List(ctx, key)
+	src := backupselect.Source{Store: store, Key: key, Namespace: eb.Namespace, Name: eb.Name}
+	entries, err := backupselect.List(ctx, src)
 	if err != nil {
 		return nil, err
 	}
-	var out []backupObject
-	for _, obj := range listed {
-		rev, at, periodic := backup.ParsePeriodicKey(key, obj.Key)
-		switch {
-		case periodic:
-		case obj.Key == key:
-			rev, at = eb.Status.EtcdRevision, obj.LastModified
-		default:
-			continue // not this backup's: never restored from
+	out := make([]backupObject, 0, len(entries))
+	for _, e := range entries {
+		rev := e.Revision
+		if e.Key == key && rev == 0 {
+			rev = eb.Status.EtcdRevision // a one-shot object without the revision in its metadata
 		}
-		out = append(out, backupObject{backup: eb, store: store, key: obj.Key, path: bucket + "/" + obj.Key, revision: rev, at: at,
-			verified: verifiedObject(eb, obj.Key, rev)})
+		out = append(out, backupObject{backup: eb, src: src, key: e.Key, path: bucket + "/" + e.Key, revision: rev, at: e.Time,
+			verified: verifiedObject(eb, e.Key, rev)})
 	}
 	return out, nil
 }

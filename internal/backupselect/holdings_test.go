@@ -122,3 +122,20 @@ func TestPick(t *testing.T) {
 		t.Fatalf("min revision 301 (only another backup's object and an unfinished one hold it): %+v %v", e, err)
 	}
 }
+
+// DescribeOwn admits only the backup's own complete objects, without an error for the rest.
+func TestDescribeOwn(t *testing.T) {
+	s, _ := store(t)
+	src := Source{Store: s, Key: "c/k", Namespace: "ns", Name: "b"}
+	for key, want := range map[string]bool{
+		"c/k_v300_2026-12-01-12:00:00": true,
+		"c/k_v999_2026-12-01-13:00:00": false, // another backup's
+		"c/k_v400_2026-12-01-12:30:00": false, // unfinished
+		"c/k_v1_2026-11-01-12:30:00":   false, // absent
+	} {
+		e, ok, err := DescribeOwn(context.Background(), src, key)
+		if err != nil || ok != want || ok && (e.Key != key || e.SHA256 == "") {
+			t.Errorf("%s: %+v %v %v, want ok=%v", key, e, ok, err, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -45,7 +46,19 @@ type BackupRestore struct {
 	// Token is the restored cluster's token; the member's pod carries it as its
 	// RecoveryToken, which is what proves the record is the controller's.
 	Token string
+	// StepStarted: the member's pod has run its restore step (the init container that
+	// downloads and restores the backup) at least once, or runs it now.
+	StepStarted bool
+	// StepDoneAt is when that restore step finished successfully (zero: it has not).
+	StepDoneAt time.Time
 }
+
+// DefaultBackupRestoreTimeout bounds a total-loss restore while its restore step runs:
+// the step downloads the whole backup, and a multi-GiB object on a slow link takes far
+// longer than RecoveryTimeout, which would abandon and download it again forever. A
+// member whose step never started, and the time after the step finished (etcd starting
+// on restored data), are still bounded by the shorter RecoveryTimeout.
+const DefaultBackupRestoreTimeout = time.Hour
 
 // planTotalLoss is rule 6 when no member pod exists at all.
 //   - a member claim exists → QuorumLost: its data may survive; it is never restored over.
@@ -64,26 +77,26 @@ func planTotalLoss(d Desired, o Observed) Action {
 		return Action{Kind: QuorumLost, Reason: v1beta2.ReasonAllMembersLost, RequeueAfter: requeueLong,
 			Message: fmt.Sprintf("%s, but member claims exist (%v): their data may survive, so nothing is restored over it", lost, o.Claims)}
 	}
-	b := o.Backup
+	b, passed := o.Backup, backupProblemsNote(o)
 	switch {
 	case !d.RestoreFromBackup && b != nil:
 		return Action{Kind: QuorumLost, Reason: v1beta2.ReasonAllMembersLost, RequeueAfter: requeueLong,
-			Message: fmt.Sprintf("%s; backup s3://%s (EtcdBackup %s, revision %d) is available: annotate the cluster %s=\"true\" to restore it in place (writes after that revision are lost)",
-				lost, b.Path, b.Backup, b.Revision, v1beta2.AnnotationAllowRestoreFromBackup)}
+			Message: fmt.Sprintf("%s; backup s3://%s (EtcdBackup %s, revision %d) is available: annotate the cluster %s=\"true\" to restore it in place (writes after that revision are lost)%s",
+				lost, b.Path, b.Backup, b.Revision, v1beta2.AnnotationAllowRestoreFromBackup, passed)}
 	case !d.RestoreFromBackup:
 		return Action{Kind: QuorumLost, Reason: v1beta2.ReasonAllMembersLost, RequeueAfter: requeueLong,
-			Message: lost + "; restore from a backup (an EtcdRestore, or an EtcdBackup of this cluster and the annotation " + v1beta2.AnnotationAllowRestoreFromBackup + ")"}
+			Message: lost + "; restore from a backup (an EtcdRestore, or an EtcdBackup of this cluster and the annotation " + v1beta2.AnnotationAllowRestoreFromBackup + ")" + passed}
 	case b == nil:
 		return Action{Kind: QuorumLost, Reason: v1beta2.ReasonAllMembersLost, RequeueAfter: requeueLong,
-			Message: lost + "; restore from backup is allowed but no EtcdBackup of this namespace targeting this cluster has a backup"}
+			Message: lost + "; restore from backup is allowed but no EtcdBackup of this namespace targeting this cluster has a usable backup" + passed}
 	}
 	since := o.AllLostSince
 	if since.IsZero() || since.After(o.Now) {
 		since = o.Now
 	}
 	if el := o.Now.Sub(since); el < d.QuorumLossGrace {
-		return wait(v1beta2.ReasonAllMembersLost, fmt.Sprintf("%s; restoring s3://%s (revision %d) unless a member returns within %s",
-			lost, b.Path, b.Revision, d.QuorumLossGrace), remaining(d.QuorumLossGrace, el))
+		return wait(v1beta2.ReasonAllMembersLost, fmt.Sprintf("%s; restoring s3://%s (revision %d) unless a member returns within %s%s",
+			lost, b.Path, b.Revision, d.QuorumLossGrace, passed), remaining(d.QuorumLossGrace, el))
 	}
 	ver, err := ParseVersion(d.Version)
 	if err != nil {
@@ -95,8 +108,17 @@ func planTotalLoss(d Desired, o Observed) Action {
 	}
 	name := NewMemberNames(d.ClusterName, o.nameSeed(), 1, avoid)[0]
 	return Action{Kind: RestoreFromBackup, Name: name, Version: ver.String(), Revision: b.Revision, Reason: v1beta2.ReasonRestoringFromBackup,
-		Message: fmt.Sprintf("%s for over %s; restoring the newest restorable backup of EtcdBackup %s (newest: s3://%s, revision %d) into member %s",
-			lost, d.QuorumLossGrace, b.Backup, b.Path, b.Revision, name)}
+		Message: fmt.Sprintf("%s for over %s; restoring the newest restorable backup of EtcdBackup %s (newest: s3://%s, revision %d) into member %s%s",
+			lost, d.QuorumLossGrace, b.Backup, b.Path, b.Revision, name, passed)}
+}
+
+// backupProblemsNote says, for a total-loss message, why EtcdBackups or objects were
+// passed over ("" when none was): the tenant sees why no backup, or an older one, is used.
+func backupProblemsNote(o Observed) string {
+	if len(o.BackupProblems) == 0 {
+		return ""
+	}
+	return "; passed over: " + strings.Join(o.BackupProblems, "; ")
 }
 
 // planBackupRestore is rule 3b: a recorded restore from backup is finished before
@@ -105,9 +127,10 @@ func planTotalLoss(d Desired, o Observed) Action {
 //     later → FinishBackupRestore; scale-up then regrows the cluster.
 //   - the record is not one the controller is carrying out → AbortBackupRestore,
 //     nothing deleted.
-//   - the opt-in was withdrawn, the member's pod is gone, or RecoveryTimeout has passed
-//     → AbortBackupRestore, deleting only that member's pod (it holds nothing but the
-//     backup's copy); rule 6 may then start another attempt.
+//   - the opt-in was withdrawn, the member's pod is gone, or its time is up (see
+//     backupRestoreOverdue: DefaultBackupRestoreTimeout while the restore step runs,
+//     RecoveryTimeout otherwise) → AbortBackupRestore, deleting only that member's pod
+//     (it holds nothing but the backup's copy); rule 6 may then start another attempt.
 //   - no pod yet → RestoreFromBackup again with the recorded member.
 //   - otherwise Wait (a failing restore step is reported by PodsHealthy meanwhile).
 func planBackupRestore(d Desired, o Observed) Action {
@@ -139,8 +162,11 @@ func planBackupRestore(d Desired, o Observed) Action {
 		return abort("the opt-in to restore from backup was withdrawn")
 	case pod != nil && pod.gone():
 		return abort(fmt.Sprintf("the member's pod %s is gone", r.Member))
-	case o.Now.Sub(r.StartedAt) > d.RecoveryTimeout:
-		return abort(fmt.Sprintf("the member did not serve within %s", d.RecoveryTimeout))
+	}
+	if why := backupRestoreOverdue(d, o); why != "" {
+		return abort(why)
+	}
+	switch {
 	case pod == nil:
 		ver, err := ParseVersion(d.Version)
 		if err != nil {
@@ -152,9 +178,35 @@ func planBackupRestore(d Desired, o Observed) Action {
 	return wait(v1beta2.ReasonRestoringFromBackup, fmt.Sprintf("waiting for member %s to restore s3://%s (revision %d) and serve", r.Member, r.Path, r.Revision), requeueShort)
 }
 
+// backupRestoreOverdue says why a recorded restore has run out of time, or "". The
+// restore step may take DefaultBackupRestoreTimeout from the decision (a big download);
+// a step that never started, and etcd after the step finished, get RecoveryTimeout.
+func backupRestoreOverdue(d Desired, o Observed) string {
+	r := o.BackupRestore
+	switch {
+	case !r.StepDoneAt.IsZero():
+		if o.Now.Sub(r.StepDoneAt) > d.RecoveryTimeout {
+			return fmt.Sprintf("the member did not serve within %s of its restore step finishing", d.RecoveryTimeout)
+		}
+	case r.StepStarted:
+		if o.Now.Sub(r.StartedAt) > DefaultBackupRestoreTimeout {
+			return fmt.Sprintf("the restore step did not finish within %s", DefaultBackupRestoreTimeout)
+		}
+	default:
+		if o.Now.Sub(r.StartedAt) > d.RecoveryTimeout {
+			return fmt.Sprintf("the member's restore step did not start within %s", d.RecoveryTimeout)
+		}
+	}
+	return ""
+}
+
 // backupRestoreRecordInvalid says why a recorded restore is not one the controller is
 // carrying out, or "" if it is. Once its pod exists, the pod's marker proves it. Before,
-// the cluster must call for exactly this: total loss past its grace, with the opt-in.
+// the cluster must still be totally lost, with the opt-in, apart from what the restore
+// itself creates: objects named after the recorded member (its claim, or its pod seen by
+// the API server before the cache) are the restore's own and do not count. The grace
+// and the backup were proven when the record was written; they are not asked again (the
+// controller stops timing the loss and listing backups once the restore is recorded).
 func backupRestoreRecordInvalid(d Desired, o Observed, pod *Pod) string {
 	r := o.BackupRestore
 	if pod != nil {
@@ -166,10 +218,23 @@ func backupRestoreRecordInvalid(d Desired, o Observed, pod *Pod) string {
 	if !IsMemberName(d.ClusterName, r.Member) {
 		return fmt.Sprintf("%q is not a member name of this cluster", r.Member)
 	}
-	fresh := o
-	fresh.BackupRestore = nil
-	if a := Plan(d, fresh); a.Kind != RestoreFromBackup {
-		return "the cluster does not call for a restore: " + a.Reason
+	var others []string
+	for _, c := range o.Claims {
+		if c != r.Member {
+			others = append(others, c)
+		}
+	}
+	switch {
+	case !d.RestoreFromBackup:
+		return "restore from backup is not allowed (no opt-in)"
+	case !o.Bootstrapped:
+		return "the cluster never formed"
+	case o.MembersKnown && len(o.Members) > 0:
+		return "a member answers"
+	case len(o.Pods) > 0:
+		return fmt.Sprintf("member pod %s exists", o.Pods[0].Name)
+	case len(others) > 0:
+		return fmt.Sprintf("member claims %v exist: their data may survive", others)
 	}
 	return ""
 }

@@ -33,6 +33,18 @@ func TestPlanTotalLoss(t *testing.T) {
 			}}},
 		{"no backup: reported", restoreAllowed(3), func() Observed { o := lostCluster(); o.Backup = nil; return o },
 			want{kind: QuorumLost, reason: "AllMembersLost", check: wantMessage("no EtcdBackup")}},
+		{"no usable backup: the problems are reported", restoreAllowed(3), func() Observed {
+			o := lostCluster()
+			o.Backup, o.BackupProblems = nil, []string{"EtcdBackup b: AccessDenied", "listing the backups took longer than 20s"}
+			return o
+		}, want{kind: QuorumLost, reason: "AllMembersLost", check: func(t *testing.T, a Action) {
+			wantMessage("passed over: EtcdBackup b: AccessDenied; listing the backups took longer than 20s")(t, a)
+		}}},
+		{"no opt-in: the problems are reported beside the backup", size(3), func() Observed {
+			o := lostCluster()
+			o.BackupProblems = []string{"EtcdBackup other: spec.s3.credentialsSource Environment refused"}
+			return o
+		}, want{kind: QuorumLost, reason: "AllMembersLost", check: wantMessage("passed over: EtcdBackup other")}},
 		{"a member claim exists: its data may survive, never restored over", restoreAllowed(3), func() Observed {
 			o := lostCluster()
 			o.KnownMembers = nil // rule 5 would recreate a known member's pod on it
@@ -141,6 +153,60 @@ func TestPlanBackupRestore(t *testing.T) {
 			want{kind: AbortBackupRestore, reason: "BackupRestoreAborted", deletePod: yes()}},
 		{"its pod failed: abandoned", restoreAllowed(3), restoring(PodFailed, "tok"),
 			want{kind: AbortBackupRestore, reason: "BackupRestoreAborted", deletePod: yes()}},
+		// What the controller supplies once the restore is recorded: it no longer times
+		// the loss nor lists backups, and the restore's own claim (or pod, seen by the API
+		// server before the cache) is not evidence against the loss.
+		{"recorded, own claim, no pod seen, no backup or loss time: carried on", restoreAllowed(3), func() Observed {
+			o := restoring("", "")()
+			o.Backup, o.AllLostSince, o.Claims = nil, time.Time{}, []string{"c-r"}
+			return o
+		}, want{kind: RestoreFromBackup, name: "c-r"}},
+		{"recorded, no pod seen, no backup or loss time: carried on", restoreAllowed(3), func() Observed {
+			o := restoring("", "")()
+			o.Backup, o.AllLostSince = nil, time.Time{}
+			return o
+		}, want{kind: RestoreFromBackup, name: "c-r"}},
+		{"recorded, own claim and its pod: wait", restoreAllowed(3), func() Observed {
+			o := restoring(PodPending, "tok")()
+			o.Backup, o.AllLostSince, o.Claims = nil, time.Time{}, []string{"c-r"}
+			return o
+		}, want{kind: Wait, reason: "RestoringFromBackup"}},
+		{"recorded, another member's claim: forgotten", restoreAllowed(3), func() Observed {
+			o := restoring("", "")()
+			o.KnownMembers = nil
+			o.Claims = []string{"c-r", "c-old"}
+			return o
+		}, want{kind: AbortBackupRestore, reason: "BackupRestoreRecordInvalid", deletePod: no(), check: wantMessage("c-old")}},
+		{"restore step running for 50m (a big download): wait", restoreAllowed(3), func() Observed {
+			o := restoring(PodPending, "tok")()
+			o.BackupRestore.StepStarted = true
+			o.Now = o.BackupRestore.StartedAt.Add(50 * time.Minute)
+			return o
+		}, want{kind: Wait, reason: "RestoringFromBackup"}},
+		{"restore step running past its hour: abandoned", restoreAllowed(3), func() Observed {
+			o := restoring(PodPending, "tok")()
+			o.BackupRestore.StepStarted = true
+			o.Now = o.BackupRestore.StartedAt.Add(DefaultBackupRestoreTimeout + time.Second)
+			return o
+		}, want{kind: AbortBackupRestore, reason: "BackupRestoreAborted", deletePod: yes(), check: wantMessage("restore step did not finish within 1h0m0s")}},
+		{"restore step done 5m ago after 50m: wait for etcd", restoreAllowed(3), func() Observed {
+			o := restoring(PodRunning, "tok")()
+			o.BackupRestore.StepStarted = true
+			o.Now = o.BackupRestore.StartedAt.Add(55 * time.Minute)
+			o.BackupRestore.StepDoneAt = o.Now.Add(-5 * time.Minute)
+			return o
+		}, want{kind: Wait, reason: "RestoringFromBackup"}},
+		{"restore step done, etcd not serving 11m later: abandoned", restoreAllowed(3), func() Observed {
+			o := restoring(PodRunning, "tok")()
+			o.BackupRestore.StepStarted = true
+			o.BackupRestore.StepDoneAt = o.Now.Add(-11 * time.Minute)
+			return o
+		}, want{kind: AbortBackupRestore, reason: "BackupRestoreAborted", deletePod: yes(), check: wantMessage("of its restore step finishing")}},
+		{"restore step never started in 11m: abandoned", restoreAllowed(3), func() Observed {
+			o := restoring(PodPending, "tok")()
+			o.Now = o.BackupRestore.StartedAt.Add(11 * time.Minute)
+			return o
+		}, want{kind: AbortBackupRestore, reason: "BackupRestoreAborted", deletePod: yes(), check: wantMessage("did not start within 10m0s")}},
 		{"timed out: abandoned", restoreAllowed(3), func() Observed {
 			o := restoring(PodPending, "tok")()
 			o.Now = t0.Add(time.Hour)

@@ -141,6 +141,9 @@ type Observed struct {
 	// Backup is the newest backup a total-loss restore could use, as the controller
 	// found it (only looked for while no member answers and no pod exists); nil if none.
 	Backup *BackupCandidate
+	// BackupProblems say why EtcdBackups or their objects were passed over (unreadable,
+	// refused credentials, a listing that timed out), for the total-loss messages.
+	BackupProblems []string
 	// AllLostSince is when the controller first saw no member answer and no member pod
 	// or claim exist, continuously since (zero: not seen, or not yet recorded, and the
 	// grace starts at Now).

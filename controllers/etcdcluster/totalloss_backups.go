@@ -1,0 +1,222 @@
+package etcdcluster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backupselect"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/restore"
+)
+
+// The backups of a lost cluster live behind an endpoint and credentials its tenant
+// chose, and the controller has four workers for every namespace: a slow or silent S3
+// endpoint must not hold them. So the listing has a deadline and is done at most once
+// per backupListInterval per cluster while it is lost (the result is kept in memory),
+// and choosing, which downloads candidates, has a budget of its own and, once it failed,
+// is not tried again for backupChooseRetry.
+const (
+	backupListTimeout   = 20 * time.Second
+	backupListInterval  = time.Minute
+	backupChooseBudget  = 3 * time.Minute
+	backupChooseRetry   = 5 * time.Minute
+	maxProblemsReported = 5
+)
+
+// lostBackups is what the controller found for a lost cluster.
+type lostBackups struct {
+	at   time.Time
+	only string // the EtcdBackup the opt-in named when listed ("" for any)
+	// objs are the candidates in the order they are tried; newest the first of them
+	// that is provably this EtcdBackup's own (its metadata read).
+	objs     []backupObject
+	newest   *planner.BackupCandidate
+	problems []string
+}
+
+// lostBackupCache keeps, per cluster (namespace/name/UID), the last listing and the last
+// failed choice. Memory only: a restarted operator lists again, which is harmless.
+type lostBackupCache struct {
+	// listTimeout and chooseBudget replace backupListTimeout and backupChooseBudget
+	// when set (tests).
+	listTimeout, chooseBudget time.Duration
+
+	mu       sync.Mutex
+	listings map[string]lostBackups
+	failures map[string]chooseFailure
+}
+
+type chooseFailure struct {
+	at  time.Time
+	err error
+}
+
+func (l *lostBackupCache) get(key, only string, now time.Time) (lostBackups, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	found, ok := l.listings[key]
+	if !ok || found.only != only || now.Sub(found.at) >= backupListInterval || now.Before(found.at) {
+		return lostBackups{}, false
+	}
+	return found, true
+}
+
+func (l *lostBackupCache) put(key string, found lostBackups) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.listings == nil {
+		l.listings = map[string]lostBackups{}
+	}
+	l.listings[key] = found
+}
+
+// failedRecently is the last choice's error if it failed less than backupChooseRetry ago.
+func (l *lostBackupCache) failedRecently(key string, now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, ok := l.failures[key]
+	if !ok || now.Sub(f.at) >= backupChooseRetry || now.Before(f.at) {
+		return nil
+	}
+	return fmt.Errorf("%w (not tried again before %s)", f.err, f.at.Add(backupChooseRetry).UTC().Format(time.RFC3339))
+}
+
+func (l *lostBackupCache) chose(key string, now time.Time, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failures == nil {
+		l.failures = map[string]chooseFailure{}
+	}
+	if err == nil {
+		delete(l.failures, key)
+		return
+	}
+	l.failures[key] = chooseFailure{at: now, err: err}
+}
+
+// forget drops what was kept of a cluster that is no longer lost.
+func (l *lostBackupCache) forget(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.listings, key)
+	delete(l.failures, key)
+}
+
+// listLostBackups returns the candidates of a lost cluster, listed at most once per
+// backupListInterval and within backupListTimeout; a listing cut short says so in its
+// problems.
+func (r *Reconciler) listLostBackups(ctx context.Context, c *etcdv1beta2.EtcdCluster, now time.Time) lostBackups {
+	key, only := clusterKey(c)+"/"+string(c.UID), restoreFromBackupName(c)
+	if found, ok := r.lostBackups.get(key, only, now); ok {
+		return found
+	}
+	limit := cmp.Or(r.lostBackups.listTimeout, backupListTimeout)
+	lctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	objs, problems := r.backupObjects(lctx, c)
+	found := lostBackups{at: now, only: only, objs: objs, problems: problems}
+	for _, b := range objs {
+		_, ok, err := backupselect.DescribeOwn(lctx, b.src, b.key)
+		if err != nil {
+			found.problems = append(found.problems, fmt.Sprintf("s3://%s: %v", b.path, err))
+			break // the store fails: the next object would fail alike
+		}
+		if ok {
+			found.newest = &planner.BackupCandidate{Backup: b.backup.Name, Path: b.path, Revision: b.revision}
+			break
+		}
+	}
+	if lctx.Err() != nil {
+		found.problems = append(found.problems, fmt.Sprintf("listing the backups took longer than %s; tried again in %s", limit, backupListInterval))
+	}
+	found.problems = capProblems(found.problems)
+	r.lostBackups.put(key, found)
+	return found
+}
+
+// capProblems keeps status messages short: a namespace may hold many EtcdBackups.
+func capProblems(problems []string) []string {
+	if len(problems) <= maxProblemsReported {
+		return problems
+	}
+	return append(problems[:maxProblemsReported:maxProblemsReported], fmt.Sprintf("and %d more", len(problems)-maxProblemsReported))
+}
+
+// chooseBackup verifies the candidates in order, as the restore step will (stored
+// SHA-256, etcd's integrity hash, a readable database), and returns the record of the
+// first that passes, pinned to the bytes verified. It stops at the first that passes
+// and after backupChooseBudget; a failed choice is not tried again for
+// backupChooseRetry (the error says until when).
+func (r *Reconciler) chooseBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*etcdv1beta2.BackupRestoreStatus, error) {
+	key, now := clusterKey(c)+"/"+string(c.UID), r.Now()
+	if err := r.lostBackups.failedRecently(key, now); err != nil {
+		return nil, err
+	}
+	chosen, err := r.chooseWithin(ctx, c, now)
+	r.lostBackups.chose(key, now, err)
+	return chosen, err
+}
+
+func (r *Reconciler) chooseWithin(ctx context.Context, c *etcdv1beta2.EtcdCluster, now time.Time) (*etcdv1beta2.BackupRestoreStatus, error) {
+	found := r.listLostBackups(ctx, c, now)
+	problems := append([]string(nil), found.problems...)
+	budget := cmp.Or(r.lostBackups.chooseBudget, backupChooseBudget)
+	cctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	for i, b := range found.objs {
+		if cctx.Err() != nil {
+			problems = append(problems, fmt.Sprintf("checking the backups took longer than %s (%d of %d checked)", budget, i, len(found.objs)))
+			break
+		}
+		if _, ok, err := backupselect.DescribeOwn(cctx, b.src, b.key); err != nil || !ok {
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("s3://%s: %v", b.path, err))
+			}
+			continue // another EtcdBackup's object, unfinished, or gone: never restored from
+		}
+		v, err := restore.VerifyBackup(cctx, b.src.Store, b.key, r.DownloadDir)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("s3://%s: %v", b.path, err))
+			log.FromContext(ctx).Info("backup not restorable; trying an older one", "backup", b.backup.Name, "path", b.path, "error", err.Error())
+			continue
+		}
+		return &etcdv1beta2.BackupRestoreStatus{
+			Backup: b.backup.Name, BackupUID: string(b.backup.UID), Path: b.path, SHA256: v.Pin, Revision: v.Status.Revision,
+		}, nil
+	}
+	if len(problems) == 0 {
+		problems = []string{"no backup object found"}
+	}
+	return nil, errors.New("no restorable backup: " + strings.Join(capProblems(problems), "; "))
+}
+
+// restoreStepProgress reads a restore member's restore step (its init container): whether
+// it has run or runs now, and when it finished successfully (zero: not yet).
+func restoreStepProgress(p *corev1.Pod) (started bool, doneAt time.Time) {
+	if p == nil {
+		return false, time.Time{}
+	}
+	for _, st := range p.Status.InitContainerStatuses {
+		if st.Name != render.RestoreContainerName {
+			continue
+		}
+		started = st.State.Running != nil || st.State.Terminated != nil || st.LastTerminationState.Terminated != nil || st.RestartCount > 0
+		if t := st.State.Terminated; t != nil && t.ExitCode == 0 {
+			doneAt = t.FinishedAt.Time
+			if doneAt.IsZero() {
+				doneAt = t.StartedAt.Time
+			}
+		}
+	}
+	return started, doneAt
+}

@@ -1,0 +1,246 @@
+package etcdcluster
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/backupselect"
+	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
+)
+
+// lossStore is a MinIO bucket and the awsSecret "aws" of namespace "ns" that reads it.
+func lossStore(t *testing.T) (backup.Store, *corev1.Secret, string) {
+	t.Helper()
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, lossBucket)
+	data := map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}
+	creds, err := backup.ParseAWSSecret(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: lossBucket, ForcePathStyle: true, Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "ns"}, Data: data}, srv.Endpoint()
+}
+
+// lostObservation observes total loss of the fixture's cluster at now.
+func lostObservation(t *testing.T, f *proofFixture, now time.Time) *observation {
+	t.Helper()
+	o := f.observed(t)
+	o.planner = planner.Observed{Now: now, Bootstrapped: true}
+	if err := f.r.observeTotalLoss(context.Background(), f.cluster, o); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// Two EtcdBackups writing the same prefix (two teams sharing a bucket, a copy-pasted
+// s3.path): cluster c restores only objects its own EtcdBackup wrote, by their metadata,
+// even when the other's object is newer and restorable.
+func TestTotalLossRestoresOnlyItsOwnBackupsObjects(t *testing.T) {
+	store, secret, endpoint := lossStore(t)
+	ctx := context.Background()
+	snap := etcdtest.Snapshot(t, 5)
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	put := func(key, owner string) {
+		t.Helper()
+		md := map[string]string{backupselect.MetaBackupNamespace: "ns", backupselect.MetaBackupName: owner}
+		if _, err := store.Put(ctx, key, bytes.NewReader(snap), backup.PutOptions{Metadata: md}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ours, theirs := backup.PeriodicKey("shared/per", 10, at), backup.PeriodicKey("shared/per", 20, at.Add(time.Hour))
+	put(ours, "b")
+	put(theirs, "o") // newer, same names, another cluster's EtcdBackup
+
+	f := newProofFixtureWith(t, recordCreates(new([]creation)), func(c *etcdv1beta2.EtcdCluster) {
+		c.Annotations = map[string]string{etcdv1beta2.AnnotationAllowRestoreFromBackup: "true"}
+		c.Status.Bootstrapped = true
+	}, secret, s3Backup("b", "c", lossBucket+"/shared/per", endpoint), s3Backup("o", "other", lossBucket+"/shared/per", endpoint))
+	f.r.DownloadDir = t.TempDir()
+
+	o := lostObservation(t, f, proofNow)
+	if b := o.planner.Backup; b == nil || b.Backup != "b" || b.Path != lossBucket+"/"+ours {
+		t.Fatalf("candidate %+v, want EtcdBackup b's own %s", o.planner.Backup, ours)
+	}
+	a := planner.Action{Kind: planner.RestoreFromBackup, Name: "c-n", Version: "3.7.3", Revision: 10}
+	if _, err := f.r.act(ctx, f.cluster, o, a); err != nil {
+		t.Fatal(err)
+	}
+	if rec := stored(t, f.c).Status.BackupRestore; rec == nil || rec.Backup != "b" || rec.Path != lossBucket+"/"+ours {
+		t.Fatalf("recorded %+v, want EtcdBackup b's own %s", rec, ours)
+	}
+}
+
+// The cluster controller opens a backup's store with what the operator lends
+// (--allow-ambient-s3-credentials), and a refusal, like any per-EtcdBackup problem,
+// reaches the planner, which says it in the AllMembersLost condition.
+func TestTotalLossBackupProblemsAndAmbientCredentials(t *testing.T) {
+	ambient := s3Backup("amb", "c", lossBucket+"/c/per", "http://127.0.0.1:1")
+	ambient.Spec.S3.AWSSecret, ambient.Spec.S3.CredentialsSource = "", etcdv1beta2.S3CredentialsEnvironment
+	for _, allow := range []bool{false, true} {
+		f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) { c.Status.Bootstrapped = true }, ambient.DeepCopy())
+		f.r.S3Access = backupstorage.S3Access{AllowAmbient: allow}
+		f.r.lostBackups.listTimeout = 2 * time.Second
+		o := lostObservation(t, f, proofNow)
+		problems := strings.Join(o.planner.BackupProblems, "; ")
+		refused := strings.Contains(problems, "does not lend")
+		if !strings.HasPrefix(problems, "EtcdBackup amb: ") || refused == allow {
+			t.Errorf("allow ambient %v: problems %q", allow, problems)
+		}
+		a := planner.Plan(desiredFromSpec(f.cluster, time.Minute), o.planner)
+		if a.Reason != etcdv1beta2.ReasonAllMembersLost || !strings.Contains(a.Message, "passed over: EtcdBackup amb: ") {
+			t.Errorf("allow ambient %v: plan %v %q does not say why the backup is not used", allow, a.Kind, a.Message)
+		}
+	}
+}
+
+// silentS3 accepts connections and never answers: a tenant's endpoint that hangs.
+func silentS3(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return "http://" + l.Addr().String()
+}
+
+// A hanging S3 endpoint holds a worker only for the listing's deadline, the listing is
+// repeated at most once per interval while the cluster stays lost (the result is kept),
+// and the timeout is reported.
+func TestTotalLossListingHasADeadlineAndIsKept(t *testing.T) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "ns"}, Data: map[string][]byte{
+		"credentials": []byte("[default]\naws_access_key_id = a\naws_secret_access_key = b\n")}}
+	f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) { c.Status.Bootstrapped = true },
+		secret, s3Backup("b", "c", lossBucket+"/c/per", silentS3(t)))
+	f.r.lostBackups.listTimeout = 500 * time.Millisecond
+
+	start := time.Now()
+	o := lostObservation(t, f, proofNow)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("observing took %s against a hanging endpoint", took)
+	}
+	problems := strings.Join(o.planner.BackupProblems, "; ")
+	if !strings.Contains(problems, "listing the backups took longer than 500ms") {
+		t.Errorf("problems %q do not report the timeout", problems)
+	}
+
+	start = time.Now()
+	again := lostObservation(t, f, proofNow.Add(30*time.Second))
+	if took := time.Since(start); took > 200*time.Millisecond || strings.Join(again.planner.BackupProblems, "; ") != problems {
+		t.Errorf("second observation within the minute took %s (problems %q): listed again", took, again.planner.BackupProblems)
+	}
+	start = time.Now()
+	lostObservation(t, f, proofNow.Add(backupListInterval+time.Second))
+	if took := time.Since(start); took < 400*time.Millisecond {
+		t.Errorf("observation a minute later took %s: not listed again", took)
+	}
+}
+
+// A recorded restore is neither timed as a loss nor looked for backups for: what its
+// member's restore step did is read instead, for the planner's time bounds.
+func TestRecordedRestoreReadsItsRestoreStep(t *testing.T) {
+	done := metav1.NewTime(proofNow.Add(-time.Minute))
+	for name, tc := range map[string]struct {
+		st      *corev1.ContainerStatus
+		started bool
+		doneAt  time.Time
+	}{
+		"no pod":  {},
+		"waiting": {st: &corev1.ContainerStatus{Name: render.RestoreContainerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}}},
+		"running": {st: &corev1.ContainerStatus{Name: render.RestoreContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}, started: true},
+		"failed once, waiting again": {st: &corev1.ContainerStatus{Name: render.RestoreContainerName, RestartCount: 1,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}}, started: true},
+		"done": {st: &corev1.ContainerStatus{Name: render.RestoreContainerName,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, FinishedAt: done}}}, started: true, doneAt: done.Time},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) { c.Status.Bootstrapped = true })
+			f.cluster.Status.BackupRestore = &etcdv1beta2.BackupRestoreStatus{Backup: "b", Member: "c-n", Token: "tok", StartedAt: metav1.NewTime(proofNow)}
+			o := f.observed(t)
+			o.planner = recordedState(f.cluster, proofNow)
+			if tc.st != nil {
+				p := ownedMemberPod("c-n", "uid-c")
+				p.Status.InitContainerStatuses = []corev1.ContainerStatus{*tc.st}
+				o.pods["c-n"] = p
+			}
+			if err := f.r.observeTotalLoss(context.Background(), f.cluster, o); err != nil {
+				t.Fatal(err)
+			}
+			r := o.planner.BackupRestore
+			if r.StepStarted != tc.started || !r.StepDoneAt.Equal(tc.doneAt) || !o.planner.AllLostSince.IsZero() || o.planner.Backup != nil {
+				t.Errorf("restore %+v, loss since %v, backup %+v", r, o.planner.AllLostSince, o.planner.Backup)
+			}
+		})
+	}
+}
+
+// A choice that found nothing restorable is not tried again (downloading candidates
+// again) for backupChooseRetry; the error says until when. A cluster no longer lost
+// forgets it.
+func TestFailedChoiceIsNotRetriedAtOnce(t *testing.T) {
+	store, secret, endpoint := lossStore(t)
+	key := backup.PeriodicKey("c/per", 10, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	md := map[string]string{backupselect.MetaBackupNamespace: "ns", backupselect.MetaBackupName: "b"}
+	if _, err := store.Put(context.Background(), key, strings.NewReader("not a snapshot"), backup.PutOptions{Metadata: md}); err != nil {
+		t.Fatal(err)
+	}
+	f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) {
+		c.Annotations = map[string]string{etcdv1beta2.AnnotationAllowRestoreFromBackup: "true"}
+		c.Status.Bootstrapped = true
+	}, secret, s3Backup("b", "c", lossBucket+"/c/per", endpoint))
+	f.r.DownloadDir = t.TempDir()
+	now := proofNow
+	f.r.Now = func() time.Time { return now }
+
+	_, err := f.r.chooseBackup(context.Background(), f.cluster)
+	if err == nil || !strings.Contains(err.Error(), "s3://"+lossBucket+"/"+key) {
+		t.Fatalf("first choice: %v, want the object's failure", err)
+	}
+	// Restorable now: still not tried again within the retry gap.
+	if _, err := store.Put(context.Background(), key, bytes.NewReader(etcdtest.Snapshot(t, 1)), backup.PutOptions{Metadata: md}); err != nil {
+		t.Fatal(err)
+	}
+	now = proofNow.Add(backupChooseRetry - time.Second)
+	if _, err := f.r.chooseBackup(context.Background(), f.cluster); err == nil || !strings.Contains(err.Error(), "not tried again before") {
+		t.Fatalf("within the retry gap: %v", err)
+	}
+	now = proofNow.Add(backupChooseRetry)
+	if rec, err := f.r.chooseBackup(context.Background(), f.cluster); err != nil || rec.Path != lossBucket+"/"+key {
+		t.Fatalf("after the retry gap: %+v %v", rec, err)
+	}
+}
