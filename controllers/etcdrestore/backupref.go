@@ -152,12 +152,13 @@ func (r *Reconciler) recordChosen(ctx context.Context, er *etcdv1beta2.EtcdResto
 
 // originOK: c is er's own cluster. Judged from what er recorded, never from the
 // EtcdBackup it names as it is now (its Secret or path may have changed since the
-// cluster was created from it): the cluster er recorded creating (its UID and the source
-// written into it), or, for a restore that names an EtcdBackup, an annotation naming er
-// (name and UID) and pinned to the object recorded in er's status.backup. A false
-// answer can lead to the cluster's deletion; a true one only ever keeps it.
+// cluster was created from it): the cluster er recorded creating (its UID, whatever its
+// annotation says now), or, for a restore that names an EtcdBackup, an annotation naming
+// er (name and UID) and pinned to the object recorded in er's status.backup. A false
+// answer can lead to the cluster's deletion (with replace-existing-cluster); a true one
+// only ever keeps it.
 func (r *Reconciler) originOK(c *etcdv1beta2.EtcdCluster, er *etcdv1beta2.EtcdRestore) bool {
-	if restoreorigin.CheckCreated(er, c) == nil {
+	if c.UID != "" && string(c.UID) == restoreorigin.RecordedUID(er) {
 		return true
 	}
 	if restoreorigin.BackupRef(er) == "" {
@@ -169,8 +170,9 @@ func (r *Reconciler) originOK(c *etcdv1beta2.EtcdCluster, er *etcdv1beta2.EtcdRe
 
 // recordCreated writes restoreorigin.CreatedClusterAnnotation on er for c, the cluster it
 // has just created: what later proves the cluster is er's own when the objects er read
-// (an EtcdBackup's storage) have changed. Should this fail, the cluster is still
-// recognised by er's status.backup; the cluster controller then judges it as before.
+// (an EtcdBackup's storage) have changed. Should this fail, the restore still recognises
+// the cluster by its annotation (against er's spec, or status.backup for a backupRef) and
+// the cluster controller judges the annotation against the live EtcdBackup, as before.
 func (r *Reconciler) recordCreated(ctx context.Context, er *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) error {
 	rec, err := restoreorigin.RecordOf(c)
 	if err != nil {

@@ -188,10 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: er.Namespace, Name: name}, &existing)
 	switch {
 	case err == nil:
-		// The cluster this very restore created is never replaced, whatever its
-		// annotation says now.
-		ours := existing.UID != "" && string(existing.UID) == restoreorigin.RecordedUID(&er)
-		if !ours && !r.originOK(&existing, &er) {
+		if !r.originOK(&existing, &er) {
 			if replaceRequested(&er) {
 				return r.replaceCluster(ctx, &er, &existing)
 			}

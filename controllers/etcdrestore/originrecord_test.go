@@ -99,13 +99,14 @@ func TestRestoreKeepsItsClusterWhenTheBackupChanges(t *testing.T) {
 	if err := f.c.Update(ctx, unrecorded); err != nil {
 		t.Fatal(err)
 	}
-	// Someone who may edit EtcdClusters points the annotation at another Secret.
+	// Someone who may edit EtcdClusters points the annotation at another Secret and
+	// object: only the recorded UID still tells the cluster is this restore's.
 	edited := cluster("edited")
 	src, err := render.Restore(edited)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src.S3.AWSSecret = "aws-rotated"
+	src.S3.AWSSecret, src.S3.Path = "aws-rotated", restoreBucket+"/"+backup.PeriodicKey("c/moved", 20, t0)
 	ann, err := src.Annotations()
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +140,7 @@ func TestRestoreKeepsItsClusterWhenTheBackupChanges(t *testing.T) {
 			t.Errorf("%s: a replacement of its own cluster was recorded", name)
 		}
 	}
-	for _, name := range []string{"recorded", "unrecorded"} {
+	for _, name := range []string{"recorded", "unrecorded", "edited"} {
 		f.wantCondition(t, name, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting for it to become Available")
 	}
 	for _, e := range drainEvents(f) {
