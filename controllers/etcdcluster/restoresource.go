@@ -68,6 +68,11 @@ func (r *Reconciler) checkRestoreOrigin(ctx context.Context, c *etcdv1beta2.Etcd
 	if err != nil {
 		return err
 	}
+	if restoreorigin.CheckCreated(&er, c) == nil {
+		// The restore recorded creating this very cluster (its UID) with this very
+		// source: still its own after the EtcdBackup it read has changed.
+		return nil
+	}
 	if name := restoreorigin.BackupRef(&er); name != "" {
 		// The restore reads an EtcdBackup's storage: that backup, of the same
 		// namespace, is what the annotation must match.

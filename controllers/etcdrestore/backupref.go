@@ -104,7 +104,7 @@ func (r *Reconciler) resolveBackupRef(ctx context.Context, er *etcdv1beta2.EtcdR
 	if err != nil {
 		return nil, restore.Verified{}, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
 	}
-	store, err := backupstorage.OpenS3(ctx, r.APIReader, er.Namespace, eb.Spec.S3, bucket)
+	store, err := r.S3Access.Open(ctx, r.APIReader, er.Namespace, eb.Spec.S3, bucket)
 	if err != nil {
 		return nil, restore.Verified{}, err
 	}
@@ -150,19 +150,41 @@ func (r *Reconciler) recordChosen(ctx context.Context, er *etcdv1beta2.EtcdResto
 	return nil
 }
 
-// originOK: the cluster's restore annotation is what er wrote (with the EtcdBackup er
-// names, read fresh, standing in for its storage).
-func (r *Reconciler) originOK(ctx context.Context, c *etcdv1beta2.EtcdCluster, er *etcdv1beta2.EtcdRestore) bool {
+// originOK: c is er's own cluster. Judged from what er recorded, never from the
+// EtcdBackup it names as it is now (its Secret or path may have changed since the
+// cluster was created from it): the cluster er recorded creating (its UID, whatever its
+// annotation says now), or, for a restore that names an EtcdBackup, an annotation naming
+// er (name and UID) and pinned to the object recorded in er's status.backup. A false
+// answer can lead to the cluster's deletion (with replace-existing-cluster); a true one
+// only ever keeps it.
+func (r *Reconciler) originOK(c *etcdv1beta2.EtcdCluster, er *etcdv1beta2.EtcdRestore) bool {
+	if c.UID != "" && string(c.UID) == restoreorigin.RecordedUID(er) {
+		return true
+	}
 	if restoreorigin.BackupRef(er) == "" {
 		return createdBy(c, er)
 	}
 	src, err := render.Restore(c)
-	if err != nil || src == nil {
-		return false
+	return err == nil && src != nil && restoreorigin.CheckChosen(er, c.Name, src) == nil
+}
+
+// recordCreated writes restoreorigin.CreatedClusterAnnotation on er for c, the cluster it
+// has just created: what later proves the cluster is er's own when the objects er read
+// (an EtcdBackup's storage) have changed. Should this fail, the restore still recognises
+// the cluster by its annotation (against er's spec, or status.backup for a backupRef) and
+// the cluster controller judges the annotation against the live EtcdBackup, as before.
+func (r *Reconciler) recordCreated(ctx context.Context, er *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) error {
+	rec, err := restoreorigin.RecordOf(c)
+	if err != nil {
+		return fmt.Errorf("record EtcdCluster %s on EtcdRestore %s: %w", c.Name, er.Name, err)
 	}
-	var eb etcdv1beta2.EtcdBackup
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: er.Namespace, Name: restoreorigin.BackupRef(er)}, &eb); err != nil {
-		return false
+	orig := er.DeepCopy()
+	if er.Annotations == nil {
+		er.Annotations = map[string]string{}
 	}
-	return restoreorigin.CheckWithBackup(er, c.Name, src, &eb) == nil
+	er.Annotations[restoreorigin.CreatedClusterAnnotation] = rec
+	if err := r.Patch(ctx, er, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("record EtcdCluster %s on EtcdRestore %s: %w", c.Name, er.Name, err)
+	}
+	return nil
 }

@@ -188,7 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: er.Namespace, Name: name}, &existing)
 	switch {
 	case err == nil:
-		if !r.originOK(ctx, &existing, &er) {
+		if !r.originOK(&existing, &er) {
 			if replaceRequested(&er) {
 				return r.replaceCluster(ctx, &er, &existing)
 			}
@@ -220,6 +220,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, r.setStatus(ctx, &er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, clusterRefusedMessage(name, err))
 		}
 		return ctrl.Result{}, fmt.Errorf("create EtcdCluster %s: %w", name, err)
+	}
+	if err := r.recordCreated(ctx, &er, c); err != nil {
+		return ctrl.Result{}, err
 	}
 	src, _ := render.Restore(c)
 	msg := fmt.Sprintf("created EtcdCluster %s (size %d, etcd %s) from backup %s (sha256 %s); waiting for it to become Available.%s",
@@ -346,7 +349,7 @@ func (r *Reconciler) leftoverPods(ctx context.Context, ns, name string) (int, er
 // followCluster handles an existing cluster of the restore's name: refuse if it is not
 // ours, else report its progress.
 func (r *Reconciler) followCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) (ctrl.Result, error) {
-	if !r.originOK(ctx, c, er) {
+	if !r.originOK(c, er) {
 		msg := fmt.Sprintf("EtcdCluster %s already exists and was not created by this restore; nothing was changed. "+
 			"Restore into a new name (spec.etcdCluster.name), delete that cluster yourself first, "+
 			"or annotate this EtcdRestore with %s=true to have it replaced", c.Name, ReplaceExistingClusterAnnotation)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -166,5 +167,60 @@ func drainEvents(f *restoreFixture) []string {
 		default:
 			return out
 		}
+	}
+}
+
+// A restore by backupRef reads the EtcdBackup's storage as the operator lends it: an
+// EtcdBackup with credentialsSource Environment is refused without
+// --allow-ambient-s3-credentials and read with the operator's identity with it.
+func TestRestoreByBackupRefWithAmbientCredentials(t *testing.T) {
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, restoreBucket)
+	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := map[string]string{"etcd-backup-namespace": "default", "etcd-backup-name": "ambient", "etcd-revision": "0"}
+	obj, err := store.Put(context.Background(), backup.PeriodicKey("c/per", 7, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)),
+		bytes.NewReader(etcdtest.Snapshot(t, 3)), backup.PutOptions{Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	eb := &etcdv1beta2.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: "ambient", Namespace: "default"},
+		Spec: etcdv1beta2.EtcdBackupSpec{StorageType: etcdv1beta2.BackupStorageTypeS3, ClusterRef: &etcdv1beta2.EtcdClusterRef{Name: "c"},
+			BackupSource: etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3BackupSource{Path: restoreBucket + "/c/per",
+				CredentialsSource: etcdv1beta2.S3CredentialsEnvironment, Endpoint: srv.Endpoint(), ForcePathStyle: true}}},
+	}
+	er := &etcdv1beta2.EtcdRestore{
+		ObjectMeta: metav1.ObjectMeta{Name: "by-ref", Namespace: "default", UID: "uid-by-ref",
+			Annotations: map[string]string{etcdv1beta2.RestoreBackupRefAnnotation: "ambient"}},
+		Spec: etcdv1beta2.EtcdRestoreSpec{EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: "from-ref"}, BackupStorageType: etcdv1beta2.BackupStorageTypeS3},
+	}
+	f := newRestoreFixture(t, eb, er)
+
+	f.reconcile(t, "by-ref")
+	f.wantCondition(t, "by-ref", metav1.ConditionFalse, etcdv1beta2.ReasonAmbientCredentialsRefused, "allow-ambient-s3-credentials")
+	if len(f.clusters(t)) != 0 {
+		t.Fatal("a cluster was created with the operator's identity without its consent")
+	}
+
+	f.r.S3Access = backupstorage.S3Access{AllowAmbient: true}
+	f.reconcile(t, "by-ref")
+	f.wantCondition(t, "by-ref", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting")
+	cs := f.clusters(t)
+	if len(cs) != 1 {
+		t.Fatalf("clusters %d, want 1", len(cs))
+	}
+	src, err := render.Restore(&cs[0])
+	if err != nil || src.S3.CredentialsSource != etcdv1beta2.S3CredentialsEnvironment || src.S3.AWSSecret != "" || src.S3.Path != restoreBucket+"/"+obj.Key {
+		t.Fatalf("restore source %+v (%v), want %s with the pod's own identity", src, err, obj.Key)
 	}
 }
