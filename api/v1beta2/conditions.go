@@ -61,3 +61,14 @@ const (
 	// ReasonCorruptAlarm: etcd raised CORRUPT (DataConsistent False).
 	ReasonCorruptAlarm = "CorruptAlarm"
 )
+
+// ClusterConditionOffCordonedNodes is False while member pods run on cordoned nodes (a
+// node drain): reason LeavingCordonedNode while the operator moves them to other nodes
+// one at a time (a learner added and promoted before the member goes), NoNodeToLeaveTo
+// when no other node can take them, so a drain that waits on the PodDisruptionBudget
+// says why. True (reason NoMemberOnCordonedNode) once none is left; absent until a
+// member was first found on a cordoned node.
+const ClusterConditionOffCordonedNodes ClusterConditionType = "OffCordonedNodes"
+
+// ReasonNoMemberOnCordonedNode: no member pod runs on a cordoned node.
+const ReasonNoMemberOnCordonedNode = "NoMemberOnCordonedNode"

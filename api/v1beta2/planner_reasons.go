@@ -174,3 +174,13 @@ const (
 	// the leader answer.
 	ReasonQuorumAvailable = "QuorumAvailable"
 )
+
+// Reasons of moving members off cordoned nodes (internal/planner/cordon.go).
+const (
+	// ReasonLeavingCordonedNode: a member's pod is on a cordoned node (being drained);
+	// a learner is added on another node, promoted, and only then the member removed.
+	ReasonLeavingCordonedNode = "LeavingCordonedNode"
+	// ReasonNoNodeToLeaveTo: a member's pod is on a cordoned node but no other Ready,
+	// schedulable node could take its replacement; nothing is moved.
+	ReasonNoNodeToLeaveTo = "NoNodeToLeaveTo"
+)

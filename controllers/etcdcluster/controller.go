@@ -126,6 +126,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&corev1.PersistentVolumeClaim{}). // claims growing report progress
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&corev1.Node{}, r.nodeCordonHandler(), builder.WithPredicates(cordonChanged)). // cordon_watch.go
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
 }
@@ -205,6 +206,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.applySummary(&c, obs, summary, action)
 		r.reportPods(&c, obs.pods, obs.warnings, r.Now().UTC().Format(timeFormat))
 		r.reportSpace(&c, obs, r.Now().UTC().Format(timeFormat))
+		r.reportCordon(&c, obs, r.Now().UTC().Format(timeFormat)) // report_cordon.go
 		return ctrl.Result{RequeueAfter: delay}, nil
 	}
 	result, actErr := r.act(ctx, &c, obs, action)
@@ -233,6 +235,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	r.reportPods(&c, obs.pods, obs.warnings, now.UTC().Format(timeFormat))
 	r.reportSpace(&c, obs, now.UTC().Format(timeFormat))
+	r.reportCordon(&c, obs, now.UTC().Format(timeFormat)) // report_cordon.go
 	r.reportReconciled(&c, etcdv1beta2.ReasonActionFailed, stepErr, false, now.UTC().Format(timeFormat))
 	recordAction(&c, action, actErr)
 	return result, nil

@@ -68,15 +68,20 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		answers = askEtcd(ctx, admin, endpoints)
 	}
 
-	nodeReady := map[string]bool{} // each Node is read once per observation
+	nodes := nodeCache{} // each Node is read once per observation (observe_cordon.go)
 	j := joiner{
-		health:    r.health,
-		key:       types.NamespacedName{Namespace: c.Namespace, Name: c.Name}.String(),
-		now:       now,
-		nodeReady: func(node string) bool { return r.nodeIsReady(ctx, node, nodeReady) },
-		drift:     func(p *corev1.Pod) planner.Drift { return podDrift(c, r.ClusterDomain, p) },
+		health:       r.health,
+		key:          types.NamespacedName{Namespace: c.Namespace, Name: c.Name}.String(),
+		now:          now,
+		nodeReady:    func(node string) bool { return r.node(ctx, node, nodes).ready },
+		nodeCordoned: func(node string) bool { return r.node(ctx, node, nodes).cordoned },
+		drift:        func(p *corev1.Pod) planner.Drift { return podDrift(c, r.ClusterDomain, p) },
 	}
 	j.join(o, answers, epOfPod)
+	if o.planner.NoNodeToLeaveTo, err = r.noNodeToLeaveTo(ctx, o); err != nil {
+		o.close()
+		return nil, err
+	}
 	o.space = answers.space
 	if err := r.observeTotalLoss(ctx, c, o); err != nil { // totalloss_observe.go
 		o.close()

@@ -21,6 +21,8 @@ type joiner struct {
 	key       string         // the cluster's key in health
 	now       time.Time
 	nodeReady func(node string) bool
+	// nodeCordoned: the node is cordoned, so its member pods move off it; nil: not judged.
+	nodeCordoned func(node string) bool
 	// drift is how a pod differs from the current spec (reconfigure.go); nil: not judged.
 	drift func(p *corev1.Pod) planner.Drift
 }
@@ -121,6 +123,9 @@ func (j joiner) joinPods(o *observation, podOfMember map[uint64]string, seen map
 		pp.RecoveryToken = p.Annotations[render.AnnotationRecoveryToken]
 		if j.drift != nil {
 			pp.Drift = j.drift(p)
+		}
+		if j.nodeCordoned != nil && p.Spec.NodeName != "" && j.nodeCordoned(p.Spec.NodeName) {
+			pp.Drift.LeaveNode = p.Spec.NodeName
 		}
 		subject := "pod/" + p.Name
 		seen[subject] = true

@@ -55,24 +55,6 @@ func (r *Reconciler) observeClaims(ctx context.Context, c *etcdv1beta2.EtcdClust
 	return nil
 }
 
-// nodeIsReady reads whether the node is Ready, once per node and cache.
-func (r *Reconciler) nodeIsReady(ctx context.Context, name string, cache map[string]bool) bool {
-	if ready, ok := cache[name]; ok {
-		return ready
-	}
-	var n corev1.Node
-	ready := true // an unreadable Node is not evidence of a dead member
-	if err := r.Get(ctx, client.ObjectKey{Name: name}, &n); err == nil {
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == corev1.NodeReady {
-				ready = cond.Status == corev1.ConditionTrue
-			}
-		}
-	}
-	cache[name] = ready
-	return ready
-}
-
 func metav1IsControlledBy(obj client.Object, owner client.Object) bool {
 	for _, ref := range obj.GetOwnerReferences() {
 		if ref.Controller != nil && *ref.Controller && ref.UID == owner.GetUID() {

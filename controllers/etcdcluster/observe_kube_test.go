@@ -23,12 +23,12 @@ func TestNodeIsReady(t *testing.T) {
 		return cl.Get(ctx, key, obj, opts...)
 	}}, nil, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-down"},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}}})
-	cache := map[string]bool{}
+	cache := nodeCache{}
 	for i := 0; i < 2; i++ {
-		if f.r.nodeIsReady(context.Background(), "n-down", cache) {
+		if f.r.node(context.Background(), "n-down", cache).ready {
 			t.Error("a node whose Ready condition is Unknown counted as ready")
 		}
-		if !f.r.nodeIsReady(context.Background(), "n-gone", cache) {
+		if !f.r.node(context.Background(), "n-gone", cache).ready {
 			t.Error("a node that cannot be read counted as not ready")
 		}
 	}

@@ -90,7 +90,9 @@
 //     MoveLeader, a new pod on the member's claim (DeletePod with KeepClaim, then
 //     rule 5), or, without a claim or below three voters, a learner added first
 //     (AddLearner; rule 9 promotes it, rule 12 removes the drifted member)
-//     (reconfigure.go).
+//     (reconfigure.go). A voter whose pod is on a cordoned node (a drain) is
+//     moved the same way, always through a learner, even with a claim; with no
+//     other node to go to → Wait(NoNodeToLeaveTo) (cordon.go).
 //
 // # Precedence decisions
 //

@@ -121,7 +121,7 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 	}
 	for i := range o.Members {
 		if m := &o.Members[i]; !m.IsLearner && alive(m) {
-			if p := podNamed(m.Name); p != nil && p.Drift.NewPod {
+			if p := podNamed(m.Name); p != nil && (p.Drift.NewPod || (p.Drift.LeaveNode != "" && !o.NoNodeToLeaveTo)) {
 				driftedVoter = true
 			}
 		}
@@ -138,6 +138,9 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 	if a.Kind == DeletePod && a.KeepClaim && a.Reason == "Reconfiguring" {
 		p := podNamed(a.Name)
 		m := byID[a.ID]
+		if p != nil && p.Drift.LeaveNode != "" && !o.NoNodeToLeaveTo {
+			fail("recreates on its claim a pod on a cordoned node (the claim may not follow it elsewhere)")
+		}
 		if p == nil || p.Deleting || !p.Drift.NewPod || m == nil || m.IsLearner || m.Name != a.Name || !slices.Contains(o.Claims, a.Name) {
 			fail("recreates for a rollout a pod that is not a drifted voter's with a claim")
 		}
@@ -220,7 +223,7 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		if len(inflight) > 0 {
 			fail("second membership change while %v in flight", inflight)
 		}
-		if a.Reason == "Reconfiguring" {
+		if a.Reason == "Reconfiguring" || a.Reason == "LeavingCordonedNode" {
 			if !rolloutReady || held || !driftedVoter {
 				fail("adds a learner for a rollout outside a healthy cluster at size with a drifted voter")
 			}
@@ -561,6 +564,15 @@ func randomState(r *rand.Rand) (Desired, Observed) {
 				o.Pods[i].Drift.Held = []string{"pod.ClusterDomain"}
 			}
 		}
+	}
+	if r.Intn(4) == 0 {
+		// Pods on a cordoned node (a drain), sometimes with no other node to go to.
+		for i := range o.Pods {
+			if r.Intn(3) == 0 {
+				o.Pods[i].Drift.LeaveNode = "n-drained"
+			}
+		}
+		o.NoNodeToLeaveTo = r.Intn(4) == 0
 	}
 	randomLists(r, &o)
 	r.Shuffle(len(o.Members), func(i, j int) { o.Members[i], o.Members[j] = o.Members[j], o.Members[i] })

@@ -50,6 +50,8 @@ func (v *view) way(m *Member) driftWay {
 	switch {
 	case p == nil:
 		return wayNone
+	case v.movesOffNode(p):
+		return wayReplace
 	case p.Drift.NewPod && v.hasClaim(m.Name) && v.aliveVoters-1 >= Quorum(len(v.voters)):
 		return wayRecreate
 	case p.Drift.NewPod:
@@ -89,7 +91,7 @@ func (v *view) planReconfigure() (Action, bool) {
 		}
 	}
 	if len(meta)+len(renew) == 0 {
-		return Action{}, false
+		return v.stuckOnCordonedNode() // cordon.go
 	}
 	if a, waiting := v.reconfigureGate(); waiting {
 		return a, true
@@ -151,6 +153,9 @@ func (v *view) moveLeaderOffDrifted(leader *Member) (Action, bool) {
 // a new member.
 func (v *view) renewAction(m *Member) Action {
 	fields := strings.Join(v.podOf[m.ID].Drift.Fields, ", ")
+	if v.movesOffNode(v.podOf[m.ID]) {
+		return v.leaveNodeAction(m) // cordon.go
+	}
 	if v.way(m) == wayRecreate {
 		return Action{Kind: DeletePod, Name: m.Name, ID: m.ID, KeepClaim: true, Reason: v1beta2.ReasonReconfiguring,
 			Message: fmt.Sprintf("recreating pod %s on its claim for the new %s (same member, same data)", m.Name, fields)}

@@ -101,6 +101,10 @@ type Observed struct {
 
 	// Pods are the member pods of this cluster (selected by label).
 	Pods []Pod
+	// NoNodeToLeaveTo: some pod is on a cordoned node and the controller found no
+	// other Ready, schedulable node a new member's pod could be placed on, so moving
+	// the member off would only strand its replacement (cordon.go).
+	NoNodeToLeaveTo bool
 
 	// Pending is the learner the controller added (MemberAdd answered) and
 	// has not yet seen promoted. Its ID comes from the MemberAdd response
@@ -488,4 +492,9 @@ type Drift struct {
 	// yet (TLS secrets, the cluster domain): while any pod has one, rule 17 restarts
 	// no member.
 	Held []string
+	// LeaveNode is the cordoned node (spec.unschedulable: being drained or taken out of
+	// service) the pod runs on, "" when its node is schedulable. Such a member is moved
+	// to a new pod on another node through a learner, even with a claim: a claim bound
+	// to that node cannot follow it (cordon.go).
+	LeaveNode string
 }

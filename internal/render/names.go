@@ -216,10 +216,10 @@ func ClusterToken(c *v1beta2.EtcdCluster) string {
 }
 
 // QuorumMinAvailable is the PodDisruptionBudget's minAvailable for a cluster of n
-// voting members: a quorum (n/2+1), except 0 for a single member (see the chart's
-// pdb.yaml for why).
+// voting members: a quorum (n/2+1), so one member (n=1) may not be evicted either: the
+// operator moves it off a cordoned node itself (see the chart's pdb.yaml).
 func QuorumMinAvailable(n int) int {
-	if n <= 1 {
+	if n < 1 {
 		return 0
 	}
 	return n/2 + 1

@@ -725,8 +725,9 @@ func TestPDBMinAvailable(t *testing.T) {
 	for _, tc := range []struct {
 		size, members, want int
 	}{
-		{1, 1, 0}, // see pdb.yaml: a single member gets no eviction protection
-		{1, 0, 0},
+		{1, 1, 1}, // see pdb.yaml: a single member is not evicted; the operator moves it
+		{1, 0, 1},
+		{1, 2, 2}, // moving a single member: both may not be evicted until the old one is removed
 		{2, 2, 2},
 		{3, 3, 2},
 		{3, 1, 2}, // growing: the members that exist must not all be evictable
