@@ -164,8 +164,12 @@ func setNodeLink(n nodeNet, up bool) error {
 	return ip("link", "set", n.Veth, state)
 }
 
-// removeNodeNetwork deletes the node's namespace (its veth pair goes with it) and route.
+// removeNodeNetwork deletes the node's veth pair, route and namespace. The veth is deleted
+// explicitly: `ip netns del` only unmounts the namespace, which (and the veth peer in it)
+// lives on while a slow-dying process of the node still holds it, and the next bench of
+// this process would then find the veth's name taken.
 func removeNodeNetwork(n nodeNet) error {
+	_ = ip("link", "del", n.Veth)
 	_ = ip("route", "del", n.PodCIDR)
 	if n.PodCIDR6 != "" {
 		_ = ip("-6", "route", "del", n.PodCIDR6)
