@@ -15,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -34,7 +33,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/controllers/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
-	"github.com/etcd-operator/etcd-operator/internal/backupcrypt"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
@@ -156,16 +154,8 @@ func runManager(args []string) int {
 // mounted awsSecret) or from a mounted volume (--dir and --key).
 func runRestore(args []string) int {
 	fs := flag.NewFlagSet("restore", flag.ExitOnError)
+	src := addBackupSourceFlags(fs, "backup directory (a mounted PVC) instead of S3", "restore the newest periodic backup <path>_v<rev>_<time> of the path")
 	var (
-		s3Path       = fs.String("s3-path", "", "backup in S3 as <bucket>/<key>")
-		s3Endpoint   = fs.String("s3-endpoint", "", "S3-compatible endpoint URL (empty: AWS)")
-		s3PathStyle  = fs.Bool("s3-force-path-style", false, "address the bucket as <endpoint>/<bucket>")
-		awsSecretDir = fs.String("aws-secret-dir", "/etc/etcd-operator/aws", "directory with the awsSecret files credentials and config")
-		s3Ambient    = fs.Bool("s3-ambient-credentials", false, "instead of --aws-secret-dir, use this pod's own S3 identity (environment, web identity token file, instance role)")
-		keyFile      = fs.String("encryption-key-file", "", "file with the key of an encrypted backup (32 bytes or 64 hex digits)")
-		dir          = fs.String("dir", "", "backup directory (a mounted PVC) instead of S3")
-		key          = fs.String("key", "", "with --dir: the backup's path below it")
-		latest       = fs.Bool("latest", false, "restore the newest periodic backup <path>_v<rev>_<time> of the path")
 		checksum     = fs.String("checksum", "", "expected SHA-256 of the stored backup (hex)")
 		fromMember   = fs.String("from-member", "", "client URL of a live member to copy the data from instead of a backup (quorum-loss recovery)")
 		minRevision  = fs.Int64("min-revision", 0, "with --from-member: refuse a snapshot older than this revision")
@@ -188,9 +178,10 @@ func runRestore(args []string) int {
 		store  backup.Store
 		member *restore.MemberSource
 	)
-	objKey := *key
+	var objKey string
+	fromS3, fromDir := src.given()
 	switch {
-	case *fromMember != "" && *s3Path == "" && *dir == "":
+	case *fromMember != "" && !fromS3 && !fromDir:
 		member = &restore.MemberSource{Endpoint: *fromMember, MinRevision: *minRevision}
 		if *clientTLSDir != "" {
 			tlsCfg, err := etcdadmin.ClientTLSFromDir(*clientTLSDir)
@@ -199,22 +190,14 @@ func runRestore(args []string) int {
 			}
 			member.TLS = tlsCfg
 		}
-	case *s3Path != "" && *dir == "" && *fromMember == "":
-		bucket, k, err := backup.SplitS3Path(*s3Path)
-		if err != nil {
-			return fail(err)
-		}
-		cfg := backup.S3Config{Endpoint: *s3Endpoint, Bucket: bucket, ForcePathStyle: *s3PathStyle, Ambient: *s3Ambient}
-		if err := restoreS3Access(&cfg, *awsSecretDir, *keyFile); err != nil {
-			return fail(err)
-		}
-		if store, err = backup.NewS3(cfg); err != nil {
-			return fail(err)
-		}
-		objKey = k
-	case *dir != "" && *s3Path == "" && *fromMember == "":
+	case fromS3 && !fromDir && *fromMember == "":
 		var err error
-		if store, err = backup.NewFS(*dir); err != nil {
+		if store, objKey, err = src.s3Store(); err != nil {
+			return fail(err)
+		}
+	case fromDir && !fromS3 && *fromMember == "":
+		var err error
+		if store, objKey, err = src.fsStore(); err != nil {
 			return fail(err)
 		}
 	default:
@@ -223,7 +206,7 @@ func runRestore(args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	res, err := restore.Restore(ctx, restore.Options{
-		Store: store, Member: member, Key: objKey, Latest: *latest, SHA256: *checksum,
+		Store: store, Member: member, Key: objKey, Latest: *src.latest, SHA256: *checksum,
 		Name: *name, DataDir: *dataDir, PeerURLs: strings.Split(*peerURLs, ","),
 		InitialCluster: *initial, InitialClusterToken: *token, Log: lg,
 	})
@@ -232,34 +215,6 @@ func runRestore(args []string) int {
 	}
 	lg.Info("restore step done", uzap.String("key", res.Key), uzap.String("sha256", res.SHA256), uzap.Bool("skippedExistingDataDir", res.Skipped))
 	return 0
-}
-
-// restoreS3Access fills in how the restore step reads S3: the mounted awsSecret unless
-// the pod's own identity is to be used, and the encryption key if the backup is encrypted.
-func restoreS3Access(cfg *backup.S3Config, awsSecretDir, keyFile string) error {
-	if !cfg.Ambient {
-		data := map[string][]byte{}
-		for _, f := range []string{backup.AWSCredentialsKey, backup.AWSConfigKey} {
-			if b, err := os.ReadFile(filepath.Join(awsSecretDir, f)); err == nil {
-				data[f] = b
-			}
-		}
-		creds, err := backup.ParseAWSSecret(data)
-		if err != nil {
-			return fmt.Errorf("awsSecret in %s: %w", awsSecretDir, err)
-		}
-		cfg.Credentials = creds
-	}
-	if keyFile != "" {
-		b, err := os.ReadFile(keyFile)
-		if err != nil {
-			return fmt.Errorf("encryption key: %w", err)
-		}
-		if cfg.Key, err = backupcrypt.ParseKey(b); err != nil {
-			return fmt.Errorf("encryption key in %s: %w", keyFile, err)
-		}
-	}
-	return nil
 }
 
 // runBackup is the program of the EtcdBackup controller's backup pod for storage type

@@ -40,22 +40,14 @@ func runVerify(args []string) int {
 
 func runVerifyRestore(args []string) int {
 	fs := flag.NewFlagSet("verify restore", flag.ExitOnError)
+	src := addBackupSourceFlags(fs, "backup directory (a read-only mounted claim) instead of S3", "verify the newest periodic backup <path>_v<rev>_<time> of the path")
 	var (
-		s3Path       = fs.String("s3-path", "", "backup in S3 as <bucket>/<key>")
-		s3Endpoint   = fs.String("s3-endpoint", "", "S3-compatible endpoint URL (empty: AWS)")
-		s3PathStyle  = fs.Bool("s3-force-path-style", false, "address the bucket as <endpoint>/<bucket>")
-		awsSecretDir = fs.String("aws-secret-dir", "/etc/etcd-operator/aws", "directory with the awsSecret files credentials and config")
-		s3Ambient    = fs.Bool("s3-ambient-credentials", false, "instead of --aws-secret-dir, use this pod's own S3 identity (environment, web identity token file, instance role)")
-		keyFile      = fs.String("encryption-key-file", "", "file with the key of an encrypted backup (32 bytes or 64 hex digits)")
-		dir          = fs.String("dir", "", "backup directory (a read-only mounted claim) instead of S3")
-		key          = fs.String("key", "", "with --dir: the backup's path below it")
-		latest       = fs.Bool("latest", false, "verify the newest periodic backup <path>_v<rev>_<time> of the path")
-		name         = fs.String("name", "verify", "member name")
-		dataDir      = fs.String("data-dir", "", "data directory to create")
-		peerURL      = fs.String("peer-url", "http://127.0.0.1:2380", "the member's peer URL")
-		expectFile   = fs.String("expect-file", "", "where to write what the member must serve")
-		timeout      = fs.Duration("timeout", 10*time.Minute, "give up after this long")
-		resultFile   = fs.String("result-file", "/dev/termination-log", "where to write the JSON result")
+		name       = fs.String("name", "verify", "member name")
+		dataDir    = fs.String("data-dir", "", "data directory to create")
+		peerURL    = fs.String("peer-url", "http://127.0.0.1:2380", "the member's peer URL")
+		expectFile = fs.String("expect-file", "", "where to write what the member must serve")
+		timeout    = fs.Duration("timeout", 10*time.Minute, "give up after this long")
+		resultFile = fs.String("result-file", "/dev/termination-log", "where to write the JSON result")
 	)
 	_ = fs.Parse(args)
 	lg, _ := uzap.NewProduction()
@@ -75,34 +67,29 @@ func runVerifyRestore(args []string) int {
 	if *dataDir == "" || *expectFile == "" {
 		return invalid(errors.New("--data-dir and --expect-file are required"))
 	}
-	var store backup.Store
-	objKey := *key
-	switch {
-	case *s3Path != "" && *dir == "":
-		bucket, k, err := backup.SplitS3Path(*s3Path)
-		if err != nil {
-			return invalid(err)
-		}
-		cfg := backup.S3Config{Endpoint: *s3Endpoint, Bucket: bucket, ForcePathStyle: *s3PathStyle, Ambient: *s3Ambient}
-		if err := restoreS3Access(&cfg, *awsSecretDir, *keyFile); err != nil {
-			return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonSecretError, Error: err.Error()})
-		}
-		if store, err = backup.NewS3(cfg); err != nil {
-			return invalid(err)
-		}
-		objKey = k
-	case *dir != "" && *s3Path == "":
-		var err error
-		if store, err = backup.NewFS(*dir); err != nil {
-			return invalid(err)
-		}
+	var (
+		store  backup.Store
+		objKey string
+		err    error
+	)
+	switch fromS3, fromDir := src.given(); {
+	case fromS3 && !fromDir:
+		store, objKey, err = src.s3Store()
+	case fromDir && !fromS3:
+		store, objKey, err = src.fsStore()
 	default:
-		return invalid(errors.New("give exactly one of --s3-path and --dir"))
+		err = errors.New("give exactly one of --s3-path and --dir")
+	}
+	if errors.As(err, new(credentialsError)) {
+		return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonSecretError, Error: err.Error()})
+	}
+	if err != nil {
+		return invalid(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	return report(restore.RestoreForVerification(ctx, restore.Options{
-		Store: store, Key: objKey, Latest: *latest,
+		Store: store, Key: objKey, Latest: *src.latest,
 		Name: *name, DataDir: *dataDir, PeerURLs: []string{*peerURL},
 		InitialCluster: *name + "=" + *peerURL, InitialClusterToken: *name, Log: lg,
 	}, *expectFile))
