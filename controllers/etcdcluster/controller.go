@@ -186,6 +186,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	r.backoff.succeed(clusterKey(&c), "observe")
 	defer obs.close()
 	obs.status = status
+	if err := r.ensureBudget(ctx, &c, obs); err != nil { // resources.go
+		return r.observeFailed(ctx, &c, err)
+	}
 	r.reconcileStorage(ctx, &c) // storage_act.go: claims grow beside the membership step
 
 	if _, warning := quorumLossGrace(&c, r.MinQuorumLossGrace); warning != "" {

@@ -13,8 +13,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
-// ensureServices creates or updates the headless and client Services and the PDB as the
-// chart renders them. Services exist before any member pod so member DNS names can appear.
+// ensureServices creates or updates the headless and client Services as the chart renders
+// them. Services exist before any member pod so member DNS names can appear. The
+// PodDisruptionBudget depends on what is observed and is ensured after (ensureBudget).
 func (r *Reconciler) ensureServices(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
 	objs, err := r.renderer.Render(render.Input{Cluster: c, ClusterDomain: r.ClusterDomain})
 	if err != nil {
@@ -40,7 +41,23 @@ func (r *Reconciler) ensureServices(ctx context.Context, c *etcdv1beta2.EtcdClus
 			}); err != nil {
 				return err
 			}
-		case *policyv1.PodDisruptionBudget:
+		}
+	}
+	return nil
+}
+
+// ensureBudget creates or updates the PodDisruptionBudget with the minAvailable the
+// observation calls for (render.BudgetMinAvailable): every member of max(spec.size,
+// members listed), or a quorum when a member on a cordoned node has nowhere to go.
+func (r *Reconciler) ensureBudget(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation) error {
+	n := max(c.Spec.Size, len(o.planner.Members))
+	objs, err := r.renderer.Render(render.Input{Cluster: c, ClusterDomain: r.ClusterDomain,
+		Budget: render.BudgetMinAvailable(n, o.planner.NoNodeToLeaveTo)})
+	if err != nil {
+		return fmt.Errorf("render disruption budget: %w", err)
+	}
+	for _, obj := range objs {
+		if want, ok := obj.(*policyv1.PodDisruptionBudget); ok {
 			pdb := &policyv1.PodDisruptionBudget{ObjectMeta: want.ObjectMeta}
 			if err := r.createOrUpdate(ctx, c, pdb, func() {
 				pdb.Labels = want.Labels

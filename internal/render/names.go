@@ -215,12 +215,29 @@ func ClusterToken(c *v1beta2.EtcdCluster) string {
 	return c.Name + "-" + string(c.UID)
 }
 
-// QuorumMinAvailable is the PodDisruptionBudget's minAvailable for a cluster of n
-// voting members: a quorum (n/2+1), so one member (n=1) may not be evicted either: the
-// operator moves it off a cordoned node itself (see the chart's pdb.yaml).
-func QuorumMinAvailable(n int) int {
+// BudgetMinAvailable is the PodDisruptionBudget's minAvailable for a cluster of n
+// members (voters and learners; n = max(spec.size, members listed)):
+//
+//   - every member, as a rule. A drain cordons the node first; the operator then moves
+//     each member off it add-before-remove (a learner on another node, promoted, then
+//     the old member removed and its pod deleted), so the cluster never has fewer voters
+//     than it should and the drain finds nothing left to evict. A budget of a quorum
+//     would let the drain evict one member of three at once, and the cluster would run
+//     without redundancy until it was replaced.
+//   - a quorum, when noNodeToLeaveTo (a member is on a cordoned node and no other node
+//     can take a new member) and n >= 3: the member cannot move, so the drain may evict
+//     it rather than wait forever; the cluster keeps its quorum and says why
+//     (OffCordonedNodes, NoNodeToLeaveTo).
+//   - one or two members never: losing either is an outage (the quorum of two is two).
+//
+// With a member already down, minAvailable counts the ready pods left, so no eviction
+// is allowed until the operator has replaced it.
+func BudgetMinAvailable(n int, noNodeToLeaveTo bool) int {
 	if n < 1 {
 		return 0
 	}
-	return n/2 + 1
+	if noNodeToLeaveTo && n >= 3 {
+		return n/2 + 1
+	}
+	return n
 }

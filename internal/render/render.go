@@ -92,6 +92,10 @@ type Input struct {
 	// Restore, if set, seeds the bootstrapping members from a backup. Only the caller
 	// can vouch for it (see AnnotationRestore); the cluster's annotations are not read.
 	Restore *RestoreStep
+	// Budget is the PodDisruptionBudget's minAvailable (BudgetMinAvailable); 0: every
+	// member of max(spec.size, len(Members)), the budget of a cluster with no cordoned
+	// node in the way.
+	Budget int
 }
 
 // Renderer renders the embedded chart. It is safe for concurrent use.
@@ -368,6 +372,7 @@ func Values(in Input) (map[string]interface{}, error) {
 			"initialClusterToken": ClusterToken(c),
 		},
 		"members":                  members,
+		"budget":                   map[string]interface{}{"minAvailable": budget(c, in)},
 		"etcdSettingsEnv":          settingsValues(settings),
 		"pod":                      pod,
 		"TLS":                      tls,
@@ -470,3 +475,12 @@ func toMap(v interface{}) (map[string]interface{}, error) {
 }
 
 func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
+
+// budget is the minAvailable the chart's pdb.yaml renders: the caller's, or every
+// member's when the caller has none to give.
+func budget(c *v1beta2.EtcdCluster, in Input) int {
+	if in.Budget > 0 {
+		return in.Budget
+	}
+	return BudgetMinAvailable(max(c.Spec.Size, len(in.Members)), false)
+}

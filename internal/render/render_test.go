@@ -163,8 +163,8 @@ func TestRenderCoreOSSample(t *testing.T) {
 	if !reflect.DeepEqual(cs.Spec.Selector, wantSel) {
 		t.Errorf("client service selector %v", cs.Spec.Selector)
 	}
-	// PDB: quorum of 3.
-	if got.pdb.Name != "example" || got.pdb.Spec.MinAvailable == nil || *got.pdb.Spec.MinAvailable != intstr.FromInt32(2) || got.pdb.Spec.MaxUnavailable != nil {
+	// PDB: every member of 3 (render.BudgetMinAvailable).
+	if got.pdb.Name != "example" || got.pdb.Spec.MinAvailable == nil || *got.pdb.Spec.MinAvailable != intstr.FromInt32(3) || got.pdb.Spec.MaxUnavailable != nil {
 		t.Errorf("pdb: %+v", got.pdb.Spec)
 	}
 	if got.pdb.Spec.UnhealthyPodEvictionPolicy == nil || *got.pdb.Spec.UnhealthyPodEvictionPolicy != policyv1.IfHealthyBudget {
@@ -723,30 +723,49 @@ func TestReservedKeysCannotBeOverridden(t *testing.T) {
 
 func TestPDBMinAvailable(t *testing.T) {
 	for _, tc := range []struct {
-		size, members, want int
+		size, members, budget, want int
 	}{
-		{1, 1, 1}, // see pdb.yaml: a single member is not evicted; the operator moves it
-		{1, 0, 1},
-		{1, 2, 2}, // moving a single member: both may not be evicted until the old one is removed
-		{2, 2, 2},
-		{3, 3, 2},
-		{3, 1, 2}, // growing: the members that exist must not all be evictable
-		{3, 5, 3}, // shrinking: five voters still need three
-		{4, 4, 3},
-		{5, 5, 3},
-		{7, 7, 4},
+		{1, 1, 0, 1}, // see pdb.yaml: a single member is not evicted; the operator moves it
+		{1, 0, 0, 1},
+		{1, 2, 0, 2}, // moving a single member: neither may be evicted until the old one is removed
+		{2, 2, 0, 2},
+		{3, 3, 0, 3}, // every member: the operator moves members off cordoned nodes itself
+		{3, 1, 0, 3}, // growing: the members that exist must not be evictable
+		{3, 5, 0, 5}, // shrinking: five voters
+		{5, 5, 0, 5},
+		{3, 3, 2, 2}, // the operator's number wins (no node to leave to: a quorum)
 	} {
-		t.Run(fmt.Sprintf("size%d_members%d", tc.size, tc.members), func(t *testing.T) {
+		t.Run(fmt.Sprintf("size%d_members%d_budget%d", tc.size, tc.members, tc.budget), func(t *testing.T) {
 			c := coreosSample("3.6.16")
 			c.Spec.Size = tc.size
-			got := mustRender(t, Input{Cluster: c, Members: bootstrap(c, tc.members, "")})
+			got := mustRender(t, Input{Cluster: c, Members: bootstrap(c, tc.members, ""), Budget: tc.budget})
 			if got.pdb.Spec.MinAvailable == nil || got.pdb.Spec.MinAvailable.IntValue() != tc.want {
 				t.Errorf("minAvailable %v, want %d", got.pdb.Spec.MinAvailable, tc.want)
 			}
-			if QuorumMinAvailable(max(tc.size, tc.members)) != tc.want {
-				t.Errorf("QuorumMinAvailable disagrees with the chart")
-			}
 		})
+	}
+}
+
+func TestBudgetMinAvailable(t *testing.T) {
+	for _, tc := range []struct {
+		n       int
+		noNode  bool
+		want    int
+		because string
+	}{
+		{0, false, 0, "no members: nothing to protect"},
+		{1, false, 1, "one member: never evicted"},
+		{1, true, 1, "one member with nowhere to go: still never evicted (an outage)"},
+		{2, true, 2, "two members: the quorum of two is two"},
+		{3, false, 3, "three: every member, moved add-before-remove"},
+		{3, true, 2, "three, nowhere to go: a quorum, so the drain is not blocked forever"},
+		{4, true, 3, "four, nowhere to go: a quorum of four"},
+		{5, false, 5, "five: every member"},
+		{5, true, 3, "five, nowhere to go: a quorum of five"},
+	} {
+		if got := BudgetMinAvailable(tc.n, tc.noNode); got != tc.want {
+			t.Errorf("BudgetMinAvailable(%d, %v) = %d, want %d: %s", tc.n, tc.noNode, got, tc.want, tc.because)
+		}
 	}
 }
 

@@ -26,16 +26,18 @@ import (
 // TestNodeDrain drains (`kubectl drain`, evictions through the Eviction API, so the
 // PodDisruptionBudgets count) a node that holds a member of a 3-member cluster (one
 // member per node) and the single member of a 1-member cluster, under a writer on each:
-//   - the 1-member cluster's budget refuses the eviction, so the drain waits while the
-//     operator moves the member: a learner on another node, promoted, leadership moved,
-//     the old member removed and its pod deleted; it never has fewer than one voter and
-//     ends with its member elsewhere;
-//   - the 3-member cluster's budget lets one member go; while it is being replaced, a
-//     second member's eviction is refused; it never has fewer than a quorum of voters
-//     (etcd takes no new member while a listed voter is unreachable, so a member already
-//     evicted is removed before its successor is added);
+//   - both budgets count every member, so the drain's evictions are refused while the
+//     operator moves each member off the cordoned node add-before-remove: a learner on
+//     another node, promoted, leadership moved, the old member removed and its pod
+//     deleted. The 3-member cluster never has fewer than three voters, the 1-member
+//     cluster never fewer than one; a second eviction tried by hand meanwhile is refused;
 //   - the drain completes, no acknowledged write fails or is lost; then the node is
-//     uncordoned and OffCordonedNodes is True again.
+//     uncordoned and OffCordonedNodes is True again;
+//   - then no node is left that could take a new member of the 3-member cluster (the
+//     fourth node cordoned): draining one of its nodes reports NoNodeToLeaveTo, lowers
+//     its budget to a quorum so the drain is not blocked forever, and the drain evicts
+//     that member; the cluster keeps a quorum and is whole again once the nodes are
+//     uncordoned.
 func TestNodeDrain(t *testing.T) {
 	e := framework.SetupWithOptions(t, bench.Options{Nodes: 4})
 	ctx := context.Background()
@@ -56,62 +58,43 @@ func TestNodeDrain(t *testing.T) {
 	for n, p := range e.MemberPods("drain1") {
 		target, oldSingle = p.Spec.NodeName, n
 	}
-	var evictedFirst string
+	var movedFirst string
 	for n, p := range e.MemberPods("drain3") {
 		if p.Spec.NodeName == target {
-			evictedFirst = n
+			movedFirst = n
 		}
 	}
-	if target == "" || evictedFirst == "" {
-		t.Fatalf("drain1's member on node %q, drain3's member there %q", target, evictedFirst)
+	if target == "" || movedFirst == "" {
+		t.Fatalf("drain1's member on node %q, drain3's member there %q", target, movedFirst)
 	}
-	t.Logf("draining %s: drain1's %s, drain3's %s (free node %s)", target, oldSingle, evictedFirst, free)
-	checkBudgets(t, e, map[string]int{"drain3": 2, "drain1": 1})
+	t.Logf("draining %s: drain1's %s, drain3's %s (free node %s)", target, oldSingle, movedFirst, free)
+	checkBudgets(t, e, map[string]int{"drain3": 3, "drain1": 1})
 
 	load3, load1 := e.StartLoad("drain3", loadRate), e.StartLoad("drain1", loadRate)
 	flowing(t, load3, 2*loadRate)
 	flowing(t, load1, 2*loadRate)
 	mon3, mon1 := monitorMembership(e, "drain3"), monitorMembership(e, "drain1")
-	sawLeaving := watchCondition(e, "drain1", etcdv1beta2.ReasonLeavingCordonedNode)
+	sawLeaving1 := watchCondition(e, "drain1", etcdv1beta2.ReasonLeavingCordonedNode)
+	sawLeaving3 := watchCondition(e, "drain3", etcdv1beta2.ReasonLeavingCordonedNode)
 
 	kubectl := filepath.Join(testenv.CacheDir(), "envtest-"+testenv.K8sVersion, "kubectl")
 	drainStart := time.Now()
-	drained := make(chan error, 1)
-	var drainOut []byte
-	go func() {
-		var err error
-		drainOut, err = exec.Command(kubectl, "--kubeconfig", e.Bench.Kubeconfig(), "drain", target,
-			"--ignore-daemonsets", "--delete-emptydir-data", "--timeout=600s").CombinedOutput()
-		drained <- err
-	}()
+	drained := startDrain(kubectl, e.Bench.Kubeconfig(), target)
 
-	// drain3's member on the node is evicted at once (the budget allows one); while it is
-	// being replaced, the budget refuses a second member.
-	e.Eventually(60*time.Second, "drain3's member on "+target+" evicted", func() error {
-		if _, ok := e.MemberPods("drain3")[evictedFirst]; ok {
-			return fmt.Errorf("pod %s still there", evictedFirst)
-		}
-		return nil
-	})
+	// Every member counts: a healthy member's eviction is refused, on the drained node
+	// or elsewhere, while the operator moves the one on the drained node.
 	for n, p := range e.MemberPods("drain3") {
-		if n == evictedFirst || p.DeletionTimestamp != nil || !podIsReady(p) {
-			continue // a voter's Ready pod: the budget protects healthy members
+		if n == movedFirst || p.DeletionTimestamp != nil || !podIsReady(p) {
+			continue
 		}
 		err := e.C.SubResource("eviction").Create(ctx, &p, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: p.Namespace}})
 		if !apierrors.IsTooManyRequests(err) {
-			t.Fatalf("evicting a second member (%s) of drain3 while the first is replaced: %v, want 429 Too Many Requests", n, err)
+			t.Fatalf("evicting a member (%s) of drain3 during the drain: %v, want 429 Too Many Requests", n, err)
 		}
 		break
 	}
 
-	select {
-	case err := <-drained:
-		if err != nil {
-			t.Fatalf("kubectl drain: %v\n%s", err, drainOut)
-		}
-	case <-time.After(10 * time.Minute):
-		t.Fatalf("kubectl drain %s did not finish", target)
-	}
+	drained.wait(t, 10*time.Minute)
 	t.Logf("kubectl drain finished in %v", time.Since(drainStart).Round(time.Second))
 
 	e.WaitAvailable("drain3", 3, 180*time.Second)
@@ -126,8 +109,14 @@ func TestNodeDrain(t *testing.T) {
 	if _, ok := e.MemberPods("drain1")[oldSingle]; ok {
 		t.Errorf("drain1: the old member's pod %s is still there", oldSingle)
 	}
-	if !sawLeaving() {
+	if _, ok := e.MemberPods("drain3")[movedFirst]; ok {
+		t.Errorf("drain3: the old member's pod %s is still there", movedFirst)
+	}
+	if !sawLeaving1() {
 		t.Errorf("drain1 never reported OffCordonedNodes=False (%s)", etcdv1beta2.ReasonLeavingCordonedNode)
+	}
+	if !sawLeaving3() {
+		t.Errorf("drain3 never reported OffCordonedNodes=False (%s)", etcdv1beta2.ReasonLeavingCordonedNode)
 	}
 
 	mon3.finish()
@@ -140,19 +129,15 @@ func TestNodeDrain(t *testing.T) {
 	mon1.mu.Unlock()
 	mon3.mu.Lock()
 	t.Logf("drain3 membership: samples=%d minVoters=%d maxLearners=%d maxMembers=%d", mon3.samples, mon3.minVoters, mon3.maxLearners, mon3.maxMembers)
-	if mon3.samples == 0 || mon3.minVoters < 2 || mon3.maxLearners > 1 || mon3.maxMembers > 4 {
-		t.Errorf("drain3: quorum lost or changes overlapped: minVoters=%d maxLearners=%d maxMembers=%d", mon3.minVoters, mon3.maxLearners, mon3.maxMembers)
+	if mon3.samples == 0 || mon3.minVoters < 3 || mon3.maxLearners > 1 || mon3.maxMembers > 4 {
+		t.Errorf("drain3: not moved add-before-remove (fewer than three voters, or changes overlapped): minVoters=%d maxLearners=%d maxMembers=%d", mon3.minVoters, mon3.maxLearners, mon3.maxMembers)
 	}
 	mon3.mu.Unlock()
 
 	flowing(t, load3, 2*loadRate)
 	flowing(t, load1, 2*loadRate)
-	verifyLoad(t, load3)
-	verifyLoad(t, load1)
 
-	if out, err := exec.Command(kubectl, "--kubeconfig", e.Bench.Kubeconfig(), "uncordon", target).CombinedOutput(); err != nil {
-		t.Fatalf("kubectl uncordon: %v\n%s", err, out)
-	}
+	uncordon(t, kubectl, e.Bench.Kubeconfig(), target)
 	e.Eventually(60*time.Second, "drain1's OffCordonedNodes True again", func() error {
 		c := e.Cluster("drain1")
 		for _, cond := range c.Status.Conditions {
@@ -162,7 +147,86 @@ func TestNodeDrain(t *testing.T) {
 		}
 		return fmt.Errorf("conditions %+v", c.Status.Conditions)
 	})
-	checkBudgets(t, e, map[string]int{"drain3": 2, "drain1": 1})
+	checkBudgets(t, e, map[string]int{"drain3": 3, "drain1": 1})
+
+	// Nowhere to go: the node free of drain3 members is cordoned, so with anti-affinity
+	// no node can take a new member; draining a node of drain3 must not wait forever.
+	spare := freeNode(t, e, "drain3")
+	if out, err := exec.Command(kubectl, "--kubeconfig", e.Bench.Kubeconfig(), "cordon", spare).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl cordon: %v\n%s", err, out)
+	}
+	var stuck, stuckNode string
+	for n, p := range e.MemberPods("drain3") {
+		stuck, stuckNode = n, p.Spec.NodeName
+		break
+	}
+	t.Logf("nowhere to go: %s cordoned, draining %s (drain3's %s)", spare, stuckNode, stuck)
+	monStuck := monitorMembership(e, "drain3")
+	sawNoNode := watchCondition(e, "drain3", etcdv1beta2.ReasonNoNodeToLeaveTo)
+	drainStart = time.Now()
+	drained = startDrain(kubectl, e.Bench.Kubeconfig(), stuckNode)
+	drained.wait(t, 5*time.Minute)
+	t.Logf("kubectl drain with nowhere to go finished in %v", time.Since(drainStart).Round(time.Second))
+	if !sawNoNode() {
+		t.Errorf("drain3 never reported OffCordonedNodes=False (%s)", etcdv1beta2.ReasonNoNodeToLeaveTo)
+	}
+	if _, ok := e.MemberPods("drain3")[stuck]; ok {
+		t.Errorf("drain3: %s was not evicted by the drain", stuck)
+	}
+	uncordon(t, kubectl, e.Bench.Kubeconfig(), stuckNode)
+	uncordon(t, kubectl, e.Bench.Kubeconfig(), spare)
+	e.WaitAvailable("drain3", 3, 240*time.Second)
+	monStuck.finish()
+	monStuck.mu.Lock()
+	t.Logf("drain3 membership with nowhere to go: samples=%d minVoters=%d maxLearners=%d maxMembers=%d", monStuck.samples, monStuck.minVoters, monStuck.maxLearners, monStuck.maxMembers)
+	if monStuck.samples == 0 || monStuck.minVoters < 2 || monStuck.maxLearners > 1 || monStuck.maxMembers > 4 {
+		t.Errorf("drain3: quorum lost or changes overlapped: minVoters=%d maxLearners=%d maxMembers=%d", monStuck.minVoters, monStuck.maxLearners, monStuck.maxMembers)
+	}
+	monStuck.mu.Unlock()
+	checkBudgets(t, e, map[string]int{"drain3": 3})
+
+	flowing(t, load3, 2*loadRate)
+	flowing(t, load1, 2*loadRate)
+	verifyLoad(t, load3)
+	verifyLoad(t, load1)
+}
+
+// drainRun is a `kubectl drain` running in the background.
+type drainRun struct {
+	node string
+	done chan error
+	out  []byte
+}
+
+func startDrain(kubectl, kubeconfig, node string) *drainRun {
+	d := &drainRun{node: node, done: make(chan error, 1)}
+	go func() {
+		var err error
+		d.out, err = exec.Command(kubectl, "--kubeconfig", kubeconfig, "drain", node,
+			"--ignore-daemonsets", "--delete-emptydir-data", "--timeout=600s").CombinedOutput()
+		d.done <- err
+	}()
+	return d
+}
+
+// wait fails the test unless the drain finished without error within limit.
+func (d *drainRun) wait(t *testing.T, limit time.Duration) {
+	t.Helper()
+	select {
+	case err := <-d.done:
+		if err != nil {
+			t.Fatalf("kubectl drain %s: %v\n%s", d.node, err, d.out)
+		}
+	case <-time.After(limit):
+		t.Fatalf("kubectl drain %s did not finish in %v", d.node, limit)
+	}
+}
+
+func uncordon(t *testing.T, kubectl, kubeconfig, node string) {
+	t.Helper()
+	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "uncordon", node).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl uncordon %s: %v\n%s", node, err, out)
+	}
 }
 
 // freeNode is the bench node that holds no member pod of cluster name.
