@@ -78,7 +78,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		drift:        func(p *corev1.Pod) planner.Drift { return podDrift(c, r.ClusterDomain, p) },
 	}
 	j.join(o, answers, epOfPod)
-	if o.planner.NoNodeToLeaveTo, err = r.noNodeToLeaveTo(ctx, o); err != nil {
+	if o.planner.NoNodeToLeaveTo, err = r.noNodeToLeaveTo(ctx, c, o); err != nil {
 		o.close()
 		return nil, err
 	}

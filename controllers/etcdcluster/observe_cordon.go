@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
 // What the Nodes say about moving members off cordoned nodes (the planner's
@@ -65,9 +67,15 @@ func leavingPod(o *observation) *corev1.Pod {
 // (per host) names member pods, free of those. Required node affinity and topology
 // spread are not judged: a learner whose pod cannot be placed after all is abandoned
 // by the planner's learner timeout, losing nothing.
-func (r *Reconciler) noNodeToLeaveTo(ctx context.Context, o *observation) (bool, error) {
+//
+// Once the successor has joined (more members than spec.size: its learner, or a voter
+// beyond size until the leaving member is removed), the question is settled: its pod
+// found a node, which its own anti-affinity now repels. Asking again would call the
+// move impossible half-way through, abandon the learner and lower the disruption budget
+// (render.BudgetMinAvailable) while the move could still complete.
+func (r *Reconciler) noNodeToLeaveTo(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation) (bool, error) {
 	leaving := leavingPod(o)
-	if leaving == nil {
+	if leaving == nil || len(o.planner.Members) > c.Spec.Size {
 		return false, nil
 	}
 	var nodes corev1.NodeList

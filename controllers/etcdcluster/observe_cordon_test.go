@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
@@ -144,5 +146,33 @@ func TestCanTake(t *testing.T) {
 				t.Errorf("canTake = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// Once the successor has joined (more members than spec.size), the node it took is not
+// held against the move: the move is not declared impossible half-way through.
+func TestNoNodeToLeaveToSettledOnceSuccessorJoined(t *testing.T) {
+	leaving := repelMembers(podOn("c-a", "n-drained"))
+	staying := repelMembers(podOn("c-b", "n-up"))
+	successor := repelMembers(podOn("c-s", "n-spare")) // the learner took the only spare node
+	f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 2 },
+		leaving, staying, successor, readyNode("n-drained", cordon), readyNode("n-up"), readyNode("n-spare"))
+	for _, tc := range []struct {
+		members    int
+		wantNoNode bool
+	}{
+		{members: 2, wantNoNode: true}, // no successor yet: every other node holds a member
+		{members: 3, wantNoNode: false},
+	} {
+		o := &observation{pods: map[string]*corev1.Pod{"c-a": leaving, "c-b": staying, "c-s": successor}}
+		o.planner.Pods = []planner.Pod{{Name: "c-a", Drift: planner.Drift{LeaveNode: "n-drained"}}, {Name: "c-b"}, {Name: "c-s"}}
+		o.planner.Members = make([]planner.Member, tc.members)
+		got, err := f.r.noNodeToLeaveTo(context.Background(), f.cluster, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.wantNoNode {
+			t.Errorf("%d members for size 2: NoNodeToLeaveTo %v, want %v", tc.members, got, tc.wantNoNode)
+		}
 	}
 }
