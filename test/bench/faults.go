@@ -273,3 +273,44 @@ func (b *Bench) Exec(ctx context.Context, namespace, pod, container string, cmd 
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errb})
 	return out.String(), errb.String(), err
 }
+
+// RestartAPIServer stops kube-apiserver (SIGTERM, SIGKILL after grace) and starts it
+// again with the same flags on the same port, as an upgrade or a crash of a control-plane
+// node would; it returns once /readyz answers. Every client (the operator's informers,
+// the kubelets, the tests) sees its connections drop and must re-list.
+func (f *Faults) RestartAPIServer(ctx context.Context, grace time.Duration) error {
+	return f.b.restartProcess(ctx, "kube-apiserver", grace, f.b.waitReadyz)
+}
+
+// restartProcess replaces the tracked control-plane process name with a new one started
+// from the same binary and arguments, then waits for ready.
+func (b *Bench) restartProcess(ctx context.Context, name string, grace time.Duration, ready func(context.Context) error) error {
+	b.mu.Lock()
+	idx := -1
+	for i, p := range b.procs {
+		if p.name == name {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		b.mu.Unlock()
+		return fmt.Errorf("no %s process to restart", name)
+	}
+	old := b.procs[idx]
+	b.mu.Unlock()
+
+	old.stop(grace)
+	p, err := startProcess(b.dir, name, old.cmd.Path, old.cmd.Args[1:]...)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if idx >= len(b.procs) || b.procs[idx] != old { // the bench stopped meanwhile
+		b.mu.Unlock()
+		p.stop(grace)
+		return fmt.Errorf("bench stopped while restarting %s", name)
+	}
+	b.procs[idx] = p // keeps the stop order of Stop
+	b.mu.Unlock()
+	return ready(ctx)
+}
