@@ -119,9 +119,10 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 	for _, p := range o.Pods {
 		held = held || len(p.Drift.Held) > 0
 	}
+	held = held || TLSRefusal(dd, o) != "" // a refused TLS change holds every restart
 	for i := range o.Members {
 		if m := &o.Members[i]; !m.IsLearner && alive(m) {
-			if p := podNamed(m.Name); p != nil && (p.Drift.NewPod || (p.Drift.LeaveNode != "" && !o.NoNodeToLeaveTo)) {
+			if p := podNamed(m.Name); p != nil && (p.Drift.NewPod || p.Drift.TLS || (p.Drift.LeaveNode != "" && !o.NoNodeToLeaveTo)) {
 				driftedVoter = true
 			}
 		}
@@ -141,7 +142,7 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		if p != nil && p.Drift.LeaveNode != "" && !o.NoNodeToLeaveTo {
 			fail("recreates on its claim a pod on a cordoned node (the claim may not follow it elsewhere)")
 		}
-		if p == nil || p.Deleting || !p.Drift.NewPod || m == nil || m.IsLearner || m.Name != a.Name || !slices.Contains(o.Claims, a.Name) {
+		if p == nil || p.Deleting || !(p.Drift.NewPod || p.Drift.TLS) || m == nil || m.IsLearner || m.Name != a.Name || !slices.Contains(o.Claims, a.Name) {
 			fail("recreates for a rollout a pod that is not a drifted voter's with a claim")
 		}
 		if !rolloutReady || held || aliveVoters-1 < Quorum(voters) || a.ID == o.LeaderID {
@@ -417,6 +418,8 @@ func randomState(r *rand.Rand) (Desired, Observed) {
 		Version:            pick(r, v37, v37, v37, v36, "3.7.4", "3.5.21", "3.8.0", "v3.7.3", "bogus"),
 		Paused:             r.Intn(10) == 0,
 		QuorumLossRecovery: r.Intn(2) == 0,
+		PeerTLS:            r.Intn(2) == 0,
+		ClientTLS:          r.Intn(2) == 0,
 	}
 	if r.Intn(3) == 0 {
 		d.ReplaceUnhealthyAfter = pick(r, 10*time.Second, time.Minute, 5*time.Minute)
@@ -562,6 +565,14 @@ func randomState(r *rand.Rand) (Desired, Observed) {
 			}
 			if r.Intn(10) == 0 {
 				o.Pods[i].Drift.Held = []string{"pod.ClusterDomain"}
+			}
+			if r.Intn(6) == 0 {
+				// On other TLS Secrets: a rotation, a refused one, or a scheme change.
+				o.Pods[i].Drift.TLS = true
+				o.Pods[i].PeerTLS, o.Pods[i].ClientTLS = r.Intn(4) > 0, r.Intn(4) > 0
+				if r.Intn(3) == 0 {
+					o.TLSRefused = "does not verify"
+				}
 			}
 		}
 	}

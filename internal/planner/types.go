@@ -69,6 +69,11 @@ type Desired struct {
 
 	// Maintenance: defragmentation and NOSPACE/CORRUPT remediation (maintenance.go).
 	Maintenance MaintenanceSpec
+
+	// PeerTLS, ClientTLS: the spec wants peer / client traffic over TLS (a peer / server
+	// Secret is named). Compared with what the pods run, they tell a rotation of the
+	// Secrets from a change of scheme (tls.go).
+	PeerTLS, ClientTLS bool
 }
 
 // Observed is everything the controller saw in one reconcile, plus the few
@@ -148,6 +153,11 @@ type Observed struct {
 	// BackupProblems say why EtcdBackups or their objects were passed over (unreadable,
 	// refused credentials, a listing that timed out), for the total-loss messages.
 	BackupProblems []string
+	// TLSRefused is why a rotation of the TLS Secrets (pods on other Secrets than the
+	// spec's, the schemes unchanged) is not safe: the controller's proof that old and
+	// new certificates trust each other both ways failed (internal/tlsproof). "" when
+	// proven or when no rotation is pending.
+	TLSRefused string
 	// AllLostSince is when the controller first saw no member answer and no member pod
 	// or claim exist, continuously since (zero: not seen, or not yet recorded, and the
 	// grace starts at Now).
@@ -240,6 +250,9 @@ type Pod struct {
 	// Drift is how the pod differs from the current spec (zero: it does not, or only in
 	// ways a rollout leaves alone); rule 17 rolls it out (reconfigure.go).
 	Drift Drift
+	// PeerTLS, ClientTLS: the pod mounts a peer / server TLS Secret, so its etcd runs
+	// with peer / client TLS (read off the pod's volumes, what it actually runs).
+	PeerTLS, ClientTLS bool
 }
 
 // gone reports that the pod's process is certainly not coming back: waiting
@@ -492,6 +505,9 @@ type Drift struct {
 	// yet (TLS secrets, the cluster domain): while any pod has one, rule 17 restarts
 	// no member.
 	Held []string
+	// TLS: the pod runs on other TLS Secrets than the spec names (tls.go decides whether
+	// that is a rotation rule 17 may roll out, or a change it refuses).
+	TLS bool
 	// LeaveNode is the cordoned node (spec.unschedulable: being drained or taken out of
 	// service) the pod runs on, "" when its node is schedulable. Such a member is moved
 	// to a new pod on another node through a learner, even with a claim: a claim bound
