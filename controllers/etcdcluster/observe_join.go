@@ -121,6 +121,8 @@ func (j joiner) joinPods(o *observation, podOfMember map[uint64]string, seen map
 		pp.Terminated, pp.CrashLooping = etcdContainerState(p)
 		pp.Image, pp.EtcdRunning, pp.EtcdNeverRan = etcdContainerFacts(p)
 		pp.RecoveryToken = p.Annotations[render.AnnotationRecoveryToken]
+		pp.PeerTLS = podSecretVolume(p, volumePeerTLS) != ""
+		pp.ClientTLS = podSecretVolume(p, volumeServerTLS) != ""
 		if j.drift != nil {
 			pp.Drift = j.drift(p)
 		}
