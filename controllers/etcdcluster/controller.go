@@ -195,7 +195,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.Recorder.Event(&c, corev1.EventTypeWarning, etcdv1beta2.EventReasonInvalidAnnotation, warning)
 	}
 	desired := desiredFromSpec(&c, r.MinQuorumLossGrace)
-	desired.Maintenance = r.observeMaintenance(&c, obs) // maintenance.go
+	desired.Maintenance = r.observeMaintenance(&c, obs)                     // maintenance.go
 	obs.planner.TLSRefused = r.proveTLSRotation(ctx, &c, obs.pods, r.Now()) // tlsrotation.go
 	r.tlsRefusals.set(clusterKey(&c), planner.TLSRefusal(desired, obs.planner))
 	action := planner.Plan(desired, obs.planner)
