@@ -81,6 +81,12 @@ func (v *view) heldFields() []string {
 
 // planReconfigure is rule 17 (see above).
 func (v *view) planReconfigure() (Action, bool) {
+	if a, held := v.tlsGate(); held { // tls.go
+		return a, true
+	}
+	if a, ok := v.planTLSEnable(); ok { // tlsenable.go
+		return a, true
+	}
 	var meta, renew []*Member
 	for _, m := range v.voters {
 		switch v.way(m) {
@@ -92,9 +98,6 @@ func (v *view) planReconfigure() (Action, bool) {
 	}
 	if len(meta)+len(renew) == 0 {
 		return v.stuckOnCordonedNode() // cordon.go
-	}
-	if a, held := v.tlsGate(); held { // tls.go
-		return a, true
 	}
 	if a, waiting := v.reconfigureGate(); waiting {
 		return a, true

@@ -16,9 +16,11 @@ import (
 //     after MoveLeader, the health gate between members, never below quorum), once the
 //     controller proved that old and new certificates trust each other both ways
 //     (Observed.TLSRefused empty), since members on both run side by side meanwhile.
-//   - anything else changes a scheme: plaintext to TLS, TLS to plaintext, or peer TLS
-//     without client TLS and the reverse. A new pod would advertise URLs its peers and
-//     clients cannot use, so rule 17 restarts nothing and says why (TLSChangeRefused).
+//   - plaintext to TLS (both Secrets set on members running without): turned on in
+//     steps (tlsenable.go) where that can be done safely, else refused.
+//   - anything else changes a scheme: TLS to plaintext, or peer TLS without client TLS
+//     and the reverse. A new pod would advertise URLs its peers and clients cannot
+//     use, so rule 17 restarts nothing and says why (TLSChangeRefused).
 //
 // A refusal holds every restart of rule 17, not only the TLS one: any new pod would be
 // rendered with the spec's TLS and take the refused change up.
@@ -49,8 +51,7 @@ func TLSRefusal(d Desired, o Observed) string {
 		return fmt.Sprintf("turning TLS off on a running cluster is refused: %s run with TLS, and peers and clients that rely on it would be moved to plaintext; no member is restarted until spec.TLS names the Secrets the members run on",
 			podList(disable))
 	case len(enable) > 0:
-		return fmt.Sprintf("turning TLS on for a running plaintext cluster is not supported yet: %s run without TLS, and a member restarted with TLS alone would advertise URLs its plaintext peers cannot reach; no member is restarted until spec.TLS is removed again",
-			podList(enable))
+		return tlsEnableRefusal(d, o, enable) // tlsenable.go
 	case len(mixed) > 0:
 		return fmt.Sprintf("adding peer TLS to members with client TLS only, or client TLS to members with peer TLS only, is not supported on a running cluster: %s; no member is restarted until spec.TLS names the Secrets the members run on",
 			podList(mixed))

@@ -253,6 +253,10 @@ type Pod struct {
 	// PeerTLS, ClientTLS: the pod mounts a peer / server TLS Secret, so its etcd runs
 	// with peer / client TLS (read off the pod's volumes, what it actually runs).
 	PeerTLS, ClientTLS bool
+	// PeerServesTLS: the pod's etcd listens for peers over https; ClientPlaintext: it
+	// serves plaintext clients on the client port (read off its arguments). Both tell
+	// how far a member got while a plaintext cluster moves to TLS (tlsenable.go).
+	PeerServesTLS, ClientPlaintext bool
 }
 
 // gone reports that the pod's process is certainly not coming back: waiting
@@ -312,6 +316,7 @@ const (
 	RestoreFromBackup
 	FinishBackupRestore
 	AbortBackupRestore
+	UpdatePeerURL
 )
 
 var kindNames = [...]string{
@@ -324,7 +329,7 @@ var kindNames = [...]string{
 	Defragment: "Defragment", Compact: "Compact", DisarmAlarm: "DisarmAlarm",
 	FinishMaintenance: "FinishMaintenance",
 	RestoreFromBackup: "RestoreFromBackup", FinishBackupRestore: "FinishBackupRestore",
-	AbortBackupRestore: "AbortBackupRestore",
+	AbortBackupRestore: "AbortBackupRestore", UpdatePeerURL: "UpdatePeerURL",
 }
 
 func (k Kind) String() string {
@@ -372,6 +377,8 @@ type NewMember struct {
 //	                that never formed to Desired.Image, in place
 //	PatchPodMetadata Name, ID: put the spec's pod labels and annotations on the
 //	                member's running pod, in place (no restart)
+//	UpdatePeerURL   Name, ID: set the member's peer URL to the spec's (https)
+//	                through etcd's member update (turning TLS on, tlsenable.go)
 //	Defragment      ID, Name, Trigger: defragment that member (record the run
 //	                first when Trigger differs from the recorded one)
 //	Compact         Revision, Trigger: compact the history at Revision
@@ -434,7 +441,7 @@ func (a Action) String() string {
 		s += fmt.Sprintf("{%s %x}", a.Name, a.ID)
 	case FixPodImage:
 		s += fmt.Sprintf("{%s v%s}", a.Name, a.Version)
-	case PatchPodMetadata:
+	case PatchPodMetadata, UpdatePeerURL:
 		s += fmt.Sprintf("{%s %x}", a.Name, a.ID)
 	case Defragment, Compact, DisarmAlarm, FinishMaintenance:
 		s += maintenanceString(a)
