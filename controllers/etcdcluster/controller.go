@@ -87,6 +87,8 @@ type Reconciler struct {
 	claimReports claimReportMemo
 	// tlsRefusals carries a refused TLS change to the SpecApplied condition.
 	tlsRefusals tlsRefusalMemo
+	// tlsProgress carries which step of turning TLS on runs to the SpecApplied condition.
+	tlsProgress tlsRefusalMemo
 	// loss times total losses (totalloss_observe.go); lostBackups keeps what was found
 	// to restore them from (totalloss_backups.go).
 	loss        lossClock
@@ -145,6 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			r.backoff.forget(req.NamespacedName.String())
 			r.claimReports.forget(req.NamespacedName.String())
 			r.tlsRefusals.set(req.NamespacedName.String(), "")
+			r.tlsProgress.set(req.NamespacedName.String(), "")
 			forgetClusterMetrics(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -198,6 +201,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	desired.Maintenance = r.observeMaintenance(&c, obs)                     // maintenance.go
 	obs.planner.TLSRefused = r.proveTLSRotation(ctx, &c, obs.pods, r.Now()) // tlsrotation.go
 	r.tlsRefusals.set(clusterKey(&c), planner.TLSRefusal(desired, obs.planner))
+	r.tlsProgress.set(clusterKey(&c), planner.TLSProgress(desired, obs.planner))
 	action := planner.Plan(desired, obs.planner)
 	obs.noSpaceReason, obs.noSpaceMessage = noSpaceProgress(action)
 	summary := planner.Summarize(desired, obs.planner, action)

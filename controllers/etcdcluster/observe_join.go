@@ -123,6 +123,7 @@ func (j joiner) joinPods(o *observation, podOfMember map[uint64]string, seen map
 		pp.RecoveryToken = p.Annotations[render.AnnotationRecoveryToken]
 		pp.PeerTLS = podSecretVolume(p, volumePeerTLS) != ""
 		pp.ClientTLS = podSecretVolume(p, volumeServerTLS) != ""
+		pp.PeerServesTLS, pp.ClientPlaintext = peerServesTLS(p), servesPlaintextClients(p) // tlsenable.go
 		if j.drift != nil {
 			pp.Drift = j.drift(p)
 		}

@@ -342,6 +342,10 @@ func (r *Reconciler) reportSpecApplied(c *etcdv1beta2.EtcdCluster, pods map[stri
 	s := specApplied(c, r.ClusterDomain, pods, r.claimReports.get(clusterKey(c)))
 	if msg := r.tlsRefusals.get(clusterKey(c)); msg != "" && !s.Status {
 		s = specAppliedReport{Reason: etcdv1beta2.ReasonTLSChangeRefused, Message: cut(msg, maxHealthMessage), EventKey: etcdv1beta2.ReasonTLSChangeRefused + ":" + msg}
+	} else if msg := r.tlsProgress.get(clusterKey(c)); msg != "" {
+		// Turning TLS on: after its first step the pods mount the spec's Secrets, but
+		// the members are not on TLS until the last step is through.
+		s = specAppliedReport{Reason: etcdv1beta2.ReasonRollingOut, Message: cut(msg, maxHealthMessage)}
 	}
 	updateCondition(c, etcdv1beta2.ClusterConditionSpecApplied, s.Status, s.Reason, s.Message, now)
 	failKey := ""

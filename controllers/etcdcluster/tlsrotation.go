@@ -124,8 +124,8 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// tlsRefusalMemo carries the planner's TLS refusal (planner.TLSRefusal) of the last
-// reconcile to the SpecApplied condition.
+// tlsRefusalMemo carries a message about the members' TLS from the last reconcile's
+// plan (planner.TLSRefusal, planner.TLSProgress) to the SpecApplied condition.
 type tlsRefusalMemo struct {
 	mu sync.Mutex
 	m  map[string]string
