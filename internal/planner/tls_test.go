@@ -257,3 +257,18 @@ func all(checks ...func(*testing.T, Action)) func(*testing.T, Action) {
 		}
 	}
 }
+
+func TestPlanTLSEnableNeverDropsData(t *testing.T) {
+	runCases(t, []tcase{
+		{"a member without a claim mid-way is not restarted", tlsDesired(3), func() Observed {
+			o := enabling(1, atPeerTLS, atPeerTLS, atPeerTLS)()
+			o.Claims = []string{mname(1), mname(3)}
+			return o
+		}, want{kind: Wait, reason: "TLSChangeRefused", check: wantMessage("no data claim")}},
+		{"a cut-off member without a claim is not restarted", tlsDesired(3), func() Observed {
+			o := enabling(1, atCerts, atCutOff, atCerts)()
+			o.Claims = []string{mname(1), mname(3)}
+			return o
+		}, want{kind: Wait, reason: "TLSChangeRefused"}},
+	})
+}

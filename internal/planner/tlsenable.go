@@ -154,8 +154,12 @@ func (v *view) planTLSEnable() (Action, bool) {
 	return v.tlsEnableRestart(next, step), true
 }
 
-// tlsEnableRestart recreates m's pod on its claim for the step.
+// tlsEnableRestart recreates m's pod on its claim for the step. A member without a
+// claim (one that replaced another mid-way) would lose its data with its pod: it waits.
 func (v *view) tlsEnableRestart(m *Member, step int) Action {
+	if !v.hasClaim(m.Name) {
+		return wait(v1beta2.ReasonTLSChangeRefused, fmt.Sprintf("%s: member %s has no data claim, so it cannot be restarted on its data; turning TLS on waits", v.tlsEnableStepLabel(step), m.Name), requeueLong)
+	}
 	why := map[int]string{1: "with the peer and server certificates", 2: "listening for peers over https", 3: "serving TLS clients only"}[step]
 	return Action{Kind: DeletePod, Name: m.Name, ID: m.ID, KeepClaim: true, Reason: v1beta2.ReasonReconfiguring,
 		Message: fmt.Sprintf("%s: recreating pod %s on its claim %s (%s)", v.tlsEnableStepLabel(step), m.Name, why, v.tlsEnableDone(step))}
