@@ -22,30 +22,43 @@ import (
 // at this reconcile, never from status, so a restarted operator carries on where the
 // members are.
 
-// podArg is the value of the etcd container's --name=value argument, "" without one.
+// podArg is the value of the etcd container's --name=value flag, "" without one. It is
+// looked for in the command too, split on spaces: CoreOS's pods ran etcd from a shell
+// command line.
 func podArg(p *corev1.Pod, name string) string {
 	for _, ctr := range p.Spec.Containers {
-		if ctr.Name != render.ContainerName {
+		if ctr.Name != render.ContainerName && ctr.Name != "etcd" {
 			continue
 		}
-		for _, a := range ctr.Args {
-			if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
-				return v
+		for _, part := range append(append([]string{}, ctr.Command...), ctr.Args...) {
+			for _, a := range strings.Fields(part) {
+				if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+					return v
+				}
 			}
 		}
 	}
 	return ""
 }
 
-// peerServesTLS: the pod's etcd listens for peers over https.
+// peerServesTLS: the pod's etcd listens for peers over https. A pod whose flag cannot
+// be found is taken to run as its volumes say, so it is never judged to be mid-way.
 func peerServesTLS(p *corev1.Pod) bool {
-	return strings.HasPrefix(podArg(p, "listen-peer-urls"), "https://")
+	v := podArg(p, "listen-peer-urls")
+	if v == "" {
+		return podSecretVolume(p, volumePeerTLS) != ""
+	}
+	return strings.HasPrefix(v, "https://")
 }
 
 // servesPlaintextClients: the pod's etcd serves plaintext clients (an http client
-// listener, alone or beside an https one).
+// listener, alone or beside an https one); without the flag, as its volumes say.
 func servesPlaintextClients(p *corev1.Pod) bool {
-	for _, u := range strings.Split(podArg(p, "listen-client-urls"), ",") {
+	v := podArg(p, "listen-client-urls")
+	if v == "" {
+		return !servesTLSClients(p)
+	}
+	for _, u := range strings.Split(v, ",") {
 		if strings.HasPrefix(strings.TrimSpace(u), "http://") {
 			return true
 		}

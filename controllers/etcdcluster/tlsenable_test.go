@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,6 +86,18 @@ func TestTLSTransitionFacts(t *testing.T) {
 	}
 	if dialTLS(plainC, []*corev1.Pod{final}) {
 		t.Error("a plaintext spec dialled over https")
+	}
+	// A pod running etcd from a shell command line (CoreOS's), and one whose flags
+	// cannot be found: judged on what they show, never as mid-way.
+	coreos := final.DeepCopy()
+	coreos.Spec.Containers[0].Command = []string{"/bin/sh", "-ec", "/usr/local/bin/etcd " + strings.Join(final.Spec.Containers[0].Args, " ")}
+	coreos.Spec.Containers[0].Args = nil
+	bare := final.DeepCopy()
+	bare.Spec.Containers[0].Args = nil
+	for _, p := range []*corev1.Pod{coreos, bare} {
+		if !peerServesTLS(p) || servesPlaintextClients(p) {
+			t.Errorf("TLS pod judged: peer TLS %v, plaintext clients %v", peerServesTLS(p), servesPlaintextClients(p))
+		}
 	}
 }
 
