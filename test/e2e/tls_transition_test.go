@@ -77,7 +77,7 @@ func TestTLSTransition(t *testing.T) {
 		}
 		worst = max(worst, away)
 	}
-	e.Eventually(300*time.Second, "every member serving TLS clients (step 2 under way)", func() error {
+	e.Eventually(420*time.Second, "every member serving TLS clients (step 2 under way)", func() error {
 		sample()
 		if !steps["step 2 of 3"] && !steps["step 3 of 3"] {
 			return fmt.Errorf("SpecApplied: %s", conditionReason(e.Cluster(name), etcdv1beta2.ClusterConditionSpecApplied))
@@ -90,7 +90,7 @@ func TestTLSTransition(t *testing.T) {
 	flowing(t, secure, 2*loadRate)
 	plainKeys := plain.AckedKeys()
 	plainRes := verifyLoad(t, plain)
-	e.Eventually(300*time.Second, "every member on TLS (peer URLs https, plaintext dropped)", func() error {
+	e.Eventually(420*time.Second, "every member on TLS (peer URLs https, plaintext dropped)", func() error {
 		sample()
 		ms, err := e.MembersTLS(name, cfg)
 		if err != nil {
