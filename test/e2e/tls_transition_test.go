@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -24,7 +26,9 @@ import (
 //   - plaintext to TLS: a plaintext writer runs until every member serves TLS clients
 //     too (step 2), then a TLS writer takes over to the end; no acknowledged write of
 //     either fails or is lost, every member keeps its ID (restarted on its claim), at
-//     most one member pod is away at once, and every peer URL is https at the end;
+//     most one member pod is away at once, and every peer URL is https at the end; the
+//     operator is stopped right after its first peer URL update and started again,
+//     and carries on from what it observes;
 //   - rotation onto renewed certificates of the same CA, operator Secret included:
 //     every pod mounts the new Secrets, members keep their IDs, the TLS writer goes on;
 //   - a peer Secret from another CA: SpecApplied says TLSChangeRefused naming it, and
@@ -49,6 +53,32 @@ func TestTLSTransition(t *testing.T) {
 	}
 	cfg := pki.ClientConfig(t)
 
+	// The operator is stopped right after its first peer URL update, the one moment a
+	// member is cut off from its peers (its URL says https, its pod listens on http),
+	// and started again: it must carry on from what it observes. The hook is installed
+	// while no reconciler runs, so no reconcile races with it.
+	stopped := make(chan string, 1)
+	var once sync.Once
+	e.StopOperatorNow()
+	e.AfterAction = func(ctx context.Context, cluster string, a planner.Action) {
+		if cluster != "default/"+name || a.Kind != planner.UpdatePeerURL {
+			return
+		}
+		first := false
+		once.Do(func() { first = true })
+		if !first {
+			return
+		}
+		stopped <- a.String()
+		<-ctx.Done() // "killed": nothing after the step runs until the operator stops
+	}
+	t.Cleanup(func() {
+		e.StopOperatorNow()
+		e.AfterAction = nil
+	})
+	e.StartOperator()
+	restartedAfter := ""
+
 	plain := e.StartLoad(name, loadRate)
 	flowing(t, plain, 2*loadRate)
 	start := time.Now()
@@ -61,6 +91,14 @@ func TestTLSTransition(t *testing.T) {
 	worst := 0
 	steps := map[string]bool{}
 	sample := func() {
+		select {
+		case s := <-stopped:
+			restartedAfter = s
+			t.Logf("operator stopped after %s; starting it again", s)
+			e.StopOperatorNow()
+			e.StartOperator()
+		default:
+		}
 		cl := e.Cluster(name)
 		msg := conditionReason(cl, etcdv1beta2.ClusterConditionSpecApplied)
 		for _, s := range []string{"step 1 of 3", "step 2 of 3", "step 3 of 3"} {
@@ -125,6 +163,10 @@ func TestTLSTransition(t *testing.T) {
 	}
 	if worst > 1 {
 		t.Errorf("%d member pods were away at once; the move takes one at a time", worst)
+	}
+	t.Logf("event reasons: %v", e.EventReasons(name))
+	if restartedAfter == "" {
+		t.Errorf("the operator never updated a peer URL (no restart after it was tested)")
 	}
 	if !steps["step 1 of 3"] && !steps["step 2 of 3"] {
 		t.Errorf("SpecApplied never named a step of turning TLS on: %v", steps)
