@@ -164,6 +164,11 @@ const (
 	// pod lacks a change that cannot be rolled out yet (TLS secrets, cluster domain),
 	// which a new pod would take up; no member is restarted.
 	ReasonReconfigureHeld = "ReconfigureHeld"
+	// ReasonTLSChangeRefused: member pods run on other TLS Secrets than the spec names,
+	// and the change is not one a rollout can make safely (a scheme change, or a
+	// rotation whose certificates do not verify both ways); no member is restarted. Also
+	// the SpecApplied condition's reason then.
+	ReasonTLSChangeRefused = "TLSChangeRefused"
 	// ReasonReady: nothing to do; every member is healthy on the desired version.
 	ReasonReady = "Ready"
 

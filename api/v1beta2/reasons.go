@@ -39,6 +39,9 @@ const (
 	// ReasonRollingOut: the SpecApplied condition while member pods are moved onto the
 	// current spec one member at a time; the message says which fields and how far.
 	ReasonRollingOut = "RollingOut"
+	// EventReasonPeerURLUpdated: a member's peer URL was updated to https through etcd's
+	// member update (turning TLS on for a running cluster).
+	EventReasonPeerURLUpdated = "PeerURLUpdated"
 	// EventReasonInvalidAnnotation: an annotation of the cluster is not used as written
 	// (the message says what is used instead).
 	EventReasonInvalidAnnotation = "InvalidAnnotation"

@@ -52,6 +52,8 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 		err = r.fixPodImage(ctx, c, a)
 	case planner.PatchPodMetadata:
 		err = r.patchPodMetadata(ctx, c, a) // reconfigure.go
+	case planner.UpdatePeerURL:
+		err = r.updatePeerURL(ctx, c, o, a) // tlsenable.go
 	case planner.ForceNewCluster:
 		err = r.startRecovery(ctx, c, o, a)
 	case planner.FinishRecovery:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,7 +26,8 @@ func (r *Reconciler) addLearner(ctx context.Context, c *etcdv1beta2.EtcdCluster,
 	if err != nil {
 		return err
 	}
-	res, err := admin.EnsureLearner(ctx, []string{render.PeerURL(c, a.Name, r.ClusterDomain)})
+	peerScheme, plain := tlsRender(c, o, a.Name) // tlsenable.go
+	res, err := admin.EnsureLearner(ctx, []string{r.peerURLFor(c, o, a.Name)})
 	if err != nil {
 		return fmt.Errorf("add learner %s: %w", a.Name, err)
 	}
@@ -35,8 +37,8 @@ func (r *Reconciler) addLearner(ctx context.Context, c *etcdv1beta2.EtcdCluster,
 	if err := o.status.checkpoint(ctx); err != nil {
 		return err
 	}
-	m := render.Member{Name: a.Name, ID: idString(res.Member.ID), Version: a.Version,
-		InitialClusterState: render.StateExisting, InitialCluster: r.initialClusterOf(c, res.Members, a.Name)}
+	m := render.Member{Name: a.Name, ID: idString(res.Member.ID), Version: a.Version, PeerScheme: peerScheme, ClientPlaintext: plain,
+		InitialClusterState: render.StateExisting, InitialCluster: r.initialClusterOf(c, res.Members, a.Name, peerScheme)}
 	if err := r.createMembers(ctx, c, []render.Member{m}); err != nil {
 		return err
 	}
@@ -96,21 +98,35 @@ func (r *Reconciler) removeMember(ctx context.Context, c *etcdv1beta2.EtcdCluste
 }
 
 // initialClusterOf is --initial-cluster for a member joining an existing cluster: etcd
-// requires it to list every current member (learners and unstarted ones too) by peer URL.
-func (r *Reconciler) initialClusterOf(c *etcdv1beta2.EtcdCluster, members []etcdadmin.Member, self string) string {
-	names := []string{}
+// requires it to list every current member (learners and unstarted ones too) by the
+// peer URL the membership has for it, which is not the spec's scheme while TLS is being
+// turned on. self is listed with selfScheme ("" for the spec's).
+func (r *Reconciler) initialClusterOf(c *etcdv1beta2.EtcdCluster, members []etcdadmin.Member, self, selfScheme string) string {
+	urls := map[string]string{}
 	for _, m := range members {
 		n := m.Name
 		if n == "" {
 			n = memberNameFromPeerURLs(m.PeerURLs)
 		}
-		if n != "" && !slices.Contains(names, n) {
-			names = append(names, n)
+		if n != "" && n != self && urls[n] == "" {
+			urls[n] = render.PeerURL(c, n, r.ClusterDomain)
+			if len(m.PeerURLs) > 0 {
+				urls[n] = m.PeerURLs[0]
+			}
 		}
 	}
-	if !slices.Contains(names, self) {
-		names = append(names, self)
+	if selfScheme == "" {
+		selfScheme = render.PeerScheme(c)
+	}
+	urls[self] = render.PeerURLWithScheme(c, self, r.ClusterDomain, selfScheme)
+	names := make([]string, 0, len(urls))
+	for n := range urls {
+		names = append(names, n)
 	}
 	slices.Sort(names)
-	return render.InitialCluster(c, names, r.ClusterDomain)
+	entries := make([]string, len(names))
+	for i, n := range names {
+		entries[i] = n + "=" + urls[n]
+	}
+	return strings.Join(entries, ",")
 }

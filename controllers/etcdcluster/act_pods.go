@@ -23,11 +23,13 @@ import (
 // of an interrupted bootstrap starts as part of the recorded initial cluster; any other
 // joins the existing one.
 func (r *Reconciler) createPod(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
-	m := render.Member{Name: a.Name, ID: idString(a.ID), Version: a.Version,
-		InitialClusterState: render.StateExisting, InitialCluster: r.initialClusterOf(c, o.members, a.Name)}
+	peerScheme, plain := tlsRender(c, o, a.Name) // tlsenable.go
+	m := render.Member{Name: a.Name, ID: idString(a.ID), Version: a.Version, PeerScheme: peerScheme, ClientPlaintext: plain,
+		InitialClusterState: render.StateExisting, InitialCluster: r.initialClusterOf(c, o.members, a.Name, peerScheme)}
 	if !c.Status.Bootstrapped && slices.Contains(c.Status.BootstrapMembers, a.Name) {
 		m.InitialClusterState = render.StateNew
 		m.InitialCluster = render.InitialCluster(c, c.Status.BootstrapMembers, r.ClusterDomain)
+		m.PeerScheme, m.ClientPlaintext = "", false // a new cluster starts on the spec
 	}
 	if err := r.createMembers(ctx, c, []render.Member{m}); err != nil {
 		return err

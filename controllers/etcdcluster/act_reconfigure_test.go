@@ -43,9 +43,11 @@ func TestPodDrift(t *testing.T) {
 		{"etcd settings: a new pod", func(c *etcdv1beta2.EtcdCluster) {
 			c.Annotations = map[string]string{etcdv1beta2.QuotaBackendBytesAnnotation: "4294967296"}
 		}, planner.Drift{Fields: []string{etcdv1beta2.QuotaBackendBytesAnnotation}, NewPod: true}},
-		{"TLS secrets: held", func(c *etcdv1beta2.EtcdCluster) {
+		{"TLS secrets: left to the planner's TLS rule", func(c *etcdv1beta2.EtcdCluster) {
 			c.Spec.TLS = &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{PeerSecret: "p", ServerSecret: "s"}}}
-		}, planner.Drift{Held: []string{"TLS.static.member.peerSecret", "TLS.static.member.serverSecret"}}},
+		}, planner.Drift{Fields: []string{"TLS.static.member.peerSecret", "TLS.static.member.serverSecret"}, TLS: true}},
+		{"cluster domain: held", func(c *etcdv1beta2.EtcdCluster) { c.Spec.Pod.ClusterDomain = "example.org" },
+			planner.Drift{Held: []string{"pod.ClusterDomain"}}},
 		{"claim spec: not rolled out", func(c *etcdv1beta2.EtcdCluster) {
 			c.Spec.Pod.PersistentVolumeClaimSpec = &corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}
 		}, planner.Drift{}},
@@ -56,7 +58,7 @@ func TestPodDrift(t *testing.T) {
 			tc.now(now)
 			got := podDrift(now, "", p)
 			if !slices.Equal(got.Fields, tc.want.Fields) || got.NewPod != tc.want.NewPod || got.Metadata != tc.want.Metadata ||
-				!slices.Equal(got.Held, tc.want.Held) {
+				!slices.Equal(got.Held, tc.want.Held) || got.TLS != tc.want.TLS {
 				t.Errorf("drift %+v, want %+v", got, tc.want)
 			}
 		})

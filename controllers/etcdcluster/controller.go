@@ -85,6 +85,10 @@ type Reconciler struct {
 	backoff  *stepBackoff
 	// claimReports carries the storage step's findings to the SpecApplied condition.
 	claimReports claimReportMemo
+	// tlsRefusals carries a refused TLS change to the SpecApplied condition.
+	tlsRefusals tlsRefusalMemo
+	// tlsProgress carries which step of turning TLS on runs to the SpecApplied condition.
+	tlsProgress tlsRefusalMemo
 	// loss times total losses (totalloss_observe.go); lostBackups keeps what was found
 	// to restore them from (totalloss_backups.go).
 	loss        lossClock
@@ -142,6 +146,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			r.events.forget(req.NamespacedName.String())
 			r.backoff.forget(req.NamespacedName.String())
 			r.claimReports.forget(req.NamespacedName.String())
+			r.tlsRefusals.set(req.NamespacedName.String(), "")
+			r.tlsProgress.set(req.NamespacedName.String(), "")
 			forgetClusterMetrics(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -195,7 +201,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.Recorder.Event(&c, corev1.EventTypeWarning, etcdv1beta2.EventReasonInvalidAnnotation, warning)
 	}
 	desired := desiredFromSpec(&c, r.MinQuorumLossGrace)
-	desired.Maintenance = r.observeMaintenance(&c, obs) // maintenance.go
+	desired.Maintenance = r.observeMaintenance(&c, obs)                     // maintenance.go
+	obs.planner.TLSRefused = r.proveTLSRotation(ctx, &c, obs.pods, r.Now()) // tlsrotation.go
+	r.tlsRefusals.set(clusterKey(&c), planner.TLSRefusal(desired, obs.planner))
+	r.tlsProgress.set(clusterKey(&c), planner.TLSProgress(desired, obs.planner))
 	action := planner.Plan(desired, obs.planner)
 	obs.noSpaceReason, obs.noSpaceMessage = noSpaceProgress(action)
 	summary := planner.Summarize(desired, obs.planner, action)
@@ -256,6 +265,8 @@ func desiredFromSpec(c *etcdv1beta2.EtcdCluster, minGrace time.Duration) planner
 		QuorumLossRecovery: c.Annotations[AnnotationForceNewCluster] == "true",
 		RestoreFromBackup:  restoreFromBackupAllowed(c),
 		QuorumLossGrace:    grace,
+		PeerTLS:            render.PeerTLS(c),
+		ClientTLS:          render.ClientTLS(c),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,7 @@ import (
 // the DNS names, so there the DNS names are used.)
 func (r *Reconciler) dialTargets(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, recovering bool) (endpoints []string, epOfPod map[string]string) {
 	epOfPod = map[string]string{}
+	var dialled []*corev1.Pod
 	for _, p := range pods {
 		// A pod whose etcd process is known not to run (killed, crashed, waiting for a
 		// restart) is not dialed: a dial to it only fails after the probe timeout, and
@@ -41,7 +43,11 @@ func (r *Reconciler) dialTargets(c *etcdv1beta2.EtcdCluster, pods map[string]*co
 		if recovering && p.Name != c.Status.Recovery.Member {
 			continue
 		}
-		ep := r.memberEndpoint(c, p)
+		dialled = append(dialled, p)
+	}
+	useTLS := dialTLS(c, dialled) // tlsenable.go
+	for _, p := range dialled {
+		ep := r.memberDialURL(c, p, useTLS)
 		endpoints = append(endpoints, ep)
 		epOfPod[p.Name] = ep
 	}
@@ -73,9 +79,13 @@ func (r *Reconciler) memberEndpoint(c *etcdv1beta2.EtcdCluster, p *corev1.Pod) s
 // connect is an etcd admin client for the endpoints, with the operator's client
 // certificate when the cluster requires one.
 func (r *Reconciler) connect(ctx context.Context, c *etcdv1beta2.EtcdCluster, endpoints []string) (*etcdadmin.Admin, error) {
-	tlsCfg, err := r.operatorTLS(ctx, c)
-	if err != nil {
-		return nil, err
+	var tlsCfg *tls.Config
+	if strings.HasPrefix(endpoints[0], "https://") {
+		cfg, err := r.operatorTLS(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		tlsCfg = cfg
 	}
 	admin, err := etcdadmin.New(etcdadmin.Config{
 		Endpoints:    endpoints,

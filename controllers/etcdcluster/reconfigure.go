@@ -25,9 +25,13 @@ import (
 var metadataFields = map[string]bool{fieldLabels: true, fieldAnnotations: true}
 
 // heldFields would be taken up by any new pod, but changing them on a running cluster
-// needs steps of their own (a TLS transition; peer URLs under a new cluster domain), so
-// while a pod lacks one no member is restarted for a rollout.
-var heldFields = map[string]bool{fieldPeerSecret: true, fieldServerSecret: true, fieldClusterDomain: true}
+// needs steps of their own (peer URLs under a new cluster domain), so while a pod lacks
+// one no member is restarted for a rollout.
+var heldFields = map[string]bool{fieldClusterDomain: true}
+
+// tlsFields are the TLS Secrets' names: the planner rolls a change of them out when it
+// is a proven rotation, and refuses any other (planner/tls.go, tlsrotation.go).
+var tlsFields = map[string]bool{fieldPeerSecret: true, fieldServerSecret: true}
 
 // notRolledFields stay as running members were created: a member recreated on its
 // claim keeps its claim.
@@ -45,6 +49,8 @@ func podDrift(c *etcdv1beta2.EtcdCluster, domain string, p *corev1.Pod) planner.
 		case heldFields[f]:
 			d.Held = append(d.Held, f)
 			continue
+		case tlsFields[f]:
+			d.TLS = true
 		case metadataFields[f]:
 			d.Metadata = true
 		default:
@@ -173,6 +179,14 @@ func rollingOut(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*core
 	}
 	total := max(live, c.Spec.Size)
 	msg := fmt.Sprintf("%d/%d members on the current spec; rolling %s one member at a time", onSpec, total, strings.Join(rolled, ", "))
+	for _, f := range rolled {
+		if tlsFields[f] {
+			// Which TLS step this is: the planner rolls only rotations out (a scheme
+			// change is refused and reported as TLSChangeRefused instead).
+			msg = "rotating the TLS Secrets: " + msg
+			break
+		}
+	}
 	rep := specAppliedReport{Reason: etcdv1beta2.ReasonRollingOut, Message: msg}
 	if len(kept) > 0 {
 		rep.Message += "; changed after these members were created, applies to members created from now on: " + strings.Join(parts, "; ")

@@ -133,10 +133,10 @@ func staleSpecFields(c *etcdv1beta2.EtcdCluster, domain string, p *corev1.Pod, c
 	if repo, ok := podRepository(p); ok && repo != specRepository(c) {
 		stale = append(stale, fieldRepository)
 	}
-	if podSecretVolume(p, "member-peer-tls") != specPeerSecret(c) {
+	if podSecretVolume(p, volumePeerTLS) != specPeerSecret(c) {
 		stale = append(stale, fieldPeerSecret)
 	}
-	if podSecretVolume(p, "member-server-tls") != specServerSecret(c) {
+	if podSecretVolume(p, volumeServerTLS) != specServerSecret(c) {
 		stale = append(stale, fieldServerSecret)
 	}
 	var recorded map[string]string
@@ -243,6 +243,12 @@ func specServerSecret(c *etcdv1beta2.EtcdCluster) string {
 	return ""
 }
 
+// The chart's volumes of the member TLS Secrets.
+const (
+	volumePeerTLS   = "member-peer-tls"
+	volumeServerTLS = "member-server-tls"
+)
+
 // podSecretVolume is the Secret behind the named volume, "" without one. The volume
 // names are the chart's.
 func podSecretVolume(p *corev1.Pod, volume string) string {
@@ -334,6 +340,13 @@ func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*cor
 // reportSpecApplied sets SpecApplied, with one event per new set of unapplied fields.
 func (r *Reconciler) reportSpecApplied(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, now string) {
 	s := specApplied(c, r.ClusterDomain, pods, r.claimReports.get(clusterKey(c)))
+	if msg := r.tlsRefusals.get(clusterKey(c)); msg != "" && !s.Status {
+		s = specAppliedReport{Reason: etcdv1beta2.ReasonTLSChangeRefused, Message: cut(msg, maxHealthMessage), EventKey: etcdv1beta2.ReasonTLSChangeRefused + ":" + msg}
+	} else if msg := r.tlsProgress.get(clusterKey(c)); msg != "" {
+		// Turning TLS on: after its first step the pods mount the spec's Secrets, but
+		// the members are not on TLS until the last step is through.
+		s = specAppliedReport{Reason: etcdv1beta2.ReasonRollingOut, Message: cut(msg, maxHealthMessage)}
+	}
 	updateCondition(c, etcdv1beta2.ClusterConditionSpecApplied, s.Status, s.Reason, s.Message, now)
 	failKey := ""
 	if !s.Status {

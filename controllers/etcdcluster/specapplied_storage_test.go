@@ -94,12 +94,12 @@ func TestSpecAppliedWithStorage(t *testing.T) {
 		!strings.Contains(s.Message, `StorageClass "fixed"`) || s.EventKey != "fixed" {
 		t.Errorf("rolled field and refused: %+v", s)
 	}
-	// The TLS secrets are not rolled out: they still apply to new members only.
+	// The cluster domain is not rolled out: it still applies to new members only.
 	kept := claimCluster("1Gi")
-	kept.Spec.TLS = &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{PeerSecret: "p", ServerSecret: "s"}}}
+	kept.Spec.Pod.ClusterDomain = "example.org"
 	s = specApplied(kept, "", pods, expanding)
-	if s.Reason != etcdv1beta2.ReasonAppliesToNewMembersOnly || !strings.Contains(s.Message, "TLS.static.member.peerSecret (store-a)") ||
-		!strings.Contains(s.Message, "0 of 1 claims") || s.EventKey != "TLS.static.member.peerSecret,TLS.static.member.serverSecret" {
+	if s.Reason != etcdv1beta2.ReasonAppliesToNewMembersOnly || !strings.Contains(s.Message, "pod.ClusterDomain (store-a)") ||
+		!strings.Contains(s.Message, "0 of 1 claims") || s.EventKey != "pod.ClusterDomain" {
 		t.Errorf("kept field and expanding: %+v", s)
 	}
 }

@@ -400,3 +400,23 @@ func sameSet(a, b []string) bool {
 	}
 	return true
 }
+
+// MemberUpdate sets a member's peer URLs (how its peers dial it). Repeating it with
+// the URLs the member already has changes nothing, so it is safe to retry after an
+// answer was lost.
+func (a *Admin) MemberUpdate(ctx context.Context, id uint64, peerURLs []string) ([]Member, error) {
+	if err := validatePeerURLs(peerURLs); err != nil {
+		return nil, &Error{Op: "MemberUpdate", Target: strings.Join(peerURLs, ","), Kind: ErrInvalidPeerURL, Err: err}
+	}
+	ms, err := retry(ctx, a, "MemberUpdate", FormatID(id), a.cfg.CallTimeout, func(ctx context.Context) ([]Member, error) {
+		resp, err := a.client.MemberUpdate(ctx, id, peerURLs)
+		if err != nil {
+			return nil, err
+		}
+		return fromPB(resp.Members), nil
+	})
+	if err == nil {
+		a.log.Info("etcd member peer URLs updated", "id", FormatID(id), "peerURLs", peerURLs)
+	}
+	return ms, err
+}

@@ -92,7 +92,15 @@
 //     (AddLearner; rule 9 promotes it, rule 12 removes the drifted member)
 //     (reconfigure.go). A voter whose pod is on a cordoned node (a drain) is
 //     moved the same way, always through a learner, even with a claim; with no
-//     other node to go to → Wait(NoNodeToLeaveTo) (cordon.go).
+//     other node to go to → Wait(NoNodeToLeaveTo) (cordon.go). TLS first: a
+//     change of the TLS Secrets is rolled out only as a proven rotation
+//     (Observed.TLSRefused empty); TLS to plaintext, mixed schemes, an unproven
+//     rotation, or plaintext to TLS without claims / below three voters →
+//     Wait(TLSChangeRefused), holding every restart (tls.go); plaintext to TLS
+//     otherwise in three steps, each member at a time: DeletePod (certificates,
+//     http peers), UpdatePeerURL then DeletePod (https peers), DeletePod (https
+//     only); a member whose URL is https but whose pod listens on http restarts
+//     before anything else (tlsenable.go).
 //
 // # Precedence decisions
 //

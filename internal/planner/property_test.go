@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,9 +120,10 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 	for _, p := range o.Pods {
 		held = held || len(p.Drift.Held) > 0
 	}
+	held = held || TLSRefusal(dd, o) != "" // a refused TLS change holds every restart
 	for i := range o.Members {
 		if m := &o.Members[i]; !m.IsLearner && alive(m) {
-			if p := podNamed(m.Name); p != nil && (p.Drift.NewPod || (p.Drift.LeaveNode != "" && !o.NoNodeToLeaveTo)) {
+			if p := podNamed(m.Name); p != nil && (p.Drift.NewPod || p.Drift.TLS || (p.Drift.LeaveNode != "" && !o.NoNodeToLeaveTo)) {
 				driftedVoter = true
 			}
 		}
@@ -135,13 +137,40 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		}
 		return
 	}
+	// Turning TLS on (tlsenable.go): a peer URL goes to https only when every voter's
+	// pod can dial https peers (step 1 done everywhere), and never the leader's.
+	tv := newView(dd, o)
+	if a.Kind == UpdatePeerURL {
+		m := byID[a.ID]
+		if m == nil || m.IsLearner || m.Name != a.Name || a.ID == o.LeaderID || !rolloutReady || held || !dd.PeerTLS || !dd.ClientTLS {
+			fail("updates a peer URL of a non-voter, of the leader, outside a healthy cluster, or while a TLS change is held")
+		}
+		for _, v := range tv.voters {
+			if p := podNamed(v.Name); p == nil || !p.PeerTLS || !p.ClientTLS {
+				fail("updates a peer URL to https while voter %s cannot dial https peers", v.Name)
+			}
+		}
+		return
+	}
+	if a.Kind == DeletePod && a.KeepClaim && a.Reason == "Reconfiguring" && tv.tlsEnabling() > 0 {
+		p := podNamed(a.Name)
+		m := byID[a.ID]
+		if p == nil || p.Deleting || m == nil || m.IsLearner || m.Name != a.Name || !slices.Contains(o.Claims, a.Name) || tv.tlsEnableStep(tv.byID[m.ID]) == 0 {
+			fail("recreates for turning TLS on a pod that is not a voter's with a claim and a step to take")
+		}
+		cutOff := p.PeerTLS && len(m.PeerURLs) > 0 && strings.HasPrefix(m.PeerURLs[0], "https://") && !p.PeerServesTLS
+		if held || a.ID == o.LeaderID || (!cutOff && (!rolloutReady || aliveVoters-1 < Quorum(voters))) {
+			fail("recreates a pod for turning TLS on outside a healthy cluster that keeps its quorum, or the leader's")
+		}
+		return
+	}
 	if a.Kind == DeletePod && a.KeepClaim && a.Reason == "Reconfiguring" {
 		p := podNamed(a.Name)
 		m := byID[a.ID]
 		if p != nil && p.Drift.LeaveNode != "" && !o.NoNodeToLeaveTo {
 			fail("recreates on its claim a pod on a cordoned node (the claim may not follow it elsewhere)")
 		}
-		if p == nil || p.Deleting || !p.Drift.NewPod || m == nil || m.IsLearner || m.Name != a.Name || !slices.Contains(o.Claims, a.Name) {
+		if p == nil || p.Deleting || !(p.Drift.NewPod || p.Drift.TLS) || m == nil || m.IsLearner || m.Name != a.Name || !slices.Contains(o.Claims, a.Name) {
 			fail("recreates for a rollout a pod that is not a drifted voter's with a claim")
 		}
 		if !rolloutReady || held || aliveVoters-1 < Quorum(voters) || a.ID == o.LeaderID {
@@ -417,6 +446,8 @@ func randomState(r *rand.Rand) (Desired, Observed) {
 		Version:            pick(r, v37, v37, v37, v36, "3.7.4", "3.5.21", "3.8.0", "v3.7.3", "bogus"),
 		Paused:             r.Intn(10) == 0,
 		QuorumLossRecovery: r.Intn(2) == 0,
+		PeerTLS:            r.Intn(2) == 0,
+		ClientTLS:          r.Intn(2) == 0,
 	}
 	if r.Intn(3) == 0 {
 		d.ReplaceUnhealthyAfter = pick(r, 10*time.Second, time.Minute, 5*time.Minute)
@@ -563,6 +594,22 @@ func randomState(r *rand.Rand) (Desired, Observed) {
 			if r.Intn(10) == 0 {
 				o.Pods[i].Drift.Held = []string{"pod.ClusterDomain"}
 			}
+			if r.Intn(6) == 0 {
+				// On other TLS Secrets: a rotation, a refused one, or a scheme change.
+				o.Pods[i].Drift.TLS = true
+				o.Pods[i].PeerTLS, o.Pods[i].ClientTLS = r.Intn(4) > 0, r.Intn(4) > 0
+				o.Pods[i].PeerServesTLS, o.Pods[i].ClientPlaintext = r.Intn(2) == 0, r.Intn(2) == 0
+				if r.Intn(3) == 0 {
+					o.TLSRefused = "does not verify"
+				}
+			}
+		}
+	}
+	if r.Intn(3) == 0 {
+		// Members part-way through turning TLS on: some peer URLs already https.
+		for i := range o.Members {
+			scheme := pick(r, "http", "https")
+			o.Members[i].PeerURLs = []string{scheme + "://" + o.Members[i].Name + ":2380"}
 		}
 	}
 	if r.Intn(4) == 0 {

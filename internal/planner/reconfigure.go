@@ -52,9 +52,9 @@ func (v *view) way(m *Member) driftWay {
 		return wayNone
 	case v.movesOffNode(p):
 		return wayReplace
-	case p.Drift.NewPod && v.hasClaim(m.Name) && v.aliveVoters-1 >= Quorum(len(v.voters)):
+	case (p.Drift.NewPod || p.Drift.TLS) && v.hasClaim(m.Name) && v.aliveVoters-1 >= Quorum(len(v.voters)):
 		return wayRecreate
-	case p.Drift.NewPod:
+	case p.Drift.NewPod || p.Drift.TLS:
 		return wayReplace
 	case p.Drift.Metadata:
 		return wayMetadata
@@ -81,6 +81,12 @@ func (v *view) heldFields() []string {
 
 // planReconfigure is rule 17 (see above).
 func (v *view) planReconfigure() (Action, bool) {
+	if a, held := v.tlsGate(); held { // tls.go
+		return a, true
+	}
+	if a, ok := v.planTLSEnable(); ok { // tlsenable.go
+		return a, true
+	}
 	var meta, renew []*Member
 	for _, m := range v.voters {
 		switch v.way(m) {
@@ -181,7 +187,7 @@ func (v *view) drifted() map[uint64]bool {
 // learner, and nothing held. Such a learner is finished (promoted), not abandoned; rule
 // 12 then removes the drifted voter.
 func (v *view) learnerReplacesDrifted(live int) bool {
-	if live != v.d.Size || len(v.heldFields()) > 0 {
+	if live != v.d.Size || len(v.heldFields()) > 0 || v.tlsHeld() {
 		return false
 	}
 	for _, m := range v.voters {

@@ -69,6 +69,11 @@ type Desired struct {
 
 	// Maintenance: defragmentation and NOSPACE/CORRUPT remediation (maintenance.go).
 	Maintenance MaintenanceSpec
+
+	// PeerTLS, ClientTLS: the spec wants peer / client traffic over TLS (a peer / server
+	// Secret is named). Compared with what the pods run, they tell a rotation of the
+	// Secrets from a change of scheme (tls.go).
+	PeerTLS, ClientTLS bool
 }
 
 // Observed is everything the controller saw in one reconcile, plus the few
@@ -148,6 +153,11 @@ type Observed struct {
 	// BackupProblems say why EtcdBackups or their objects were passed over (unreadable,
 	// refused credentials, a listing that timed out), for the total-loss messages.
 	BackupProblems []string
+	// TLSRefused is why a rotation of the TLS Secrets (pods on other Secrets than the
+	// spec's, the schemes unchanged) is not safe: the controller's proof that old and
+	// new certificates trust each other both ways failed (internal/tlsproof). "" when
+	// proven or when no rotation is pending.
+	TLSRefused string
 	// AllLostSince is when the controller first saw no member answer and no member pod
 	// or claim exist, continuously since (zero: not seen, or not yet recorded, and the
 	// grace starts at Now).
@@ -240,6 +250,13 @@ type Pod struct {
 	// Drift is how the pod differs from the current spec (zero: it does not, or only in
 	// ways a rollout leaves alone); rule 17 rolls it out (reconfigure.go).
 	Drift Drift
+	// PeerTLS, ClientTLS: the pod mounts a peer / server TLS Secret, so its etcd runs
+	// with peer / client TLS (read off the pod's volumes, what it actually runs).
+	PeerTLS, ClientTLS bool
+	// PeerServesTLS: the pod's etcd listens for peers over https; ClientPlaintext: it
+	// serves plaintext clients on the client port (read off its arguments). Both tell
+	// how far a member got while a plaintext cluster moves to TLS (tlsenable.go).
+	PeerServesTLS, ClientPlaintext bool
 }
 
 // gone reports that the pod's process is certainly not coming back: waiting
@@ -299,6 +316,7 @@ const (
 	RestoreFromBackup
 	FinishBackupRestore
 	AbortBackupRestore
+	UpdatePeerURL
 )
 
 var kindNames = [...]string{
@@ -311,7 +329,7 @@ var kindNames = [...]string{
 	Defragment: "Defragment", Compact: "Compact", DisarmAlarm: "DisarmAlarm",
 	FinishMaintenance: "FinishMaintenance",
 	RestoreFromBackup: "RestoreFromBackup", FinishBackupRestore: "FinishBackupRestore",
-	AbortBackupRestore: "AbortBackupRestore",
+	AbortBackupRestore: "AbortBackupRestore", UpdatePeerURL: "UpdatePeerURL",
 }
 
 func (k Kind) String() string {
@@ -359,6 +377,8 @@ type NewMember struct {
 //	                that never formed to Desired.Image, in place
 //	PatchPodMetadata Name, ID: put the spec's pod labels and annotations on the
 //	                member's running pod, in place (no restart)
+//	UpdatePeerURL   Name, ID: set the member's peer URL to the spec's (https)
+//	                through etcd's member update (turning TLS on, tlsenable.go)
 //	Defragment      ID, Name, Trigger: defragment that member (record the run
 //	                first when Trigger differs from the recorded one)
 //	Compact         Revision, Trigger: compact the history at Revision
@@ -421,7 +441,7 @@ func (a Action) String() string {
 		s += fmt.Sprintf("{%s %x}", a.Name, a.ID)
 	case FixPodImage:
 		s += fmt.Sprintf("{%s v%s}", a.Name, a.Version)
-	case PatchPodMetadata:
+	case PatchPodMetadata, UpdatePeerURL:
 		s += fmt.Sprintf("{%s %x}", a.Name, a.ID)
 	case Defragment, Compact, DisarmAlarm, FinishMaintenance:
 		s += maintenanceString(a)
@@ -492,6 +512,9 @@ type Drift struct {
 	// yet (TLS secrets, the cluster domain): while any pod has one, rule 17 restarts
 	// no member.
 	Held []string
+	// TLS: the pod runs on other TLS Secrets than the spec names (tls.go decides whether
+	// that is a rotation rule 17 may roll out, or a change it refuses).
+	TLS bool
 	// LeaveNode is the cordoned node (spec.unschedulable: being drained or taken out of
 	// service) the pod runs on, "" when its node is schedulable. Such a member is moved
 	// to a new pod on another node through a learner, even with a claim: a claim bound

@@ -174,6 +174,16 @@ func PeerURL(c *v1beta2.EtcdCluster, member, defaultDomain string) string {
 	return fmt.Sprintf("%s://%s:%d", scheme(PeerTLS(c)), MemberHost(c, member, defaultDomain), PeerPort)
 }
 
+// PeerURLWithScheme is PeerURL with the scheme given ("http" or "https"), for a member
+// that does not use the spec's yet (a plaintext cluster moving to TLS).
+func PeerURLWithScheme(c *v1beta2.EtcdCluster, member, defaultDomain, scheme string) string {
+	return fmt.Sprintf("%s://%s:%d", scheme, MemberHost(c, member, defaultDomain), PeerPort)
+}
+
+// PeerScheme is the scheme members use for peers under the spec: "https" with a peer
+// Secret, "http" without.
+func PeerScheme(c *v1beta2.EtcdCluster) string { return scheme(PeerTLS(c)) }
+
 // ClientURL is the client URL a member advertises: http(s)://<member host>:2379.
 func ClientURL(c *v1beta2.EtcdCluster, member, defaultDomain string) string {
 	return fmt.Sprintf("%s://%s:%d", scheme(ClientTLS(c)), MemberHost(c, member, defaultDomain), ClientPort)

@@ -62,6 +62,23 @@ type Member struct {
 	// (no Recovery), is that cluster's own --initial-cluster-token; empty means the
 	// cluster's usual token.
 	Token string
+	// PeerScheme is the scheme the member listens for peers on and advertises, "http"
+	// or "https"; empty means the spec's. It differs from the spec's only while a
+	// running plaintext cluster moves to TLS: a member keeps the scheme of the peer URL
+	// etcd has for it until that URL is updated.
+	PeerScheme string
+	// ClientPlaintext: besides TLS, the member serves (and advertises) plaintext clients
+	// on the client port, so they keep working while a plaintext cluster moves to TLS.
+	// Only with client TLS.
+	ClientPlaintext bool
+}
+
+// peerScheme is the scheme m uses for peers.
+func (m Member) peerScheme(c *v1beta2.EtcdCluster) string {
+	if m.PeerScheme != "" {
+		return m.PeerScheme
+	}
+	return PeerScheme(c)
 }
 
 // Recovery is how the first member of a recovered cluster gets its data.
@@ -329,6 +346,9 @@ func Values(in Input) (map[string]interface{}, error) {
 			"restore": len(restore) > 0 && m.InitialClusterState == StateNew && m.Recovery == nil,
 			"recover": recover,
 			"token":   token,
+			// The TLS transition's per-member state (see Member).
+			"peerScheme":      m.peerScheme(c),
+			"clientPlaintext": m.ClientPlaintext && ClientTLS(c),
 		})
 	}
 
@@ -448,7 +468,10 @@ func checkMember(c *v1beta2.EtcdCluster, m Member, domain string) error {
 	}
 	// etcd exits when its own advertised peer URL is not its entry in
 	// --initial-cluster; catch that here rather than in a crash-looping pod.
-	self := InitialClusterEntry(c, m.Name, domain)
+	if m.PeerScheme != "" && m.PeerScheme != "http" && m.PeerScheme != "https" {
+		return fmt.Errorf("peer scheme %q is neither http nor https", m.PeerScheme)
+	}
+	self := m.Name + "=" + PeerURLWithScheme(c, m.Name, domain, m.peerScheme(c))
 	for _, e := range strings.Split(m.InitialCluster, ",") {
 		if strings.TrimSpace(e) == self {
 			return nil

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -39,6 +40,8 @@ type LoadOptions struct {
 	RetryBudget time.Duration
 	// AttemptTimeout bounds one attempt (default 2 s).
 	AttemptTimeout time.Duration
+	// TLS, if set, is the client's TLS configuration (endpoints are then https URLs).
+	TLS *tls.Config
 	// Workers is the number of concurrent writers (default 4×Rate, at most
 	// 1000), so puts stuck in retries through a few seconds of election do not
 	// stall the rate: ticks find no free worker only beyond that.
@@ -110,7 +113,7 @@ func StartLoad(opts LoadOptions) (*Load, error) {
 	// network keeps its TCP connections open (nothing answers, nothing resets), and
 	// without pings the balancer keeps sending requests there. 5 s is the shortest
 	// interval etcd's server accepts by default (--grpc-keepalive-min-time).
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: opts.TLS, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
 		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 2 * time.Second, PermitWithoutStream: true})
 	if err != nil {
 		return nil, fmt.Errorf("load: client: %w", err)
@@ -309,6 +312,29 @@ func (l *Load) Verify(ctx context.Context) (LoadResult, error) {
 		return res, fmt.Errorf("load: %d of %d acknowledged writes lost or wrong: %v", n, len(l.acked), lost)
 	}
 	return res, nil
+}
+
+// AckedKeys are the writes acknowledged so far, key → value.
+func (l *Load) AckedKeys() map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]string, len(l.acked))
+	for k, v := range l.acked {
+		out[k] = v
+	}
+	return out
+}
+
+// StartLoadTLS is StartLoad over https with cfg, through the member pods' DNS names
+// (which the server certificates name), under its own key prefix.
+func (e *Env) StartLoadTLS(name string, rate int, cfg *tls.Config) *Load {
+	e.t.Helper()
+	l, err := StartLoad(LoadOptions{Rate: rate, TLS: cfg, Prefix: "load-tls/", Endpoints: func() []string { return e.MemberEndpointsTLS(name) }})
+	if err != nil {
+		e.t.Fatalf("start TLS load on %s: %v", name, err)
+	}
+	e.t.Cleanup(func() { l.Stop() })
+	return l
 }
 
 // StartLoad writes rate puts/s to cluster name through the IPs of its member

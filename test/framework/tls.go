@@ -54,7 +54,12 @@ type ClusterTLS struct {
 // both ways.
 func NewClusterTLS(t testing.TB, cluster, namespace string) *ClusterTLS {
 	t.Helper()
-	ca := testpki.NewCA(t, cluster+" test CA")
+	return NewClusterTLSWithCA(t, cluster, namespace, testpki.NewCA(t, cluster+" test CA"))
+}
+
+// NewClusterTLSWithCA is NewClusterTLS with certificates issued by ca.
+func NewClusterTLSWithCA(t testing.TB, cluster, namespace string, ca *testpki.CA) *ClusterTLS {
+	t.Helper()
 	c := &ClusterTLS{Cluster: cluster, Namespace: namespace, ca: ca, CAPEM: ca.PEM}
 
 	var members, service []string
@@ -69,6 +74,16 @@ func NewClusterTLS(t testing.TB, cluster, namespace string) *ClusterTLS {
 	c.serverCert, c.serverKey = c.Issue(t, cluster+" server", append(members, service...), loopback)
 	c.clientCert, c.clientKey = c.Issue(t, cluster+" client", nil, nil)
 	return c
+}
+
+// Renew issues new peer, server and client certificates from the same CA (a rotation
+// that keeps the trust root): Secrets made afterwards hold the new ones.
+func (c *ClusterTLS) Renew(t testing.TB) {
+	t.Helper()
+	fresh := NewClusterTLSWithCA(t, c.Cluster, c.Namespace, c.ca)
+	c.peerCert, c.peerKey = fresh.peerCert, fresh.peerKey
+	c.serverCert, c.serverKey = fresh.serverCert, fresh.serverKey
+	c.clientCert, c.clientKey = fresh.clientCert, fresh.clientKey
 }
 
 // Issue signs a certificate for the names and IPs (server and client use) and returns

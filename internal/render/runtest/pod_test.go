@@ -201,6 +201,13 @@ func loopbackHealth(t *testing.T, p *runningPod, etcdctl string, certs *testCert
 // own with pod i's addresses.
 func startPod(t *testing.T, pn *podNetwork, i int, p *corev1.Pod, bins map[string]string, certs *testCerts) *runningPod {
 	t.Helper()
+	return startPodOn(t, pn, i, p, bins, certs, "")
+}
+
+// startPodOn is startPod with the data volume at data, when not "": a pod recreated on
+// its claim finds the data its member left there.
+func startPodOn(t *testing.T, pn *podNetwork, i int, p *corev1.Pod, bins map[string]string, certs *testCerts, data string) *runningPod {
+	t.Helper()
 	if len(p.Spec.Containers) != 1 || len(p.Spec.InitContainers) != 0 {
 		t.Fatalf("%s: want one container and no init containers", p.Name)
 	}
@@ -227,11 +234,14 @@ func startPod(t *testing.T, pn *podNetwork, i int, p *corev1.Pod, bins map[strin
 			t.Fatalf("%s: mount of unknown volume %s", p.Name, m.Name)
 		}
 		host := filepath.Join(dir, m.Name)
+		if m.Name == render.DataVolumeName && data != "" {
+			host = data
+		}
 		if err := os.MkdirAll(host, 0o700); err != nil {
 			t.Fatal(err)
 		}
 		switch {
-		case v.EmptyDir != nil:
+		case v.EmptyDir != nil, v.PersistentVolumeClaim != nil && data != "":
 		case v.Secret != nil && certs != nil:
 			for k, data := range certs.secrets[v.Secret.SecretName] {
 				if err := os.WriteFile(filepath.Join(host, k), data, 0o600); err != nil {

@@ -144,6 +144,9 @@ func (n *podNetwork) startInPod(t *testing.T, i int, addrs []netip.Addr, bin str
 		t.Fatal(err)
 	}
 	host := fmt.Sprintf("rt%dp%d", n.subnet, i)
+	// A pod restarted on its data gets the same link name; the kernel removes the link
+	// of the previous pod's namespace only some time after its process is gone.
+	_ = ipCmd("link", "del", host)
 	if err := ipCmd("link", "add", host, "type", "veth", "peer", "name", "eth0", "netns", fmt.Sprint(cmd.Process.Pid)); err != nil {
 		fail(err)
 	}
