@@ -136,7 +136,7 @@ func New(cfg Config) (*Admin, error) {
 	if cfg.TLS != nil {
 		tr.TLSClientConfig = cfg.TLS.Clone()
 	}
-	return &Admin{cfg: cfg, log: cfg.Log, client: c, endpoints: eps, http: &http.Client{Transport: tr}}, nil
+	return &Admin{cfg: cfg, log: cfg.Log, client: c, endpoints: eps, http: &http.Client{Transport: cfg.Metrics.transport(tr)}}, nil
 }
 
 func clientConfig(cfg Config, eps []string) clientv3.Config {
@@ -148,6 +148,7 @@ func clientConfig(cfg Config, eps []string) clientv3.Config {
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 3 * time.Second,
 		Logger:               cfg.ClientLog,
+		DialOptions:          cfg.Metrics.dialOptions(),
 	}
 }
 
