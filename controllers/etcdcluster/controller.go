@@ -83,6 +83,7 @@ type Reconciler struct {
 	health   *healthTracker
 	events   *eventMemo
 	backoff  *stepBackoff
+	admins   adminCache // etcd clients kept across reconciles (admincache.go)
 	// claimReports carries the storage step's findings to the SpecApplied condition.
 	claimReports claimReportMemo
 	// loss times total losses (totalloss_observe.go); lostBackups keeps what was found
@@ -142,6 +143,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			r.events.forget(req.NamespacedName.String())
 			r.backoff.forget(req.NamespacedName.String())
 			r.claimReports.forget(req.NamespacedName.String())
+			r.admins.forget(req.NamespacedName.String())
 			forgetClusterMetrics(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -150,11 +152,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// Another instance manages it (CoreOS's scope annotation): nothing is touched, not
 		// even status. Events of its pods still arrive here through the owner watch.
 		forgetClusterMetrics(req.Namespace, req.Name)
+		r.admins.forget(req.NamespacedName.String())
 		lg.V(1).Info("not managed by this instance's scope", "scope", r.Scope)
 		return ctrl.Result{}, nil
 	}
 	if !c.DeletionTimestamp.IsZero() {
 		// Owner references let the garbage collector remove pods, services and PVCs.
+		r.admins.forget(req.NamespacedName.String())
 		return ctrl.Result{}, nil
 	}
 	status := r.statusWriterFor(&c)

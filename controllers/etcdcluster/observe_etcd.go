@@ -77,20 +77,25 @@ func (r *Reconciler) connect(ctx context.Context, c *etcdv1beta2.EtcdCluster, en
 	if err != nil {
 		return nil, err
 	}
-	admin, err := etcdadmin.New(etcdadmin.Config{
-		Endpoints:    endpoints,
-		TLS:          tlsCfg,
-		DialTimeout:  2 * time.Second,
-		CallTimeout:  3 * time.Second,
-		ProbeTimeout: 2 * time.Second,
-		Retry:        etcdadmin.Backoff{Budget: etcdCallBudget},
-		Log:          log.FromContext(ctx).WithName("etcd"),
-		Metrics:      etcdRequestMetrics(),
+	// The client outlives this reconcile (admincache.go): it logs with the operator's
+	// logger, not this reconcile's.
+	lg := log.FromContext(ctx).WithName("etcd").WithValues("EtcdCluster", clusterKey(c))
+	return r.admins.get(clusterKey(c), c.UID, endpoints, tlsCfg, func() (*etcdadmin.Admin, error) {
+		admin, err := etcdadmin.New(etcdadmin.Config{
+			Endpoints:    endpoints,
+			TLS:          tlsCfg,
+			DialTimeout:  2 * time.Second,
+			CallTimeout:  3 * time.Second,
+			ProbeTimeout: 2 * time.Second,
+			Retry:        etcdadmin.Backoff{Budget: etcdCallBudget},
+			Log:          lg,
+			Metrics:      etcdRequestMetrics(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("etcd client: %w", err)
+		}
+		return admin, nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("etcd client: %w", err)
-	}
-	return admin, nil
 }
 
 // operatorTLS loads the operator's client certificate for a TLS-secured cluster.
