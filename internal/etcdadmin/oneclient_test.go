@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 )
 
@@ -14,7 +17,11 @@ func TestOneClientKeptUntilItsEndpointLeaves(t *testing.T) {
 	t.Parallel()
 	c := etcdtest.StartCluster(t, 1, etcdtest.DefaultVersion)
 	ep := c.Endpoints()[0]
-	a, err := New(Config{Endpoints: c.Endpoints()})
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Config{Endpoints: c.Endpoints(), Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +43,19 @@ func TestOneClientKeptUntilItsEndpointLeaves(t *testing.T) {
 	}
 	if a.ones[ep] != first || len(a.ones) != 1 {
 		t.Fatalf("probes dialled again: %d clients, same %v", len(a.ones), a.ones[ep] == first)
+	}
+	conns := testutil.ToFloat64(m.conns)
+	if conns < 1 {
+		t.Fatalf("%v connections counted after the first probes, want at least 1", conns)
+	}
+	if st := a.Status(ctx); st[0].Err != nil {
+		t.Fatal(st[0].Err)
+	}
+	if l := a.MemberLists(ctx); l[0].Err != nil {
+		t.Fatal(l[0].Err)
+	}
+	if again := testutil.ToFloat64(m.conns); again != conns {
+		t.Fatalf("probing again opened %v connections, want none", again-conns)
 	}
 
 	a.SetEndpoints(ep) // unchanged: kept

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 )
 
@@ -19,6 +20,26 @@ func newWireCalls() *prometheus.CounterVec {
 		Namespace: "etcd_operator", Subsystem: "etcd", Name: "requests_total",
 		Help: "Requests the operator sent to etcd members on the wire (gRPC calls and HTTP /version probes), by method and result code.",
 	}, []string{"method", "code"})
+}
+
+func newConnections() prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "etcd_operator", Subsystem: "etcd", Name: "connections_total",
+		Help: "Connections the operator opened to etcd members (each gRPC transport; an operator at rest should open none).",
+	})
+}
+
+// connCounter counts the transports gRPC opens: a client per reconcile or a
+// per-endpoint call that dials shows here, where the call counter cannot see it.
+type connCounter struct{ m *Metrics }
+
+func (connCounter) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context   { return ctx }
+func (connCounter) HandleRPC(context.Context, stats.RPCStats)                         {}
+func (connCounter) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+func (c connCounter) HandleConn(_ context.Context, s stats.ConnStats) {
+	if b, ok := s.(*stats.ConnBegin); ok && b.IsClient() {
+		c.m.conns.Inc()
+	}
 }
 
 // dialOptions count each gRPC call and stream (the label is the full method name,
@@ -37,7 +58,8 @@ func (m *Metrics) dialOptions() []grpc.DialOption {
 		m.wire.WithLabelValues(method, status.Code(err).String()).Inc()
 		return s, err
 	}
-	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream)}
+	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream),
+		grpc.WithStatsHandler(connCounter{m})}
 }
 
 // countingTransport counts the HTTP requests (the /version probe) beside the gRPC calls.
