@@ -99,6 +99,7 @@ type counters struct {
 	api        map[string]int     // the operator's requests by requestKey
 	apiserver  map[string]float64 // the API server's EtcdCluster requests by "VERB subresource"
 	etcd       map[string]float64 // etcd_operator_etcd_requests_total by method
+	etcdConns  float64            // etcd_operator_etcd_connections_total
 	reconciles float64
 }
 
@@ -109,6 +110,10 @@ func (s *scaleRun) snapshot(b *testing.B) counters {
 		case "etcd_operator_etcd_requests_total":
 			for _, m := range mf.GetMetric() {
 				c.etcd[label(m, "method")] += m.GetCounter().GetValue()
+			}
+		case "etcd_operator_etcd_connections_total":
+			for _, m := range mf.GetMetric() {
+				c.etcdConns += m.GetCounter().GetValue()
 			}
 		case "controller_runtime_reconcile_total":
 			for _, m := range mf.GetMetric() {
@@ -167,10 +172,11 @@ func (s *scaleRun) reportIdle(b *testing.B, n int, before, after counters) {
 	b.ReportMetric(perMin(reads), "api-reads/min/cluster")
 	b.ReportMetric(perMin(statusWrites), "status-writes/min/cluster")
 	b.ReportMetric(perMin(etcdCalls), "etcd-calls/min/cluster")
+	b.ReportMetric(perMin(after.etcdConns-before.etcdConns), "etcd-conns/min/cluster")
 	b.ReportMetric(perMin(after.reconciles-before.reconciles), "reconciles/min/cluster")
-	b.Logf("idle %v, %d clusters, per minute per cluster: %.2f reconciles; operator → API server: %.2f writes, %.2f reads [%s]; API server counted on EtcdClusters [%s]; operator → etcd: %.2f calls [%s]",
+	b.Logf("idle %v, %d clusters, per minute per cluster: %.2f reconciles; operator → API server: %.2f writes, %.2f reads [%s]; API server counted on EtcdClusters [%s]; operator → etcd: %.2f calls [%s], %.2f connections opened",
 		scaleIdle, n, perMin(after.reconciles-before.reconciles), perMin(writes), perMin(reads), strings.Join(lines, ", "),
-		strings.Join(serverLines, ", "), perMin(etcdCalls), strings.Join(etcdLines, ", "))
+		strings.Join(serverLines, ", "), perMin(etcdCalls), strings.Join(etcdLines, ", "), perMin(after.etcdConns-before.etcdConns))
 }
 
 func gatherOperator(b *testing.B) []*dto.MetricFamily {

@@ -134,8 +134,8 @@ func (s *scaleRun) round(b *testing.B, n, size int) {
 	s.reportIdle(b, n, before, after)
 	b.ReportMetric(createCPUs/float64(n), "create-cpu-s/cluster")
 	b.ReportMetric(idleCPUs/scaleIdle.Minutes()/float64(n), "idle-cpu-s/min/cluster")
-	b.ReportMetric(float64(rss1-rss0)/float64(n)/(1<<20), "rss-MiB/cluster")
-	b.ReportMetric(float64(heap1-heap0)/float64(n)/(1<<20), "heap-MiB/cluster")
+	b.ReportMetric((mib(rss1)-mib(rss0))/float64(n), "rss-MiB/cluster")
+	b.ReportMetric((mib(heap1)-mib(heap0))/float64(n), "heap-MiB/cluster")
 	b.Logf("operator CPU: %.2f s creating + settling (%.3f s/cluster; whole process %.2f s), %.2f s in the idle minute (%.4f s/cluster; whole process %.2f s)",
 		createCPUs, createCPUs/float64(n), createTotal, idleCPUs, idleCPUs/float64(n), idleTotal)
 	b.Logf("process RSS %.0f → %.0f MiB (%+.2f MiB/cluster), Go heap %.0f → %.0f MiB (%+.2f MiB/cluster)",
