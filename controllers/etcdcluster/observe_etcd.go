@@ -132,10 +132,25 @@ func askEtcd(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) et
 	}
 	if err == nil {
 		ans.members = members
-		ans.lists = ownMemberLists(ctx, admin, endpoints)
+		ans.lists = ownMemberLists(ctx, admin, answering(ans.statuses))
 	}
 	ans.space = askSpace(ctx, admin, ans.statuses, quorum)
 	return ans
+}
+
+// answering is the endpoints whose status came back. One that just did not answer is
+// not asked again for its own member list in the same observation: that would wait a
+// second timeout on it (the reconcile of a cluster with a starting or dying member took
+// 5 s instead of 2 s, BenchmarkScale's reconcile p99), and a list it cannot give is one
+// witness fewer, which only makes the planner wait.
+func answering(statuses []etcdadmin.EndpointStatus) []string {
+	var out []string
+	for _, s := range statuses {
+		if s.Err == nil {
+			out = append(out, s.Endpoint)
+		}
+	}
+	return out
 }
 
 // ownMemberLists asks each member for the member list as it alone sees it: the
