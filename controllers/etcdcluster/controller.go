@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -84,6 +85,7 @@ type Reconciler struct {
 	events   *eventMemo
 	backoff  *stepBackoff
 	admins   adminCache // etcd clients kept across reconciles (admincache.go)
+	etcdLog  logr.Logger
 	// claimReports carries the storage step's findings to the SpecApplied condition.
 	claimReports claimReportMemo
 	// loss times total losses (totalloss_observe.go); lostBackups keeps what was found
@@ -112,6 +114,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.events = newEventMemo()
 	r.backoff = newStepBackoff()
+	r.etcdLog = mgr.GetLogger().WithName("etcdcluster").WithName("etcd")
 	r.OperatorImage = operatorimage.Or(r.OperatorImage)
 	if r.Now == nil {
 		r.Now = time.Now

@@ -77,9 +77,9 @@ func (r *Reconciler) connect(ctx context.Context, c *etcdv1beta2.EtcdCluster, en
 	if err != nil {
 		return nil, err
 	}
-	// The client outlives this reconcile (admincache.go): it logs with the operator's
-	// logger, not this reconcile's.
-	lg := log.FromContext(ctx).WithName("etcd").WithValues("EtcdCluster", clusterKey(c))
+	// The client outlives this reconcile (admincache.go): it logs with the controller's
+	// logger, not this reconcile's (whose reconcileID would label every later one).
+	lg := r.etcdLog.WithValues("EtcdCluster", clusterKey(c))
 	return r.admins.get(clusterKey(c), c.UID, endpoints, tlsCfg, func() (*etcdadmin.Admin, error) {
 		admin, err := etcdadmin.New(etcdadmin.Config{
 			Endpoints:    endpoints,
