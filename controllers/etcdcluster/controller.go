@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -83,6 +84,8 @@ type Reconciler struct {
 	health   *healthTracker
 	events   *eventMemo
 	backoff  *stepBackoff
+	admins   adminCache // etcd clients kept across reconciles (admincache.go)
+	etcdLog  logr.Logger
 	// claimReports carries the storage step's findings to the SpecApplied condition.
 	claimReports claimReportMemo
 	// tlsRefusals carries a refused TLS change to the SpecApplied condition.
@@ -115,6 +118,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.events = newEventMemo()
 	r.backoff = newStepBackoff()
+	r.etcdLog = mgr.GetLogger().WithName("etcdcluster").WithName("etcd")
 	r.OperatorImage = operatorimage.Or(r.OperatorImage)
 	if r.Now == nil {
 		r.Now = time.Now
@@ -148,6 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			r.claimReports.forget(req.NamespacedName.String())
 			r.tlsRefusals.set(req.NamespacedName.String(), "")
 			r.tlsProgress.set(req.NamespacedName.String(), "")
+			r.admins.forget(req.NamespacedName.String())
 			forgetClusterMetrics(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -156,11 +161,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// Another instance manages it (CoreOS's scope annotation): nothing is touched, not
 		// even status. Events of its pods still arrive here through the owner watch.
 		forgetClusterMetrics(req.Namespace, req.Name)
+		r.admins.forget(req.NamespacedName.String())
 		lg.V(1).Info("not managed by this instance's scope", "scope", r.Scope)
 		return ctrl.Result{}, nil
 	}
 	if !c.DeletionTimestamp.IsZero() {
 		// Owner references let the garbage collector remove pods, services and PVCs.
+		r.admins.forget(req.NamespacedName.String())
 		return ctrl.Result{}, nil
 	}
 	status := r.statusWriterFor(&c)

@@ -26,20 +26,20 @@ type observation struct {
 	// warnings are the kubelet's set-up warnings of the pods it is still setting up.
 	warnings map[string]*kubeletWarning
 	members  []etcdadmin.Member // nil when no endpoint answered
-	admin    *etcdadmin.Admin   // nil when no pod has an IP yet
-	leaderEP string             // client endpoint of the leader, if known
-	space    spaceObservation   // database sizes and alarms
+	// admin is the cluster's client, kept across reconciles (admincache.go); nil when no
+	// pod has an IP yet.
+	admin    *etcdadmin.Admin
+	leaderEP string           // client endpoint of the leader, if known
+	space    spaceObservation // database sizes and alarms
 	// scheduleSlot is the defragmentation schedule's slot due now (zero if none);
 	// noSpaceReason and noSpaceMessage the NOSPACE remediation's progress (maintenance.go).
 	scheduleSlot                  time.Time
 	noSpaceReason, noSpaceMessage string
 }
 
-func (o *observation) close() {
-	if o.admin != nil {
-		_ = o.admin.Close()
-	}
-}
+// close ends the observation. The admin client is not closed: the cache keeps it for
+// the next reconcile, and closes it when the cluster goes.
+func (o *observation) close() {}
 
 // observe reads the cluster as it is: what status recorded, the member pods and claims
 // from the API server (observe_kube.go), the members from etcd (observe_etcd.go), and

@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
@@ -78,6 +80,25 @@ func TestDialTargets(t *testing.T) {
 		c.Status.Recovery = rec
 		if recoveryUnderway(c, all) {
 			t.Errorf("recovery %+v seen underway", rec)
+		}
+	}
+}
+
+// Only endpoints whose status answered are asked for their own member list.
+func TestAnswering(t *testing.T) {
+	down := errors.New("no answer")
+	for _, tc := range []struct {
+		name string
+		in   []etcdadmin.EndpointStatus
+		want []string
+	}{
+		{"none", nil, nil},
+		{"all answer", []etcdadmin.EndpointStatus{{Endpoint: "a"}, {Endpoint: "b"}}, []string{"a", "b"}},
+		{"one down", []etcdadmin.EndpointStatus{{Endpoint: "a"}, {Endpoint: "b", Err: down}, {Endpoint: "c"}}, []string{"a", "c"}},
+		{"all down", []etcdadmin.EndpointStatus{{Endpoint: "a", Err: down}}, nil},
+	} {
+		if got := answering(tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

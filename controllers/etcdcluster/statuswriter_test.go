@@ -131,3 +131,40 @@ func TestStatusWriterExportsReconciled(t *testing.T) {
 		t.Errorf("after a success: etcd_operator_cluster_reconciled = %v, want 1", v)
 	}
 }
+
+// A reconcile that changed nothing writes nothing: at rest, a cluster costs the API
+// server no request per resync. A change after it is still written.
+func TestStatusWriterSkipsUnchangedStatus(t *testing.T) {
+	patches := 0
+	r, ec, c, _ := statusWriterFixture(t, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			patches++
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	})
+	ec.Status.Phase = etcdv1beta2.ClusterPhaseRunning
+	if err := r.statusWriterFor(ec).flush(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if patches != 1 {
+		t.Fatalf("first flush: %d patches, want 1", patches)
+	}
+	again := stored(t, c)
+	w := r.statusWriterFor(again)
+	if err := w.checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.flush(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if patches != 1 {
+		t.Fatalf("unchanged status: %d patches in all, want still 1", patches)
+	}
+	again.Status.Members.Ready = []string{"c-a"}
+	if err := w.flush(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if patches != 2 || len(stored(t, c).Status.Members.Ready) != 1 {
+		t.Fatalf("changed status: %d patches, stored %+v; want it written", patches, stored(t, c).Status.Members)
+	}
+}

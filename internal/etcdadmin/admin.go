@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -93,6 +94,11 @@ type Admin struct {
 
 	mu        sync.Mutex
 	endpoints []string
+	// ones are the clients bound to one endpoint each (dialOne), kept while the endpoint
+	// is configured, so that an Admin that lives across reconciles probes its members on
+	// open connections instead of dialling each of them again every time.
+	ones   map[string]*oneClient
+	closed bool
 
 	http *http.Client // for /version
 }
@@ -136,7 +142,7 @@ func New(cfg Config) (*Admin, error) {
 	if cfg.TLS != nil {
 		tr.TLSClientConfig = cfg.TLS.Clone()
 	}
-	return &Admin{cfg: cfg, log: cfg.Log, client: c, endpoints: eps, http: &http.Client{Transport: tr}}, nil
+	return &Admin{cfg: cfg, log: cfg.Log, client: c, endpoints: eps, http: &http.Client{Transport: cfg.Metrics.transport(tr)}}, nil
 }
 
 func clientConfig(cfg Config, eps []string) clientv3.Config {
@@ -148,12 +154,20 @@ func clientConfig(cfg Config, eps []string) clientv3.Config {
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 3 * time.Second,
 		Logger:               cfg.ClientLog,
+		DialOptions:          cfg.Metrics.dialOptions(),
 	}
 }
 
 // Close releases the connections.
 func (a *Admin) Close() error {
 	a.http.CloseIdleConnections()
+	a.mu.Lock()
+	ones := a.ones
+	a.ones, a.closed = nil, true
+	a.mu.Unlock()
+	for _, o := range ones {
+		_ = o.client.Close()
+	}
 	return a.client.Close()
 }
 
@@ -171,8 +185,24 @@ func (a *Admin) SetEndpoints(eps ...string) {
 		return
 	}
 	a.mu.Lock()
+	if slices.Equal(a.endpoints, eps) {
+		a.mu.Unlock()
+		return
+	}
 	a.endpoints = slices.Clone(eps)
+	// A client of an endpoint no longer configured (a member removed, a pod that got a
+	// new address) would only keep redialling it.
+	var gone []*oneClient
+	for ep, o := range a.ones {
+		if !slices.Contains(eps, ep) {
+			gone = append(gone, o)
+			delete(a.ones, ep)
+		}
+	}
 	a.mu.Unlock()
+	for _, o := range gone {
+		_ = o.client.Close()
+	}
 	a.client.SetEndpoints(eps...)
 }
 
@@ -180,15 +210,36 @@ func (a *Admin) SetEndpoints(eps ...string) {
 // (e.g. by tests); membership must go through Admin.
 func (a *Admin) Client() *clientv3.Client { return a.client }
 
-// dialOne creates a client bound to exactly one endpoint, for requests that
-// must reach a particular member (the leader, the member to snapshot, the
-// member whose health is checked).
-func (a *Admin) dialOne(ep string) (*clientv3.Client, error) {
+// oneClient is a client bound to one endpoint, with a Maintenance API on its own
+// connection (clientv3's Maintenance dials a new connection for every per-endpoint call).
+type oneClient struct {
+	client      *clientv3.Client
+	maintenance clientv3.Maintenance
+}
+
+// dialOne returns the client bound to exactly one endpoint, for requests that must reach
+// a particular member (the leader, the member whose status or health is checked). It is
+// dialled on first use and kept until the endpoint is no longer configured (SetEndpoints)
+// or the Admin is closed: callers must not close it.
+func (a *Admin) dialOne(ep string) (*oneClient, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, &Error{Op: "dial", Target: ep, Kind: ErrUnavailable, Err: errors.New("etcdadmin: closed"), Attempts: 1}
+	}
+	if o, ok := a.ones[ep]; ok {
+		return o, nil
+	}
 	c, err := clientv3.New(clientConfig(a.cfg, []string{ep}))
 	if err != nil {
 		return nil, &Error{Op: "dial", Target: ep, Kind: ErrUnavailable, Err: err, Attempts: 1}
 	}
-	return c, nil
+	o := &oneClient{client: c, maintenance: clientv3.NewMaintenanceFromMaintenanceClient(pb.NewMaintenanceClient(c.ActiveConnection()), c)}
+	if a.ones == nil {
+		a.ones = map[string]*oneClient{}
+	}
+	a.ones[ep] = o
+	return o, nil
 }
 
 // FormatID renders a member ID the way etcd prints it (hex).

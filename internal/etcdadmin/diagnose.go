@@ -9,6 +9,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // When a gRPC call waits for a connection that never becomes ready, clientv3
@@ -84,9 +87,11 @@ func (a *Admin) hostPort(ep string) (string, bool, error) {
 }
 
 // withDiagnosis adds the reason an endpoint could not be reached to an error
-// that says only that time ran out.
+// that says only that time ran out, or only that a kept connection broke ("error
+// reading from server: EOF" when the member died under it).
 func (a *Admin) withDiagnosis(ctx context.Context, err error, eps ...string) error {
-	if !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "deadline exceeded") {
+	if !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "deadline exceeded") &&
+		status.Code(err) != codes.Unavailable {
 		return err
 	}
 	var why []error

@@ -12,12 +12,11 @@ import (
 // restored member against what the cluster held, not against the snapshot itself.
 func (a *Admin) KeyCount(ctx context.Context, endpoint string, revision int64) (count, current int64, err error) {
 	got, err := retry(ctx, a, "KeyCount", endpoint, a.cfg.CallTimeout, func(actx context.Context) (keyCount, error) {
-		c, err := a.dialOne(endpoint)
+		o, err := a.dialOne(endpoint)
 		if err != nil {
 			return keyCount{}, err
 		}
-		defer c.Close()
-		return countKeys(actx, c, revision)
+		return countKeys(actx, o.client, revision)
 	})
 	return got.count, got.current, err
 }

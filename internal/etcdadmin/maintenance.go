@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // EndpointStatus is what one member says about itself. Err is set (and the
@@ -59,7 +60,11 @@ func (a *Admin) Status(ctx context.Context, endpoints ...string) []EndpointStatu
 func (a *Admin) statusOf(ctx context.Context, ep string) EndpointStatus {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.ProbeTimeout)
 	defer cancel()
-	r, err := a.client.Status(ctx, ep)
+	var r *clientv3.StatusResponse
+	o, err := a.dialOne(ep)
+	if err == nil {
+		r, err = o.maintenance.Status(ctx, ep)
+	}
 	if err != nil {
 		kind, _ := classify(context.Background(), err)
 		err = a.withDiagnosis(context.WithoutCancel(ctx), err, ep)
@@ -138,13 +143,12 @@ func (a *Admin) healthOf(ctx context.Context, ep string) EndpointHealth {
 	if st.IsLearner {
 		return done(nil)
 	}
-	c, err := a.dialOne(ep)
+	o, err := a.dialOne(ep)
 	if err != nil {
 		return done(err)
 	}
-	defer c.Close()
 	// Any key will do; like etcdctl we read "health".
-	_, err = c.Get(ctx, "health")
+	_, err = o.client.Get(ctx, "health")
 	if err != nil && !errors.Is(err, rpctypes.ErrPermissionDenied) {
 		kind, _ := classify(context.Background(), err)
 		err = a.withDiagnosis(context.WithoutCancel(ctx), err, ep)
@@ -227,12 +231,11 @@ func (a *Admin) MoveLeader(ctx context.Context, to uint64) error {
 		if from = id; id == to {
 			return struct{}{}, nil
 		}
-		c, err := a.dialOne(ep)
+		o, err := a.dialOne(ep)
 		if err != nil {
 			return struct{}{}, err
 		}
-		defer c.Close()
-		_, err = c.MoveLeader(ctx, to)
+		_, err = o.maintenance.MoveLeader(ctx, to)
 		return struct{}{}, err
 	})
 	if err == nil && from != to {

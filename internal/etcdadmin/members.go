@@ -98,12 +98,11 @@ func (a *Admin) MemberList(ctx context.Context) ([]Member, error) {
 func (a *Admin) MemberListFrom(ctx context.Context, endpoint string) ([]Member, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
-	c, err := a.dialOne(endpoint)
+	o, err := a.dialOne(endpoint)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	resp, err := c.MemberList(ctx, clientv3.WithSerializable())
+	resp, err := o.client.MemberList(ctx, clientv3.WithSerializable())
 	if err != nil {
 		kind, _ := classify(context.Background(), err)
 		err = a.withDiagnosis(context.WithoutCancel(ctx), err, endpoint)
@@ -142,13 +141,12 @@ func (a *Admin) ownMemberList(ctx context.Context, endpoint string) OwnMemberLis
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.CallTimeout)
 	defer cancel()
 	res := OwnMemberList{Endpoint: endpoint}
-	c, err := a.dialOne(endpoint)
+	o, err := a.dialOne(endpoint)
 	if err != nil {
 		res.Err = err
 		return res
 	}
-	defer c.Close()
-	resp, err := c.MemberList(ctx, clientv3.WithSerializable())
+	resp, err := o.client.MemberList(ctx, clientv3.WithSerializable())
 	if err != nil {
 		kind, _ := classify(context.Background(), err)
 		res.Err = &Error{Op: "MemberLists", Target: endpoint, Kind: kind, Err: err, Attempts: 1}

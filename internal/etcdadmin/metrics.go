@@ -14,6 +14,8 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	retries  *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	wire     *prometheus.CounterVec // wirecalls.go
+	conns    prometheus.Counter
 }
 
 // NewMetrics registers the metrics with reg (e.g. controller-runtime's
@@ -22,6 +24,8 @@ type Metrics struct {
 //	etcd_operator_etcdadmin_requests_total{op,result}     result: ok, transient, permanent
 //	etcd_operator_etcdadmin_retries_total{op,kind}        kind: the sentinel retried
 //	etcd_operator_etcdadmin_request_duration_seconds{op}  including retries
+//	etcd_operator_etcd_requests_total{method,code}        every call on the wire
+//	etcd_operator_etcd_connections_total                  connections opened
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -37,8 +41,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Duration of operations including retries.",
 			Buckets: []float64{.005, .02, .1, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"op"}),
+		wire:  newWireCalls(),
+		conns: newConnections(),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.retries, m.duration} {
+	for _, c := range []prometheus.Collector{m.requests, m.retries, m.duration, m.wire, m.conns} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -8,8 +8,10 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -26,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,6 +57,10 @@ type Env struct {
 	AfterAction func(ctx context.Context, cluster string, action planner.Action)
 	// AfterBackupStored is the EtcdBackup controller's failpoint, set like AfterAction.
 	AfterBackupStored func(ctx context.Context, backup string, location string)
+	// WrapOperatorTransport, when set, wraps the HTTP transport of the operators
+	// StartOperator starts from now on (e.g. to count the requests they send to the API
+	// server); set it while no operator runs.
+	WrapOperatorTransport func(http.RoundTripper) http.RoundTripper
 
 	stopOperator context.CancelFunc
 	operatorDone chan struct{}
@@ -88,9 +95,15 @@ func (e *Env) StartOperator() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			e.t.Errorf("manager stopped: %v", err)
-		}
+		// Goroutines inherit profiler labels from the goroutine that starts them: every
+		// goroutine of the manager (workers, informers, etcd and API clients) carries this
+		// one, so a CPU profile tells the operator's CPU time from the bench's parts that
+		// run in this process (OperatorCPU).
+		pprof.Do(ctx, pprof.Labels(OperatorProfileLabel, "manager"), func(ctx context.Context) {
+			if err := mgr.Start(ctx); err != nil {
+				e.t.Errorf("manager stopped: %v", err)
+			}
+		})
 	}()
 	e.stopOperator, e.operatorDone = cancel, done
 }
@@ -110,7 +123,11 @@ func (e *Env) newManager(logger logr.Logger, tune func(*ctrl.Options)) ctrl.Mana
 	if tune != nil {
 		tune(&opts)
 	}
-	mgr, err := ctrl.NewManager(e.Bench.RestConfig(), opts)
+	cfg := rest.CopyConfig(e.Bench.RestConfig())
+	if wrap := e.WrapOperatorTransport; wrap != nil {
+		cfg.Wrap(wrap)
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		e.t.Fatalf("manager: %v", err)
 	}
@@ -122,6 +139,10 @@ func (e *Env) newManager(logger logr.Logger, tune func(*ctrl.Options)) ctrl.Mana
 	}
 	return mgr
 }
+
+// OperatorProfileLabel is the pprof label key every goroutine of an in-process operator
+// carries.
+const OperatorProfileLabel = "etcd-operator"
 
 var (
 	setGlobalLogger sync.Once

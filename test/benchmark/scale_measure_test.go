@@ -1,0 +1,359 @@
+package benchmark
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"regexp"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/google/pprof/profile"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/client-go/rest"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/etcd-operator/etcd-operator/test/framework"
+)
+
+// apiCounter counts the requests the operator sends to the API server by verb and
+// resource, as its transport sees them (the API server's own metrics have no client label).
+type apiCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (a *apiCounter) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		key := requestKey(req)
+		a.mu.Lock()
+		if a.n == nil {
+			a.n = map[string]int{}
+		}
+		a.n[key]++
+		a.mu.Unlock()
+		return next.RoundTrip(req)
+	})
+}
+
+func (a *apiCounter) counts() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]int, len(a.n))
+	for k, v := range a.n {
+		out[k] = v
+	}
+	return out
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// requestKey is "VERB resource[/subresource]" of an API path, e.g. "PATCH
+// etcdclusters/status", "WATCH pods" (names and namespaces left out).
+func requestKey(req *http.Request) string {
+	verb := req.Method
+	if verb == http.MethodGet && req.URL.Query().Get("watch") == "true" {
+		verb = "WATCH"
+	}
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	// /api/v1/... or /apis/group/version/...
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return verb + " " + req.URL.Path
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	switch len(parts) {
+	case 0:
+		return verb + " namespaces"
+	case 1:
+		if verb == http.MethodGet {
+			verb = "LIST"
+		}
+		return verb + " " + parts[0]
+	case 2:
+		return verb + " " + parts[0]
+	default:
+		return verb + " " + parts[0] + "/" + parts[2]
+	}
+}
+
+// counters are what an idle window is measured by, read at its start and end.
+type counters struct {
+	api        map[string]int     // the operator's requests by requestKey
+	apiserver  map[string]float64 // the API server's EtcdCluster requests by "VERB subresource"
+	etcd       map[string]float64 // etcd_operator_etcd_requests_total by method
+	etcdConns  float64            // etcd_operator_etcd_connections_total
+	reconciles float64
+}
+
+func (s *scaleRun) snapshot(b *testing.B) counters {
+	c := counters{api: s.api.counts(), apiserver: apiserverClusterRequests(b, s.e), etcd: map[string]float64{}}
+	for _, mf := range gatherOperator(b) {
+		switch mf.GetName() {
+		case "etcd_operator_etcd_requests_total":
+			for _, m := range mf.GetMetric() {
+				c.etcd[label(m, "method")] += m.GetCounter().GetValue()
+			}
+		case "etcd_operator_etcd_connections_total":
+			for _, m := range mf.GetMetric() {
+				c.etcdConns += m.GetCounter().GetValue()
+			}
+		case "controller_runtime_reconcile_total":
+			for _, m := range mf.GetMetric() {
+				if label(m, "controller") == "etcdcluster" {
+					c.reconciles += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return c
+}
+
+// reportIdle reports an idle window's rates per minute per cluster.
+func (s *scaleRun) reportIdle(b *testing.B, n int, before, after counters) {
+	perMin := func(d float64) float64 { return d / scaleIdle.Minutes() / float64(n) }
+	var writes, reads float64
+	var lines []string
+	for k, v := range after.api {
+		d := float64(v - before.api[k])
+		if d == 0 {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%s %.2f", k, perMin(d)))
+		if verb, _, _ := strings.Cut(k, " "); verb == "GET" || verb == "LIST" || verb == "WATCH" {
+			reads += d
+		} else {
+			writes += d
+		}
+	}
+	sort.Strings(lines)
+	var statusWrites float64
+	var serverLines []string
+	for k, v := range after.apiserver {
+		d := v - before.apiserver[k]
+		if d == 0 {
+			continue
+		}
+		serverLines = append(serverLines, fmt.Sprintf("%s %.2f", k, perMin(d)))
+		if strings.HasSuffix(k, " status") && !strings.HasPrefix(k, "GET") {
+			statusWrites += d
+		}
+	}
+	sort.Strings(serverLines)
+	var etcdCalls float64
+	var etcdLines []string
+	for k, v := range after.etcd {
+		d := v - before.etcd[k]
+		if d == 0 {
+			continue
+		}
+		etcdCalls += d
+		etcdLines = append(etcdLines, fmt.Sprintf("%s %.2f", k, perMin(d)))
+	}
+	sort.Strings(etcdLines)
+	b.ReportMetric(perMin(writes), "api-writes/min/cluster")
+	b.ReportMetric(perMin(reads), "api-reads/min/cluster")
+	b.ReportMetric(perMin(statusWrites), "status-writes/min/cluster")
+	b.ReportMetric(perMin(etcdCalls), "etcd-calls/min/cluster")
+	b.ReportMetric(perMin(after.etcdConns-before.etcdConns), "etcd-conns/min/cluster")
+	b.ReportMetric(perMin(after.reconciles-before.reconciles), "reconciles/min/cluster")
+	b.Logf("idle %v, %d clusters, per minute per cluster: %.2f reconciles; operator → API server: %.2f writes, %.2f reads [%s]; API server counted on EtcdClusters [%s]; operator → etcd: %.2f calls [%s], %.2f connections opened",
+		scaleIdle, n, perMin(after.reconciles-before.reconciles), perMin(writes), perMin(reads), strings.Join(lines, ", "),
+		strings.Join(serverLines, ", "), perMin(etcdCalls), strings.Join(etcdLines, ", "), perMin(after.etcdConns-before.etcdConns))
+}
+
+func gatherOperator(b *testing.B) []*dto.MetricFamily {
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return mfs
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+var requestTotalLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
+
+// apiserverClusterRequests reads the API server's /metrics: requests on EtcdClusters by
+// "VERB subresource" ("PATCH status", "GET -").
+func apiserverClusterRequests(b *testing.B, e *framework.Env) map[string]float64 {
+	cfg := rest.CopyConfig(e.Bench.RestConfig())
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := hc.Get(strings.TrimSuffix(cfg.Host, "/") + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := requestTotalLine.FindStringSubmatch(sc.Text())
+		if m == nil || !strings.Contains(m[1], `resource="etcdclusters"`) {
+			continue
+		}
+		labels := map[string]string{}
+		for _, kv := range strings.Split(m[1], ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			labels[k] = strings.Trim(v, `"`)
+		}
+		v, _ := strconv.ParseFloat(m[2], 64)
+		sub := labels["subresource"]
+		if sub == "" {
+			sub = "-"
+		}
+		out[labels["verb"]+" "+sub] += v
+	}
+	return out
+}
+
+// histogram is controller-runtime's reconcile time histogram of the EtcdCluster
+// controller: cumulative counts per upper bound.
+type histogram struct {
+	bounds []float64
+	counts []float64
+	count  float64
+}
+
+func reconcileHistogram(b *testing.B) histogram {
+	for _, mf := range gatherOperator(b) {
+		if mf.GetName() != "controller_runtime_reconcile_time_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label(m, "controller") != "etcdcluster" {
+				continue
+			}
+			var h histogram
+			for _, bk := range m.GetHistogram().GetBucket() {
+				h.bounds = append(h.bounds, bk.GetUpperBound())
+				h.counts = append(h.counts, float64(bk.GetCumulativeCount()))
+			}
+			h.count = float64(m.GetHistogram().GetSampleCount())
+			return h
+		}
+	}
+	return histogram{}
+}
+
+func (h histogram) minus(o histogram) histogram {
+	d := histogram{bounds: h.bounds, counts: make([]float64, len(h.counts)), count: h.count - o.count}
+	for i := range h.counts {
+		d.counts[i] = h.counts[i]
+		if i < len(o.counts) {
+			d.counts[i] -= o.counts[i]
+		}
+	}
+	return d
+}
+
+// quantile interpolates linearly inside the bucket holding it, as PromQL's
+// histogram_quantile does.
+func (h histogram) quantile(q float64) float64 {
+	if h.count == 0 {
+		return math.NaN()
+	}
+	rank := q * h.count
+	lower, below := 0.0, 0.0
+	for i, c := range h.counts {
+		if c >= rank {
+			if c == below {
+				return h.bounds[i]
+			}
+			return lower + (h.bounds[i]-lower)*(rank-below)/(c-below)
+		}
+		lower, below = h.bounds[i], c
+	}
+	return lower // beyond the last bound
+}
+
+// operatorCPU is a CPU profile of this process; stop sums the samples of the
+// operator's goroutines (framework.OperatorProfileLabel).
+type operatorCPU struct{ buf bytes.Buffer }
+
+func startOperatorCPU(b *testing.B) *operatorCPU {
+	p := &operatorCPU{}
+	if err := pprof.StartCPUProfile(&p.buf); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+func (p *operatorCPU) stop(b *testing.B) (operator, total float64) {
+	pprof.StopCPUProfile()
+	prof, err := profile.Parse(&p.buf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	idx := len(prof.SampleType) - 1 // cpu nanoseconds
+	for _, s := range prof.Sample {
+		v := float64(s.Value[idx]) / 1e9
+		total += v
+		if len(s.Label[framework.OperatorProfileLabel]) > 0 {
+			operator += v
+		}
+	}
+	return operator, total
+}
+
+// processRSS is this process's resident set (the operator and the bench's in-process
+// parts: registry, provisioner, proxy) in bytes.
+func processRSS() uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// goHeap is the live heap after a collection, in bytes.
+func goHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+func mib(v uint64) float64 { return float64(v) / (1 << 20) }
+
+func memInfo() string {
+	var si syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&si); err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%d CPUs, %.1f GiB RAM, %.1f GiB free", runtime.NumCPU(),
+		float64(si.Totalram)*float64(si.Unit)/(1<<30), float64(si.Freeram)*float64(si.Unit)/(1<<30))
+}

@@ -1,0 +1,396 @@
+package benchmark
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/test/framework"
+)
+
+// scaleCountsEnv lists the numbers of size-1 clusters BenchmarkScale manages, e.g.
+// "10,30,100"; the default keeps a run near a quarter of an hour on a 2-core machine.
+const scaleCountsEnv = "ETCD_OPERATOR_SCALE_N"
+
+// Windows of BenchmarkScale. The idle window is a minute so that every cluster passes
+// through its steady resync (30 s) at least once; settle lets the reconciles that follow
+// Available (status catching up, the 2 s active resync) end before it starts.
+const (
+	scaleSettle     = 20 * time.Second
+	scaleIdle       = time.Minute
+	scaleChurn      = time.Minute
+	scaleChurnEvery = 5 * time.Second
+)
+
+// BenchmarkScale runs many clusters under one operator: 10 of size 3, then N of size 1
+// for each N of ETCD_OPERATOR_SCALE_N (default 10,30), on one bench. Per round:
+//   - all clusters applied at once → all Available, against the same number of member
+//     pods (rendered by the same chart, with a precomputed initial cluster) created
+//     directly, measured first in the same round;
+//   - the operator's CPU seconds per cluster (a CPU profile of the goroutines its
+//     manager started, so the bench's parts in this process do not count) while creating
+//     and while idle, and the process's RSS and heap growth per cluster;
+//   - in an idle minute: the operator's API requests per minute per cluster by verb and
+//     resource (its own transport counts them), the API server's status writes to
+//     EtcdClusters (apiserver_request_total), its etcd calls per minute per cluster
+//     (etcd_operator_etcd_requests_total) and its reconciles;
+//   - reconcile time p50/p99 (controller-runtime's histogram) while one cluster's size
+//     flips every 5 s and the others idle;
+//   - with all of them still managed, a member pod of a 3-member probe cluster deleted →
+//     the operator's first repair event, and → Available with 3 again.
+func BenchmarkScale(b *testing.B) {
+	counts := scaleCounts(b)
+	e := framework.Setup(b)
+	e.StopOperatorNow()
+	api := &apiCounter{}
+	e.WrapOperatorTransport = api.wrap
+	e.StartOperator()
+	logBenchLimits(b, e)
+	r, err := render.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &scaleRun{e: e, render: r, api: api}
+	b.Run("size=3/clusters=10", func(b *testing.B) { s.round(b, 10, 3) })
+	for _, n := range counts {
+		b.Run(fmt.Sprintf("size=1/clusters=%d", n), func(b *testing.B) { s.round(b, n, 1) })
+	}
+}
+
+func scaleCounts(b *testing.B) []int {
+	v := os.Getenv(scaleCountsEnv)
+	if v == "" {
+		return []int{10, 30}
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			b.Fatalf("%s=%q: want positive numbers separated by commas", scaleCountsEnv, v)
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// logBenchLimits says what bounds N on this bench: pods per node, pod CIDRs, memory.
+func logBenchLimits(b *testing.B, e *framework.Env) {
+	var nodes corev1.NodeList
+	if err := e.C.List(context.Background(), &nodes); err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		b.Logf("node %s: allocatable pods %s, memory %s, cpu %s; pod CIDR %s",
+			n.Name, n.Status.Allocatable.Pods(), n.Status.Allocatable.Memory(), n.Status.Allocatable.Cpu(), n.Spec.PodCIDR)
+	}
+	b.Logf("machine: %s", memInfo())
+}
+
+type scaleRun struct {
+	e      *framework.Env
+	render *render.Renderer
+	api    *apiCounter
+}
+
+func (s *scaleRun) round(b *testing.B, n, size int) {
+	prefix := fmt.Sprintf("s%dn%d", size, n)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%03d", prefix, i)
+	}
+	static := s.staticCreateAll(b, prefix+"-st", n, size)
+
+	rss0, heap0 := processRSS(), goHeap()
+	createCPU := startOperatorCPU(b)
+	viaOperator := s.operatorCreateAll(b, names, size)
+	b.ReportMetric(viaOperator.Seconds(), "operator-s")
+	b.ReportMetric(static.Seconds(), "static-s")
+	b.ReportMetric(viaOperator.Seconds()/static.Seconds(), "ratio")
+	b.Logf("%d clusters of %d: all Available via the operator in %v; the same %d pods created directly Ready in %v; ratio %.2f",
+		n, size, viaOperator.Round(time.Millisecond), n*size, static.Round(time.Millisecond), viaOperator.Seconds()/static.Seconds())
+
+	time.Sleep(scaleSettle) // a measurement window's start, not a synchronisation
+	createCPUs, createTotal := createCPU.stop(b)
+	idleCPU := startOperatorCPU(b)
+	before := s.snapshot(b)
+	time.Sleep(scaleIdle) // the idle window being measured
+	after := s.snapshot(b)
+	idleCPUs, idleTotal := idleCPU.stop(b)
+	rss1, heap1 := processRSS(), goHeap()
+	s.reportIdle(b, n, before, after)
+	b.ReportMetric(createCPUs/float64(n), "create-cpu-s/cluster")
+	b.ReportMetric(idleCPUs/scaleIdle.Minutes()/float64(n), "idle-cpu-s/min/cluster")
+	b.ReportMetric((mib(rss1)-mib(rss0))/float64(n), "rss-MiB/cluster")
+	b.ReportMetric((mib(heap1)-mib(heap0))/float64(n), "heap-MiB/cluster")
+	b.Logf("operator CPU: %.2f s creating + settling (%.3f s/cluster; whole process %.2f s), %.2f s in the idle minute (%.4f s/cluster; whole process %.2f s)",
+		createCPUs, createCPUs/float64(n), createTotal, idleCPUs, idleCPUs/float64(n), idleTotal)
+	b.Logf("process RSS %.0f → %.0f MiB (%+.2f MiB/cluster), Go heap %.0f → %.0f MiB (%+.2f MiB/cluster)",
+		mib(rss0), mib(rss1), (mib(rss1)-mib(rss0))/float64(n), mib(heap0), mib(heap1), (mib(heap1)-mib(heap0))/float64(n))
+
+	s.churn(b, names[0], size)
+	s.repair(b, prefix+"-probe")
+	s.deleteAll(b, append(names, prefix+"-probe"))
+}
+
+// operatorCreateAll applies every cluster at once and waits until each is Available
+// with all its pods Ready.
+func (s *scaleRun) operatorCreateAll(b *testing.B, names []string, size int) time.Duration {
+	ctx := context.Background()
+	start := time.Now()
+	for _, name := range names {
+		c := &etcdv1beta2.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec:       etcdv1beta2.EtcdClusterSpec{Size: size, Version: etcdv1beta2.DefaultVersion},
+		}
+		if err := s.e.C.Create(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	s.e.Eventually(15*time.Minute, fmt.Sprintf("%d clusters Available", len(names)), func() error {
+		var cs etcdv1beta2.EtcdClusterList
+		if err := s.e.C.List(ctx, &cs, client.InNamespace("default")); err != nil {
+			return err
+		}
+		ready := readyPodsByCluster(b, s.e)
+		available := 0
+		for i := range cs.Items {
+			c := &cs.Items[i]
+			if want[c.Name] && framework.AvailableWith(c, size) && ready[c.Name] == size {
+				available++
+			}
+		}
+		if available < len(names) {
+			return fmt.Errorf("%d/%d Available", available, len(names))
+		}
+		return nil
+	})
+	return time.Since(start)
+}
+
+// staticCreateAll creates n clusters' Services and member pods directly (see
+// staticCreate), all at once, waits until every pod is Ready, then deletes them and waits
+// until they are gone so that the operator's round starts on the same empty nodes.
+func (s *scaleRun) staticCreateAll(b *testing.B, prefix string, n, size int) time.Duration {
+	ctx := context.Background()
+	var owners []*corev1.ConfigMap
+	var objs [][]client.Object
+	for i := range n {
+		name := fmt.Sprintf("%s-%03d", prefix, i)
+		owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+		if err := s.e.C.Create(ctx, owner); err != nil {
+			b.Fatal(err)
+		}
+		owners = append(owners, owner)
+		objs = append(objs, staticObjects(b, s.render, owner, size))
+	}
+	start := time.Now()
+	for _, os := range objs {
+		for _, o := range os {
+			if err := s.e.C.Create(ctx, o); err != nil {
+				b.Fatalf("create %s: %v", o.GetName(), err)
+			}
+		}
+	}
+	s.e.Eventually(15*time.Minute, fmt.Sprintf("%d static pods Ready", n*size), func() error {
+		ready := 0
+		for cluster, r := range readyPodsByCluster(b, s.e) {
+			if strings.HasPrefix(cluster, prefix+"-") {
+				ready += r
+			}
+		}
+		if ready < n*size {
+			return fmt.Errorf("%d/%d Ready", ready, n*size)
+		}
+		return nil
+	})
+	took := time.Since(start)
+	for _, o := range owners {
+		if err := s.e.C.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.waitPodsGone(b, prefix+"-")
+	return took
+}
+
+// staticObjects renders one static cluster's objects (owned by owner, so deleting it
+// cleans up), with a precomputed initial cluster: what staticCreate creates.
+func staticObjects(b *testing.B, r *render.Renderer, owner *corev1.ConfigMap, size int) []client.Object {
+	c := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: owner.Name, Namespace: owner.Namespace, UID: types.UID(owner.UID)},
+		Spec:       etcdv1beta2.EtcdClusterSpec{Size: size, Version: etcdv1beta2.DefaultVersion},
+	}
+	names := make([]string, size)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-m%d", owner.Name, i)
+	}
+	initial := render.InitialCluster(c, names, "cluster.local")
+	var members []render.Member
+	for _, n := range names {
+		members = append(members, render.Member{Name: n, InitialClusterState: render.StateNew, InitialCluster: initial, Version: etcdv1beta2.DefaultVersion})
+	}
+	objs, err := r.Render(render.Input{Cluster: c, ClusterDomain: "cluster.local", Members: members})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}
+	for _, o := range objs {
+		o.SetOwnerReferences([]metav1.OwnerReference{ref})
+	}
+	return objs
+}
+
+// readyPodsByCluster counts the Ready pods of the namespace by their cluster label: one
+// list for all clusters.
+func readyPodsByCluster(b *testing.B, e *framework.Env) map[string]int {
+	var pods corev1.PodList
+	if err := e.C.List(context.Background(), &pods, client.InNamespace("default"), client.HasLabels{render.LabelCluster}); err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]int{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if framework.PodReady(p) && p.DeletionTimestamp == nil {
+			out[p.Labels[render.LabelCluster]]++
+		}
+	}
+	return out
+}
+
+func (s *scaleRun) waitPodsGone(b *testing.B, prefix string) {
+	s.e.Eventually(10*time.Minute, "pods of "+prefix+"* gone", func() error {
+		var pods corev1.PodList
+		if err := s.e.C.List(context.Background(), &pods, client.InNamespace("default"), client.HasLabels{render.LabelCluster}); err != nil {
+			return err
+		}
+		left := 0
+		for _, p := range pods.Items {
+			if strings.HasPrefix(p.Labels[render.LabelCluster], prefix) {
+				left++
+			}
+		}
+		if left > 0 {
+			return fmt.Errorf("%d pods left", left)
+		}
+		return nil
+	})
+}
+
+func (s *scaleRun) deleteAll(b *testing.B, names []string) {
+	ctx := context.Background()
+	for _, name := range names {
+		c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+		if err := s.e.C.Delete(ctx, c); err != nil && !apierrors.IsNotFound(err) {
+			b.Fatal(err)
+		}
+	}
+	prefix, _, _ := strings.Cut(names[0], "-")
+	s.waitPodsGone(b, prefix+"-")
+}
+
+// churn flips one cluster's size between size and size+2 every scaleChurnEvery while
+// the others idle, and reports the reconcile time quantiles of that window.
+func (s *scaleRun) churn(b *testing.B, name string, size int) {
+	h0 := reconcileHistogram(b)
+	end := time.Now().Add(scaleChurn)
+	flips := 0
+	for time.Now().Before(end) {
+		want := size + 2
+		if flips%2 == 1 {
+			want = size
+		}
+		s.e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = want })
+		flips++
+		time.Sleep(scaleChurnEvery) // the churn's pace
+	}
+	h1 := reconcileHistogram(b)
+	d := h1.minus(h0)
+	p50, p99 := d.quantile(0.5), d.quantile(0.99)
+	b.ReportMetric(p50, "reconcile-p50-s")
+	b.ReportMetric(p99, "reconcile-p99-s")
+	b.Logf("churn: %d size flips of %s in %v; %.0f reconciles (all clusters), p50 %.3f s, p99 %.3f s",
+		flips, name, scaleChurn, d.count, p50, p99)
+	s.e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = size })
+	s.e.WaitAvailable(name, size, 5*time.Minute)
+}
+
+// repair creates a 3-member probe cluster beside the others, deletes one of its member
+// pods (its data goes with it) and measures delete → the operator's first repair event
+// (a member removed or added, a pod created) and → Available with 3 members again.
+func (s *scaleRun) repair(b *testing.B, name string) {
+	ctx := context.Background()
+	s.e.Create(&etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: etcdv1beta2.DefaultVersion},
+	})
+	s.e.WaitAvailable(name, 3, 5*time.Minute)
+	seen := map[types.UID]bool{}
+	for _, ev := range s.repairEvents(b, name) {
+		seen[ev.UID] = true
+	}
+	pods := s.e.MemberPods(name)
+	var victim corev1.Pod
+	for _, p := range pods {
+		victim = p
+		break
+	}
+	start := time.Now()
+	if err := s.e.C.Delete(ctx, &victim, client.GracePeriodSeconds(0)); err != nil {
+		b.Fatal(err)
+	}
+	var repairStart time.Duration
+	var first string
+	until(b, 5*time.Minute, func() bool {
+		for _, ev := range s.repairEvents(b, name) {
+			if !seen[ev.UID] {
+				repairStart, first = time.Since(start), ev.Reason+": "+ev.Message
+				return true
+			}
+		}
+		return false
+	})
+	until(b, 5*time.Minute, func() bool {
+		c := s.e.Cluster(name)
+		return framework.AvailableWith(c, 3) && readyPodsByCluster(b, s.e)[name] == 3
+	})
+	healthy := time.Since(start)
+	b.ReportMetric(repairStart.Seconds(), "death-to-repair-s")
+	b.ReportMetric(healthy.Seconds(), "death-to-healthy-s")
+	b.Logf("member pod %s deleted: first repair step after %v (%s), Available with 3 after %v",
+		victim.Name, repairStart.Round(time.Millisecond), first, healthy.Round(time.Millisecond))
+}
+
+// repairEvents are the probe cluster's events that start a repair.
+func (s *scaleRun) repairEvents(b *testing.B, name string) []corev1.Event {
+	var evs corev1.EventList
+	if err := s.e.C.List(context.Background(), &evs, client.InNamespace("default"),
+		client.MatchingFields{"involvedObject.name": name}); err != nil {
+		b.Fatal(err)
+	}
+	var out []corev1.Event
+	for _, ev := range evs.Items {
+		switch ev.Reason {
+		case etcdv1beta2.EventReasonMemberAdded, etcdv1beta2.EventReasonMemberRemoved, etcdv1beta2.EventReasonMemberPodCreated, etcdv1beta2.EventReasonPodRecreated:
+			out = append(out, ev)
+		}
+	}
+	return out
+}
