@@ -90,7 +90,7 @@ func BenchmarkChaosAtScale(b *testing.B) {
 	for i := 0; i < faults*b.N && failure == nil; i++ {
 		kind := kinds[rng.Intn(len(kinds))]
 		name := names[rng.Intn(len(names))]
-		pods := sortedPods(b, e, name)
+		pods := liveMemberPods(b, e, name)
 		pod := pods[rng.Intn(len(pods))]
 		what := fmt.Sprintf("fault %d/%d: %s on %s/%s", i+1, faults*b.N, kind, name, pod)
 		start := time.Now()
@@ -263,6 +263,31 @@ func injectScaleFault(b *testing.B, e *framework.Env, mon *chaosMonitor, names [
 		return k.RestartAPIServer(ctx, 10*time.Second)
 	}
 	return fmt.Errorf("unknown fault %s", kind)
+}
+
+// liveMemberPods are the names, sorted, of cluster name's pods that are Ready, not being
+// deleted, and named in etcd's member list: a fault aimed at a pod left over from an
+// earlier one (evicted from a node that was down) would hit nothing.
+func liveMemberPods(b *testing.B, e *framework.Env, name string) []string {
+	ms, err := e.Members(name)
+	if err != nil {
+		b.Fatalf("%s: member list: %v", name, err)
+	}
+	member := map[string]bool{}
+	for _, m := range ms {
+		member[m.Name] = true
+	}
+	var out []string
+	for n, p := range e.MemberPods(name) {
+		if member[n] && p.DeletionTimestamp == nil && framework.PodReady(&p) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	if len(out) == 0 {
+		b.Fatalf("cluster %s has no live member pod", name)
+	}
+	return out
 }
 
 func sameIDs(a, b []*framework.EtcdMember) bool {
