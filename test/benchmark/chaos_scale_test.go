@@ -350,8 +350,13 @@ func (m *chaosMonitor) observe(name string) {
 	if err != nil {
 		return // no quorum or no endpoint right now: nothing to compare
 	}
-	sts := m.e.MemberStatuses(name)
-	pods := m.e.MemberPods(name)
+	// Never MemberPods here: its t.Fatal from this goroutine would end the monitor (and
+	// fail the run without a word) the first time the API server restarts.
+	pods, err := m.e.ListMemberPods(name)
+	if err != nil {
+		return
+	}
+	sts := framework.StatusesOf(pods)
 	now := map[uint64]memberSample{}
 	learners := 0
 	for _, x := range ms {

@@ -325,16 +325,26 @@ func (e *Env) EtcdClient(name string) *clientv3.Client {
 // memberPods returns the cluster's member pods by name.
 func (e *Env) MemberPods(name string) map[string]corev1.Pod {
 	e.t.Helper()
+	out, err := e.ListMemberPods(name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// ListMemberPods is MemberPods for other goroutines than the test's (monitors): it
+// returns the error instead of failing the test, e.g. while the API server restarts.
+func (e *Env) ListMemberPods(name string) (map[string]corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := e.C.List(context.Background(), &pods, client.InNamespace("default"),
 		client.MatchingLabelsSelector{Selector: render.ClusterSelector(name)}); err != nil {
-		e.t.Fatal(err)
+		return nil, err
 	}
 	out := map[string]corev1.Pod{}
 	for _, p := range pods.Items {
 		out[p.Name] = p
 	}
-	return out
+	return out, nil
 }
 
 // members lists etcd's members, asking the member pods directly by IP. It never fails

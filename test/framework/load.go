@@ -382,8 +382,14 @@ type MemberStatus struct {
 // MemberStatuses asks every member pod for its Status; pods that do not answer
 // are left out.
 func (e *Env) MemberStatuses(name string) map[string]MemberStatus {
+	return StatusesOf(e.MemberPods(name))
+}
+
+// StatusesOf asks each of pods (by name) for its Status; pods that do not answer are
+// left out. It never fails the test.
+func StatusesOf(pods map[string]corev1.Pod) map[string]MemberStatus {
 	out := map[string]MemberStatus{}
-	for pod, p := range e.MemberPods(name) {
+	for pod, p := range pods {
 		if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
 			continue
 		}
