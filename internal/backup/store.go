@@ -57,6 +57,10 @@ type PutOptions struct {
 	// Metadata is small descriptive data kept with the object (e.g. the etcd revision).
 	// Keys are lower-case ASCII letters, digits and dashes.
 	Metadata map[string]string
+	// Size is the length of the reader's bytes when the caller knows it in advance (a
+	// snapshot stream announces it); 0: unknown. A store may use it to send the object
+	// in one request; Put then fails, storing nothing, if the reader's length differs.
+	Size int64
 }
 
 // Object describes a stored object.
@@ -139,6 +143,27 @@ func newEncryptingEncoder(r io.Reader, c Compression, key *backupcrypt.Key) (*en
 }
 
 func (e *encoder) sum() string { return hex.EncodeToString(e.h.Sum(nil)) }
+
+// errLength reports a reader whose length was not the one announced in PutOptions.Size.
+var errLength = errors.New("the backup stream's length differs from the size announced")
+
+// expectLength makes the encoder fail the read at the end of the stored bytes (instead
+// of returning io.EOF) unless exactly n were read, so an upload that announced n bytes
+// never completes with other ones.
+func (e *encoder) expectLength(n int64) {
+	r := e.Reader
+	e.Reader = readerFunc(func(p []byte) (int, error) {
+		k, err := r.Read(p)
+		if e.n > n || (err == io.EOF && e.n != n) {
+			return k, fmt.Errorf("%w: %d bytes announced, %d read", errLength, n, e.n)
+		}
+		return k, err
+	})
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 type writerFunc func([]byte) (int, error)
 
