@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
@@ -152,7 +153,7 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	}
 	defer os.RemoveAll(tmpDir) // only our own temporary directory
 	out := filepath.Join(tmpDir, "data")
-	if err := snapshot.NewV3(o.Log).Restore(snapshot.RestoreConfig{
+	if err := etcdutlRestore(o.Log, snapshot.RestoreConfig{
 		SnapshotPath:        snapPath,
 		Name:                o.Name,
 		OutputDataDir:       out,
@@ -170,6 +171,20 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	o.Log.Info("restored", zap.String("from", from), zap.String("sha256", obj.SHA256), zap.String("dataDir", o.DataDir),
 		zap.Bool("snapshotChecksReused", reused))
 	return Result{Key: key, SHA256: obj.SHA256, Metadata: obj.Metadata, ChecksReused: reused}, nil
+}
+
+// etcdutlRestore runs etcdutl's restore. etcdutl panics (through its logger) on a
+// database it cannot open, and bbolt may fault on a damaged one; both become an error
+// wrapping ErrNotRestorable, as readableStatus does for the checks. It matters where the
+// checks were reused: the restore step then ends with a clear error, not a crash.
+func etcdutlRestore(lg *zap.Logger, cfg snapshot.RestoreConfig) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrNotRestorable, r)
+		}
+	}()
+	return snapshot.NewV3(lg).Restore(cfg)
 }
 
 // download copies the object to a temporary file in dir; the store verifies the checksum
