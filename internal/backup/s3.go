@@ -298,7 +298,10 @@ func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, Object, error)
 	if err := gopts.SetMatchETag(st.ETag); err != nil {
 		return nil, Object{}, err
 	}
-	body, err := s.c.GetObject(ctx, s.bucket, key, gopts)
+	// The response body itself, read on the caller's goroutine: minio-go's Object
+	// would serve every Read through a goroutine of its own (two channel hand-offs per
+	// read of a download that is hundreds of MiB).
+	body, _, _, err := minio.Core{Client: s.c}.GetObject(ctx, s.bucket, key, gopts)
 	if err != nil {
 		return nil, Object{}, s.wrap("read", key, err)
 	}
@@ -309,15 +312,15 @@ func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, Object, error)
 	return rc, obj, nil
 }
 
-// s3Body maps the errors minio-go reports lazily (on the first Read) to ours.
+// s3Body maps the errors of reading an object's body to ours.
 type s3Body struct {
-	*minio.Object
+	io.ReadCloser
 	s   *S3
 	key string
 }
 
 func (b *s3Body) Read(p []byte) (int, error) {
-	n, err := b.Object.Read(p)
+	n, err := b.ReadCloser.Read(p)
 	if err != nil && err != io.EOF {
 		err = b.s.wrap("read", b.key, err)
 	}
