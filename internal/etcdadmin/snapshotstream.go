@@ -47,9 +47,11 @@ func openSnapshotStream(ctx context.Context, c *clientv3.Client) (*snapshotStrea
 	return s, first.GetVersion(), nil
 }
 
-// snapshotReceiver is the part of the Snapshot RPC's client stream Read uses.
+// snapshotReceiver is the part of the Snapshot RPC's client stream Read uses: RecvMsg,
+// so every message is received into the same SnapshotResponse (see
+// decodeSnapshotResponse).
 type snapshotReceiver interface {
-	Recv() (*pb.SnapshotResponse, error)
+	RecvMsg(m any) error
 }
 
 // snapshotStream reads the blobs of a snapshot stream as one byte stream: the database,
@@ -57,8 +59,9 @@ type snapshotReceiver interface {
 // stream ends before, or runs past, the size the first message announced.
 type snapshotStream struct {
 	rpc  snapshotReceiver
-	blob []byte // the unread rest of the current message's blob
-	size int64  // the whole stream: database plus hash
+	msg  pb.SnapshotResponse // the message received last
+	blob []byte              // the unread rest of msg's blob
+	size int64               // the whole stream: database plus hash
 	read int64
 	err  error // sticky: the stream's end or failure
 
@@ -82,14 +85,14 @@ func (s *snapshotStream) Read(p []byte) (int, error) {
 		if s.err != nil {
 			return 0, s.err
 		}
-		m, err := s.rpc.Recv()
+		err := s.rpc.RecvMsg(&s.msg)
 		switch {
 		case err == io.EOF && s.read != s.size:
 			s.err = fmt.Errorf("%w: received %d bytes, announced %d", errSnapshotLength, s.read, s.size)
 		case err != nil:
 			s.err = err
 		default:
-			s.blob = m.GetBlob()
+			s.blob = s.msg.Blob
 		}
 	}
 	if s.read+int64(len(s.blob)) > s.size {

@@ -13,6 +13,8 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/encoding/protowire"
+	protov2 "google.golang.org/protobuf/proto"
 
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 )
@@ -23,13 +25,16 @@ type fakeSnapshotRPC struct {
 	end  error
 }
 
-func (f *fakeSnapshotRPC) Recv() (*pb.SnapshotResponse, error) {
+func (f *fakeSnapshotRPC) RecvMsg(m any) error {
 	if len(f.msgs) == 0 {
-		return nil, f.end
+		return f.end
 	}
-	m := f.msgs[0]
+	b, err := protov2.Marshal(f.msgs[0])
+	if err != nil {
+		return err
+	}
 	f.msgs = f.msgs[1:]
-	return m, nil
+	return decodeSnapshotResponse(b, m.(*pb.SnapshotResponse))
 }
 
 // messages splits db into etcd's snapshot messages (remaining_bytes counting down to 0)
@@ -128,5 +133,40 @@ func TestSnapshotSizeIsWhatIsRead(t *testing.T) {
 	db, trailer := got[:len(got)-snapshotHashSize], got[len(got)-snapshotHashSize:]
 	if sum := sha256.Sum256(db); !bytes.Equal(sum[:], trailer) {
 		t.Fatal("the stream's last 32 bytes are not the SHA-256 of the database before them")
+	}
+}
+
+// decodeSnapshotResponse decodes what proto does, also a header and fields it does not
+// know, and a message decoded into a reused one carries nothing of the previous one.
+func TestDecodeSnapshotResponse(t *testing.T) {
+	var m pb.SnapshotResponse
+	for _, want := range []*pb.SnapshotResponse{
+		{Blob: bytes.Repeat([]byte{7}, 32<<10), RemainingBytes: 1 << 40, Version: "3.7.0"},
+		{Header: &pb.ResponseHeader{ClusterId: 1, MemberId: 2, Revision: 3, RaftTerm: 4}, Blob: []byte("short")},
+		{RemainingBytes: 0, Blob: bytes.Repeat([]byte{0xaa}, snapshotHashSize)},
+		{},
+	} {
+		b, err := protov2.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := decodeSnapshotResponse(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if !protov2.Equal(&m, want) {
+			t.Errorf("decoded %v, want %v", &m, want)
+		}
+	}
+	// An unknown field (number 9, bytes) between known ones is skipped.
+	b, _ := protov2.Marshal(&pb.SnapshotResponse{RemainingBytes: 5})
+	b = protowire.AppendTag(b, 9, protowire.BytesType)
+	b = protowire.AppendBytes(b, []byte("future"))
+	b = protowire.AppendTag(b, 3, protowire.BytesType)
+	b = protowire.AppendBytes(b, []byte("blob"))
+	if err := decodeSnapshotResponse(b, &m); err != nil || m.RemainingBytes != 5 || string(m.Blob) != "blob" {
+		t.Errorf("with an unknown field: %v, %v", &m, err)
+	}
+	if err := decodeSnapshotResponse(b[:len(b)-2], &m); err == nil {
+		t.Error("a truncated message decoded without error")
 	}
 }
