@@ -98,7 +98,7 @@ const (
 // stream is still pulled by the uploader: memory stays bounded by the uploader's buffers.
 type encoder struct {
 	io.Reader
-	h     hash.Hash
+	h     *asyncHash
 	n     int64
 	close func()
 }
@@ -110,7 +110,8 @@ func newEncoder(r io.Reader, c Compression) (*encoder, error) {
 // newEncryptingEncoder is newEncoder that also encrypts the stored bytes with key (none
 // if nil), after compression.
 func newEncryptingEncoder(r io.Reader, c Compression, key *backupcrypt.Key) (*encoder, error) {
-	e := &encoder{h: sha256.New(), close: func() {}}
+	h := newAsyncHash()
+	e := &encoder{h: h, close: h.close}
 	switch c {
 	case CompressionNone:
 	case CompressionGzip:
@@ -125,7 +126,7 @@ func newEncryptingEncoder(r io.Reader, c Compression, key *backupcrypt.Key) (*en
 			pw.CloseWithError(err)
 		}()
 		// Closing the read side stops the goroutine if the upload gives up early.
-		e.close = func() { pr.CloseWithError(errors.New("upload ended")) }
+		e.close = func() { pr.CloseWithError(errors.New("upload ended")); h.close() }
 		r = pr
 	default:
 		return nil, fmt.Errorf("unknown compression %q", c)
@@ -142,7 +143,8 @@ func newEncryptingEncoder(r io.Reader, c Compression, key *backupcrypt.Key) (*en
 	return e, nil
 }
 
-func (e *encoder) sum() string { return hex.EncodeToString(e.h.Sum(nil)) }
+// sum is the SHA-256 of the stored bytes; call it once the reading is done.
+func (e *encoder) sum() string { return hex.EncodeToString(e.h.Sum()) }
 
 // errLength reports a reader whose length was not the one announced in PutOptions.Size.
 var errLength = errors.New("the backup stream's length differs from the size announced")
