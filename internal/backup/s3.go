@@ -31,14 +31,17 @@ type S3Config struct {
 	Ambient bool
 	// Transport overrides the HTTP transport (e.g. custom CAs); nil: the default.
 	Transport http.RoundTripper
-	// PartSize and Parts bound the upload's memory: at most Parts buffers of PartSize
-	// bytes are held at once. Defaults 5 MiB (S3's smallest part) and 2 (10 MiB; 10,000
-	// parts allow 48 GiB, far above etcd's largest database). Measured
-	// (test/benchmark/backup_test.go): the process grows by about twice the buffers plus
-	// its own live heap (the Go heap's GC headroom, filled by the snapshot stream's
-	// garbage): 8 MiB parts grew it by ~44 MiB, 5 MiB parts by ~31 MiB, at the same
-	// throughput. A second buffer lets reading overlap uploading (one buffer halved the
-	// throughput); more bought none on 2 cores.
+	// PartSize and Parts bound the memory of an upload of unknown length (a gzip-compressed
+	// backup): at most Parts buffers of PartSize bytes are held at once. Defaults 5 MiB
+	// (S3's smallest part) and 2 (10 MiB; 10,000 parts allow 48 GiB, far above etcd's
+	// largest database). Measured (test/benchmark/backup_test.go, when every backup was a
+	// multipart upload): the process grew by about twice the buffers plus its own live
+	// heap (the Go heap's GC headroom, filled by the snapshot stream's garbage): 8 MiB
+	// parts grew it by ~44 MiB, 5 MiB parts by ~31 MiB, at the same throughput. A second
+	// buffer lets reading overlap uploading (one buffer halved the throughput); more
+	// bought none on 2 cores. A backup of known length (an uncompressed snapshot, plain or
+	// encrypted, up to MaxSinglePut) is one streamed PUT and holds no part buffers: the
+	// process then grew by 3.7–4.6 MiB per backup (BenchmarkBackup256MiB, 2026-12-04).
 	PartSize uint64
 	Parts    uint
 	// Key, if set, encrypts every object Put stores and is required to Get one (see
@@ -51,6 +54,10 @@ const (
 	DefaultPartSize = 5 << 20
 	DefaultParts    = 2
 )
+
+// MaxSinglePut is the largest object sent as one PUT (S3's limit for a single
+// request); a larger one is uploaded in parts.
+const MaxSinglePut = 5 << 30
 
 // SplitS3Path splits the CoreOS path "<bucket>/<key>".
 func SplitS3Path(p string) (bucket, key string, err error) {
@@ -142,12 +149,16 @@ const (
 	checksumObjectType = "text/plain"
 )
 
-// Put uploads in parts (so an object of unknown length streams with bounded memory),
-// then stores the checksum, known only at the end, as the small object <key>.sha256.
-// The data object is marked as having a sidecar checksum from the start, so until the
-// sidecar exists readers refuse it (ErrNoChecksum), and if anything fails the data
-// object is removed. (Recording the checksum as metadata would need a server-side copy
-// of the whole object onto itself: in BenchmarkBackup256MiB that doubled the backup's time.)
+// Put uploads the object, then stores the checksum, known only at the end, as the
+// small object <key>.sha256. An object whose stored length is known in advance
+// (opts.Size, no compression) goes as one streamed PUT of that length: no part buffers,
+// no multipart bookkeeping (measured in BenchmarkBackup256MiB: a faster backup, and the
+// upload's memory gone); one of unknown length is uploaded in parts, so it still
+// streams with bounded memory. The data object is marked as having a sidecar checksum
+// from the start, so until the sidecar exists readers refuse it (ErrNoChecksum), and if
+// anything fails the data object is removed. (Recording the checksum as metadata would
+// need a server-side copy of the whole object onto itself: in BenchmarkBackup256MiB
+// that doubled the backup's time.)
 func (s *S3) Put(ctx context.Context, key string, r io.Reader, opts PutOptions) (Object, error) {
 	if strings.HasSuffix(key, checksumSuffix) {
 		return Object{}, fmt.Errorf("invalid backup key %q: %s names checksum objects", key, checksumSuffix)
@@ -168,19 +179,33 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, opts PutOptions) 
 		meta[metaCompression] = string(opts.Compression)
 	}
 	meta[metaChecksum] = checksumInSidecar
-	info, err := s.c.PutObject(ctx, s.bucket, key, enc, -1, minio.PutObjectOptions{
-		UserMetadata:          meta,
-		ContentType:           "application/octet-stream",
-		PartSize:              s.partSize,
-		NumThreads:            s.parts,
-		ConcurrentStreamParts: s.parts > 1,
-		// No payload hash in the request signature: over HTTPS minio-go omits it
-		// anyway, and over plain HTTP it would hash every part once more on each side
-		// (measured: a slower backup on 2 cores). The object's SHA-256, computed here
-		// and verified on every read, is what guards the data.
+	popts := minio.PutObjectOptions{
+		UserMetadata: meta,
+		ContentType:  "application/octet-stream",
+		// No payload hash in the request signature (UNSIGNED-PAYLOAD): over HTTPS
+		// minio-go omits it anyway, and over plain HTTP it would sign every chunk
+		// (aws-chunked), hashing everything once more on each side (measured: a slower
+		// backup on 2 cores). The object's SHA-256, computed here and verified on every
+		// read, is what guards the data; TLS guards it in transit where used.
 		DisableContentSha256: true,
-	})
+	}
+	size := s.storedSize(opts)
+	if size > 0 {
+		enc.expectLength(size)
+		popts.DisableMultipart = true
+	} else {
+		size = -1
+		popts.PartSize, popts.NumThreads, popts.ConcurrentStreamParts = s.partSize, s.parts, s.parts > 1
+	}
+	info, err := s.c.PutObject(ctx, s.bucket, key, enc, size, popts)
+	if err == nil && size > 0 && enc.n != size {
+		// Defence in depth: expectLength already fails such a read.
+		err = fmt.Errorf("%w: %d bytes announced, %d read", errLength, size, enc.n)
+	}
 	if err != nil {
+		// Nothing is removed: a failed PUT stored nothing, and one the server took
+		// although the stream then failed has no checksum of its own (readers refuse
+		// it); removing the key could instead remove an earlier backup there.
 		return Object{}, s.wrap("upload", key, err)
 	}
 	sum := enc.sum()
@@ -197,6 +222,22 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, opts PutOptions) 
 		obj.Encryption, obj.KeyFingerprint = meta[metaEncryption], meta[metaEncryptionKey]
 	}
 	return obj, nil
+}
+
+// storedSize is the length of the bytes Put will store for opts, or 0 when it is not
+// known in advance (unknown input length, compression) or too large for one PUT.
+func (s *S3) storedSize(opts PutOptions) int64 {
+	if opts.Size <= 0 || opts.Compression != CompressionNone {
+		return 0
+	}
+	n := opts.Size
+	if s.key != nil {
+		n = backupcrypt.EncryptedSize(n, 0)
+	}
+	if n > MaxSinglePut {
+		return 0
+	}
+	return n
 }
 
 // maxChecksumObject bounds the read of a checksum object.
@@ -258,7 +299,10 @@ func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, Object, error)
 	if err := gopts.SetMatchETag(st.ETag); err != nil {
 		return nil, Object{}, err
 	}
-	body, err := s.c.GetObject(ctx, s.bucket, key, gopts)
+	// The response body itself, read on the caller's goroutine: minio-go's Object
+	// would serve every Read through a goroutine of its own (two channel hand-offs per
+	// read of a download that is hundreds of MiB).
+	body, _, _, err := minio.Core{Client: s.c}.GetObject(ctx, s.bucket, key, gopts)
 	if err != nil {
 		return nil, Object{}, s.wrap("read", key, err)
 	}
@@ -269,15 +313,15 @@ func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, Object, error)
 	return rc, obj, nil
 }
 
-// s3Body maps the errors minio-go reports lazily (on the first Read) to ours.
+// s3Body maps the errors of reading an object's body to ours.
 type s3Body struct {
-	*minio.Object
+	io.ReadCloser
 	s   *S3
 	key string
 }
 
 func (b *s3Body) Read(p []byte) (int, error) {
-	n, err := b.Object.Read(p)
+	n, err := b.ReadCloser.Read(p)
 	if err != nil && err != io.EOF {
 		err = b.s.wrap("read", b.key, err)
 	}

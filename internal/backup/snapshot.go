@@ -50,7 +50,9 @@ type SnapshotResult struct {
 }
 
 // SaveSnapshot streams one snapshot from etcd into the store: the stream goes straight
-// into Put, so memory stays bounded by the store's buffers whatever the database size.
+// into Put, with the length etcd announced for it, so memory stays bounded by the
+// store's buffers whatever the database size (an S3 store sends a snapshot of known
+// length as one streamed request, without buffers of its own).
 // This is the one backup path of the operator, in-process (S3) and in the backup pod
 // (a mounted claim). Errors opening the stream wrap ErrSnapshot; store errors are
 // returned as the store reports them.
@@ -79,7 +81,7 @@ func SaveSnapshot(ctx context.Context, admin *etcdadmin.Admin, store Store, req 
 	md["etcd-member-id"] = etcdadmin.FormatID(snap.MemberID)
 	recordKeyCount(ctx, admin, snap, md)
 
-	obj, err := store.Put(ctx, key, snap, PutOptions{Compression: req.Compression, Metadata: md})
+	obj, err := store.Put(ctx, key, snap, PutOptions{Compression: req.Compression, Metadata: md, Size: snap.Size})
 	if err != nil {
 		return nil, err
 	}

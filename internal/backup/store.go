@@ -57,6 +57,10 @@ type PutOptions struct {
 	// Metadata is small descriptive data kept with the object (e.g. the etcd revision).
 	// Keys are lower-case ASCII letters, digits and dashes.
 	Metadata map[string]string
+	// Size is the length of the reader's bytes when the caller knows it in advance (a
+	// snapshot stream announces it); 0: unknown. A store may use it to send the object
+	// in one request; Put then fails, storing nothing, if the reader's length differs.
+	Size int64
 }
 
 // Object describes a stored object.
@@ -94,7 +98,7 @@ const (
 // stream is still pulled by the uploader: memory stays bounded by the uploader's buffers.
 type encoder struct {
 	io.Reader
-	h     hash.Hash
+	h     *asyncHash
 	n     int64
 	close func()
 }
@@ -106,7 +110,8 @@ func newEncoder(r io.Reader, c Compression) (*encoder, error) {
 // newEncryptingEncoder is newEncoder that also encrypts the stored bytes with key (none
 // if nil), after compression.
 func newEncryptingEncoder(r io.Reader, c Compression, key *backupcrypt.Key) (*encoder, error) {
-	e := &encoder{h: sha256.New(), close: func() {}}
+	h := newAsyncHash()
+	e := &encoder{h: h, close: h.close}
 	switch c {
 	case CompressionNone:
 	case CompressionGzip:
@@ -121,7 +126,7 @@ func newEncryptingEncoder(r io.Reader, c Compression, key *backupcrypt.Key) (*en
 			pw.CloseWithError(err)
 		}()
 		// Closing the read side stops the goroutine if the upload gives up early.
-		e.close = func() { pr.CloseWithError(errors.New("upload ended")) }
+		e.close = func() { pr.CloseWithError(errors.New("upload ended")); h.close() }
 		r = pr
 	default:
 		return nil, fmt.Errorf("unknown compression %q", c)
@@ -138,7 +143,29 @@ func newEncryptingEncoder(r io.Reader, c Compression, key *backupcrypt.Key) (*en
 	return e, nil
 }
 
-func (e *encoder) sum() string { return hex.EncodeToString(e.h.Sum(nil)) }
+// sum is the SHA-256 of the stored bytes; call it once the reading is done.
+func (e *encoder) sum() string { return hex.EncodeToString(e.h.Sum()) }
+
+// errLength reports a reader whose length was not the one announced in PutOptions.Size.
+var errLength = errors.New("the backup stream's length differs from the size announced")
+
+// expectLength makes the encoder fail the read at the end of the stored bytes (instead
+// of returning io.EOF) unless exactly n were read, so an upload that announced n bytes
+// never completes with other ones.
+func (e *encoder) expectLength(n int64) {
+	r := e.Reader
+	e.Reader = readerFunc(func(p []byte) (int, error) {
+		k, err := r.Read(p)
+		if e.n > n || (err == io.EOF && e.n != n) {
+			return k, fmt.Errorf("%w: %d bytes announced, %d read", errLength, n, e.n)
+		}
+		return k, err
+	})
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
 
 type writerFunc func([]byte) (int, error)
 

@@ -148,6 +148,18 @@ type encrypter struct {
 	err    error
 }
 
+// EncryptedSize is the length of what Encrypt makes of n plaintext bytes in chunks of
+// chunkSize (0: DefaultChunkSize): the header, the bytes, and a tag per chunk (a stream
+// of whole chunks ends with a full last chunk, an empty one with an empty chunk). It
+// lets a store announce the stored length before encrypting (one streamed upload).
+func EncryptedSize(n int64, chunkSize int) int64 {
+	if chunkSize == 0 {
+		chunkSize = DefaultChunkSize
+	}
+	chunks := max(1, (n+int64(chunkSize)-1)/int64(chunkSize))
+	return int64(headerSize) + n + chunks*tagSize
+}
+
 // Encrypt returns a reader of r's bytes encrypted with key in chunks of chunkSize
 // plaintext bytes (0: DefaultChunkSize). It reads r as it is read, one chunk ahead at
 // most, so memory stays at about two chunks whatever the size of the stream.

@@ -244,3 +244,29 @@ func measure(f func()) float64 {
 	f()
 	return time.Since(start).Seconds()
 }
+
+// EncryptedSize predicts the exact length Encrypt produces, at and around chunk
+// boundaries, for the default chunk size too.
+func TestEncryptedSizeMatchesEncrypt(t *testing.T) {
+	k := mustKey(t)
+	for _, chunk := range []int{testChunk, 0} {
+		c := chunk
+		if c == 0 {
+			c = DefaultChunkSize
+		}
+		for _, n := range []int{0, 1, c - 1, c, c + 1, 3 * c, 3*c + 7} {
+			plain := make([]byte, n)
+			r, err := Encrypt(bytes.NewReader(plain), k, chunk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.Copy(io.Discard, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := EncryptedSize(int64(n), chunk); got != want {
+				t.Errorf("chunk %d, %d bytes: Encrypt made %d bytes, EncryptedSize says %d", c, n, got, want)
+			}
+		}
+	}
+}

@@ -251,6 +251,10 @@ type Snapshot struct {
 	io.ReadCloser
 	Endpoint string
 	MemberID uint64
+	// Size is the length of the stream, database and hash, as etcd announced it
+	// with the first message. A stream that ends before it or runs past it fails
+	// the read, so a consumer may rely on it (e.g. as an upload's length).
+	Size int64
 	// Revision is the member's revision just before the stream opened: the
 	// snapshot holds at least every revision up to it (etcd does not send the
 	// exact revision; etcdutl's snapshot status reads it from the file).
@@ -290,9 +294,8 @@ func (a *Admin) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot, 
 		// caller's ctx, cancel it on Close, and bound only the opening.
 		sctx, cancel := context.WithCancel(ctx)
 		timer := time.AfterFunc(a.cfg.CallTimeout, cancel)
-		resp, err := c.SnapshotWithVersion(sctx)
+		stream, version, err := openSnapshotStream(sctx, c)
 		if !timer.Stop() && err == nil {
-			resp.Snapshot.Close()
 			err = fmt.Errorf("opening the snapshot stream took longer than %v: %w", a.cfg.CallTimeout, context.DeadlineExceeded)
 		}
 		if err != nil {
@@ -300,13 +303,15 @@ func (a *Admin) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot, 
 			c.Close()
 			return nil, err
 		}
-		a.log.V(1).Info("etcd snapshot stream opened", "endpoint", st.Endpoint, "revision", st.Revision)
+		stream.close = func() { cancel(); c.Close() }
+		a.log.V(1).Info("etcd snapshot stream opened", "endpoint", st.Endpoint, "revision", st.Revision, "bytes", stream.size)
 		return &Snapshot{
-			ReadCloser:    &snapshotStream{ReadCloser: resp.Snapshot, cancel: cancel, client: c},
+			ReadCloser:    stream,
 			Endpoint:      st.Endpoint,
 			MemberID:      st.MemberID,
+			Size:          stream.size,
 			Revision:      st.Revision,
-			Version:       resp.Version,
+			Version:       version,
 			ServerVersion: st.Version,
 		}, nil
 	})
@@ -339,23 +344,6 @@ func mostRecent(sts []EndpointStatus) int {
 		}
 	}
 	return best
-}
-
-type snapshotStream struct {
-	io.ReadCloser
-	once   sync.Once
-	cancel context.CancelFunc
-	client interface{ Close() error }
-}
-
-func (s *snapshotStream) Close() error {
-	var err error
-	s.once.Do(func() {
-		err = s.ReadCloser.Close()
-		s.cancel()
-		s.client.Close()
-	})
-	return err
 }
 
 // ClusterVersion returns the cluster version (the version all members agree

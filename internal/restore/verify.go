@@ -118,9 +118,5 @@ func VerifyBackup(ctx context.Context, s backup.Store, key, dir string) (Verifie
 	if err != nil {
 		return Verified{Object: obj}, fmt.Errorf("%s/%s: %w", s, key, err)
 	}
-	pin := obj.SHA256
-	if pin == "" {
-		pin = read
-	}
-	return Verified{Object: obj, Status: st, Pin: pin}, nil
+	return Verified{Object: obj, Status: st, Pin: read}, nil
 }
