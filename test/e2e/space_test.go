@@ -91,13 +91,19 @@ func TestNoSpaceRemediated(t *testing.T) {
 	if last := steps[3].Message; !strings.Contains(last, fmt.Sprintf("(%x)", leader)) {
 		t.Errorf("last defragmentation %q is not of the leader %x: followers go first", last, leader)
 	}
-	ms := e.Cluster(name).Status.Maintenance
-	if ms == nil || ms.Run != nil || ms.LastTrigger != "NoSpace" || ms.LastFreedBytes < 8<<20 {
-		t.Errorf("status.maintenance %+v: want the NoSpace run finished, having freed most of the quota", ms)
-	}
-	if c := spaceCondition(e.Cluster(name)); c == nil || c.Status != corev1.ConditionTrue {
-		t.Errorf("SpaceAvailable %+v, want True", c)
-	}
+	// Status follows the disarm on the reconcile after it (the disarming one still says
+	// NoSpaceRemediating), so it is polled, not read once.
+	e.Eventually(90*time.Second, "status: the NoSpace run finished and SpaceAvailable True", func() error {
+		cl := e.Cluster(name)
+		ms := cl.Status.Maintenance
+		if ms == nil || ms.Run != nil || ms.LastTrigger != "NoSpace" || ms.LastFreedBytes < 8<<20 {
+			return fmt.Errorf("status.maintenance %+v: want the NoSpace run finished, having freed most of the quota", ms)
+		}
+		if c := spaceCondition(cl); c == nil || c.Status != corev1.ConditionTrue {
+			return fmt.Errorf("SpaceAvailable %+v, want True", c)
+		}
+		return nil
+	})
 }
 
 // TestThresholdDefragmentation: a cluster whose history was compacted (so most of each
