@@ -15,11 +15,16 @@ import (
 )
 
 // snapshotWindow is the gRPC flow-control window (per stream and per connection) of a
-// snapshot client: what the client may buffer while the upload is slower than etcd
-// sends. Setting it turns off gRPC's bandwidth-delay estimation, which may grow the
-// window up to 16 MiB, so the bound is fixed. 1 MiB per round trip is far above a
-// store's upload rate within a cluster.
-const snapshotWindow = 1 << 20
+// snapshot client: how far etcd may send ahead of the upload. A backup is a pipeline of
+// three processes (etcd, this one, the store) that stall at different moments (a
+// store's write or GC pause, etcd's page reads); the window is what lets etcd keep
+// sending through the upload's stalls instead of waiting for them. Measured in
+// BenchmarkBackup256MiB on 2 shared cores: 1 MiB gave 0.72–0.93× etcdctl's throughput,
+// 4 MiB 0.96–1.14× and 8 MiB 0.95–1.07×, each window adding its size to the memory a
+// backup holds at most (RSS growth 4, 8 and 11 MiB). Setting it also turns off gRPC's
+// bandwidth-delay estimation, which could grow the window to 16 MiB: the bound stays
+// fixed.
+const snapshotWindow = 4 << 20
 
 // snapshotBufferPool holds the buffers a snapshot client decodes messages from. etcd
 // sends a snapshot as messages of a 32 KiB blob plus a few header bytes; gRPC's proto
