@@ -30,13 +30,14 @@ const (
 	backupEtcdVersion = "v3.7.3"
 	backupDBTarget    = 256 << 20
 	// Rounds per run: this machine's other work makes single rounds noisy.
-	backupRounds = 5
+	backupRounds = 7
 )
 
 // BenchmarkBackup256MiB measures the operator's backup path — the snapshot stream of a
 // member piped into one streamed PUT (its length announced by etcd) to a real MinIO by
 // backup.SaveSnapshot, the code the EtcdBackup controller runs — against `etcdctl
-// snapshot save` to a local file from the same member, interleaved, on a ~256 MiB
+// snapshot save` to a local file from the same member, interleaved (taking turns going
+// first), on a ~256 MiB
 // database.
 //
 // Reported: the db size, median seconds of both paths, the throughput ratio
@@ -78,38 +79,54 @@ func BenchmarkBackup256MiB(b *testing.B) {
 	dir := b.TempDir()
 	b.ResetTimer()
 	for i := 0; i < b.N*backupRounds; i++ {
-		// Baseline: etcdctl into a local file.
-		file := filepath.Join(dir, fmt.Sprintf("snap-%d.db", i))
-		start := time.Now()
-		if out, err := exec.Command(etcdctl, "--endpoints", ep, "snapshot", "save", file).CombinedOutput(); err != nil {
-			b.Fatalf("etcdctl snapshot save: %v\n%s", err, out)
+		// The two paths take turns going first: on a shared machine the load drifts
+		// within a round, and a fixed order would hand the drift to one side.
+		var ctlSize int64
+		var ctlTook time.Duration
+		runCtl := func() {
+			file := filepath.Join(dir, fmt.Sprintf("snap-%d.db", i))
+			start := time.Now()
+			if out, err := exec.Command(etcdctl, "--endpoints", ep, "snapshot", "save", file).CombinedOutput(); err != nil {
+				b.Fatalf("etcdctl snapshot save: %v\n%s", err, out)
+			}
+			ctlTook = time.Since(start)
+			st, err := os.Stat(file)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctlSize = st.Size()
+			os.Remove(file)
 		}
-		took := time.Since(start)
-		st, err := os.Stat(file)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctlTimes = append(ctlTimes, took)
-		ctlRate = append(ctlRate, float64(st.Size())/took.Seconds())
-		os.Remove(file)
-
 		// The operator's path, with its memory sampled.
-		mem := startMemSampler(b)
-		start = time.Now()
-		res, err := backup.SaveSnapshot(ctx, admin, store, backup.SnapshotRequest{Key: fmt.Sprintf("benchmark/snap-%d.db", i)})
-		took = time.Since(start)
-		rss, heap := mem.stop()
-		if err != nil {
-			b.Fatalf("operator backup: %v", err)
+		var res *backup.SnapshotResult
+		var opTook time.Duration
+		runOp := func() {
+			mem := startMemSampler(b)
+			start := time.Now()
+			var err error
+			res, err = backup.SaveSnapshot(ctx, admin, store, backup.SnapshotRequest{Key: fmt.Sprintf("benchmark/snap-%d.db", i)})
+			opTook = time.Since(start)
+			rss, heap := mem.stop()
+			if err != nil {
+				b.Fatalf("operator backup: %v", err)
+			}
+			rssGrowth, heapGrowth = max(rssGrowth, rss), max(heapGrowth, heap)
+			b.Logf("round %d: operator rss +%.1f MiB, heap +%.1f MiB", i, rss, heap)
 		}
-		if res.Object.Size < st.Size()*9/10 {
-			b.Fatalf("operator stored %d bytes, etcdctl %d", res.Object.Size, st.Size())
+		if i%2 == 0 {
+			runCtl()
+			runOp()
+		} else {
+			runOp()
+			runCtl()
 		}
-		opTimes = append(opTimes, took)
-		opRate = append(opRate, float64(res.Object.Size)/took.Seconds())
-		rssGrowth, heapGrowth = max(rssGrowth, rss), max(heapGrowth, heap)
-		b.Logf("round %d: etcdctl %v (%d B), operator %v (%d B), rss +%.1f MiB, heap +%.1f MiB",
-			i, ctlTimes[i], st.Size(), took, res.Object.Size, rss, heap)
+		if res.Object.Size < ctlSize*9/10 {
+			b.Fatalf("operator stored %d bytes, etcdctl %d", res.Object.Size, ctlSize)
+		}
+		ctlTimes, opTimes = append(ctlTimes, ctlTook), append(opTimes, opTook)
+		ctlRate = append(ctlRate, float64(ctlSize)/ctlTook.Seconds())
+		opRate = append(opRate, float64(res.Object.Size)/opTook.Seconds())
+		b.Logf("round %d: etcdctl %v (%d B), operator %v (%d B)", i, ctlTook, ctlSize, opTook, res.Object.Size)
 		if err := store.Delete(ctx, res.Object.Key); err != nil {
 			b.Fatal(err)
 		}
