@@ -37,8 +37,7 @@ const (
 // member piped into one streamed PUT (its length announced by etcd) to a real MinIO by
 // backup.SaveSnapshot, the code the EtcdBackup controller runs — against `etcdctl
 // snapshot save` to a local file from the same member, interleaved (taking turns going
-// first), on a ~256 MiB
-// database.
+// first), on a ~256 MiB database.
 //
 // Reported: the db size, median seconds of both paths, the throughput ratio
 // operator/etcdctl (target ≥ 0.9; bytes per second of each, each with its own output
