@@ -43,7 +43,7 @@ func BenchmarkChaos(b *testing.B) {
 	var failure error
 	for i := 0; i < faults*b.N && failure == nil; i++ {
 		kind := kinds[rng.Intn(len(kinds))]
-		pods := sortedPods(b, e, name)
+		pods := liveMemberPods(b, e, name)
 		pod := pods[rng.Intn(len(pods))]
 		start := time.Now()
 		if failure = injectFault(b, e, name, kind, pod); failure == nil {

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -81,28 +80,11 @@ func staticCreate(b *testing.B, e *framework.Env, r *render.Renderer, name strin
 	if err := e.C.Create(ctx, owner); err != nil {
 		b.Fatal(err)
 	}
-	c := &etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(owner.UID)},
-		Spec:       etcdv1beta2.EtcdClusterSpec{Size: size, Version: etcdv1beta2.DefaultVersion},
-	}
-	names := make([]string, size)
-	for i := range names {
-		names[i] = fmt.Sprintf("%s-m%d", name, i)
-	}
-	initial := render.InitialCluster(c, names, "cluster.local")
-	var members []render.Member
-	for _, n := range names {
-		members = append(members, render.Member{Name: n, InitialClusterState: render.StateNew, InitialCluster: initial, Version: etcdv1beta2.DefaultVersion})
-	}
-	objs, err := r.Render(render.Input{Cluster: c, ClusterDomain: "cluster.local", Members: members})
-	if err != nil {
-		b.Fatal(err)
-	}
-	// Owned by a ConfigMap so deleting it cleans up, like the operator's owner references.
-	ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}
+	// staticObjects (scale_test.go) makes them owned by owner, so deleting it cleans up,
+	// like the operator's owner references.
+	objs := staticObjects(b, r, owner, size)
 	start := time.Now()
 	for _, o := range objs {
-		o.SetOwnerReferences([]metav1.OwnerReference{ref})
 		if err := e.C.Create(ctx, o); err != nil {
 			b.Fatalf("create %s: %v", o.GetName(), err)
 		}

@@ -129,45 +129,20 @@ func (s *scaleRun) snapshot(b *testing.B) counters {
 // reportIdle reports an idle window's rates per minute per cluster.
 func (s *scaleRun) reportIdle(b *testing.B, n int, before, after counters) {
 	perMin := func(d float64) float64 { return d / scaleIdle.Minutes() / float64(n) }
-	var writes, reads float64
-	var lines []string
-	for k, v := range after.api {
-		d := float64(v - before.api[k])
-		if d == 0 {
-			continue
-		}
-		lines = append(lines, fmt.Sprintf("%s %.2f", k, perMin(d)))
+	var writes, reads, statusWrites, etcdCalls float64
+	lines := deltaLines(before.api, after.api, perMin, func(k string, d float64) {
 		if verb, _, _ := strings.Cut(k, " "); verb == "GET" || verb == "LIST" || verb == "WATCH" {
 			reads += d
 		} else {
 			writes += d
 		}
-	}
-	sort.Strings(lines)
-	var statusWrites float64
-	var serverLines []string
-	for k, v := range after.apiserver {
-		d := v - before.apiserver[k]
-		if d == 0 {
-			continue
-		}
-		serverLines = append(serverLines, fmt.Sprintf("%s %.2f", k, perMin(d)))
+	})
+	serverLines := deltaLines(before.apiserver, after.apiserver, perMin, func(k string, d float64) {
 		if strings.HasSuffix(k, " status") && !strings.HasPrefix(k, "GET") {
 			statusWrites += d
 		}
-	}
-	sort.Strings(serverLines)
-	var etcdCalls float64
-	var etcdLines []string
-	for k, v := range after.etcd {
-		d := v - before.etcd[k]
-		if d == 0 {
-			continue
-		}
-		etcdCalls += d
-		etcdLines = append(etcdLines, fmt.Sprintf("%s %.2f", k, perMin(d)))
-	}
-	sort.Strings(etcdLines)
+	})
+	etcdLines := deltaLines(before.etcd, after.etcd, perMin, func(_ string, d float64) { etcdCalls += d })
 	b.ReportMetric(perMin(writes), "api-writes/min/cluster")
 	b.ReportMetric(perMin(reads), "api-reads/min/cluster")
 	b.ReportMetric(perMin(statusWrites), "status-writes/min/cluster")
@@ -177,6 +152,22 @@ func (s *scaleRun) reportIdle(b *testing.B, n int, before, after counters) {
 	b.Logf("idle %v, %d clusters, per minute per cluster: %.2f reconciles; operator → API server: %.2f writes, %.2f reads [%s]; API server counted on EtcdClusters [%s]; operator → etcd: %.2f calls [%s], %.2f connections opened",
 		scaleIdle, n, perMin(after.reconciles-before.reconciles), perMin(writes), perMin(reads), strings.Join(lines, ", "),
 		strings.Join(serverLines, ", "), perMin(etcdCalls), strings.Join(etcdLines, ", "), perMin(after.etcdConns-before.etcdConns))
+}
+
+// deltaLines hands each counter that moved between before and after to add, and
+// returns them as sorted "key rate" lines (rate: perMin of the change).
+func deltaLines[V int | float64](before, after map[string]V, perMin func(float64) float64, add func(key string, d float64)) []string {
+	var lines []string
+	for k, v := range after {
+		d := float64(v - before[k])
+		if d == 0 {
+			continue
+		}
+		add(k, d)
+		lines = append(lines, fmt.Sprintf("%s %.2f", k, perMin(d)))
+	}
+	sort.Strings(lines)
+	return lines
 }
 
 func gatherOperator(b *testing.B) []*dto.MetricFamily {
