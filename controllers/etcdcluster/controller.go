@@ -188,7 +188,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return r.refuseSpec(&c, etcdv1beta2.ReasonUnsupportedVersion, err.Error())
 	}
 
-	if err := r.ensureServices(ctx, &c); err != nil {
+	budget, err := r.ensureServices(ctx, &c) // resources.go
+	if err != nil {
 		return r.observeFailed(ctx, &c, err)
 	}
 
@@ -199,7 +200,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	r.backoff.succeed(clusterKey(&c), "observe")
 	defer obs.close()
 	obs.status = status
-	if err := r.ensureBudget(ctx, &c, obs); err != nil { // resources.go
+	if err := r.ensureBudget(ctx, &c, obs, budget); err != nil { // resources.go
 		return r.observeFailed(ctx, &c, err)
 	}
 	r.reconcileStorage(ctx, &c) // storage_act.go: claims grow beside the membership step

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -15,14 +16,19 @@ import (
 
 // ensureServices creates or updates the headless and client Services as the chart renders
 // them. Services exist before any member pod so member DNS names can appear. The
-// PodDisruptionBudget depends on what is observed and is ensured after (ensureBudget).
-func (r *Reconciler) ensureServices(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
+// PodDisruptionBudget comes from the same render but its minAvailable depends on what is
+// observed, so it is returned for ensureBudget to apply after observing (one chart
+// render per reconcile).
+func (r *Reconciler) ensureServices(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*policyv1.PodDisruptionBudget, error) {
 	objs, err := r.renderer.Render(render.Input{Cluster: c, ClusterDomain: r.ClusterDomain})
 	if err != nil {
-		return fmt.Errorf("render services: %w", err)
+		return nil, fmt.Errorf("render services: %w", err)
 	}
+	var budget *policyv1.PodDisruptionBudget
 	for _, obj := range objs {
 		switch want := obj.(type) {
+		case *policyv1.PodDisruptionBudget:
+			budget = want
 		case *corev1.Service:
 			svc := &corev1.Service{ObjectMeta: want.ObjectMeta}
 			if err := r.createOrUpdate(ctx, c, svc, func() {
@@ -39,35 +45,30 @@ func (r *Reconciler) ensureServices(ctx context.Context, c *etcdv1beta2.EtcdClus
 					svc.Spec.Type = want.Spec.Type
 				}
 			}); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	if budget == nil {
+		return nil, fmt.Errorf("render services: the chart rendered no PodDisruptionBudget")
+	}
+	return budget, nil
 }
 
 // ensureBudget creates or updates the PodDisruptionBudget with the minAvailable the
 // observation calls for (render.BudgetMinAvailable): every member of max(spec.size,
 // members listed), or a quorum when a member on a cordoned node has nowhere to go.
-func (r *Reconciler) ensureBudget(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation) error {
+func (r *Reconciler) ensureBudget(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, want *policyv1.PodDisruptionBudget) error {
+	// The chart gives the budget's shape; the number is the operator's (what the chart
+	// would render for Input.Budget, without rendering it a second time).
 	n := max(c.Spec.Size, len(o.planner.Members))
-	objs, err := r.renderer.Render(render.Input{Cluster: c, ClusterDomain: r.ClusterDomain,
-		Budget: render.BudgetMinAvailable(n, o.planner.NoNodeToLeaveTo)})
-	if err != nil {
-		return fmt.Errorf("render disruption budget: %w", err)
-	}
-	for _, obj := range objs {
-		if want, ok := obj.(*policyv1.PodDisruptionBudget); ok {
-			pdb := &policyv1.PodDisruptionBudget{ObjectMeta: want.ObjectMeta}
-			if err := r.createOrUpdate(ctx, c, pdb, func() {
-				pdb.Labels = want.Labels
-				pdb.Spec = want.Spec
-			}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	minAvailable := intstr.FromInt32(int32(render.BudgetMinAvailable(n, o.planner.NoNodeToLeaveTo)))
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: want.ObjectMeta}
+	return r.createOrUpdate(ctx, c, pdb, func() {
+		pdb.Labels = want.Labels
+		pdb.Spec = *want.Spec.DeepCopy()
+		pdb.Spec.MinAvailable = &minAvailable
+	})
 }
 
 // createOrUpdate wraps controllerutil.CreateOrUpdate (which skips no-op updates) with the
