@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -75,6 +76,30 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: activeResync}, nil
+}
+
+// etcdWait is a step etcd refused for a condition that clears on its own within
+// seconds: a member add while etcd does not yet count every member as connected for 5 s
+// (ErrUnhealthyCluster, e.g. right after the previous member started), a promotion of a
+// learner still catching up (ErrLearnerNotReady). The step asks etcdadmin not to retry
+// those inside the call, which would hold one of the reconciler's few workers for up to
+// its budget; the reconcile requeues after etcdWaitRequeue instead, quietly, until the
+// step has waited etcdWaitLimit (backoff.go), after which it fails like any other.
+type etcdWait struct{ err error }
+
+func (w *etcdWait) Error() string { return w.err.Error() }
+func (w *etcdWait) Unwrap() error { return w.err }
+
+const etcdWaitRequeue = time.Second
+
+// asEtcdWait wraps err as an etcdWait if etcd refused for one of kinds.
+func asEtcdWait(err error, kinds ...error) error {
+	for _, k := range kinds {
+		if errors.Is(err, k) {
+			return &etcdWait{err: err}
+		}
+	}
+	return err
 }
 
 // warnOnly executes RefuseUpgrade and QuorumLost: they are reported through conditions

@@ -27,9 +27,9 @@ func (r *Reconciler) addLearner(ctx context.Context, c *etcdv1beta2.EtcdCluster,
 		return err
 	}
 	peerScheme, plain := tlsRender(c, o, a.Name) // tlsenable.go
-	res, err := admin.EnsureLearner(ctx, []string{r.peerURLFor(c, o, a.Name)})
+	res, err := admin.EnsureLearner(etcdadmin.WithoutRetryOn(ctx, etcdadmin.ErrUnhealthyCluster), []string{r.peerURLFor(c, o, a.Name)})
 	if err != nil {
-		return fmt.Errorf("add learner %s: %w", a.Name, err)
+		return asEtcdWait(fmt.Errorf("add learner %s: %w", a.Name, err), etcdadmin.ErrUnhealthyCluster)
 	}
 	// Persist the in-flight step before starting the pod: a restarted operator must
 	// finish this learner rather than add another.
@@ -53,8 +53,8 @@ func (r *Reconciler) promoteLearner(ctx context.Context, c *etcdv1beta2.EtcdClus
 	if err != nil {
 		return err
 	}
-	if _, err := admin.EnsurePromoted(ctx, a.ID); err != nil {
-		return fmt.Errorf("promote %s: %w", a.Name, err)
+	if _, err := admin.EnsurePromoted(etcdadmin.WithoutRetryOn(ctx, etcdadmin.ErrLearnerNotReady), a.ID); err != nil {
+		return asEtcdWait(fmt.Errorf("promote %s: %w", a.Name, err), etcdadmin.ErrLearnerNotReady)
 	}
 	c.Status.PendingMember = nil
 	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberPromoted, "promoted learner %s (%s) to voting member", a.Name, idString(a.ID))

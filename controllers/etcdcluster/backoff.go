@@ -23,8 +23,17 @@ const (
 // cluster whose plan moved on, or whose spec changed, proceeds at once. It is memory
 // only: an operator restart retries at once, which is harmless.
 type stepBackoff struct {
-	mu     sync.Mutex
-	failed map[string]failedStep // by cluster namespace/name
+	mu      sync.Mutex
+	failed  map[string]failedStep  // by cluster namespace/name
+	waiting map[string]waitingStep // by cluster namespace/name
+}
+
+// waitingStep is a step etcd refused for a condition that clears on its own (see
+// etcdWait), since the first refusal.
+type waitingStep struct {
+	step       string
+	generation int64
+	since      time.Time
 }
 
 type failedStep struct {
@@ -34,7 +43,9 @@ type failedStep struct {
 	retryAt    time.Time
 }
 
-func newStepBackoff() *stepBackoff { return &stepBackoff{failed: map[string]failedStep{}} }
+func newStepBackoff() *stepBackoff {
+	return &stepBackoff{failed: map[string]failedStep{}, waiting: map[string]waitingStep{}}
+}
 
 // stepKey identifies a planned step: same kind on the same member is the same step,
 // whatever the planner's message says this time.
@@ -86,6 +97,27 @@ func (b *stepBackoff) succeed(cluster, step string) {
 	if b.failed[cluster].step == step {
 		delete(b.failed, cluster)
 	}
+	if b.waiting[cluster].step == step {
+		delete(b.waiting, cluster)
+	}
+}
+
+// etcdWaitLimit is how long a step may wait on etcd (etcdWait) before its refusals
+// count as failures: reported (event, condition) and backed off.
+const etcdWaitLimit = 30 * time.Second
+
+// waitOnEtcd records that step was refused for a condition that clears on its own and
+// says whether it may still simply be retried soon: true until it has been waiting for
+// etcdWaitLimit (same step, same generation, no success in between).
+func (b *stepBackoff) waitOnEtcd(cluster, step string, generation int64, now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w, ok := b.waiting[cluster]
+	if !ok || w.step != step || w.generation != generation || now.Before(w.since) {
+		w = waitingStep{step: step, generation: generation, since: now}
+		b.waiting[cluster] = w
+	}
+	return now.Sub(w.since) < etcdWaitLimit
 }
 
 // forget drops a deleted cluster.
@@ -93,4 +125,5 @@ func (b *stepBackoff) forget(cluster string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.failed, cluster)
+	delete(b.waiting, cluster)
 }

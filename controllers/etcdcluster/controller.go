@@ -234,8 +234,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		hook(ctx, c.Namespace+"/"+c.Name, action)
 	}
 	now := r.Now()
-	var stepErr error // for the Reconciled condition
-	if actErr != nil {
+	var stepErr error  // for the Reconciled condition
+	var wait *etcdWait // act.go
+	waited := errors.As(actErr, &wait) && r.backoff.waitOnEtcd(clusterKey(&c), step, c.Generation, now)
+	if waited {
+		lg.V(1).Info("step waits on etcd", "action", action.String(), "retryIn", etcdWaitRequeue.String(), "reason", wait.Error())
+		result = ctrl.Result{RequeueAfter: etcdWaitRequeue}
+	} else if actErr != nil {
 		lg.Error(actErr, "action failed", "action", action.String())
 		r.Recorder.Eventf(&c, corev1.EventTypeWarning, etcdv1beta2.ReasonActionFailed, "%s: %v", action.Kind, actErr)
 		// Transient etcd errors are retried by etcdadmin already; a step that still
@@ -257,7 +262,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	r.reportSpace(&c, obs, now.UTC().Format(timeFormat))
 	r.reportCordon(&c, obs, now.UTC().Format(timeFormat)) // report_cordon.go
 	r.reportReconciled(&c, etcdv1beta2.ReasonActionFailed, stepErr, false, now.UTC().Format(timeFormat))
-	recordAction(&c, action, actErr)
+	recordAction(&c, action, actErr, waited)
 	return result, nil
 }
 

@@ -15,7 +15,7 @@ import (
 var (
 	actionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "etcd_operator_actions_total",
-		Help: "Membership and lifecycle steps taken, by kind and result.",
+		Help: "Membership and lifecycle steps taken, by kind and result (ok, error, or waiting: refused by etcd for a moment and retried shortly).",
 	}, []string{"namespace", "cluster", "kind", "result"})
 	clusterMembers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "etcd_operator_cluster_members",
@@ -89,9 +89,12 @@ var etcdRequestMetrics = sync.OnceValue(func() *etcdadmin.Metrics {
 })
 
 // recordAction counts a step and exports the membership gauges.
-func recordAction(c *etcdv1beta2.EtcdCluster, a planner.Action, err error) {
+func recordAction(c *etcdv1beta2.EtcdCluster, a planner.Action, err error, waited bool) {
 	result := "ok"
-	if err != nil {
+	switch {
+	case waited: // refused by etcd for a moment (etcdWait, act.go), retried in a second
+		result = "waiting"
+	case err != nil:
 		result = "error"
 	}
 	if a.Kind != planner.Wait && a.Kind != planner.Done {

@@ -19,9 +19,10 @@ func TestMetricsExported(t *testing.T) {
 	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"}}
 	c.Status.Members.Ready = []string{"a", "b"}
 	c.Status.Members.Unready = []string{"c"}
-	recordAction(c, planner.Action{Kind: planner.AddLearner}, nil)
-	recordAction(c, planner.Action{Kind: planner.AddLearner}, errors.New("boom"))
-	recordAction(c, planner.Action{Kind: planner.Wait}, nil) // waits are not steps
+	recordAction(c, planner.Action{Kind: planner.AddLearner}, nil, false)
+	recordAction(c, planner.Action{Kind: planner.AddLearner}, errors.New("boom"), false)
+	recordAction(c, planner.Action{Kind: planner.Wait}, nil, false) // waits are not steps
+	recordAction(c, planner.Action{Kind: planner.PromoteLearner}, &etcdWait{err: errors.New("learner not in sync")}, true)
 
 	if got := testutil.ToFloat64(actionsTotal.WithLabelValues("ns", "m", "AddLearner", "ok")); got != 1 {
 		t.Errorf("ok AddLearner count = %v, want 1", got)
@@ -29,9 +30,12 @@ func TestMetricsExported(t *testing.T) {
 	if got := testutil.ToFloat64(actionsTotal.WithLabelValues("ns", "m", "AddLearner", "error")); got != 1 {
 		t.Errorf("failed AddLearner count = %v, want 1", got)
 	}
+	if got := testutil.ToFloat64(actionsTotal.WithLabelValues("ns", "m", "PromoteLearner", "waiting")); got != 1 {
+		t.Errorf("waiting PromoteLearner count = %v, want 1", got)
+	}
 	// Only this cluster's series: other tests of the package reconcile clusters too.
-	if n := seriesWith(t, actionsTotal, "cluster", "m"); n != 2 {
-		t.Errorf("%d action series, want 2 (Wait is not counted)", n)
+	if n := seriesWith(t, actionsTotal, "cluster", "m"); n != 3 {
+		t.Errorf("%d action series, want 3 (Wait is not counted)", n)
 	}
 	if got := testutil.ToFloat64(clusterMembers.WithLabelValues("ns", "m", "unready")); got != 1 {
 		t.Errorf("unready gauge = %v, want 1", got)
@@ -60,12 +64,12 @@ func TestMetricsExported(t *testing.T) {
 func TestAvailabilityMetrics(t *testing.T) {
 	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "avail"}}
 	c.Status.Conditions = []etcdv1beta2.ClusterCondition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: corev1.ConditionTrue}}
-	recordAction(c, planner.Action{Kind: planner.Done}, nil)
+	recordAction(c, planner.Action{Kind: planner.Done}, nil, false)
 	if got := testutil.ToFloat64(clusterAvailableGauge.WithLabelValues("ns", "avail")); got != 1 {
 		t.Errorf("available = %v, want 1", got)
 	}
 	c.Status.Conditions[0].Status = corev1.ConditionFalse
-	recordAction(c, planner.Action{Kind: planner.Done}, nil)
+	recordAction(c, planner.Action{Kind: planner.Done}, nil, false)
 	if got := testutil.ToFloat64(clusterAvailableGauge.WithLabelValues("ns", "avail")); got != 0 {
 		t.Errorf("available = %v, want 0", got)
 	}

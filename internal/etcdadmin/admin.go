@@ -285,7 +285,7 @@ func retry[T any](ctx context.Context, a *Admin, op, target string, timeout time
 		}
 		e := &Error{Op: op, Target: target, Kind: kindErr, Err: cause, Attempts: attempt, Elapsed: time.Since(start)}
 		err = e
-		if !transient {
+		if !transient || !retryWanted(ctx, kindErr) {
 			e.ctxErr = ctx.Err()
 			return zero, e
 		}

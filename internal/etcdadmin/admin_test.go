@@ -396,6 +396,14 @@ func TestAddWhileDeadMemberListed(t *testing.T) {
 	}
 	t.Logf("as expected: %v", err)
 
+	// A caller that asked for it gets the refusal on the first attempt, not after
+	// waiting the whole budget (the budget here is long enough to tell).
+	var asked *etcdadmin.Error
+	_, err = plain.MemberAddAsLearner(etcdadmin.WithoutRetryOn(ctx, etcdadmin.ErrUnhealthyCluster), []string{nm.PeerURL})
+	if !errors.Is(err, etcdadmin.ErrUnhealthyCluster) || !errors.As(err, &asked) || asked.Attempts != 1 {
+		t.Fatalf("MemberAddAsLearner without retry on unhealthy cluster: %v (attempts %+v)", err, asked)
+	}
+
 	// Now an add that is retrying when the dead member gets removed.
 	var unhealthySeen atomic.Int32
 	sawRetry := make(chan struct{}, 1)
