@@ -73,6 +73,8 @@ func runManager(args []string) int {
 		operatorImage    = fs.String("operator-image", os.Getenv("OPERATOR_IMAGE"), "this operator's image, run by restored clusters' init containers (default: the image of the operator's own pod, else "+operatorimage.Default+")")
 		scopeAnnotation  = fs.String("scope-annotation", "ignore", "which EtcdClusters to manage by CoreOS's etcd.database.coreos.com/scope annotation: ignore (all, whatever the annotation), namespaced (only those without it, like a CoreOS operator without -cluster-wide) or clusterwide (only those annotated clusterwide, like one with -cluster-wide)")
 		allowAmbientS3   = fs.Bool("allow-ambient-s3-credentials", false, "let EtcdBackups and EtcdRestores with spec.s3.credentialsSource Environment use this operator's own S3 identity (environment, web identity token, instance role); off, they are refused and must name a Secret: a tenant could otherwise read and write every bucket the operator may")
+		kubeAPIQPS       = fs.Float64("kube-api-qps", 50, "requests per second the operator may make to the Kubernetes API server, sustained (client-go's own default, 20 with a burst of 30, throttles an operator managing ~100 clusters)")
+		kubeAPIBurst     = fs.Int("kube-api-burst", 100, "requests the operator may make to the Kubernetes API server in a burst above --kube-api-qps")
 		allowExternal    = fs.Bool("allow-external-backup-endpoints", false, "let an EtcdBackup's spec.etcdEndpoints name etcd outside the backup's namespace (default: only EtcdClusters of its own namespace; a tenant who may create EtcdBackups could otherwise make the operator dial any address)")
 	)
 	wh := etcdwebhook.AddServerFlags(fs)
@@ -104,7 +106,9 @@ func runManager(args []string) int {
 	controllers.RestrictToNamespace(&mgrOpts, *watchNamespace)
 	controllers.NeverCacheSecrets(&mgrOpts)
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), mgrOpts)
+	restCfg := ctrl.GetConfigOrDie()
+	restCfg.QPS, restCfg.Burst = float32(*kubeAPIQPS), *kubeAPIBurst
+	mgr, err := ctrl.NewManager(restCfg, mgrOpts)
 	if err != nil {
 		log.Error(err, "unable to create manager")
 		return 1
