@@ -16,7 +16,7 @@ func TestBackupVerificationIsTheV1beta2Annotations(t *testing.T) {
 	src := &EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"},
 		Spec:       EtcdBackupSpec{Verification: &BackupVerification{AfterEachBackup: true, Schedule: "@daily", TimeZone: "Europe/Berlin"}},
-		Status:     EtcdBackupStatus{LastVerifiedTime: &verified, LastVerifiedKey: "k_v7_x", LastVerifiedRevision: 7, LastVerificationStartTime: &verified,
+		Status: EtcdBackupStatus{LastVerifiedTime: &verified, LastVerifiedKey: "k_v7_x", LastVerifiedRevision: 7, LastVerificationStartTime: &verified,
 			LastVerifiedSHA256: "5ha", LastVerifiedPinSignature: "5ig"},
 	}
 	var hub v1beta2.EtcdBackup

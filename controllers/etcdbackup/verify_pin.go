@@ -2,6 +2,7 @@ package etcdbackup
 
 import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/pinsign"
 )
 
@@ -16,7 +17,7 @@ func PinFacts(eb *etcdv1beta2.EtcdBackup, key, sha256 string, revision int64) pi
 	case eb.Spec.StorageType == etcdv1beta2.BackupStorageTypePVC && eb.Spec.PVC != nil:
 		f.Claim = eb.Spec.PVC.ClaimName
 	case eb.Spec.S3 != nil:
-		f.Bucket, _, _ = cutBucket(eb.Spec.S3.Path)
+		f.Bucket, _, _ = backup.SplitS3Path(eb.Spec.S3.Path) // as the restore side splits it
 		f.Endpoint = eb.Spec.S3.Endpoint
 	}
 	return f
