@@ -2,33 +2,16 @@ package etcdbackup
 
 import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/pinsign"
 )
 
-// PinFacts are what the operator signs when a verification of eb's object key (bytes
-// with SHA-256 sha256, holding revision) passes: eb by namespace, name and UID, its
-// storage as its spec names it, and the object. The restore side rebuilds them from
-// what it reads itself and what it is about to render; they match only for exactly
-// this object of exactly this EtcdBackup.
-func PinFacts(eb *etcdv1beta2.EtcdBackup, key, sha256 string, revision int64) pinsign.Facts {
-	f := pinsign.Facts{Namespace: eb.Namespace, Backup: eb.Name, BackupUID: string(eb.UID), Key: key, SHA256: sha256, Revision: revision}
-	switch {
-	case eb.Spec.StorageType == etcdv1beta2.BackupStorageTypePVC && eb.Spec.PVC != nil:
-		f.Claim = eb.Spec.PVC.ClaimName
-	case eb.Spec.S3 != nil:
-		f.Bucket, _, _ = backup.SplitS3Path(eb.Spec.S3.Path) // as the restore side splits it
-		f.Endpoint = eb.Spec.S3.Endpoint
-	}
-	return f
-}
-
-// pinSignature signs a passed verification of eb, or is "" when there is nothing to
-// vouch for: no SHA-256 was reported (a verification pod of an older operator) or the
-// operator has no key (then no pin is ever trusted; main logs that once).
+// pinSignature signs a passed verification of eb (pinsign.BackupFacts), or is "" when
+// there is nothing to vouch for: no SHA-256 was reported (a verification pod of an older
+// operator) or the operator has no key (then no pin is ever trusted; main logs that
+// once).
 func (r *Reconciler) pinSignature(eb *etcdv1beta2.EtcdBackup, v *verifyOutcomeResult) string {
 	if v.SHA256 == "" || v.Key == "" {
 		return ""
 	}
-	return pinsign.Sign(r.PinKey, PinFacts(eb, v.Key, v.SHA256, v.Revision))
+	return pinsign.Sign(r.PinKey, pinsign.BackupFacts(eb, v.Key, v.SHA256, v.Revision))
 }

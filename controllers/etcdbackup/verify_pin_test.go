@@ -44,10 +44,10 @@ func TestVerificationSignsThePin(t *testing.T) {
 				}
 				return
 			}
-			if !pinsign.Verify(key, PinFacts(eb, "etcd.db", sha, 42), st.LastVerifiedPinSignature) {
+			if !pinsign.Verify(key, pinsign.BackupFacts(eb, "etcd.db", sha, 42), st.LastVerifiedPinSignature) {
 				t.Fatalf("signature %q does not verify for the verified object", st.LastVerifiedPinSignature)
 			}
-			f := PinFacts(eb, "etcd.db", sha, 42)
+			f := pinsign.BackupFacts(eb, "etcd.db", sha, 42)
 			if f.Claim != "claim" || f.Namespace != eb.Namespace || f.BackupUID == "" {
 				t.Errorf("facts %+v", f)
 			}

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/controllers/etcdbackup"
 	"github.com/etcd-operator/etcd-operator/internal/pinsign"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/restoreorigin"
@@ -42,7 +41,7 @@ func TestRestorePinRenderedOnlyWhenSigned(t *testing.T) {
 		if edit != nil {
 			edit(b)
 		}
-		return pinsign.Sign(key, etcdbackup.PinFacts(b, objKey, sha, revision))
+		return pinsign.Sign(key, pinsign.BackupFacts(b, objKey, sha, revision))
 	}
 	genuine := sign(nil)
 	for _, tc := range []struct {

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
 var testKey = bytes.Repeat([]byte{7}, 32)
@@ -114,4 +118,22 @@ func flipLast(sig string) string {
 		repl = '1'
 	}
 	return sig[:len(sig)-1] + string(repl)
+}
+
+// BackupFacts names an EtcdBackup's storage as its spec does: bucket and endpoint on S3,
+// the claim on a PVC.
+func TestBackupFacts(t *testing.T) {
+	eb := &etcdv1beta2.EtcdBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "u"},
+		Spec: etcdv1beta2.EtcdBackupSpec{StorageType: etcdv1beta2.BackupStorageTypeS3, BackupSource: etcdv1beta2.BackupSource{
+			S3: &etcdv1beta2.S3BackupSource{Path: "bucket/prefix/db", Endpoint: "http://minio:9000"}}}}
+	want := Facts{Namespace: "ns", Backup: "b", BackupUID: "u", Bucket: "bucket", Endpoint: "http://minio:9000", Key: "prefix/db_v3", SHA256: "s", Revision: 3}
+	if got := BackupFacts(eb, "prefix/db_v3", "s", 3); got != want {
+		t.Errorf("S3: %+v, want %+v", got, want)
+	}
+	eb.Spec.StorageType, eb.Spec.S3 = etcdv1beta2.BackupStorageTypePVC, nil
+	eb.Spec.PVC = &etcdv1beta2.PVCBackupSource{ClaimName: "claim", Path: "db"}
+	want = Facts{Namespace: "ns", Backup: "b", BackupUID: "u", Claim: "claim", Key: "db", SHA256: "s", Revision: 3}
+	if got := BackupFacts(eb, "db", "s", 3); got != want {
+		t.Errorf("PVC: %+v, want %+v", got, want)
+	}
 }
