@@ -15,3 +15,13 @@ func (r *Reconciler) pinSignature(eb *etcdv1beta2.EtcdBackup, v *verifyOutcomeRe
 	}
 	return pinsign.Sign(r.PinKey, pinsign.BackupFacts(eb, v.Key, v.SHA256, v.Revision))
 }
+
+// unsignedNote is added to the Verified condition of a pass the operator could not sign
+// for lack of its key, where the user looks for the pass: restores of it run the
+// snapshot checks again.
+func (r *Reconciler) unsignedNote() string {
+	if len(r.PinKey) > 0 {
+		return ""
+	}
+	return "; not signed (the operator has no restore pin key, see its log), so restores of it run the snapshot checks again"
+}

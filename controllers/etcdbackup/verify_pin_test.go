@@ -38,6 +38,10 @@ func TestVerificationSignsThePin(t *testing.T) {
 			if st.LastVerifiedSHA256 != tc.sha {
 				t.Errorf("lastVerifiedSHA256 %q, want %q", st.LastVerifiedSHA256, tc.sha)
 			}
+			noKeyNote := strings.Contains(h.verified().Message, "no restore pin key")
+			if noKeyNote != (tc.key == nil) {
+				t.Errorf("Verified message %q; want it to say there is no key: %v", h.verified().Message, tc.key == nil)
+			}
 			if !tc.wantSig {
 				if st.LastVerifiedPinSignature != "" {
 					t.Errorf("signed %q", st.LastVerifiedPinSignature)
