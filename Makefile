@@ -30,7 +30,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from the API types and controller markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="{./controllers/...,./internal/webhookcert/...}" output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="{./controllers/...,./internal/webhookcert/...,./internal/pinkey/...}" output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt
 fmt:
@@ -60,11 +60,11 @@ TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/runbundle/... ./internal/o
                     ./internal/test/poll \
                     ./internal/planner/... ./internal/render ./internal/test/testenv ./internal/operatorimage \
                     ./internal/backupstorage ./internal/restoreorigin ./internal/test/fixture \
-                    ./internal/backupschedule ./internal/backupcrypt ./internal/backupselect ./internal/tlsproof \
+                    ./internal/backupschedule ./internal/backupcrypt ./internal/backupselect ./internal/tlsproof ./internal/pinsign \
                     ./test/cmd/pause ./test/monitoring
 TEST_INTEGRATION := . ./api/v1beta2 ./controllers/... ./hack/catalog/... ./internal/backup \
                     ./internal/etcdadmin ./internal/test/etcdtest ./internal/render/runtest \
-                    ./internal/restore ./internal/webhook/... ./internal/webhookcert ./test/bench \
+                    ./internal/restore ./internal/webhook/... ./internal/webhookcert ./internal/pinkey ./test/bench \
                     ./test/bench/clusterdns ./test/bench/images ./test/bench/olm ./test/olm
 TEST_E2E         := ./test/e2e ./test/bench/e2e ./test/cmd/bench
 BENCHMARKS       := ./test/benchmark/...

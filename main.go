@@ -35,6 +35,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
+	"github.com/etcd-operator/etcd-operator/internal/pinkey"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	etcdwebhook "github.com/etcd-operator/etcd-operator/internal/webhook"
 )
@@ -121,10 +122,20 @@ func runManager(args []string) int {
 		}
 		*operatorImage = img
 	}
+	// The key that signs verified restore pins lives in the operator's own namespace.
+	// Without it the operator works as before: nothing is signed or trusted and every
+	// restore runs the snapshot checks (said here once, and by a RestorePinNotTrusted
+	// event on each cluster whose restore carried a signed pin).
+	pinKey, err := pinkey.LoadOrCreate(context.Background(), mgr.GetAPIReader(), mgr.GetClient(), os.Getenv("POD_NAMESPACE"))
+	if err != nil {
+		log.Error(err, "no restore pin key: restores will not reuse the snapshot checks of verified backups")
+		pinKey = nil
+	}
 	if err := controllers.SetupWithManager(mgr, controllers.Options{
 		ClusterDomain: *clusterDomain, OperatorImage: *operatorImage, AllowExternalBackupEndpoints: *allowExternal,
 		Scope:                     scope,
 		AllowAmbientS3Credentials: *allowAmbientS3,
+		PinKey:                    pinKey,
 	}); err != nil {
 		log.Error(err, "unable to set up controllers")
 		return 1
@@ -212,12 +223,9 @@ func runRestore(args []string) int {
 	defer cancel()
 	res, err := restore.Restore(ctx, restore.Options{
 		Store: store, Member: member, Key: objKey, Latest: *src.latest, SHA256: *checksum,
-		// Reusing the snapshot checks needs proof that the pin is one the operator's
-		// own VerifyBackup produced. The pin reaches this pod through the EtcdCluster's
-		// restore annotation, which the cluster's tenant can edit (and so can every
-		// record it is checked against), so the chart does not render
-		// --checks-passed-for-pin yet: every restore runs the checks. (TODO: an
-		// operator-signed pin the controller verifies before rendering the flag.)
+		// The operator renders --checks-passed-for-pin only after it verified its own
+		// signature over this pin (controllers/etcdcluster/restorepin.go); even then the
+		// checks are skipped only if the bytes downloaded hash to the pin.
 		PinVerified: *checksPassed && *checksum != "",
 		Name:        *name, DataDir: *dataDir, PeerURLs: strings.Split(*peerURLs, ","),
 		InitialCluster: *initial, InitialClusterToken: *token, Log: lg,

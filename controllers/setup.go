@@ -51,6 +51,11 @@ type Options struct {
 	// AfterBackupStored is the EtcdBackup controller's test failpoint (etcdbackup.Reconciler's
 	// AfterBackupStored); nil in production.
 	AfterBackupStored func(ctx context.Context, backup string, location string)
+	// PinKey is the operator's restore-pin key (internal/pinkey): EtcdBackup
+	// verifications sign the pins they pass with it, and restores whose pin verifies skip
+	// the snapshot checks that verification ran. Nil: nothing is signed or trusted, every
+	// restore runs the checks.
+	PinKey []byte
 }
 
 // RestrictToNamespace limits the manager's caches to one namespace (empty: all).
@@ -86,6 +91,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		MinQuorumLossGrace: opts.MinQuorumLossGrace,
 		Scope:              opts.Scope,
 		AfterAction:        opts.AfterAction,
+		PinKey:             opts.PinKey,
 		S3Access:           backupstorage.S3Access{AllowAmbient: opts.AllowAmbientS3Credentials},
 	}).SetupWithManager(mgr); err != nil {
 		return err
@@ -100,6 +106,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		AllowExternalEndpoints: opts.AllowExternalBackupEndpoints,
 		S3Access:               backupstorage.S3Access{AllowAmbient: opts.AllowAmbientS3Credentials},
 		AfterBackupStored:      opts.AfterBackupStored,
+		PinKey:                 opts.PinKey,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

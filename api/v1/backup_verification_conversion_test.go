@@ -16,7 +16,8 @@ func TestBackupVerificationIsTheV1beta2Annotations(t *testing.T) {
 	src := &EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"},
 		Spec:       EtcdBackupSpec{Verification: &BackupVerification{AfterEachBackup: true, Schedule: "@daily", TimeZone: "Europe/Berlin"}},
-		Status:     EtcdBackupStatus{LastVerifiedTime: &verified, LastVerifiedKey: "k_v7_x", LastVerifiedRevision: 7, LastVerificationStartTime: &verified},
+		Status: EtcdBackupStatus{LastVerifiedTime: &verified, LastVerifiedKey: "k_v7_x", LastVerifiedRevision: 7, LastVerificationStartTime: &verified,
+			LastVerifiedSHA256: "5ha", LastVerifiedPinSignature: "5ig"},
 	}
 	var hub v1beta2.EtcdBackup
 	if err := src.ConvertTo(&hub); err != nil {
@@ -29,7 +30,7 @@ func TestBackupVerificationIsTheV1beta2Annotations(t *testing.T) {
 	if _, ok := a[ConversionDataAnnotation]; ok {
 		t.Errorf("nothing was lost, yet conversion data: %v", a)
 	}
-	if s := hub.Status; s.LastVerifiedKey != "k_v7_x" || s.LastVerifiedRevision != 7 || !s.LastVerifiedTime.Equal(&verified) || !s.LastVerificationStartTime.Equal(&verified) {
+	if s := hub.Status; s.LastVerifiedKey != "k_v7_x" || s.LastVerifiedRevision != 7 || s.LastVerifiedSHA256 != "5ha" || s.LastVerifiedPinSignature != "5ig" || !s.LastVerifiedTime.Equal(&verified) || !s.LastVerificationStartTime.Equal(&verified) {
 		t.Errorf("v1beta2 status %+v", s)
 	}
 	var back EtcdBackup

@@ -95,6 +95,8 @@ func (src *EtcdBackup) ConvertTo(hub conversion.Hub) error {
 		LastVerifiedTime:          in.Status.LastVerifiedTime,
 		LastVerifiedKey:           in.Status.LastVerifiedKey,
 		LastVerifiedRevision:      in.Status.LastVerifiedRevision,
+		LastVerifiedSHA256:        in.Status.LastVerifiedSHA256,
+		LastVerifiedPinSignature:  in.Status.LastVerifiedPinSignature,
 		LastVerificationStartTime: in.Status.LastVerificationStartTime,
 	}
 	return putConversionData(&dst.ObjectMeta, &lost)
@@ -159,6 +161,8 @@ func (dst *EtcdBackup) ConvertFrom(hub conversion.Hub) error {
 		LastVerifiedTime:          in.Status.LastVerifiedTime,
 		LastVerifiedKey:           in.Status.LastVerifiedKey,
 		LastVerifiedRevision:      in.Status.LastVerifiedRevision,
+		LastVerifiedSHA256:        in.Status.LastVerifiedSHA256,
+		LastVerifiedPinSignature:  in.Status.LastVerifiedPinSignature,
 		LastVerificationStartTime: in.Status.LastVerificationStartTime,
 	}
 	return putConversionData(&dst.ObjectMeta, &lost)

@@ -161,6 +161,22 @@ type EtcdBackupStatus struct {
 	// member served.
 	// +optional
 	LastVerifiedRevision int64 `json:"lastVerifiedRevision,omitempty"`
+	// LastVerifiedSHA256 is the SHA-256 (hex) of the bytes that passed: the object's
+	// stored checksum, or what the verification read for an object without one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	LastVerifiedSHA256 string `json:"lastVerifiedSHA256,omitempty"`
+	// LastVerifiedPinSignature is the operator's signature (HMAC-SHA256, hex, with a key
+	// kept in the operator's own namespace) over this namespace, this EtcdBackup's name and
+	// UID, its storage (bucket and endpoint, or claim), lastVerifiedKey,
+	// lastVerifiedSHA256 and lastVerifiedRevision. An EtcdRestore of exactly that object
+	// carries it to the restored members, and the operator lets their restore step skip
+	// the snapshot checks this verification already ran only if the signature verifies
+	// against what the operator reads itself. Editing it (or any field it covers) only
+	// makes a restore run those checks again.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	LastVerifiedPinSignature string `json:"lastVerifiedPinSignature,omitempty"`
 	// LastVerificationStartTime is when the last verification, passed or failed, started.
 	// +optional
 	LastVerificationStartTime *metav1.Time `json:"lastVerificationStartTime,omitempty"`

@@ -111,6 +111,9 @@ type Reconciler struct {
 	// context ends simulates an operator killed between the upload and its record. Nil
 	// in production.
 	AfterBackupStored func(ctx context.Context, backup string, location string)
+	// PinKey signs passed verifications (verify_pin.go), so a restore of exactly the
+	// verified object may skip the snapshot checks; nil: nothing is signed.
+	PinKey []byte
 
 	mu       sync.Mutex
 	failures map[types.NamespacedName]int

@@ -77,7 +77,7 @@ func newHarness(t *testing.T, eb *etcdv1beta2.EtcdBackup, objs ...client.Object)
 			},
 		}).Build()
 	h.c = c
-	h.r = &Reconciler{Client: c, APIReader: c, Recorder: h.events, Now: h.clock.Now,
+	h.r = &Reconciler{Client: c, APIReader: c, Recorder: h.events, Now: h.clock.Now, PinKey: []byte("0123456789abcdef0123456789abcdef"),
 		failures: map[client.ObjectKey]int{}, retryAt: map[client.ObjectKey]retryState{}}
 	return h
 }

@@ -26,13 +26,15 @@ func (r *Reconciler) backupRestoreStep(ctx context.Context, c *etcdv1beta2.EtcdC
 	if !rec.InProgress() || !bootstrapsMember(members, rec.Member) {
 		return nil, false, nil
 	}
-	src, err := r.checkBackupRestoreRecord(ctx, c, rec)
+	src, eb, err := r.checkBackupRestoreRecord(ctx, c, rec)
 	if err != nil {
 		msg := fmt.Sprintf("the recorded restore from backup is not provably the operator's; no member was created: %v", err)
 		r.Recorder.Event(c, corev1.EventTypeWarning, etcdv1beta2.ReasonRestoreSourceRejected, msg)
 		return nil, true, fmt.Errorf("%w: %w", errRestoreRejected, err)
 	}
-	return &render.RestoreStep{Source: *src, Image: r.OperatorImage}, true, nil
+	step := &render.RestoreStep{Source: *src, Image: r.OperatorImage}
+	step.ChecksPassedForPin = r.backupRestorePinProven(ctx, c, eb, src) // restorepin.go
+	return step, true, nil
 }
 
 func bootstrapsMember(members []render.Member, name string) bool {
@@ -44,39 +46,39 @@ func bootstrapsMember(members []render.Member, name string) bool {
 	return false
 }
 
-// checkBackupRestoreRecord returns the restore source rec stands for, or why it is not
-// the operator's.
-func (r *Reconciler) checkBackupRestoreRecord(ctx context.Context, c *etcdv1beta2.EtcdCluster, rec *etcdv1beta2.BackupRestoreStatus) (*render.RestoreSource, error) {
+// checkBackupRestoreRecord returns the restore source rec stands for and the EtcdBackup
+// it read, or why it is not the operator's.
+func (r *Reconciler) checkBackupRestoreRecord(ctx context.Context, c *etcdv1beta2.EtcdCluster, rec *etcdv1beta2.BackupRestoreStatus) (*render.RestoreSource, *etcdv1beta2.EtcdBackup, error) {
 	var eb etcdv1beta2.EtcdBackup
 	err := r.apiReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: rec.Backup}, &eb)
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("EtcdBackup %s/%s not found", c.Namespace, rec.Backup)
+		return nil, nil, fmt.Errorf("EtcdBackup %s/%s not found", c.Namespace, rec.Backup)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	clusters, err := r.clusterNames(ctx, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch {
 	case rec.BackupUID == "" || string(eb.UID) != rec.BackupUID:
-		return nil, fmt.Errorf("EtcdBackup %s has uid %s, the record says %q", eb.Name, eb.UID, rec.BackupUID)
+		return nil, nil, fmt.Errorf("EtcdBackup %s has uid %s, the record says %q", eb.Name, eb.UID, rec.BackupUID)
 	case !backupTargets(&eb, c, clusters):
-		return nil, fmt.Errorf("EtcdBackup %s does not back up EtcdCluster %s", eb.Name, c.Name)
+		return nil, nil, fmt.Errorf("EtcdBackup %s does not back up EtcdCluster %s", eb.Name, c.Name)
 	case eb.Spec.StorageType != etcdv1beta2.BackupStorageTypeS3 || eb.Spec.S3 == nil:
-		return nil, fmt.Errorf("EtcdBackup %s does not store on S3", eb.Name)
+		return nil, nil, fmt.Errorf("EtcdBackup %s does not store on S3", eb.Name)
 	}
 	if err := wroteObject(eb.Spec.S3.Path, rec.Path); err != nil {
-		return nil, fmt.Errorf("EtcdBackup %s: %w", eb.Name, err)
+		return nil, nil, fmt.Errorf("EtcdBackup %s: %w", eb.Name, err)
 	}
 	s3 := *eb.Spec.S3
 	s3.Path = rec.Path
 	src := &render.RestoreSource{S3: &s3, SHA256: rec.SHA256}
 	if _, err := src.Annotations(); err != nil { // validates it as the renderer will
-		return nil, err
+		return nil, nil, err
 	}
-	return src, nil
+	return src, &eb, nil
 }
 
 // wroteObject: path ("<bucket>/<key>") is the backup's own key or one of its periodic

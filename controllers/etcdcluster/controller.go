@@ -79,6 +79,9 @@ type Reconciler struct {
 	// as namespace/name. A test that blocks in it until that context ends and then stops
 	// the operator simulates an operator killed between two steps. Nil in production.
 	AfterAction func(ctx context.Context, cluster string, action planner.Action)
+	// PinKey verifies the operator's signatures on restore pins (restorepin.go); nil:
+	// no pin is trusted and every restore runs the snapshot checks.
+	PinKey []byte
 
 	renderer *render.Renderer
 	health   *healthTracker

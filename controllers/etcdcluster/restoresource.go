@@ -43,7 +43,9 @@ func (r *Reconciler) restoreStep(ctx context.Context, c *etcdv1beta2.EtcdCluster
 		r.Recorder.Event(c, corev1.EventTypeWarning, etcdv1beta2.ReasonRestoreSourceRejected, msg)
 		return nil, fmt.Errorf("%w: %w", errRestoreRejected, err)
 	}
-	return &render.RestoreStep{Source: *src, Image: r.OperatorImage}, nil
+	step := &render.RestoreStep{Source: *src, Image: r.OperatorImage}
+	step.ChecksPassedForPin = r.restorePinProven(ctx, c, src) // restorepin.go
+	return step, nil
 }
 
 // bootstrapsFromBackup: some member starts a new cluster from the backup (a recovering

@@ -485,11 +485,12 @@ func (r *Reconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore
 		pvc := *er.Spec.PVC
 		src = render.RestoreSource{PVC: &pvc}
 	} else if restoreorigin.BackupRef(er) != "" {
-		pinned, v, err := r.resolveBackupRef(ctx, er)
+		pinned, v, eb, err := r.resolveBackupRef(ctx, er)
 		if err != nil {
 			return nil, err
 		}
 		src = render.RestoreSource{S3: pinned, SHA256: v.Pin}
+		carryPinSignature(&src, eb) // pin.go
 		backupVersion = v.Object.Metadata["etcd-version"]
 	} else {
 		s3 := er.Spec.S3

@@ -31,6 +31,11 @@ type RestoreStep struct {
 	// Image is the operator's own image (its binary has the `restore` subcommand), as
 	// the operator is configured; never taken from the cluster.
 	Image string
+	// ChecksPassedForPin: the operator proved (by its own signature) that its
+	// verification already ran the snapshot checks on the bytes Source.SHA256 pins, so
+	// the step is rendered with --checks-passed-for-pin and skips them when the bytes it
+	// downloads hash to that pin. Never set from anything a tenant wrote alone.
+	ChecksPassedForPin bool
 }
 
 // Fixed facts about the restore init container.
@@ -70,6 +75,14 @@ type RestoreSource struct {
 	// PVC backups, which only the init container can read (it still verifies the file
 	// against its sidecar checksum, and the snapshot itself, and refuses a mismatch).
 	SHA256 string `json:"sha256,omitempty"`
+	// PinSignature and PinRevision are carried from the EtcdBackup whose verification
+	// passed on exactly this object (its status.lastVerifiedPinSignature and
+	// lastVerifiedRevision), for a restore that names that EtcdBackup. They are a claim
+	// like the rest: the cluster controller lets the members skip the snapshot checks
+	// (RestoreStep.ChecksPassedForPin) only if the signature verifies against what it
+	// reads itself; otherwise the checks run, and the restore goes on either way.
+	PinSignature string `json:"pinSignature,omitempty"`
+	PinRevision  int64  `json:"pinRevision,omitempty"`
 }
 
 // Location names the backup for messages: s3://<bucket>/<key> or pvc://<claim>/<path>.
@@ -175,6 +188,8 @@ func restoreValues(step *RestoreStep) (map[string]interface{}, error) {
 		"image": step.Image, "command": OperatorCommand, "sha256": strings.ToLower(src.SHA256),
 		"pvcClaim": "", "pvcPath": "", "s3Path": "", "s3Endpoint": "", "s3ForcePathStyle": false, "awsSecret": "",
 		"s3Ambient": false, "encryptionKeySecret": "",
+		// Only with a pin: the step skips the checks only on bytes proven to be pinned.
+		"checksPassedForPin": step.ChecksPassedForPin && src.SHA256 != "",
 	}
 	if src.PVC != nil {
 		key, _ := CleanBackupPath(src.PVC.Path) // validated above
@@ -216,7 +231,7 @@ func recoveryValues(c *v1beta2.EtcdCluster, m Member) (map[string]interface{}, s
 	// Every key is always present (the chart's templates fail on a missing key).
 	return map[string]interface{}{
 		"image": rec.Image, "command": OperatorCommand, "sourceURL": rec.SourceURL,
-		"minRevision": strconv.FormatInt(rec.MinRevision, 10), "clientTLSSecret": tlsSecret, "sha256": "",
+		"minRevision": strconv.FormatInt(rec.MinRevision, 10), "clientTLSSecret": tlsSecret, "sha256": "", "checksPassedForPin": false,
 	}, rec.Token, nil
 }
 

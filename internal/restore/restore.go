@@ -69,6 +69,10 @@ type Result struct {
 	Skipped bool   // the data directory existed: nothing was done
 	// Metadata stored with the object (the etcd facts of backup.SaveSnapshot).
 	Metadata map[string]string
+	// Read is the SHA-256 of the bytes restored, as proven by reading them (the stored
+	// checksum the store verified, else the hash taken while downloading); empty for a
+	// member source. It is what a pin of these bytes is.
+	Read string
 	// ChecksReused: the snapshot checks were not run again, the bytes being proven
 	// to be the ones the operator verified (Options.PinVerified).
 	ChecksReused bool
@@ -102,6 +106,7 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	}
 	var (
 		key, snapPath, from string
+		read                string
 		obj                 backup.Object
 		pinProven           bool // the bytes' SHA-256, as read, is o.SHA256
 	)
@@ -122,10 +127,7 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 			}
 			key = latest.Key
 		}
-		var (
-			err  error
-			read string
-		)
+		var err error
 		if snapPath, obj, read, err = download(ctx, o.Store, key, parent, o.SHA256); err != nil {
 			return Result{}, err
 		}
@@ -174,7 +176,7 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	}
 	o.Log.Info("restored", zap.String("from", from), zap.String("sha256", obj.SHA256), zap.String("dataDir", o.DataDir),
 		zap.Bool("snapshotChecksReused", reused))
-	return Result{Key: key, SHA256: obj.SHA256, Metadata: obj.Metadata, ChecksReused: reused}, nil
+	return Result{Key: key, SHA256: obj.SHA256, Metadata: obj.Metadata, Read: read, ChecksReused: reused}, nil
 }
 
 // etcdutlRestore runs etcdutl's restore. etcdutl panics (through its logger) on a

@@ -81,6 +81,10 @@ func TestRestoreReusesChecksOnlyOnProof(t *testing.T) {
 			if res.ChecksReused != tc.wantReused {
 				t.Errorf("checks reused: %v, want %v", res.ChecksReused, tc.wantReused)
 			}
+			// Read is the pin of the bytes restored, with or without a stored checksum.
+			if len(res.Read) != 64 || (pin != "" && res.Read != pin) {
+				t.Errorf("read sha256 %q, pin %q", res.Read, pin)
+			}
 			if _, err := os.Stat(filepath.Join(o.DataDir, "member", "snap", "db")); err != nil {
 				t.Errorf("no restored database: %v", err)
 			}

@@ -28,6 +28,8 @@ import (
 type Expectation struct {
 	Key      string `json:"key"`
 	Revision int64  `json:"revision"`
+	// SHA256 of the bytes restored, passed on into the check step's result.
+	SHA256 string `json:"sha256,omitempty"`
 	// KeyCount is nil for a backup stored without one (then only the revision is checked).
 	KeyCount *int64 `json:"keyCount,omitempty"`
 }
@@ -35,8 +37,11 @@ type Expectation struct {
 // VerifyResult is the outcome of one verification step. Reason is empty on success, else
 // the Verified condition's reason, with Error saying what failed.
 type VerifyResult struct {
-	Key            string `json:"key,omitempty"`
-	Revision       int64  `json:"revision,omitempty"`
+	Key      string `json:"key,omitempty"`
+	Revision int64  `json:"revision,omitempty"`
+	// SHA256 is the SHA-256 of the bytes restored (Result.Read): what the operator signs
+	// as the verified pin.
+	SHA256         string `json:"sha256,omitempty"`
 	ServedRevision int64  `json:"servedRevision,omitempty"`
 	KeyCount       int64  `json:"keyCount,omitempty"`
 	// KeyCountChecked is false when the backup recorded no key count.
@@ -78,7 +83,7 @@ func RestoreForVerification(ctx context.Context, o Options, expectFile string) V
 		return VerifyResult{Key: o.Key, Reason: etcdv1beta2.ReasonVerificationFailed, Error: "the data directory existed before the restore"}
 	}
 	rev, n, hasCount := backup.RecordedFacts(res.Metadata)
-	exp := Expectation{Key: res.Key, Revision: rev}
+	exp := Expectation{Key: res.Key, Revision: rev, SHA256: res.Read}
 	if hasCount {
 		exp.KeyCount = &n
 	}
@@ -86,7 +91,7 @@ func RestoreForVerification(ctx context.Context, o Options, expectFile string) V
 	if err := os.WriteFile(expectFile, b, 0o600); err != nil {
 		return VerifyResult{Key: res.Key, Reason: etcdv1beta2.ReasonVerificationFailed, Error: fmt.Sprintf("write %s: %v", expectFile, err)}
 	}
-	return VerifyResult{Key: res.Key, Revision: rev}
+	return VerifyResult{Key: res.Key, Revision: rev, SHA256: res.Read}
 }
 
 // restoreFailureReason names what a failed restore found.
@@ -127,7 +132,7 @@ const memberPollInterval = 500 * time.Millisecond
 // ReasonEtcdDidNotStart), then checks that it serves at least the expected revision and,
 // at that revision, the expected number of keys.
 func CheckMember(ctx context.Context, endpoint string, want Expectation) VerifyResult {
-	out := VerifyResult{Key: want.Key, Revision: want.Revision}
+	out := VerifyResult{Key: want.Key, Revision: want.Revision, SHA256: want.SHA256}
 	fail := func(reason, format string, args ...any) VerifyResult {
 		out.Reason, out.Error = reason, fmt.Sprintf(format, args...)
 		return out

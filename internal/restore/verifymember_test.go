@@ -63,8 +63,8 @@ func TestVerifyBackupInRealMember(t *testing.T) {
 		return restore.Options{Store: s, Key: key, Name: m.Name, DataDir: dataDir, PeerURLs: []string{m.PeerURL},
 			InitialCluster: m.Name + "=" + m.PeerURL, InitialClusterToken: "verify"}
 	}
-	if r := restore.RestoreForVerification(ctx, opts("snap.db", m.DataDir), expectFile); r.Reason != "" || r.Key != "snap.db" || r.Revision != saved.Revision {
-		t.Fatalf("restore step: %+v, want key snap.db and revision %d", r, saved.Revision)
+	if r := restore.RestoreForVerification(ctx, opts("snap.db", m.DataDir), expectFile); r.Reason != "" || r.Key != "snap.db" || r.Revision != saved.Revision || r.SHA256 != saved.Object.SHA256 {
+		t.Fatalf("restore step: %+v, want key snap.db, revision %d and sha256 %s", r, saved.Revision, saved.Object.SHA256)
 	}
 	want, err := restore.ReadExpectation(expectFile)
 	if err != nil || want.KeyCount == nil || *want.KeyCount != 7 || want.Revision != saved.Revision {
@@ -73,7 +73,8 @@ func TestVerifyBackupInRealMember(t *testing.T) {
 	src.StartFromDataDir(m, m.Name+"="+m.PeerURL)
 
 	got := restore.CheckMember(ctx, m.ClientURL, want)
-	if got.Reason != "" || got.KeyCount != 7 || !got.KeyCountChecked || got.ServedRevision < saved.Revision {
+	// The check step passes on the SHA-256 of the bytes restored: the pin the operator signs.
+	if got.Reason != "" || got.KeyCount != 7 || !got.KeyCountChecked || got.ServedRevision < saved.Revision || got.SHA256 != saved.Object.SHA256 || len(got.SHA256) != 64 {
 		t.Fatalf("check of a good backup: %+v", got)
 	}
 	wrongCount := want

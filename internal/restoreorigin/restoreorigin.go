@@ -5,8 +5,10 @@
 package restoreorigin
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
@@ -14,9 +16,10 @@ import (
 )
 
 // Check checks that src, read from cluster's annotation, is what er would have
-// written: the same EtcdRestore (name and UID), the same cluster name, and the backup
-// its spec resolves to (for S3 the exact object or one of its periodic backups, with
-// the same secret, endpoint and addressing; for a PVC the same claim and file).
+// written: the same EtcdRestore (name and UID), the same cluster name, the backup its
+// spec resolves to (for S3 the exact object or one of its periodic backups, with the
+// same secret, endpoint and addressing; for a PVC the same claim and file), and the
+// SHA-256 er recorded (samePin).
 func Check(er *etcdv1beta2.EtcdRestore, cluster string, src *render.RestoreSource) error {
 	switch {
 	case src.Restore != er.Name:
@@ -28,6 +31,9 @@ func Check(er *etcdv1beta2.EtcdRestore, cluster string, src *render.RestoreSourc
 	}
 	if BackupRef(er) != "" {
 		return errNeedsBackup
+	}
+	if err := samePin(er, cluster, src); err != nil {
+		return err
 	}
 	switch er.Spec.BackupStorageType {
 	case etcdv1beta2.BackupStorageTypeS3:
@@ -81,6 +87,36 @@ func samePVCBackup(spec *etcdv1beta2.PVCBackupSource, src *render.RestoreSource)
 	}
 	if got, _ := render.CleanBackupPath(src.PVC.Path); got != want {
 		return fmt.Errorf("pvc.path %q is not the EtcdRestore's %q", src.PVC.Path, spec.Path)
+	}
+	return nil
+}
+
+// samePin checks the annotation's sha256 against every pin er recorded: the source of
+// the cluster of this name it recorded creating (CreatedClusterAnnotation; Check is the
+// fallback when that record no longer matches the cluster as a whole, e.g. a cluster
+// recreated under the name with a copied annotation, so the pin is compared on its own)
+// and the object it chose (status.backup). A PVC restore is never pinned by the
+// operator (it cannot read the claim). With no record (one that could not be written)
+// there is nothing to compare, and the restore step still checks the bytes against
+// the pin and the snapshot itself.
+func samePin(er *etcdv1beta2.EtcdRestore, cluster string, src *render.RestoreSource) error {
+	if src.PVC != nil {
+		if src.SHA256 != "" {
+			return fmt.Errorf("sha256 %q for a backup on a pvc, which the operator never pins", src.SHA256)
+		}
+		return nil
+	}
+	if raw, ok := er.Annotations[CreatedClusterAnnotation]; ok {
+		var rec CreatedCluster
+		if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+			return fmt.Errorf("annotation %s of EtcdRestore %s: %w", CreatedClusterAnnotation, er.Name, err)
+		}
+		if rec.Name == cluster && !strings.EqualFold(src.SHA256, rec.Source.SHA256) {
+			return fmt.Errorf("sha256 %q is not the %q EtcdRestore %s recorded writing for EtcdCluster %s", src.SHA256, rec.Source.SHA256, er.Name, cluster)
+		}
+	}
+	if b := er.Status.Backup; b != nil && b.SHA256 != "" && !strings.EqualFold(src.SHA256, b.SHA256) {
+		return fmt.Errorf("sha256 %q is not the %s of the object EtcdRestore %s chose", src.SHA256, b.SHA256, er.Name)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/controllers/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
+	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
@@ -181,4 +184,137 @@ func waitEvent(e *framework.Env, kind, name, reason string) {
 		}
 		return fmt.Errorf("none among %d events", len(evs.Items))
 	})
+}
+
+// TestRestoreReusesVerifiedChecks: an EtcdBackup verified after its backup records the
+// operator's signature over the verified object; an EtcdRestore of that EtcdBackup
+// carries it, the operator verifies it and renders --checks-passed-for-pin, and the
+// member's restore step reports that it reused the checks. After the tenant edits the
+// signature in the EtcdBackup's status, a second restore of the same object still
+// succeeds, but its step runs the checks, and the cluster says why in an event. Both
+// restored clusters hold exactly the backed-up keys.
+func TestRestoreReusesVerifiedChecks(t *testing.T) {
+	const source, backupName = "vsrc", "verified"
+	ctx := context.Background()
+	e := setupWithOperatorImage(t)
+	srv := miniotest.StartOn(t, bench.ControlPlaneIP)
+	srv.MakeBucket(t, backupBucket)
+	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Data: map[string][]byte{
+		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})
+
+	e.Create(newCluster(source, 1))
+	e.WaitAvailable(source, 1, 120*time.Second)
+	cli := e.EtcdClient(source)
+	writeKeys(e, cli, 40, "/data", "value-")
+	backedUp := dump(t, cli)
+
+	e.Create(&etcdv1beta2.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: backupName, Annotations: map[string]string{etcdv1beta2.BackupVerifyAfterEachAnnotation: "true"}},
+		Spec: etcdv1beta2.EtcdBackupSpec{
+			EtcdEndpoints: []string{fmt.Sprintf("http://%s-client.default.svc:2379", source)},
+			StorageType:   etcdv1beta2.BackupStorageTypeS3,
+			BackupSource: etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3BackupSource{
+				Path: backupBucket + "/" + source + "/verified.db", AWSSecret: "aws", Endpoint: srv.Endpoint(), ForcePathStyle: true}},
+		},
+	})
+	var eb etcdv1beta2.EtcdBackup
+	e.Eventually(5*time.Minute, "backup verified and signed", func() error {
+		if err := e.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: backupName}, &eb); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(eb.Status.Conditions, etcdv1beta2.BackupConditionVerified)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Verified %+v", c)
+		}
+		return nil
+	})
+	st := eb.Status
+	if st.LastVerifiedKey != source+"/verified.db" || len(st.LastVerifiedSHA256) != 64 || len(st.LastVerifiedPinSignature) != 64 {
+		t.Fatalf("verified record: key %q sha256 %q signature %q", st.LastVerifiedKey, st.LastVerifiedSHA256, st.LastVerifiedPinSignature)
+	}
+
+	restoreOf := func(name, cluster string) {
+		t.Helper()
+		e.Create(&etcdv1beta2.EtcdRestore{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+				etcdv1beta2.RestoreBackupRefAnnotation:   backupName,
+				etcdrestore.RestoreClusterSpecAnnotation: `{"size": 1}`,
+			}},
+			Spec: etcdv1beta2.EtcdRestoreSpec{EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: cluster}, BackupStorageType: etcdv1beta2.BackupStorageTypeS3},
+		})
+		waitRestore(t, e, name, metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, 3*time.Minute)
+		e.WaitAvailable(cluster, 1, 60*time.Second)
+		if got := dump(t, e.EtcdClient(cluster)); !reflect.DeepEqual(got, backedUp) {
+			t.Errorf("%s: restored %d keys, the backup had %d; %v", cluster, len(got), len(backedUp), firstDiffs(got, backedUp, 5))
+		}
+	}
+
+	t.Run("a verified backup's restore reuses the checks", func(t *testing.T) {
+		restoreOf("reuse", "reused")
+		flag, reused := restoreStepOf(t, e, "reused")
+		if !flag || !reused {
+			t.Errorf("--checks-passed-for-pin rendered %v, step reports snapshotChecksReused %v; want both", flag, reused)
+		}
+	})
+
+	t.Run("an edited signature makes the checks run", func(t *testing.T) {
+		var cur etcdv1beta2.EtcdBackup
+		if err := e.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: backupName}, &cur); err != nil {
+			t.Fatal(err)
+		}
+		orig := cur.DeepCopy()
+		// Another hex digit in place of the first: still well-formed, no longer the operator's.
+		sig, first := cur.Status.LastVerifiedPinSignature, "0"
+		if sig[0] == '0' {
+			first = "1"
+		}
+		cur.Status.LastVerifiedPinSignature = first + sig[1:]
+		if err := e.C.Status().Patch(ctx, &cur, client.MergeFrom(orig)); err != nil {
+			t.Fatal(err)
+		}
+		restoreOf("tampered", "checked")
+		flag, reused := restoreStepOf(t, e, "checked")
+		if flag || reused {
+			t.Errorf("--checks-passed-for-pin rendered %v, step reports snapshotChecksReused %v; want neither", flag, reused)
+		}
+		waitEvent(e, "EtcdCluster", "checked", etcdcluster.ReasonRestorePinNotTrusted)
+	})
+}
+
+// restoreStepOf reads the restore init container of the (one) member of cluster: whether
+// it was given --checks-passed-for-pin, and what its log's final line reports as
+// snapshotChecksReused (failing the test if it reports neither value).
+func restoreStepOf(t *testing.T, e *framework.Env, cluster string) (flag, reused bool) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := e.C.List(context.Background(), &pods, client.InNamespace("default"), client.MatchingLabelsSelector{Selector: render.ClusterSelector(cluster)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 {
+		t.Fatalf("%d member pods of %s, want 1", len(pods.Items), cluster)
+	}
+	p := pods.Items[0]
+	for _, ic := range p.Spec.InitContainers {
+		if ic.Name == render.RestoreContainerName {
+			flag = slices.Contains(ic.Args, "--checks-passed-for-pin")
+		}
+	}
+	logs, err := e.Bench.PodLogs(context.Background(), "default", p.Name, render.RestoreContainerName)
+	if err != nil {
+		t.Fatalf("logs of %s/%s: %v", p.Name, render.RestoreContainerName, err)
+	}
+	var done string
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, `"restore step done"`) {
+			done = line
+		}
+	}
+	switch {
+	case strings.Contains(done, `"snapshotChecksReused":true`):
+		return flag, true
+	case strings.Contains(done, `"snapshotChecksReused":false`):
+		return flag, false
+	}
+	t.Fatalf("%s: the restore step reported no snapshotChecksReused; its log:\n%s", p.Name, logs)
+	return
 }

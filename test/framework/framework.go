@@ -38,6 +38,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers"
+	"github.com/etcd-operator/etcd-operator/internal/pinkey"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/poll"
@@ -61,6 +62,10 @@ type Env struct {
 	// StartOperator starts from now on (e.g. to count the requests they send to the API
 	// server); set it while no operator runs.
 	WrapOperatorTransport func(http.RoundTripper) http.RoundTripper
+
+	// pinKey is the operators' restore-pin key, got or created as main does, once per
+	// Env, in OperatorNamespace: a restarted operator signs and verifies with the same one.
+	pinKey []byte
 
 	stopOperator context.CancelFunc
 	operatorDone chan struct{}
@@ -133,12 +138,23 @@ func (e *Env) newManager(logger logr.Logger, tune func(*ctrl.Options)) ctrl.Mana
 	}
 	// The quorum-loss tests ask for a 15 s grace to finish in minutes; the production
 	// floor (1m) is checked by the controllers' unit tests.
+	if e.pinKey == nil {
+		key, err := pinkey.LoadOrCreate(context.Background(), e.C, e.C, OperatorNamespace)
+		if err != nil {
+			e.t.Fatalf("restore pin key: %v", err)
+		}
+		e.pinKey = key
+	}
 	if err := controllers.SetupWithManager(mgr, controllers.Options{MinQuorumLossGrace: 10 * time.Second,
-		AfterAction: e.AfterAction, AfterBackupStored: e.AfterBackupStored}); err != nil {
+		AfterAction: e.AfterAction, AfterBackupStored: e.AfterBackupStored, PinKey: e.pinKey}); err != nil {
 		e.t.Fatalf("setup controllers: %v", err)
 	}
 	return mgr
 }
+
+// OperatorNamespace is the namespace the in-process operator treats as its own (main's
+// POD_NAMESPACE): it holds the restore-pin key's Secret, apart from the tenants' default.
+const OperatorNamespace = "kube-system"
 
 // OperatorProfileLabel is the pprof label key every goroutine of an in-process operator
 // carries.
