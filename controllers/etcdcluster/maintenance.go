@@ -161,7 +161,8 @@ func (r *Reconciler) compact(ctx context.Context, c *etcdv1beta2.EtcdCluster, o 
 	}
 	run := c.Status.Maintenance.Run
 	run.CompactedRevision, run.Defragmented = a.Revision, nil
-	r.Recorder.Eventf(c, corev1.EventTypeNormal, eventCompacted, "history compacted at revision %d (%s); defragmenting every member next", a.Revision, a.Trigger)
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, eventCompacted, "history compacted at revision %d (%s); defragmenting each member over %d%% of its quota next",
+		a.Revision, a.Trigger, 100-planner.NoSpaceMarginPercent)
 	return nil
 }
 

@@ -222,7 +222,7 @@ func (v *view) planNoSpace() Action {
 	run := v.o.Space.Run
 	rev := v.maxRevision()
 	compact := Action{Kind: Compact, Revision: rev, Trigger: TriggerNoSpace, Reason: v1beta2.ReasonNoSpaceRemediating,
-		Message: fmt.Sprintf("NOSPACE raised: compacting the history at revision %d before defragmenting every member", rev)}
+		Message: fmt.Sprintf("NOSPACE raised: compacting the history at revision %d before defragmenting each member over %d%% of its quota", rev, 100-NoSpaceMarginPercent)}
 	if run == nil || run.Trigger != TriggerNoSpace || run.Revision == 0 {
 		return compact
 	}
