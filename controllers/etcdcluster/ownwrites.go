@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
@@ -75,6 +76,8 @@ func (r *Reconciler) getCluster(ctx context.Context, key types.NamespacedName, c
 	}
 	cached := c.ResourceVersion
 	*c = fresh
+	log.FromContext(ctx).V(1).Info("the cache did not show the operator's last write; cluster read from the API server",
+		"written", want, "cached", cached, "read", c.ResourceVersion)
 	if c.ResourceVersion == cached {
 		r.ownWrites.forget(key.String())
 	} else {
