@@ -13,7 +13,8 @@ const (
 	// ReasonDefragmentationFinished: a run defragmented every member it had to.
 	ReasonDefragmentationFinished = "DefragmentationFinished"
 	// ReasonNoSpaceRemediating: NOSPACE is raised and the operator frees space: compacts
-	// the history, defragments every member, then disarms the alarm.
+	// the history, defragments every member not yet 10% below its quota, then disarms
+	// the alarm.
 	ReasonNoSpaceRemediating = "NoSpaceRemediating"
 	// ReasonNoSpaceDataTooLarge: every member was compacted and defragmented and a
 	// database is still too close to its quota: the data itself is too big. The alarm

@@ -88,7 +88,10 @@ type Reconciler struct {
 	events   *eventMemo
 	backoff  *stepBackoff
 	admins   adminCache // etcd clients kept across reconciles (admincache.go)
-	etcdLog  logr.Logger
+	// ownWrites: the version of each cluster this operator last wrote, which the cache
+	// must show before a reconcile reads it there (ownwrites.go).
+	ownWrites versionMemo
+	etcdLog   logr.Logger
 	// claimReports carries the storage step's findings to the SpecApplied condition.
 	claimReports claimReportMemo
 	// tlsRefusals carries a refused TLS change to the SpecApplied condition.
@@ -147,8 +150,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	lg := log.FromContext(ctx)
 	var c etcdv1beta2.EtcdCluster
-	if err := r.Get(ctx, req.NamespacedName, &c); err != nil {
+	if err := r.getCluster(ctx, req.NamespacedName, &c); err != nil { // ownwrites.go
 		if apierrors.IsNotFound(err) {
+			r.ownWrites.forget(req.NamespacedName.String())
 			r.health.forget(req.NamespacedName.String())
 			r.events.forget(req.NamespacedName.String())
 			r.backoff.forget(req.NamespacedName.String())

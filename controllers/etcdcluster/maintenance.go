@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -120,6 +121,7 @@ func (r *Reconciler) actMaintenance(ctx context.Context, c *etcdv1beta2.EtcdClus
 			return err
 		}
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, eventDisarmed, "%s disarmed: %s", a.Alarm, a.Message)
+		o.disarmed(a)
 		if a.Alarm == planner.AlarmNoSpace {
 			r.finishRun(c, a)
 		}
@@ -161,8 +163,22 @@ func (r *Reconciler) compact(ctx context.Context, c *etcdv1beta2.EtcdCluster, o 
 	}
 	run := c.Status.Maintenance.Run
 	run.CompactedRevision, run.Defragmented = a.Revision, nil
-	r.Recorder.Eventf(c, corev1.EventTypeNormal, eventCompacted, "history compacted at revision %d (%s); defragmenting every member next", a.Revision, a.Trigger)
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, eventCompacted, "history compacted at revision %d (%s); defragmenting each member over %d%% of its quota next",
+		a.Revision, a.Trigger, 100-planner.NoSpaceMarginPercent)
 	return nil
+}
+
+// disarmed takes the alarms etcd has just disarmed out of the observation, so that this
+// reconcile's status already reports them cleared: the alarm list was read before the
+// disarm, and a NOSPACE condition left at NoSpaceRemediating would wait for the next
+// reconcile, which nothing may trigger for a steady resync.
+func (o *observation) disarmed(a planner.Action) {
+	o.space.alarms = slices.DeleteFunc(o.space.alarms, func(al etcdadmin.Alarm) bool {
+		return al.Type == a.Alarm && (a.ID == 0 || al.MemberID == a.ID)
+	})
+	if a.Alarm == planner.AlarmNoSpace {
+		o.noSpaceReason, o.noSpaceMessage = "", ""
+	}
 }
 
 // startRun records a new run when none of a's trigger is recorded; it reports whether

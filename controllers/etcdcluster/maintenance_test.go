@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -45,6 +46,15 @@ func TestActNoSpaceRemediationOnRealEtcd(t *testing.T) {
 
 	r, c, kc, rec := statusWriterFixture(t, interceptor.Funcs{})
 	o := &observation{admin: admin, status: r.statusWriterFor(c)}
+	// The alarm list as the reconcile that disarms read it, and the condition as the
+	// remediation left it.
+	alarms, err := admin.Alarms(ctx)
+	if err != nil || len(alarms) != 1 {
+		t.Fatalf("alarms before the remediation: %v, %v; want the NOSPACE raised", alarms, err)
+	}
+	o.space = spaceObservation{alarmsKnown: true, alarms: alarms}
+	o.noSpaceReason, o.noSpaceMessage = etcdv1beta2.ReasonNoSpaceRemediating, "defragmenting"
+	updateCondition(c, etcdv1beta2.ClusterConditionSpaceAvailable, false, o.noSpaceReason, o.noSpaceMessage, "")
 	steps := []planner.Action{{Kind: planner.Compact, Revision: rev, Trigger: planner.TriggerNoSpace}}
 	for _, st := range sts[1:] {
 		steps = append(steps, planner.Action{Kind: planner.Defragment, ID: st.MemberID, Name: st.Endpoint, Trigger: planner.TriggerNoSpace})
@@ -80,6 +90,12 @@ func TestActNoSpaceRemediationOnRealEtcd(t *testing.T) {
 	want := []string{eventCompacted, eventDefragmented, eventDefragmented, eventDefragmented, eventDisarmed, etcdv1beta2.ReasonDefragmentationFinished}
 	if strings.Join(reasons, ",") != strings.Join(want, ",") {
 		t.Fatalf("events %v, want %v", reasons, want)
+	}
+	// The disarming reconcile's own status says the alarm is gone: nothing may trigger
+	// another reconcile before the steady resync.
+	r.reportSpace(c, o, "")
+	if cond := findCondition(c, etcdv1beta2.ClusterConditionSpaceAvailable); cond == nil || cond.Status != corev1.ConditionTrue || cond.Reason != etcdv1beta2.ReasonNoAlarm {
+		t.Fatalf("SpaceAvailable after the disarm: %+v, want True (%s)", cond, etcdv1beta2.ReasonNoAlarm)
 	}
 }
 

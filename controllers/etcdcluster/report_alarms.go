@@ -30,7 +30,7 @@ var alarmConditions = []alarmCondition{
 		okMsg: "etcd reports no NOSPACE alarm",
 		raisedOn: func(members string) string {
 			return "etcd raised NOSPACE on " + members + ": a database reached its quota and the cluster takes no writes, only reads and deletes. " +
-				"The operator compacts the history, defragments each member and disarms the alarm once every database is at least 10% below its quota; " +
+				"The operator compacts the history, defragments each member not yet 10% below its quota and disarms the alarm once every database is at least 10% below its quota; " +
 				"if the data itself is too big, delete keys or raise the quota. " +
 				"A larger quota (v1 spec.etcd.quotaBackendBytes, v1beta2 annotation " + etcdv1beta2.QuotaBackendBytesAnnotation + ") applies to new members only"
 		},

@@ -88,11 +88,12 @@ type MaintenanceRun struct {
 
 // planMaintenance is rule 16, reached only when rule 15 found nothing to do: every member
 // healthy on the desired version, at full size, nothing in flight.
-//   - NOSPACE raised → compact at the current revision, defragment every voter (followers
-//     first, by name; the leader last after MoveLeader), then disarm only once every
-//     member's database is at least NoSpaceMarginPercent below its quota. If it is not
-//     after all of them were defragmented, Wait(NoSpaceDataTooLarge): the alarm stays;
-//     a later deletion (the revision moves past the compaction) starts a new round.
+//   - NOSPACE raised → compact at the current revision, defragment every voter whose
+//     database etcd reports over the disarm line (followers first, by name; the leader
+//     last after MoveLeader), then disarm only once every member's database is at least
+//     NoSpaceMarginPercent below its quota. If it is not after all of them were
+//     defragmented, Wait(NoSpaceDataTooLarge): the alarm stays; a later deletion (the
+//     revision moves past the compaction) starts a new round.
 //   - a recorded run continues: the next member not yet done (for a threshold run, one
 //     still past the threshold) → Defragment, else FinishMaintenance.
 //   - a schedule slot due → a scheduled run over every voter; a member past the
@@ -215,18 +216,18 @@ func (v *view) pastThreshold(done []uint64) []*Member {
 	return out
 }
 
-// planNoSpace remediates a raised NOSPACE: compact, defragment every voter, verify,
-// disarm.
+// planNoSpace remediates a raised NOSPACE: compact, defragment every voter over the
+// disarm line (overLine), verify, disarm.
 func (v *view) planNoSpace() Action {
 	run := v.o.Space.Run
 	rev := v.maxRevision()
 	compact := Action{Kind: Compact, Revision: rev, Trigger: TriggerNoSpace, Reason: v1beta2.ReasonNoSpaceRemediating,
-		Message: fmt.Sprintf("NOSPACE raised: compacting the history at revision %d before defragmenting every member", rev)}
+		Message: fmt.Sprintf("NOSPACE raised: compacting the history at revision %d before defragmenting each member over %d%% of its quota", rev, 100-NoSpaceMarginPercent)}
 	if run == nil || run.Trigger != TriggerNoSpace || run.Revision == 0 {
 		return compact
 	}
-	if next := v.nextToDefrag(run, v.voters); next != nil {
-		return v.defragNext(run, v.voters)
+	if todo := v.overLine(); v.nextToDefrag(run, todo) != nil {
+		return v.defragNext(run, todo)
 	}
 	over := v.overQuota()
 	if len(over) == 0 {
@@ -245,23 +246,48 @@ func (v *view) planNoSpace() Action {
 		strings.Join(over, ", "), v1beta2.QuotaBackendBytesAnnotation), requeueLong)
 }
 
+// overLine lists the voters a NOSPACE round still has to defragment: those whose
+// database, as etcd reported it in this observation, is not at least
+// NoSpaceMarginPercent below the quota. The recorded run alone cannot say that a member
+// was done: the record comes from status, which may lag the reconcile that wrote it, and a
+// member defragmented again from a stale record blocks its reads and writes for nothing.
+// The size etcd reports is fresh proof either way: a defragmentation that brought the
+// member under the line removes it here, whatever status still says. A member already
+// under the line needs nothing for the disarm: etcd checks its quota against the file's
+// size, and the pages the compaction freed inside the file are reused by new writes.
+func (v *view) overLine() []*Member {
+	var out []*Member
+	for _, m := range v.voters {
+		if _, over := v.overDisarmLine(m); over {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // overQuota describes the members whose database is not at least NoSpaceMarginPercent
 // below their quota.
 func (v *view) overQuota() []string {
 	var out []string
 	for _, m := range v.members {
-		q := m.DBQuota
-		if q <= 0 {
-			q = v.d.Maintenance.QuotaBackendBytes
-		}
-		if q <= 0 {
-			q = v1beta2.DefaultQuotaBackendBytes
-		}
-		if m.DBSize*100 > q*(100-NoSpaceMarginPercent) {
+		if q, over := v.overDisarmLine(m); over {
 			out = append(out, fmt.Sprintf("%s holds %d of its %d bytes", m.Name, m.DBSize, q))
 		}
 	}
 	return out
+}
+
+// overDisarmLine reports m's quota (its own, else the configured one, else etcd's
+// default) and whether its database is not at least NoSpaceMarginPercent below it.
+func (v *view) overDisarmLine(m *Member) (quota int64, over bool) {
+	q := m.DBQuota
+	if q <= 0 {
+		q = v.d.Maintenance.QuotaBackendBytes
+	}
+	if q <= 0 {
+		q = v1beta2.DefaultQuotaBackendBytes
+	}
+	return q, m.DBSize*100 > q*(100-NoSpaceMarginPercent)
 }
 
 // maxRevision is the highest revision a member reported.

@@ -51,29 +51,25 @@ func checkMaintenance(fail func(string, ...any), d Desired, o Observed, a Action
 		if a.ID == o.LeaderID && len(o.Members) > 1 {
 			fail("defragments the leader without moving leadership")
 		}
+		if a.Trigger == TriggerNoSpace {
+			// Only on what etcd reports now, never on the recorded run alone: a member
+			// already under the disarm line (just defragmented, status not caught up)
+			// has nothing to give the remediation.
+			for _, m := range o.Members {
+				if m.ID == a.ID && m.DBSize*100 <= quotaOf(d, m)*(100-NoSpaceMarginPercent) {
+					fail("defragments %x for NOSPACE while its database, %d bytes, is already under the disarm line", m.ID, m.DBSize)
+				}
+			}
+		}
 	}
 	if a.Kind == DisarmAlarm && a.Alarm == AlarmNoSpace {
 		for _, m := range o.Members {
-			q := m.DBQuota
-			if q <= 0 {
-				q = d.Maintenance.QuotaBackendBytes
-			}
-			if q <= 0 {
-				q = 2 << 30
-			}
-			if m.DBSize*100 > q*(100-NoSpaceMarginPercent) {
+			if q := quotaOf(d, m); m.DBSize*100 > q*(100-NoSpaceMarginPercent) {
 				fail("disarms NOSPACE while %x holds %d of %d bytes", m.ID, m.DBSize, q)
 			}
 		}
-		r := o.Space.Run
-		if r == nil || r.Revision == 0 {
+		if r := o.Space.Run; r == nil || r.Revision == 0 {
 			fail("disarms NOSPACE before compacting")
-		} else {
-			for _, m := range o.Members {
-				if !m.IsLearner && !slices.Contains(r.Done, m.ID) {
-					fail("disarms NOSPACE before defragmenting voter %x", m.ID)
-				}
-			}
 		}
 	}
 	if a.Kind == DisarmAlarm && a.Alarm == AlarmCorrupt {
@@ -86,6 +82,18 @@ func checkMaintenance(fail func(string, ...any), d Desired, o Observed, a Action
 			}
 		}
 	}
+}
+
+// quotaOf is the quota m's database is held to: its own, else the configured one, else
+// etcd's default.
+func quotaOf(d Desired, m Member) int64 {
+	switch {
+	case m.DBQuota > 0:
+		return m.DBQuota
+	case d.Maintenance.QuotaBackendBytes > 0:
+		return d.Maintenance.QuotaBackendBytes
+	}
+	return 2 << 30
 }
 
 // randomSpace gives a state alarms, database sizes around the quota and the threshold,
