@@ -28,6 +28,9 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 	case planner.Wait:
 		return ctrl.Result{RequeueAfter: clampRequeue(a.RequeueAfter)}, nil
 	case planner.Done:
+		if o.space.nearQuota(c) { // observe_space.go
+			return ctrl.Result{RequeueAfter: nearQuotaResync}, nil
+		}
 		return ctrl.Result{RequeueAfter: steadyResync}, nil
 	case planner.RefuseUpgrade, planner.QuorumLost:
 		r.warnOnly(c, a)

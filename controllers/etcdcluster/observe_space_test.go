@@ -5,6 +5,9 @@ import (
 	"errors"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 )
 
@@ -23,5 +26,29 @@ func TestAskSpaceWithoutQuorum(t *testing.T) {
 	}
 	if s := askSpace(context.Background(), nil, []etcdadmin.EndpointStatus{{Err: errors.New("x")}}, false); s.sizesKnown {
 		t.Fatalf("no answer, yet sizes known: %+v", s)
+	}
+}
+
+// TestNearQuota: a cluster is watched closely from nearQuotaShare of the quota a member
+// reported, else of the configured one; nothing is judged without sizes.
+func TestNearQuota(t *testing.T) {
+	const mib = 1 << 20
+	c := &etcdv1beta2.EtcdCluster{Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Pod: &etcdv1beta2.PodPolicy{
+		EtcdEnv: []corev1.EnvVar{{Name: "ETCD_QUOTA_BACKEND_BYTES", Value: "100000000"}}}}}
+	for _, tc := range []struct {
+		name string
+		s    spaceObservation
+		want bool
+	}{
+		{"no member answered", spaceObservation{dbSize: 99 * mib, quota: 100 * mib}, false},
+		{"far from the reported quota", spaceObservation{sizesKnown: true, dbSize: 79 * mib, quota: 100 * mib}, false},
+		{"at the line of the reported quota", spaceObservation{sizesKnown: true, dbSize: 80 * mib, quota: 100 * mib}, true},
+		{"over the reported quota", spaceObservation{sizesKnown: true, dbSize: 101 * mib, quota: 100 * mib}, true},
+		{"configured quota, far", spaceObservation{sizesKnown: true, dbSize: 79_000_000}, false},
+		{"configured quota, near", spaceObservation{sizesKnown: true, dbSize: 80_000_000}, true},
+	} {
+		if got := tc.s.nearQuota(c); got != tc.want {
+			t.Errorf("%s: nearQuota = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
