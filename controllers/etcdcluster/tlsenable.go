@@ -153,14 +153,15 @@ func memberNamed(ms []planner.Member, name string) (planner.Member, bool) {
 	return planner.Member{}, false
 }
 
-// peerURLFor is the peer URL a member added now is given: the spec's, or http while
-// some running pod cannot dial https peers yet (see tlsRender).
-func (r *Reconciler) peerURLFor(c *etcdv1beta2.EtcdCluster, o *observation, name string) string {
-	scheme, _ := tlsRender(c, o, name)
+// peerURLFor is the peer URL a member added now is given: base's (the spec's, or the
+// running members' settings, asrunning.go), or http while some running pod cannot dial
+// https peers yet (see tlsRender).
+func peerURLFor(base podBase, o *observation, name string) string {
+	scheme, _ := tlsRender(base.cluster, o, name)
 	if scheme == "" {
-		return render.PeerURL(c, name, r.ClusterDomain)
+		return render.PeerURL(base.cluster, name, base.domain)
 	}
-	return render.PeerURLWithScheme(c, name, r.ClusterDomain, scheme)
+	return render.PeerURLWithScheme(base.cluster, name, base.domain, scheme)
 }
 
 // updatePeerURL executes UpdatePeerURL: the member's peer URL becomes the spec's
