@@ -43,7 +43,7 @@ func (r *Reconciler) addLearner(ctx context.Context, c *etcdv1beta2.EtcdCluster,
 	if err := r.createMembersFrom(ctx, c, base, []render.Member{m}); err != nil {
 		return err
 	}
-	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberAdded, "added learner %s (%s)", a.Name, idString(res.Member.ID))
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberAdded, "added learner %s (%s)%s", a.Name, idString(res.Member.ID), base.note(c))
 	log.FromContext(ctx).WithValues("action", a.Kind.String()).Info("learner added", "member", a.Name, "id", idString(res.Member.ID))
 	return nil
 }

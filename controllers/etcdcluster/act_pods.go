@@ -37,9 +37,9 @@ func (r *Reconciler) createPod(ctx context.Context, c *etcdv1beta2.EtcdCluster, 
 		return err
 	}
 	if a.Reason == etcdv1beta2.ReasonRecreatingPod {
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonPodRecreated, "%s", a.Message)
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonPodRecreated, "%s%s", a.Message, base.note(c))
 	} else {
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberPodCreated, "created pod for member %s", a.Name)
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberPodCreated, "created pod for member %s%s", a.Name, base.note(c))
 	}
 	return nil
 }

@@ -50,6 +50,14 @@ func (r *Reconciler) baseFor(c *etcdv1beta2.EtcdCluster, o *observation, a plann
 	return run.base(c, r.ClusterDomain)
 }
 
+// note says, for the event of a pod created from b, when b is not c's spec.
+func (b podBase) note(c *etcdv1beta2.EtcdCluster) string {
+	if b.cluster == c {
+		return ""
+	}
+	return "; on the TLS Secrets and cluster domain the running members use, not the spec's refused or held change"
+}
+
 // runningSettings are the settings a new pod takes from the running members.
 type runningSettings struct {
 	peerSecret, serverSecret string

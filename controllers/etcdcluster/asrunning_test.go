@@ -188,6 +188,13 @@ func TestCreatePodAsRunning(t *testing.T) {
 			if tc.wantStale == "" && len(stale) > 0 {
 				t.Errorf("a pod rendered from the spec is stale: %v", stale)
 			}
+			said := false
+			for len(f.rec.Events) > 0 {
+				said = said || strings.Contains(<-f.rec.Events, "running members use")
+			}
+			if said != tc.asRunning {
+				t.Errorf("the event says the pod runs as the members do: %v, want %v", said, tc.asRunning)
+			}
 		})
 	}
 
