@@ -151,15 +151,22 @@ func (r *Reconciler) resolveTarget(ctx context.Context, eb *etcdv1beta2.EtcdBack
 }
 
 // memberTarget dials the cluster's member pods the way the cluster controller does: pod
-// IPs, or for a TLS cluster the members' DNS names its certificates are issued for.
+// IPs, or for a TLS cluster the members' DNS names its certificates are issued for, in
+// the one scheme every member pod serves (render.DialTLS). While a plaintext cluster
+// moves to TLS, or turning TLS on is refused, members that do not serve https yet are
+// dialled over http, which all of them serve then, without a client certificate.
 func (r *Reconciler) memberTarget(ctx context.Context, c *etcdv1beta2.EtcdCluster, tlsSecret string) (*backupTarget, error) {
 	pods, err := r.memberPods(ctx, c)
 	if err != nil {
 		return nil, err
 	}
+	useTLS := render.DialTLS(c, pods)
+	if render.ClientTLS(c) && !useTLS {
+		tlsSecret = ""
+	}
 	t := &backupTarget{TLSSecret: tlsSecret, Cluster: c.Name}
 	for _, p := range pods {
-		t.Endpoints = append(t.Endpoints, render.MemberClientURL(c, p, r.ClusterDomain))
+		t.Endpoints = append(t.Endpoints, render.MemberDialURL(c, p, r.ClusterDomain, useTLS))
 	}
 	if len(t.Endpoints) == 0 {
 		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonSnapshotFailed, Err: fmt.Errorf("EtcdCluster %s has no running member pod", c.Name)}

@@ -1,8 +1,16 @@
 package etcdbackup
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
 func TestClusterOfEndpoints(t *testing.T) {
@@ -65,6 +73,59 @@ func TestClusterOfEndpoints(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), c.mention) || !strings.Contains(err.Error(), "spec.") {
 				t.Errorf("error %q should name the field and mention %q", err, c.mention)
+			}
+		})
+	}
+}
+
+// While a plaintext cluster moves to TLS (or turning TLS on is refused), a backup dials
+// the members over http, which every one of them serves, as the cluster controller
+// does; once every member serves TLS clients, over https with the operator's client
+// certificate.
+func TestBackupDialsTheSchemeTheMembersServe(t *testing.T) {
+	withServerTLS := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: render.ServerTLSVolume,
+			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "server"}}})
+		return p
+	}
+	for _, tc := range []struct {
+		name          string
+		serverTLS     []bool // per member pod: it mounts the server Secret
+		wantEndpoints string
+		wantTLSDir    bool
+	}{
+		{"no member serves TLS yet (step 1 starts, or refused)", []bool{false, false},
+			"http://10.0.0.1:2379,http://10.0.0.2:2379", false},
+		{"step 1 half-way", []bool{true, false},
+			"http://10.0.0.1:2379,http://10.0.0.2:2379", false},
+		{"every member serves TLS clients", []bool{true, true},
+			"https://main-0001.main.dial.svc.cluster.local:2379,https://main-0002.main.dial.svc.cluster.local:2379", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "dial", UID: "main-uid"},
+				Spec: etcdv1beta2.EtcdClusterSpec{TLS: &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{
+					Member: &etcdv1beta2.MemberSecret{PeerSecret: "peer", ServerSecret: "server"}, OperatorSecret: "op"}}}}
+			objs := []client.Object{c}
+			for i, tls := range tc.serverTLS {
+				p := memberPodOf(c, fmt.Sprintf("main-%04d", i+1), fmt.Sprintf("10.0.0.%d", i+1))
+				if tls {
+					p = withServerTLS(p)
+				}
+				objs = append(objs, p)
+			}
+			h := newHarness(t, pvcBackup("dial", 0), objs...)
+			h.r.ClusterDomain = "cluster.local"
+			h.reconcile()
+			var endpoints string
+			tlsDir := false
+			for _, a := range h.mustPod().Spec.Containers[0].Args {
+				if v, ok := strings.CutPrefix(a, "--endpoints="); ok {
+					endpoints = v
+				}
+				tlsDir = tlsDir || strings.HasPrefix(a, "--tls-dir=")
+			}
+			if endpoints != tc.wantEndpoints || tlsDir != tc.wantTLSDir {
+				t.Errorf("backup pod dials %s (client certificate %v); want %s (%v)", endpoints, tlsDir, tc.wantEndpoints, tc.wantTLSDir)
 			}
 		})
 	}

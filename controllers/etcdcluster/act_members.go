@@ -26,8 +26,9 @@ func (r *Reconciler) addLearner(ctx context.Context, c *etcdv1beta2.EtcdCluster,
 	if err != nil {
 		return err
 	}
-	peerScheme, plain := tlsRender(c, o, a.Name) // tlsenable.go
-	res, err := admin.EnsureLearner(etcdadmin.WithoutRetryOn(ctx, etcdadmin.ErrUnhealthyCluster), []string{r.peerURLFor(c, o, a.Name)})
+	base := r.baseFor(c, o, a)                              // asrunning.go
+	peerScheme, plain := tlsRender(base.cluster, o, a.Name) // tlsenable.go
+	res, err := admin.EnsureLearner(etcdadmin.WithoutRetryOn(ctx, etcdadmin.ErrUnhealthyCluster), []string{peerURLFor(base, o, a.Name)})
 	if err != nil {
 		return asEtcdWait(fmt.Errorf("add learner %s: %w", a.Name, err), etcdadmin.ErrUnhealthyCluster)
 	}
@@ -38,11 +39,11 @@ func (r *Reconciler) addLearner(ctx context.Context, c *etcdv1beta2.EtcdCluster,
 		return err
 	}
 	m := render.Member{Name: a.Name, ID: idString(res.Member.ID), Version: a.Version, PeerScheme: peerScheme, ClientPlaintext: plain,
-		InitialClusterState: render.StateExisting, InitialCluster: r.initialClusterOf(c, res.Members, a.Name, peerScheme)}
-	if err := r.createMembers(ctx, c, []render.Member{m}); err != nil {
+		InitialClusterState: render.StateExisting, InitialCluster: initialClusterOf(base, res.Members, a.Name, peerScheme)}
+	if err := r.createMembersFrom(ctx, c, base, []render.Member{m}); err != nil {
 		return err
 	}
-	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberAdded, "added learner %s (%s)", a.Name, idString(res.Member.ID))
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberAdded, "added learner %s (%s)%s", a.Name, idString(res.Member.ID), base.note(c))
 	log.FromContext(ctx).WithValues("action", a.Kind.String()).Info("learner added", "member", a.Name, "id", idString(res.Member.ID))
 	return nil
 }
@@ -100,8 +101,9 @@ func (r *Reconciler) removeMember(ctx context.Context, c *etcdv1beta2.EtcdCluste
 // initialClusterOf is --initial-cluster for a member joining an existing cluster: etcd
 // requires it to list every current member (learners and unstarted ones too) by the
 // peer URL the membership has for it, which is not the spec's scheme while TLS is being
-// turned on. self is listed with selfScheme ("" for the spec's).
-func (r *Reconciler) initialClusterOf(c *etcdv1beta2.EtcdCluster, members []etcdadmin.Member, self, selfScheme string) string {
+// turned on. self is listed with selfScheme ("" for base's) under base's domain.
+func initialClusterOf(base podBase, members []etcdadmin.Member, self, selfScheme string) string {
+	c := base.cluster
 	urls := map[string]string{}
 	for _, m := range members {
 		n := m.Name
@@ -109,7 +111,7 @@ func (r *Reconciler) initialClusterOf(c *etcdv1beta2.EtcdCluster, members []etcd
 			n = memberNameFromPeerURLs(m.PeerURLs)
 		}
 		if n != "" && n != self && urls[n] == "" {
-			urls[n] = render.PeerURL(c, n, r.ClusterDomain)
+			urls[n] = render.PeerURL(c, n, base.domain)
 			if len(m.PeerURLs) > 0 {
 				urls[n] = m.PeerURLs[0]
 			}
@@ -118,7 +120,7 @@ func (r *Reconciler) initialClusterOf(c *etcdv1beta2.EtcdCluster, members []etcd
 	if selfScheme == "" {
 		selfScheme = render.PeerScheme(c)
 	}
-	urls[self] = render.PeerURLWithScheme(c, self, r.ClusterDomain, selfScheme)
+	urls[self] = render.PeerURLWithScheme(c, self, base.domain, selfScheme)
 	names := make([]string, 0, len(urls))
 	for n := range urls {
 		names = append(names, n)

@@ -24,12 +24,12 @@ func TestInitialClusterOf(t *testing.T) {
 		{ID: 4, PeerURLs: []string{"http://10.0.0.4:2380"}}, // no name to recover: left out
 		{ID: 5, Name: "c-c"},
 	}
-	got := r.initialClusterOf(c, members, "c-b", "")
+	got := initialClusterOf(r.specBase(c), members, "c-b", "")
 	want := "c-a=http://c-a.c.ns.svc.cluster.local:2380,c-b=http://c-b.c.ns.svc.cluster.local:2380,c-c=http://c-c.c.ns.svc.cluster.local:2380"
 	if got != want {
 		t.Errorf("initialClusterOf = %s\nwant %s", got, want)
 	}
-	if got := r.initialClusterOf(c, members[:1], "c-c", ""); got != "c-c=http://c-c.c.ns.svc.cluster.local:2380" {
+	if got := initialClusterOf(r.specBase(c), members[:1], "c-c", ""); got != "c-c=http://c-c.c.ns.svc.cluster.local:2380" {
 		t.Errorf("self already a member: %s", got)
 	}
 	// Turning TLS on: the spec says https, members are listed as the membership has
@@ -41,7 +41,7 @@ func TestInitialClusterOf(t *testing.T) {
 		{ID: 2, Name: "c-c", PeerURLs: []string{"http://c-c.c.ns.svc.cluster.local:2380"}},
 	}
 	want = "c-a=https://c-a.c.ns.svc.cluster.local:2380,c-b=http://c-b.c.ns.svc.cluster.local:2380,c-c=http://c-c.c.ns.svc.cluster.local:2380"
-	if got := r.initialClusterOf(tls, mixed, "c-b", "http"); got != want {
+	if got := initialClusterOf(r.specBase(tls), mixed, "c-b", "http"); got != want {
 		t.Errorf("mid-transition: %s\nwant %s", got, want)
 	}
 }

@@ -21,23 +21,25 @@ import (
 
 // createPod executes CreatePod: the pod (and claim) of a member that has none. A member
 // of an interrupted bootstrap starts as part of the recorded initial cluster; any other
-// joins the existing one.
+// joins the existing one. While the spec's TLS or domain change is refused or held
+// (a.AsRunning) it runs as the other members do (asrunning.go).
 func (r *Reconciler) createPod(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
-	peerScheme, plain := tlsRender(c, o, a.Name) // tlsenable.go
+	base := r.baseFor(c, o, a)
+	peerScheme, plain := tlsRender(base.cluster, o, a.Name) // tlsenable.go
 	m := render.Member{Name: a.Name, ID: idString(a.ID), Version: a.Version, PeerScheme: peerScheme, ClientPlaintext: plain,
-		InitialClusterState: render.StateExisting, InitialCluster: r.initialClusterOf(c, o.members, a.Name, peerScheme)}
+		InitialClusterState: render.StateExisting, InitialCluster: initialClusterOf(base, o.members, a.Name, peerScheme)}
 	if !c.Status.Bootstrapped && slices.Contains(c.Status.BootstrapMembers, a.Name) {
 		m.InitialClusterState = render.StateNew
-		m.InitialCluster = render.InitialCluster(c, c.Status.BootstrapMembers, r.ClusterDomain)
+		m.InitialCluster = render.InitialCluster(base.cluster, c.Status.BootstrapMembers, base.domain)
 		m.PeerScheme, m.ClientPlaintext = "", false // a new cluster starts on the spec
 	}
-	if err := r.createMembers(ctx, c, []render.Member{m}); err != nil {
+	if err := r.createMembersFrom(ctx, c, base, []render.Member{m}); err != nil {
 		return err
 	}
 	if a.Reason == etcdv1beta2.ReasonRecreatingPod {
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonPodRecreated, "%s", a.Message)
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonPodRecreated, "%s%s", a.Message, base.note(c))
 	} else {
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberPodCreated, "created pod for member %s", a.Name)
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonMemberPodCreated, "created pod for member %s%s", a.Name, base.note(c))
 	}
 	return nil
 }
@@ -75,14 +77,21 @@ func (r *Reconciler) fixPodImage(ctx context.Context, c *etcdv1beta2.EtcdCluster
 	return nil
 }
 
-// createMembers creates the PVCs and pods the chart renders for members; existing ones are
-// left as they are.
+// createMembers creates the PVCs and pods the chart renders for members from the spec;
+// existing ones are left as they are.
 func (r *Reconciler) createMembers(ctx context.Context, c *etcdv1beta2.EtcdCluster, members []render.Member) error {
+	return r.createMembersFrom(ctx, c, r.specBase(c), members)
+}
+
+// createMembersFrom is createMembers rendering from base (asrunning.go); the objects
+// are owned by c, and each pod's fingerprint records what it was rendered from, so a
+// pod rendered as the members run still shows the spec's change as pending.
+func (r *Reconciler) createMembersFrom(ctx context.Context, c *etcdv1beta2.EtcdCluster, base podBase, members []render.Member) error {
 	restore, err := r.restoreStep(ctx, c, members)
 	if err != nil {
 		return err
 	}
-	objs, err := r.renderer.Render(render.Input{Cluster: c, ClusterDomain: r.ClusterDomain, Members: members, Restore: restore})
+	objs, err := r.renderer.Render(render.Input{Cluster: base.cluster, ClusterDomain: base.domain, Members: members, Restore: restore})
 	if err != nil {
 		return fmt.Errorf("render member pods: %w", err)
 	}
@@ -107,7 +116,7 @@ func (r *Reconciler) createMembers(ctx context.Context, c *etcdv1beta2.EtcdClust
 				return err
 			}
 			if pod, ok := obj.(*corev1.Pod); ok {
-				stampSpecFingerprint(pod, c, r.ClusterDomain)
+				stampSpecFingerprint(pod, base.cluster, base.domain)
 			}
 			if err := r.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)

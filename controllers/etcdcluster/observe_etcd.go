@@ -45,9 +45,10 @@ func (r *Reconciler) dialTargets(c *etcdv1beta2.EtcdCluster, pods map[string]*co
 		}
 		dialled = append(dialled, p)
 	}
-	useTLS := dialTLS(c, dialled) // tlsenable.go
+	// One scheme every dialled pod serves (http while TLS is being turned on).
+	useTLS := render.DialTLS(c, dialled)
 	for _, p := range dialled {
-		ep := r.memberDialURL(c, p, useTLS)
+		ep := render.MemberDialURL(c, p, r.ClusterDomain, useTLS)
 		endpoints = append(endpoints, ep)
 		epOfPod[p.Name] = ep
 	}

@@ -246,7 +246,7 @@ func specServerSecret(c *etcdv1beta2.EtcdCluster) string {
 // The chart's volumes of the member TLS Secrets.
 const (
 	volumePeerTLS   = "member-peer-tls"
-	volumeServerTLS = "member-server-tls"
+	volumeServerTLS = render.ServerTLSVolume
 )
 
 // podSecretVolume is the Secret behind the named volume, "" without one. The volume

@@ -3,8 +3,6 @@ package etcdcluster
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,8 +15,8 @@ import (
 
 // Turning TLS on for a running plaintext cluster, the controller's part (the steps are
 // the planner's, planner/tlsenable.go): what each member pod runs, read off its
-// arguments; how a new pod is rendered meanwhile; which scheme the operator dials; and
-// the peer URL update. All of it is decided from what the pods run and what etcd says
+// arguments; how a new pod is rendered meanwhile; the peer URL update. (Which scheme the
+// operator and backups dial meanwhile is render.DialTLS.) All of it is decided from what the pods run and what etcd says
 // at this reconcile, never from status, so a restarted operator carries on where the
 // members are.
 
@@ -68,32 +66,7 @@ func servesPlaintextClients(p *corev1.Pod) bool {
 
 // servesTLSClients: the pod's etcd serves TLS clients (the chart mounts the server
 // Secret exactly then).
-func servesTLSClients(p *corev1.Pod) bool { return podSecretVolume(p, volumeServerTLS) != "" }
-
-// dialTLS is whether the operator dials the members over https. One client dials every
-// member, so one scheme must suit every pod it dials: https once every such pod serves
-// TLS clients, else http, which every pod serves until the last step of turning TLS on
-// starts (by then every pod serves https).
-func dialTLS(c *etcdv1beta2.EtcdCluster, pods []*corev1.Pod) bool {
-	if !render.ClientTLS(c) {
-		return false
-	}
-	for _, p := range pods {
-		if !servesTLSClients(p) {
-			return false
-		}
-	}
-	return true
-}
-
-// memberDialURL is the client URL the operator dials a member pod at: with TLS its DNS
-// name, which its server certificate names; otherwise its pod IP.
-func (r *Reconciler) memberDialURL(c *etcdv1beta2.EtcdCluster, p *corev1.Pod, useTLS bool) string {
-	if useTLS {
-		return render.ClientURL(c, p.Name, r.ClusterDomain)
-	}
-	return "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(etcdv1beta2.EtcdClientPort))
-}
+func servesTLSClients(p *corev1.Pod) bool { return render.ServesTLSClients(p) }
 
 // tlsRender is how a new pod for member name is rendered while TLS may be turning on:
 //   - its peer scheme is the one etcd's membership has for it (http until its peer URL
@@ -153,14 +126,15 @@ func memberNamed(ms []planner.Member, name string) (planner.Member, bool) {
 	return planner.Member{}, false
 }
 
-// peerURLFor is the peer URL a member added now is given: the spec's, or http while
-// some running pod cannot dial https peers yet (see tlsRender).
-func (r *Reconciler) peerURLFor(c *etcdv1beta2.EtcdCluster, o *observation, name string) string {
-	scheme, _ := tlsRender(c, o, name)
+// peerURLFor is the peer URL a member added now is given: base's (the spec's, or the
+// running members' settings, asrunning.go), or http while some running pod cannot dial
+// https peers yet (see tlsRender).
+func peerURLFor(base podBase, o *observation, name string) string {
+	scheme, _ := tlsRender(base.cluster, o, name)
 	if scheme == "" {
-		return render.PeerURL(c, name, r.ClusterDomain)
+		return render.PeerURL(base.cluster, name, base.domain)
 	}
-	return render.PeerURLWithScheme(c, name, r.ClusterDomain, scheme)
+	return render.PeerURLWithScheme(base.cluster, name, base.domain, scheme)
 }
 
 // updatePeerURL executes UpdatePeerURL: the member's peer URL becomes the spec's

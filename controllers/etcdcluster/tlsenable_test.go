@@ -80,11 +80,11 @@ func TestTLSTransitionFacts(t *testing.T) {
 		{"step 2: everyone serves both, https", []*corev1.Pod{step1, step2}, true},
 		{"step 3 under way: https", []*corev1.Pod{step2, final}, true},
 	} {
-		if got := dialTLS(tlsC, tc.pods); got != tc.want {
+		if got := render.DialTLS(tlsC, tc.pods); got != tc.want {
 			t.Errorf("%s: dialTLS %v", tc.name, got)
 		}
 	}
-	if dialTLS(plainC, []*corev1.Pod{final}) {
+	if render.DialTLS(plainC, []*corev1.Pod{final}) {
 		t.Error("a plaintext spec dialled over https")
 	}
 	// A pod running etcd from a shell command line (CoreOS's), and one whose flags

@@ -100,7 +100,9 @@
 //     otherwise in three steps, each member at a time: DeletePod (certificates,
 //     http peers), UpdatePeerURL then DeletePod (https peers), DeletePod (https
 //     only); a member whose URL is https but whose pod listens on http restarts
-//     before anything else (tlsenable.go).
+//     before anything else (tlsenable.go). While a TLS change is refused or a field
+//     held, a CreatePod or AddLearner of any rule says AsRunning: its pod runs on the
+//     TLS Secrets and cluster domain the running members use (asrunning.go).
 //
 // # Precedence decisions
 //

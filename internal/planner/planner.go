@@ -10,6 +10,15 @@ import (
 // documentation in their order; the first that applies wins.
 func Plan(d Desired, o Observed) Action {
 	d = d.withDefaults()
+	a := planRules(d, o)
+	if createsPod(a.Kind) {
+		a.AsRunning = NewPodsAsRunning(d, o) // asrunning.go
+	}
+	return a
+}
+
+// planRules is Plan without what it adds to every action.
+func planRules(d Desired, o Observed) Action {
 	// 1. Paused: the user asked us to touch nothing, so nothing is touched, not even
 	// orphan pods.
 	if d.Paused {

@@ -414,6 +414,10 @@ type Action struct {
 	Trigger string
 	// Alarm, on DisarmAlarm: the alarm type (AlarmNoSpace, AlarmCorrupt).
 	Alarm string
+	// AsRunning, on CreatePod and AddLearner: render the new pod with the TLS Secrets
+	// and cluster domain the running members use, not the spec's, which rule 17
+	// refuses or holds (asrunning.go).
+	AsRunning bool
 
 	ClearPending bool
 }
@@ -424,7 +428,11 @@ func (a Action) String() string {
 	case Bootstrap:
 		s += fmt.Sprintf("{%d members, v%s}", len(a.Members), a.Version)
 	case CreatePod, AddLearner, UpgradeMember:
-		s += fmt.Sprintf("{%s %x v%s}", a.Name, a.ID, a.Version)
+		asRunning := ""
+		if a.AsRunning {
+			asRunning = " as running"
+		}
+		s += fmt.Sprintf("{%s %x v%s%s}", a.Name, a.ID, a.Version, asRunning)
 	case PromoteLearner, DeletePod:
 		s += fmt.Sprintf("{%s %x}", a.Name, a.ID)
 	case RemoveMember, ReplaceMember:

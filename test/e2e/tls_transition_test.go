@@ -32,7 +32,9 @@ import (
 //   - rotation onto renewed certificates of the same CA, operator Secret included:
 //     every pod mounts the new Secrets, members keep their IDs, the TLS writer goes on;
 //   - a peer Secret from another CA: SpecApplied says TLSChangeRefused naming it, and
-//     no pod is restarted.
+//     no pod is restarted; a member pod deleted meanwhile comes back on its claim on the
+//     Secrets the members run on (not the refused one), Ready, the same members serving
+//     a TLS writer with no failed write, and the refusal still reported.
 func TestTLSTransition(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "tlsmove"
@@ -249,6 +251,64 @@ func TestTLSTransition(t *testing.T) {
 		if len(podUIDs(e, name)) != len(uids) {
 			t.Errorf("member pods %v, were %v", podUIDs(e, name), uids)
 		}
+
+		t.Run("a member pod deleted meanwhile comes back on the Secrets in use", func(t *testing.T) {
+			// Rule 5 recreates the pod on its claim at once; rendered from the spec it would
+			// mount the foreign peer Secret, and its peers would refuse it.
+			cfg := pki.ClientConfig(t)
+			load := e.StartLoadTLS(name, loadRate, cfg)
+			flowing(t, load, 2*loadRate)
+			before, err := e.MembersTLS(name, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			victim, _ := nonLeaderTLS(t, e, name, cfg)
+			uids := podUIDs(e, name)
+			p := e.MemberPods(name)[victim]
+			if err := e.C.Delete(context.Background(), &p); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			e.Eventually(180*time.Second, "pod "+victim+" back, Ready, on the Secrets in use", func() error {
+				p, ok := e.MemberPods(name)[victim]
+				switch {
+				case !ok || p.UID == uids[victim]:
+					return fmt.Errorf("pod %s not recreated yet", victim)
+				case !podIsReady(p):
+					return fmt.Errorf("pod %s not Ready", victim)
+				}
+				return nil
+			})
+			back := e.MemberPods(name)[victim]
+			for _, v := range back.Spec.Volumes {
+				if v.Secret == nil {
+					continue
+				}
+				if want := map[string]string{"member-peer-tls": name + "-peer-2", "member-server-tls": name + "-server-2"}[v.Name]; want != "" && v.Secret.SecretName != want {
+					t.Errorf("recreated pod %s mounts %s as %s, want %s (the Secret the members run on)", victim, v.Secret.SecretName, v.Name, want)
+				}
+			}
+			e.WaitAvailableTLS(name, 3, cfg, 120*time.Second)
+			t.Logf("pod %s back and the cluster available in %v", victim, time.Since(start).Round(time.Second))
+			after, err := e.MembersTLS(name, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(memberIDs(after)) != fmt.Sprint(memberIDs(before)) {
+				t.Errorf("members changed: %v -> %v (want the member back on its claim)", memberIDs(before), memberIDs(after))
+			}
+			for n, uid := range podUIDs(e, name) {
+				if n != victim && uids[n] != uid {
+					t.Errorf("pod %s was recreated too", n)
+				}
+			}
+			flowing(t, load, 2*loadRate)
+			verifyLoad(t, load)
+			msg := conditionReason(e.Cluster(name), etcdv1beta2.ClusterConditionSpecApplied)
+			if !strings.HasPrefix(msg, etcdv1beta2.ReasonTLSChangeRefused+":") || !strings.Contains(msg, name+"-foreign-peer") {
+				t.Errorf("SpecApplied after the pod came back: %s; want the refusal still reported", msg)
+			}
+		})
 	})
 }
 
