@@ -29,32 +29,37 @@ const ReasonRestorePinNotTrusted = "RestorePinNotTrusted"
 // and key the step reads, and the SHA-256 the step checks the bytes against.
 
 // restorePinProven says whether the restore annotation's pin is vouched for by the
-// operator: the annotation names an EtcdRestore of an EtcdBackup (already proven the
-// cluster's own by checkRestoreOrigin), and the signature it carries verifies for that
-// EtcdBackup and exactly the object rendered.
-func (r *Reconciler) restorePinProven(ctx context.Context, c *etcdv1beta2.EtcdCluster, src *render.RestoreSource) bool {
+// operator: the annotation names er, an EtcdRestore of an EtcdBackup (already proven the
+// cluster's own by checkRestoreOrigin, which read er), and the signature it carries
+// verifies for that EtcdBackup and exactly the object rendered.
+func (r *Reconciler) restorePinProven(ctx context.Context, c *etcdv1beta2.EtcdCluster, er *etcdv1beta2.EtcdRestore, src *render.RestoreSource) bool {
 	if src.PinSignature == "" {
 		return false // nothing was claimed
 	}
-	var er etcdv1beta2.EtcdRestore
-	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: src.Restore}, &er); err != nil {
-		return r.pinNotTrusted(c, fmt.Errorf("EtcdRestore %s: %w", src.Restore, err))
-	}
-	name := restoreorigin.BackupRef(&er)
+	name := restoreorigin.BackupRef(er)
 	if name == "" {
 		return r.pinNotTrusted(c, fmt.Errorf("EtcdRestore %s names no EtcdBackup whose verification could vouch for it", er.Name))
 	}
-	err := r.pinVouched(ctx, c, name, src.S3, src.SHA256, src.PinRevision, src.PinSignature)
-	if err != nil {
+	// Read from the API server now: a backup deleted and recreated under the same name
+	// has another UID, and its predecessor's signatures do not verify.
+	var eb etcdv1beta2.EtcdBackup
+	if err := r.apiReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &eb); err != nil {
+		if apierrors.IsNotFound(err) {
+			err = fmt.Errorf("EtcdBackup %s/%s not found", c.Namespace, name)
+		}
+		return r.pinNotTrusted(c, err)
+	}
+	if err := r.pinVouched(c, &eb, src.S3, src.SHA256, src.PinRevision, src.PinSignature); err != nil {
 		return r.pinNotTrusted(c, err)
 	}
 	return true
 }
 
 // backupRestorePinProven is restorePinProven for a recorded total-loss restore from eb
-// (already proven the cluster's own by checkBackupRestoreRecord): eb's own signed record
-// of its last verification must be of exactly the object and bytes restored.
-func (r *Reconciler) backupRestorePinProven(ctx context.Context, c *etcdv1beta2.EtcdCluster, eb *etcdv1beta2.EtcdBackup, src *render.RestoreSource) bool {
+// (already read from the API server and proven the cluster's own by
+// checkBackupRestoreRecord): eb's own signed record of its last verification must be of
+// exactly the object and bytes restored.
+func (r *Reconciler) backupRestorePinProven(c *etcdv1beta2.EtcdCluster, eb *etcdv1beta2.EtcdBackup, src *render.RestoreSource) bool {
 	st := eb.Status
 	if st.LastVerifiedPinSignature == "" || src.S3 == nil {
 		return false
@@ -62,17 +67,15 @@ func (r *Reconciler) backupRestorePinProven(ctx context.Context, c *etcdv1beta2.
 	if _, key, err := backup.SplitS3Path(src.S3.Path); err != nil || key != st.LastVerifiedKey {
 		return false // the record is of another object: it claims nothing about this one
 	}
-	if err := r.pinVouched(ctx, c, eb.Name, src.S3, src.SHA256, st.LastVerifiedRevision, st.LastVerifiedPinSignature); err != nil {
+	if err := r.pinVouched(c, eb, src.S3, src.SHA256, st.LastVerifiedRevision, st.LastVerifiedPinSignature); err != nil {
 		return r.pinNotTrusted(c, err)
 	}
 	return true
 }
 
-// pinVouched checks sig against the facts of the object s3 names with SHA-256 sha in
-// EtcdBackup backupName of the cluster's namespace, as read now from the API server (a
-// backup deleted and recreated under the same name has another UID, and its
-// predecessor's signatures do not verify).
-func (r *Reconciler) pinVouched(ctx context.Context, c *etcdv1beta2.EtcdCluster, backupName string, s3 *etcdv1beta2.S3BackupSource, sha string, revision int64, sig string) error {
+// pinVouched checks sig against the facts of the object s3 names with SHA-256 sha in eb,
+// an EtcdBackup of the cluster's namespace as just read from the API server.
+func (r *Reconciler) pinVouched(c *etcdv1beta2.EtcdCluster, eb *etcdv1beta2.EtcdBackup, s3 *etcdv1beta2.S3BackupSource, sha string, revision int64, sig string) error {
 	if len(r.PinKey) == 0 {
 		return fmt.Errorf("the operator has no restore pin key (see its log at start-up)")
 	}
@@ -81,13 +84,6 @@ func (r *Reconciler) pinVouched(ctx context.Context, c *etcdv1beta2.EtcdCluster,
 	}
 	bucket, key, err := backup.SplitS3Path(s3.Path)
 	if err != nil {
-		return err
-	}
-	var eb etcdv1beta2.EtcdBackup
-	if err := r.apiReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: backupName}, &eb); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("EtcdBackup %s/%s not found", c.Namespace, backupName)
-		}
 		return err
 	}
 	f := pinsign.Facts{Namespace: c.Namespace, Backup: eb.Name, BackupUID: string(eb.UID), Bucket: bucket, Endpoint: s3.Endpoint,

@@ -33,9 +33,10 @@ func (r *Reconciler) restoreStep(ctx context.Context, c *etcdv1beta2.EtcdCluster
 	if _, ok := c.Annotations[render.AnnotationRestore]; !ok || !bootstrapsFromBackup(members) {
 		return nil, nil
 	}
+	var er *etcdv1beta2.EtcdRestore
 	src, err := render.Restore(c)
 	if err == nil {
-		err = r.checkRestoreOrigin(ctx, c, src)
+		er, err = r.checkRestoreOrigin(ctx, c, src)
 	}
 	if err != nil {
 		msg := fmt.Sprintf("%s; no member was created. Remove the annotation %s to start an empty cluster, or restore with an EtcdRestore: %v",
@@ -44,7 +45,7 @@ func (r *Reconciler) restoreStep(ctx context.Context, c *etcdv1beta2.EtcdCluster
 		return nil, fmt.Errorf("%w: %w", errRestoreRejected, err)
 	}
 	step := &render.RestoreStep{Source: *src, Image: r.OperatorImage}
-	step.ChecksPassedForPin = r.restorePinProven(ctx, c, src) // restorepin.go
+	step.ChecksPassedForPin = r.restorePinProven(ctx, c, er, src) // restorepin.go
 	return step, nil
 }
 
@@ -60,29 +61,29 @@ func bootstrapsFromBackup(members []render.Member) bool {
 }
 
 // checkRestoreOrigin finds the EtcdRestore the annotation names and checks that it is
-// the one that created this cluster from src.
-func (r *Reconciler) checkRestoreOrigin(ctx context.Context, c *etcdv1beta2.EtcdCluster, src *render.RestoreSource) error {
+// the one that created this cluster from src; it returns the EtcdRestore it read.
+func (r *Reconciler) checkRestoreOrigin(ctx context.Context, c *etcdv1beta2.EtcdCluster, src *render.RestoreSource) (*etcdv1beta2.EtcdRestore, error) {
 	var er etcdv1beta2.EtcdRestore
 	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: src.Restore}, &er)
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("EtcdRestore %s/%s not found", c.Namespace, src.Restore)
+		return nil, fmt.Errorf("EtcdRestore %s/%s not found", c.Namespace, src.Restore)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if restoreorigin.CheckCreated(&er, c) == nil {
 		// The restore recorded creating this very cluster (its UID) with this very
 		// source: still its own after the EtcdBackup it read has changed.
-		return nil
+		return &er, nil
 	}
 	if name := restoreorigin.BackupRef(&er); name != "" {
 		// The restore reads an EtcdBackup's storage: that backup, of the same
 		// namespace, is what the annotation must match.
 		var eb etcdv1beta2.EtcdBackup
 		if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &eb); err != nil {
-			return fmt.Errorf("EtcdBackup %s/%s of EtcdRestore %s: %w", c.Namespace, name, er.Name, err)
+			return nil, fmt.Errorf("EtcdBackup %s/%s of EtcdRestore %s: %w", c.Namespace, name, er.Name, err)
 		}
-		return restoreorigin.CheckWithBackup(&er, c.Name, src, &eb)
+		return &er, restoreorigin.CheckWithBackup(&er, c.Name, src, &eb)
 	}
-	return restoreorigin.Check(&er, c.Name, src)
+	return &er, restoreorigin.Check(&er, c.Name, src)
 }
