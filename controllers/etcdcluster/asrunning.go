@@ -10,6 +10,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
 // New member pods while a change is refused or held, the controller's part (the when
@@ -87,7 +88,7 @@ func runningSettingsOf(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod) 
 	}
 	tlsVotes, domainVotes := map[string]int{}, map[string]int{}
 	for _, p := range live {
-		tlsVotes[podSecretVolume(p, volumePeerTLS)+"\x00"+podSecretVolume(p, volumeServerTLS)]++
+		tlsVotes[render.PodSecretVolume(p, volumePeerTLS)+"\x00"+render.PodSecretVolume(p, volumeServerTLS)]++
 		if d, ok := podDomain(c, p); ok {
 			domainVotes[d]++
 		}

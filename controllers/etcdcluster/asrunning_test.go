@@ -171,7 +171,7 @@ func TestCreatePodAsRunning(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := f.pod(t, "c-c")
-			got := result{podSecretVolume(p, volumePeerTLS), podSecretVolume(p, volumeServerTLS),
+			got := result{render.PodSecretVolume(p, volumePeerTLS), render.PodSecretVolume(p, volumeServerTLS),
 				etcdFlag(p, "initial-advertise-peer-urls"), ""}
 			for _, e := range strings.Split(etcdFlag(p, "initial-cluster"), ",") {
 				if v, ok := strings.CutPrefix(e, "c-c="); ok {
@@ -205,8 +205,8 @@ func TestCreatePodAsRunning(t *testing.T) {
 		if _, err := f.r.act(ctx, f.cluster, o, a); err != nil {
 			t.Fatal(err)
 		}
-		if p := f.pod(t, "c-c"); podSecretVolume(p, volumePeerTLS) != "p2" {
-			t.Errorf("mounts %q, want the spec's p2", podSecretVolume(p, volumePeerTLS))
+		if p := f.pod(t, "c-c"); render.PodSecretVolume(p, volumePeerTLS) != "p2" {
+			t.Errorf("mounts %q, want the spec's p2", render.PodSecretVolume(p, volumePeerTLS))
 		}
 	})
 }

@@ -121,8 +121,8 @@ func (j joiner) joinPods(o *observation, podOfMember map[uint64]string, seen map
 		pp.Terminated, pp.CrashLooping = etcdContainerState(p)
 		pp.Image, pp.EtcdRunning, pp.EtcdNeverRan = etcdContainerFacts(p)
 		pp.RecoveryToken = p.Annotations[render.AnnotationRecoveryToken]
-		pp.PeerTLS = podSecretVolume(p, volumePeerTLS) != ""
-		pp.ClientTLS = podSecretVolume(p, volumeServerTLS) != ""
+		pp.PeerTLS = render.PodSecretVolume(p, volumePeerTLS) != ""
+		pp.ClientTLS = render.ServesTLSClients(p)
 		pp.PeerServesTLS, pp.ClientPlaintext = peerServesTLS(p), servesPlaintextClients(p) // tlsenable.go
 		if j.drift != nil {
 			pp.Drift = j.drift(p)

@@ -133,10 +133,10 @@ func staleSpecFields(c *etcdv1beta2.EtcdCluster, domain string, p *corev1.Pod, c
 	if repo, ok := podRepository(p); ok && repo != specRepository(c) {
 		stale = append(stale, fieldRepository)
 	}
-	if podSecretVolume(p, volumePeerTLS) != specPeerSecret(c) {
+	if render.PodSecretVolume(p, volumePeerTLS) != specPeerSecret(c) {
 		stale = append(stale, fieldPeerSecret)
 	}
-	if podSecretVolume(p, volumeServerTLS) != specServerSecret(c) {
+	if render.PodSecretVolume(p, volumeServerTLS) != specServerSecret(c) {
 		stale = append(stale, fieldServerSecret)
 	}
 	var recorded map[string]string
@@ -248,17 +248,6 @@ const (
 	volumePeerTLS   = "member-peer-tls"
 	volumeServerTLS = render.ServerTLSVolume
 )
-
-// podSecretVolume is the Secret behind the named volume, "" without one. The volume
-// names are the chart's.
-func podSecretVolume(p *corev1.Pod, volume string) string {
-	for _, v := range p.Spec.Volumes {
-		if v.Name == volume && v.Secret != nil {
-			return v.Secret.SecretName
-		}
-	}
-	return ""
-}
 
 func podHasClaim(p *corev1.Pod) bool {
 	for _, v := range p.Spec.Volumes {

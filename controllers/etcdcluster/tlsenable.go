@@ -44,7 +44,7 @@ func podArg(p *corev1.Pod, name string) string {
 func peerServesTLS(p *corev1.Pod) bool {
 	v := podArg(p, "listen-peer-urls")
 	if v == "" {
-		return podSecretVolume(p, volumePeerTLS) != ""
+		return render.PodSecretVolume(p, volumePeerTLS) != ""
 	}
 	return strings.HasPrefix(v, "https://")
 }
@@ -54,7 +54,7 @@ func peerServesTLS(p *corev1.Pod) bool {
 func servesPlaintextClients(p *corev1.Pod) bool {
 	v := podArg(p, "listen-client-urls")
 	if v == "" {
-		return !servesTLSClients(p)
+		return !render.ServesTLSClients(p)
 	}
 	for _, u := range strings.Split(v, ",") {
 		if strings.HasPrefix(strings.TrimSpace(u), "http://") {
@@ -63,10 +63,6 @@ func servesPlaintextClients(p *corev1.Pod) bool {
 	}
 	return false
 }
-
-// servesTLSClients: the pod's etcd serves TLS clients (the chart mounts the server
-// Secret exactly then).
-func servesTLSClients(p *corev1.Pod) bool { return render.ServesTLSClients(p) }
 
 // tlsRender is how a new pod for member name is rendered while TLS may be turning on:
 //   - its peer scheme is the one etcd's membership has for it (http until its peer URL
@@ -87,7 +83,7 @@ func tlsRender(c *etcdv1beta2.EtcdCluster, o *observation, name string) (peerSch
 		if p.DeletionTimestamp != nil || n == name {
 			continue
 		}
-		if podSecretVolume(p, volumePeerTLS) == "" {
+		if render.PodSecretVolume(p, volumePeerTLS) == "" {
 			allCanDialTLS = false
 		}
 		if servesPlaintextClients(p) {

@@ -67,7 +67,7 @@ func TestTLSTransitionFacts(t *testing.T) {
 		if got := servesPlaintextClients(tc.p); got != tc.plain {
 			t.Errorf("%s: servesPlaintextClients %v", tc.name, got)
 		}
-		if got := servesTLSClients(tc.p); got != tc.tlsClient {
+		if got := render.ServesTLSClients(tc.p); got != tc.tlsClient {
 			t.Errorf("%s: servesTLSClients %v", tc.name, got)
 		}
 	}

@@ -43,7 +43,7 @@ func (r *Reconciler) proveTLSRotation(ctx context.Context, c *etcdv1beta2.EtcdCl
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		peer, server := podSecretVolume(p, volumePeerTLS), podSecretVolume(p, volumeServerTLS)
+		peer, server := render.PodSecretVolume(p, volumePeerTLS), render.PodSecretVolume(p, volumeServerTLS)
 		if (peer != "") != (wantPeer != "") || (server != "") != (wantServer != "") {
 			continue
 		}

@@ -16,13 +16,16 @@ const ServerTLSVolume = "member-server-tls"
 
 // ServesTLSClients: pod p's etcd serves TLS clients, as its volumes show. A pod's
 // volumes cannot change, so this is what its etcd runs, whatever the spec says now.
-func ServesTLSClients(p *corev1.Pod) bool {
+func ServesTLSClients(p *corev1.Pod) bool { return PodSecretVolume(p, ServerTLSVolume) != "" }
+
+// PodSecretVolume is the Secret that pod p's volume of that name mounts ("" if none).
+func PodSecretVolume(p *corev1.Pod, volume string) string {
 	for _, v := range p.Spec.Volumes {
-		if v.Name == ServerTLSVolume && v.Secret != nil {
-			return v.Secret.SecretName != ""
+		if v.Name == volume && v.Secret != nil {
+			return v.Secret.SecretName
 		}
 	}
-	return false
+	return ""
 }
 
 // DialTLS is whether a client of the members (the operator, a backup) dials them over
