@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/internal/backup"
@@ -14,8 +15,8 @@ import (
 // MemberSource is a live etcd member to copy the data from instead of a stored backup:
 // the source of a quorum-loss recovery. A member without quorum still streams a snapshot
 // of its own backend, so the surviving member with the most data can seed a new cluster.
-// There is no stored checksum here; etcdutl verifies the hash etcd appends to every
-// snapshot it streams.
+// There is no stored checksum here; the restore checks the hash etcd appends to every
+// snapshot it streams (VerifySnapshotFile).
 type MemberSource struct {
 	// Endpoint is the member's client URL.
 	Endpoint string
@@ -31,8 +32,8 @@ var ErrRevisionTooOld = errors.New("member snapshot is older than the revision t
 
 func (s MemberSource) String() string { return "member " + s.Endpoint }
 
-// downloadMember streams a snapshot of the member into a temporary file in dir.
-func downloadMember(ctx context.Context, s MemberSource, dir string) (string, int64, error) {
+// downloadMember streams a snapshot of the member into dst and returns its revision.
+func downloadMember(ctx context.Context, s MemberSource, dst *os.File) (int64, error) {
 	admin, err := etcdadmin.New(etcdadmin.Config{
 		Endpoints:   []string{s.Endpoint},
 		TLS:         s.TLS,
@@ -40,22 +41,21 @@ func downloadMember(ctx context.Context, s MemberSource, dir string) (string, in
 		CallTimeout: 10 * time.Second,
 	})
 	if err != nil {
-		return "", 0, err
+		return 0, err
 	}
 	defer admin.Close()
 	snap, err := admin.Snapshot(ctx, etcdadmin.SnapshotOptions{Endpoint: s.Endpoint})
 	if err != nil {
-		return "", 0, fmt.Errorf("snapshot of %s: %w", s, err)
+		return 0, fmt.Errorf("snapshot of %s: %w", s, err)
 	}
 	defer snap.Close()
 	if snap.Revision < s.MinRevision {
-		return "", snap.Revision, fmt.Errorf("%s: %w (revision %d, want at least %d)", s, ErrRevisionTooOld, snap.Revision, s.MinRevision)
+		return snap.Revision, fmt.Errorf("%s: %w (revision %d, want at least %d)", s, ErrRevisionTooOld, snap.Revision, s.MinRevision)
 	}
-	p, err := saveTemp(dir, snap)
-	if err != nil {
-		return "", 0, fmt.Errorf("snapshot of %s: %w", s, err)
+	if err := copyInto(dst, snap); err != nil {
+		return 0, fmt.Errorf("snapshot of %s: %w", s, err)
 	}
-	return p, snap.Revision, nil
+	return snap.Revision, nil
 }
 
 // memberObject describes a member snapshot in a Result.

@@ -1,7 +1,8 @@
 // Package restore turns a stored backup into the data directory of one member of a new
-// etcd cluster: download (verifying the stored SHA-256 while streaming), then etcdutl's
-// snapshot restore (which also checks the snapshot's own trailing hash). It is the step a
-// member pod's init container runs (`etcd-operator restore`) before etcd starts.
+// etcd cluster: download (verifying the stored SHA-256 while streaming), check the
+// snapshot (its own trailing hash, bbolt's consistency), then write around it the data
+// directory `etcdutl snapshot restore` writes (datadir.go). It is the step a member pod's
+// init container runs (`etcd-operator restore`) before etcd starts.
 //
 // It never deletes or overwrites anything: an existing data directory means the member
 // was restored (or has run) before, and is left as it is.
@@ -17,10 +18,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 
-	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
 
 	"github.com/etcd-operator/etcd-operator/internal/backup"
@@ -81,9 +80,10 @@ type Result struct {
 // ErrChecksumPinned reports that the object's checksum is not the one asked for.
 var ErrChecksumPinned = errors.New("backup checksum differs from the expected one")
 
-// Restore downloads the backup into a temporary file beside DataDir, restores it into a
-// temporary directory there, and renames that to DataDir, so an interrupted restore
-// leaves no half-written data directory that a retry would mistake for a finished one.
+// Restore builds the member's data directory in a temporary directory beside DataDir,
+// downloading the backup straight into it, and renames it to DataDir when it is
+// complete, so an interrupted restore leaves no half-written data directory that a
+// retry would mistake for a finished one.
 func Restore(ctx context.Context, o Options) (Result, error) {
 	if o.Log == nil {
 		o.Log = zap.NewNop()
@@ -104,16 +104,32 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return Result{}, err
 	}
+	cluster, err := parseNewCluster(o.Log, o)
+	if err != nil {
+		return Result{}, fmt.Errorf("restore: %w", err)
+	}
+	tmpDir, err := os.MkdirTemp(parent, ".restoring-")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(tmpDir) // only our own temporary directory
+	out := filepath.Join(tmpDir, "data")
+	db, err := createSnapshotDB(out)
+	if err != nil {
+		return Result{}, err
+	}
 	var (
-		key, snapPath, from string
-		read                string
-		obj                 backup.Object
-		pinProven           bool // the bytes' SHA-256, as read, is o.SHA256
+		key, from string
+		read      string
+		obj       backup.Object
+		pinProven bool // the bytes' SHA-256, as read, is o.SHA256
 	)
 	if o.Member != nil {
-		var rev int64
-		var err error
-		if snapPath, rev, err = downloadMember(ctx, *o.Member, parent); err != nil {
+		rev, err := downloadMember(ctx, *o.Member, db)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
 			return Result{}, err
 		}
 		obj = memberObject(*o.Member, rev)
@@ -123,12 +139,16 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 		if o.Latest {
 			latest, err := backup.Latest(ctx, o.Store, o.Key)
 			if err != nil {
+				db.Close()
 				return Result{}, err
 			}
 			key = latest.Key
 		}
-		var err error
-		if snapPath, obj, read, err = download(ctx, o.Store, key, parent, o.SHA256); err != nil {
+		obj, read, err = download(ctx, o.Store, key, o.SHA256, db)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
 			return Result{}, err
 		}
 		pinProven = o.SHA256 != "" && strings.EqualFold(read, o.SHA256)
@@ -137,39 +157,19 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 			o.Log.Warn("backup carries no SHA-256 (not written by this operator); relying on the snapshot's own hash", zap.String("key", key))
 		}
 	}
-	defer os.Remove(snapPath)
 	// The same checks the operator ran before it created (or replaced) the cluster;
 	// run again unless these are provably the very bytes it checked. They read the
-	// whole database two or three times (etcd's integrity hash, here and in etcdutl's
-	// restore; bbolt's check and every key): about a second per 256 MiB and member in
-	// BenchmarkRestore256MiB, on the critical path of every member's start.
+	// whole database two or three times (etcd's integrity hash; bbolt's check and every
+	// key): about a second per 256 MiB and member in BenchmarkRestore256MiB, on the
+	// critical path of every member's start.
 	reused := o.PinVerified && pinProven
 	if !reused {
-		if _, err := VerifySnapshotFile(snapPath); err != nil {
+		if _, err := VerifySnapshotFile(db.Name()); err != nil {
 			return Result{}, fmt.Errorf("%s: %w", from, err)
 		}
 	}
-
-	tmpDir, err := os.MkdirTemp(parent, ".restoring-")
-	if err != nil {
-		return Result{}, err
-	}
-	defer os.RemoveAll(tmpDir) // only our own temporary directory
-	out := filepath.Join(tmpDir, "data")
-	if err := etcdutlRestore(o.Log, snapshot.RestoreConfig{
-		SnapshotPath:        snapPath,
-		Name:                o.Name,
-		OutputDataDir:       out,
-		PeerURLs:            o.PeerURLs,
-		InitialCluster:      o.InitialCluster,
-		InitialClusterToken: o.InitialClusterToken,
-		RevisionBump:        revisionBump(o),
-		MarkCompacted:       !o.KeepRevisions,
-		// etcd's integrity hash is one of the reused checks: the operator compared it
-		// with the database on these very bytes.
-		SkipHashCheck: reused,
-	}); err != nil {
-		return Result{}, fmt.Errorf("etcdutl snapshot restore of %s: %w", from, err)
+	if err := cluster.writeDataDir(o.Log, out, revisionBump(o)); err != nil {
+		return Result{}, fmt.Errorf("restore of %s: %w", from, err)
 	}
 	if err := os.Rename(out, o.DataDir); err != nil {
 		return Result{}, err
@@ -179,81 +179,63 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	return Result{Key: key, SHA256: obj.SHA256, Metadata: obj.Metadata, Read: read, ChecksReused: reused}, nil
 }
 
-// etcdutlRestore runs etcdutl's restore. etcdutl panics (through its logger) on a
-// database it cannot open, and bbolt may fault on a damaged one; both become an error
-// wrapping ErrNotRestorable, as readableStatus does for the checks. It matters where the
-// checks were reused: the restore step then ends with a clear error, not a crash.
-func etcdutlRestore(lg *zap.Logger, cfg snapshot.RestoreConfig) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %v", ErrNotRestorable, r)
-		}
-	}()
-	return snapshot.NewV3(lg).Restore(cfg)
-}
-
-// download copies the object to a temporary file in dir; the store verifies the checksum
-// as the bytes stream, so a corrupted object fails here, before etcdutl sees it. It
+// download writes the object into dst; the store verifies the checksum as the bytes
+// stream, so a corrupted object fails here, before anything reads the snapshot. It
 // returns the SHA-256 of the bytes read, as proven by reading them: for an object with
 // a stored checksum the store's verification (Store.Get fails the read at its end
 // unless the bytes hash to it), so they are not hashed twice (a second pass over every
 // member's download); for one without, hashed here. With pinned set, either must equal
-// it (ErrChecksumPinned).
-func download(ctx context.Context, s backup.Store, key, dir, pinned string) (string, backup.Object, string, error) {
+// it (ErrChecksumPinned). On error dst holds a part of the object: the caller removes it.
+func download(ctx context.Context, s backup.Store, key, pinned string, dst *os.File) (backup.Object, string, error) {
 	rc, obj, err := s.Get(ctx, key)
 	if err != nil {
-		return "", obj, "", err
+		return obj, "", err
 	}
 	defer rc.Close()
 	if pinned != "" && obj.SHA256 != "" && !strings.EqualFold(pinned, obj.SHA256) {
-		return "", obj, "", fmt.Errorf("%s/%s: %w (want %s, object has %s)", s, key, ErrChecksumPinned, pinned, obj.SHA256)
+		return obj, "", fmt.Errorf("%s/%s: %w (want %s, object has %s)", s, key, ErrChecksumPinned, pinned, obj.SHA256)
 	}
 	if obj.SHA256 != "" {
-		p, err := saveTemp(dir, rc)
-		if err != nil {
-			return "", obj, "", fmt.Errorf("download %s/%s: %w", s, key, err)
+		if err := copyInto(dst, rc); err != nil {
+			return obj, "", fmt.Errorf("download %s/%s: %w", s, key, err)
 		}
-		return p, obj, obj.SHA256, nil
+		return obj, obj.SHA256, nil
 	}
 	h := sha256.New()
-	p, err := saveTemp(dir, io.TeeReader(rc, h))
-	if err != nil {
-		return "", obj, "", fmt.Errorf("download %s/%s: %w", s, key, err)
+	if err := copyInto(dst, io.TeeReader(rc, h)); err != nil {
+		return obj, "", fmt.Errorf("download %s/%s: %w", s, key, err)
 	}
 	read := hex.EncodeToString(h.Sum(nil))
 	if pinned != "" && !strings.EqualFold(pinned, read) {
-		os.Remove(p)
-		return "", obj, "", fmt.Errorf("%s/%s: %w (want %s, read %s; the object carries no checksum and was replaced since it was verified)",
+		return obj, "", fmt.Errorf("%s/%s: %w (want %s, read %s; the object carries no checksum and was replaced since it was verified)",
 			s, key, ErrChecksumPinned, pinned, read)
 	}
-	return p, obj, read, nil
+	return obj, read, nil
 }
 
-// copyBuffer is the size of saveTemp's reads and writes: larger than io.Copy's 32 KiB
+// copyBuffer is the size of a download's reads and writes: larger than io.Copy's 32 KiB
 // (fewer system calls and hash calls), small enough to stay in the CPU's cache between
 // the read, the hash and the write. Measured on this project's 2-core machine with three
 // writers at once, as three members restoring: 1 MiB writes of 272 MiB cost each writer
 // ~0.5 s of system time, 128 KiB ones ~0.12 s.
 const copyBuffer = 128 << 10
 
-// saveTemp copies r into a new temporary file in dir and returns its path; on error
-// nothing is left behind. The file is not synced: it lives only until etcdutl has read
-// it (a crash loses it, and the retry downloads again), and what must survive is the
-// data directory etcdutl writes. Syncing it cost every member's restore ~0.4 s per
-// 256 MiB here (BenchmarkRestore256MiB).
-func saveTemp(dir string, r io.Reader) (string, error) {
-	f, err := os.CreateTemp(dir, ".snapshot-")
-	if err != nil {
-		return "", err
+// createSnapshotDB creates the file the snapshot is downloaded into: its final place
+// in the data directory being built at dataDir (see writeDataDir), so that it is never
+// copied. It is not synced after the download: the first commit of the backend that
+// prepares it (fdatasync) makes it durable before the data directory is renamed into
+// place, and a crash before that loses only a temporary directory.
+func createSnapshotDB(dataDir string) (*os.File, error) {
+	db := snapshotDB(dataDir)
+	if err := os.MkdirAll(filepath.Dir(db), 0o700); err != nil {
+		return nil, err
 	}
-	_, err = io.CopyBuffer(struct{ io.Writer }{f}, struct{ io.Reader }{r}, make([]byte, copyBuffer))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", err
-	}
-	return f.Name(), nil
+	return os.OpenFile(db, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+}
+
+// copyInto copies r into f, through a buffer of copyBuffer bytes.
+func copyInto(f *os.File, r io.Reader) error {
+	// The wrappers hide ReaderFrom and WriterTo, which would pick their own buffer size.
+	_, err := io.CopyBuffer(struct{ io.Writer }{f}, struct{ io.Reader }{r}, make([]byte, copyBuffer))
+	return err
 }

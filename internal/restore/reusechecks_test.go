@@ -94,8 +94,9 @@ func TestRestoreReusesChecksOnlyOnProof(t *testing.T) {
 
 // TestRestoreRunsChecksOnUnverifiedBytes: bytes that hash to their pin but are not a
 // restorable snapshot are refused by the restore step's own checks unless the pin is
-// said to be verified; then etcdutl's restore is what refuses them (it panics on them;
-// that is turned into an error), and still no data directory is written. (The
+// said to be verified; then writing the data directory is what refuses them (etcd's
+// backend panics on them; that is turned into an error), and still no data directory
+// is written. (The
 // operator's VerifyBackup never pins such bytes.)
 func TestRestoreRunsChecksOnUnverifiedBytes(t *testing.T) {
 	ctx := context.Background()
@@ -113,8 +114,8 @@ func TestRestoreRunsChecksOnUnverifiedBytes(t *testing.T) {
 	}
 	o = memberOpts(t, s, "garbage.db", obj.SHA256, true)
 	_, err = restore.Restore(ctx, o)
-	if !errors.Is(err, restore.ErrNotRestorable) || !strings.Contains(err.Error(), "etcdutl snapshot restore") {
-		t.Fatalf("verified pin: got %v, want etcdutl's refusal as ErrNotRestorable (the step's checks reused)", err)
+	if !errors.Is(err, restore.ErrNotRestorable) || !strings.Contains(err.Error(), "failed to open database") {
+		t.Fatalf("verified pin: got %v, want the backend's refusal as ErrNotRestorable (the step's checks reused)", err)
 	}
 	if left, _ := os.ReadDir(filepath.Dir(o.DataDir)); len(left) != 0 {
 		t.Errorf("a failed restore left %v", left)

@@ -23,7 +23,7 @@ import (
 var ErrNotRestorable = errors.New("not a restorable etcd snapshot")
 
 // snapshotHashSize is the length of the SHA-256 etcd appends to every snapshot it
-// streams. etcdutl's restore recognises it by the file's length: a bbolt database is a
+// streams. A restore recognises it by the file's length: a bbolt database is a
 // whole number of 512-byte sectors, so a snapshot is n*512 + 32 bytes long.
 const (
 	snapshotHashSize = sha256.Size
@@ -32,7 +32,7 @@ const (
 
 // VerifySnapshotFile checks a snapshot file the way a restore depends on it, without
 // changing it: etcd's own integrity hash must be present and match the database before
-// it (etcdutl's restore refuses a snapshot without one), and that database must pass
+// it (a restore refuses a snapshot without one), and that database must pass
 // bbolt's consistency check and be readable by etcdutl's snapshot status. Every failure
 // wraps ErrNotRestorable and says which check failed.
 func VerifySnapshotFile(path string) (snapshot.Status, error) {
@@ -109,12 +109,19 @@ type Verified struct {
 // backup.ErrChecksumMismatch), then VerifySnapshotFile in every case (ErrNotRestorable).
 // An object without a checksum of ours passes on the snapshot's own checks alone.
 func VerifyBackup(ctx context.Context, s backup.Store, key, dir string) (Verified, error) {
-	p, obj, read, err := download(ctx, s, key, dir, "")
+	f, err := os.CreateTemp(dir, ".snapshot-")
+	if err != nil {
+		return Verified{}, err
+	}
+	defer os.Remove(f.Name())
+	obj, read, err := download(ctx, s, key, "", f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return Verified{Object: obj}, err
 	}
-	defer os.Remove(p)
-	st, err := VerifySnapshotFile(p)
+	st, err := VerifySnapshotFile(f.Name())
 	if err != nil {
 		return Verified{Object: obj}, fmt.Errorf("%s/%s: %w", s, key, err)
 	}
