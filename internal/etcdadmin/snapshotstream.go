@@ -21,7 +21,7 @@ import (
 // (see Snapshot.Size).
 
 // snapshotHashSize is the SHA-256 etcd sends after the database, as the stream's last
-// message (etcdutl's restore checks it).
+// message (a restore checks it).
 const snapshotHashSize = 32
 
 // errSnapshotLength reports a stream that did not carry the bytes its first message

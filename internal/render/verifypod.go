@@ -18,7 +18,7 @@ import (
 // A verification pod restores one backup into a throwaway one-member etcd and checks it:
 //
 //   - init container VerifyRestoreContainer (the operator's image, `verify restore`):
-//     download or read the backup, check it as a restore does, etcdutl restore into an
+//     download or read the backup, check it as a restore does, restore it into an
 //     emptyDir, and write what the member must serve beside the data directory;
 //   - container VerifyEtcdContainer (the backup's etcd version): etcd on that data,
 //     listening on the pod's loopback only, so nothing outside the pod can reach it;

@@ -69,7 +69,7 @@ func ParseVerifyResult(msg string) (VerifyResult, error) {
 }
 
 // RestoreForVerification restores the backup as a member's restore step does (download,
-// stored checksum, etcd's integrity hash, etcdutl restore) and writes the Expectation to
+// stored checksum, etcd's integrity hash, the data directory) and writes the Expectation to
 // expectFile for the check step. A failure says which check failed, as a result whose
 // Reason is the one an EtcdRestore of that backup would report.
 func RestoreForVerification(ctx context.Context, o Options, expectFile string) VerifyResult {

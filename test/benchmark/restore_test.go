@@ -32,8 +32,9 @@ const restoreMembers = 3
 //     init container (`etcd-operator restore`), as that container runs it: download the
 //     object from a real MinIO (its stored SHA-256 verified while streaming, pinned to
 //     the checksum the EtcdRestore controller verified, so the snapshot checks that
-//     controller ran on those bytes are not run again) and etcdutl's restore into a
-//     fresh data dir;
+//     controller ran on those bytes are not run again) straight into the new data
+//     directory, and the rest of the data directory written around it (what etcdutl's
+//     restore writes, without its copy of the database);
 //   - bare: `etcdutl snapshot restore` of the same bytes, already on local disk, per member;
 //
 // then, for both, the 3 etcd processes start and the round ends when every member
