@@ -72,12 +72,34 @@ func Start(t testing.TB) *Server {
 // it (only inside a network namespace the test created: never a host interface).
 func StartOn(t testing.TB, host string) *Server {
 	t.Helper()
+	return startIn(t, host, t.TempDir())
+}
+
+// StartInMemory is Start with the server's data in memory (a directory of its own under
+// /dev/shm, removed when the test ends). It models an object store that does not share
+// this machine's disk, as a real S3 endpoint does not share a node's: benchmarks that
+// compare a path through S3 with one through the local disk would otherwise charge the
+// S3 side with this machine's disk a second time. Without /dev/shm it is Start.
+func StartInMemory(t testing.TB) *Server {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "miniotest-")
+	if err != nil {
+		t.Logf("no memory-backed directory (%v): MinIO keeps its data on disk", err)
+		return Start(t)
+	}
+	// Registered before the server's own cleanup, so it runs after the server stopped.
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return startIn(t, "127.0.0.1", dir)
+}
+
+func startIn(t testing.TB, host, dataDir string) *Server {
+	t.Helper()
 	bin := Binary(t)
 	s := &Server{
 		AccessKey: "test-" + randHex(t, 6),
 		SecretKey: randHex(t, 20),
 		Region:    "us-east-1",
-		DataDir:   t.TempDir(),
+		DataDir:   dataDir,
 		done:      make(chan struct{}),
 	}
 	// Two ports (API, console); a just-freed port could be taken again, so retry.
