@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -220,4 +222,51 @@ func v2Values(t *testing.T, data []byte) map[string]string {
 	}
 	walk(st.Root)
 	return out
+}
+
+// getCounter is a store that counts its Gets.
+type getCounter struct {
+	backup.Store
+	gets int
+}
+
+func (g *getCounter) Get(ctx context.Context, key string) (io.ReadCloser, backup.Object, error) {
+	g.gets++
+	return g.Store.Get(ctx, key)
+}
+
+// TestRestoreRefusesBadMembershipBeforeDownloading: a member name missing from the
+// initial cluster, a peer URL that is not the one listed for it, or an unparsable URL
+// fail before anything is downloaded, and leave nothing behind.
+func TestRestoreRefusesBadMembershipBeforeDownloading(t *testing.T) {
+	fs, err := backup.NewFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Put(context.Background(), "snap.db", strings.NewReader("not read"), backup.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, o := range map[string]restore.Options{
+		"name not in the initial cluster": {Name: "m9", PeerURLs: []string{"http://10.0.0.1:2380"}, InitialCluster: "m0=http://10.0.0.1:2380"},
+		"peer URL not the member's":       {Name: "m0", PeerURLs: []string{"http://10.0.0.2:2380"}, InitialCluster: "m0=http://10.0.0.1:2380"},
+		"unparsable initial cluster":      {Name: "m0", PeerURLs: []string{"http://10.0.0.1:2380"}, InitialCluster: "m0"},
+		"unparsable peer URL":             {Name: "m0", PeerURLs: []string{"10.0.0.1:2380"}, InitialCluster: "m0=http://10.0.0.1:2380"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			store := &getCounter{Store: fs}
+			o.Store, o.Key, o.InitialClusterToken = store, "snap.db", "token"
+			o.DataDir = filepath.Join(t.TempDir(), "data")
+			if _, err := restore.Restore(context.Background(), o); err == nil {
+				t.Fatal("restore succeeded")
+			} else {
+				t.Log(err)
+			}
+			if store.gets != 0 {
+				t.Errorf("the backup was downloaded %d times before the membership was refused", store.gets)
+			}
+			if left, _ := os.ReadDir(filepath.Dir(o.DataDir)); len(left) != 0 {
+				t.Errorf("a refused restore left %v", left)
+			}
+		})
+	}
 }
