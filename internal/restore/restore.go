@@ -118,45 +118,11 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	var (
-		key, from string
-		read      string
-		obj       backup.Object
-		pinProven bool // the bytes' SHA-256, as read, is o.SHA256
-	)
-	if o.Member != nil {
-		rev, err := downloadMember(ctx, *o.Member, db)
-		if cerr := db.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return Result{}, err
-		}
-		obj = memberObject(*o.Member, rev)
-		key, from = obj.Key, o.Member.String()
-	} else {
-		key = o.Key
-		if o.Latest {
-			latest, err := backup.Latest(ctx, o.Store, o.Key)
-			if err != nil {
-				db.Close()
-				return Result{}, err
-			}
-			key = latest.Key
-		}
-		obj, read, err = download(ctx, o.Store, key, o.SHA256, db)
-		if cerr := db.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return Result{}, err
-		}
-		pinProven = o.SHA256 != "" && strings.EqualFold(read, o.SHA256)
-		from = o.Store.String() + "/" + key
-		if obj.SHA256 == "" {
-			o.Log.Warn("backup carries no SHA-256 (not written by this operator); relying on the snapshot's own hash", zap.String("key", key))
-		}
+	got, err := fetch(ctx, o, db)
+	if err != nil {
+		return Result{}, err
 	}
+	pinProven := o.SHA256 != "" && strings.EqualFold(got.read, o.SHA256) // the bytes' SHA-256, as read, is o.SHA256
 	// The same checks the operator ran before it created (or replaced) the cluster;
 	// run again unless these are provably the very bytes it checked. They read the
 	// whole database two or three times (etcd's integrity hash; bbolt's check and every
@@ -165,18 +131,56 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	reused := o.PinVerified && pinProven
 	if !reused {
 		if _, err := VerifySnapshotFile(db.Name()); err != nil {
-			return Result{}, fmt.Errorf("%s: %w", from, err)
+			return Result{}, fmt.Errorf("%s: %w", got.from, err)
 		}
 	}
 	if err := cluster.writeDataDir(o.Log, out, revisionBump(o)); err != nil {
-		return Result{}, fmt.Errorf("restore of %s: %w", from, err)
+		return Result{}, fmt.Errorf("restore of %s: %w", got.from, err)
 	}
 	if err := os.Rename(out, o.DataDir); err != nil {
 		return Result{}, err
 	}
-	o.Log.Info("restored", zap.String("from", from), zap.String("sha256", obj.SHA256), zap.String("dataDir", o.DataDir),
+	o.Log.Info("restored", zap.String("from", got.from), zap.String("sha256", got.obj.SHA256), zap.String("dataDir", o.DataDir),
 		zap.Bool("snapshotChecksReused", reused))
-	return Result{Key: key, SHA256: obj.SHA256, Metadata: obj.Metadata, Read: read, ChecksReused: reused}, nil
+	return Result{Key: got.obj.Key, SHA256: got.obj.SHA256, Metadata: got.obj.Metadata, Read: got.read, ChecksReused: reused}, nil
+}
+
+// fetched is what a restore downloaded.
+type fetched struct {
+	obj  backup.Object
+	from string // the source, for messages
+	read string // the SHA-256 of the bytes as read (see download); empty for a member
+}
+
+// fetch downloads the snapshot o names (a stored backup, or a live member's snapshot)
+// into db and closes it.
+func fetch(ctx context.Context, o Options, db *os.File) (fetched, error) {
+	var got fetched
+	var err error
+	if o.Member != nil {
+		var rev int64
+		rev, err = downloadMember(ctx, *o.Member, db)
+		got.obj, got.from = memberObject(*o.Member, rev), o.Member.String()
+	} else {
+		key := o.Key
+		if o.Latest {
+			var latest backup.Object
+			if latest, err = backup.Latest(ctx, o.Store, o.Key); err == nil {
+				key = latest.Key
+			}
+		}
+		if err == nil {
+			got.obj, got.read, err = download(ctx, o.Store, key, o.SHA256, db)
+			got.obj.Key, got.from = key, o.Store.String()+"/"+key
+		}
+		if err == nil && got.obj.SHA256 == "" {
+			o.Log.Warn("backup carries no SHA-256 (not written by this operator); relying on the snapshot's own hash", zap.String("key", key))
+		}
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return got, err
 }
 
 // download writes the object into dst; the store verifies the checksum as the bytes
