@@ -2,11 +2,9 @@ package restore
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/client/pkg/v3/types"
@@ -81,13 +79,12 @@ func parseNewCluster(lg *zap.Logger, o Options) (newCluster, error) {
 // raft snapshot record the new cluster's bootstrap. etcd's storage code panics on a
 // database it cannot use, and bbolt may fault on a damaged one: both become an error
 // wrapping ErrNotRestorable.
-func (c newCluster) writeDataDir(lg *zap.Logger, dataDir string, bump uint64) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %v", ErrNotRestorable, r)
-		}
-	}()
+func (c newCluster) writeDataDir(lg *zap.Logger, dataDir string, bump uint64) error {
+	return notRestorableOnPanic("", func() error { return c.writeDataDirUnsafe(lg, dataDir, bump) })
+}
+
+// writeDataDirUnsafe is writeDataDir, panicking where etcd's storage code does.
+func (c newCluster) writeDataDirUnsafe(lg *zap.Logger, dataDir string, bump uint64) error {
 	db := snapshotDB(dataDir)
 	if err := cutIntegrityHash(db); err != nil {
 		return err
@@ -112,7 +109,7 @@ func cutIntegrityHash(db string) error {
 	if err != nil {
 		return err
 	}
-	if n := st.Size(); n%snapshotSector != snapshotHashSize {
+	if n := st.Size(); !hasIntegrityHash(n) {
 		return fmt.Errorf("%w: %d bytes has no integrity hash after the database", ErrNotRestorable, n)
 	}
 	return os.Truncate(db, st.Size()-snapshotHashSize)
@@ -178,10 +175,7 @@ func (c newCluster) writeRaftState(lg *zap.Logger, dataDir string, commit, term 
 	if err != nil {
 		return err
 	}
-	ids := c.members.MemberIDs()
-	if len(ids) == 0 {
-		return errors.New("the initial cluster has no members")
-	}
+	ids := c.members.MemberIDs() // not empty: the local member is one of them
 	voters := make([]uint64, len(ids))
 	entries := make([]*raftpb.Entry, len(ids))
 	for i, id := range ids {

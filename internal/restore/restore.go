@@ -46,9 +46,8 @@ type Options struct {
 	// PinVerified says SHA256 is a VerifyBackup's Pin: the operator ran
 	// VerifySnapshotFile on exactly the bytes with that SHA-256 before it planned the
 	// restore. The snapshot checks (etcd's integrity hash, bbolt's consistency, every
-	// key read) are then not run
-	// again here, but only on proof that the bytes downloaded are those bytes (their
-	// SHA-256, as read, equals SHA256).
+	// key read) are then not run again here, but only on proof that the bytes
+	// downloaded are those bytes (their SHA-256, as read, equals SHA256).
 	PinVerified bool
 
 	// The member: the same values etcd is then started with.

@@ -96,8 +96,7 @@ func TestRestoreReusesChecksOnlyOnProof(t *testing.T) {
 // restorable snapshot are refused by the restore step's own checks unless the pin is
 // said to be verified; then writing the data directory is what refuses them (etcd's
 // backend panics on them; that is turned into an error), and still no data directory
-// is written. (The
-// operator's VerifyBackup never pins such bytes.)
+// is written. (The operator's VerifyBackup never pins such bytes.)
 func TestRestoreRunsChecksOnUnverifiedBytes(t *testing.T) {
 	ctx := context.Background()
 	s, err := backup.NewFS(t.TempDir())

@@ -54,7 +54,7 @@ func checkIntegrityHash(path string) error {
 		return err
 	}
 	n := st.Size()
-	if n < snapshotHashSize+snapshotSector || n%snapshotSector != snapshotHashSize {
+	if !hasIntegrityHash(n) {
 		return fmt.Errorf("%w: %d bytes is not a database followed by etcd's %d-byte integrity hash (truncated, or not an etcd snapshot)",
 			ErrNotRestorable, n, snapshotHashSize)
 	}
@@ -72,24 +72,42 @@ func checkIntegrityHash(path string) error {
 	return nil
 }
 
+// hasIntegrityHash says whether a snapshot of n bytes can be a database followed by
+// etcd's integrity hash.
+func hasIntegrityHash(n int64) bool {
+	return n >= snapshotSector+snapshotHashSize && n%snapshotSector == snapshotHashSize
+}
+
+// notRestorableOnPanic runs f and turns a panic or a memory fault on this goroutine into
+// an error wrapping ErrNotRestorable, its message starting with what. A damaged or
+// crafted database can make bbolt panic or fault, and etcd's storage code panics
+// (through its logger) on a database it cannot open, where callers need an error.
+func notRestorableOnPanic(what string, f func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s%v", ErrNotRestorable, what, r)
+		}
+	}()
+	return f()
+}
+
 // readableStatus opens the database read-only with etcdutl's snapshot status, which runs
 // bbolt's consistency check and reads every key. Only a database whose integrity hash
 // matched gets here, so damage is either etcd's own or crafted; a crafted database can
 // make bbolt panic or fault instead of returning an error, which is turned into an error
 // here where it happens on this goroutine (bbolt runs its page check on a goroutine of
 // its own, which recovers panics itself).
-func readableStatus(path string) (st snapshot.Status, err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: the database cannot be read: %v", ErrNotRestorable, r)
+func readableStatus(path string) (snapshot.Status, error) {
+	var st snapshot.Status
+	err := notRestorableOnPanic("the database cannot be read: ", func() error {
+		var err error
+		if st, err = snapshot.NewV3(zap.NewNop()).Status(path); err != nil {
+			return fmt.Errorf("%w: %w", ErrNotRestorable, err)
 		}
-	}()
-	st, err = snapshot.NewV3(zap.NewNop()).Status(path)
-	if err != nil {
-		return st, fmt.Errorf("%w: %w", ErrNotRestorable, err)
-	}
-	return st, nil
+		return nil
+	})
+	return st, err
 }
 
 // Verified describes a backup that passed VerifyBackup.
