@@ -13,6 +13,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -26,6 +27,7 @@ import (
 	etcdv1 "github.com/etcd-operator/etcd-operator/api/v1"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/hack/catalog/olmimage"
+	"github.com/etcd-operator/etcd-operator/hack/runbundle/olmrun"
 	"github.com/etcd-operator/etcd-operator/internal/ociimage"
 	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 	"github.com/etcd-operator/etcd-operator/test/bench"
@@ -77,6 +79,7 @@ func TestOLMCatalogInstallAndUpgrade(t *testing.T) {
 
 	s := framework.NewScheme()
 	utilruntime.Must(etcdv1.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
 	b := bench.NewForTest(t, bench.Options{Scheme: s, OLM: true, Log: t.Logf})
 	c := b.Client()
 	ctx := context.Background()
@@ -128,8 +131,7 @@ spec:
   startingCSV: `+olmCSV010+`
   installPlanApproval: Manual
 `)
-	approveInstallPlan(t, c, olmCSV010)
-	waitCSVSucceeded(t, c, olmCSV010)
+	approveAndWaitCSV(t, c, olmCSV010)
 	t.Logf("olm: %s Succeeded %v after the Subscription", olmCSV010, time.Since(t0).Round(time.Millisecond))
 	wantOperatorImage(t, c, olmOperatorsNS, realOperator010)
 
@@ -145,8 +147,7 @@ spec:
 	}
 
 	t0 = time.Now()
-	approveInstallPlan(t, c, olmCSV020)
-	waitCSVSucceeded(t, c, olmCSV020)
+	approveAndWaitCSV(t, c, olmCSV020)
 	t.Logf("olm: upgraded to %s in %v after approval", olmCSV020, time.Since(t0).Round(time.Millisecond))
 	wantOperatorImage(t, c, olmOperatorsNS, images.DefaultOperatorImage)
 	waitCSVGone(t, c, olmCSV010)
@@ -331,56 +332,15 @@ func createYAML(t *testing.T, c client.Client, doc string) {
 	}
 }
 
-// approveInstallPlan waits for the InstallPlan in olmOperatorsNS that installs csv and
-// approves it, as `kubectl patch installplan ... approved=true` does.
-func approveInstallPlan(t *testing.T, c client.Client, csv string) {
+// approveAndWaitCSV approves the InstallPlan the Subscription references for csv and
+// waits for the CSV to succeed, as a user following the README would (the loop `make
+// run-bundle` uses: it follows the Subscription's reference, so a plan OLM regenerates
+// after the first approval is approved too).
+func approveAndWaitCSV(t *testing.T, c client.Client, csv string) {
 	t.Helper()
-	ctx := context.Background()
-	framework.Eventually(t, olmWait, "an InstallPlan for "+csv, func() error {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v1alpha1", Kind: "InstallPlanList"})
-		if err := c.List(ctx, list, client.InNamespace(olmOperatorsNS)); err != nil {
-			return err
-		}
-		var names []string
-		for i := range list.Items {
-			ip := &list.Items[i]
-			csvs, _, _ := unstructured.NestedStringSlice(ip.Object, "spec", "clusterServiceVersionNames")
-			names = append(names, fmt.Sprintf("%s%v", ip.GetName(), csvs))
-			if !slices.Contains(csvs, csv) {
-				continue
-			}
-			if approved, _, _ := unstructured.NestedBool(ip.Object, "spec", "approved"); approved {
-				return nil
-			}
-			if err := unstructured.SetNestedField(ip.Object, true, "spec", "approved"); err != nil {
-				return err
-			}
-			if err := c.Update(ctx, ip); err != nil {
-				return err
-			}
-			t.Logf("olm: approved InstallPlan %s for %v", ip.GetName(), csvs)
-			return nil
-		}
-		return fmt.Errorf("InstallPlans: %v", names)
-	})
-}
-
-// waitCSVSucceeded waits for csv's phase Succeeded in olmOperatorsNS.
-func waitCSVSucceeded(t *testing.T, c client.Client, csv string) {
-	t.Helper()
-	framework.Eventually(t, olmWait, csv+" Succeeded", func() error {
-		u := olmObject("ClusterServiceVersion", "v1alpha1", olmOperatorsNS, csv)
-		if err := c.Get(context.Background(), client.ObjectKeyFromObject(u), u); err != nil {
-			return err
-		}
-		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
-		if phase != "Succeeded" {
-			msg, _, _ := unstructured.NestedString(u.Object, "status", "message")
-			return fmt.Errorf("phase %q: %s", phase, msg)
-		}
-		return nil
-	})
+	if err := olmrun.ApproveAndWait(context.Background(), c, olmOperatorsNS, olmPackage, csv, olmWait, t.Logf); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitCSVGone waits until OLM has removed the replaced CSV (after the new one succeeded).

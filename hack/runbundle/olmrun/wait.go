@@ -16,43 +16,46 @@ import (
 // pollInterval is how often OLM's objects are read while waiting.
 const pollInterval = time.Second
 
-// approveAndWait approves the Subscription's InstallPlan for csv (only that plan: one
-// naming other CSVs is left alone) and waits until the CSV has Succeeded. On failure or
-// timeout the error carries what OLM last said: the Subscription's conditions, the
-// InstallPlan's phase and the CSV's phase, reason and message.
+// approveAndWait is ApproveAndWait with o's client, namespace, timeout and log.
 func approveAndWait(ctx context.Context, o Options, pkg, csv string) error {
-	c := o.Client
+	return ApproveAndWait(ctx, o.Client, o.Namespace, pkg, csv, o.Timeout, o.Logf)
+}
+
+// ApproveAndWait approves the InstallPlan the package's Subscription references for csv
+// (only such a plan: one naming other CSVs is left alone) and waits until the CSV has
+// Succeeded, as a user following `kubectl get subscription` would. The reference is
+// re-read on every poll: OLM may replace a plan after it was approved (a conflict while
+// it ensures the plan makes it generate a new one, which waits for approval again), so
+// approving once and then only waiting can wait forever. On failure or timeout the error
+// carries what OLM last said: the Subscription's conditions, the InstallPlan's phase and
+// the CSV's phase, reason and message. c's scheme must know OLM's v1alpha1 types.
+func ApproveAndWait(ctx context.Context, c client.Client, ns, pkg, csv string, timeout time.Duration, logf func(string, ...any)) error {
 	var last string
-	approved := false
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, o.Timeout, true, func(ctx context.Context) (bool, error) {
-		sub, err := findSubscription(ctx, c, o.Namespace, pkg)
+	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		sub, err := findSubscription(ctx, c, ns, pkg)
 		if err != nil || sub == nil {
 			last = fmt.Sprintf("Subscription to %s: %v", pkg, err)
 			return false, nil
 		}
 		last = "Subscription: " + subscriptionState(sub)
-		if !approved && sub.Status.InstallPlanRef != nil {
+		if ref := sub.Status.InstallPlanRef; ref != nil {
 			ip := &v1alpha1.InstallPlan{}
-			key := client.ObjectKey{Namespace: sub.Status.InstallPlanRef.Namespace, Name: sub.Status.InstallPlanRef.Name}
-			if err := c.Get(ctx, key, ip); err != nil {
-				last += fmt.Sprintf("; InstallPlan %s: %v", key.Name, err)
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, ip); err != nil {
+				last += fmt.Sprintf("; InstallPlan %s: %v", ref.Name, err)
 				return false, nil
 			}
 			last += fmt.Sprintf("; InstallPlan %s %s for %v", ip.Name, ip.Status.Phase, ip.Spec.ClusterServiceVersionNames)
-			if slices.Contains(ip.Spec.ClusterServiceVersionNames, csv) {
-				if !ip.Spec.Approved {
-					ip.Spec.Approved = true
-					if err := c.Update(ctx, ip); err != nil {
-						last += fmt.Sprintf(" (approve: %v)", err)
-						return false, nil
-					}
-					o.Logf("InstallPlan %s/%s for %s approved", ip.Namespace, ip.Name, csv)
+			if slices.Contains(ip.Spec.ClusterServiceVersionNames, csv) && !ip.Spec.Approved {
+				ip.Spec.Approved = true
+				if err := c.Update(ctx, ip); err != nil {
+					last += fmt.Sprintf(" (approve: %v)", err)
+					return false, nil
 				}
-				approved = true
+				logf("InstallPlan %s/%s for %s approved", ip.Namespace, ip.Name, csv)
 			}
 		}
 		got := &v1alpha1.ClusterServiceVersion{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: csv}, got); apierrors.IsNotFound(err) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: csv}, got); apierrors.IsNotFound(err) {
 			return false, nil
 		} else if err != nil {
 			last += fmt.Sprintf("; CSV %s: %v", csv, err)
@@ -64,7 +67,7 @@ func approveAndWait(ctx context.Context, o Options, pkg, csv string) error {
 		}
 		switch got.Status.Phase {
 		case v1alpha1.CSVPhaseSucceeded:
-			o.Logf("CSV %s/%s Succeeded", o.Namespace, csv)
+			logf("CSV %s/%s Succeeded", ns, csv)
 			return true, nil
 		case v1alpha1.CSVPhaseFailed:
 			// OLM retries some failures itself (a webhook not yet reachable); only an
