@@ -125,7 +125,9 @@ type BackupPolicy struct {
 // EtcdBackupStatus reports the last backup.
 type EtcdBackupStatus struct {
 	// Succeeded is true when the last backup succeeded. Always serialised, as CoreOS did.
+	// Defaulted to false, so every read shows it.
 	// +optional
+	// +kubebuilder:default=false
 	Succeeded bool `json:"succeeded"`
 	// Reason explains a failed backup. Its JSON name is capitalised, as in CoreOS's operator.
 	// +optional
@@ -208,6 +210,9 @@ type EtcdBackup struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec   EtcdBackupSpec   `json:"spec"`
+	// Status reports the last backup. Always present in this version, with succeeded, as CoreOS
+	// wrote it (defaulted: a read shows it before the first status write too).
+	// +kubebuilder:default={}
 	Status EtcdBackupStatus `json:"status,omitempty"`
 }
 

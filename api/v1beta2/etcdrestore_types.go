@@ -50,7 +50,9 @@ type RestoreSource struct {
 type EtcdRestoreStatus struct {
 	// Succeeded is true once the new cluster was created from the backup. Always
 	// serialised, as CoreOS did.
+	// Defaulted to false, so every read shows it.
 	// +optional
+	// +kubebuilder:default=false
 	Succeeded bool `json:"succeeded"`
 	// Reason explains a failure.
 	// +optional
@@ -78,6 +80,9 @@ type EtcdRestore struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	Spec   EtcdRestoreSpec   `json:"spec"`
+	// Status reports the restore. Always present in this version, with succeeded, as CoreOS
+	// wrote it (defaulted: a read shows it before the first status write too).
+	// +kubebuilder:default={}
 	Status EtcdRestoreStatus `json:"status,omitempty"`
 }
 

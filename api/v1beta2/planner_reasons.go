@@ -61,6 +61,13 @@ const (
 	// ReasonMembersUnknown: no etcd endpoint answered its member list; waiting (also the
 	// Available condition's reason then).
 	ReasonMembersUnknown = "MembersUnknown"
+	// ReasonNothingToRepair: Recovering is False: no member is being repaired or waited on.
+	ReasonNothingToRepair = "NothingToRepair"
+	// ReasonAtSize: Scaling is False: the voting members are spec.size and no learner is
+	// in flight.
+	ReasonAtSize = "AtSize"
+	// ReasonUpToDate: Upgrading is False: every member runs spec.version.
+	ReasonUpToDate = "UpToDate"
 	// ReasonNoEndpoint: no endpoint has answered and no pod has been ready for the quorum
 	// loss grace; no survivor can be named.
 	ReasonNoEndpoint = "NoEndpoint"

@@ -176,6 +176,11 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, req ctrl.Request) (ctr
 	if reason, msg := checkSchedule(&eb); reason != "" {
 		return ctrl.Result{}, r.fail(ctx, &eb, reason, msg)
 	}
+	if _, err := compressionOf(&eb); err != nil {
+		// Checked for every path before any work, so no path drops a value it cannot
+		// honour (the PVC pod would have stored the snapshot uncompressed).
+		return ctrl.Result{}, r.fail(ctx, &eb, etcdv1beta2.ReasonBackupInvalidSpec, err.Error())
+	}
 
 	now := r.Now()
 	interval := policyOf(&eb).Interval()
@@ -658,7 +663,7 @@ func (r *Reconciler) backupPod(eb *etcdv1beta2.EtcdBackup, target *backupTarget)
 			args = append(args, "--max-age="+age.String())
 		}
 	}
-	if c, err := compressionOf(eb); err == nil && c != backup.CompressionNone {
+	if c, _ := compressionOf(eb); c != backup.CompressionNone { // checked before the pod
 		args = append(args, "--compression="+string(c))
 	}
 	mounts := []corev1.VolumeMount{{Name: "backup", MountPath: backupMountPath}}

@@ -314,3 +314,21 @@ func TestForeignPodDoesNotStopBackupsForGood(t *testing.T) {
 		t.Error("a foreign pod holding the name: no requeue, so the backup is not tried again once it is gone")
 	}
 }
+
+// A compression value the backup cannot honour is refused on the PVC path as on the S3
+// path, naming the annotation, before any pod is made; it was silently dropped (the
+// pod stored the snapshot uncompressed).
+func TestUnknownCompressionRefusedOnThePVCPath(t *testing.T) {
+	eb := pvcBackup("zstd", 0)
+	eb.Annotations = map[string]string{etcdv1beta2.BackupCompressionAnnotation: "zstd"}
+	h := newHarness(t, eb, mainCluster("zstd")...)
+	h.reconcile()
+	if p := h.pod(); p != nil {
+		t.Fatalf("backup pod %s created with args %q; want the spec refused", p.Name, p.Spec.Containers[0].Args)
+	}
+	c, got := h.condition(), h.backup().Status
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != etcdv1beta2.ReasonBackupInvalidSpec ||
+		!strings.Contains(c.Message, etcdv1beta2.BackupCompressionAnnotation) || got.Succeeded || got.Reason != c.Message {
+		t.Errorf("condition %+v, status %+v; want InvalidSpec naming the annotation", c, got)
+	}
+}

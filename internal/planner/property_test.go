@@ -801,6 +801,13 @@ func TestPlanProperties(t *testing.T) {
 		if len(s.Conditions) != 4 || s.Phase == "" {
 			t.Fatalf("bad summary %+v", s)
 		}
+		// Every condition says why, True or False: a reason-less condition shows as
+		// null to kubectl and to scripts.
+		for _, c := range s.Conditions {
+			if c.Reason == "" || c.Message == "" {
+				t.Fatalf("condition %s (status %v) has reason %q, message %q; want both for %s / %v", c.Type, c.Status, c.Reason, c.Message, dump(o), a)
+			}
+		}
 	}
 	for k := Wait; k <= FinishMaintenance; k++ {
 		if k == FinishRecovery {

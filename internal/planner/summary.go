@@ -123,7 +123,9 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		avail.Message = fmt.Sprintf("%d of %d voting members reachable", v.reachableVoters, len(v.voters))
 	}
 
-	rec := Condition{Type: ConditionRecovering}
+	// The False states carry a reason and message too: a condition without one shows as
+	// null to kubectl and to scripts written for CoreOS's operator.
+	rec := Condition{Type: ConditionRecovering, Reason: v1beta2.ReasonNothingToRepair, Message: "no member is being repaired"}
 	switch a.Kind {
 	case ReplaceMember, ForceNewCluster, FinishRecovery, AbortRecovery, QuorumLost,
 		RestoreFromBackup, FinishBackupRestore, AbortBackupRestore:
@@ -137,9 +139,10 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		}
 	}
 
-	scale := Condition{Type: ConditionScaling}
+	scale := Condition{Type: ConditionScaling, Reason: v1beta2.ReasonMembersUnknown, Message: "no etcd endpoint answered"}
 	if known {
 		learners := len(v.members) - len(v.voters)
+		scale.Reason, scale.Message = v1beta2.ReasonAtSize, fmt.Sprintf("%d of %d voting members", len(v.voters), d.Size)
 		switch {
 		case len(v.voters) < d.Size || learners > 0 && len(v.voters) <= d.Size:
 			scale.Status, scale.Reason = true, v1beta2.ReasonScalingUp
@@ -152,8 +155,9 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		scale.Status, scale.Reason, scale.Message = true, v1beta2.ReasonBootstrapping, a.Message
 	}
 
-	up := Condition{Type: ConditionUpgrading}
+	up := Condition{Type: ConditionUpgrading, Reason: v1beta2.ReasonMembersUnknown, Message: "no etcd endpoint answered"}
 	if known {
+		up.Reason, up.Message = v1beta2.ReasonUpToDate, "every member runs "+s.TargetVersion
 		if err := CheckUpgrade(d, o); err != nil {
 			up.Reason, up.Message = v1beta2.ReasonUpgradeRefused, err.Error()
 		} else if tv, err := ParseVersion(d.Version); err == nil {
