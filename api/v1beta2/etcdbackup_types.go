@@ -209,7 +209,7 @@ type EtcdBackup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   EtcdBackupSpec   `json:"spec"`
+	Spec EtcdBackupSpec `json:"spec"`
 	// Status reports the last backup. Always present in this version, with succeeded, as CoreOS
 	// wrote it (defaulted: a read shows it before the first status write too).
 	// +kubebuilder:default={}

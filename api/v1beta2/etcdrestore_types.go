@@ -79,7 +79,7 @@ type EtcdRestore struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   EtcdRestoreSpec   `json:"spec"`
+	Spec EtcdRestoreSpec `json:"spec"`
 	// Status reports the restore. Always present in this version, with succeeded, as CoreOS
 	// wrote it (defaulted: a read shows it before the first status write too).
 	// +kubebuilder:default={}
