@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -337,6 +338,18 @@ func TestBackupToS3(t *testing.T) {
 			}
 			if strings.Contains(eb.Status.Reason, "wrong-secret-value") || strings.Contains(eb.Status.Reason, b.minio.SecretKey) {
 				t.Errorf("%s: status reveals a secret: %q", c.name, eb.Status.Reason)
+			}
+			// As a CoreOS script reads it: the raw v1beta2 object carries
+			// succeeded: false and the Reason (a typed read would default the field).
+			raw := &unstructured.Unstructured{}
+			raw.SetGroupVersionKind(etcdv1beta2.GroupVersion.WithKind("EtcdBackup"))
+			if err := b.C.Get(ctx, client.ObjectKeyFromObject(eb), raw); err != nil {
+				t.Fatalf("%s: read as v1beta2: %v", c.name, err)
+			}
+			succeeded, found, _ := unstructured.NestedBool(raw.Object, "status", "succeeded")
+			reason, _, _ := unstructured.NestedString(raw.Object, "status", "Reason")
+			if !found || succeeded || reason != eb.Status.Reason {
+				t.Errorf("%s: v1beta2 status.succeeded %v (present %v), Reason %q; want false, present, %q", c.name, succeeded, found, reason, eb.Status.Reason)
 			}
 		}
 		if objs, _ := b.store.List(ctx, "bk/x.db"); len(objs) != 0 {
