@@ -55,7 +55,8 @@ build: ## Build the operator and the bench command into bin/.
 #   integration  processes from `make tools`: envtest's kube-apiserver, etcd, MinIO, CoreDNS,
 #                opm; runtest and test/bench also enter private namespaces (root).
 #   e2e          the local bench: real nodes, the operator running against them.
-# Benchmarks measure (ratios, no pass/fail) and run only with make benchmark.
+# Benchmarks measure (ratios, no pass/fail) and run only with make benchmark (the bench's
+# long ones need more than go test's default 10-minute timeout; backupcrypt's is pure Go).
 TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/runbundle/... ./internal/ociimage \
                     ./internal/test/poll \
                     ./internal/planner/... ./internal/render ./internal/test/testenv ./internal/operatorimage \
@@ -94,7 +95,8 @@ test-tiers: ## Fail unless every package with tests is in exactly one tier.
 
 .PHONY: benchmark
 benchmark: tools ## Benchmarks on the local bench (ratios against a baseline measured in the same run).
-	go test -run '^$$' -bench . -benchtime 1x $(BENCHMARKS)
+	go test -run '^$$' -bench . -benchtime 1x -timeout 120m $(BENCHMARKS)
+	go test -run '^$$' -bench . ./internal/backupcrypt
 
 ##@ Images
 

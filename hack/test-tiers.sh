@@ -18,6 +18,14 @@ while (($#)); do
   # shellcheck disable=SC2086 # the patterns are words
   pkgs=$(go list $patterns)
   listed+=$(sed "s|\$| $tier|" <<<"$pkgs")$'\n'
+  if [[ $tier == benchmark ]]; then
+    # make benchmark runs -run '^$': a Test in a benchmark package would never run.
+    # shellcheck disable=SC2086
+    stray=$(go list -f '{{.Dir}}' $patterns | while read -r d; do
+      grep -HnE '^func Test[A-Za-z0-9_]*\(' "$d"/*_test.go 2>/dev/null | grep -v '^[^:]*:[0-9]*:func TestMain(' || true
+    done)
+    [[ -z $stray ]] || { printf 'tests in a benchmark package never run (move them to a tier):\n%s\n' "$stray" >&2; exit 1; }
+  fi
 done
 
 with_tests=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | sed '/^$/d' | sort)
