@@ -163,9 +163,9 @@ func TestBackupToS3(t *testing.T) {
 			t.Errorf("snapshot holds revision %d and %d keys; status says revision %d, %d keys were written", rev, total, eb.Status.EtcdRevision, keys)
 		}
 		// A one-shot backup is taken once.
-		objs, _ := b.store.List(ctx, "bk/oneshot")
-		if len(objs) != 1 {
-			t.Errorf("one-shot objects: %v", objs)
+		objs, err := b.store.List(ctx, "bk/oneshot")
+		if err != nil || len(objs) != 1 {
+			t.Errorf("one-shot objects: %v (list: %v)", objs, err)
 		}
 		// The operator's metrics say so too (its manager runs in this process and
 		// registers on controller-runtime's registry).
@@ -292,8 +292,8 @@ func TestBackupToS3(t *testing.T) {
 		if len(before) != 2 || fmt.Sprint(before) != fmt.Sprint(after) {
 			t.Errorf("backups changed after the CR was deleted: %v -> %v", before, after)
 		}
-		if objs, _ := b.store.List(ctx, "bk/oneshot"); len(objs) != 1 {
-			t.Errorf("one-shot backup touched by retention: %v", objs)
+		if objs, err := b.store.List(ctx, "bk/oneshot"); err != nil || len(objs) != 1 {
+			t.Errorf("one-shot backup touched by retention: %v (list: %v)", objs, err)
 		}
 	})
 
@@ -352,8 +352,8 @@ func TestBackupToS3(t *testing.T) {
 				t.Errorf("%s: v1beta2 status.succeeded %v (present %v), Reason %q; want false, present, %q", c.name, succeeded, found, reason, eb.Status.Reason)
 			}
 		}
-		if objs, _ := b.store.List(ctx, "bk/x.db"); len(objs) != 0 {
-			t.Errorf("failed backups stored %v", objs)
+		if objs, err := b.store.List(ctx, "bk/x.db"); err != nil || len(objs) != 0 {
+			t.Errorf("failed backups stored %v (list: %v)", objs, err)
 		}
 		// The operator is still working: a good backup after the bad ones succeeds, this
 		// one naming its cluster by reference.

@@ -387,7 +387,10 @@ func TestNodeDown(t *testing.T) {
 	}
 
 	// The node comes back: the evicted pod finishes terminating and nothing else changes.
-	before, _ := e.Members(name)
+	before, err := e.Members(name)
+	if err != nil || len(before) == 0 {
+		t.Fatalf("members before the node came back: %v (%v)", before, err)
+	}
 	if err := e.Bench.Faults().NodeUp(node); err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +401,10 @@ func TestNodeDown(t *testing.T) {
 		return nil
 	})
 	e.WaitAvailable(name, 3, 60*time.Second)
-	after, _ := e.Members(name)
+	after, err := e.Members(name)
+	if err != nil {
+		t.Fatalf("members after the node came back: %v", err)
+	}
 	if !maps.Equal(framework.MemberIDs(before), framework.MemberIDs(after)) {
 		t.Errorf("membership changed when the node came back: %v → %v", framework.MemberIDs(before), framework.MemberIDs(after))
 	}

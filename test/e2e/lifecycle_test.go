@@ -118,7 +118,10 @@ func TestLifecycle(t *testing.T) {
 		// Scale while paused: nothing may change.
 		e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 4 })
 		pods := e.MemberPods(name)
-		ms, _ := e.Members(name)
+		ms, err := e.Members(name)
+		if err != nil || len(ms) == 0 {
+			t.Fatalf("members of the paused cluster: %v (%v)", ms, err)
+		}
 		deadline := time.Now().Add(8 * time.Second)
 		for time.Now().Before(deadline) {
 			if n := len(e.MemberPods(name)); n != len(pods) {
@@ -126,8 +129,8 @@ func TestLifecycle(t *testing.T) {
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
-		if now, _ := e.Members(name); len(now) != len(ms) {
-			t.Fatalf("paused cluster's membership changed: %d → %d", len(ms), len(now))
+		if now, err := e.Members(name); err != nil || len(now) != len(ms) {
+			t.Fatalf("paused cluster's membership changed: %d → %d (%v)", len(ms), len(now), err)
 		}
 		e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Paused = false; c.Spec.Size = 3 })
 		e.WaitAvailable(name, 3, 60*time.Second)

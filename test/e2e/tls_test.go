@@ -202,8 +202,8 @@ func TestTLS(t *testing.T) {
 			t.Errorf("backup without a client certificate: status %+v", st)
 		}
 		t.Logf("backup without a client certificate failed: %s", st.Reason)
-		if objs, _ := b.store.List(ctx, "tls/nocert"); len(objs) != 0 {
-			t.Errorf("backup without a client certificate stored %v", objs)
+		if objs, err := b.store.List(ctx, "tls/nocert"); err != nil || len(objs) != 0 {
+			t.Errorf("backup without a client certificate stored %v (list: %v)", objs, err)
 		}
 	})
 }
