@@ -278,8 +278,19 @@ func checkTLSPort(t *testing.T, what, addr string, withCert, noCert *tls.Config,
 	}
 }
 
-// refusedPut expects a put through ep with cfg to fail within a few seconds.
+// refusedPut expects a put through ep with cfg to be refused by the server: ep must
+// accept a TCP connection (so a name that does not resolve or a port nobody listens on
+// is not taken for a refusal), and the put must then fail within a few seconds.
 func refusedPut(ep string, cfg *tls.Config) error {
+	u, err := url.Parse(ep)
+	if err != nil {
+		return err
+	}
+	conn, err := net.DialTimeout("tcp", u.Host, 4*time.Second)
+	if err != nil {
+		return fmt.Errorf("%s does not accept connections, so nothing was refused: %w", ep, err)
+	}
+	conn.Close()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, TLS: cfg, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return nil // refused at dial: fine
