@@ -285,17 +285,14 @@ func buildOLMTestImages(t *testing.T, root string) map[string]v1.Image {
 	out[realCatalogImage] = catalog
 
 	// The 0.1.0 operator is built from the commit that released it. A shallow clone has
-	// no such commit: then this checkout's operator stands in for it, and the upgrade
-	// tests OLM's mechanics and the data, not the old operator's code.
+	// no such commit; standing this checkout's operator in for it would test an upgrade
+	// from HEAD to HEAD, so the test does not run there (and fails under CI, whose
+	// .ci/run fetches the history).
 	commit, err := images.ReleasedCommit(root, "0.1.0")
 	var bin string
 	switch {
 	case errors.Is(err, images.ErrShallow):
-		t.Logf("olm: %v; this checkout's operator stands in for 0.1.0", err)
-		commit = "HEAD (shallow clone)"
-		if bin, err = images.BuildOperator(root, t.TempDir()); err != nil {
-			t.Fatalf("build the operator: %v", err)
-		}
+		testenv.Missing(t, "olm: %v", err)
 	case err != nil:
 		t.Fatalf("the 0.1.0 operator's source: %v", err)
 	default:
