@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -226,8 +227,16 @@ func TestInstallStrategyMatchesConfig(t *testing.T) {
 	if err := yaml.UnmarshalStrict(readFile(t, filepath.Join(root, "config/rbac/leader_election_role.yaml")), &le); err != nil {
 		t.Fatal(err)
 	}
-	if len(spec.Permissions) != 1 || spec.Permissions[0].ServiceAccountName != sa || !reflect.DeepEqual(spec.Permissions[0].Rules, le.Rules) {
-		t.Errorf("permissions %+v: want the leader election rules for %s", spec.Permissions, sa)
+	// The install namespace's permissions: leader election and the manager's own Role
+	// (the restore-pin key Secret; without it pins and markers are never trusted).
+	want := append(slices.Clone(le.Rules), configNamespacedRoleRules(t)...)
+	if len(spec.Permissions) != 1 || spec.Permissions[0].ServiceAccountName != sa || !reflect.DeepEqual(spec.Permissions[0].Rules, want) {
+		t.Errorf("permissions %+v: want the leader election rules and config/rbac/role.yaml's Role for %s", spec.Permissions, sa)
+	}
+	if !slices.ContainsFunc(want, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.Resources, "secrets") && slices.Contains(r.Verbs, "create")
+	}) {
+		t.Error("no namespaced rule lets the operator create its restore-pin key Secret")
 	}
 
 	var manager *corev1.Container

@@ -29,6 +29,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -267,11 +268,14 @@ func writeFile(p string, data []byte) error {
 
 // inputs are the parsed config/ files.
 type inputs struct {
-	template       *v1alpha1.ClusterServiceVersion
-	icon           []byte
-	crds           []crdFile
-	deployment     *appsv1.Deployment
-	clusterRole    *rbacv1.ClusterRole
+	template    *v1alpha1.ClusterServiceVersion
+	icon        []byte
+	crds        []crdFile
+	deployment  *appsv1.Deployment
+	clusterRole *rbacv1.ClusterRole
+	// namespacedRole is the manager's Role in its own namespace (controller-gen's
+	// namespace= markers: the restore-pin key Secret).
+	namespacedRole *rbacv1.Role
 	leaderElection *rbacv1.Role
 	namePrefix     string
 	samples        []map[string]any
@@ -316,6 +320,10 @@ func readInputs(root string) (*inputs, error) {
 	}
 	in.clusterRole = &rbacv1.ClusterRole{}
 	if err := decodeOnly(raw, in.clusterRole, "ClusterRole"); err != nil {
+		return nil, fmt.Errorf("%s: %w", ClusterRolePath, err)
+	}
+	in.namespacedRole = &rbacv1.Role{}
+	if err := decodeOnly(raw, in.namespacedRole, "Role"); err != nil {
 		return nil, fmt.Errorf("%s: %w", ClusterRolePath, err)
 	}
 	if raw, err = read(LeaderElectionPath); err != nil {
@@ -452,8 +460,11 @@ func buildCSV(o Options, in *inputs) (*v1alpha1.ClusterServiceVersion, error) {
 			ClusterPermissions: []v1alpha1.StrategyDeploymentPermissions{{
 				ServiceAccountName: sa, Rules: clusterRules,
 			}},
+			// OLM grants these in the install namespace, where the operator runs: leader
+			// election, and the manager's own Role (without it the restore-pin key cannot
+			// be read or made, and pins and markers are never trusted under OLM).
 			Permissions: []v1alpha1.StrategyDeploymentPermissions{{
-				ServiceAccountName: sa, Rules: in.leaderElection.Rules,
+				ServiceAccountName: sa, Rules: append(slices.Clone(in.leaderElection.Rules), in.namespacedRole.Rules...),
 			}},
 		},
 	}
