@@ -709,6 +709,46 @@ func TestQuorumLossFailedSafe(t *testing.T) {
 	if c := e.Cluster(name); c.Status.Phase != etcdv1beta2.ClusterPhaseFailed {
 		t.Errorf("phase %s after the quorum loss, want Failed", c.Status.Phase)
 	}
+	// Nothing acknowledged before the loss is gone from the survivor (read without a
+	// quorum: serializable, from the survivor alone).
+	acked := load.AckedKeys()
+	if len(acked) == 0 {
+		t.Fatal("the load acknowledged nothing before the fault")
+	}
+	got, err := serializableKeys(survivorEP, framework.DefaultLoadPrefix)
+	if err != nil {
+		t.Fatalf("survivor's keys: %v", err)
+	}
+	lost := 0
+	for k, v := range acked {
+		if got[k] != v {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d acknowledged writes missing or different on the survivor", lost, len(acked))
+	}
+}
+
+// serializableKeys reads every key under prefix from the one member at ep, without
+// a quorum.
+func serializableKeys(ep, prefix string) (map[string]string, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithSerializable())
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(r.Kvs))
+	for _, kv := range r.Kvs {
+		out[string(kv.Key)] = string(kv.Value)
+	}
+	return out, nil
 }
 
 // TestOperatorKilledBetweenReplaceSteps deletes a member pod and stops the operator

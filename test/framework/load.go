@@ -22,6 +22,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
+// DefaultLoadPrefix is where a load writes unless LoadOptions.Prefix says otherwise.
+const DefaultLoadPrefix = "load/"
+
 // LoadOptions configure a write load.
 type LoadOptions struct {
 	// Rate is the number of puts started per second (default 50).
@@ -91,7 +94,7 @@ func StartLoad(opts LoadOptions) (*Load, error) {
 		opts.Rate = 50
 	}
 	if opts.Prefix == "" {
-		opts.Prefix = "load/"
+		opts.Prefix = DefaultLoadPrefix
 	}
 	if opts.EndpointRefresh <= 0 {
 		opts.EndpointRefresh = time.Second
