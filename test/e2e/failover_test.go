@@ -644,6 +644,12 @@ func TestQuorumLossFailedSafe(t *testing.T) {
 	survivor := names[0]
 	survivorPod := pods[survivor]
 	survivorEP := "http://" + net.JoinHostPort(survivorPod.Status.PodIP, strconv.Itoa(etcdv1beta2.EtcdClientPort))
+	// The survivor has applied every acknowledged write before the fault (a follower may
+	// lag by a heartbeat), so that what it holds afterwards can be checked exactly.
+	acked := load.AckedKeys()
+	e.Eventually(30*time.Second, "the survivor holds every acknowledged write", func() error {
+		return holdsAll(survivorEP, acked)
+	})
 	var downed []string
 	for _, n := range names[1:] {
 		node := pods[n].Spec.NodeName
@@ -711,23 +717,30 @@ func TestQuorumLossFailedSafe(t *testing.T) {
 	}
 	// Nothing acknowledged before the loss is gone from the survivor (read without a
 	// quorum: serializable, from the survivor alone).
-	acked := load.AckedKeys()
 	if len(acked) == 0 {
 		t.Fatal("the load acknowledged nothing before the fault")
 	}
-	got, err := serializableKeys(survivorEP, framework.DefaultLoadPrefix)
-	if err != nil {
-		t.Fatalf("survivor's keys: %v", err)
+	if err := holdsAll(survivorEP, acked); err != nil {
+		t.Errorf("after the quorum loss: %v", err)
 	}
-	lost := 0
-	for k, v := range acked {
+}
+
+// holdsAll says whether the member at ep holds every key of want with its value.
+func holdsAll(ep string, want map[string]string) error {
+	got, err := serializableKeys(ep, framework.DefaultLoadPrefix)
+	if err != nil {
+		return err
+	}
+	missing := 0
+	for k, v := range want {
 		if got[k] != v {
-			lost++
+			missing++
 		}
 	}
-	if lost > 0 {
-		t.Errorf("%d of %d acknowledged writes missing or different on the survivor", lost, len(acked))
+	if missing > 0 {
+		return fmt.Errorf("%d of %d acknowledged writes missing or different on %s", missing, len(want), ep)
 	}
+	return nil
 }
 
 // serializableKeys reads every key under prefix from the one member at ep, without
