@@ -81,6 +81,10 @@ func TestTakeoverOfCoreOSClusters(t *testing.T) {
 			waitAdopted(t, e, tc, st)
 			waitMovedToOurShape(t, e, tc, st)
 			checkMoveKeptRedundancy(t, tc, monitors[tc.name].finish())
+			// Writes go on after the move, not only before it.
+			if err := st.load.WaitAcked(20, time.Minute); err != nil {
+				t.Errorf("%s after the move: %v", tc.name, err)
+			}
 			res, err := st.load.Verify(context.Background())
 			t.Logf("load on %s: %v", tc.name, res)
 			if err != nil {
