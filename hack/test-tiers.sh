@@ -28,6 +28,10 @@ while (($#)); do
   fi
 done
 
+# A test file that says it never ran is a claim nobody checked: run it or delete it.
+never=$(git ls-files -z '*_test.go' | xargs -0 grep -lE '^// *NEVER RUN' 2>/dev/null || true)
+[[ -z $never ]] || { printf 'test files whose header says they never ran:\n%s\n' "$never" >&2; exit 1; }
+
 with_tests=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | sed '/^$/d' | sort)
 twice=$(sed '/^$/d' <<<"$listed" | sort | awk '{tiers[$1] = tiers[$1] " " $2; n[$1]++} END {for (p in n) if (n[p] > 1) print p ":" tiers[p]}')
 untiered=$(comm -23 <(echo "$with_tests") <(sed '/^$/d; s/ .*//' <<<"$listed" | sort -u))
