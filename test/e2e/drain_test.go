@@ -83,6 +83,7 @@ func TestNodeDrain(t *testing.T) {
 
 	// Every member counts: a healthy member's eviction is refused, on the drained node
 	// or elsewhere, while the operator moves the one on the drained node.
+	tried := ""
 	for n, p := range e.MemberPods("drain3") {
 		if n == movedFirst || p.DeletionTimestamp != nil || !podIsReady(p) {
 			continue
@@ -91,7 +92,12 @@ func TestNodeDrain(t *testing.T) {
 		if !apierrors.IsTooManyRequests(err) {
 			t.Fatalf("evicting a member (%s) of drain3 during the drain: %v, want 429 Too Many Requests", n, err)
 		}
+		tried = n
 		break
+	}
+	if tried == "" {
+		// With three members and one being moved, two are Ready elsewhere.
+		t.Fatalf("no healthy member of drain3 to try an eviction on: %v", e.MemberPods("drain3"))
 	}
 
 	drained.wait(t, 10*time.Minute)
