@@ -179,11 +179,15 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		return
 	}
 	if a.Kind == DeletePod && a.KeepClaim {
-		// Only a finished pod of a started voter with a claim, named like it.
+		// Only a finished pod of a started voter with a claim, named like it; without a
+		// member list, of a recorded member with a claim.
 		p := podNamed(a.Name)
 		m := byID[a.ID]
-		if p == nil || p.Deleting || (p.Phase != PodFailed && p.Phase != PodSucceeded) || m == nil || m.IsLearner ||
-			m.Name != a.Name || !slices.Contains(o.Claims, a.Name) {
+		isVoter := m != nil && !m.IsLearner && m.Name == a.Name
+		if !membersKnown {
+			isVoter = a.ID == 0 && slices.Contains(o.KnownMembers, a.Name)
+		}
+		if p == nil || p.Deleting || (p.Phase != PodFailed && p.Phase != PodSucceeded) || !isVoter || !slices.Contains(o.Claims, a.Name) {
 			fail("deletes a pod for recreation that is not a finished pod of a voter with a claim")
 		}
 		return
