@@ -51,6 +51,9 @@ func (r *Reconciler) observeClaims(ctx context.Context, c *etcdv1beta2.EtcdClust
 	for i := range claims.Items {
 		if pvc := &claims.Items[i]; pvc.DeletionTimestamp == nil && metav1IsControlledBy(pvc, c) {
 			obs.Claims = append(obs.Claims, pvc.Name)
+			if pvc.Spec.VolumeName == "" && pvc.Status.Phase == corev1.ClaimPending {
+				obs.UnboundClaims = append(obs.UnboundClaims, pvc.Name) // never bound: no data
+			}
 		}
 	}
 	return nil
