@@ -54,7 +54,11 @@ func (r *Reconciler) deletePod(ctx context.Context, c *etcdv1beta2.EtcdCluster, 
 	} else if err := r.deleteMember(ctx, c, o, a.Name); err != nil {
 		return err
 	}
-	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonPodDeleted, "deleted pod %s: %s", a.Name, a.Message)
+	reason := etcdv1beta2.EventReasonPodDeleted
+	if a.Reason == etcdv1beta2.ReasonCorrectingBootstrap {
+		reason = etcdv1beta2.EventReasonBootstrapPodCorrected
+	}
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, reason, "deleted pod %s: %s", a.Name, a.Message)
 	return nil
 }
 
@@ -120,8 +124,29 @@ func (r *Reconciler) createMembersFrom(ctx context.Context, c *etcdv1beta2.EtcdC
 			}
 			if err := r.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+			} else if err != nil && isPVC(obj) {
+				if err := r.claimNotGoing(ctx, obj); err != nil {
+					return err
+				}
 			}
 		}
+	}
+	return nil
+}
+
+// claimNotGoing fails while the existing claim of obj's name is being deleted: a pod
+// created on it would never start (the claim stays until no pod uses it), so the pod
+// waits for the claim to go and be created again.
+func (r *Reconciler) claimNotGoing(ctx context.Context, obj client.Object) error {
+	var cur corev1.PersistentVolumeClaim
+	if err := r.freshReader().Get(ctx, client.ObjectKeyFromObject(obj), &cur); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("claim %s went while it was created; trying again", obj.GetName())
+		}
+		return fmt.Errorf("get claim %s: %w", obj.GetName(), err)
+	}
+	if cur.DeletionTimestamp != nil {
+		return fmt.Errorf("claim %s is being deleted; its pod is created once it is gone", obj.GetName())
 	}
 	return nil
 }

@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -174,4 +177,27 @@ func TestSetMemberImageLeavesAlone(t *testing.T) {
 		t.Errorf("changed a pod the cluster does not control: image %s, %d patches", img, patches)
 	}
 	f.warned(t, "not controlled by")
+}
+
+// A member's pod is never created on a claim of its name that is being deleted: the pod
+// could never start (the claim stays while a pod uses it), so creating it waits for the
+// claim to go (a bootstrap that never formed recreates a never-bound claim that way).
+func TestCreateMembersWaitsForAClaimBeingDeleted(t *testing.T) {
+	going := memberClaim("c-a", "uid-c")
+	now := metav1.Now()
+	going.DeletionTimestamp, going.Finalizers = &now, []string{"kubernetes.io/pvc-protection"}
+	f := newProofFixtureWith(t, interceptor.Funcs{}, func(c *etcdv1beta2.EtcdCluster) {
+		c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		}}
+	}, going)
+	err := f.r.createMembers(context.Background(), f.cluster, []render.Member{{Name: "c-a", InitialClusterState: render.StateExisting, InitialCluster: "c-a=http://c-a.c.ns.svc:2380", Version: "3.7.3"}})
+	if err == nil || !strings.Contains(err.Error(), "being deleted") {
+		t.Errorf("err = %v, want the claim being deleted named", err)
+	}
+	var pod corev1.Pod
+	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "c-a"}, &pod); !apierrors.IsNotFound(err) {
+		t.Errorf("a pod was created on a claim being deleted (get: %v)", err)
+	}
 }

@@ -48,9 +48,11 @@ func TestPodDrift(t *testing.T) {
 		}, planner.Drift{Fields: []string{"TLS.static.member.peerSecret", "TLS.static.member.serverSecret"}, TLS: true}},
 		{"cluster domain: held", func(c *etcdv1beta2.EtcdCluster) { c.Spec.Pod.ClusterDomain = "example.org" },
 			planner.Drift{Held: []string{"pod.ClusterDomain"}}},
-		{"claim spec: not rolled out", func(c *etcdv1beta2.EtcdCluster) {
+		{"claim spec: not rolled out (only a bootstrap that never formed takes it up)", func(c *etcdv1beta2.EtcdCluster) {
 			c.Spec.Pod.PersistentVolumeClaimSpec = &corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}
-		}, planner.Drift{}},
+		}, planner.Drift{Claim: true}},
+		{"node selector: a new pod", func(c *etcdv1beta2.EtcdCluster) { c.Spec.Pod.NodeSelector = map[string]string{"zone": "a"} },
+			planner.Drift{Fields: []string{"pod.nodeSelector"}, NewPod: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := createdPod(t, created(), "drift-a")
@@ -58,7 +60,7 @@ func TestPodDrift(t *testing.T) {
 			tc.now(now)
 			got := podDrift(now, "", p)
 			if !slices.Equal(got.Fields, tc.want.Fields) || got.NewPod != tc.want.NewPod || got.Metadata != tc.want.Metadata ||
-				!slices.Equal(got.Held, tc.want.Held) || got.TLS != tc.want.TLS {
+				!slices.Equal(got.Held, tc.want.Held) || got.TLS != tc.want.TLS || got.Claim != tc.want.Claim {
 				t.Errorf("drift %+v, want %+v", got, tc.want)
 			}
 		})

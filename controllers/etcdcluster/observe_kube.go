@@ -35,9 +35,11 @@ func ownPods(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) map[string]*corev1.P
 	return own
 }
 
-// observeClaims sets the claims the cluster controls and the members status last named,
-// for a cluster whose members keep their data on claims.
+// observeClaims sets the members status last named (kept there while no member answers,
+// see planner.Summarize) and, for a cluster whose members keep their data on claims, the
+// claims the cluster controls.
 func (r *Reconciler) observeClaims(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs *planner.Observed) error {
+	obs.KnownMembers = append(append([]string(nil), c.Status.Members.Ready...), c.Status.Members.Unready...)
 	if c.Spec.Pod == nil || c.Spec.Pod.PersistentVolumeClaimSpec == nil {
 		return nil
 	}
@@ -49,9 +51,11 @@ func (r *Reconciler) observeClaims(ctx context.Context, c *etcdv1beta2.EtcdClust
 	for i := range claims.Items {
 		if pvc := &claims.Items[i]; pvc.DeletionTimestamp == nil && metav1IsControlledBy(pvc, c) {
 			obs.Claims = append(obs.Claims, pvc.Name)
+			if pvc.Spec.VolumeName == "" && pvc.Status.Phase == corev1.ClaimPending {
+				obs.UnboundClaims = append(obs.UnboundClaims, pvc.Name) // never bound: no data
+			}
 		}
 	}
-	obs.KnownMembers = append(append([]string(nil), c.Status.Members.Ready...), c.Status.Members.Unready...)
 	return nil
 }
 

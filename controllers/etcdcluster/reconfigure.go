@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,7 +59,19 @@ func podDrift(c *etcdv1beta2.EtcdCluster, domain string, p *corev1.Pod) planner.
 		}
 		d.Fields = append(d.Fields, f)
 	}
+	d.Claim = claimSpecChanged(c, domain, p)
 	return d
+}
+
+// claimSpecChanged: the pod's claim was created from another claim spec than the
+// current one, its storage request included (planner.Drift.Claim; only a bootstrap that
+// never formed acts on it). A pod without a fingerprint is judged by inspection.
+func claimSpecChanged(c *etcdv1beta2.EtcdCluster, domain string, p *corev1.Pod) bool {
+	var recorded map[string]string
+	if raw, ok := p.Annotations[AnnotationSpecFingerprint]; ok && json.Unmarshal([]byte(raw), &recorded) == nil {
+		return specFingerprint(c, domain)[fieldClaimSpec] != recorded[fieldClaimSpec]
+	}
+	return slices.Contains(staleByInspection(c, p), fieldClaimSpec)
 }
 
 // rolledOut reports whether a stale field is one a rollout brings to running members.

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -17,7 +18,9 @@ import (
 //   - pods exist → Bootstrap again (the controller creates the recorded members whose
 //     pods are missing), else Wait for the cluster to form. Nothing is deleted during
 //     bootstrap: pods without a member are normal then. A bootstrap that never forms
-//     follows a corrected spec: the etcd image of a pod whose etcd is not running is set
+//     follows a corrected spec: a pod lacking a field only a new pod takes up, whose etcd
+//     never ran, is deleted and created again from the spec (DeletePod, then Bootstrap;
+//     planBootstrapRecreate); the etcd image of a pod whose etcd is not running is set
 //     to the spec's in place (FixPodImage), one pod at a time; an etcd that ran only
 //     within the allowed version skew.
 //
@@ -50,6 +53,12 @@ func planBootstrap(d Desired, o Observed) Action {
 	}
 	if len(recorded) == 0 {
 		return wait(v1beta2.ReasonBootstrapUnknown, "member pods exist but no initial cluster is recorded; waiting for the cluster to form (nothing is deleted during bootstrap)", requeueWait)
+	}
+	// Pods that lack the corrected spec go first, before any missing pod is created:
+	// once a pod of the corrected spec runs etcd, the others can no longer be told from
+	// pods that ran.
+	if a, ok := planBootstrapRecreate(o); ok {
+		return a
 	}
 	var missing []string
 	for _, n := range recorded {
@@ -94,6 +103,55 @@ func planBootstrapImages(d Desired, o Observed, ver Version) (Action, bool) {
 			Message: fmt.Sprintf("the cluster never formed; setting pod %s's etcd image from %s to %s as the spec now says", p.Name, p.Image, d.Image)}, true
 	}
 	return Action{}, false
+}
+
+// planBootstrapRecreate lets any other corrected field reach a bootstrap that never
+// formed (an unsatisfiable nodeSelector, a mistyped TLS Secret name, a claim spec no
+// volume can be provisioned for): a pod that lacks a field of the spec only a new pod
+// takes up (Drift: NewPod, TLS, Held, Claim) and whose etcd never ran is deleted, one per
+// plan, and completing the bootstrap creates it again from the spec, under the same name
+// and initial cluster. Its claim goes with it only if the claim spec changed and the
+// claim was never bound: a claim bound to a volume is kept. Nothing is deleted once any
+// pod lacking the spec has run etcd: it may have written data, and the corrected pods
+// would then join a cluster on another configuration.
+func planBootstrapRecreate(o Observed) (Action, bool) {
+	var stale []*Pod
+	for i := range o.Pods {
+		p := &o.Pods[i]
+		if !bootstrapDrift(p.Drift) {
+			continue
+		}
+		if p.EtcdRunning || !p.EtcdNeverRan {
+			return Action{}, false
+		}
+		if !p.Deleting {
+			stale = append(stale, p)
+		}
+	}
+	if len(stale) == 0 {
+		return Action{}, false
+	}
+	sort.Slice(stale, func(i, j int) bool { return stale[i].Name < stale[j].Name })
+	p := stale[0]
+	fields := append(append([]string(nil), p.Drift.Fields...), p.Drift.Held...)
+	claim := p.Drift.Claim && slices.Contains(o.UnboundClaims, p.Name)
+	note := ""
+	switch {
+	case claim:
+		fields = append(fields, "pod.persistentVolumeClaimSpec")
+		note = " and its claim, which was never bound,"
+	case p.Drift.Claim:
+		fields = append(fields, "pod.persistentVolumeClaimSpec")
+		note = " (its claim is bound to a volume and is kept as it is)"
+	}
+	return Action{Kind: DeletePod, Name: p.Name, KeepClaim: !claim, Reason: v1beta2.ReasonCorrectingBootstrap,
+		Message: fmt.Sprintf("the cluster never formed and etcd never ran in pod %s, which lacks the spec's %s; deleting it%s to create it again from the corrected spec",
+			p.Name, strings.Join(fields, ", "), note)}, true
+}
+
+// bootstrapDrift: the pod lacks a field of the spec that only a new pod takes up.
+func bootstrapDrift(d Drift) bool {
+	return d.NewPod || d.TLS || d.Claim || len(d.Held) > 0
 }
 
 // formedOnce reports what the pods prove whatever status says: a pod annotated with a

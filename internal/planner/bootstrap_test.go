@@ -92,3 +92,110 @@ func checkBootstrapNames(n int) func(t *testing.T, a Action) {
 		}
 	}
 }
+
+// pendingBootstrap is a 3-member bootstrap whose pods were created from a spec they
+// cannot run on (an unsatisfiable nodeSelector, a mistyped TLS Secret): etcd never ran,
+// and the spec has since been corrected (drift).
+func pendingBootstrap(drift Drift) func() Observed {
+	return func() Observed {
+		o := Observed{Now: t0, BootstrapMembers: []string{"c-a", "c-b", "c-c"}}
+		for _, n := range o.BootstrapMembers {
+			o.Pods = append(o.Pods, Pod{Name: n, Phase: PodPending, Version: v37, EtcdNeverRan: true, Drift: drift,
+				CreatedAt: t0.Add(-10 * time.Minute), UnhealthySince: t0.Add(-10 * time.Minute)})
+			o.Claims = append(o.Claims, n)
+		}
+		return o
+	}
+}
+
+var (
+	nodeSelectorFixed = Drift{Fields: []string{"pod.nodeSelector"}, NewPod: true}
+	secretFixed       = Drift{Fields: []string{"TLS.static.member.peerSecret"}, TLS: true}
+	claimSpecFixed    = Drift{Claim: true}
+)
+
+func TestPlanNeverFormedFollowsAnySpecFix(t *testing.T) {
+	keepClaim := func(keep bool) func(t *testing.T, a Action) {
+		return func(t *testing.T, a Action) {
+			if a.KeepClaim != keep {
+				t.Errorf("KeepClaim = %v, want %v", a.KeepClaim, keep)
+			}
+		}
+	}
+	runCases(t, []tcase{
+		{"nodeSelector corrected: the first pod is deleted, its claim kept", size(3), pendingBootstrap(nodeSelectorFixed),
+			want{kind: DeletePod, name: "c-a", reason: "CorrectingBootstrap", check: func(t *testing.T, a Action) {
+				keepClaim(true)(t, a)
+				wantMessage("pod.nodeSelector")(t, a)
+			}}},
+		{"TLS Secret name corrected: likewise", size(3), pendingBootstrap(secretFixed),
+			want{kind: DeletePod, name: "c-a", reason: "CorrectingBootstrap", check: wantMessage("peerSecret")}},
+		{"cluster domain corrected (held on a running cluster): likewise", size(3), pendingBootstrap(Drift{Held: []string{"pod.ClusterDomain"}}),
+			want{kind: DeletePod, name: "c-a", reason: "CorrectingBootstrap"}},
+		{"claim spec corrected, claim never bound: the pod and its claim", size(3), func() Observed {
+			o := pendingBootstrap(claimSpecFixed)()
+			o.UnboundClaims = o.Claims
+			return o
+		}, want{kind: DeletePod, name: "c-a", reason: "CorrectingBootstrap", check: keepClaim(false)}},
+		{"claim spec corrected, claim bound: the pod only", size(3), pendingBootstrap(claimSpecFixed),
+			want{kind: DeletePod, name: "c-a", reason: "CorrectingBootstrap", check: func(t *testing.T, a Action) {
+				keepClaim(true)(t, a)
+				wantMessage("kept")(t, a)
+			}}},
+		{"first pod being deleted: the next, before any missing pod is created", size(3), func() Observed {
+			o := pendingBootstrap(nodeSelectorFixed)()
+			pod(&o, "c-a").Deleting = true
+			return o
+		}, want{kind: DeletePod, name: "c-b"}},
+		{"first pod gone, the others lack the spec: they go before it is created", size(3), func() Observed {
+			o := pendingBootstrap(nodeSelectorFixed)()
+			dropPod(&o, "c-a")
+			return o
+		}, want{kind: DeletePod, name: "c-b"}},
+		{"every pod gone or going: the bootstrap is completed from the spec, same names", size(3), func() Observed {
+			o := pendingBootstrap(nodeSelectorFixed)()
+			dropPod(&o, "c-a")
+			dropPod(&o, "c-b")
+			pod(&o, "c-c").Deleting = true
+			return o
+		}, want{kind: Bootstrap, reason: "CompletingBootstrap", check: func(t *testing.T, a Action) {
+			if got := names(a.Members); got != "c-a,c-b,c-c" {
+				t.Errorf("members %s (the initial cluster must not change)", got)
+			}
+		}}},
+		{"pods recreated from the spec run etcd: nothing more to do", size(3), func() Observed {
+			o := pendingBootstrap(Drift{})()
+			for i := range o.Pods {
+				o.Pods[i].EtcdRunning, o.Pods[i].EtcdNeverRan = true, false
+			}
+			return o
+		}, want{kind: Wait, reason: "WaitingForClusterToForm"}},
+		{"labels only (patched once formed): not recreated", size(3), pendingBootstrap(Drift{Fields: []string{"pod.labels"}, Metadata: true}),
+			want{kind: Wait, reason: "WaitingForClusterToForm"}},
+		{"a pod lacking the spec ran etcd: nothing is deleted", size(3), func() Observed {
+			o := pendingBootstrap(nodeSelectorFixed)()
+			pod(&o, "c-b").EtcdNeverRan = false
+			return o
+		}, want{kind: Wait, reason: "WaitingForClusterToForm"}},
+		{"a pod lacking the spec runs etcd: nothing is deleted", size(3), func() Observed {
+			o := pendingBootstrap(nodeSelectorFixed)()
+			pod(&o, "c-c").EtcdRunning, pod(&o, "c-c").EtcdNeverRan = true, false
+			return o
+		}, want{kind: Wait, reason: "WaitingForClusterToForm"}},
+		{"never once the cluster was bootstrapped", size(3), func() Observed {
+			o := pendingBootstrap(nodeSelectorFixed)()
+			o.Bootstrapped = true
+			return o
+		}, want{kind: QuorumLost, reason: "NoEndpoint"}},
+		{"never when a pod proves the cluster formed", size(3), func() Observed {
+			o := pendingBootstrap(nodeSelectorFixed)()
+			pod(&o, "c-b").MemberID = 7
+			return o
+		}, want{kind: QuorumLost, reason: "NoEndpoint"}},
+		{"never pods the recorded bootstrap does not cover", size(3), func() Observed {
+			o := pendingBootstrap(nodeSelectorFixed)()
+			o.BootstrapMembers = nil
+			return o
+		}, want{kind: Wait, reason: "BootstrapUnknown"}},
+	})
+}

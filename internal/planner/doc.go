@@ -40,10 +40,17 @@
 // Rules 4 to 6 apply when no endpoint answered MemberList:
 //
 //  4. Never formed → Bootstrap all Size members at once, complete an
-//     interrupted bootstrap, or correct the image of a bootstrap that never
-//     formed; nothing is deleted (bootstrap.go).
+//     interrupted bootstrap, or make a bootstrap that never formed follow a
+//     corrected spec: a pod lacking a field only a new pod takes up, whose etcd
+//     never ran, is deleted (with its claim only if never bound and its spec
+//     changed) and created again; a pod's image is corrected in place. Nothing
+//     else is deleted (bootstrap.go).
 //  5. Pods back on their data: a member whose pod is missing while its data
-//     claim exists gets its pod back, same name and ID. With a member list it
+//     claim exists gets its pod back, same name and ID; a Failed or Succeeded
+//     pod of such a member is deleted first (not its claim). Without a member
+//     list the members are those status recorded (kept while none answers),
+//     every one of them gets its pod back, and while their pods are only being
+//     deleted (nodes down) → Wait, never a loss. With a member list it
 //     runs first too, before the quorum rules: it changes no membership and
 //     may bring quorum back (recreate.go).
 //  6. Formed, no member answers → QuorumLost when no pod exists, else Wait

@@ -152,6 +152,26 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		}
 		return
 	}
+	if a.Kind == DeletePod && a.Reason == "CorrectingBootstrap" {
+		// Only a pod of a bootstrap that never formed, lacking the spec, whose etcd never
+		// ran, while no pod lacking the spec has run etcd; its claim only if never bound.
+		p := podNamed(a.Name)
+		if o.Bootstrapped || membersKnown || p == nil || p.Deleting || !bootstrapDrift(p.Drift) {
+			fail("recreates a pod outside a bootstrap that never formed, or one that does not lack the spec")
+		}
+		for _, q := range o.Pods {
+			if q.MemberID != 0 {
+				fail("recreates a bootstrap pod although pod %s belongs to a formed cluster", q.Name)
+			}
+			if bootstrapDrift(q.Drift) && (q.EtcdRunning || !q.EtcdNeverRan) {
+				fail("recreates a bootstrap pod although etcd ran in pod %s, which lacks the spec", q.Name)
+			}
+		}
+		if !a.KeepClaim && (!p.Drift.Claim || !slices.Contains(o.UnboundClaims, a.Name)) {
+			fail("deletes a claim that may hold data, or whose spec did not change")
+		}
+		return
+	}
 	if a.Kind == DeletePod && a.KeepClaim && a.Reason == "Reconfiguring" && tv.tlsEnabling() > 0 {
 		p := podNamed(a.Name)
 		m := byID[a.ID]
@@ -179,11 +199,15 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		return
 	}
 	if a.Kind == DeletePod && a.KeepClaim {
-		// Only a finished pod of a started voter with a claim, named like it.
+		// Only a finished pod of a started voter with a claim, named like it; without a
+		// member list, of a recorded member with a claim.
 		p := podNamed(a.Name)
 		m := byID[a.ID]
-		if p == nil || p.Deleting || (p.Phase != PodFailed && p.Phase != PodSucceeded) || m == nil || m.IsLearner ||
-			m.Name != a.Name || !slices.Contains(o.Claims, a.Name) {
+		isVoter := m != nil && !m.IsLearner && m.Name == a.Name
+		if !membersKnown {
+			isVoter = a.ID == 0 && slices.Contains(o.KnownMembers, a.Name)
+		}
+		if p == nil || p.Deleting || (p.Phase != PodFailed && p.Phase != PodSucceeded) || !isVoter || !slices.Contains(o.Claims, a.Name) {
 			fail("deletes a pod for recreation that is not a finished pod of a voter with a claim")
 		}
 		return
@@ -547,7 +571,12 @@ func randomState(r *rand.Rand) (Desired, Observed) {
 			for _, n := range o.BootstrapMembers[:1+r.Intn(3)] {
 				o.Pods = append(o.Pods, Pod{Name: n, Phase: pick(r, PodPending, PodRunning), CreatedAt: randomAgo(r, o.Now),
 					Image: pick(r, "etcd:v3.7.3", "etcd:v3.6.99", ""), Version: pick(r, v37, "3.6.99", v36, "3.5.21"),
-					EtcdRunning: r.Intn(3) == 0, EtcdNeverRan: r.Intn(2) == 0, MemberID: pick(r, 0, 0, 0, uint64(7))})
+					EtcdRunning: r.Intn(3) == 0, EtcdNeverRan: r.Intn(2) == 0, MemberID: pick(r, 0, 0, 0, uint64(7)),
+					// some created from a spec since corrected (bootstrap.go recreates them)
+					Drift: pick(r, Drift{}, Drift{}, Drift{Fields: []string{"pod.nodeSelector"}, NewPod: true}, Drift{Claim: true}, Drift{TLS: true})})
+				if r.Intn(2) == 0 {
+					o.UnboundClaims = append(o.UnboundClaims, n)
+				}
 			}
 		}
 	}
@@ -593,6 +622,12 @@ func randomState(r *rand.Rand) (Desired, Observed) {
 			}
 			if r.Intn(10) == 0 {
 				o.Pods[i].Drift.Held = []string{"pod.ClusterDomain"}
+			}
+			if r.Intn(8) == 0 {
+				o.Pods[i].Drift.Claim = true
+			}
+			if r.Intn(4) == 0 {
+				o.UnboundClaims = append(o.UnboundClaims, o.Pods[i].Name) // never bound
 			}
 			if r.Intn(6) == 0 {
 				// On other TLS Secrets: a rotation, a refused one, or a scheme change.

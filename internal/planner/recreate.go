@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
@@ -20,13 +21,23 @@ import (
 // replaced only after ReplaceUnhealthyAfter, not ReplaceGoneAfter (see view.grace):
 // normally its pod disappears first and this rule brings it back.
 
-// planRecreateKnown is rule 5 without a member list: the recorded members with a
-// claim and no pod get their pods back, one per plan, so that a cluster whose pods all
-// went (a drain, an eviction wave) restarts on its data.
+// planRecreateKnown is rule 5 without a member list: the recorded members with a claim
+// get their pods back, so that a cluster whose pods all went (a drain, an eviction wave,
+// every node off) restarts on its data, all members together, as the same cluster.
+//   - no pod → CreatePod, one per plan (the next plan creates the next);
+//   - a Failed or Succeeded pod (evicted, or a node that came back after a restart) →
+//     DeletePod with KeepClaim: it never runs again, and its name must be free;
+//   - every pod left is such a member's and being deleted (a node that is down holds its
+//     evicted pods until it returns) → Wait: the members restart on their claims once
+//     the pods are gone; nothing is lost, so nothing is reported lost.
+//
+// A claim counts only as the recorded member's: its name is a member name that status
+// recorded (KnownMembers, kept while no member answers) and the cluster controls it
+// (Observed.Claims). A claim of any other name is never started on.
 func planRecreateKnown(d Desired, o Observed) (Action, bool) {
-	pods := map[string]bool{}
+	pods := map[string]*Pod{}
 	for i := range o.Pods {
-		pods[o.Pods[i].Name] = true
+		pods[o.Pods[i].Name] = &o.Pods[i]
 	}
 	claims := map[string]bool{}
 	for _, c := range o.Claims {
@@ -38,13 +49,35 @@ func planRecreateKnown(d Desired, o Observed) (Action, bool) {
 	if err != nil {
 		return Action{}, false
 	}
+	onClaim := map[string]bool{}
+	var terminating []string
 	for _, n := range known {
-		if claims[n] && !pods[n] {
+		if !claims[n] || onClaim[n] {
+			continue
+		}
+		onClaim[n] = true
+		p := pods[n]
+		switch {
+		case p == nil:
 			return Action{Kind: CreatePod, Name: n, Version: ver.String(), Reason: v1beta2.ReasonRecreatingPod,
 				Message: fmt.Sprintf("no member answers; member %s has no pod but its claim holds its data; recreating the pod", n)}, true
+		case p.Deleting:
+			terminating = append(terminating, n)
+		case p.Phase == PodFailed || p.Phase == PodSucceeded:
+			return Action{Kind: DeletePod, Name: n, KeepClaim: true, Reason: v1beta2.ReasonRecreatingPod,
+				Message: fmt.Sprintf("no member answers; pod %s of member %s is %s and will not run again; deleting it (not its claim) to recreate it", n, n, p.Phase)}, true
 		}
 	}
-	return Action{}, false
+	if len(terminating) == 0 {
+		return Action{}, false
+	}
+	for i := range o.Pods {
+		if !onClaim[o.Pods[i].Name] || !o.Pods[i].Deleting {
+			return Action{}, false // another pod may yet answer: rule 6 decides
+		}
+	}
+	return wait(v1beta2.ReasonRecreatingPod, fmt.Sprintf("no member answers; pods %s are being deleted (a node that is down keeps its pods until it returns); their members restart on their claims once they are gone",
+		strings.Join(terminating, ", ")), requeueWait), true
 }
 
 // planRecreate gives a started voter whose pod is missing (not merely failing) its pod

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -88,4 +89,135 @@ func TestPlanRecreatePodOnClaim(t *testing.T) {
 			return o
 		}, want{kind: QuorumLost, reason: "AllMembersLost"}},
 	})
+}
+
+// noMemberAnswers is a cluster of n members on claims none of which answers.
+func noMemberAnswers(n int) Observed {
+	o := cluster(n)
+	withClaims(&o, 1, 2, 3)
+	o.Claims = o.Claims[:n]
+	o.KnownMembers = o.KnownMembers[:n]
+	o.Members, o.MembersKnown, o.LeaderID = nil, false, 0
+	for i := range o.Pods {
+		o.Pods[i].Ready, o.Pods[i].UnhealthySince = false, t0.Add(-time.Hour)
+	}
+	return o
+}
+
+func TestPlanRecreateWithoutMemberList(t *testing.T) {
+	runCases(t, []tcase{
+		{"evicted (Failed) pod of a recorded member with a claim: delete the pod only", size(1), func() Observed {
+			o := noMemberAnswers(1)
+			o.Pods[0].Phase = PodFailed
+			return o
+		}, want{kind: DeletePod, reason: "RecreatingPod", name: mname(1), check: func(t *testing.T, a Action) {
+			if !a.KeepClaim {
+				t.Error("the claim must be kept")
+			}
+		}}},
+		{"every pod being deleted on a node that is down, claims: wait for them, never lost", size(3), func() Observed {
+			o := noMemberAnswers(3)
+			for i := range o.Pods {
+				o.Pods[i].Deleting, o.Pods[i].NodeNotReady = true, true
+			}
+			return o
+		}, want{kind: Wait, reason: "RecreatingPod", check: wantMessage("restart on their claims")}},
+		{"one pod gone, two being deleted: the gone one first", size(3), func() Observed {
+			o := noMemberAnswers(3)
+			dropPod(&o, mname(2))
+			pod(&o, mname(1)).Deleting = true
+			pod(&o, mname(3)).Deleting = true
+			return o
+		}, want{kind: CreatePod, reason: "RecreatingPod", name: mname(2)}},
+		{"a pod being deleted beside a pod that may yet answer: rule 6 decides", size(3), func() Observed {
+			o := noMemberAnswers(3)
+			pod(&o, mname(1)).Deleting = true
+			return o
+		}, want{kind: QuorumLost, reason: "NoEndpoint"}},
+		{"a pod being deleted, its claim not a recorded member's: rule 6 decides", size(1), func() Observed {
+			o := noMemberAnswers(1)
+			o.KnownMembers = nil
+			o.Pods[0].Deleting = true
+			return o
+		}, want{kind: QuorumLost, reason: "NoEndpoint"}},
+		{"a Failed pod whose claim is not a recorded member's: not deleted", size(1), func() Observed {
+			o := noMemberAnswers(1)
+			o.KnownMembers = []string{"c-other"}
+			o.Pods[0].Phase = PodFailed
+			return o
+		}, want{kind: QuorumLost, reason: "NoEndpoint"}},
+		{"all pods gone, claims, restore allowed with a backup: pods back on the claims, nothing restored", restoreAllowed(3), func() Observed {
+			o := noMemberAnswers(3)
+			o.Pods = nil
+			o.Backup = &BackupCandidate{Backup: "b", Path: "bucket/k", Revision: 42}
+			o.AllLostSince = t0.Add(-time.Hour)
+			return o
+		}, want{kind: CreatePod, reason: "RecreatingPod", name: mname(1)}},
+	})
+}
+
+// TestOutageOnClaimsRestartsFromClaims runs the controller's loop over an outage of
+// every member (each node off until its pods are evicted, then on): status is what
+// Summarize wrote last, and KnownMembers is read back from it, as the controller does.
+// The members must come back on their claims, never be reported lost.
+func TestOutageOnClaimsRestartsFromClaims(t *testing.T) {
+	for _, n := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d members", n), func(t *testing.T) {
+			d := size(n)()
+			var status []string // status.members, ready and unready
+			step := func(what string, o Observed) Action {
+				t.Helper()
+				o.KnownMembers = status
+				a := Plan(d, o)
+				checkInvariants(t, d, o, a)
+				s := Summarize(d, o, a)
+				status = append(append([]string(nil), s.ReadyMembers...), s.UnreadyMembers...)
+				t.Logf("%s: %v %s: %s (status members %v)", what, a.Kind, a.Reason, a.Message, status)
+				if a.Kind == QuorumLost || s.Phase == PhaseFailed {
+					t.Fatalf("%s: reported lost: %v", what, a)
+				}
+				return a
+			}
+			healthy := cluster(n)
+			withClaims(&healthy, 1, 2, 3)
+			healthy.Claims = healthy.Claims[:n]
+			step("healthy", healthy)
+
+			down := noMemberAnswers(n) // nodes off: pods still there, nothing answers
+			for i := range down.Pods {
+				down.Pods[i].NodeNotReady = true
+				down.Pods[i].UnhealthySince = t0
+			}
+			down.Now = t0.Add(10 * time.Second)
+			step("nodes down", down)
+
+			evicted := down // the pods evicted: being deleted while their nodes are down
+			evicted.Pods = append([]Pod(nil), down.Pods...)
+			for i := range evicted.Pods {
+				evicted.Pods[i].Deleting = true
+			}
+			evicted.Now = t0.Add(10 * time.Minute) // past every grace
+			if a := step("pods evicted", evicted); a.Kind != Wait {
+				t.Fatalf("pods evicted: %v, want Wait", a)
+			}
+
+			back := evicted // the nodes back: the kubelets finish the deletions
+			back.Pods = nil
+			back.Now = t0.Add(11 * time.Minute)
+			created := map[string]bool{}
+			for i := 0; i < n; i++ {
+				a := step("nodes up", back)
+				if a.Kind != CreatePod || a.Reason != "RecreatingPod" || created[a.Name] {
+					t.Fatalf("nodes up: %v, want a pod back on the claim of another member", a)
+				}
+				created[a.Name] = true
+				back.Pods = append(back.Pods, Pod{Name: a.Name, Phase: PodPending, CreatedAt: back.Now})
+			}
+			for i := 1; i <= n; i++ {
+				if !created[mname(uint64(i))] {
+					t.Errorf("member %s did not get its pod back: %v", mname(uint64(i)), created)
+				}
+			}
+		})
+	}
 }

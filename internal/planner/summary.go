@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -39,7 +40,8 @@ type Summary struct {
 	Conditions []Condition
 	// ReadyMembers are the members clients can use: alive in etcd and with a Ready pod
 	// (the client Service routes only to Ready pods). UnreadyMembers are the others
-	// (unstarted ones by ID).
+	// (unstarted ones by ID); with no member list, the members recorded before
+	// (Observed.KnownMembers), so the record outlives an outage of every member.
 	ReadyMembers   []string
 	UnreadyMembers []string
 	// CurrentVersion is the lowest version running (what the cluster as a
@@ -91,6 +93,11 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		if lowest != nil {
 			s.CurrentVersion = lowest.String()
 		}
+	} else {
+		// No member answers: the members recorded last are still the cluster's, none of
+		// them ready. Keeping them is what lets rule 5 put their pods back on their claims
+		// once the pods are gone (KnownMembers is read back from this list).
+		s.UnreadyMembers = recordedMembers(o.KnownMembers)
 	}
 
 	switch {
@@ -134,7 +141,7 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		switch a.Reason {
 		case v1beta2.ReasonMemberUnhealthy, v1beta2.ReasonQuorumUnavailable, v1beta2.ReasonDegraded, v1beta2.ReasonMembersUnknown,
 			v1beta2.ReasonMemberPodGone, v1beta2.ReasonMemberWithoutPod, v1beta2.ReasonRecovering,
-			v1beta2.ReasonAllMembersLost, v1beta2.ReasonRestoringFromBackup:
+			v1beta2.ReasonAllMembersLost, v1beta2.ReasonRestoringFromBackup, v1beta2.ReasonRecreatingPod:
 			rec.Status, rec.Reason, rec.Message = true, a.Reason, a.Message
 		}
 	}
@@ -177,4 +184,16 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 	}
 	s.Conditions = []Condition{avail, rec, scale, up}
 	return s
+}
+
+// recordedMembers is the sorted, deduplicated list of the recorded member names.
+func recordedMembers(known []string) []string {
+	var out []string
+	for _, n := range known {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

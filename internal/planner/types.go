@@ -126,6 +126,9 @@ type Observed struct {
 	// missing but whose claim exists gets its pod back, same name, same data, same
 	// member ID, instead of being replaced.
 	Claims []string
+	// UnboundClaims are those of Claims that were never bound to a volume (phase
+	// Pending): they never held data.
+	UnboundClaims []string
 	// KnownMembers are the member names the controller last recorded (status); with no
 	// member list at all, they say which claims belong to members.
 	KnownMembers []string
@@ -359,7 +362,9 @@ type NewMember struct {
 //	                added by later plans under a new name)
 //	DeletePod       Name (orphan pod, with its claim); with KeepClaim, a finished
 //	                pod of a member with a claim (the pod alone, so rule 5 can
-//	                recreate it)
+//	                recreate it); with Reason CorrectingBootstrap, a pod of a bootstrap
+//	                that never formed, recreated from the spec by Bootstrap (with its
+//	                claim unless KeepClaim)
 //	UpgradeMember   ID, Name, Version (restart that pod on the new image)
 //	RefuseUpgrade   Reason, Message
 //	QuorumLost      Reason, Message (nothing is touched)
@@ -523,6 +528,10 @@ type Drift struct {
 	// TLS: the pod runs on other TLS Secrets than the spec names (tls.go decides whether
 	// that is a rotation rule 17 may roll out, or a change it refuses).
 	TLS bool
+	// Claim: the pod's claim was created from another claim spec. Running members keep
+	// their claims; only a bootstrap that never formed recreates a claim that was never
+	// bound (bootstrap.go).
+	Claim bool
 	// LeaveNode is the cordoned node (spec.unschedulable: being drained or taken out of
 	// service) the pod runs on, "" when its node is schedulable. Such a member is moved
 	// to a new pod on another node through a learner, even with a claim: a claim bound
