@@ -118,8 +118,17 @@ func (r *Reconciler) createMembersFrom(ctx context.Context, c *etcdv1beta2.EtcdC
 			if pod, ok := obj.(*corev1.Pod); ok {
 				stampSpecFingerprint(pod, base.cluster, base.domain)
 			}
-			if err := r.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			err := r.Create(ctx, obj)
+			if err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+			}
+			// A recovery's or restore's member is signed as the operator's once it
+			// exists (marker.go). A pod that was there already is not: whoever made
+			// it, the operator cannot tell it is the one it created.
+			if pod, ok := obj.(*corev1.Pod); ok && err == nil && recoveryToken[pod.Name] != "" {
+				if err := r.signMarker(ctx, c, pod); err != nil {
+					return err
+				}
 			}
 		}
 	}

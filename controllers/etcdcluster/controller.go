@@ -260,10 +260,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	r.applySummary(&c, obs, summary, action)
 	var refused *notControlledError
+	var refusedStep *refusedError // marker.go
 	if errors.As(actErr, &refused) {
 		// The planned step stays undone for as long as the object is there: say why
 		// where the user looks, not only in an event.
 		c.Status.Reason = refused.Error()
+	} else if errors.As(actErr, &refusedStep) {
+		c.Status.Reason = refusedStep.Error()
 	}
 	r.reportPods(&c, obs.pods, obs.warnings, now.UTC().Format(timeFormat))
 	r.reportSpace(&c, obs, now.UTC().Format(timeFormat))

@@ -55,7 +55,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		return nil, err
 	}
 	o.pods = ownPods(c, pods)
-	endpoints, epOfPod := r.dialTargets(c, o.pods, recoveryUnderway(c, pods))
+	endpoints, epOfPod := r.dialTargets(c, o.pods, r.recoveryUnderway(c, pods))
 	o.warnings = r.kubeletWarnings(ctx, o.pods)
 
 	var answers etcdAnswers
@@ -76,6 +76,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		nodeReady:    func(node string) bool { return r.node(ctx, node, nodes).ready },
 		nodeCordoned: func(node string) bool { return r.node(ctx, node, nodes).cordoned },
 		drift:        func(p *corev1.Pod) planner.Drift { return podDrift(c, r.ClusterDomain, p) },
+		marker:       func(p *corev1.Pod) string { return r.verifiedMarker(c, p) },
 	}
 	j.join(o, answers, epOfPod)
 	if o.planner.NoNodeToLeaveTo, err = r.noNodeToLeaveTo(ctx, c, o); err != nil {

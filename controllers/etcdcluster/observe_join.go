@@ -25,6 +25,9 @@ type joiner struct {
 	nodeCordoned func(node string) bool
 	// drift is how a pod differs from the current spec (reconfigure.go); nil: not judged.
 	drift func(p *corev1.Pod) planner.Drift
+	// marker is the token of a pod's recovery or restore marker when the operator's
+	// signature on it verifies (marker.go), else ""; nil: no pod's marker is trusted.
+	marker func(p *corev1.Pod) string
 }
 
 // join fills in o from o.pods, the answers and the endpoint dialled for each pod.
@@ -120,7 +123,9 @@ func (j joiner) joinPods(o *observation, podOfMember map[uint64]string, seen map
 		}
 		pp.Terminated, pp.CrashLooping = etcdContainerState(p)
 		pp.Image, pp.EtcdRunning, pp.EtcdNeverRan = etcdContainerFacts(p)
-		pp.RecoveryToken = p.Annotations[render.AnnotationRecoveryToken]
+		if j.marker != nil {
+			pp.RecoveryToken = j.marker(p)
+		}
 		pp.PeerTLS = render.PodSecretVolume(p, volumePeerTLS) != ""
 		pp.ClientTLS = render.ServesTLSClients(p)
 		pp.PeerServesTLS, pp.ClientPlaintext = peerServesTLS(p), servesPlaintextClients(p) // tlsenable.go
