@@ -113,3 +113,24 @@ func (r *Reconciler) refuseUnsignable(c *etcdv1beta2.EtcdCluster, first bool, st
 	}
 	return &refusedError{msg: msg}
 }
+
+// freshenMarkedPod re-reads from the API server the pod of the step status records when
+// the cached copy carries the step's token but no signature that verifies: the cache may
+// show the pod's create before the signature written right after it, and an operator's
+// own member must not be taken for a tenant's copy (the record would be forgotten and its
+// pod left running).
+func (r *Reconciler) freshenMarkedPod(ctx context.Context, c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) error {
+	for i := range pods {
+		p := &pods[i]
+		f, ok := stepOfRecord(c, p.Name)
+		if !ok || p.Annotations[render.AnnotationRecoveryToken] != f.Token || r.verifiedMarker(c, p) != "" {
+			continue
+		}
+		var fresh corev1.Pod
+		if err := r.freshReader().Get(ctx, client.ObjectKeyFromObject(p), &fresh); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		*p = fresh
+	}
+	return nil
+}

@@ -51,6 +51,9 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	if err != nil {
 		return nil, err
 	}
+	if err := r.freshenMarkedPod(ctx, c, pods); err != nil { // marker.go
+		return nil, err
+	}
 	if err := r.observeClaims(ctx, c, &o.planner); err != nil {
 		return nil, err
 	}
