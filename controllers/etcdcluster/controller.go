@@ -233,7 +233,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.applySummary(&c, obs, summary, action)
 		r.reportPods(&c, obs.pods, obs.warnings, r.Now().UTC().Format(timeFormat))
 		r.reportSpace(&c, obs, r.Now().UTC().Format(timeFormat))
-		r.reportCordon(&c, obs, r.Now().UTC().Format(timeFormat)) // report_cordon.go
+		r.reportCordon(&c, obs, r.Now().UTC().Format(timeFormat))  // report_cordon.go
+		r.reportFork(&c, action, r.Now().UTC().Format(timeFormat)) // report_fork.go
 		return ctrl.Result{RequeueAfter: delay}, nil
 	}
 	result, actErr := r.act(ctx, &c, obs, action)
@@ -270,7 +271,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	r.reportPods(&c, obs.pods, obs.warnings, now.UTC().Format(timeFormat))
 	r.reportSpace(&c, obs, now.UTC().Format(timeFormat))
-	r.reportCordon(&c, obs, now.UTC().Format(timeFormat)) // report_cordon.go
+	r.reportCordon(&c, obs, now.UTC().Format(timeFormat))  // report_cordon.go
+	r.reportFork(&c, action, now.UTC().Format(timeFormat)) // report_fork.go
 	r.reportReconciled(&c, etcdv1beta2.ReasonActionFailed, stepErr, false, now.UTC().Format(timeFormat))
 	recordAction(&c, action, actErr, waited)
 	return result, nil

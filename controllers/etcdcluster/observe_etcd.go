@@ -172,7 +172,7 @@ func ownMemberLists(ctx context.Context, admin *etcdadmin.Admin, endpoints []str
 		if l.Err != nil {
 			continue
 		}
-		pl := planner.MemberList{From: l.From}
+		pl := planner.MemberList{From: l.From, ClusterID: l.ClusterID}
 		for _, m := range l.Members {
 			pl.Members = append(pl.Members, planner.Member{ID: m.ID, Name: memberName(m), PeerURLs: m.PeerURLs, IsLearner: m.IsLearner})
 		}

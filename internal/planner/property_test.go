@@ -31,6 +31,9 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		}
 		return
 	}
+	if DetectFork(o) != nil && a.Kind != Wait {
+		fail("acts while the answering members disagree on cluster ID or membership (a fork)")
+	}
 	dd := d.withDefaults()
 	if a.Kind == ForceNewCluster && !d.QuorumLossRecovery {
 		fail("force-new-cluster without the opt-in")
