@@ -139,6 +139,7 @@ func (r *Reconciler) createMembersFrom(ctx context.Context, c *etcdv1beta2.EtcdC
 // recovery and makes sure no other pod carries one (spec.pod.annotations could).
 func markRecovery(pod *corev1.Pod, token string) {
 	delete(pod.Annotations, render.AnnotationRecoveryToken)
+	delete(pod.Annotations, render.AnnotationMarkerSignature) // only the operator signs, after the create
 	if token == "" {
 		return
 	}
