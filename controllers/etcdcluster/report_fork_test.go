@@ -75,7 +75,7 @@ func TestForkObservedAndReported(t *testing.T) {
 		t.Fatalf("fork past the settle time: %v", a)
 	}
 	cond := findCondition(c, etcdv1beta2.ClusterConditionForked)
-	if cond == nil || cond.Status != corev1.ConditionTrue || !strings.HasPrefix(cond.Message, "member(s) c-c answer") {
+	if cond == nil || cond.Status != corev1.ConditionTrue || !strings.HasPrefix(cond.Message, "members c-c are not in one cluster") {
 		t.Fatalf("Forked condition %+v", cond)
 	}
 	select {

@@ -36,7 +36,8 @@ const ForkSettle = 10 * time.Second
 // Fork is what the answering members disagree on.
 type Fork struct {
 	// Members are the members (pod names, else hex IDs) outside the largest group that
-	// agrees, or every answering member when no group is largest; sorted.
+	// agrees, or every answering member when no group is largest, or the pods whose
+	// members a list dropped without a quorum confirming it; sorted.
 	Members []string
 	// Detail says what they disagree on, for messages.
 	Detail string
@@ -102,7 +103,80 @@ func DetectFork(o Observed) *Fork {
 	if out, groups := outliers(listOf); len(out) > 0 {
 		return &Fork{Members: namesOf(out, name), Detail: "member lists differ: " + describe(groups, name, "list %s")}
 	}
-	return nil
+	return unconfirmedShrink(o, name)
+}
+
+// unconfirmedShrink: member pods exist (not being deleted) that the member list has no
+// member for, every voter gave its own list, and fewer than a quorum of the members that list and those pods together
+// confirm, each in its own list, that the pods have no member. A forked member (it
+// answers 410 Gone to its old peers' raft messages, so they stop themselves) is then the
+// only one answering, and its list of one would make every other member's pod look like
+// an orphan on its word alone. A membership the operator shrank itself is confirmed by a
+// quorum of the old one. Not while a recovery or a restore from backup is recorded: the
+// controller then observes only the new cluster, beside every old pod, on purpose (their
+// records are judged by rule 3 on the operator's signed markers).
+func unconfirmedShrink(o Observed, name func(uint64) string) *Fork {
+	if !o.MembersKnown || len(o.Members) == 0 || o.Recovery != nil || o.BackupRestore != nil {
+		return nil
+	}
+	var unlisted []*Pod
+	for i := range o.Pods {
+		p := &o.Pods[i]
+		if p.Deleting || listsPod(o.Members, p) || (o.Pending != nil && p.Name == o.Pending.Name) {
+			continue
+		}
+		unlisted = append(unlisted, p)
+	}
+	if len(unlisted) == 0 {
+		return nil
+	}
+	voters := map[uint64]bool{}
+	for _, m := range o.Members {
+		if !m.IsLearner {
+			voters[m.ID] = true
+		}
+	}
+	confirmed, counted := 0, map[uint64]bool{}
+	for _, l := range o.MemberLists {
+		if !voters[l.From] || counted[l.From] {
+			continue
+		}
+		counted[l.From] = true
+		lacks := true
+		for _, p := range unlisted {
+			if listsPod(l.Members, p) {
+				lacks = false
+			}
+		}
+		if lacks {
+			confirmed++
+		}
+	}
+	// Only when every voter gave its own list: with lists missing, the orphan rule
+	// deletes nothing anyway, and missing answers are no evidence of a fork.
+	need := Quorum(len(voters) + len(unlisted))
+	if confirmed >= need || len(counted) < len(voters) {
+		return nil
+	}
+	var pods, answering []string
+	for _, p := range unlisted {
+		pods = append(pods, p.Name)
+	}
+	for id := range counted {
+		answering = append(answering, name(id))
+	}
+	sort.Strings(pods)
+	sort.Strings(answering)
+	return &Fork{Members: pods, Detail: fmt.Sprintf("the member list [%s] answered by %s has no member for pods %s, and only %d of the %d members they and the list make confirm it (%d needed)",
+		strings.Join(namesOf(memberIDs(o.Members), name), " "), strings.Join(answering, ", "), strings.Join(pods, ", "), confirmed, len(voters)+len(unlisted), need)}
+}
+
+func memberIDs(ms []Member) []uint64 {
+	var out []uint64
+	for _, m := range ms {
+		out = append(out, m.ID)
+	}
+	return out
 }
 
 // outliers groups members by their value: the members outside the one largest group, or
@@ -169,7 +243,7 @@ func planFork(d Desired, o Observed) (Action, bool) {
 		return wait(v1beta2.ReasonMembershipUnsettled, fmt.Sprintf("the answering members disagree (%s); waiting %s for a membership change to reach all of them",
 			f.Detail, remaining(ForkSettle, el).Round(time.Second)), remaining(ForkSettle, el)), true
 	}
-	return wait(v1beta2.ReasonForked, fmt.Sprintf("member(s) %s answer for another cluster than the others (%s): a fork, e.g. a member image that forces a new cluster; "+
+	return wait(v1beta2.ReasonForked, fmt.Sprintf("members %s are not in one cluster with the others (%s): a fork, e.g. a member image that forces a new cluster; "+
 		"nothing is removed, replaced, recovered or deleted until every answering member agrees again (fix or roll back the image, then remove the forked member yourself)",
 		strings.Join(f.Members, ", "), f.Detail), requeueLong), true
 }

@@ -149,6 +149,19 @@ func TestPlanFork(t *testing.T) {
 			forkedSince(&o)
 			return o
 		}, want{kind: Wait, reason: "Forked", check: naming("c-m1", "c-m2")}},
+		// What the bench showed: the forked member answers 410 Gone to its old peers'
+		// raft messages, they stop themselves, and it alone answers, listing itself.
+		{"the fork answers alone, its peers stopped: their pods and claims stay", size(3), func() Observed {
+			o := drifted()
+			crashloop(&o, 1, t0.Add(-time.Minute))
+			crashloop(&o, 2, t0.Add(-time.Minute))
+			dropMember(&o, 1)
+			dropMember(&o, 2)
+			o.LeaderID = 3
+			answered(&o)
+			forkedSince(&o)
+			return o
+		}, want{kind: Wait, reason: "Forked", check: naming("c-m1", "c-m2", "c-m3", "only 1 of the 3")}},
 		{"paused wins: nothing either way", func() Desired { d := desired(3); d.Paused = true; return d }, func() Observed {
 			o := drifted()
 			forcedNew(&o, 3)
