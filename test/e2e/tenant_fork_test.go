@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
@@ -116,10 +119,17 @@ func TestTenantForkedImage(t *testing.T) {
 	if framework.HasAny(e.EventReasons(name), etcdv1beta2.EventReasonMemberReplaced, etcdv1beta2.EventReasonMemberRemoved) {
 		t.Errorf("the operator removed or replaced a member: %v", e.EventReasons(name))
 	}
-	// Every acknowledged write is held by some member (read from each member alone).
+	// Every acknowledged write is held by some member: read from each member alone, or,
+	// for a member whose etcd no longer runs (the fork answers its old peers' raft
+	// messages with "removed", and they stop themselves), from the database on its claim.
 	held := map[string]string{}
-	for _, p := range e.MemberPods(name) {
-		for k, v := range readOwn(t, "http://"+p.Status.PodIP+":2379", "load/") {
+	for n, p := range e.MemberPods(name) {
+		kvs, err := readOwn("http://"+p.Status.PodIP+":2379", "load/")
+		if err != nil {
+			t.Logf("member %s does not answer (%v); reading the database on its claim", n, err)
+			kvs = readClaimDB(t, e, n, "load/")
+		}
+		for k, v := range kvs {
 			held[k] = v
 		}
 	}
@@ -164,11 +174,10 @@ func etcdImage(p corev1.Pod) string {
 
 // readOwn reads every key under prefix from the member at endpoint alone (a serializable
 // range: what that member holds, whichever cluster it is in).
-func readOwn(t *testing.T, endpoint, prefix string) map[string]string {
-	t.Helper()
+func readOwn(endpoint, prefix string) (map[string]string, error) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer cli.Close()
 	out := map[string]string{}
@@ -178,14 +187,58 @@ func readOwn(t *testing.T, endpoint, prefix string) map[string]string {
 		resp, err := cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(5000), clientv3.WithSerializable())
 		cancel()
 		if err != nil {
-			t.Fatalf("read %s: %v", endpoint, err)
+			return nil, fmt.Errorf("read %s: %w", endpoint, err)
 		}
 		for _, kv := range resp.Kvs {
 			out[string(kv.Key)] = string(kv.Value)
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
-			return out
+			return out, nil
 		}
 		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
+}
+
+// readClaimDB reads the latest value of every key under prefix from the etcd database on
+// member's claim (the bench's provisioner keeps each volume under <bench>/pv/<pv>), read
+// only, as etcd's backend stores it: bucket "key", revision → mvccpb.KeyValue, in
+// revision order; tombstones (a revision key ending in 't') delete.
+func readClaimDB(t *testing.T, e *framework.Env, member, prefix string) map[string]string {
+	t.Helper()
+	var pvc corev1.PersistentVolumeClaim
+	if err := e.C.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: member}, &pvc); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(e.Bench.Dir(), "pv", pvc.Spec.VolumeName, "data", "member", "snap", "db")
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("open %s's database %s: %v", member, path, err)
+	}
+	defer db.Close()
+	out := map[string]string{}
+	err = db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("key"))
+		if b == nil {
+			return fmt.Errorf("no key bucket")
+		}
+		return b.ForEach(func(rev, v []byte) error {
+			var kv mvccpb.KeyValue
+			if err := proto.Unmarshal(v, &kv); err != nil {
+				return err
+			}
+			if !strings.HasPrefix(string(kv.Key), prefix) {
+				return nil
+			}
+			if len(rev) > 17 && rev[17] == 't' {
+				delete(out, string(kv.Key))
+				return nil
+			}
+			out[string(kv.Key)] = string(kv.Value)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatalf("read %s's database: %v", member, err)
+	}
+	return out
 }
