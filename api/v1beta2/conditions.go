@@ -72,3 +72,13 @@ const ClusterConditionOffCordonedNodes ClusterConditionType = "OffCordonedNodes"
 
 // ReasonNoMemberOnCordonedNode: no member pod runs on a cordoned node.
 const ReasonNoMemberOnCordonedNode = "NoMemberOnCordonedNode"
+
+// ClusterConditionForked is True while answering members disagree on the cluster ID or the
+// membership (reason Forked; the message names the members outside the largest agreeing
+// group and what they disagree on): the operator removes, replaces, recovers and deletes
+// nothing of the cluster meanwhile. False (reason NotForked) once they agree again; absent
+// until a fork was first seen.
+const ClusterConditionForked ClusterConditionType = "Forked"
+
+// ReasonNotForked: every answering member agrees on the cluster ID and the membership.
+const ReasonNotForked = "NotForked"

@@ -168,14 +168,14 @@ type EtcdBackupStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	LastVerifiedSHA256 string `json:"lastVerifiedSHA256,omitempty"`
-	// LastVerifiedPinSignature is the operator's signature (HMAC-SHA256, hex, with a key
-	// kept in the operator's own namespace) over this namespace, this EtcdBackup's name and
-	// UID, its storage (bucket and endpoint, or claim), lastVerifiedKey,
-	// lastVerifiedSHA256 and lastVerifiedRevision. An EtcdRestore of exactly that object
-	// carries it to the restored members, and the operator lets their restore step skip
-	// the snapshot checks this verification already ran only if the signature verifies
-	// against what the operator reads itself. Editing it (or any field it covers) only
-	// makes a restore run those checks again.
+	// LastVerifiedPinSignature would be the operator's signature (HMAC-SHA256, hex, with a
+	// key kept in the operator's own namespace) over this namespace, this EtcdBackup's name
+	// and UID, its storage (bucket and endpoint, or claim), lastVerifiedKey,
+	// lastVerifiedSHA256 and lastVerifiedRevision, letting a restore of exactly that object
+	// skip the snapshot checks. It is no longer written: those facts come from a
+	// verification pod in the tenant's namespace, which the operator cannot tell from one
+	// the tenant made or altered, so every restore runs the checks. Signatures an earlier
+	// operator wrote do not verify; editing it only makes a restore run the checks.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	LastVerifiedPinSignature string `json:"lastVerifiedPinSignature,omitempty"`

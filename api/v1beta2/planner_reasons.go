@@ -10,6 +10,15 @@ const (
 	// ReasonInvalidSpec: the size is below one, or the version cannot be bootstrapped.
 	ReasonInvalidSpec = "InvalidSpec"
 
+	// ReasonForked: answering members disagree on the cluster ID or the membership for
+	// longer than a membership change takes to reach them all: a fork (a member image
+	// that forces a new cluster, say). Nothing is removed, replaced, recovered or deleted
+	// until they agree again; the Forked condition names the members.
+	ReasonForked = "Forked"
+	// ReasonMembershipUnsettled: answering members disagree on the cluster ID or the
+	// membership, for a few seconds so far; waiting, with nothing changed.
+	ReasonMembershipUnsettled = "MembershipUnsettled"
+
 	// ReasonRecoveryRecordInvalid: a recorded quorum-loss recovery is not one the operator
 	// is carrying out; it is forgotten and nothing is deleted.
 	ReasonRecoveryRecordInvalid = "RecoveryRecordInvalid"

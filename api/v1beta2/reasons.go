@@ -17,6 +17,10 @@ const (
 	// ReasonMembersNotReady: the Available condition is False although etcd has a
 	// quorum, because fewer than a quorum of voting members have a Ready pod.
 	ReasonMembersNotReady = "MembersNotReady"
+	// ReasonMarkerKeyMissing: a quorum-loss recovery or a total-loss restore is due but
+	// the operator has no signing key, so it could never prove the new member's pod is
+	// its own; the step is refused (nothing is created or deleted) until the key exists.
+	ReasonMarkerKeyMissing = "MarkerKeyMissing"
 )
 
 // Reasons of the events the EtcdCluster controller emits for the steps it takes. They

@@ -111,8 +111,9 @@ type Reconciler struct {
 	// context ends simulates an operator killed between the upload and its record. Nil
 	// in production.
 	AfterBackupStored func(ctx context.Context, backup string, location string)
-	// PinKey signs passed verifications (verify_pin.go), so a restore of exactly the
-	// verified object may skip the snapshot checks; nil: nothing is signed.
+	// PinKey is the operator's pin key. Passed verifications are no longer signed with it
+	// (verify_pin.go says why); it is kept for a verification whose report the operator
+	// can check itself.
 	PinKey []byte
 
 	mu       sync.Mutex

@@ -326,7 +326,6 @@ func (r *Reconciler) setVerified(ctx context.Context, eb *etcdv1beta2.EtcdBackup
 		eb.Status.LastVerifiedRevision = up.verified.Revision
 		eb.Status.LastVerifiedSHA256 = up.verified.SHA256
 		eb.Status.LastVerifiedPinSignature = r.pinSignature(eb, up.verified) // verify_pin.go
-		up.msg += r.unsignedNote()
 		markVerified(eb.Status.Backups, up.verified.Key, up.verified.Revision)
 	}
 	if !up.started.IsZero() {

@@ -122,10 +122,19 @@ func (r *Reconciler) createMembersFrom(ctx context.Context, c *etcdv1beta2.EtcdC
 			if pod, ok := obj.(*corev1.Pod); ok {
 				stampSpecFingerprint(pod, base.cluster, base.domain)
 			}
-			if err := r.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			err := r.Create(ctx, obj)
+			if err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
 			} else if err != nil && isPVC(obj) {
 				if err := r.claimNotGoing(ctx, obj); err != nil {
+					return err
+				}
+			}
+			// A recovery's or restore's member is signed as the operator's once it
+			// exists (marker.go). A pod that was there already is not: whoever made
+			// it, the operator cannot tell it is the one it created.
+			if pod, ok := obj.(*corev1.Pod); ok && err == nil && recoveryToken[pod.Name] != "" {
+				if err := r.signMarker(ctx, c, pod); err != nil {
 					return err
 				}
 			}
@@ -155,6 +164,7 @@ func (r *Reconciler) claimNotGoing(ctx context.Context, obj client.Object) error
 // recovery and makes sure no other pod carries one (spec.pod.annotations could).
 func markRecovery(pod *corev1.Pod, token string) {
 	delete(pod.Annotations, render.AnnotationRecoveryToken)
+	delete(pod.Annotations, render.AnnotationMarkerSignature) // only the operator signs, after the create
 	if token == "" {
 		return
 	}

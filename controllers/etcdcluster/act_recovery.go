@@ -25,6 +25,9 @@ func (r *Reconciler) startRecovery(ctx context.Context, c *etcdv1beta2.EtcdClust
 		return fmt.Errorf("force new cluster: %d new members planned, want 1", len(a.Members))
 	}
 	rec := c.Status.Recovery
+	if why := r.markerKeyMissing(); why != "" {
+		return r.refuseUnsignable(c, rec == nil, "quorum-loss recovery", why)
+	}
 	if rec == nil {
 		now := r.Now()
 		rec = &etcdv1beta2.RecoveryStatus{
@@ -128,6 +131,7 @@ func (r *Reconciler) unmarkRecovery(ctx context.Context, c *etcdv1beta2.EtcdClus
 	}
 	orig := pod.DeepCopy()
 	delete(pod.Annotations, render.AnnotationRecoveryToken)
+	delete(pod.Annotations, render.AnnotationMarkerSignature)
 	if err := r.Patch(ctx, &pod, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("unmark recovered member %s: %w", name, err)
 	}

@@ -23,6 +23,9 @@ const ClusterConditionRestoredFromBackup etcdv1beta2.ClusterConditionType = "Res
 // own. Nothing else is touched: there is nothing else left.
 func (r *Reconciler) startBackupRestore(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
 	rec := c.Status.BackupRestore
+	if why := r.markerKeyMissing(); why != "" {
+		return r.refuseUnsignable(c, !rec.InProgress(), "restore from backup", why)
+	}
 	if !rec.InProgress() {
 		chosen, err := r.chooseBackup(ctx, c)
 		if err != nil {

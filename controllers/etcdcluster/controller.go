@@ -233,7 +233,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.applySummary(&c, obs, summary, action)
 		r.reportPods(&c, obs.pods, obs.warnings, r.Now().UTC().Format(timeFormat))
 		r.reportSpace(&c, obs, r.Now().UTC().Format(timeFormat))
-		r.reportCordon(&c, obs, r.Now().UTC().Format(timeFormat)) // report_cordon.go
+		r.reportCordon(&c, obs, r.Now().UTC().Format(timeFormat))  // report_cordon.go
+		r.reportFork(&c, action, r.Now().UTC().Format(timeFormat)) // report_fork.go
 		return ctrl.Result{RequeueAfter: delay}, nil
 	}
 	result, actErr := r.act(ctx, &c, obs, action)
@@ -260,14 +261,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	r.applySummary(&c, obs, summary, action)
 	var refused *notControlledError
+	var refusedStep *refusedError // marker.go
 	if errors.As(actErr, &refused) {
 		// The planned step stays undone for as long as the object is there: say why
 		// where the user looks, not only in an event.
 		c.Status.Reason = refused.Error()
+	} else if errors.As(actErr, &refusedStep) {
+		c.Status.Reason = refusedStep.Error()
 	}
 	r.reportPods(&c, obs.pods, obs.warnings, now.UTC().Format(timeFormat))
 	r.reportSpace(&c, obs, now.UTC().Format(timeFormat))
-	r.reportCordon(&c, obs, now.UTC().Format(timeFormat)) // report_cordon.go
+	r.reportCordon(&c, obs, now.UTC().Format(timeFormat))  // report_cordon.go
+	r.reportFork(&c, action, now.UTC().Format(timeFormat)) // report_fork.go
 	r.reportReconciled(&c, etcdv1beta2.ReasonActionFailed, stepErr, false, now.UTC().Format(timeFormat))
 	recordAction(&c, action, actErr, waited)
 	return result, nil

@@ -51,11 +51,14 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	if err != nil {
 		return nil, err
 	}
+	if err := r.freshenMarkedPod(ctx, c, pods); err != nil { // marker.go
+		return nil, err
+	}
 	if err := r.observeClaims(ctx, c, &o.planner); err != nil {
 		return nil, err
 	}
 	o.pods = ownPods(c, pods)
-	endpoints, epOfPod := r.dialTargets(c, o.pods, recoveryUnderway(c, pods))
+	endpoints, epOfPod := r.dialTargets(c, o.pods, r.recoveryUnderway(c, pods))
 	o.warnings = r.kubeletWarnings(ctx, o.pods)
 
 	var answers etcdAnswers
@@ -76,6 +79,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		nodeReady:    func(node string) bool { return r.node(ctx, node, nodes).ready },
 		nodeCordoned: func(node string) bool { return r.node(ctx, node, nodes).cordoned },
 		drift:        func(p *corev1.Pod) planner.Drift { return podDrift(c, r.ClusterDomain, p) },
+		marker:       func(p *corev1.Pod) string { return r.verifiedMarker(c, p) },
 	}
 	j.join(o, answers, epOfPod)
 	if o.planner.NoNodeToLeaveTo, err = r.noNodeToLeaveTo(ctx, c, o); err != nil {

@@ -57,15 +57,15 @@ func (r *Reconciler) dialTargets(c *etcdv1beta2.EtcdCluster, pods map[string]*co
 }
 
 // recoveryUnderway reports that the recorded recovery's new member has its pod, marked
-// by the operator with that recovery's token.
-func recoveryUnderway(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) bool {
+// by the operator with that recovery's token and signed by it (marker.go).
+func (r *Reconciler) recoveryUnderway(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) bool {
 	rec := c.Status.Recovery
 	if rec == nil || rec.Token == "" {
 		return false
 	}
 	for i := range pods {
 		p := &pods[i]
-		if p.Name == rec.Member && metav1IsControlledBy(p, c) && p.Annotations[render.AnnotationRecoveryToken] == rec.Token {
+		if p.Name == rec.Member && metav1IsControlledBy(p, c) && r.verifiedMarker(c, p) == rec.Token {
 			return true
 		}
 	}
@@ -172,7 +172,7 @@ func ownMemberLists(ctx context.Context, admin *etcdadmin.Admin, endpoints []str
 		if l.Err != nil {
 			continue
 		}
-		pl := planner.MemberList{From: l.From}
+		pl := planner.MemberList{From: l.From, ClusterID: l.ClusterID}
 		for _, m := range l.Members {
 			pl.Members = append(pl.Members, planner.Member{ID: m.ID, Name: memberName(m), PeerURLs: m.PeerURLs, IsLearner: m.IsLearner})
 		}

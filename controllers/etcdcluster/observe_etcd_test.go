@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,20 +53,23 @@ func TestDialTargets(t *testing.T) {
 	stopped := pod("c-e", "10.0.0.5")
 	stopped.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: render.ContainerName,
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}}
+	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "uid-c"}}
+	c.Status.Recovery = &etcdv1beta2.RecoveryStatus{Member: "c-n", Token: "tok", StartedAt: metav1.NewTime(proofNow)}
 	marked := pod("c-n", "10.0.0.9")
-	marked.Annotations = map[string]string{render.AnnotationRecoveryToken: "tok"}
+	marked.UID = "uid-n"
+	signedFor(t, c, marked)
+	c.Status.Recovery = nil
 	all := []corev1.Pod{*pod("c-b", "10.0.0.2"), *pod("c-a", "10.0.0.1"), *pod("c-c", ""), *deleting, *stopped, *marked}
 
-	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "uid-c"}}
-	r := &Reconciler{}
-	eps, ofPod := r.dialTargets(c, ownPods(c, all), recoveryUnderway(c, all))
+	r := &Reconciler{PinKey: testPinKey}
+	eps, ofPod := r.dialTargets(c, ownPods(c, all), r.recoveryUnderway(c, all))
 	want := []string{"http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://10.0.0.9:2379"}
 	if !reflect.DeepEqual(eps, want) || len(ofPod) != 3 || ofPod["c-a"] != want[0] || ofPod["c-n"] != want[2] {
 		t.Errorf("endpoints %v, of pod %v; want %v", eps, ofPod, want)
 	}
 
-	c.Status.Recovery = &etcdv1beta2.RecoveryStatus{Member: "c-n", Token: "tok"}
-	if !recoveryUnderway(c, all) {
+	c.Status.Recovery = &etcdv1beta2.RecoveryStatus{Member: "c-n", Token: "tok", StartedAt: metav1.NewTime(proofNow)}
+	if !r.recoveryUnderway(c, all) {
 		t.Fatal("recovery with its marked pod not seen underway")
 	}
 	eps, _ = r.dialTargets(c, ownPods(c, all), true)
@@ -73,14 +77,25 @@ func TestDialTargets(t *testing.T) {
 		t.Errorf("during the recovery: endpoints %v, want only the new member's", eps)
 	}
 	for _, rec := range []*etcdv1beta2.RecoveryStatus{
-		{Member: "c-n", Token: "another"}, // the pod is not this recovery's
-		{Member: "c-n"},                   // no token recorded
-		{Member: "c-x", Token: "tok"},     // its pod does not exist
+		{Member: "c-n", Token: "another", StartedAt: metav1.NewTime(proofNow)},               // the pod is not this recovery's
+		{Member: "c-n", StartedAt: metav1.NewTime(proofNow)},                                 // no token recorded
+		{Member: "c-x", Token: "tok", StartedAt: metav1.NewTime(proofNow)},                   // its pod does not exist
+		{Member: "c-n", Token: "tok", StartedAt: metav1.NewTime(proofNow.Add(-time.Minute))}, // another start: a replayed or forged record
 	} {
 		c.Status.Recovery = rec
-		if recoveryUnderway(c, all) {
+		if r.recoveryUnderway(c, all) {
 			t.Errorf("recovery %+v seen underway", rec)
 		}
+	}
+	// The marker and the record without the operator's signature: a tenant's copy.
+	c.Status.Recovery = &etcdv1beta2.RecoveryStatus{Member: "c-n", Token: "tok", StartedAt: metav1.NewTime(proofNow)}
+	forged := all[len(all)-1].DeepCopy()
+	delete(forged.Annotations, render.AnnotationMarkerSignature)
+	if r.recoveryUnderway(c, append(all[:len(all)-1:len(all)-1], *forged)) {
+		t.Error("a marker without the operator's signature taken for a recovery underway")
+	}
+	if (&Reconciler{}).recoveryUnderway(c, all) {
+		t.Error("without a key, a marker was trusted")
 	}
 }
 

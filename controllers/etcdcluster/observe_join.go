@@ -25,6 +25,9 @@ type joiner struct {
 	nodeCordoned func(node string) bool
 	// drift is how a pod differs from the current spec (reconfigure.go); nil: not judged.
 	drift func(p *corev1.Pod) planner.Drift
+	// marker is the token of a pod's recovery or restore marker when the operator's
+	// signature on it verifies (marker.go), else ""; nil: no pod's marker is trusted.
+	marker func(p *corev1.Pod) string
 }
 
 // join fills in o from o.pods, the answers and the endpoint dialled for each pod.
@@ -37,7 +40,23 @@ func (j joiner) join(o *observation, ans etcdAnswers, epOfPod map[string]string)
 		j.joinMembers(o, statusOf, seen)
 	}
 	j.joinPods(o, podOfMember, seen)
+	j.joinAnswers(o, ans.statuses, podOfMember, seen)
 	j.health.retain(j.key, seen)
+}
+
+// joinAnswers gives the planner what each answering member said of its cluster, and
+// since when the answers have disagreed (planner.DetectFork), continuously.
+func (j joiner) joinAnswers(o *observation, sts []etcdadmin.EndpointStatus, podOfMember map[uint64]string, seen map[string]bool) {
+	for _, st := range sts {
+		if st.Err == nil {
+			o.planner.Answers = append(o.planner.Answers, planner.ClusterAnswer{Pod: podOfMember[st.MemberID], MemberID: st.MemberID, ClusterID: st.ClusterID})
+		}
+	}
+	sort.Slice(o.planner.Answers, func(a, b int) bool { return o.planner.Answers[a].MemberID < o.planner.Answers[b].MemberID })
+	const subject = "fork"
+	seen[subject] = true
+	since := j.health.observe(j.key, subject, planner.DetectFork(o.planner) == nil, j.now)
+	o.planner.ForkSince = since
 }
 
 // readStatuses takes the leader and the cluster ID from the members' status answers
@@ -120,7 +139,9 @@ func (j joiner) joinPods(o *observation, podOfMember map[uint64]string, seen map
 		}
 		pp.Terminated, pp.CrashLooping = etcdContainerState(p)
 		pp.Image, pp.EtcdRunning, pp.EtcdNeverRan = etcdContainerFacts(p)
-		pp.RecoveryToken = p.Annotations[render.AnnotationRecoveryToken]
+		if j.marker != nil {
+			pp.RecoveryToken = j.marker(p)
+		}
 		pp.PeerTLS = render.PodSecretVolume(p, volumePeerTLS) != ""
 		pp.ClientTLS = render.ServesTLSClients(p)
 		pp.PeerServesTLS, pp.ClientPlaintext = peerServesTLS(p), servesPlaintextClients(p) // tlsenable.go

@@ -2,7 +2,9 @@ package etcdcluster
 
 import (
 	"context"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,7 +61,7 @@ func newProofFixtureWith(t *testing.T, funcs interceptor.Funcs, mutate func(*etc
 	f := &proofFixture{cluster: ec}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(append([]client.Object{ec}, objs...)...).
 		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).
-		WithInterceptorFuncs(withRecordedDeletes(funcs, func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		WithInterceptorFuncs(withRecordedDeletes(withUIDs(funcs), func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			do := &client.DeleteOptions{}
 			do.ApplyOptions(opts)
 			call := deleteCall{name: obj.GetName(), kind: strings.TrimPrefix(strings.ToLower(typeName(obj)), "*v1.")}
@@ -84,6 +86,24 @@ func newProofFixtureWith(t *testing.T, funcs interceptor.Funcs, mutate func(*etc
 	}
 	return f
 }
+
+// withUIDs gives each created object a UID, as the API server does (the fake client
+// does not), before funcs' own Create, if any, sees it.
+func withUIDs(funcs interceptor.Funcs) interceptor.Funcs {
+	next := funcs.Create
+	funcs.Create = func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if obj.GetUID() == "" {
+			obj.SetUID(types.UID("uid-" + obj.GetName() + "-" + strconv.Itoa(int(uidSeq.Add(1)))))
+		}
+		if next != nil {
+			return next(ctx, cl, obj, opts...)
+		}
+		return cl.Create(ctx, obj, opts...)
+	}
+	return funcs
+}
+
+var uidSeq atomic.Int64
 
 func withRecordedDeletes(funcs interceptor.Funcs, del func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error) interceptor.Funcs {
 	if funcs.Delete == nil {

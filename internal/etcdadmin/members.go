@@ -114,10 +114,12 @@ func (a *Admin) MemberListFrom(ctx context.Context, endpoint string) ([]Member, 
 // OwnMemberList is one endpoint's own answer to a serializable MemberList.
 type OwnMemberList struct {
 	Endpoint string
-	// From is the ID of the member that answered, from its response header.
-	From    uint64
-	Members []Member
-	Err     error
+	// From is the ID of the member that answered, and ClusterID the cluster it says it
+	// belongs to, from its response header.
+	From      uint64
+	ClusterID uint64
+	Members   []Member
+	Err       error
 }
 
 // MemberLists asks each endpoint (default: all configured ones) at once for the
@@ -156,7 +158,7 @@ func (a *Admin) ownMemberList(ctx context.Context, endpoint string) OwnMemberLis
 		res.Err = &Error{Op: "MemberLists", Target: endpoint, Kind: ErrUnavailable, Err: errors.New("answer names no member"), Attempts: 1}
 		return res
 	}
-	res.From, res.Members = resp.Header.MemberId, fromPB(resp.Members)
+	res.From, res.ClusterID, res.Members = resp.Header.MemberId, resp.Header.ClusterId, fromPB(resp.Members)
 	return res
 }
 

@@ -33,8 +33,10 @@ type Facts struct {
 	Revision  int64
 }
 
-// domain separates these signatures from any other use of the same key.
-const domain = "etcd-operator restore pin v1"
+// domain separates these signatures from any other use of the same key. Version 1
+// signed what a verification pod reported, which a tenant can forge (see
+// controllers/etcdbackup/verify_pin.go); no v1 signature verifies any more.
+const domain = "etcd-operator restore pin v2"
 
 // encode is the canonical encoding of f: the domain and each field, in a fixed order,
 // prefixed with its length, so no two different Facts encode alike (a field's content

@@ -28,6 +28,12 @@
 // actions carry are constants in api/v1beta2/planner_reasons.go.
 //
 //  1. Paused → Wait. Nothing is touched, not even orphan pods (planner.go).
+//     1b. Fork: the answering members disagree on the cluster ID (Status and
+//     MemberList response headers) or on the set of members in their own lists →
+//     Wait(MembershipUnsettled) for ForkSettle, then Wait(Forked) naming the members
+//     outside the largest agreeing group. A member image may force a new cluster; every
+//     rule below reasons about one cluster, so nothing is removed, replaced, recovered
+//     or deleted until they agree (fork.go).
 //  2. Size < 1 → Wait(InvalidSpec): there is no safe move towards an
 //     impossible target (planner.go).
 //  3. A recorded quorum-loss recovery is finished (FinishRecovery), retried
@@ -35,7 +41,11 @@
 //     nothing of the old cluster is deleted before the new one serves
 //     (recovery.go). Likewise a recorded restore from backup after total loss
 //     (FinishBackupRestore, RestoreFromBackup again, AbortBackupRestore;
-//     totalloss.go).
+//     totalloss.go). A record is only the controller's word once its member's pod
+//     carries the controller's signed marker (Pod.RecoveryToken is set only then); a
+//     record its pod does not bear out, whose member's cluster lists other members, or
+//     (before the pod) whose source is not the best survivor is forgotten, nothing
+//     deleted.
 //
 // Rules 4 to 6 apply when no endpoint answered MemberList:
 //

@@ -24,6 +24,10 @@ func planRules(d Desired, o Observed) Action {
 	if d.Paused {
 		return wait(v1beta2.ReasonPaused, "reconciliation is paused (spec.paused); nothing is changed", 0)
 	}
+	// 1b. A fork: the answering members do not form one cluster; nothing is touched.
+	if a, ok := planFork(d, o); ok {
+		return a
+	}
 	// 2. Invalid size: there is no safe move towards an impossible target; a
 	// zero-member cluster would destroy the data.
 	if d.Size < 1 {

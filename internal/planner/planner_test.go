@@ -99,7 +99,7 @@ func TestPlanSequences(t *testing.T) {
 				o.Now = o.Now.Add(time.Minute) // orphans age past the list-lag guard
 			}
 		}
-		want := "ForceNewCluster DeletePod DeletePod AddLearner CreatePod Wait PromoteLearner AddLearner CreatePod Wait PromoteLearner Done"
+		want := "ForceNewCluster AddLearner CreatePod Wait PromoteLearner AddLearner CreatePod Wait PromoteLearner Done"
 		if got := strings.Join(kinds, " "); got != want {
 			t.Fatalf("steps\n got %s\nwant %s", got, want)
 		}
@@ -195,10 +195,14 @@ func simulate(t *testing.T, o Observed, a Action) Observed {
 	case MoveLeader:
 		o.LeaderID = a.To
 	case ForceNewCluster:
+		// The recovery as FinishRecovery leaves it: the survivor's data serving alone,
+		// every other member's pod deleted by the controller.
 		var kept []Member
 		for _, m := range o.Members {
 			if m.ID == a.From {
 				kept = append(kept, m)
+			} else if m.Name != "" {
+				dropPod(&o, m.Name)
 			}
 		}
 		o.Members, o.LeaderID = kept, a.From

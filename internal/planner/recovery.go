@@ -39,7 +39,7 @@ func planRecovery(d Desired, o Observed) Action {
 		return Action{Kind: AbortRecovery, Name: r.Member, Reason: v1beta2.ReasonRecoveryRecordInvalid,
 			Message: fmt.Sprintf("the recorded recovery into %s is not one the operator is carrying out (%s); it is forgotten and nothing is deleted", r.Member, why)}
 	}
-	if o.MembersKnown && len(o.Members) == 1 {
+	if o.MembersKnown && len(o.Members) == 1 && newPod != nil {
 		m := o.Members[0]
 		if m.Name == r.Member && m.Reachable && o.LeaderID == m.ID && m.Revision >= r.Revision {
 			return Action{Kind: FinishRecovery, Name: r.Member, ID: m.ID, Reason: v1beta2.ReasonRecovered,
@@ -47,8 +47,17 @@ func planRecovery(d Desired, o Observed) Action {
 		}
 	}
 	abort := func(why string) Action {
-		return Action{Kind: AbortRecovery, Name: r.Member, Reason: v1beta2.ReasonRecoveryAborted, DeletePod: newPod != nil && !newPod.Deleting,
+		a := Action{Kind: AbortRecovery, Name: r.Member, Reason: v1beta2.ReasonRecoveryAborted, DeletePod: newPod != nil && !newPod.Deleting,
 			Message: fmt.Sprintf("recovery from %s into %s abandoned: %s; the old members were not touched", r.Source, r.Member, why)}
+		if a.DeletePod && !newPod.EtcdNeverRan && newPod.Phase != PodPending && o.Now.Sub(r.StartedAt) > 2*d.RecoveryTimeout {
+			// An operator aborts within a reconcile of the timeout; a record this old
+			// whose pod's etcd has run is one replayed (its pod's marker re-added after
+			// the recovery finished), and its pod may now be a member of the regrown
+			// cluster.
+			a.DeletePod = false
+			a.Message += fmt.Sprintf("; the record is older than %s, so pod %s is left in place", 2*d.RecoveryTimeout, r.Member)
+		}
+		return a
 	}
 	// The copy needs the source until the new pod's init step is done (the pod is
 	// Pending until then).
@@ -85,6 +94,16 @@ func recoveryRecordInvalid(d Desired, o Observed, newPod *Pod) string {
 		if newPod.RecoveryToken == "" || newPod.RecoveryToken != r.Token {
 			return fmt.Sprintf("pod %s is not that recovery's new member", r.Member)
 		}
+		// The new cluster has exactly its first member until the recovery finishes
+		// (nothing else runs meanwhile): one that lists others is a cluster that has
+		// moved on, and the record is a replay of one that finished.
+		if o.MembersKnown {
+			for _, m := range o.Members {
+				if m.Name != r.Member {
+					return fmt.Sprintf("the cluster of pod %s has other members (%x)", r.Member, m.ID)
+				}
+			}
+		}
 		return ""
 	}
 	if !IsMemberName(d.ClusterName, r.Member) {
@@ -92,12 +111,18 @@ func recoveryRecordInvalid(d Desired, o Observed, newPod *Pod) string {
 	}
 	fresh := o
 	fresh.Recovery = nil
-	if a := Plan(d, fresh); a.Kind != ForceNewCluster {
+	a := Plan(d, fresh)
+	if a.Kind != ForceNewCluster {
 		return "the cluster does not call for a recovery: " + a.Reason
 	}
 	v := newView(d, fresh)
 	if m := v.byID[r.SourceID]; m == nil || m.IsLearner || m.Name != r.Source || !v.alive(m) {
 		return fmt.Sprintf("%s (%x) is not an alive voting member", r.Source, r.SourceID)
+	}
+	// The source is the one rule 7 picks (the survivor with the most data), never one a
+	// record chose: a lagging survivor would lose committed writes.
+	if a.From != r.SourceID {
+		return fmt.Sprintf("%s is not the survivor with the most data (that is %s)", r.Source, a.Name)
 	}
 	return ""
 }

@@ -65,13 +65,13 @@ func TestPlanRecovery(t *testing.T) {
 			o.LeaderID = 0
 			return o
 		}, want{kind: Wait, reason: "Recovering"}},
-		{"a list with other members is not the new cluster: wait", optIn, func() Observed {
+		{"a list with other members is not the new cluster: forgotten, nothing deleted", optIn, func() Observed {
 			o := recovering()
 			newPod(&o, PodRunning)
 			serving(&o, 5000)
 			o.Members = append(o.Members, Member{ID: 3, Name: mname(3), Reachable: true, Revision: 5000})
 			return o
-		}, want{kind: Wait, reason: "Recovering"}},
+		}, want{kind: AbortRecovery, reason: "RecoveryRecordInvalid", name: "c-new"}},
 		{"source gone before the copy: abort", optIn, func() Observed {
 			o := recovering()
 			newPod(&o, PodPending)
@@ -99,6 +99,43 @@ func TestPlanRecovery(t *testing.T) {
 		}, want{kind: AbortRecovery}},
 		{"paused: nothing, even mid-recovery", func() Desired { d := optIn(); d.Paused = true; return d }, recovering,
 			want{kind: Wait, reason: "Paused"}},
+		// What a tenant can forge or replay (the controller shows a token only when the
+		// operator's signature on the pod verifies).
+		{"a pod of the member's name without a verified marker: forgotten, nothing deleted", optIn, func() Observed {
+			o := recovering()
+			newPod(&o, PodRunning).RecoveryToken = ""
+			serving(&o, 9000)
+			return o
+		}, want{kind: AbortRecovery, reason: "RecoveryRecordInvalid", deletePod: no()}},
+		{"a record naming a lagging survivor as the source: forgotten", optIn, func() Observed {
+			// Five members, three dead for an hour: 1 and 5 survive, 5 with more data.
+			o := cluster(5)
+			for _, id := range []uint64{2, 3, 4} {
+				crashloop(&o, id, t0.Add(-time.Hour))
+			}
+			o.LeaderID = 0
+			mem(&o, 1).Revision, mem(&o, 5).Revision = 10, 5000
+			o.Recovery = &Recovery{Source: mname(1), SourceID: 1, Revision: 10, Member: "c-new", StartedAt: t0.Add(-time.Minute), Token: "tok"}
+			return o
+		}, want{kind: AbortRecovery, reason: "RecoveryRecordInvalid", deletePod: no(), check: func(t *testing.T, a Action) {
+			if !strings.Contains(a.Message, "not the survivor with the most data") {
+				t.Errorf("message %q", a.Message)
+			}
+		}}},
+		{"a replayed record long past its timeout: its pod is left in place", optIn, func() Observed {
+			o := recovering()
+			newPod(&o, PodRunning)
+			o.Recovery.StartedAt = t0.Add(-2*DefaultRecoveryTimeout - time.Second)
+			return o
+		}, want{kind: AbortRecovery, reason: "RecoveryAborted", deletePod: no()}},
+		{"a replayed record whose member is in a regrown cluster: forgotten, nothing deleted", optIn, func() Observed {
+			o := recovering()
+			newPod(&o, PodRunning)
+			serving(&o, 9000)
+			o.Members = append(o.Members, Member{ID: 78, Name: "c-grown", Reachable: true, Revision: 9000})
+			o.Recovery.StartedAt = t0.Add(-DefaultRecoveryTimeout - time.Second)
+			return o
+		}, want{kind: AbortRecovery, reason: "RecoveryRecordInvalid", deletePod: no()}},
 	})
 }
 

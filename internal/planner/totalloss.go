@@ -154,8 +154,15 @@ func planBackupRestore(d Desired, o Observed) Action {
 		}
 	}
 	abort := func(why string) Action {
-		return Action{Kind: AbortBackupRestore, Name: r.Member, Reason: v1beta2.ReasonBackupRestoreAborted, DeletePod: pod != nil && !pod.Deleting,
+		a := Action{Kind: AbortBackupRestore, Name: r.Member, Reason: v1beta2.ReasonBackupRestoreAborted, DeletePod: pod != nil && !pod.Deleting,
 			Message: fmt.Sprintf("restore of s3://%s into %s abandoned: %s; no backup was touched", r.Path, r.Member, why)}
+		if a.DeletePod && backupRestoreStale(d, o) {
+			// An operator aborts within a reconcile of the time running out; a record
+			// this far past it replays one that finished, whose member may now serve.
+			a.DeletePod = false
+			a.Message += fmt.Sprintf("; the record is long past its time, so pod %s is left in place", r.Member)
+		}
+		return a
 	}
 	switch {
 	case !d.RestoreFromBackup:
@@ -200,6 +207,13 @@ func backupRestoreOverdue(d Desired, o Observed) string {
 	return ""
 }
 
+// backupRestoreStale: the member's restore step finished (so its etcd may have served
+// since) over twice the time backupRestoreOverdue gives etcd after it.
+func backupRestoreStale(d Desired, o Observed) bool {
+	r := o.BackupRestore
+	return !r.StepDoneAt.IsZero() && o.Now.Sub(r.StepDoneAt) > 2*d.RecoveryTimeout
+}
+
 // backupRestoreRecordInvalid says why a recorded restore is not one the controller is
 // carrying out, or "" if it is. Once its pod exists, the pod's marker proves it. Before,
 // the cluster must still be totally lost, with the opt-in, apart from what the restore
@@ -212,6 +226,15 @@ func backupRestoreRecordInvalid(d Desired, o Observed, pod *Pod) string {
 	if pod != nil {
 		if pod.RecoveryToken == "" || pod.RecoveryToken != r.Token {
 			return fmt.Sprintf("pod %s is not that restore's member", r.Member)
+		}
+		// The restored cluster has exactly its one member until the restore finishes:
+		// one that lists others has moved on, and the record replays one that finished.
+		if o.MembersKnown {
+			for _, m := range o.Members {
+				if m.Name != r.Member {
+					return fmt.Sprintf("the cluster of pod %s has other members (%x)", r.Member, m.ID)
+				}
+			}
 		}
 		return ""
 	}

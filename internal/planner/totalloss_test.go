@@ -207,6 +207,17 @@ func TestPlanBackupRestore(t *testing.T) {
 			o.Now = o.BackupRestore.StartedAt.Add(11 * time.Minute)
 			return o
 		}, want{kind: AbortBackupRestore, reason: "BackupRestoreAborted", deletePod: yes(), check: wantMessage("did not start within 10m0s")}},
+		{"a replayed record, its step done long ago: its pod is left in place", restoreAllowed(3), func() Observed {
+			o := restoring(PodRunning, "tok")()
+			o.BackupRestore.StepStarted = true
+			o.BackupRestore.StepDoneAt = o.Now.Add(-2*DefaultRecoveryTimeout - time.Second)
+			return o
+		}, want{kind: AbortBackupRestore, reason: "BackupRestoreAborted", deletePod: no()}},
+		{"a replayed record whose member is in a regrown cluster: forgotten, nothing deleted", restoreAllowed(3), func() Observed {
+			o := serving()
+			o.Members = append(o.Members, Member{ID: 8, Name: "c-grown", Reachable: true, Revision: 50})
+			return o
+		}, want{kind: AbortBackupRestore, reason: "BackupRestoreRecordInvalid", deletePod: no()}},
 		{"timed out: abandoned", restoreAllowed(3), func() Observed {
 			o := restoring(PodPending, "tok")()
 			o.Now = t0.Add(time.Hour)

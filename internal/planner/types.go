@@ -103,6 +103,11 @@ type Observed struct {
 	MemberLists []MemberList
 	// LeaderID is the leader as reported by reachable members (0 = unknown).
 	LeaderID uint64
+	// Answers are what each member that answered Status said of its cluster (fork.go).
+	Answers []ClusterAnswer
+	// ForkSince is when the controller first saw the answering members disagree,
+	// continuously since (zero: not seen, or not yet recorded).
+	ForkSince time.Time
 
 	// Pods are the member pods of this cluster (selected by label).
 	Pods []Pod
@@ -200,9 +205,11 @@ type Member struct {
 
 // MemberList is one member's own answer to MemberList.
 type MemberList struct {
-	// From is the ID of the member that answered.
-	From    uint64
-	Members []Member
+	// From is the ID of the member that answered; ClusterID the cluster its response
+	// header named (0: not known).
+	From      uint64
+	ClusterID uint64
+	Members   []Member
 }
 
 // nameSeed is the input of generated names: the seed plus the time, so a

@@ -29,6 +29,11 @@ const (
 	// in progress with that recovery's token; the operator removes it when the
 	// recovery finishes. It is what proves a recovery recorded in status is real.
 	AnnotationRecoveryToken = "etcd.database.coreos.com/recovery-token"
+	// AnnotationMarkerSignature is the operator's signature over that marker, the pod's
+	// name and UID, the cluster's UID, the step and when it was decided
+	// (internal/pinsign.MarkerFacts), written after the pod was created. Only a pod whose
+	// signature verifies is taken for the operator's recovery or restore member.
+	AnnotationMarkerSignature = "etcd.database.coreos.com/marker-signature"
 )
 
 // Fixed facts about member pods that other packages rely on.
@@ -83,7 +88,8 @@ func IsReservedLabel(key string) bool {
 // IsReservedAnnotation reports whether an annotation key belongs to the operator. The
 // chart drops such keys from spec.pod.annotations.
 func IsReservedAnnotation(key string) bool {
-	return key == AnnotationVersion || key == AnnotationMemberID || key == AnnotationRecoveryToken
+	return key == AnnotationVersion || key == AnnotationMemberID || key == AnnotationRecoveryToken ||
+		key == AnnotationMarkerSignature
 }
 
 // HeadlessServiceName is the Service giving members their DNS names: the cluster name.

@@ -38,10 +38,16 @@ const (
 	verifyDataVolume = "verify-data"
 	verifyDataMount  = "/var/etcd"
 	verifyDataDir    = verifyDataMount + "/data"
-	verifyExpectFile = verifyDataMount + "/expect.json"
-	verifyMember     = "verify"
-	verifyClientURL  = "http://127.0.0.1:2379"
-	verifyPeerURL    = "http://127.0.0.1:2380"
+	// The expectation (the object's key, SHA-256 and revision, which the operator signs
+	// when the verification passes) is on a volume of its own that only the operator's
+	// two steps mount: the etcd container runs an image the tenant chose
+	// (spec.repository) and could otherwise rewrite it before the check step reports it.
+	verifyExpectVolume = "verify-expect"
+	verifyExpectMount  = "/var/etcd-expect"
+	verifyExpectFile   = verifyExpectMount + "/expect.json"
+	verifyMember       = "verify"
+	verifyClientURL    = "http://127.0.0.1:2379"
+	verifyPeerURL      = "http://127.0.0.1:2380"
 )
 
 // VerifyPodSpec is what one verification needs.
@@ -87,6 +93,9 @@ func VerifyPod(s VerifyPodSpec) (*corev1.Pod, error) {
 	data := corev1.VolumeMount{Name: verifyDataVolume, MountPath: verifyDataMount}
 	dataRO := data
 	dataRO.ReadOnly = true
+	expect := corev1.VolumeMount{Name: verifyExpectVolume, MountPath: verifyExpectMount}
+	expectRO := expect
+	expectRO.ReadOnly = true
 	podSC, err := PodSecurityContext(nil)
 	if err != nil {
 		return nil, err
@@ -110,7 +119,7 @@ func VerifyPod(s VerifyPodSpec) (*corev1.Pod, error) {
 				Name: VerifyRestoreContainer, Image: s.OperatorImage,
 				Command: []string{OperatorCommand}, Args: restoreArgs,
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-				VolumeMounts:             append([]corev1.VolumeMount{data}, mounts...),
+				VolumeMounts:             append(append([]corev1.VolumeMount{data}, mounts...), expect),
 				SecurityContext:          ContainerSecurityContext(),
 			}},
 			Containers: []corev1.Container{{
@@ -132,10 +141,11 @@ func VerifyPod(s VerifyPodSpec) (*corev1.Pod, error) {
 				Args: []string{"verify", "check", "--endpoint=" + verifyClientURL, "--expect-file=" + verifyExpectFile,
 					"--timeout=" + s.StartTimeout.String()},
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-				VolumeMounts:             []corev1.VolumeMount{dataRO},
+				VolumeMounts:             []corev1.VolumeMount{expectRO},
 				SecurityContext:          ContainerSecurityContext(),
 			}},
-			Volumes: append([]corev1.Volume{{Name: verifyDataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, volumes...),
+			Volumes: append(append([]corev1.Volume{{Name: verifyDataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, volumes...),
+				corev1.Volume{Name: verifyExpectVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}),
 		},
 	}, nil
 }

@@ -48,7 +48,7 @@ func TestVerifyPodS3(t *testing.T) {
 	restore, etcd, check := s.InitContainers[0], s.Containers[0], s.Containers[1]
 	wantArgs := []string{"verify", "restore", "--latest", "--s3-path=bucket/db/snap", "--aws-secret-dir=" + RestoreAWSDir,
 		"--s3-endpoint=http://minio:9000", "--s3-force-path-style", "--name=verify", "--peer-url=http://127.0.0.1:2380",
-		"--data-dir=/var/etcd/data", "--expect-file=/var/etcd/expect.json", "--timeout=1m0s"}
+		"--data-dir=/var/etcd/data", "--expect-file=/var/etcd-expect/expect.json", "--timeout=1m0s"}
 	if restore.Image != "op:v1" || restore.Command[0] != OperatorCommand || !slices.Equal(restore.Args, wantArgs) {
 		t.Errorf("restore step %s %v %v", restore.Image, restore.Command, restore.Args)
 	}
@@ -63,8 +63,30 @@ func TestVerifyPodS3(t *testing.T) {
 	if len(etcd.Ports) != 0 {
 		t.Errorf("etcd declares ports %v", etcd.Ports)
 	}
-	if check.Image != "op:v1" || !slices.Contains(check.Args, "--expect-file=/var/etcd/expect.json") || !slices.Contains(check.Args, "--timeout=2m0s") {
+	if check.Image != "op:v1" || !slices.Contains(check.Args, "--expect-file=/var/etcd-expect/expect.json") || !slices.Contains(check.Args, "--timeout=2m0s") {
 		t.Errorf("check %s %v", check.Image, check.Args)
+	}
+	// The expectation the operator signs is on a volume the etcd container (the tenant's
+	// image) does not mount: restore writes it, check reads it, nothing else sees it.
+	for _, c := range []struct {
+		c     corev1.Container
+		mount bool
+		ro    bool
+	}{{restore, true, false}, {etcd, false, false}, {check, true, true}} {
+		var got *corev1.VolumeMount
+		for i := range c.c.VolumeMounts {
+			if c.c.VolumeMounts[i].Name == verifyExpectVolume {
+				got = &c.c.VolumeMounts[i]
+			}
+		}
+		if (got != nil) != c.mount || got != nil && got.ReadOnly != c.ro {
+			t.Errorf("container %s: expectation mount %+v, want mounted %v read-only %v", c.c.Name, got, c.mount, c.ro)
+		}
+		for _, m := range c.c.VolumeMounts {
+			if c.c.Name == VerifyCheckContainer && m.Name == verifyDataVolume {
+				t.Errorf("check step mounts the data volume the etcd container writes")
+			}
+		}
 	}
 	mounts := map[string]corev1.VolumeMount{}
 	for _, m := range restore.VolumeMounts {
