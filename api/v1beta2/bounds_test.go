@@ -92,10 +92,17 @@ func TestClusterIdentityAndBoundsAdmission(t *testing.T) {
 	refused(t, create("v1beta2", pod("DNSTimeoutInSecond", int64(1)<<62)), "spec.pod.DNSTimeoutInSecond")
 	refused(t, create("v1", pod("dnsTimeout", "25h")), "spec.pod.dnsTimeout")
 	refused(t, create("v1", pod("dnsTimeout", "100000000h")), "spec.pod.dnsTimeout")
+	// The cluster domain ends up in every member host the operator dials: a user, port,
+	// path or fragment would point those connections elsewhere.
+	for _, bad := range []string{"x@10.0.0.1:443#", "cluster.local:6443", "a/b", "a#b", "UPPER.case"} {
+		refused(t, create("v1beta2", pod("ClusterDomain", bad)), "spec.pod.ClusterDomain")
+		refused(t, create("v1", pod("clusterDomain", bad)), "spec.pod.clusterDomain")
+	}
 	for _, ok := range []struct {
 		version string
 		spec    map[string]any
-	}{{"v1beta2", pod("DNSTimeoutInSecond", int64(86400))}, {"v1", pod("dnsTimeout", "24h")}, {"v1", pod("dnsTimeout", "0s")}} {
+	}{{"v1beta2", pod("ClusterDomain", "cluster.local")}, {"v1", pod("clusterDomain", "cluster.local.")},
+		{"v1beta2", pod("DNSTimeoutInSecond", int64(86400))}, {"v1", pod("dnsTimeout", "24h")}, {"v1", pod("dnsTimeout", "0s")}} {
 		if err := create(ok.version, ok.spec); err != nil {
 			t.Errorf("%s %v refused: %v", ok.version, ok.spec, err)
 		}

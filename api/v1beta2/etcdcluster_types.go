@@ -134,8 +134,13 @@ type PodPolicy struct {
 
 	// ClusterDomain is the cluster's DNS domain, e.g. cluster.local. Empty means members
 	// are addressed as <pod>.<cluster>.<namespace>.svc, which resolves in any domain.
+	// It must be a DNS name (RFC 1123: lower-case labels of letters, digits and '-', joined
+	// by dots; a dot at either end is allowed): the operator dials members under it, so it may
+	// not carry a user, port, path or fragment ('@', ':', '/', '#') that would point those
+	// connections elsewhere.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^\.?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*\.?$`
 	ClusterDomain string `json:"ClusterDomain,omitempty"`
 }
 
