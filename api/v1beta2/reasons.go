@@ -80,6 +80,13 @@ const (
 	ReasonEndpointsRefused = "EndpointsRefused"
 	// ReasonClusterNotFound: spec.clusterRef names no EtcdCluster of the namespace.
 	ReasonClusterNotFound = "ClusterNotFound"
+	// ReasonS3EndpointRefused: spec.s3.endpoint is, or resolves to, an address the
+	// operator does not dial (loopback, link-local, unspecified, the API server's) and
+	// the operator has no --allow-s3-endpoint exception for it; nothing was sent there.
+	ReasonS3EndpointRefused = "S3EndpointRefused"
+	// ReasonLimitExceeded: the S3 listing, the backup or its decompression went past
+	// the operator's limits (keys, pages, bytes, decompression ratio).
+	ReasonLimitExceeded = "LimitExceeded"
 )
 
 // RestoreConditionSucceeded is the EtcdRestore condition: Unknown while the new cluster

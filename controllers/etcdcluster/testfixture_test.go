@@ -19,5 +19,5 @@ func newTestClusterReconciler(t *testing.T, c client.Client, rec record.EventRec
 		t.Fatal(err)
 	}
 	return &Reconciler{Client: c, Scheme: c.Scheme(), Recorder: rec, Now: now,
-		renderer: rd, health: newHealthTracker(), events: newEventMemo(), backoff: newStepBackoff(), OperatorImage: "op:test"}
+		renderer: rd, health: newHealthTracker(), events: newEventMemo(), backoff: newStepBackoff(), OperatorImage: "op:test", S3Access: testS3Access}
 }

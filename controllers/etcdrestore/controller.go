@@ -422,6 +422,10 @@ func terminalRestoreReason(reason string) bool {
 	switch reason {
 	case etcdv1beta2.ReasonClusterExists, etcdv1beta2.ReasonUnsupportedStorageType, etcdv1beta2.ReasonBackupInvalidSpec:
 		return true
+	case etcdv1beta2.ReasonS3EndpointRefused, etcdv1beta2.ReasonLimitExceeded:
+		// Neither changes without a spec change (or the operator's flags): retrying
+		// would download a bomb up to the limit again every time.
+		return true
 	}
 	return false
 }
