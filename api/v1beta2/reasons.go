@@ -87,6 +87,9 @@ const (
 	// ReasonLimitExceeded: the S3 listing, the backup or its decompression went past
 	// the operator's limits (keys, pages, bytes, decompression ratio).
 	ReasonLimitExceeded = "LimitExceeded"
+	// EventReasonBackupNowDeferred: a backup-now value came sooner than the operator
+	// takes them (one per EtcdBackup per 5 minutes); it runs when the spacing has passed.
+	EventReasonBackupNowDeferred = "BackupNowDeferred"
 )
 
 // RestoreConditionSucceeded is the EtcdRestore condition: Unknown while the new cluster
