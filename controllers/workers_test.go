@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -42,6 +43,8 @@ func TestSlowRestoreHoldsNoOtherNamespace(t *testing.T) {
 	var mu sync.Mutex
 	waiting := map[string]bool{}
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
 	tarpit := func(ns string) string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
@@ -60,7 +63,8 @@ func TestSlowRestoreHoldsNoOtherNamespace(t *testing.T) {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(etcdv1beta2.AddToScheme(s))
 	utilruntime.Must(etcdv1.AddToScheme(s))
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	ctrl.SetLogger(logr.Discard())
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Logger: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +75,7 @@ func TestSlowRestoreHoldsNoOtherNamespace(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	t.Cleanup(func() { close(release); cancel(); <-done })
+	t.Cleanup(func() { releaseAll(); cancel(); <-done })
 
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
@@ -89,10 +93,14 @@ func TestSlowRestoreHoldsNoOtherNamespace(t *testing.T) {
 			}
 		}
 	}
+	endpoint := map[string]string{"tenant-a": tarpit("tenant-a"), "tenant-b": tarpit("tenant-b")}
+	// Registered after the tarpits' Close (cleanups run last first): their handlers
+	// return before the servers wait for them.
+	t.Cleanup(releaseAll)
 	create := func(ns string) {
 		er := &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: ns},
 			Spec: etcdv1beta2.EtcdRestoreSpec{EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: "restored"}, BackupStorageType: etcdv1beta2.BackupStorageTypeS3,
-				RestoreSource: etcdv1beta2.RestoreSource{S3: &etcdv1beta2.S3BackupSource{Path: "bkt/snap", AWSSecret: "aws", Endpoint: tarpit(ns), ForcePathStyle: true}}}}
+				RestoreSource: etcdv1beta2.RestoreSource{S3: &etcdv1beta2.S3BackupSource{Path: "bkt/snap", AWSSecret: "aws", Endpoint: endpoint[ns], ForcePathStyle: true}}}}
 		if err := c.Create(ctx, er); err != nil {
 			t.Fatal(err)
 		}
