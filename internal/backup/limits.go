@@ -268,7 +268,13 @@ func sanitize(op, name string, err, kind error) error {
 			kinds = append(kinds, k)
 		}
 	}
-	return &sanitized{msg: fmt.Sprintf("%s %s: %s", op, name, errorClass(err)), kinds: kinds}
+	msg := fmt.Sprintf("%s %s: %s", op, name, errorClass(err))
+	if kind != nil {
+		// What it means, in the operator's words (e.g. "access denied (check the
+		// credentials and their permissions)").
+		msg += ": " + kind.Error()
+	}
+	return &sanitized{msg: msg, kinds: kinds}
 }
 
 // errorClass names what went wrong in at most ~150 characters of the operator's words.

@@ -100,7 +100,7 @@ func TestEndpointErrorsAreSanitised(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = s.Get(context.Background(), "k")
-	if !errors.Is(err, backup.ErrAccessDenied) || !strings.Contains(err.Error(), "HTTP 403") {
+	if !errors.Is(err, backup.ErrAccessDenied) || !strings.Contains(err.Error(), "HTTP 403") || !strings.Contains(err.Error(), "access denied") {
 		t.Errorf("get: %v, want ErrAccessDenied with the status", err)
 	}
 	if _, err := s.List(context.Background(), "p"); err == nil || strings.Contains(err.Error(), "10.9.8.7") || strings.Contains(err.Error(), "admin console") {
