@@ -54,6 +54,9 @@ type Options struct {
 	// MaxBackupBytes bounds a backup the operator reads in its own process (and its
 	// decompressed size); 0: backup.DefaultMaxObjectBytes (--max-backup-bytes).
 	MaxBackupBytes int64
+	// BackupNowSpacing is the shortest time between two backup-now runs of one
+	// EtcdBackup; 0: etcdbackup.DefaultBackupNowSpacing (5m). The e2e tests lower it.
+	BackupNowSpacing time.Duration
 	// AfterAction is the EtcdCluster controller's test failpoint (etcdcluster.Reconciler's
 	// AfterAction); nil in production.
 	AfterAction func(ctx context.Context, cluster string, action planner.Action)
@@ -159,6 +162,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		S3Access:               s3,
 		AfterBackupStored:      opts.AfterBackupStored,
 		PinKey:                 opts.PinKey,
+		BackupNowSpacing:       opts.BackupNowSpacing,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -114,6 +114,9 @@ type Reconciler struct {
 	// PinKey signs passed verifications (verify_pin.go), so a restore of exactly the
 	// verified object may skip the snapshot checks; nil: nothing is signed.
 	PinKey []byte
+	// BackupNowSpacing is the shortest time between two backup-now runs of one
+	// EtcdBackup; 0: DefaultBackupNowSpacing. The e2e tests lower it.
+	BackupNowSpacing time.Duration
 
 	mu       sync.Mutex
 	failures map[types.NamespacedName]int
@@ -125,20 +128,29 @@ type Reconciler struct {
 	lastBackupNow map[types.NamespacedName]time.Time
 }
 
-// BackupNowSpacing is the shortest time between two runs for backup-now values of one
-// EtcdBackup: a new value sooner is honoured when the spacing has passed (values in
-// between are one run), with a BackupNowDeferred event saying when.
-const BackupNowSpacing = 5 * time.Minute
+// DefaultBackupNowSpacing is the shortest time between two runs for backup-now values of
+// one EtcdBackup (Reconciler.BackupNowSpacing): a new value sooner is honoured when the
+// spacing has passed (values in between are one run), with a BackupNowDeferred event
+// saying when.
+const DefaultBackupNowSpacing = 5 * time.Minute
+
+// backupNowSpacing is r.BackupNowSpacing or the default.
+func (r *Reconciler) backupNowSpacing() time.Duration {
+	if r.BackupNowSpacing > 0 {
+		return r.BackupNowSpacing
+	}
+	return DefaultBackupNowSpacing
+}
 
 // backupNowWait is how long a backup-now value of key must still wait (0: it may run).
 func (r *Reconciler) backupNowWait(key types.NamespacedName, now time.Time) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	last, ok := r.lastBackupNow[key]
-	if !ok || !now.Before(last.Add(BackupNowSpacing)) {
+	if !ok || !now.Before(last.Add(r.backupNowSpacing())) {
 		return 0
 	}
-	return last.Add(BackupNowSpacing).Sub(now)
+	return last.Add(r.backupNowSpacing()).Sub(now)
 }
 
 // noteBackupNow records the outcome of a run that honoured a backup-now value (the
@@ -220,7 +232,7 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, req ctrl.Request) (ctr
 			sched.Annotations[etcdv1beta2.BackupNowAnnotation] = eb.Status.LastBackupNow
 			if next, due := backupDue(sched, now); !due {
 				r.Recorder.Eventf(&eb, corev1.EventTypeNormal, etcdv1beta2.EventReasonBackupNowDeferred,
-					"backup-now %.64q deferred: one backup-now run per %s; it runs in %s", eb.Annotations[etcdv1beta2.BackupNowAnnotation], BackupNowSpacing, wait.Round(time.Second))
+					"backup-now %.64q deferred: one backup-now run per %s; it runs in %s", eb.Annotations[etcdv1beta2.BackupNowAnnotation], r.backupNowSpacing(), wait.Round(time.Second))
 				if next > 0 && next < wait {
 					wait = next
 				}

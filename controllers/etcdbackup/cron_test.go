@@ -125,7 +125,7 @@ func TestBackupNow(t *testing.T) {
 	if h.pod() != nil {
 		t.Fatal("the same backup-now value ran twice")
 	}
-	h.clock.Advance(BackupNowSpacing)
+	h.clock.Advance(DefaultBackupNowSpacing)
 	annotate("2")
 	h.reconcile()
 	if h.pod() == nil {
@@ -133,9 +133,9 @@ func TestBackupNow(t *testing.T) {
 	}
 }
 
-// backup-now values sooner than BackupNowSpacing after the last run are not a backup
+// backup-now values sooner than DefaultBackupNowSpacing after the last run are not a backup
 // each: they are deferred (reported), and one run honours them once the spacing passed.
-func TestBackupNowSpacing(t *testing.T) {
+func TestDefaultBackupNowSpacing(t *testing.T) {
 	h := newHarness(t, cronBackup("now", "0 2 * * *", "Europe/Berlin"), mainCluster("now")...)
 	h.reconcile()
 	annotate := func(v string) {
@@ -158,7 +158,7 @@ func TestBackupNowSpacing(t *testing.T) {
 		if p := h.pod(); p != nil {
 			runs++
 		}
-		if res.RequeueAfter <= 0 || res.RequeueAfter > BackupNowSpacing {
+		if res.RequeueAfter <= 0 || res.RequeueAfter > DefaultBackupNowSpacing {
 			t.Fatalf("value %d: requeue after %s, want within the spacing", i, res.RequeueAfter)
 		}
 	}
@@ -172,7 +172,7 @@ func TestBackupNowSpacing(t *testing.T) {
 	if !deferred {
 		t.Error("no BackupNowDeferred event")
 	}
-	h.clock.Advance(BackupNowSpacing)
+	h.clock.Advance(DefaultBackupNowSpacing)
 	h.reconcile()
 	if h.pod() == nil {
 		t.Fatal("the deferred backup-now did not run once the spacing passed")
