@@ -78,6 +78,9 @@ func runManager(args []string) int {
 		kubeAPIBurst     = fs.Int("kube-api-burst", 100, "requests the operator may make to the Kubernetes API server in a burst above --kube-api-qps")
 		allowExternal    = fs.Bool("allow-external-backup-endpoints", false, "let an EtcdBackup's spec.etcdEndpoints name etcd outside the backup's namespace (default: only EtcdClusters of its own namespace; a tenant who may create EtcdBackups could otherwise make the operator dial any address)")
 	)
+	var allowS3Endpoints stringList
+	fs.Var(&allowS3Endpoints, "allow-s3-endpoint", "an S3 endpoint (host or host:port, as spec.s3.endpoint writes the host) this operator may dial although it is, or resolves to, a loopback, link-local or unspecified address or one of the API server's; repeat for more. Every other such endpoint is refused (S3EndpointRefused): a tenant could otherwise make the operator send signed requests to internal services")
+	maxBackupBytes := fs.Int64("max-backup-bytes", backup.DefaultMaxObjectBytes, "largest backup (stored, and decompressed) this operator reads in its own process to verify a restore; larger ones, and decompression past 100x the stored bytes beyond 1 GiB, are refused (LimitExceeded)")
 	wh := etcdwebhook.AddServerFlags(fs)
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
@@ -135,6 +138,8 @@ func runManager(args []string) int {
 		ClusterDomain: *clusterDomain, OperatorImage: *operatorImage, AllowExternalBackupEndpoints: *allowExternal,
 		Scope:                     scope,
 		AllowAmbientS3Credentials: *allowAmbientS3,
+		AllowS3Endpoints:          allowS3Endpoints,
+		MaxBackupBytes:            *maxBackupBytes,
 		PinKey:                    pinKey,
 	}); err != nil {
 		log.Error(err, "unable to set up controllers")
@@ -315,4 +320,18 @@ func runBackup(args []string) int {
 	lg.Info("backup stored", uzap.String("location", res.Location), uzap.Int64("revision", res.Revision),
 		uzap.String("sha256", res.Object.SHA256), uzap.Int("pruned", len(res.Pruned)))
 	return 0
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
 }

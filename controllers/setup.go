@@ -8,6 +8,9 @@ package controllers
 import (
 	"bufio"
 	"context"
+	"net"
+	"net/netip"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -45,6 +48,15 @@ type Options struct {
 	// AllowAmbientS3Credentials lets spec.s3.credentialsSource Environment use the
 	// operator's own S3 identity; by default such objects are refused.
 	AllowAmbientS3Credentials bool
+	// AllowS3Endpoints are S3 endpoints (host or host:port) the operator dials although
+	// they are loopback, link-local or the API server's (--allow-s3-endpoint).
+	AllowS3Endpoints []string
+	// MaxBackupBytes bounds a backup the operator reads in its own process (and its
+	// decompressed size); 0: backup.DefaultMaxObjectBytes (--max-backup-bytes).
+	MaxBackupBytes int64
+	// BackupNowSpacing is the shortest time between two backup-now runs of one
+	// EtcdBackup; 0: etcdbackup.DefaultBackupNowSpacing (5m). The e2e tests lower it.
+	BackupNowSpacing time.Duration
 	// AfterAction is the EtcdCluster controller's test failpoint (etcdcluster.Reconciler's
 	// AfterAction); nil in production.
 	AfterAction func(ctx context.Context, cluster string, action planner.Action)
@@ -77,11 +89,54 @@ func NeverCacheSecrets(opts *ctrl.Options) {
 	opts.Client.Cache.DisableFor = append(opts.Client.Cache.DisableFor, &corev1.Secret{})
 }
 
+// s3Access is what every controller lends tenants to reach S3 from the operator's
+// process: never the API server's own addresses (those of the manager's rest config and
+// of the in-cluster kubernetes Service), besides loopback and link-local.
+func s3Access(mgr ctrl.Manager, opts Options) backupstorage.S3Access {
+	return backupstorage.S3Access{
+		AllowAmbient:   opts.AllowAmbientS3Credentials,
+		AllowEndpoints: opts.AllowS3Endpoints,
+		DenyAddrs:      apiServerAddrs(mgr.GetConfig().Host, os.Getenv("KUBERNETES_SERVICE_HOST")),
+		MaxObjectBytes: opts.MaxBackupBytes,
+	}
+}
+
+// apiServerAddrs resolves the hosts the API server is reached at (a URL or a host),
+// once, at start; names that do not resolve are skipped.
+func apiServerAddrs(hosts ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, h := range hosts {
+		if h == "" {
+			continue
+		}
+		if u, err := url.Parse(h); err == nil && u.Host != "" {
+			h = u.Hostname()
+		} else if host, _, err := net.SplitHostPort(h); err == nil {
+			h = host
+		}
+		h = strings.Trim(h, "[]")
+		if a, err := netip.ParseAddr(h); err == nil {
+			out = append(out, a.Unmap())
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", h)
+		cancel()
+		if err == nil {
+			for _, a := range addrs {
+				out = append(out, a.Unmap())
+			}
+		}
+	}
+	return out
+}
+
 // SetupWithManager registers every controller of the operator.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.ClusterDomain == "" {
 		opts.ClusterDomain = detectClusterDomain("/etc/resolv.conf")
 	}
+	s3 := s3Access(mgr, opts)
 	if err := (&etcdcluster.Reconciler{
 		Client:             mgr.GetClient(),
 		Scheme:             mgr.GetScheme(),
@@ -92,7 +147,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Scope:              opts.Scope,
 		AfterAction:        opts.AfterAction,
 		PinKey:             opts.PinKey,
-		S3Access:           backupstorage.S3Access{AllowAmbient: opts.AllowAmbientS3Credentials},
+		S3Access:           s3,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -104,9 +159,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		ClusterDomain: opts.ClusterDomain,
 
 		AllowExternalEndpoints: opts.AllowExternalBackupEndpoints,
-		S3Access:               backupstorage.S3Access{AllowAmbient: opts.AllowAmbientS3Credentials},
+		S3Access:               s3,
 		AfterBackupStored:      opts.AfterBackupStored,
 		PinKey:                 opts.PinKey,
+		BackupNowSpacing:       opts.BackupNowSpacing,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -115,7 +171,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		APIReader:     mgr.GetAPIReader(),
 		Recorder:      mgr.GetEventRecorderFor("etcd-restore"),
 		OperatorImage: opts.OperatorImage,
-		S3Access:      backupstorage.S3Access{AllowAmbient: opts.AllowAmbientS3Credentials},
+		S3Access:      s3,
 	}).SetupWithManager(mgr)
 }
 

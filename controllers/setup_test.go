@@ -26,3 +26,18 @@ func TestDetectClusterDomain(t *testing.T) {
 		t.Errorf("missing file: got %q", got)
 	}
 }
+
+// The API server's addresses, refused as S3 endpoints, come from its URL (rest config)
+// and the in-cluster Service host, whatever their form.
+func TestAPIServerAddrs(t *testing.T) {
+	got := apiServerAddrs("https://10.96.0.1:443", "10.0.0.1", "https://[fd00::1]:6443", "", "::ffff:192.0.2.7")
+	want := []string{"10.96.0.1", "10.0.0.1", "fd00::1", "192.0.2.7"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("got %v, want %v", got, want)
+		}
+	}
+}

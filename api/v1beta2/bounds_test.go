@@ -57,6 +57,11 @@ func TestClusterIdentityAndBoundsAdmission(t *testing.T) {
 	for _, p := range render.ForbiddenEnvPrefixes() {
 		forbidden = append(forbidden, p, strings.TrimSuffix(p, "_")+"_SOMETHING_NEW")
 	}
+	// ETCD_* is an allowlist: log outputs, pprof, TLS policy and flags unknown today are
+	// refused too; outside ETCD_*, what changes how the runtime trusts or routes.
+	forbidden = append(forbidden, "ETCD_LOG_OUTPUTS", "ETCD_ENABLE_PPROF", "ETCD_PEER_CERT_ALLOWED_CN", "ETCD_CIPHER_SUITES",
+		"ETCD_SOMETHING_NEW")
+	forbidden = append(forbidden, render.DeniedOtherEnv()...)
 	for _, version := range []string{"v1beta2", "v1"} {
 		field := "spec.pod." + envField[version]
 		t.Run(version, func(t *testing.T) {
@@ -66,7 +71,7 @@ func TestClusterIdentityAndBoundsAdmission(t *testing.T) {
 			// valueFrom hides the value, never the name.
 			refused(t, create(version, withEnv(version, map[string]any{"name": "ETCD_FORCE_NEW_CLUSTER",
 				"valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s", "key": "k"}}})), field, "ETCD_FORCE_NEW_CLUSTER")
-			for _, name := range []string{"ETCD_QUOTA_BACKEND_BYTES", "ETCD_AUTO_COMPACTION_RETENTION", "ETCD_EXPERIMENTAL_INITIAL_CORRUPT_CHECK", "GOMAXPROCS"} {
+			for _, name := range append(render.AllowedEtcdEnv(), "GOMAXPROCS", "TZ") {
 				if err := create(version, withEnv(version, map[string]any{"name": name, "value": "1"})); err != nil {
 					t.Errorf("%s refused: %v", name, err)
 				}
@@ -92,10 +97,17 @@ func TestClusterIdentityAndBoundsAdmission(t *testing.T) {
 	refused(t, create("v1beta2", pod("DNSTimeoutInSecond", int64(1)<<62)), "spec.pod.DNSTimeoutInSecond")
 	refused(t, create("v1", pod("dnsTimeout", "25h")), "spec.pod.dnsTimeout")
 	refused(t, create("v1", pod("dnsTimeout", "100000000h")), "spec.pod.dnsTimeout")
+	// The cluster domain ends up in every member host the operator dials: a user, port,
+	// path or fragment would point those connections elsewhere.
+	for _, bad := range []string{"x@10.0.0.1:443#", "cluster.local:6443", "a/b", "a#b", "UPPER.case"} {
+		refused(t, create("v1beta2", pod("ClusterDomain", bad)), "spec.pod.ClusterDomain")
+		refused(t, create("v1", pod("clusterDomain", bad)), "spec.pod.clusterDomain")
+	}
 	for _, ok := range []struct {
 		version string
 		spec    map[string]any
-	}{{"v1beta2", pod("DNSTimeoutInSecond", int64(86400))}, {"v1", pod("dnsTimeout", "24h")}, {"v1", pod("dnsTimeout", "0s")}} {
+	}{{"v1beta2", pod("ClusterDomain", "cluster.local")}, {"v1", pod("clusterDomain", "cluster.local.")},
+		{"v1beta2", pod("DNSTimeoutInSecond", int64(86400))}, {"v1", pod("dnsTimeout", "24h")}, {"v1", pod("dnsTimeout", "0s")}} {
 		if err := create(ok.version, ok.spec); err != nil {
 			t.Errorf("%s %v refused: %v", ok.version, ok.spec, err)
 		}

@@ -91,12 +91,15 @@ type PodPolicy struct {
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// EtcdEnv is extra environment for the etcd container, e.g. ETCD_QUOTA_BACKEND_BYTES.
-	// Variables etcd reads as flags that the operator sets itself or that would fork,
-	// rejoin, move or weaken the cluster (force-new-cluster, discovery*, initial-cluster*,
-	// unsafe-*, config-file, wal-dir, URLs, TLS files, auto-tls, ...) are refused.
+	// Variables etcd reads as flags (ETCD_*) are an allowlist: only settings that tune how
+	// a member runs (quota, compaction, snapshot count, heartbeat and election timeouts,
+	// request limits, gRPC keepalive, log level and format, consistency checks, feature
+	// gates, ...) and cannot change its identity, data location, log outputs, TLS policy
+	// or exposure (pprof, extra listeners). Other names are the image's own, except those
+	// the operator sets and GODEBUG, the proxy variables and SSL_CERT_FILE/DIR.
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
-	// +kubebuilder:validation:items:XValidation:rule="!(self.name in ['POD_IP', 'POD_NAME', 'ETCD_NAME', 'ETCD_DATA_DIR', 'ETCD_WAL_DIR', 'ETCD_CONFIG_FILE', 'ETCD_FORCE_NEW_CLUSTER', 'ETCD_LISTEN_PEER_URLS', 'ETCD_LISTEN_CLIENT_URLS', 'ETCD_LISTEN_CLIENT_HTTP_URLS', 'ETCD_LISTEN_METRICS_URLS', 'ETCD_INITIAL_ADVERTISE_PEER_URLS', 'ETCD_ADVERTISE_CLIENT_URLS', 'ETCD_STRICT_RECONFIG_CHECK', 'ETCD_PEER_CERT_FILE', 'ETCD_PEER_KEY_FILE', 'ETCD_PEER_TRUSTED_CA_FILE', 'ETCD_PEER_CLIENT_CERT_AUTH', 'ETCD_CERT_FILE', 'ETCD_KEY_FILE', 'ETCD_TRUSTED_CA_FILE', 'ETCD_CLIENT_CERT_AUTH', 'ETCD_AUTO_TLS', 'ETCD_PEER_AUTO_TLS', 'ETCD_PEER_SKIP_CLIENT_SAN_VERIFICATION', 'ETCD_EXPERIMENTAL_PEER_SKIP_CLIENT_SAN_VERIFICATION'] || ['ETCD_DISCOVERY', 'ETCD_INITIAL_CLUSTER', 'ETCD_UNSAFE_', 'ETCD_PROXY'].exists(p, self.name.startsWith(p)))",messageExpression="self.name + ' may not be set: the operator sets it, or it would fork, rejoin, move or weaken the cluster'"
+	// +kubebuilder:validation:items:XValidation:rule="self.name.startsWith('ETCD_') ? self.name in ['ETCD_QUOTA_BACKEND_BYTES', 'ETCD_AUTO_COMPACTION_MODE', 'ETCD_AUTO_COMPACTION_RETENTION', 'ETCD_BACKEND_BATCH_LIMIT', 'ETCD_BACKEND_BATCH_INTERVAL', 'ETCD_BACKEND_BBOLT_FREELIST_TYPE', 'ETCD_SNAPSHOT_COUNT', 'ETCD_MAX_SNAPSHOTS', 'ETCD_MAX_WALS', 'ETCD_EXPERIMENTAL_COMPACTION_BATCH_LIMIT', 'ETCD_COMPACTION_BATCH_LIMIT', 'ETCD_EXPERIMENTAL_COMPACTION_SLEEP_INTERVAL', 'ETCD_COMPACTION_SLEEP_INTERVAL', 'ETCD_EXPERIMENTAL_BOOTSTRAP_DEFRAG_THRESHOLD_MEGABYTES', 'ETCD_BOOTSTRAP_DEFRAG_THRESHOLD_MEGABYTES', 'ETCD_EXPERIMENTAL_SNAPSHOT_CATCHUP_ENTRIES', 'ETCD_SNAPSHOT_CATCHUP_ENTRIES', 'ETCD_HEARTBEAT_INTERVAL', 'ETCD_ELECTION_TIMEOUT', 'ETCD_PRE_VOTE', 'ETCD_EXPERIMENTAL_MAX_LEARNERS', 'ETCD_MAX_LEARNERS', 'ETCD_MAX_REQUEST_BYTES', 'ETCD_MAX_TXN_OPS', 'ETCD_MAX_CONCURRENT_STREAMS', 'ETCD_GRPC_KEEPALIVE_MIN_TIME', 'ETCD_GRPC_KEEPALIVE_INTERVAL', 'ETCD_GRPC_KEEPALIVE_TIMEOUT', 'ETCD_LOG_LEVEL', 'ETCD_LOG_FORMAT', 'ETCD_METRICS', 'ETCD_EXPERIMENTAL_INITIAL_CORRUPT_CHECK', 'ETCD_EXPERIMENTAL_CORRUPT_CHECK_TIME', 'ETCD_CORRUPT_CHECK_TIME', 'ETCD_EXPERIMENTAL_COMPACT_HASH_CHECK_ENABLED', 'ETCD_EXPERIMENTAL_COMPACT_HASH_CHECK_TIME', 'ETCD_COMPACT_HASH_CHECK_TIME', 'ETCD_EXPERIMENTAL_WATCH_PROGRESS_NOTIFY_INTERVAL', 'ETCD_WATCH_PROGRESS_NOTIFY_INTERVAL', 'ETCD_EXPERIMENTAL_WARNING_APPLY_DURATION', 'ETCD_WARNING_APPLY_DURATION', 'ETCD_EXPERIMENTAL_WARNING_UNARY_REQUEST_DURATION', 'ETCD_WARNING_UNARY_REQUEST_DURATION', 'ETCD_EXPERIMENTAL_ENABLE_LEASE_CHECKPOINT', 'ETCD_EXPERIMENTAL_ENABLE_LEASE_CHECKPOINT_PERSIST', 'ETCD_EXPERIMENTAL_MEMORY_MLOCK', 'ETCD_MEMORY_MLOCK', 'ETCD_EXPERIMENTAL_TXN_MODE_WRITE_WITH_SHARED_BUFFER', 'ETCD_EXPERIMENTAL_STOP_GRPC_SERVICE_ON_DEFRAG', 'ETCD_EXPERIMENTAL_DOWNGRADE_CHECK_TIME', 'ETCD_DOWNGRADE_CHECK_TIME', 'ETCD_FEATURE_GATES', 'ETCD_AUTH_TOKEN', 'ETCD_AUTH_TOKEN_TTL', 'ETCD_BCRYPT_COST'] : !(self.name in ['POD_IP', 'POD_NAME', 'GODEBUG', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy', 'SSL_CERT_FILE', 'SSL_CERT_DIR'])",messageExpression="self.name + (self.name.startsWith('ETCD_') ? ' may not be set: only etcd settings that cannot change the member identity, data location, log outputs or TLS policy are allowed (e.g. ETCD_QUOTA_BACKEND_BYTES, ETCD_SNAPSHOT_COUNT, ETCD_HEARTBEAT_INTERVAL, ETCD_LOG_LEVEL)' : ' may not be set: the operator sets it, or it changes how the member trusts or routes its connections')"
 	EtcdEnv []corev1.EnvVar `json:"etcdEnv,omitempty"`
 
 	// PersistentVolumeClaimSpec, when set, gives each member a PVC (named like its pod)
@@ -134,8 +137,13 @@ type PodPolicy struct {
 
 	// ClusterDomain is the cluster's DNS domain, e.g. cluster.local. Empty means members
 	// are addressed as <pod>.<cluster>.<namespace>.svc, which resolves in any domain.
+	// It must be a DNS name (RFC 1123: lower-case labels of letters, digits and '-', joined
+	// by dots; a dot at either end is allowed): the operator dials members under it, so it may
+	// not carry a user, port, path or fragment ('@', ':', '/', '#') that would point those
+	// connections elsewhere.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^\.?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*\.?$`
 	ClusterDomain string `json:"ClusterDomain,omitempty"`
 }
 

@@ -84,6 +84,16 @@ const (
 	ReasonEndpointsRefused = "EndpointsRefused"
 	// ReasonClusterNotFound: spec.clusterRef names no EtcdCluster of the namespace.
 	ReasonClusterNotFound = "ClusterNotFound"
+	// ReasonS3EndpointRefused: spec.s3.endpoint is, or resolves to, an address the
+	// operator does not dial (loopback, link-local, unspecified, the API server's) and
+	// the operator has no --allow-s3-endpoint exception for it; nothing was sent there.
+	ReasonS3EndpointRefused = "S3EndpointRefused"
+	// ReasonLimitExceeded: the S3 listing, the backup or its decompression went past
+	// the operator's limits (keys, pages, bytes, decompression ratio).
+	ReasonLimitExceeded = "LimitExceeded"
+	// EventReasonBackupNowDeferred: a backup-now value came sooner than the operator
+	// takes them (one per EtcdBackup per 5 minutes); it runs when the spacing has passed.
+	EventReasonBackupNowDeferred = "BackupNowDeferred"
 )
 
 // RestoreConditionSucceeded is the EtcdRestore condition: Unknown while the new cluster

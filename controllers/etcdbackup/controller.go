@@ -115,12 +115,54 @@ type Reconciler struct {
 	// (verify_pin.go says why); it is kept for a verification whose report the operator
 	// can check itself.
 	PinKey []byte
+	// BackupNowSpacing is the shortest time between two backup-now runs of one
+	// EtcdBackup; 0: DefaultBackupNowSpacing. The e2e tests lower it.
+	BackupNowSpacing time.Duration
 
 	mu       sync.Mutex
 	failures map[types.NamespacedName]int
 	// retryAt holds the earliest next attempt after a failure, for the generation that
 	// failed: events of the backup pods (e.g. its deletion) must not cut the back-off short.
 	retryAt map[types.NamespacedName]retryState
+	// lastBackupNow is when each backup last ran for a backup-now value: in memory, so a
+	// tenant cannot move it back (an operator restart allows one run at once).
+	lastBackupNow map[types.NamespacedName]time.Time
+}
+
+// DefaultBackupNowSpacing is the shortest time between two runs for backup-now values of
+// one EtcdBackup (Reconciler.BackupNowSpacing): a new value sooner is honoured when the
+// spacing has passed (values in between are one run), with a BackupNowDeferred event
+// saying when.
+const DefaultBackupNowSpacing = 5 * time.Minute
+
+// backupNowSpacing is r.BackupNowSpacing or the default.
+func (r *Reconciler) backupNowSpacing() time.Duration {
+	if r.BackupNowSpacing > 0 {
+		return r.BackupNowSpacing
+	}
+	return DefaultBackupNowSpacing
+}
+
+// backupNowWait is how long a backup-now value of key must still wait (0: it may run).
+func (r *Reconciler) backupNowWait(key types.NamespacedName, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last, ok := r.lastBackupNow[key]
+	if !ok || !now.Before(last.Add(r.backupNowSpacing())) {
+		return 0
+	}
+	return last.Add(r.backupNowSpacing()).Sub(now)
+}
+
+// noteBackupNow records the outcome of a run that honoured a backup-now value (the
+// spacing counts from the end of a run: a run in progress is never deferred).
+func (r *Reconciler) noteBackupNow(key types.NamespacedName, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastBackupNow == nil {
+		r.lastBackupNow = map[types.NamespacedName]time.Time{}
+	}
+	r.lastBackupNow[key] = now
 }
 
 type retryState struct {
@@ -154,6 +196,9 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.Get(ctx, req.NamespacedName, &eb); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
+			r.mu.Lock()
+			delete(r.lastBackupNow, req.NamespacedName)
+			r.mu.Unlock()
 			forgetBackupMetrics(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -185,6 +230,22 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, req ctrl.Request) (ctr
 
 	now := r.Now()
 	interval := policyOf(&eb).Interval()
+	if manualRunDue(&eb) {
+		if wait := r.backupNowWait(req.NamespacedName, now); wait > 0 {
+			// Too soon after the last one: the schedule alone decides now; the value
+			// is honoured by the next run, at the latest when the spacing has passed.
+			sched := eb.DeepCopy()
+			sched.Annotations[etcdv1beta2.BackupNowAnnotation] = eb.Status.LastBackupNow
+			if next, due := backupDue(sched, now); !due {
+				r.Recorder.Eventf(&eb, corev1.EventTypeNormal, etcdv1beta2.EventReasonBackupNowDeferred,
+					"backup-now %.64q deferred: one backup-now run per %s; it runs in %s", eb.Annotations[etcdv1beta2.BackupNowAnnotation], r.backupNowSpacing(), wait.Round(time.Second))
+				if next > 0 && next < wait {
+					wait = next
+				}
+				return ctrl.Result{RequeueAfter: wait}, nil
+			}
+		}
+	}
 	if wait, due := backupDue(&eb, now); !due {
 		if wait > 0 {
 			if err := r.noteNextRun(ctx, &eb, now.Add(wait)); err != nil {
@@ -260,6 +321,9 @@ func backupDue(eb *etcdv1beta2.EtcdBackup, now time.Time) (time.Duration, bool) 
 func (r *Reconciler) succeed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, now time.Time, res backup.JobResult, took time.Duration) (ctrl.Result, error) {
 	r.forget(client.ObjectKeyFromObject(eb))
 	recordBackup(eb.Namespace, eb.Name, etcdv1beta2.ReasonBackupSucceeded, took, now, res.Size)
+	if manualRunDue(eb) {
+		r.noteBackupNow(client.ObjectKeyFromObject(eb), r.Now())
+	}
 	orig := eb.DeepCopy()
 	eb.Status.Succeeded = true
 	eb.Status.Reason = ""
@@ -442,6 +506,9 @@ func (r *Reconciler) s3Store(ctx context.Context, eb *etcdv1beta2.EtcdBackup) (b
 // (lastSuccessDate, revision) stay as they were.
 func (r *Reconciler) fail(ctx context.Context, eb *etcdv1beta2.EtcdBackup, reason, msg string) error {
 	orig := eb.DeepCopy()
+	if manualRunDue(eb) {
+		r.noteBackupNow(client.ObjectKeyFromObject(eb), r.Now())
+	}
 	eb.Status.Succeeded = false
 	eb.Status.Reason = msg
 	// A backup-now request is answered by this attempt, failed or not: the next value

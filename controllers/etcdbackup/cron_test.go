@@ -1,6 +1,7 @@
 package etcdbackup
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -124,10 +125,57 @@ func TestBackupNow(t *testing.T) {
 	if h.pod() != nil {
 		t.Fatal("the same backup-now value ran twice")
 	}
+	h.clock.Advance(DefaultBackupNowSpacing)
 	annotate("2")
 	h.reconcile()
 	if h.pod() == nil {
 		t.Fatal("a new backup-now value did not run")
+	}
+}
+
+// backup-now values sooner than DefaultBackupNowSpacing after the last run are not a backup
+// each: they are deferred (reported), and one run honours them once the spacing passed.
+func TestDefaultBackupNowSpacing(t *testing.T) {
+	h := newHarness(t, cronBackup("now", "0 2 * * *", "Europe/Berlin"), mainCluster("now")...)
+	h.reconcile()
+	annotate := func(v string) {
+		eb := h.backup()
+		eb.Annotations[etcdv1beta2.BackupNowAnnotation] = v
+		if err := h.c.Update(h.ctx, eb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	annotate("1")
+	h.reconcile()
+	h.succeedPod(storedResult())
+	h.reconcile()
+	h.drainEvents()
+	runs := 0
+	for i := 2; i <= 30; i++ {
+		h.clock.Advance(2 * time.Second)
+		annotate(fmt.Sprint(i))
+		res := h.reconcile()
+		if p := h.pod(); p != nil {
+			runs++
+		}
+		if res.RequeueAfter <= 0 || res.RequeueAfter > DefaultBackupNowSpacing {
+			t.Fatalf("value %d: requeue after %s, want within the spacing", i, res.RequeueAfter)
+		}
+	}
+	if runs != 0 {
+		t.Fatalf("%d backups for 29 backup-now values within a minute of the last", runs)
+	}
+	deferred := false
+	for _, e := range h.drainEvents() {
+		deferred = deferred || strings.Contains(e, etcdv1beta2.EventReasonBackupNowDeferred)
+	}
+	if !deferred {
+		t.Error("no BackupNowDeferred event")
+	}
+	h.clock.Advance(DefaultBackupNowSpacing)
+	h.reconcile()
+	if h.pod() == nil {
+		t.Fatal("the deferred backup-now did not run once the spacing passed")
 	}
 }
 

@@ -78,7 +78,7 @@ func newHarness(t *testing.T, eb *etcdv1beta2.EtcdBackup, objs ...client.Object)
 		}).Build()
 	h.c = c
 	h.r = &Reconciler{Client: c, APIReader: c, Recorder: h.events, Now: h.clock.Now, PinKey: []byte("0123456789abcdef0123456789abcdef"),
-		failures: map[client.ObjectKey]int{}, retryAt: map[client.ObjectKey]retryState{}}
+		failures: map[client.ObjectKey]int{}, retryAt: map[client.ObjectKey]retryState{}, S3Access: testS3Access}
 	return h
 }
 

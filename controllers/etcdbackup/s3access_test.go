@@ -58,7 +58,7 @@ func TestBackupS3AccessRefusals(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(fixture.Scheme()).WithObjects(objs...).WithStatusSubresource(&etcdv1beta2.EtcdBackup{}).Build()
 	rec := record.NewFakeRecorder(100)
 	r := &Reconciler{Client: c, APIReader: c, Recorder: rec, Now: time.Now,
-		failures: map[client.ObjectKey]int{}, retryAt: map[client.ObjectKey]retryState{}}
+		failures: map[client.ObjectKey]int{}, retryAt: map[client.ObjectKey]retryState{}, S3Access: testS3Access}
 
 	for _, tc := range cases {
 		t.Cleanup(func() { forgetBackupMetrics(tc.backup.Namespace, tc.backup.Name) })

@@ -99,7 +99,7 @@ func TestBackupCannotReachAnotherNamespace(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&etcdv1beta2.EtcdBackup{}).Build()
 	r := &Reconciler{Client: c, APIReader: c, Recorder: record.NewFakeRecorder(100), Now: time.Now,
-		failures: map[client.ObjectKey]int{}, retryAt: map[client.ObjectKey]retryState{}}
+		failures: map[client.ObjectKey]int{}, retryAt: map[client.ObjectKey]retryState{}, S3Access: testS3Access}
 
 	for _, tc := range cases {
 		// Failed attempts are counted in the process-wide metrics other tests read.

@@ -24,7 +24,7 @@ func newTestClusterReconciler(t *testing.T, c client.Client, rec record.EventRec
 	}
 	return &Reconciler{Client: c, Scheme: c.Scheme(), Recorder: rec, Now: now,
 		renderer: rd, health: newHealthTracker(), events: newEventMemo(), backoff: newStepBackoff(), OperatorImage: "op:test",
-		PinKey: testPinKey}
+		PinKey: testPinKey, S3Access: testS3Access}
 }
 
 // testPinKey is the operator's signing key in tests (internal/pinkey in production).

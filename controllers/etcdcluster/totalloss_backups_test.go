@@ -96,7 +96,7 @@ func TestTotalLossBackupProblemsAndAmbientCredentials(t *testing.T) {
 	ambient.Spec.S3.AWSSecret, ambient.Spec.S3.CredentialsSource = "", etcdv1beta2.S3CredentialsEnvironment
 	for _, allow := range []bool{false, true} {
 		f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) { c.Status.Bootstrapped = true }, ambient.DeepCopy())
-		f.r.S3Access = backupstorage.S3Access{AllowAmbient: allow}
+		f.r.S3Access = backupstorage.S3Access{AllowAmbient: allow, AllowEndpoints: testS3Access.AllowEndpoints}
 		f.r.lostBackups.listTimeout = 2 * time.Second
 		o := lostObservation(t, f, proofNow)
 		problems := strings.Join(o.planner.BackupProblems, "; ")

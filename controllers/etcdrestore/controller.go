@@ -21,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -67,6 +68,10 @@ const ReplaceExistingClusterAnnotation = "etcd.database.coreos.com/replace-exist
 // was deleted stays on record (also in events and in every later status message) even
 // if the operator restarts in between.
 const ReplacedClusterAnnotation = "etcd.database.coreos.com/replaced-cluster"
+
+// Workers is how many EtcdRestores are reconciled at once (as many as the other
+// controllers have).
+const Workers = 4
 
 // DefaultRestoreSize is the size of a restored cluster unless the spec annotation says
 // otherwise.
@@ -129,6 +134,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&etcdv1beta2.EtcdRestore{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&etcdv1beta2.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(restoreOfCluster)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.restoreOfPod)).
+		// A restore verifies its backup in the reconcile (a download bounded by the
+		// operator's limits, still minutes for a large one or a slow endpoint): one
+		// tenant's restores must not hold every other namespace's.
+		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Complete(r)
 }
 
@@ -421,6 +430,10 @@ func clusterAvailable(c *etcdv1beta2.EtcdCluster) bool {
 func terminalRestoreReason(reason string) bool {
 	switch reason {
 	case etcdv1beta2.ReasonClusterExists, etcdv1beta2.ReasonUnsupportedStorageType, etcdv1beta2.ReasonBackupInvalidSpec:
+		return true
+	case etcdv1beta2.ReasonS3EndpointRefused, etcdv1beta2.ReasonLimitExceeded:
+		// Neither changes without a spec change (or the operator's flags): retrying
+		// would download a bomb up to the limit again every time.
 		return true
 	}
 	return false

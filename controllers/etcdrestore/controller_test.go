@@ -44,7 +44,7 @@ func newRestoreFixture(t *testing.T, objs ...client.Object) *restoreFixture {
 		WithStatusSubresource(&etcdv1beta2.EtcdRestore{}, &etcdv1beta2.EtcdCluster{}).
 		WithInterceptorFuncs(interceptor.Funcs{Create: assignUID}).Build()
 	rec := record.NewFakeRecorder(100)
-	return &restoreFixture{c: c, rec: rec, r: &Reconciler{Client: c, APIReader: c, Recorder: rec, OperatorImage: "op:test"}}
+	return &restoreFixture{c: c, rec: rec, r: &Reconciler{Client: c, APIReader: c, Recorder: rec, OperatorImage: "op:test", S3Access: testS3Access}}
 }
 
 func (f *restoreFixture) reconcile(t *testing.T, name string) ctrl.Result {

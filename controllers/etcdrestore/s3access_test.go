@@ -136,7 +136,7 @@ func TestRestoreWithAmbientCredentials(t *testing.T) {
 		t.Fatal("a cluster was created with the operator's identity without its consent")
 	}
 
-	f.r.S3Access = backupstorage.S3Access{AllowAmbient: true}
+	f.r.S3Access = backupstorage.S3Access{AllowAmbient: true, AllowEndpoints: testS3Access.AllowEndpoints}
 	f.reconcile(t, "ambient")
 	f.wantCondition(t, "ambient", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting")
 	cs := f.clusters(t)
@@ -212,7 +212,7 @@ func TestRestoreByBackupRefWithAmbientCredentials(t *testing.T) {
 		t.Fatal("a cluster was created with the operator's identity without its consent")
 	}
 
-	f.r.S3Access = backupstorage.S3Access{AllowAmbient: true}
+	f.r.S3Access = backupstorage.S3Access{AllowAmbient: true, AllowEndpoints: testS3Access.AllowEndpoints}
 	f.reconcile(t, "by-ref")
 	f.wantCondition(t, "by-ref", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting")
 	cs := f.clusters(t)

@@ -57,7 +57,7 @@ func TestRestoreReportsClusterRefusedByTheAPIServer(t *testing.T) {
 			}
 			return cl.Create(ctx, obj, opts...)
 		}}).Build()
-	f := &restoreFixture{c: c, rec: record.NewFakeRecorder(100), r: &Reconciler{Client: c, APIReader: c, OperatorImage: "op:test"}}
+	f := &restoreFixture{c: c, rec: record.NewFakeRecorder(100), r: &Reconciler{Client: c, APIReader: c, OperatorImage: "op:test", S3Access: testS3Access}}
 	f.r.Recorder = f.rec
 	f.reconcile(t, "huge")
 	f.wantCondition(t, "huge", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "spec.size")

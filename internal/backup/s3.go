@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -47,6 +48,11 @@ type S3Config struct {
 	// Key, if set, encrypts every object Put stores and is required to Get one (see
 	// encryption.go); nil: objects are stored as they are and encrypted ones refused.
 	Key *backupcrypt.Key
+	// Egress, if set, is the operator's check of the endpoint's addresses (see Egress);
+	// it replaces Transport's dialling (keeping its TLS settings, if an *http.Transport).
+	Egress *Egress
+	// Limits, if set, bound the work the endpoint can cause (see Limits).
+	Limits *Limits
 }
 
 // Upload buffer defaults; see S3Config.
@@ -75,6 +81,7 @@ type S3 struct {
 	partSize uint64
 	parts    uint
 	key      *backupcrypt.Key
+	lim      *Limits
 }
 
 // NewS3 creates the store. It does not contact the service.
@@ -115,17 +122,37 @@ func NewS3(cfg S3Config) (*S3, error) {
 		}
 		creds = AmbientCredentials()
 	}
+	transport := cfg.Transport
+	if cfg.Egress != nil {
+		if err := cfg.Egress.CheckHost(hostPort(host, secure)); err != nil {
+			return nil, err
+		}
+		base, _ := cfg.Transport.(*http.Transport)
+		transport = cfg.Egress.Transport(base)
+	}
+	if cfg.Limits != nil {
+		if transport == nil {
+			transport = http.DefaultTransport
+		}
+		transport = &limitTransport{base: transport, lim: cfg.Limits}
+	}
+	retries := 0 // minio-go's default (10 attempts)
+	if cfg.Limits != nil {
+		// The reconcile retries later; an endpoint that fails is not asked ten times.
+		retries = 2
+	}
 	c, err := minio.New(host, &minio.Options{
 		Creds:        creds,
 		Secure:       secure,
 		Region:       cfg.Credentials.Region,
 		BucketLookup: lookup,
-		Transport:    cfg.Transport,
+		Transport:    transport,
+		MaxRetries:   retries,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("S3 client for %s: %w", host, err)
 	}
-	s := &S3{c: c, bucket: cfg.Bucket, partSize: cfg.PartSize, parts: cfg.Parts, key: cfg.Key}
+	s := &S3{c: c, bucket: cfg.Bucket, partSize: cfg.PartSize, parts: cfg.Parts, key: cfg.Key, lim: cfg.Limits}
 	if s.partSize == 0 {
 		s.partSize = DefaultPartSize
 	}
@@ -136,6 +163,35 @@ func NewS3(cfg S3Config) (*S3, error) {
 }
 
 func (s *S3) String() string { return "s3://" + s.bucket }
+
+// hostPort is host with the port an endpoint without one is dialled on.
+func hostPort(host string, secure bool) string {
+	if _, _, err := net.SplitHostPort(host); err == nil {
+		return host
+	}
+	if secure {
+		return net.JoinHostPort(strings.Trim(host, "[]"), "443")
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
+}
+
+// request bounds a request that moves no object data by Limits.RequestTimeout.
+func (s *S3) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.lim == nil {
+		return context.WithCancel(ctx)
+	}
+	return withTimeout(ctx, s.lim.RequestTimeout)
+}
+
+// transfer watches a transfer of object data (see watchdog); without Limits it does
+// nothing.
+func (s *S3) transfer(ctx context.Context) (context.Context, *watchdog) {
+	if s.lim == nil {
+		ctx, cancel := context.WithCancelCause(ctx)
+		return ctx, &watchdog{cancel: cancel}
+	}
+	return newWatchdog(ctx, s.lim)
+}
 
 // checksumSuffix names the small object next to each backup that holds the backup's
 // SHA-256 (hex), e.g. "etcd.backup.sha256".
@@ -189,6 +245,10 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, opts PutOptions) 
 		// read, is what guards the data; TLS guards it in transit where used.
 		DisableContentSha256: true,
 	}
+	ctx, wd := s.transfer(ctx)
+	defer wd.stop()
+	src := &sourceErr{r: enc}
+	var body io.Reader = &watchedReader{r: src, w: wd, ctx: ctx}
 	size := s.storedSize(opts)
 	if size > 0 {
 		enc.expectLength(size)
@@ -197,7 +257,7 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, opts PutOptions) 
 		size = -1
 		popts.PartSize, popts.NumThreads, popts.ConcurrentStreamParts = s.partSize, s.parts, s.parts > 1
 	}
-	info, err := s.c.PutObject(ctx, s.bucket, key, enc, size, popts)
+	info, err := s.c.PutObject(ctx, s.bucket, key, body, size, popts)
 	if err == nil && size > 0 && enc.n != size {
 		// Defence in depth: expectLength already fails such a read.
 		err = fmt.Errorf("%w: %d bytes announced, %d read", errLength, size, enc.n)
@@ -206,11 +266,17 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, opts PutOptions) 
 		// Nothing is removed: a failed PUT stored nothing, and one the server took
 		// although the stream then failed has no checksum of its own (readers refuse
 		// it); removing the key could instead remove an earlier backup there.
+		if src.err != nil {
+			// Our own side failed (the snapshot stream, its length): say so as it is.
+			return Object{}, fmt.Errorf("upload %s/%s: %w", s, key, src.err)
+		}
 		return Object{}, s.wrap("upload", key, err)
 	}
 	sum := enc.sum()
-	_, err = s.c.PutObject(ctx, s.bucket, key+checksumSuffix, strings.NewReader(sum), int64(len(sum)),
+	rctx, cancel := s.request(ctx)
+	_, err = s.c.PutObject(rctx, s.bucket, key+checksumSuffix, strings.NewReader(sum), int64(len(sum)),
 		minio.PutObjectOptions{ContentType: checksumObjectType})
+	cancel()
 	if err != nil {
 		// Leave no object without a checksum behind (best effort, detached from ctx,
 		// which may be what ended).
@@ -245,6 +311,8 @@ const maxChecksumObject = 1 << 10
 
 // readChecksum reads <key>.sha256.
 func (s *S3) readChecksum(ctx context.Context, key string) (string, error) {
+	ctx, cancel := s.request(ctx)
+	defer cancel()
 	o, err := s.c.GetObject(ctx, s.bucket, key+checksumSuffix, minio.GetObjectOptions{})
 	if err != nil {
 		return "", s.wrap("read checksum of", key, err)
@@ -267,9 +335,14 @@ func (s *S3) readChecksum(ctx context.Context, key string) (string, error) {
 
 // Get opens the object after reading its metadata; see Store.Get.
 func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, Object, error) {
-	st, err := s.c.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
+	sctx, cancel := s.request(ctx)
+	st, err := s.c.StatObject(sctx, s.bucket, key, minio.StatObjectOptions{})
+	cancel()
 	if err != nil {
 		return nil, Object{}, s.wrap("read", key, err)
+	}
+	if s.lim != nil && s.lim.MaxObjectBytes > 0 && st.Size > s.lim.MaxObjectBytes {
+		return nil, Object{}, fmt.Errorf("%s/%s: %d stored bytes, more than %d: the backup %w", s, truncName(key), st.Size, s.lim.MaxObjectBytes, ErrLimitExceeded)
 	}
 	obj := Object{Key: key, Size: st.Size, LastModified: st.LastModified, Metadata: map[string]string{}}
 	sidecar := false
@@ -302,15 +375,56 @@ func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, Object, error)
 	// The response body itself, read on the caller's goroutine: minio-go's Object
 	// would serve every Read through a goroutine of its own (two channel hand-offs per
 	// read of a download that is hundreds of MiB).
-	body, _, _, err := minio.Core{Client: s.c}.GetObject(ctx, s.bucket, key, gopts)
+	tctx, wd := s.transfer(ctx)
+	body, _, _, err := minio.Core{Client: s.c}.GetObject(tctx, s.bucket, key, gopts)
 	if err != nil {
+		wd.stop()
 		return nil, Object{}, s.wrap("read", key, err)
 	}
-	rc, err := newDecryptingDecoder(&s3Body{body, s, key}, obj, s.String()+"/"+key, s.key)
+	var stored io.ReadCloser = &s3Body{body, s, key}
+	if s.lim != nil {
+		stored = &limitedBody{
+			Reader: &sizeCap{r: &watchedReader{r: stored, w: wd, ctx: tctx}, max: s.lim.MaxObjectBytes, what: s.String() + "/" + truncName(key)},
+			close:  func() error { wd.stop(); return body.Close() },
+		}
+	} else {
+		stored = &limitedBody{Reader: stored, close: func() error { wd.stop(); return body.Close() }}
+	}
+	rc, err := newDecryptingDecoder(stored, obj, s.String()+"/"+key, s.key, s.lim)
 	if err != nil {
 		return nil, Object{}, err
 	}
 	return rc, obj, nil
+}
+
+// sourceErr remembers the first error of reading what is uploaded (not the endpoint's).
+type sourceErr struct {
+	r   io.Reader
+	err error
+}
+
+func (r *sourceErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// limitedBody is an object's body behind the operator's limits.
+type limitedBody struct {
+	io.Reader
+	close func() error
+}
+
+func (b *limitedBody) Close() error { return b.close() }
+
+// truncName bounds a tenant's object name in messages.
+func truncName(key string) string {
+	if len(key) > maxNameInMessage {
+		return key[:maxNameInMessage] + "..."
+	}
+	return key
 }
 
 // s3Body maps the errors of reading an object's body to ours.
@@ -329,11 +443,29 @@ func (b *s3Body) Read(p []byte) (int, error) {
 }
 
 // List lists the objects under prefix (all depths).
+// With Limits, the listing has a deadline and at most MaxListKeys keys (checksum
+// objects included) in at most MaxListPages pages, else it fails with ErrLimitExceeded
+// as soon as it passes them.
 func (s *S3) List(ctx context.Context, prefix string) ([]Object, error) {
 	var out []Object
+	maxKeys := 0
+	var cancel context.CancelFunc
+	if s.lim != nil {
+		ctx, cancel = withTimeout(ctx, s.lim.ListTimeout)
+		ctx = context.WithValue(ctx, listPagesKey{}, &pageCount{max: s.lim.MaxListPages})
+		maxKeys = s.lim.MaxListKeys
+	} else {
+		ctx, cancel = context.WithCancel(ctx)
+	}
+	// Cancelling stops minio-go's listing goroutine when we stop early.
+	defer cancel()
+	n := 0
 	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 		if o.Err != nil {
 			return nil, s.wrap("list", prefix, o.Err)
+		}
+		if n++; maxKeys > 0 && n > maxKeys {
+			return nil, fmt.Errorf("list %s/%s: more than %d keys %w", s, truncName(prefix), maxKeys, ErrLimitExceeded)
 		}
 		if strings.HasSuffix(o.Key, checksumSuffix) {
 			continue
@@ -346,7 +478,10 @@ func (s *S3) List(ctx context.Context, prefix string) ([]Object, error) {
 // Delete removes the object and its checksum object.
 func (s *S3) Delete(ctx context.Context, key string) error {
 	for _, k := range []string{key, key + checksumSuffix} {
-		if err := s.c.RemoveObject(ctx, s.bucket, k, minio.RemoveObjectOptions{}); err != nil {
+		rctx, cancel := s.request(ctx)
+		err := s.c.RemoveObject(rctx, s.bucket, k, minio.RemoveObjectOptions{})
+		cancel()
+		if err != nil {
 			if errors.Is(s.wrap("delete", k, err), ErrNotFound) {
 				continue
 			}
@@ -371,8 +506,7 @@ func (s *S3) wrap(op, key string, err error) error {
 		// StatObject answers HEAD requests, whose 404 has no body to name the code.
 		kind = ErrNotFound
 	}
-	if kind == nil {
-		return fmt.Errorf("%s %s/%s: %w", op, s, key, err)
-	}
-	return fmt.Errorf("%s %s/%s: %w: %w", op, s, key, kind, err)
+	// The endpoint is the tenant's: what it answered is reported by class and status,
+	// never verbatim (see sanitize).
+	return sanitize(op, s.String()+"/"+key, err, kind)
 }

@@ -211,12 +211,12 @@ func (d *decoder) Close() error {
 }
 
 func newDecoder(stored io.ReadCloser, obj Object, name string) (io.ReadCloser, error) {
-	return newDecryptingDecoder(stored, obj, name, nil)
+	return newDecryptingDecoder(stored, obj, name, nil, nil)
 }
 
 // newDecryptingDecoder is newDecoder for a store with a key (nil: none): verification,
 // decryption, then decompression.
-func newDecryptingDecoder(stored io.ReadCloser, obj Object, name string, key *backupcrypt.Key) (io.ReadCloser, error) {
+func newDecryptingDecoder(stored io.ReadCloser, obj Object, name string, key *backupcrypt.Key, lim *Limits) (io.ReadCloser, error) {
 	if err := checkKey(obj, key, name); err != nil {
 		stored.Close()
 		return nil, err
@@ -235,12 +235,18 @@ func newDecryptingDecoder(stored io.ReadCloser, obj Object, name string, key *ba
 	switch obj.Compression {
 	case CompressionNone:
 	case CompressionGzip:
-		zr, err := gzip.NewReader(d.Reader)
+		compressed := &sizeCap{r: d.Reader}
+		zr, err := gzip.NewReader(compressed)
 		if err != nil {
 			stored.Close()
 			return nil, fmt.Errorf("%s: not gzip data: %w", name, err)
 		}
-		d.Reader = &drainAtEOF{r: zr, rest: v}
+		var plain io.Reader = zr
+		if lim != nil {
+			// Bounded as it streams: a bomb fails at the limit, not once inflated.
+			plain = &inflateCap{r: zr, stored: compressed, lim: lim}
+		}
+		d.Reader = &drainAtEOF{r: plain, rest: v}
 		d.closers = append(d.closers, zr)
 	default:
 		stored.Close()

@@ -89,6 +89,11 @@ func ParseKey(data []byte) (*Key, error) {
 	default:
 		return nil, fmt.Errorf("a key is %d bytes or %d hex digits, got %d bytes", KeySize, 2*KeySize, len(data))
 	}
+	// An all-zero key (a Secret created with placeholder bytes, or from /dev/zero) or
+	// one byte repeated protects nothing: anyone can guess it.
+	if bytes.Count(k.b[:], k.b[:1]) == KeySize {
+		return nil, errors.New("the key is one byte repeated (e.g. all zeros): generate a random one, e.g. openssl rand -hex 32")
+	}
 	return &k, nil
 }
 

@@ -167,7 +167,10 @@ func TestParseKey(t *testing.T) {
 	if a.Fingerprint() != b.Fingerprint() {
 		t.Error("the raw and hex forms of one key differ")
 	}
-	for _, bad := range [][]byte{nil, raw[:31], append(bytes.Clone(raw), 0), []byte(strings.Repeat("zz", KeySize))} {
+	// A key anyone can guess: all zeros, raw or hex (a placeholder Secret), or one
+	// byte repeated.
+	guessable := [][]byte{make([]byte, KeySize), []byte(strings.Repeat("00", KeySize) + "\n"), bytes.Repeat([]byte{0xff}, KeySize), []byte(strings.Repeat("ab", KeySize))}
+	for _, bad := range append([][]byte{nil, raw[:31], append(bytes.Clone(raw), 0), []byte(strings.Repeat("zz", KeySize))}, guessable...) {
 		if _, err := ParseKey(bad); err == nil {
 			t.Errorf("ParseKey(%d bytes) accepted", len(bad))
 		} else if len(bad) > 4 && strings.Contains(err.Error(), string(bad[:4])) {
@@ -177,12 +180,12 @@ func TestParseKey(t *testing.T) {
 }
 
 func TestKeyNeverPrinted(t *testing.T) {
-	k, err := ParseKey([]byte(strings.Repeat("ab", KeySize)))
+	k, err := ParseKey([]byte(strings.Repeat("abcd", KeySize/2)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{fmt.Sprint(k), fmt.Sprintf("%v %+v %#v %s", k, k, k, k), fmt.Sprint(*k)} {
-		if strings.Contains(s, "abab") || strings.Contains(s, "171, 171") || strings.Contains(s, "[171") {
+		if strings.Contains(s, "abcd") || strings.Contains(s, "171, 205") || strings.Contains(s, "[171") || strings.Contains(s, "171 205") {
 			t.Errorf("printed key: %s", s)
 		}
 	}

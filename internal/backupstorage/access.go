@@ -2,7 +2,9 @@ package backupstorage
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +21,23 @@ type S3Access struct {
 	// (its environment, web identity token, instance role): --allow-ambient-s3-credentials.
 	// Off, a tenant could otherwise read and write whatever the operator may.
 	AllowAmbient bool
+	// AllowEndpoints are the endpoints (host or host:port, as spec.s3.endpoint writes
+	// them) dialled although they are loopback, link-local or the API server's:
+	// --allow-s3-endpoint. Every other endpoint is checked, as it is dialled, against
+	// those addresses (backup.Egress).
+	AllowEndpoints []string
+	// DenyAddrs are refused like loopback: the Kubernetes API server's addresses.
+	DenyAddrs []netip.Addr
+	// MaxObjectBytes bounds a backup read in the operator's process (and what it
+	// decompresses to); 0: backup.DefaultMaxObjectBytes. See backup.OperatorLimits.
+	MaxObjectBytes int64
+}
+
+// config is what every store opened for a tenant gets from the operator: the address
+// check and the limits of its own process.
+func (a S3Access) config(cfg *backup.S3Config) {
+	cfg.Egress = &backup.Egress{Allow: a.AllowEndpoints, Deny: a.DenyAddrs}
+	cfg.Limits = backup.OperatorLimits(a.MaxObjectBytes)
 }
 
 // Open opens the bucket of s with the credentials it names (read through c: the operator
@@ -46,7 +65,11 @@ func (a S3Access) Open(ctx context.Context, c client.Reader, namespace string, s
 		}
 		cfg.Key = key
 	}
+	a.config(&cfg)
 	store, err := backup.NewS3(cfg)
+	if errors.Is(err, backup.ErrEndpointRefused) {
+		return nil, &Error{etcdv1beta2.ReasonS3EndpointRefused, fmt.Errorf("spec.s3.endpoint: %w", err)}
+	}
 	if err != nil {
 		return nil, &Error{etcdv1beta2.ReasonBackupInvalidSpec, err}
 	}

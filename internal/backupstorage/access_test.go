@@ -3,6 +3,8 @@ package backupstorage
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backup"
 )
 
 func reasonOf(err error) string {
@@ -77,6 +80,35 @@ func TestCheckS3SourceCredentials(t *testing.T) {
 	} {
 		if reason, msg := CheckS3Source(&tc.s3, "storageType"); reason != tc.wantReason {
 			t.Errorf("%+v: %s %q, want %q", tc.s3, reason, msg, tc.wantReason)
+		}
+	}
+}
+
+// A tenant's endpoint at loopback, link-local or the API server's address is refused
+// with a reason of its own, before anything is dialled; the operator's exceptions pass.
+func TestS3EndpointEgress(t *testing.T) {
+	c := fake.NewClientBuilder().WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "aws"},
+		Data: map[string][]byte{"credentials": []byte("[default]\naws_access_key_id = id\naws_secret_access_key = s\n")}}).Build()
+	api := netip.MustParseAddr("10.96.0.1")
+	a := S3Access{DenyAddrs: []netip.Addr{api}, AllowEndpoints: []string{"127.0.0.1:9000"}}
+	for _, ep := range []string{"http://127.0.0.1:9001", "169.254.169.254:80", "https://10.96.0.1", "http://localhost:9000"} {
+		s3 := &etcdv1beta2.S3BackupSource{Path: "b/k", AWSSecret: "aws", Endpoint: ep}
+		_, err := a.Open(context.Background(), c, "ns", s3, "bkt")
+		if reasonOf(err) != etcdv1beta2.ReasonS3EndpointRefused || !strings.Contains(err.Error(), "spec.s3.endpoint") {
+			t.Errorf("%s: %v, want %s naming spec.s3.endpoint", ep, err, etcdv1beta2.ReasonS3EndpointRefused)
+		}
+	}
+	s3 := &etcdv1beta2.S3BackupSource{Path: "b/k", AWSSecret: "aws", Endpoint: "http://127.0.0.1:9000"}
+	if _, err := a.Open(context.Background(), c, "ns", s3, "bkt"); err != nil {
+		t.Errorf("allowed endpoint: %v", err)
+	}
+	for err, want := range map[error]string{
+		fmt.Errorf("x: %w", backup.ErrEndpointRefused): etcdv1beta2.ReasonS3EndpointRefused,
+		fmt.Errorf("x: %w", backup.ErrLimitExceeded):   etcdv1beta2.ReasonLimitExceeded,
+		fmt.Errorf("x: %w", backup.ErrStalled):         etcdv1beta2.ReasonTimeout,
+	} {
+		if got := Reason(err); got != want {
+			t.Errorf("Reason(%v) = %s, want %s", err, got, want)
 		}
 	}
 }

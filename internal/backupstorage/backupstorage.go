@@ -5,6 +5,7 @@
 package backupstorage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -34,6 +35,12 @@ func Reason(err error) string {
 		return etcdv1beta2.ReasonEncryptionKeyError
 	case errors.Is(err, backupcrypt.ErrCorrupted):
 		return etcdv1beta2.ReasonInvalidSnapshot
+	case errors.Is(err, backup.ErrEndpointRefused):
+		return etcdv1beta2.ReasonS3EndpointRefused
+	case errors.Is(err, backup.ErrLimitExceeded):
+		return etcdv1beta2.ReasonLimitExceeded
+	case errors.Is(err, backup.ErrStalled), errors.Is(err, context.DeadlineExceeded):
+		return etcdv1beta2.ReasonTimeout
 	default:
 		return etcdv1beta2.ReasonStorageError
 	}

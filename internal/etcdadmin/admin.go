@@ -142,8 +142,21 @@ func New(cfg Config) (*Admin, error) {
 	if cfg.TLS != nil {
 		tr.TLSClientConfig = cfg.TLS.Clone()
 	}
-	return &Admin{cfg: cfg, log: cfg.Log, client: c, endpoints: eps, http: &http.Client{Transport: cfg.Metrics.transport(tr)}}, nil
+	tr.ResponseHeaderTimeout = cfg.ProbeTimeout
+	tr.MaxResponseHeaderBytes = 64 << 10
+	return &Admin{cfg: cfg, log: cfg.Log, client: c, endpoints: eps, http: &http.Client{
+		Transport: cfg.Metrics.transport(tr),
+		// A member is whatever image the tenant chose: its answer is read, never
+		// followed elsewhere (a redirect would make the operator probe any address).
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}, nil
 }
+
+// MaxRecvMsgSize bounds every gRPC reply the operator accepts from a member (the
+// member runs the tenant's image): a member list, status or alarm list is a few KiB, a
+// snapshot stream's message at most ~4 MiB. clientv3's default (2 GiB) would let a
+// member make the operator allocate whatever it sends.
+const MaxRecvMsgSize = 8 << 20
 
 func clientConfig(cfg Config, eps []string) clientv3.Config {
 	return clientv3.Config{
@@ -155,6 +168,7 @@ func clientConfig(cfg Config, eps []string) clientv3.Config {
 		DialKeepAliveTimeout: 3 * time.Second,
 		Logger:               cfg.ClientLog,
 		DialOptions:          cfg.Metrics.dialOptions(),
+		MaxCallRecvMsgSize:   MaxRecvMsgSize,
 	}
 }
 

@@ -406,7 +406,8 @@ func (a *Admin) versionsOf(ctx context.Context, ep string) (Versions, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return Versions{}, fmt.Errorf("%s: %s", req.URL, resp.Status)
+		// The status code only: the reason phrase is the member's own text.
+		return Versions{}, fmt.Errorf("%s: HTTP %d", req.URL, resp.StatusCode)
 	}
 	var body struct {
 		Server  string `json:"etcdserver"`

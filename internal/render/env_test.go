@@ -1,6 +1,8 @@
 package render
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -26,13 +28,22 @@ func TestValidateClusterRefusesIdentityEnv(t *testing.T) {
 		"ETCD_CERT_FILE", "ETCD_KEY_FILE", "ETCD_TRUSTED_CA_FILE",
 		"ETCD_PEER_CERT_FILE", "ETCD_PEER_KEY_FILE", "ETCD_PEER_TRUSTED_CA_FILE",
 		"POD_IP", "POD_NAME",
+		// allowlist: logging targets, profiling, TLS policy, exposure, auth, tracing,
+		// and whatever etcd adds later
+		"ETCD_LOG_OUTPUTS", "ETCD_ENABLE_PPROF", "ETCD_PEER_CERT_ALLOWED_CN", "ETCD_PEER_CERT_ALLOWED_HOSTNAME",
+		"ETCD_CLIENT_CERT_ALLOWED_CN", "ETCD_CIPHER_SUITES", "ETCD_TLS_MIN_VERSION", "ETCD_CLIENT_CRL_FILE",
+		"ETCD_ENABLE_V2", "ETCD_EXPERIMENTAL_ENABLE_DISTRIBUTED_TRACING",
+		"ETCD_EXPERIMENTAL_DISTRIBUTED_TRACING_ADDRESS", "ETCD_HOST_WHITELIST", "ETCD_SOMETHING_NEW",
+		// outside ETCD_*: what changes how the runtime trusts or routes connections
+		"GODEBUG", "HTTPS_PROXY", "http_proxy", "SSL_CERT_FILE",
 	}
 	allowed := []string{
 		"ETCD_QUOTA_BACKEND_BYTES", "ETCD_AUTO_COMPACTION_RETENTION", "ETCD_SNAPSHOT_COUNT",
 		"ETCD_HEARTBEAT_INTERVAL", "ETCD_ELECTION_TIMEOUT", "ETCD_LOG_LEVEL",
 		"ETCD_EXPERIMENTAL_INITIAL_CORRUPT_CHECK", "ETCD_FEATURE_GATES", "ETCD_MAX_LEARNERS",
 		"etcd_force_new_cluster", // etcd only reads upper-case names
-		"GOMAXPROCS",
+		"GOMAXPROCS", "GOMEMLIMIT", "TZ",
+		"ETCD_MAX_REQUEST_BYTES", "ETCD_GRPC_KEEPALIVE_TIMEOUT", "ETCD_LOG_FORMAT", "ETCD_CORRUPT_CHECK_TIME",
 	}
 	for _, withTLS := range []bool{false, true} {
 		cluster := func(env corev1.EnvVar) *v1beta2.EtcdCluster {
@@ -91,6 +102,27 @@ func TestRetiredEnvStaysRefused(t *testing.T) {
 			if err := ValidateCluster(c); err == nil || !strings.Contains(err.Error(), name+" is reserved") {
 				t.Errorf("%s: err = %v, want it refused as reserved", name, err)
 			}
+		}
+	}
+}
+
+// The CRDs' admission rule on spec.pod.etcdEnv (v1 pod.env) is exactly EnvRuleCEL, so
+// admission and reconciling refuse the same names.
+func TestEnvRuleMarkersMatch(t *testing.T) {
+	for _, f := range []string{"../../api/v1beta2/etcdcluster_types.go", "../../api/v1/etcdcluster_types.go"} {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("+kubebuilder:validation:items:XValidation:rule=%q,messageExpression=%q", EnvRuleCEL(), EnvRuleMessageCEL)
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("%s: the env rule marker is not EnvRuleCEL; want\n\t// %s", f, want)
+		}
+	}
+	// Every allowed name is one the Go side allows, and none is one it refuses.
+	for _, n := range AllowedEtcdEnv() {
+		if why := forbiddenEnv(n); why != "" {
+			t.Errorf("%s is allowed by the rule but %s", n, why)
 		}
 	}
 }

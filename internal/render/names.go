@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
@@ -135,6 +136,22 @@ func ClusterDomain(c *v1beta2.EtcdCluster, defaultDomain string) string {
 		d = c.Spec.Pod.ClusterDomain
 	}
 	return strings.Trim(strings.TrimSpace(d), ".")
+}
+
+// ValidateClusterDomain refuses a spec.pod.ClusterDomain that is not a DNS name (RFC
+// 1123 subdomain; a dot at either end is allowed, and ignored), as the CRDs' pattern does at admission.
+// Member names under it are dialled by the operator: "x@host:port#" would point those
+// connections (with the operator's client certificate) at an address of the tenant's
+// choosing. Objects stored before the pattern existed are refused here.
+func ValidateClusterDomain(c *v1beta2.EtcdCluster) error {
+	if c.Spec.Pod == nil || c.Spec.Pod.ClusterDomain == "" {
+		return nil
+	}
+	d := strings.TrimPrefix(strings.TrimSuffix(c.Spec.Pod.ClusterDomain, "."), ".")
+	if errs := validation.IsDNS1123Subdomain(d); len(errs) > 0 {
+		return fmt.Errorf("render: spec.pod.ClusterDomain %.80q is not a DNS name: %s", c.Spec.Pod.ClusterDomain, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // MemberHost is a member's DNS name, <member>.<cluster>.<ns>.svc[.<domain>], with the

@@ -449,6 +449,9 @@ func ValidateCluster(c *v1beta2.EtcdCluster) error {
 	if err := validateEnv(c); err != nil {
 		return err
 	}
+	if err := ValidateClusterDomain(c); err != nil {
+		return err
+	}
 	_, err := Settings(c)
 	return err
 }

@@ -137,7 +137,7 @@ func CheckMember(ctx context.Context, endpoint string, want Expectation) VerifyR
 		out.Reason, out.Error = reason, fmt.Sprintf(format, args...)
 		return out
 	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 2 * time.Second})
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 2 * time.Second, MaxCallRecvMsgSize: etcdadmin.MaxRecvMsgSize})
 	if err != nil {
 		return fail(etcdv1beta2.ReasonVerificationFailed, "client for %s: %v", endpoint, err)
 	}
