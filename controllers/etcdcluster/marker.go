@@ -2,9 +2,11 @@ package etcdcluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -76,13 +78,15 @@ func (r *Reconciler) signMarker(ctx context.Context, c *etcdv1beta2.EtcdCluster,
 	if sig == "" {
 		return fmt.Errorf("pod %s: no signature could be made for its %s marker (no key, or no pod UID)", p.Name, f.Step)
 	}
-	orig := p.DeepCopy()
-	if p.Annotations == nil {
-		p.Annotations = map[string]string{}
+	// A merge patch naming the pod's UID: the signature lands on this very pod or nowhere
+	// (the API server refuses a patch that would change the UID). No resourceVersion: the
+	// scheduler and the kubelet change the pod right after its create.
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": p.UID, "annotations": map[string]string{render.AnnotationMarkerSignature: sig}}})
+	if err != nil {
+		return err
 	}
-	p.Annotations[render.AnnotationMarkerSignature] = sig
-	// The UID precondition: the signature lands on this very pod or nowhere.
-	if err := r.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.Patch(ctx, p, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("sign the %s marker of pod %s: %w", f.Step, p.Name, err)
 	}
 	return nil

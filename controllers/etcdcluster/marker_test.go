@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
@@ -22,7 +23,19 @@ import (
 func TestRecoveryMemberIsSignedAfterCreate(t *testing.T) {
 	src := ownedMemberPod("c-a", "uid-c")
 	src.Status.PodIP = "10.0.0.1"
-	f := newProofFixture(t, nil, src)
+	// The scheduler and the kubelet change a pod right after its create (the bench
+	// showed a patch conditioned on the created resourceVersion refused): so here.
+	f := newProofFixtureWith(t, interceptor.Funcs{Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if err := cl.Create(ctx, obj, opts...); err != nil {
+			return err
+		}
+		if p, ok := obj.(*corev1.Pod); ok {
+			moved := p.DeepCopy()
+			moved.Spec.NodeName = "node-1"
+			return cl.Update(ctx, moved)
+		}
+		return nil
+	}}, nil, src)
 	if _, err := f.r.act(context.Background(), f.cluster, f.observed(t, "c-a"), forceNewCluster); err != nil {
 		t.Fatal(err)
 	}
