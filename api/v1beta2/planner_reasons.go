@@ -41,8 +41,9 @@ const (
 	ReasonBootstrapUnknown = "BootstrapUnknown"
 	// ReasonCompletingBootstrap: an interrupted bootstrap gets its missing initial pods.
 	ReasonCompletingBootstrap = "CompletingBootstrap"
-	// ReasonCorrectingBootstrap: a bootstrap that never formed gets a pod's etcd image set
-	// to the one the spec now names.
+	// ReasonCorrectingBootstrap: a bootstrap that never formed follows a corrected spec: a
+	// pod's etcd image is set to the one the spec now names, or a pod whose etcd never ran
+	// is recreated for fields only a new pod takes (node selection, TLS Secrets, claims).
 	ReasonCorrectingBootstrap = "CorrectingBootstrap"
 	// ReasonWaitingForClusterToForm: every initial pod exists; waiting for a member to answer.
 	ReasonWaitingForClusterToForm = "WaitingForClusterToForm"
