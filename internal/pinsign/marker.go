@@ -3,7 +3,6 @@ package pinsign
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 )
 
@@ -40,19 +39,7 @@ type MarkerFacts struct {
 const markerDomain = "etcd-operator member marker v1"
 
 func encodeMarker(f MarkerFacts) []byte {
-	var b []byte
-	put := func(s string) {
-		b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	put(markerDomain)
-	put(f.ClusterUID)
-	put(f.Pod)
-	put(f.PodUID)
-	put(f.Step)
-	put(f.Token)
-	b = binary.BigEndian.AppendUint64(b, uint64(f.StartedAt))
-	return b
+	return encodeFields(f.StartedAt, markerDomain, f.ClusterUID, f.Pod, f.PodUID, f.Step, f.Token)
 }
 
 // SignMarker is the signature of f under key, as hex; "" without a key, or without a

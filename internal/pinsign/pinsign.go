@@ -43,22 +43,19 @@ const domain = "etcd-operator restore pin v2"
 // can never be read as the start of the next one). The SHA-256 is compared as hex
 // without case, so it is encoded lower-case.
 func encode(f Facts) []byte {
+	return encodeFields(f.Revision, domain, f.Namespace, f.Backup, f.BackupUID, f.Bucket, f.Endpoint,
+		f.Claim, f.Key, strings.ToLower(f.SHA256))
+}
+
+// encodeFields writes each field prefixed with its length, then n: the one encoding
+// both kinds of signature use.
+func encodeFields(n int64, fields ...string) []byte {
 	var b []byte
-	put := func(s string) {
+	for _, s := range fields {
 		b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
 		b = append(b, s...)
 	}
-	put(domain)
-	put(f.Namespace)
-	put(f.Backup)
-	put(f.BackupUID)
-	put(f.Bucket)
-	put(f.Endpoint)
-	put(f.Claim)
-	put(f.Key)
-	put(strings.ToLower(f.SHA256))
-	b = binary.BigEndian.AppendUint64(b, uint64(f.Revision))
-	return b
+	return binary.BigEndian.AppendUint64(b, uint64(n))
 }
 
 // Sign is the signature of f under key, as hex; "" without a key (nothing is vouched for).

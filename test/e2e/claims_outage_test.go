@@ -153,16 +153,7 @@ func TestOneMemberClaimAfterEviction(t *testing.T) {
 	t.Logf("node up → member back and Available in %v", time.Since(up).Round(time.Second))
 	lost.check(t)
 
-	after, err := e.Members(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !maps.Equal(framework.MemberIDs(before), framework.MemberIDs(after)) {
-		t.Errorf("members changed: %v → %v", framework.MemberIDs(before), framework.MemberIDs(after))
-	}
-	if got := e.Cluster(name).Status.ClusterID; got != clusterID {
-		t.Errorf("cluster ID %s → %s", clusterID, got)
-	}
+	sameMembersAndCluster(t, e, name, before, clusterID)
 	got := dump(t, e.EtcdClient(name))
 	for i := range 100 {
 		k, v := fmt.Sprintf("/data/%04d", i), fmt.Sprintf("v%d", i)
@@ -240,16 +231,7 @@ func TestMachineRoomOutage(t *testing.T) {
 	flowing(t, load, 100) // new writes acknowledged after the outage
 	lost.check(t)
 
-	after, err := e.Members(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !maps.Equal(framework.MemberIDs(before), framework.MemberIDs(after)) {
-		t.Errorf("members changed: %v → %v", framework.MemberIDs(before), framework.MemberIDs(after))
-	}
-	if got := e.Cluster(name).Status.ClusterID; got != clusterID {
-		t.Errorf("cluster ID %s → %s", clusterID, got)
-	}
+	sameMembersAndCluster(t, e, name, before, clusterID)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := load.Verify(ctx)
@@ -274,20 +256,7 @@ func TestClaimOnLostNode(t *testing.T) {
 	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
 	e.Create(c)
 	e.WaitAvailable(name, 3, 180*time.Second)
-	perNode := map[string][]string{}
-	for pod, p := range e.MemberPods(name) {
-		perNode[p.Spec.NodeName] = append(perNode[p.Spec.NodeName], pod)
-	}
-	var node, victim string
-	for n, pods := range perNode {
-		if len(pods) == 1 {
-			node, victim = n, pods[0]
-			break
-		}
-	}
-	if node == "" {
-		t.Fatalf("no node hosts exactly one member: %v", perNode)
-	}
+	node, victim := nodeOfOneMember(t, e, name)
 	gone := memberByName(t, e, name, victim)
 	load := e.StartLoad(name, loadRate)
 	flowing(t, load, 2*loadRate)
@@ -310,5 +279,21 @@ func TestClaimOnLostNode(t *testing.T) {
 	}
 	if framework.HasAny(e.EventReasons(name), "RestoringFromBackup", "ForceNewCluster", "QuorumLost") {
 		t.Errorf("a member on a lost node must be replaced from the survivors: %v", e.EventReasons(name))
+	}
+}
+
+// sameMembersAndCluster fails the test unless the cluster's members are before's, by
+// ID, and its cluster ID is clusterID: the cluster came back as itself.
+func sameMembersAndCluster(t *testing.T, e *framework.Env, name string, before []*framework.EtcdMember, clusterID string) {
+	t.Helper()
+	after, err := e.Members(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(framework.MemberIDs(before), framework.MemberIDs(after)) {
+		t.Errorf("members changed: %v → %v", framework.MemberIDs(before), framework.MemberIDs(after))
+	}
+	if got := e.Cluster(name).Status.ClusterID; got != clusterID {
+		t.Errorf("cluster ID %s → %s", clusterID, got)
 	}
 }

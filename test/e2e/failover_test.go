@@ -342,6 +342,23 @@ func TestDeletedPodReplaced(t *testing.T) {
 	}
 }
 
+// nodeOfOneMember is a node that hosts exactly one of the cluster's member pods, and
+// that member's pod.
+func nodeOfOneMember(t *testing.T, e *framework.Env, name string) (node, pod string) {
+	t.Helper()
+	perNode := map[string][]string{}
+	for pod, p := range e.MemberPods(name) {
+		perNode[p.Spec.NodeName] = append(perNode[p.Spec.NodeName], pod)
+	}
+	for n, pods := range perNode {
+		if len(pods) == 1 {
+			return n, pods[0]
+		}
+	}
+	t.Fatalf("no node hosts exactly one member: %v", perNode)
+	return "", ""
+}
+
 // TestNodeDown: a node hosting one member dies (heartbeats stop, its processes are
 // killed). Once kube-controller-manager evicts the pod, the operator replaces the
 // member on a live node.
@@ -351,20 +368,7 @@ func TestNodeDown(t *testing.T) {
 	e.Create(newCluster(name, 3))
 	e.WaitAvailable(name, 3, 90*time.Second)
 
-	perNode := map[string][]string{}
-	for pod, p := range e.MemberPods(name) {
-		perNode[p.Spec.NodeName] = append(perNode[p.Spec.NodeName], pod)
-	}
-	var node, victim string
-	for n, pods := range perNode {
-		if len(pods) == 1 {
-			node, victim = n, pods[0]
-			break
-		}
-	}
-	if node == "" {
-		t.Fatalf("no node hosts exactly one member: %v", perNode)
-	}
+	node, victim := nodeOfOneMember(t, e, name)
 	gone := memberByName(t, e, name, victim)
 	load := e.StartLoad(name, loadRate)
 	mon := monitorMembership(e, name)
