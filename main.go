@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -173,7 +174,7 @@ func runManager(args []string) int {
 // data dir already exists. The backup is read from S3 (--s3-path, credentials from the
 // mounted awsSecret) or from a mounted volume (--dir and --key).
 func runRestore(args []string) int {
-	fs := flag.NewFlagSet("restore", flag.ExitOnError)
+	fs := podFlagSet("restore")
 	src := addBackupSourceFlags(fs, "backup directory (a mounted PVC) instead of S3", "restore the newest periodic backup <path>_v<rev>_<time> of the path")
 	var (
 		checksum     = fs.String("checksum", "", "expected SHA-256 of the stored backup (hex)")
@@ -188,7 +189,9 @@ func runRestore(args []string) int {
 		token        = fs.String("initial-cluster-token", "", "initial cluster token")
 		timeout      = fs.Duration("timeout", 30*time.Minute, "give up after this long")
 	)
-	_ = fs.Parse(args)
+	if !parsePodFlags(os.Stderr, fs, args) {
+		return 2
+	}
 	lg, _ := uzap.NewProduction()
 	defer lg.Sync() //nolint:errcheck
 	fail := func(err error) int {
@@ -249,7 +252,7 @@ func runRestore(args []string) int {
 // applies retention to periodic backups and reports the outcome as JSON in its
 // termination message (backup.JobResult), which the controller copies into status.
 func runBackup(args []string) int {
-	fs := flag.NewFlagSet("backup", flag.ExitOnError)
+	fs := podFlagSet("backup")
 	var (
 		endpoints   = fs.String("endpoints", "", "etcd client URLs, comma-separated")
 		tlsDir      = fs.String("tls-dir", "", "directory with the client TLS secret's files ("+etcdadmin.ClientCertKey+", "+etcdadmin.ClientKeyKey+", "+etcdadmin.ClientCAKey+"); empty: no TLS")
@@ -262,7 +265,9 @@ func runBackup(args []string) int {
 		timeout     = fs.Duration("timeout", time.Minute, "give up after this long")
 		resultFile  = fs.String("result-file", "/dev/termination-log", "where to write the JSON result (the container's terminationMessagePath)")
 	)
-	_ = fs.Parse(args)
+	if !parsePodFlags(os.Stderr, fs, args) {
+		return 2
+	}
 	lg, _ := uzap.NewProduction()
 	defer lg.Sync() //nolint:errcheck
 	// The kubelet creates the termination message file before the container starts;
@@ -334,4 +339,24 @@ func (l *stringList) Set(v string) error {
 		}
 	}
 	return nil
+}
+
+// podFlagSet is the flag set of a program the operator runs in a pod (restore step,
+// backup, verification). The operator renders every flag; a bad one comes from a field
+// of the tenant's resource that admission let through. Its error must reach the pod's
+// termination message as one line naming the flag, not followed by the usage banner the
+// standard flag package prints (which crowded out the cause in status).
+func podFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parsePodFlags parses args into fs, reporting a failure as one line on w (stderr).
+func parsePodFlags(w io.Writer, fs *flag.FlagSet, args []string) bool {
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(w, "%s: %v (the operator renders this flag from the resource's spec)\n", fs.Name(), err)
+		return false
+	}
+	return true
 }

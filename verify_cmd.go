@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -39,7 +38,7 @@ func runVerify(args []string) int {
 }
 
 func runVerifyRestore(args []string) int {
-	fs := flag.NewFlagSet("verify restore", flag.ExitOnError)
+	fs := podFlagSet("verify restore")
 	src := addBackupSourceFlags(fs, "backup directory (a read-only mounted claim) instead of S3", "verify the newest periodic backup <path>_v<rev>_<time> of the path")
 	var (
 		name       = fs.String("name", "verify", "member name")
@@ -49,7 +48,9 @@ func runVerifyRestore(args []string) int {
 		timeout    = fs.Duration("timeout", 10*time.Minute, "give up after this long")
 		resultFile = fs.String("result-file", "/dev/termination-log", "where to write the JSON result")
 	)
-	_ = fs.Parse(args)
+	if !parsePodFlags(os.Stderr, fs, args) {
+		return 2
+	}
 	lg, _ := uzap.NewProduction()
 	defer lg.Sync() //nolint:errcheck
 	report := func(r restore.VerifyResult) int {
@@ -96,14 +97,16 @@ func runVerifyRestore(args []string) int {
 }
 
 func runVerifyCheck(args []string) int {
-	fs := flag.NewFlagSet("verify check", flag.ExitOnError)
+	fs := podFlagSet("verify check")
 	var (
 		endpoint   = fs.String("endpoint", "http://127.0.0.1:2379", "client URL of the restored member")
 		expectFile = fs.String("expect-file", "", "what the member must serve, as the restore step wrote it")
 		timeout    = fs.Duration("timeout", 2*time.Minute, "how long the member may take to serve")
 		resultFile = fs.String("result-file", "/dev/termination-log", "where to write the JSON result")
 	)
-	_ = fs.Parse(args)
+	if !parsePodFlags(os.Stderr, fs, args) {
+		return 2
+	}
 	lg, _ := uzap.NewProduction()
 	defer lg.Sync() //nolint:errcheck
 	var r restore.VerifyResult
