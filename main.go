@@ -110,6 +110,7 @@ func runManager(args []string) int {
 	}
 	controllers.RestrictToNamespace(&mgrOpts, *watchNamespace)
 	controllers.NeverCacheSecrets(&mgrOpts)
+	controllers.CacheOnlyOwned(&mgrOpts)
 
 	restCfg := ctrl.GetConfigOrDie()
 	restCfg.QPS, restCfg.Burst = float32(*kubeAPIQPS), *kubeAPIBurst

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +26,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
 // Options configure the controllers.
@@ -87,6 +89,23 @@ func NeverCacheSecrets(opts *ctrl.Options) {
 		opts.Client.Cache = &client.CacheOptions{}
 	}
 	opts.Client.Cache.DisableFor = append(opts.Client.Cache.DisableFor, &corev1.Secret{})
+}
+
+// CacheOnlyOwned makes the manager's informers for pods, claims, Services and
+// PodDisruptionBudgets list and watch only the objects the operator makes (labelled
+// render.OwnedSelector): a tenant's other pods, however many and however large, never
+// enter the operator's memory. Every cached object is stored without managedFields,
+// which the operator never reads. Reads of objects that may lack the label (a pod of
+// the operator's own, a pod an older operator made) go through the manager's APIReader.
+func CacheOnlyOwned(opts *ctrl.Options) {
+	if opts.Cache.ByObject == nil {
+		opts.Cache.ByObject = map[client.Object]cache.ByObject{}
+	}
+	sel := render.OwnedSelector()
+	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.PersistentVolumeClaim{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
+		opts.Cache.ByObject[obj] = cache.ByObject{Label: sel}
+	}
+	opts.Cache.DefaultTransform = cache.TransformStripManagedFields()
 }
 
 // s3Access is what every controller lends tenants to reach S3 from the operator's

@@ -565,6 +565,11 @@ func (r *Reconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2.EtcdBacku
 	var pod corev1.Pod
 	err := r.Get(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: backupPodName(eb)}, &pod)
 	if apierrors.IsNotFound(err) {
+		// The cache holds only pods labelled render.OwnedSelector; a backup pod an older
+		// operator started lacks the label: read it from the API and label it.
+		err = r.unlabelledPod(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: backupPodName(eb)}, eb, &pod)
+	}
+	if apierrors.IsNotFound(err) {
 		// The cache may lag behind our own status write of a just-finished backup:
 		// check against the API before starting another one.
 		var fresh etcdv1beta2.EtcdBackup
@@ -701,6 +706,26 @@ func backupTimeout(eb *etcdv1beta2.EtcdBackup) time.Duration {
 	return min(t, maxBackupTimeout)
 }
 
+// unlabelledPod reads the named pod from the API server, bypassing the cache. A pod this
+// backup controls that lacks the label the cache selects on (made by an operator older
+// than the label-selected cache) is labelled, so its changes wake the backup again.
+func (r *Reconciler) unlabelledPod(ctx context.Context, key client.ObjectKey, eb *etcdv1beta2.EtcdBackup, pod *corev1.Pod) error {
+	if err := r.APIReader.Get(ctx, key, pod); err != nil {
+		return err
+	}
+	if metav1.IsControlledBy(pod, eb) && pod.Labels[render.LabelApp] != render.AppOperatorPod {
+		orig := pod.DeepCopy()
+		if pod.Labels == nil {
+			pod.Labels = map[string]string{}
+		}
+		pod.Labels[render.LabelApp] = render.AppOperatorPod
+		if err := r.Patch(ctx, pod, client.MergeFrom(orig)); err != nil {
+			return fmt.Errorf("label backup pod %s: %w", key.Name, err)
+		}
+	}
+	return nil
+}
+
 // backupPodName is <backup>-backup, shortened with a hash to a valid label (pod names
 // become hostnames).
 func backupPodName(eb *etcdv1beta2.EtcdBackup) string {
@@ -753,7 +778,7 @@ func (r *Reconciler) backupPod(eb *etcdv1beta2.EtcdBackup, target *backupTarget)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: backupPodName(eb), Namespace: eb.Namespace,
-			Labels:      map[string]string{LabelBackup: label, "app.kubernetes.io/managed-by": "etcd-operator"},
+			Labels:      map[string]string{LabelBackup: label, render.LabelApp: render.AppOperatorPod, "app.kubernetes.io/managed-by": "etcd-operator"},
 			Annotations: backupPodAnnotations(target),
 		},
 		Spec: corev1.PodSpec{

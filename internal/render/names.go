@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -21,6 +22,10 @@ const (
 	LabelCluster = "etcd_cluster"
 	// LabelNode holds a member pod's own name.
 	LabelNode = "etcd_node"
+	// AppOperatorPod is LabelApp's value on the pods the operator runs besides members
+	// (backup and verification pods): never AppName, so no member selector, Service or
+	// budget selects them, yet OwnedSelector does.
+	AppOperatorPod = "etcd-operator"
 
 	// AnnotationVersion holds the etcd version a member pod runs.
 	AnnotationVersion = "etcd.version"
@@ -78,6 +83,20 @@ func MemberLabels(cluster, member string) map[string]string {
 // ClusterSelector selects the member pods (and PVCs) of the named cluster.
 func ClusterSelector(cluster string) labels.Selector {
 	return labels.SelectorFromSet(ClusterLabels(cluster))
+}
+
+// OwnedSelector selects every object the operator makes and reads back through its
+// cache (pods, claims, Services, PodDisruptionBudgets): LabelApp is AppName on a
+// cluster's members, their claims, its Services and its budget (CoreOS's operator set
+// the same label on the pods, claims and Services it made, so those are still found),
+// and AppOperatorPod on backup and verification pods. The manager's informers for those
+// kinds list and watch only these (controllers.CacheOnlyOwned).
+func OwnedSelector() labels.Selector {
+	req, err := labels.NewRequirement(LabelApp, selection.In, []string{AppName, AppOperatorPod})
+	if err != nil {
+		panic(err) // constant, valid input
+	}
+	return labels.NewSelector().Add(*req)
 }
 
 // IsReservedLabel reports whether a label key belongs to the operator: "app" and any

@@ -107,7 +107,7 @@ func VerifyPod(s VerifyPodSpec) (*corev1.Pod, error) {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: VerifyPodName(s.Backup), Namespace: s.Namespace,
-			Labels: map[string]string{LabelVerifyBackup: label, "app.kubernetes.io/managed-by": "etcd-operator"},
+			Labels: map[string]string{LabelVerifyBackup: label, LabelApp: AppOperatorPod, "app.kubernetes.io/managed-by": "etcd-operator"},
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                corev1.RestartPolicyNever,

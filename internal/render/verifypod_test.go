@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -33,8 +34,11 @@ func TestVerifyPodS3(t *testing.T) {
 	if p.Name != "nightly-verify" || p.Namespace != "ns" || p.Labels[LabelVerifyBackup] != "nightly" {
 		t.Errorf("pod %s/%s labels %v", p.Namespace, p.Name, p.Labels)
 	}
-	for k := range p.Labels {
-		if IsReservedLabel(k) && k != "app.kubernetes.io/managed-by" {
+	if !OwnedSelector().Matches(labels.Set(p.Labels)) {
+		t.Errorf("pod labels %v: the operator's cache (OwnedSelector) would not see it", p.Labels)
+	}
+	for k, v := range p.Labels {
+		if IsReservedLabel(k) && !(k == LabelApp && v == AppOperatorPod) {
 			t.Errorf("pod carries the cluster label %s: a Service or the cluster controller could select it", k)
 		}
 	}

@@ -125,6 +125,7 @@ func (e *Env) newManager(logger logr.Logger, tune func(*ctrl.Options)) ctrl.Mana
 		HealthProbeBindAddress: "0",
 		Logger:                 logger,
 	}
+	controllers.CacheOnlyOwned(&opts) // as main.go: the tests see what production caches
 	if tune != nil {
 		tune(&opts)
 	}
