@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1 "github.com/etcd-operator/etcd-operator/api/v1"
@@ -66,7 +68,9 @@ func main() {
 func runManager(args []string) int {
 	fs := flag.NewFlagSet("manager", flag.ExitOnError)
 	var (
-		metricsAddr      = fs.String("metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to; 0 disables it")
+		metricsAddr      = fs.String("metrics-bind-address", ":8443", "address the Prometheus metrics endpoint binds to; 0 disables it")
+		metricsSecure    = fs.Bool("metrics-secure", true, "serve metrics over HTTPS (a self-signed certificate unless --metrics-cert-dir holds tls.crt and tls.key), only to callers whose bearer token the API server authenticates and allows get on /metrics; false serves plain HTTP to anyone who can reach the port")
+		metricsCertDir   = fs.String("metrics-cert-dir", "", "directory with the metrics server's tls.crt and tls.key (default: a self-signed certificate kept in memory)")
 		probeAddr        = fs.String("health-probe-bind-address", ":8081", "address the health and readiness probes bind to")
 		leaderElect      = fs.Bool("leader-elect", false, "elect a leader among replicas so only one acts at a time")
 		leaderElectionNS = fs.String("leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
@@ -99,9 +103,20 @@ func runManager(args []string) int {
 	utilruntime.Must(etcdv1beta2.AddToScheme(scheme))
 	utilruntime.Must(etcdv1.AddToScheme(scheme))
 
+	metricsOpts := metricsserver.Options{BindAddress: *metricsAddr}
+	if *metricsSecure {
+		metricsOpts.SecureServing = true
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		// Empty: controller-runtime's default directory, which holds nothing, so the
+		// server makes a self-signed certificate in memory (nothing is written).
+		metricsOpts.CertDir = *metricsCertDir
+		// HTTP/1.1 only: the metrics port faces the network, and HTTP/2's stream resets
+		// (CVE-2023-44487) cost a server more than a scraper needs.
+		metricsOpts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	}
 	mgrOpts := ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
+		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  *probeAddr,
 		LeaderElection:          *leaderElect,
 		LeaderElectionID:        "etcd-operator.etcd.database.coreos.com",

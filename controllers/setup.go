@@ -29,6 +29,12 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
+// The metrics endpoint (main.go, --metrics-secure) authenticates each scrape's bearer
+// token and authorises it (get on the non-resource URL /metrics) with the API server.
+//
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // Options configure the controllers.
 type Options struct {
 	// ClusterDomain is the cluster's DNS domain; empty means detect it from

@@ -18,7 +18,10 @@ import (
 // The Secret is read by name and created once, in the operator's namespace only (the
 // Role is moved there by kustomize and the Helm chart, as for the webhook certificate).
 //
-// +kubebuilder:rbac:groups="",namespace=etcd-operator-system,resources=secrets,verbs=get;create
+// Create cannot be limited by name; get is limited to SecretName.
+//
+// +kubebuilder:rbac:groups="",namespace=etcd-operator-system,resources=secrets,verbs=create
+// +kubebuilder:rbac:groups="",namespace=etcd-operator-system,resources=secrets,resourceNames=etcd-operator-restore-pin-key,verbs=get
 
 const (
 	// SecretName is the Secret holding the key.

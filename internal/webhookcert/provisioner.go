@@ -52,7 +52,12 @@ import (
 // limited by name (the name is not known when it is authorized). The CRD rule is limited to
 // the operator's own CRDs; get and patch suffice because they are read by name, not watched.
 //
-// +kubebuilder:rbac:groups="",namespace=etcd-operator-system,resources=secrets,verbs=get;create;update
+// get and update are limited to that Secret's name under the kustomize install (the
+// chart substitutes its own name; --webhook-service-name changes it, and then the Role must
+// name <service>-cert too).
+//
+// +kubebuilder:rbac:groups="",namespace=etcd-operator-system,resources=secrets,verbs=create
+// +kubebuilder:rbac:groups="",namespace=etcd-operator-system,resources=secrets,resourceNames=etcd-operator-webhook-service-cert,verbs=get;update
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,resourceNames=etcdclusters.etcd.database.coreos.com;etcdbackups.etcd.database.coreos.com;etcdrestores.etcd.database.coreos.com,verbs=get;patch
 
 // CRDNames are the operator's CRDs (keep in step with the resourceNames above).

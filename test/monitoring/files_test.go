@@ -88,6 +88,17 @@ type endpoint struct {
 	Port        string `json:"port"`
 	Path        string `json:"path,omitempty"`
 	HonorLabels bool   `json:"honorLabels,omitempty"`
+	Scheme      string `json:"scheme,omitempty"`
+	TLSConfig   *struct {
+		InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty"`
+	} `json:"tlsConfig,omitempty"`
+	Authorization *struct {
+		Type        string `json:"type,omitempty"`
+		Credentials struct {
+			Name string `json:"name"`
+			Key  string `json:"key"`
+		} `json:"credentials"`
+	} `json:"authorization,omitempty"`
 	Relabelings []struct {
 		SourceLabels []string `json:"sourceLabels,omitempty"`
 		TargetLabel  string   `json:"targetLabel,omitempty"`

@@ -85,6 +85,63 @@ func TestOperatorMonitorScrapesTheManager(t *testing.T) {
 	if !ep.HonorLabels {
 		t.Error("honorLabels must be true: the operator's series name the EtcdCluster's namespace in label namespace")
 	}
+	// The manager serves metrics over HTTPS to authorised callers only: the monitor
+	// must speak HTTPS and present a token that metrics_reader.yaml grants get on /metrics.
+	if slices.Contains(pod.Spec.Containers[0].Args, "--metrics-secure=false") {
+		t.Errorf("config/manager serves plain metrics: %q", pod.Spec.Containers[0].Args)
+	}
+	if ep.Scheme != "https" || ep.Authorization == nil || ep.Authorization.Type != "Bearer" {
+		t.Fatalf("operator endpoint scheme %q authorization %+v: want https with a bearer token", ep.Scheme, ep.Authorization)
+	}
+	checkMetricsReader(t, ep.Authorization.Credentials.Name, ep.Authorization.Credentials.Key)
+}
+
+// checkMetricsReader: config/prometheus/metrics_reader.yaml has the token Secret the
+// monitor names, of a ServiceAccount bound to a ClusterRole allowing get on /metrics.
+func checkMetricsReader(t *testing.T, secret, key string) {
+	t.Helper()
+	var (
+		tokenOf, boundSA, role string
+		allowsMetrics          = map[string]bool{}
+	)
+	for _, doc := range splitYAML(readFile(t, "config/prometheus/metrics_reader.yaml")) {
+		var o struct {
+			Kind     string `json:"kind"`
+			Type     string `json:"type"`
+			Metadata struct {
+				Name        string            `json:"name"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+			Rules []struct {
+				NonResourceURLs []string `json:"nonResourceURLs"`
+				Verbs           []string `json:"verbs"`
+			} `json:"rules"`
+			RoleRef  struct{ Name string } `json:"roleRef"`
+			Subjects []struct{ Kind, Name string }
+		}
+		decodeLoose(t, doc, &o)
+		switch o.Kind {
+		case "Secret":
+			if o.Metadata.Name == secret && o.Type == "kubernetes.io/service-account-token" && key == "token" {
+				tokenOf = o.Metadata.Annotations["kubernetes.io/service-account.name"]
+			}
+		case "ClusterRole":
+			for _, r := range o.Rules {
+				if slices.Contains(r.NonResourceURLs, "/metrics") && slices.Contains(r.Verbs, "get") {
+					allowsMetrics[o.Metadata.Name] = true
+				}
+			}
+		case "ClusterRoleBinding":
+			for _, s := range o.Subjects {
+				if s.Kind == "ServiceAccount" {
+					boundSA, role = s.Name, o.RoleRef.Name
+				}
+			}
+		}
+	}
+	if tokenOf == "" || tokenOf != boundSA || !allowsMetrics[role] {
+		t.Errorf("Secret %s (key %s) is a token of %q; %q is bound to %q, which allows get /metrics: %v", secret, key, tokenOf, boundSA, role, allowsMetrics[role])
+	}
 }
 
 func renderMemberPod(t *testing.T) *corev1.Pod {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -11,7 +12,8 @@ import (
 
 // clusterScopedResources are the resources of the operator's rules that have no
 // namespace; everything else can be granted in the watched namespace alone.
-var clusterScopedResources = map[string]bool{"nodes": true, "customresourcedefinitions": true, "storageclasses": true}
+var clusterScopedResources = map[string]bool{"nodes": true, "customresourcedefinitions": true, "storageclasses": true,
+	"tokenreviews": true, "subjectaccessreviews": true}
 
 // grants expands rules into "group/resource[/name]:verb" triples, sorted.
 func grants(rules []rbacv1.PolicyRule) []string {
@@ -75,5 +77,37 @@ func TestChartWatchNamespaceRBAC(t *testing.T) {
 	got := grants(append(append([]rbacv1.PolicyRule{}, cr.Rules...), watched[0].Rules...))
 	if want := grants(configClusterRoleRules(t)); !reflect.DeepEqual(got, want) {
 		t.Errorf("ClusterRole + team-a Role grant\n %v\nconfig's ClusterRole grants\n %v", got, want)
+	}
+}
+
+// TestChartOwnSecretsByName: the release namespace's Role reads and updates only the
+// operator's own Secrets by name (the webhook certificate's name follows the release),
+// and creates Secrets (create cannot be limited by name); with the webhook off the
+// restore-pin key's rules remain.
+func TestChartOwnSecretsByName(t *testing.T) {
+	for _, tc := range []struct {
+		release string
+		webhook bool
+		want    []string
+	}{
+		{"other", true, []string{"/secrets/:create", "/secrets/etcd-operator-restore-pin-key:get", "/secrets/other-webhook-service-cert:get", "/secrets/other-webhook-service-cert:update"}},
+		{"etcd-operator", false, []string{"/secrets/:create", "/secrets/etcd-operator-restore-pin-key:get", "/secrets/etcd-operator-webhook-service-cert:get", "/secrets/etcd-operator-webhook-service-cert:update"}},
+	} {
+		r, err := renderChart(t, map[string]any{"webhook": map[string]any{"enabled": tc.webhook}}, tc.release, "ops")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, role := range all[rbacv1.Role](t, r, "Role") {
+			for _, g := range grants(role.Rules) {
+				if strings.Contains(g, "/secrets/") {
+					got = append(got, g)
+				}
+			}
+		}
+		sort.Strings(got)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("release %s, webhook %v: Secret grants %v, want %v", tc.release, tc.webhook, got, tc.want)
+		}
 	}
 }

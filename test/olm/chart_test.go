@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -176,7 +177,7 @@ func TestChartDefaultInstall(t *testing.T) {
 	// Two Roles and bindings: leader election, and the webhook certificate Secret; one
 	// Service: the conversion webhook's.
 	want := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1,
-		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}
+		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1, "NetworkPolicy": 1}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Errorf("rendered kinds %v, want %v", kinds, want)
 	}
@@ -294,12 +295,84 @@ func TestChartDefaultInstall(t *testing.T) {
 		"resources":       {c.Resources, mc.Resources},
 		"podSecurity":     {pod.SecurityContext, m.SecurityContext},
 		"grace":           {pod.TerminationGracePeriodSeconds, m.TerminationGracePeriodSeconds},
+		"volumes":         {pod.Volumes, m.Volumes},
+		"volumeMounts":    {c.VolumeMounts, mc.VolumeMounts},
 	}
 	for name, pair := range checks {
 		if !reflect.DeepEqual(pair[0], pair[1]) {
 			t.Errorf("container %s differs from config/manager: chart %+v, config %+v", name, pair[0], pair[1])
 		}
 	}
+	checkHardenedManager(t, pod)
+
+	// The NetworkPolicy selects the operator pods and lets in only the webhook and
+	// metrics ports, as config/manager's does.
+	np := one[networkingv1.NetworkPolicy](t, r, "NetworkPolicy")
+	if !labels.SelectorFromSet(np.Spec.PodSelector.MatchLabels).Matches(labels.Set(dep.Spec.Template.Labels)) || len(np.Spec.PodSelector.MatchLabels) == 0 {
+		t.Errorf("NetworkPolicy selects %v, not the operator pods %v", np.Spec.PodSelector.MatchLabels, dep.Spec.Template.Labels)
+	}
+	var cnp networkingv1.NetworkPolicy
+	if err := yaml.UnmarshalStrict(readFile(t, filepath.Join(root, "config/manager/network_policy.yaml")), &cnp); err != nil {
+		t.Fatal(err)
+	}
+	for what, p := range map[string]*networkingv1.NetworkPolicy{"chart": np, "config/manager": &cnp} {
+		if got := ingressPorts(p); !reflect.DeepEqual(got, []int{8443, 9443}) {
+			t.Errorf("%s NetworkPolicy lets in ports %v, want only the metrics and webhook ports [8443 9443]", what, got)
+		}
+		if !slices.Contains(p.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) || !slices.Contains(p.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+			t.Errorf("%s NetworkPolicy types %v, want Ingress and Egress", what, p.Spec.PolicyTypes)
+		}
+	}
+	if !reflect.DeepEqual(np.Spec.Egress, cnp.Spec.Egress) {
+		t.Errorf("chart egress %+v differs from config/manager's %+v", np.Spec.Egress, cnp.Spec.Egress)
+	}
+}
+
+// checkHardenedManager: the manager container runs on a read-only root file system with
+// a size-limited /tmp emptyDir, asks for and is limited in ephemeral storage, and serves
+// metrics over HTTPS with authentication (no --metrics-secure=false) on its metrics port.
+func checkHardenedManager(t *testing.T, pod corev1.PodSpec) {
+	t.Helper()
+	c := pod.Containers[0]
+	if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("manager securityContext %+v: want readOnlyRootFilesystem", sc)
+	}
+	tmp := ""
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == "/tmp" {
+			tmp = m.Name
+		}
+	}
+	sized := false
+	for _, v := range pod.Volumes {
+		sized = sized || v.Name == tmp && v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil && !v.EmptyDir.SizeLimit.IsZero()
+	}
+	if !sized {
+		t.Errorf("/tmp is not a size-limited emptyDir (mounts %+v, volumes %+v)", c.VolumeMounts, pod.Volumes)
+	}
+	if _, ok := c.Resources.Requests[corev1.ResourceEphemeralStorage]; !ok {
+		t.Errorf("no ephemeral-storage request: %+v", c.Resources)
+	}
+	if _, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]; !ok {
+		t.Errorf("no ephemeral-storage limit: %+v", c.Resources)
+	}
+	if !slices.Contains(c.Args, "--metrics-bind-address=:8443") || slices.Contains(c.Args, "--metrics-secure=false") {
+		t.Errorf("manager args %q: want secure metrics on :8443", c.Args)
+	}
+}
+
+func ingressPorts(p *networkingv1.NetworkPolicy) []int {
+	var out []int
+	for _, r := range p.Spec.Ingress {
+		if len(r.From) != 0 {
+			continue
+		}
+		for _, port := range r.Ports {
+			out = append(out, port.Port.IntValue())
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func bindsSA(subjects []rbacv1.Subject, name, ns string) bool {

@@ -35,3 +35,8 @@ to the manager unless it is the manager's default (the kustomize install's name)
 {{- define "etcd-operator.webhookServiceName" -}}
 {{ include "etcd-operator.fullname" . | trunc 47 | trimSuffix "-" }}-webhook-service
 {{- end -}}
+
+{{/* The manager's metrics port: 8443 for HTTPS, 8080 for plain HTTP. */}}
+{{- define "etcd-operator.metricsPort" -}}
+{{- if .Values.metrics.secure }}8443{{ else }}8080{{ end -}}
+{{- end -}}
