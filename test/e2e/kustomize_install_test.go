@@ -11,16 +11,19 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1 "github.com/etcd-operator/etcd-operator/api/v1"
@@ -172,6 +175,10 @@ func TestKustomizeInstallServesConversion(t *testing.T) {
 		t.Error("the serving certificate is accepted for a name that is not the webhook Service's")
 	}
 
+	// The pod runs with a read-only root file system (it got this far), and serves
+	// /metrics over HTTPS to the token of config/prometheus's metrics reader only.
+	scrapeMetricsWithToken(ctx, t, c, root, ns, pods.Items[0].Status.PodIP, dep.Spec.Template.Spec.ServiceAccountName)
+
 	// The API server converts through the webhook Service (kube-proxy routes it to the
 	// pod): a cluster written as v1 is stored as v1beta2 and read back as either.
 	e := framework.Attach(t, b)
@@ -240,4 +247,75 @@ func crdsEstablished(ctx context.Context, c client.Client, objs []*unstructured.
 		}
 	}
 	return nil
+}
+
+// scrapeMetricsWithToken applies config/prometheus's metrics reader (ClusterRole,
+// ServiceAccount, binding; not its monitors, whose CRDs the bench lacks) and scrapes the
+// operator pod's metrics port: 200 with that ServiceAccount's token, 401 without a
+// token, 403 with the token of a ServiceAccount not allowed get on /metrics (the
+// operator's own).
+func scrapeMetricsWithToken(ctx context.Context, t *testing.T, c client.Client, root, ns, podIP, operatorSA string) {
+	t.Helper()
+	if podIP == "" {
+		t.Fatal("operator pod has no IP")
+	}
+	reader := ""
+	for _, u := range kustomizeBuild(t, root, "config/prometheus") {
+		switch u.GetKind() {
+		case "ClusterRole", "ClusterRoleBinding", "ServiceAccount":
+			if u.GetKind() == "ServiceAccount" {
+				reader = u.GetName()
+			}
+			if err := c.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
+				t.Fatalf("apply %s %s: %v", u.GetKind(), u.GetName(), err)
+			}
+		}
+	}
+	if reader == "" {
+		t.Fatal("config/prometheus has no metrics reader ServiceAccount")
+	}
+	token := func(sa string) string {
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(600))}}
+		if err := c.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}}, tr); err != nil {
+			t.Fatalf("token for %s/%s: %v", ns, sa, err)
+		}
+		return tr.Status.Token
+	}
+	// The certificate is the operator's self-signed one (kept in memory).
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}} //nolint:gosec // self-signed by design
+	get := func(bearer string) (int, string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://%s:8443/metrics", podIP), nil)
+		if err != nil {
+			return 0, "", err
+		}
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+		return resp.StatusCode, string(body), err
+	}
+	allowed := token(reader)
+	// The binding may take a moment to reach the authorizer's cache.
+	framework.Eventually(t, time.Minute, "metrics scraped with the metrics reader's token", func() error {
+		code, body, err := get(allowed)
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK || !strings.Contains(body, "controller_runtime_reconcile_total") {
+			return fmt.Errorf("HTTP %d, %d bytes", code, len(body))
+		}
+		return nil
+	})
+	if code, _, err := get(""); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("scrape without a token: HTTP %d, %v; want 401", code, err)
+	}
+	// The operator's own ServiceAccount may not get /metrics.
+	if code, _, err := get(token(operatorSA)); err != nil || code != http.StatusForbidden {
+		t.Errorf("scrape with a token not allowed /metrics: HTTP %d, %v; want 403", code, err)
+	}
 }
