@@ -706,9 +706,10 @@ func backupTimeout(eb *etcdv1beta2.EtcdBackup) time.Duration {
 	return min(t, maxBackupTimeout)
 }
 
-// unlabelledPod reads the named pod from the API server, bypassing the cache. A pod this
-// backup controls that lacks the label the cache selects on (made by an operator older
-// than the label-selected cache) is labelled, so its changes wake the backup again.
+// unlabelledPod reads the named pod (backup or verification) from the API server,
+// bypassing the cache. A pod this backup controls that lacks the label the cache selects
+// on (made by an operator older than the label-selected cache) is labelled, so its
+// changes wake the backup again.
 func (r *Reconciler) unlabelledPod(ctx context.Context, key client.ObjectKey, eb *etcdv1beta2.EtcdBackup, pod *corev1.Pod) error {
 	if err := r.APIReader.Get(ctx, key, pod); err != nil {
 		return err

@@ -131,7 +131,9 @@ func (r *Reconciler) reconcileVerification(ctx context.Context, req ctrl.Request
 	}
 	now := r.Now()
 	var pod corev1.Pod
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: render.VerifyPodName(eb.Name)}, &pod)
+	// From the API (the cache may lag); one an older operator started, without the label
+	// the cache selects on, is labelled so that its end wakes this backup.
+	err := r.unlabelledPod(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: render.VerifyPodName(eb.Name)}, &eb, &pod)
 	if err == nil {
 		return r.finishVerification(ctx, &eb, &pod, now)
 	}
