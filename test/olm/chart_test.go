@@ -551,3 +551,38 @@ func TestChartFollowsBundleVersion(t *testing.T) {
 		t.Errorf("chart kubeVersion %q excludes the CSV's minKubeVersion %s", ch.Metadata.KubeVersion, b.CSV.Spec.MinKubeVersion)
 	}
 }
+
+// TestChartPlainMetrics: metrics.secure=false serves plain HTTP on 8080 (the flag says
+// so), the NetworkPolicy lets that port in, and no metrics reader is rendered for it.
+func TestChartPlainMetrics(t *testing.T) {
+	r := mustRender(t, map[string]any{"metrics": map[string]any{"secure": false}, "podMonitor": map[string]any{"enabled": true}})
+	c := one[appsv1.Deployment](t, r, "Deployment").Spec.Template.Spec.Containers[0]
+	if !slices.Contains(c.Args, "--metrics-secure=false") || !slices.Contains(c.Args, "--metrics-bind-address=:8080") {
+		t.Errorf("args %q: want plain metrics on :8080", c.Args)
+	}
+	port := int32(0)
+	for _, p := range c.Ports {
+		if p.Name == "metrics" {
+			port = p.ContainerPort
+		}
+	}
+	np := one[networkingv1.NetworkPolicy](t, r, "NetworkPolicy")
+	if got := ingressPorts(np); port != 8080 || !reflect.DeepEqual(got, []int{8080, 9443}) {
+		t.Errorf("metrics port %d, NetworkPolicy lets in %v; want 8080 and 9443", port, got)
+	}
+	monitors := 0
+	for _, o := range r.objs {
+		if strings.Contains(o.GetName(), "metrics-reader") {
+			t.Errorf("%s %s rendered for plain metrics", o.GetKind(), o.GetName())
+		}
+		if o.GetKind() == "PodMonitor" {
+			monitors++
+			if eps, _, _ := unstructured.NestedSlice(o.Object, "spec", "podMetricsEndpoints"); len(eps) != 1 || eps[0].(map[string]any)["scheme"] != nil {
+				t.Errorf("PodMonitor %s endpoints %v: want plain HTTP", o.GetName(), eps)
+			}
+		}
+	}
+	if monitors != 2 {
+		t.Errorf("%d PodMonitors rendered, want 2", monitors)
+	}
+}
