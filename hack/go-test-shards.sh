@@ -22,6 +22,9 @@ shift 3
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Every test process pushes the bench's images to a registry of its own: their
+# compressed layers are made once and shared (test/bench/images.LayerCacheEnv).
+export ETCD_OPERATOR_BENCH_LAYER_CACHE=$work/layers
 
 # Build the test binary once (a package that does not compile fails here); it lists its
 # own tests, whatever their parameter is called.
