@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Runs `go test` with one package's top-level tests split into shards that run at the
-# same time, each in its own test process, beside the other packages. The end-to-end
-# tests spend most of their time waiting on pods and elections, each on a bench of its
-# own, so two shards take about half the wall time on two cores.
+# Runs one package's top-level tests in SHARDS worker processes at the same time, beside
+# the other packages. The end-to-end tests spend most of their time waiting on pods and
+# elections, each on a bench of its own, so two workers take about half the wall time on
+# two cores.
 #   hack/go-test-shards.sh SHARDS 'GO TEST FLAGS' SHARDED_PACKAGE [OTHER_PACKAGES...]
-# Every top-level test of SHARDED_PACKAGE (as `go test -list` names them) runs in
-# exactly one shard; output lines are prefixed with their shard; the exit status is
-# non-zero if any shard or the other packages failed.
+# The package's test binary is built once; every top-level test (as `go test -list` names
+# them) then runs in a process of its own, taken from one queue by whichever worker is
+# free, so the workers finish within about one test of each other (a fixed split by name
+# left one shard idle for 7 minutes while the other ran). The queue starts with the tests
+# hack/e2e-durations.txt lists as slowest (tests it does not know first of all), so a long
+# test never starts last. Each test's result and duration are printed as
+# `=== shard result: TestName ok|FAIL SECONDS`; output lines are prefixed with their
+# worker; the exit status is non-zero if any test or the other packages failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,31 +20,77 @@ shards=$1 flags=$2 sharded=$3
 shift 3
 ((shards >= 1)) || { echo "$0: SHARDS must be at least 1" >&2; exit 2; }
 
-# The test binary lists its own tests (whatever their parameter is called); a package
-# that does not compile fails here.
-listed=$(go test -list '^Test' "$sharded")
-mapfile -t tests < <(grep -E '^Test[A-Za-z0-9_]*$' <<<"$listed" | sort -u)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# Every test process pushes the bench's images to a registry of its own: their
+# compressed layers are made once and shared (test/bench/images.LayerCacheEnv).
+export ETCD_OPERATOR_BENCH_LAYER_CACHE=$work/layers
+
+# Build the test binary once (a package that does not compile fails here); it lists its
+# own tests, whatever their parameter is called.
+go test -c -o "$work/pkg.test" "$sharded"
+mapfile -t tests < <("$work/pkg.test" -test.list '^Test' | grep -E '^Test[A-Za-z0-9_]*$' | sort -u)
 ((${#tests[@]})) || { echo "$0: no tests found in $sharded" >&2; exit 2; }
 
-# Each job's output is prefixed so interleaved lines stay attributable.
-pids=()
-run() { # run PREFIX ARGS...: go test ARGS with its output prefixed, in the background
-  local prefix=$1
-  shift
-  # shellcheck disable=SC2086 # flags are words
-  (set -o pipefail; go test $flags "$@" 2>&1 | sed -u "s|^|[$prefix] |") &
-  pids+=($!)
+# Slowest first: known durations (seconds, name per line) sort the queue; unknown tests
+# count as slowest.
+durations=hack/e2e-durations.txt
+[[ -f $durations ]] || durations=/dev/null
+for t in "${tests[@]}"; do
+  d=$(awk -v t="$t" '$2 == t {s = $1} END {print s}' "$durations")
+  echo "${d:-999999} $t"
+done | sort -k1,1nr -k2 | awk '{print $2}' >"$work/queue"
+echo 0 >"$work/next"
+
+# `go test` flags become the test binary's (-timeout 45m -> -test.timeout 45m); each
+# test's process gets the whole timeout.
+binflags=()
+for f in $flags; do
+  if [[ $f == -* && $f != -test.* ]]; then binflags+=("-test.${f#-}"); else binflags+=("$f"); fi
+done
+
+pkgdir=$(go list -f '{{.Dir}}' "$sharded")
+take() { # prints the next queued test, or nothing when the queue is empty
+  (
+    flock 9
+    n=$(<"$work/next")
+    name=$(sed -n "$((n + 1))p" "$work/queue")
+    [[ -z $name ]] || echo $((n + 1)) >"$work/next"
+    echo "$name"
+  ) 9>"$work/lock"
 }
+worker() { # worker PREFIX: runs queued tests until none is left; fails if any failed
+  local prefix=$1
+  {
+    local rc=0 name start status
+    while name=$(take) && [[ -n $name ]]; do
+      start=$SECONDS
+      # go test runs a package's tests in its directory; so does this.
+      if (cd "$pkgdir" && "$work/pkg.test" "${binflags[@]}" -test.run "^${name}\$"); then
+        status=ok
+      else
+        status=FAIL rc=1
+      fi
+      echo "=== shard result: $name $status $((SECONDS - start))"
+    done
+    exit $rc
+  } 2>&1 | sed -u "s|^|[$prefix] |"
+  return "${PIPESTATUS[0]}"
+}
+
+pids=()
 # The other packages run one at a time (-p 1): each end-to-end package brings up benches
 # of its own, and every bench holds about 30 inotify instances (kubelets, containerd,
-# kube-proxy), of the 128 a user gets by default; two shards plus two more benches would
+# kube-proxy), of the 128 a user gets by default; two workers plus two more benches would
 # leave none to spare.
-if (($#)); then run other -p 1 "$@"; fi
-for ((i = 0; i < shards; i++)); do
-  names=()
-  for ((j = i; j < ${#tests[@]}; j += shards)); do names+=("${tests[j]}"); done
-  ((${#names[@]})) || continue
-  run "${sharded#./}#$((i + 1))" -run "^($(IFS='|'; echo "${names[*]}"))\$" "$sharded"
+if (($#)); then
+  # shellcheck disable=SC2086 # flags are words
+  (set -o pipefail; go test $flags -p 1 "$@" 2>&1 | sed -u "s|^|[other] |") &
+  pids+=($!)
+fi
+for ((i = 1; i <= shards; i++)); do
+  worker "${sharded#./}#$i" &
+  pids+=($!)
 done
 
 rc=0

@@ -8,7 +8,7 @@
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
-ETCD_VERSIONS=${ETCD_VERSIONS:-"v3.6.16 v3.7.3"}
+ETCD_VERSIONS=${ETCD_VERSIONS:-"v3.5.36 v3.6.16 v3.7.3"}
 MINIO_VERSION=${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
 CONTROLLER_GEN_VERSION=${CONTROLLER_GEN_VERSION:-v0.23.0}
 KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-v5.8.2}
@@ -327,14 +327,16 @@ case $what in
   all)
     node_packages
     build_gen
-    for v in $ETCD_VERSIONS; do build_etcd "$v"; done
+    # Two lanes at once: each go build is parallel inside, but its downloads and its
+    # link (one core) leave the other core idle, which the second lane fills.
+    ( for v in $ETCD_VERSIONS; do build_etcd "$v"; done; build_coredns; build_minio ) &
+    lane=$!
     build_k8s
     build_node
-    build_coredns
     fetch_busybox
-    build_minio
     build_olm
     build_opm
+    wait "$lane" || { log "etcd, CoreDNS or MinIO failed to build (see above)"; exit 1; }
     envtest_assets
     ;;
   *) echo "usage: $0 [all|k8s|node|coredns|packages|busybox|etcd|minio|olm|gen|path]" >&2; exit 2 ;;

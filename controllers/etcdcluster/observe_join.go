@@ -100,7 +100,7 @@ func (j joiner) joinMembers(o *observation, statusOf map[uint64]etcdadmin.Endpoi
 			Reachable: reachable,
 		}
 		if reachable {
-			pm.RaftIndex, pm.Revision, pm.Version = st.RaftIndex, st.Revision, st.Version
+			pm.RaftIndex, pm.Revision, pm.Version, pm.StorageVersion = st.RaftIndex, st.Revision, st.Version, st.StorageVersion
 			pm.LeaderUnknown = st.Leader == 0
 			pm.DBSize, pm.DBSizeInUse, pm.DBQuota = st.DBSize, st.DBSizeInUse, st.DBSizeQuota
 		}

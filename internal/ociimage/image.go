@@ -10,12 +10,16 @@ package ociimage
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -69,6 +73,62 @@ func Build(s Spec) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("layer: %w", err)
 	}
+	return withLayer(s, layer)
+}
+
+// BuildWithLayerCache is Build with the compressed layer kept in dir under the SHA-256
+// of its uncompressed tar: a second build of the same files, in this process or another,
+// reads the compressed layer instead of compressing it again (twice: once for its digest,
+// once to upload it). For the test bench, whose processes each push the same few hundred
+// megabytes; a release image is built by Build.
+func BuildWithLayerCache(s Spec, dir string) (v1.Image, error) {
+	layerTar, err := layerTar(s.Files)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(layerTar)
+	file := filepath.Join(dir, hex.EncodeToString(sum[:])+".tar.gz")
+	if _, err := os.Stat(file); err != nil {
+		if err := writeGzipFile(file, layerTar); err != nil {
+			return nil, fmt.Errorf("layer cache: %w", err)
+		}
+	}
+	// The opener's content is gzip: tarball takes it as the compressed layer as is.
+	layer, err := tarball.LayerFromFile(file, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, fmt.Errorf("layer: %w", err)
+	}
+	return withLayer(s, layer)
+}
+
+// writeGzipFile writes data gzip-compressed to file, atomically (a temporary file in
+// the same directory renamed into place), so a concurrent reader sees all or nothing.
+func writeGzipFile(file string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".layer-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	zw, err := gzip.NewWriterLevel(tmp, gzip.BestSpeed)
+	if err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := zw.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := errors.Join(zw.Close(), tmp.Close()); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
+}
+
+// withLayer is the image of s with layer as its single layer.
+func withLayer(s Spec, layer v1.Layer) (v1.Image, error) {
 	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
 		Layer: layer, MediaType: types.OCILayer,
 		History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "ociimage.Build"},

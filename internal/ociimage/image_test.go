@@ -306,3 +306,59 @@ func TestEtcdImageHasTheThreeToolsOnPath(t *testing.T) {
 		t.Error("built an etcd image from an empty directory")
 	}
 }
+
+// TestBuildWithLayerCacheReusesTheCompressedLayer: the cached build holds the same files
+// and config as Build (same DiffID and config), compresses a layer once however often it
+// is built, and a changed file is a new layer.
+func TestBuildWithLayerCacheReusesTheCompressedLayer(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir()
+	bin := writeFile(t, dir, "manager", "binary")
+	ca := writeFile(t, dir, "ca.crt", "certs")
+	diffAndDigest := func(build func(Spec) (v1.Image, error)) (v1.Hash, v1.Hash) {
+		t.Helper()
+		img, err := build(OperatorSpec(bin, ca))
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers, err := img.Layers()
+		if err != nil || len(layers) != 1 {
+			t.Fatalf("layers %v, %v", layers, err)
+		}
+		diff, err := layers[0].DiffID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := img.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return diff, d
+	}
+	cached := func(s Spec) (v1.Image, error) { return BuildWithLayerCache(s, cache) }
+	plainDiff, _ := diffAndDigest(Build)
+	firstDiff, first := diffAndDigest(cached)
+	if firstDiff != plainDiff {
+		t.Errorf("cached layer's content %s, Build's %s", firstDiff, plainDiff)
+	}
+	files, _ := filepath.Glob(filepath.Join(cache, "*.tar.gz"))
+	if len(files) != 1 {
+		t.Fatalf("cache holds %v, want one layer", files)
+	}
+	st, err := os.Stat(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, again := diffAndDigest(cached); again != first {
+		t.Errorf("same input, digests %s and %s", first, again)
+	}
+	if st2, err := os.Stat(files[0]); err != nil || !st2.ModTime().Equal(st.ModTime()) || st2.Size() != st.Size() {
+		t.Errorf("the cached layer was written again: %v → %v (%v)", st.ModTime(), st2.ModTime(), err)
+	}
+	writeFile(t, dir, "manager", "binarY")
+	if changedDiff, changed := diffAndDigest(cached); changed == first || changedDiff == firstDiff {
+		t.Error("a changed binary kept the same layer")
+	}
+	if files, _ := filepath.Glob(filepath.Join(cache, "*.tar.gz")); len(files) != 2 {
+		t.Errorf("cache holds %v after a change, want two layers", files)
+	}
+}

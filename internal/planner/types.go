@@ -186,6 +186,11 @@ type Member struct {
 	RaftIndex uint64
 	Revision  int64
 	Version   string
+	// StorageVersion is the schema version of the member's database (etcd >= 3.6
+	// reports it; empty before): etcd raises it to the cluster's minor only after every
+	// member runs that minor, and a member of the next minor does not start on storage
+	// two minors behind (3.7 panics on a database still at 3.5).
+	StorageVersion string
 	// LeaderUnknown: the member answered Status but names no leader. A
 	// member restarted a moment ago serves Status before it has heard from
 	// the leader; restarting another member then could leave the leader

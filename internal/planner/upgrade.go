@@ -18,6 +18,9 @@ import (
 //     contact with the leader), or whose pod is not Ready → Wait: the health gate
 //     between two restarts. Ready matters beyond etcd: the client Service publishes
 //     only Ready pods, and the PodDisruptionBudget counts the others as disrupted.
+//   - a minor step waits until every database that reports a storage version is at
+//     the previous minor's (waitForStorage): etcd raises it only after the previous
+//     step has finished, and the next minor does not start on older storage.
 //   - followers first, one at a time, by name → UpgradeMember; the leader last, after
 //     MoveLeader to an upgraded voter (one election instead of one per restart). A
 //     one-member cluster is restarted in place: there is nowhere to move leadership.
@@ -28,11 +31,7 @@ func (v *view) planUpgrade() Action {
 	if err != nil {
 		return Action{Kind: RefuseUpgrade, Reason: v1beta2.ReasonInvalidVersion, Message: err.Error()}
 	}
-	type state struct {
-		m         *Member
-		spec, run Version
-	}
-	var need []state
+	var need []upgradeStep
 	for _, m := range v.voters {
 		run, rerr := ParseVersion(m.Version)
 		var podVersion string
@@ -55,7 +54,7 @@ func (v *view) planUpgrade() Action {
 			return wait(v1beta2.ReasonUpgradeInProgress, fmt.Sprintf("waiting for %s to run %s", m.Name, target), requeueShort)
 		}
 		if spec.Compare(target) != 0 {
-			need = append(need, state{m, spec, run})
+			need = append(need, upgradeStep{m, spec, run})
 		}
 	}
 	if len(need) == 0 {
@@ -71,6 +70,9 @@ func (v *view) planUpgrade() Action {
 		if p := v.podOf[m.ID]; p != nil && !p.Ready {
 			return wait(v1beta2.ReasonUpgradeInProgress, fmt.Sprintf("waiting for pod %s to be Ready before the next restart", p.Name), requeueShort)
 		}
+	}
+	if w, ok := v.waitForStorage(target, need); ok {
+		return w
 	}
 	sort.SliceStable(need, func(i, j int) bool { return need[i].m.Name < need[j].m.Name })
 	for _, s := range need {
@@ -88,6 +90,44 @@ func (v *view) planUpgrade() Action {
 	}
 	return Action{Kind: MoveLeader, From: v.leader.ID, To: to.ID, Reason: v1beta2.ReasonUpgrading,
 		Message: fmt.Sprintf("moving leadership from %s to %s before upgrading %s", v.leader.Name, to.Name, v.leader.Name)}
+}
+
+// waitForStorage holds a minor step until the previous one has finished inside etcd:
+// a member restarted on the next minor needs every database at least at the previous
+// minor's storage version, which etcd writes only some seconds after the last member
+// came up on that minor (once the leader has raised the cluster version). Two steps
+// applied back to back (3.5 → 3.6, then at once 3.6 → 3.7) otherwise restart the first
+// member on 3.7 while its database is still at 3.5, and it crash-loops.
+// Members that report no storage version (etcd < 3.6) are not held.
+func (v *view) waitForStorage(target Version, need []upgradeStep) (Action, bool) {
+	minorStep := false
+	for _, s := range need {
+		if s.run.Major == target.Major && s.run.Minor == target.Minor-1 {
+			minorStep = true
+		}
+	}
+	if !minorStep {
+		return Action{}, false
+	}
+	for _, m := range v.voters {
+		sv, err := ParseVersion(m.StorageVersion)
+		if m.StorageVersion == "" || err != nil {
+			continue
+		}
+		if sv.Major < target.Major || sv.Major == target.Major && sv.Minor < target.Minor-1 {
+			return wait(v1beta2.ReasonUpgradeInProgress, fmt.Sprintf(
+				"waiting for etcd to finish the %d.%d upgrade: %s's storage is still at %d.%d (etcd raises it once every member runs %d.%d); a %d.%d member would not start on it",
+				target.Major, target.Minor-1, m.Name, sv.Major, sv.Minor, target.Major, target.Minor-1, target.Major, target.Minor), requeueShort), true
+		}
+	}
+	return Action{}, false
+}
+
+// upgradeStep is a voter still to be moved to the target: the version its pod names
+// (spec) and the one it runs.
+type upgradeStep struct {
+	m         *Member
+	spec, run Version
 }
 
 // upgradeAction restarts m on target.

@@ -39,6 +39,36 @@ func TestPlanUpgrade(t *testing.T) {
 			return o
 		}, want{kind: Wait, reason: "UpgradeInProgress", check: wantMessage(mname(2))}},
 		{"upgrade of a 1-member cluster restarts it in place", size(1), upgrading(1, 1), want{kind: UpgradeMember, id: 1}},
+		// A minor step starts only once etcd has finished the previous one in storage.
+		{"minor step waits while a database is still at the minor before", size(3), func() Observed {
+			o := upgrading(3, 1)()
+			for i := range o.Members {
+				o.Members[i].StorageVersion = "3.6.0"
+			}
+			mem(&o, 3).StorageVersion = "3.5.0" // every member on 3.6, its database not yet raised
+			return o
+		}, want{kind: Wait, reason: "UpgradeInProgress", check: wantMessage(mname(3) + "'s storage is still at 3.5")}},
+		{"minor step goes once every database is at the minor before", size(3), func() Observed {
+			o := upgrading(3, 1)()
+			for i := range o.Members {
+				o.Members[i].StorageVersion = "3.6.0"
+			}
+			return o
+		}, want{kind: UpgradeMember, id: 2}},
+		{"mid-step, upgraded members' databases may trail", size(3), func() Observed {
+			o := upgrading(3, 1, 2)()
+			for i := range o.Members {
+				o.Members[i].StorageVersion = "3.6.0" // member 2 runs 3.7, its storage stays 3.6 until all do
+			}
+			return o
+		}, want{kind: UpgradeMember, id: 3}},
+		{"patch step is not held by storage", func() Desired { d := desired(3); d.Version = "3.6.17"; return d }, func() Observed {
+			o := upgrading(3, 1)()
+			for i := range o.Members {
+				o.Members[i].StorageVersion = "3.5.0"
+			}
+			return o
+		}, want{kind: UpgradeMember, id: 2, version: "3.6.17"}},
 		{"upgrade done", size(3), upgrading(3, 1, 1, 2, 3), want{kind: Done}},
 		{"v-prefixed desired version equals running", func() Desired { d := desired(3); d.Version = "v3.7.3"; return d },
 			func() Observed { return cluster(3) }, want{kind: Done}},

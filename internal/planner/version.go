@@ -80,7 +80,8 @@ func (v Version) Compare(o Version) int {
 
 // CheckSkew says whether a member running cur may be restarted on to.
 // etcd supports a rolling restart only within a minor version (either
-// direction: patch releases share the storage format) or one minor up.
+// direction: patch releases share the storage format) or one minor up, and one
+// minor up only from the patch release etcd's upgrade guide names (minPatchBeforeMinor).
 // Minor downgrades need etcd's downgrade API, a skipped minor is untested
 // by etcd and refused by it, and a major change is not a rolling upgrade.
 func CheckSkew(cur, to Version) error {
@@ -91,8 +92,23 @@ func CheckSkew(cur, to Version) error {
 		return fmt.Errorf("downgrade %s -> %s is not supported (minor downgrades need etcd's downgrade procedure)", cur, to)
 	case to.Minor > cur.Minor+1:
 		return fmt.Errorf("upgrade %s -> %s skips a minor version; upgrade to %d.%d.x first", cur, to, cur.Major, cur.Minor+1)
+	case to.Minor == cur.Minor+1:
+		if min, ok := minPatchBeforeMinor[[2]int{cur.Major, cur.Minor}]; ok && (cur.Patch < min || cur.Patch == min && cur.Pre != "") {
+			return fmt.Errorf("upgrade %s -> %s needs every member on %d.%d.%d or later first (etcd's upgrade guide for %d.%d); set spec.version to %d.%d.%d or a later %d.%d patch, then to %s",
+				cur, to, cur.Major, cur.Minor, min, to.Major, to.Minor, cur.Major, cur.Minor, min, cur.Major, cur.Minor, to)
+		}
 	}
 	return nil
+}
+
+// minPatchBeforeMinor is, per minor version, the oldest patch release etcd's upgrade
+// guide allows a rolling upgrade to the next minor from: 3.5.32 before 3.6 (3.5.24–3.5.26
+// fix upgrade blockers such as the "too many learner members" failure; 3.5.32 adds
+// the v2store checks 3.6 needs), 3.6.11 before 3.7 (earlier 3.6 patches may not be
+// compatible with a rolling upgrade to 3.7). A minor without an entry has no such rule.
+var minPatchBeforeMinor = map[[2]int]int{
+	{3, 5}: 32,
+	{3, 6}: 11,
 }
 
 // MinSupportedVersion is the oldest etcd the operator runs. Older releases are out of

@@ -32,8 +32,9 @@ import (
 // revision, and it creates its CRD through apiextensions v1beta1, which Kubernetes
 // removed in 1.22), so each step it took is taken here in its order.
 
-// coreOSEtcdVersion is the etcd the CoreOS-made clusters run. CoreOS's clusters of the
-// time ran 3.2-3.4; the bench has 3.6.16, whose flags are the ones CoreOS passed.
+// coreOSEtcdVersion is the etcd the CoreOS-made clusters run unless a case names
+// another (etcd35). CoreOS's clusters of the time ran 3.2-3.4; the bench has 3.5.36,
+// 3.6.16 and 3.7.3, whose flags include the ones CoreOS passed.
 const coreOSEtcdVersion = "3.6.16"
 
 // coreOSEtcdRepository is spec.repository of the CoreOS-made clusters: the bench's etcd
@@ -73,18 +74,21 @@ func pushCoreOSImages(t *testing.T, e *framework.Env) {
 	if err := e.Bench.PushImage(images.CoreOSBusyboxImage, img); err != nil {
 		t.Fatal(err)
 	}
-	etcdImg, err := images.EtcdWithShellImage(cache, "v"+coreOSEtcdVersion, bb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Bench.PushImage(coreOSEtcdRepository+":v"+coreOSEtcdVersion, etcdImg); err != nil {
-		t.Fatal(err)
+	for _, v := range []string{coreOSEtcdVersion, etcd35} {
+		etcdImg, err := images.EtcdWithShellImage(cache, "v"+v, bb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Bench.PushImage(coreOSEtcdRepository+":v"+v, etcdImg); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
 // coreOSCluster is a cluster made as CoreOS made it.
 type coreOSCluster struct {
 	Name    string
+	Version string   // etcd's, as spec.version spells it
 	Members []string // pod = member names, in the order they were added
 	UID     string
 }
@@ -93,12 +97,12 @@ type coreOSCluster struct {
 // CoreOS's operator did for it: the two Services, one seed member bootstrapping a new
 // cluster, then one member at a time added through the member API and started with
 // initial-cluster-state existing, and finally the status it wrote.
-func createCoreOSCluster(t *testing.T, e *framework.Env, name string, size int) *coreOSCluster {
+func createCoreOSCluster(t *testing.T, e *framework.Env, name string, size int, version string) *coreOSCluster {
 	t.Helper()
 	cr := &etcdv1beta2.EtcdCluster{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "etcd.database.coreos.com/v1beta2", Kind: "EtcdCluster"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec:       etcdv1beta2.EtcdClusterSpec{Size: size, Version: coreOSEtcdVersion, Repository: coreOSEtcdRepository},
+		Spec:       etcdv1beta2.EtcdClusterSpec{Size: size, Version: version, Repository: coreOSEtcdRepository},
 	}
 	e.Create(cr)
 	owner := metav1.OwnerReference{
@@ -112,20 +116,20 @@ func createCoreOSCluster(t *testing.T, e *framework.Env, name string, size int) 
 	createCoreOSService(t, e, name+"-client", name, "", owner, false)
 	createCoreOSService(t, e, name, name, corev1.ClusterIPNone, owner, true)
 
-	cc := &coreOSCluster{Name: name, UID: string(cr.UID)}
+	cc := &coreOSCluster{Name: name, Version: version, UID: string(cr.UID)}
 	seed := coreOSMemberName(name)
-	createCoreOSPod(t, e, name, seed, []string{seed}, "new", owner)
+	createCoreOSPod(t, e, cc, seed, []string{seed}, "new", owner)
 	waitPodReady(t, e, seed)
 	cc.Members = append(cc.Members, seed)
 	for len(cc.Members) < size {
 		m := coreOSMemberName(name)
 		addMemberAsCoreOS(t, e, cc, m)
-		createCoreOSPod(t, e, name, m, append(append([]string(nil), cc.Members...), m), "existing", owner)
+		createCoreOSPod(t, e, cc, m, append(append([]string(nil), cc.Members...), m), "existing", owner)
 		waitPodReady(t, e, m)
 		cc.Members = append(cc.Members, m)
 	}
 	setPublishNotReady(t, e, name, false)
-	writeCoreOSStatus(t, e, name, cc.Members)
+	writeCoreOSStatus(t, e, cc)
 	return cc
 }
 
@@ -176,7 +180,7 @@ func setPublishNotReady(t *testing.T, e *framework.Env, name string, on bool) {
 
 // coreOSPod is the member pod CoreOS 0.9.4 created for a cluster without TLS, pod
 // policy or claim.
-func coreOSPod(cluster, member string, initial []string, state string, owner metav1.OwnerReference) *corev1.Pod {
+func coreOSPod(cluster, version, member string, initial []string, state string, owner metav1.OwnerReference) *corev1.Pod {
 	pairs := make([]string, len(initial))
 	for i, m := range initial {
 		pairs[i] = m + "=" + coreOSPeerURL(cluster, m)
@@ -207,7 +211,7 @@ func coreOSPod(cluster, member string, initial []string, state string, owner met
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: member, Namespace: "default", Labels: labels,
-			Annotations:     map[string]string{coreOSVersionKey: coreOSEtcdVersion},
+			Annotations:     map[string]string{coreOSVersionKey: version},
 			OwnerReferences: []metav1.OwnerReference{owner},
 		},
 		Spec: corev1.PodSpec{
@@ -218,7 +222,7 @@ func coreOSPod(cluster, member string, initial []string, state string, owner met
 			}},
 			Containers: []corev1.Container{{
 				Name:    "etcd",
-				Image:   coreOSEtcdRepository + ":v" + coreOSEtcdVersion,
+				Image:   coreOSEtcdRepository + ":v" + version,
 				Command: cmd,
 				Ports: []corev1.ContainerPort{
 					{Name: "server", ContainerPort: 2380, Protocol: corev1.ProtocolTCP},
@@ -248,9 +252,9 @@ until nslookup %s; do
 done`, addr)
 }
 
-func createCoreOSPod(t *testing.T, e *framework.Env, cluster, member string, initial []string, state string, owner metav1.OwnerReference) {
+func createCoreOSPod(t *testing.T, e *framework.Env, cc *coreOSCluster, member string, initial []string, state string, owner metav1.OwnerReference) {
 	t.Helper()
-	e.Create(coreOSPod(cluster, member, initial, state, owner))
+	e.Create(coreOSPod(cc.Name, cc.Version, member, initial, state, owner))
 }
 
 func waitPodReady(t *testing.T, e *framework.Env, name string) {
@@ -303,8 +307,9 @@ func podEndpoints(t *testing.T, e *framework.Env, pods []string) []string {
 
 // writeCoreOSStatus writes the status CoreOS's operator kept for a healthy cluster.
 // (CoreOS had no status subresource and wrote it with the object; ours has one.)
-func writeCoreOSStatus(t *testing.T, e *framework.Env, name string, members []string) {
+func writeCoreOSStatus(t *testing.T, e *framework.Env, cc *coreOSCluster) {
 	t.Helper()
+	name, members := cc.Name, cc.Members
 	updateStatus(t, e, name, func(st *etcdv1beta2.EtcdClusterStatus) {
 		now := time.Now().UTC().Format(time.RFC3339)
 		*st = etcdv1beta2.EtcdClusterStatus{
@@ -317,7 +322,7 @@ func writeCoreOSStatus(t *testing.T, e *framework.Env, name string, members []st
 				Type: etcdv1beta2.ClusterConditionAvailable, Status: corev1.ConditionTrue,
 				Reason: "Cluster available", LastUpdateTime: now, LastTransitionTime: now,
 			}},
-			CurrentVersion: coreOSEtcdVersion,
+			CurrentVersion: cc.Version,
 		}
 	})
 }

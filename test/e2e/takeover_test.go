@@ -28,6 +28,15 @@ type takeoverCase struct {
 	// killOne kills one member's etcd before the takeover; CoreOS pods never restart,
 	// so its pod ends Failed and the member is dead.
 	killOne bool
+	// version is the etcd the cluster runs; empty: coreOSEtcdVersion.
+	version string
+}
+
+func (tc takeoverCase) etcdVersion() string {
+	if tc.version == "" {
+		return coreOSEtcdVersion
+	}
+	return tc.version
 }
 
 // takeoverState is what a CoreOS-made cluster looked like just before the takeover.
@@ -63,6 +72,8 @@ func TestTakeoverOfCoreOSClusters(t *testing.T) {
 		{name: "co3", size: 3},
 		{name: "half", size: 3, halfStatus: true},
 		{name: "dead5", size: 5, killOne: true},
+		// The oldest etcd this operator runs, as CoreOS users still on it have it.
+		{name: "co35", size: 3, version: etcd35},
 	}
 	states := map[string]*takeoverState{}
 	monitors := map[string]*membershipMonitor{}
@@ -100,7 +111,7 @@ func TestTakeoverOfCoreOSClusters(t *testing.T) {
 
 func prepareCoreOSCluster(t *testing.T, e *framework.Env, tc takeoverCase) *takeoverState {
 	t.Helper()
-	cc := createCoreOSCluster(t, e, tc.name, tc.size)
+	cc := createCoreOSCluster(t, e, tc.name, tc.size, tc.etcdVersion())
 	cli := e.EtcdClient(tc.name)
 	writeKeys(e, cli, 50, "coreos", tc.name+"-")
 	st := &takeoverState{cc: cc, memberIDs: map[string]uint64{}, pods: map[string]podIdentity{}}
@@ -188,7 +199,7 @@ func waitAdopted(t *testing.T, e *framework.Env, tc takeoverCase, st *takeoverSt
 		if !s.Bootstrapped || s.ClusterID != etcdadmin.FormatID(st.clusterID) {
 			return fmt.Errorf("bootstrapped %v, clusterID %q (want %x)", s.Bootstrapped, s.ClusterID, st.clusterID)
 		}
-		if s.Phase != etcdv1beta2.ClusterPhaseRunning || s.ServiceName != tc.name+"-client" || s.ClientPort != 2379 || s.CurrentVersion != coreOSEtcdVersion {
+		if s.Phase != etcdv1beta2.ClusterPhaseRunning || s.ServiceName != tc.name+"-client" || s.ClientPort != 2379 || s.CurrentVersion != tc.etcdVersion() {
 			return fmt.Errorf("status %+v", s)
 		}
 		if !slices.Contains(e.EventReasons(tc.name), etcdv1beta2.EventReasonAdoptedCoreOSCluster) {
@@ -242,6 +253,8 @@ func waitMovedToOurShape(t *testing.T, e *framework.Env, tc takeoverCase, st *ta
 	if got := clusterIDOf(t, e, tc.name); got != st.clusterID {
 		t.Errorf("cluster ID %x after the move, was %x", got, st.clusterID)
 	}
+	// The move changes the pods' shape, never etcd's version.
+	requireVersion(t, e, tc.name, tc.size, tc.etcdVersion())
 }
 
 // checkMoveKeptRedundancy: at no sample did the cluster have fewer voters than its size

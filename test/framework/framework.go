@@ -29,6 +29,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -126,6 +127,16 @@ func (e *Env) newManager(logger logr.Logger, tune func(*ctrl.Options)) ctrl.Mana
 		Logger:                 logger,
 	}
 	controllers.CacheOnlyOwned(&opts) // as main.go: the tests see what production caches
+	// client-go's recorder stops recording an object's events after a burst of 25 (its
+	// spam filter) and folds more than 10 similar ones into one: a test asserting that an
+	// event was not emitted, or emitted exactly once, would then pass whatever the
+	// operator did. The operator under test records every emission; production keeps
+	// client-go's defaults.
+	recordAll := record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{
+		BurstSize: 1 << 20, QPS: 1 << 20, MaxEvents: 1 << 20,
+	}))
+	e.t.Cleanup(recordAll.Shutdown)
+	opts.EventBroadcaster = recordAll //nolint:staticcheck // the one way to set the correlator's limits
 	if tune != nil {
 		tune(&opts)
 	}

@@ -14,6 +14,9 @@ const (
 	K8sVersion        = "v1.37.2"
 	NewestEtcdVersion = "v3.7.3"
 	OlderEtcdVersion  = "v3.6.16"
+	// Etcd35Version is the 3.5 release users still run (at or past 3.5.32, the oldest
+	// 3.5 patch etcd's upgrade guide lets step to 3.6).
+	Etcd35Version = "v3.5.36"
 )
 
 // CacheDir is the tool cache root: $ETCD_OPERATOR_CACHE, else

@@ -217,9 +217,18 @@ func fromSpec(name string, spec ociimage.Spec) image {
 				}
 			}
 		}
+		if dir := os.Getenv(LayerCacheEnv); dir != "" {
+			return ociimage.BuildWithLayerCache(spec, dir)
+		}
 		return ociimage.Build(spec)
 	}}
 }
+
+// LayerCacheEnv names a directory where the bench keeps its images' compressed layers
+// (ociimage.BuildWithLayerCache), so that test processes started one after another
+// (hack/go-test-shards.sh runs one per test) compress each layer once; unset, every
+// process compresses its own.
+const LayerCacheEnv = "ETCD_OPERATOR_BENCH_LAYER_CACHE"
 
 // pauseImage builds test/cmd/pause into a temporary directory and makes its image,
 // once per process and checkout.
