@@ -242,8 +242,8 @@ func TestTenantHostile(t *testing.T) {
 		}
 		for i := range lost {
 			name := fmt.Sprintf("a-lost-%d", i)
-			eb := bs.newBackup(name+"-backup", name, "tarpit/"+name, "aws", nil)
-			eb.Namespace, eb.Spec.S3.Endpoint = tenantA, hostile.URL
+			eb := bs.newBackup(name+"-backup", name, "", "aws", nil)
+			eb.Namespace, eb.Spec.S3.Endpoint, eb.Spec.S3.Path = tenantA, hostile.URL, "tarpit/"+name
 			eb.Spec.EtcdEndpoints, eb.Spec.ClusterRef = nil, &etcdv1beta2.EtcdClusterRef{Name: name}
 			if err := e.C.Create(ctx, eb); err != nil {
 				t.Fatal(err)
@@ -255,8 +255,10 @@ func TestTenantHostile(t *testing.T) {
 			}
 			e.Create(aRestore(fmt.Sprintf("a-tarpit-%d", i), fmt.Sprintf("a-tarpit-%d", i), hostile.URL, "tarpit/db"))
 		}
-		framework.Eventually(t, 60*time.Second, "the tarpit holding requests", func() error {
-			if n := hostile.tarpitActive.Load(); n < 4 {
+		// More than the restores alone (4 workers) can hold: the lost clusters' look for
+		// a backup hangs there too.
+		framework.Eventually(t, 90*time.Second, "the tarpit holding requests", func() error {
+			if n := hostile.tarpitActive.Load(); n < 5 {
 				return fmt.Errorf("%d requests held", n)
 			}
 			return nil
@@ -281,11 +283,11 @@ func TestTenantHostile(t *testing.T) {
 				t.Logf("restore at the tarpit: %s: %s", reason, msg)
 			}
 		}
-		framework.Eventually(t, 120*time.Second, "every lost cluster reporting why", func() error {
+		framework.Eventually(t, 240*time.Second, "every lost cluster reporting why, naming the tarpit", func() error {
 			for i := range lost {
 				c := getA(t, e, fmt.Sprintf("a-lost-%d", i))
-				if c.Status.Reason == "" {
-					return fmt.Errorf("%s: phase %s, no reason", c.Name, c.Status.Phase)
+				if msg := recoveringMessage(c); c.Status.Reason == "" || !strings.Contains(msg, "tarpit/") {
+					return fmt.Errorf("%s: phase %s reason %q: %s", c.Name, c.Status.Phase, c.Status.Reason, msg)
 				}
 			}
 			return nil
