@@ -269,9 +269,10 @@ func TestTenantHostile(t *testing.T) {
 		slot := nextScheduled(t, bs, bBackup.Name)
 		took := replaceOneMember(t, e, load, 2*baseline+2*time.Minute)
 		t.Logf("tenant B: a killed member was replaced in %v under the attack (%v before it)", took.Round(time.Second), baseline.Round(time.Second))
-		// "About its usual time": the bench's noise (eight new pods of A on 2 cores) is
-		// well within 30 s; A holding B's workers is not.
-		slowReplace := took > baseline+30*time.Second
+		// "About its usual time": measured on the bench, 20 s against 15 s when A's
+		// clusters did not wait at the tarpit, 49 s against 12 s and 20 s when they did
+		// (A holding B's workers, up to ~40 s); 20 s of slack separates the two.
+		slowReplace := took > baseline+20*time.Second
 		ranAt := backupRanAfter(t, bs, bBackup.Name, slot, max(time.Until(slot.Add(time.Minute)), 5*time.Second))
 		if ranAt.After(slot.Add(time.Minute)) {
 			t.Errorf("tenant B's backup for the slot %s ran only at %s", slot.Format(time.TimeOnly), ranAt.Format(time.TimeOnly))
