@@ -16,21 +16,27 @@ import (
 type backupSourceFlags struct {
 	s3Path, s3Endpoint, awsSecretDir, keyFile, dir, key *string
 	s3PathStyle, s3Ambient, latest                      *bool
+	// The place an encrypted backup must be bound to (see backupcrypt.Binding).
+	backupNamespace, backupName *string
+	backupRevision              *int64
 }
 
 // addBackupSourceFlags registers the flags; dirHelp and latestHelp word the two that
 // differ between the subcommands.
 func addBackupSourceFlags(fs *flag.FlagSet, dirHelp, latestHelp string) *backupSourceFlags {
 	return &backupSourceFlags{
-		s3Path:       fs.String("s3-path", "", "backup in S3 as <bucket>/<key>"),
-		s3Endpoint:   fs.String("s3-endpoint", "", "S3-compatible endpoint URL (empty: AWS)"),
-		s3PathStyle:  fs.Bool("s3-force-path-style", false, "address the bucket as <endpoint>/<bucket>"),
-		awsSecretDir: fs.String("aws-secret-dir", "/etc/etcd-operator/aws", "directory with the awsSecret files credentials and config"),
-		s3Ambient:    fs.Bool("s3-ambient-credentials", false, "instead of --aws-secret-dir, use this pod's own S3 identity (environment, web identity token file, instance role)"),
-		keyFile:      fs.String("encryption-key-file", "", "file with the key of an encrypted backup (32 bytes or 64 hex digits)"),
-		dir:          fs.String("dir", "", dirHelp),
-		key:          fs.String("key", "", "with --dir: the backup's path below it"),
-		latest:       fs.Bool("latest", false, latestHelp),
+		s3Path:          fs.String("s3-path", "", "backup in S3 as <bucket>/<key>"),
+		s3Endpoint:      fs.String("s3-endpoint", "", "S3-compatible endpoint URL (empty: AWS)"),
+		s3PathStyle:     fs.Bool("s3-force-path-style", false, "address the bucket as <endpoint>/<bucket>"),
+		awsSecretDir:    fs.String("aws-secret-dir", "/etc/etcd-operator/aws", "directory with the awsSecret files credentials and config"),
+		s3Ambient:       fs.Bool("s3-ambient-credentials", false, "instead of --aws-secret-dir, use this pod's own S3 identity (environment, web identity token file, instance role)"),
+		keyFile:         fs.String("encryption-key-file", "", "file with the key of an encrypted backup (32 bytes or 64 hex digits)"),
+		dir:             fs.String("dir", "", dirHelp),
+		key:             fs.String("key", "", "with --dir: the backup's path below it"),
+		latest:          fs.Bool("latest", false, latestHelp),
+		backupNamespace: fs.String("backup-namespace", "", "an encrypted backup must be bound to this namespace"),
+		backupName:      fs.String("backup-name", "", "an encrypted backup must be bound to this EtcdBackup"),
+		backupRevision:  fs.Int64("backup-revision", 0, "an encrypted backup must be bound to this etcd revision (0: any)"),
 	}
 }
 
@@ -50,7 +56,8 @@ func (f *backupSourceFlags) s3Store() (backup.Store, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	cfg := backup.S3Config{Endpoint: *f.s3Endpoint, Bucket: bucket, ForcePathStyle: *f.s3PathStyle, Ambient: *f.s3Ambient}
+	cfg := backup.S3Config{Endpoint: *f.s3Endpoint, Bucket: bucket, ForcePathStyle: *f.s3PathStyle, Ambient: *f.s3Ambient,
+		Namespace: *f.backupNamespace, Backup: *f.backupName}
 	if err := restoreS3Access(&cfg, *f.awsSecretDir, *f.keyFile); err != nil {
 		return nil, "", credentialsError{err}
 	}

@@ -246,7 +246,7 @@ func runRestore(args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	res, err := restore.Restore(ctx, restore.Options{
-		Store: store, Member: member, Key: objKey, Latest: *src.latest, SHA256: *checksum,
+		Store: store, Member: member, Key: objKey, Latest: *src.latest, SHA256: *checksum, Revision: *src.backupRevision,
 		// The operator renders --checks-passed-for-pin only after it verified its own
 		// signature over this pin (controllers/etcdcluster/restorepin.go); even then the
 		// checks are skipped only if the bytes downloaded hash to the pin.

@@ -90,7 +90,7 @@ func runVerifyRestore(args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	return report(restore.RestoreForVerification(ctx, restore.Options{
-		Store: store, Key: objKey, Latest: *src.latest,
+		Store: store, Key: objKey, Latest: *src.latest, Revision: *src.backupRevision,
 		Name: *name, DataDir: *dataDir, PeerURLs: []string{*peerURL},
 		InitialCluster: *name + "=" + *peerURL, InitialClusterToken: *name, Log: lg,
 	}, *expectFile))

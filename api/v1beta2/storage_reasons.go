@@ -30,4 +30,9 @@ const (
 	// a key was named and the backup is not encrypted). The message says which, with key
 	// fingerprints, never a key.
 	ReasonEncryptionKeyError = "EncryptionKeyError"
+	// ReasonBackupMisplaced: an encrypted backup is bound (in its authenticated header)
+	// to another namespace, EtcdBackup, key or etcd revision than the one read: it was
+	// moved or copied in the bucket, or an older backup was put back under a newer one's
+	// key. The message names what differs. Nothing was decrypted or restored from it.
+	ReasonBackupMisplaced = "BackupMisplaced"
 )

@@ -495,7 +495,7 @@ func (r *Reconciler) s3Store(ctx context.Context, eb *etcdv1beta2.EtcdBackup) (b
 	if err != nil {
 		return nil, "", &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
 	}
-	store, err := r.S3Access.Open(ctx, r.APIReader, eb.Namespace, s, bucket)
+	store, err := r.S3Access.OpenFor(ctx, r.APIReader, eb.Namespace, eb.Name, s, bucket)
 	if err != nil {
 		return nil, "", err
 	}

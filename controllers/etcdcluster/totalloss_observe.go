@@ -183,7 +183,7 @@ func (r *Reconciler) objectsOf(ctx context.Context, eb *etcdv1beta2.EtcdBackup) 
 	if err != nil {
 		return nil, err
 	}
-	store, err := r.S3Access.Open(ctx, r.apiReader(), eb.Namespace, eb.Spec.S3, bucket)
+	store, err := r.S3Access.OpenFor(ctx, r.apiReader(), eb.Namespace, eb.Name, eb.Spec.S3, bucket)
 	if err != nil {
 		return nil, err
 	}

@@ -104,7 +104,7 @@ func (r *Reconciler) resolveBackupRef(ctx context.Context, er *etcdv1beta2.EtcdR
 	if err != nil {
 		return nil, restore.Verified{}, nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
 	}
-	store, err := r.S3Access.Open(ctx, r.APIReader, er.Namespace, eb.Spec.S3, bucket)
+	store, err := r.S3Access.OpenFor(ctx, r.APIReader, er.Namespace, eb.Name, eb.Spec.S3, bucket)
 	if err != nil {
 		return nil, restore.Verified{}, nil, err
 	}

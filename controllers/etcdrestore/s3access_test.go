@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -52,7 +53,8 @@ func TestRestoreEncryptedBackup(t *testing.T) {
 	if key.Fingerprint() == other.Fingerprint() {
 		t.Fatal("test keys are equal")
 	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds, Key: key})
+	// Written as an EtcdBackup of the restore's namespace writes it (bound to "default").
+	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds, Key: key, Namespace: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +92,26 @@ func TestRestoreEncryptedBackup(t *testing.T) {
 		if strings.Contains(e, string(keyHex[:16])) || strings.Contains(e, string(otherHex[:16])) {
 			t.Errorf("event shows a key: %s", e)
 		}
+	}
+
+	// The same object copied under another key is not restored in its place.
+	if _, err := srv.Client(t).CopyObject(context.Background(), minio.CopyDestOptions{Bucket: restoreBucket, Object: "c/moved.db"},
+		minio.CopySrcOptions{Bucket: restoreBucket, Object: "c/enc.db"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Client(t).CopyObject(context.Background(), minio.CopyDestOptions{Bucket: restoreBucket, Object: "c/moved.db.sha256"},
+		minio.CopySrcOptions{Bucket: restoreBucket, Object: "c/enc.db.sha256"}); err != nil {
+		t.Fatal(err)
+	}
+	moved := mk("moved", "key")
+	moved.Spec.S3.Path = restoreBucket + "/c/moved.db"
+	if err := f.c.Create(context.Background(), moved); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "moved")
+	f.wantCondition(t, "moved", metav1.ConditionFalse, etcdv1beta2.ReasonBackupMisplaced, `written as key "c/enc.db", not "c/moved.db"`)
+	if n := len(f.clusters(t)); n != 0 {
+		t.Fatalf("%d clusters created from a moved backup", n)
 	}
 
 	f.reconcile(t, "with-key")

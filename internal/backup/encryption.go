@@ -1,9 +1,11 @@
 package backup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/etcd-operator/etcd-operator/internal/backupcrypt"
 )
@@ -13,6 +15,16 @@ import (
 // bytes are compressed first (ciphertext does not compress), then encrypted; the SHA-256
 // kept with the object covers the stored, encrypted bytes, so damage is reported as a
 // checksum mismatch without the key, while the key authenticates the snapshot itself.
+//
+// Every object is bound (backupcrypt's format version 2) to the namespace and EtcdBackup
+// that wrote it, its key and its etcd revision, taken from the metadata the writer
+// stores with it (etcd-backup-namespace, etcd-backup-name, etcd-revision; the store's
+// own Namespace and Backup where the metadata names none). A reader expects its store's
+// Namespace and Backup, the key it asked for, and the revision given with
+// ExpectRevision, so an object moved or copied to another key or another backup's
+// prefix, or an older object put back under a newer one's key, is refused
+// (backupcrypt.ErrMisplaced) before anything is decrypted. Objects of format version 1
+// (no binding) still decrypt.
 
 // Metadata of an encrypted object: the format, and the fingerprint of its key (never
 // the key), so that a restore with another key is refused as such before a download.
@@ -37,12 +49,49 @@ func encryptionMetadata(key *backupcrypt.Key) map[string]string {
 	return map[string]string{metaEncryption: backupcrypt.Algorithm, metaEncryptionKey: key.Fingerprint()}
 }
 
+// Metadata naming the writer of an object, as the EtcdBackup controller and
+// SaveSnapshot record it.
+const (
+	metaBackupNamespace = "etcd-backup-namespace"
+	metaBackupName      = "etcd-backup-name"
+)
+
+// binding is what an object Put stores at key with metadata md is bound to.
+func (s *S3) binding(key string, md map[string]string) backupcrypt.Binding {
+	b := s.owner
+	b.Key = key
+	if ns := md[metaBackupNamespace]; ns != "" {
+		b.Namespace = ns
+	}
+	if name := md[metaBackupName]; name != "" {
+		b.Backup = name
+	}
+	b.Revision, _ = strconv.ParseInt(md[MetaRevision], 10, 64)
+	return b
+}
+
+type expectedRevisionKey struct{}
+
+// ExpectRevision returns a context in which a store's Get of an encrypted object
+// refuses one bound to another etcd revision than rev (0: any): a reader that knows
+// the revision of the backup it wants (a pinned restore, a verified backup) passes it,
+// so an older object put back under the same key is not restored in its place.
+func ExpectRevision(ctx context.Context, rev int64) context.Context {
+	return context.WithValue(ctx, expectedRevisionKey{}, rev)
+}
+
+// expect is what Get of key in ctx expects of an encrypted object's binding.
+func (s *S3) expect(ctx context.Context, key string) backupcrypt.Expect {
+	rev, _ := ctx.Value(expectedRevisionKey{}).(int64)
+	return backupcrypt.Expect{Namespace: s.owner.Namespace, Backup: s.owner.Backup, Key: key, Revision: rev, AllowV1: true}
+}
+
 // encryptStored encrypts the stored bytes when the store has a key.
-func encryptStored(r io.Reader, key *backupcrypt.Key) (io.Reader, error) {
+func encryptStored(r io.Reader, key *backupcrypt.Key, bind backupcrypt.Binding) (io.Reader, error) {
 	if key == nil {
 		return r, nil
 	}
-	return backupcrypt.Encrypt(r, key, 0)
+	return backupcrypt.Encrypt(r, key, 0, bind)
 }
 
 // checkKey decides from the object's metadata alone whether key can read it.
@@ -52,7 +101,7 @@ func checkKey(obj Object, key *backupcrypt.Key, name string) error {
 		return nil
 	case obj.Encryption == "":
 		return fmt.Errorf("%s: %w", name, ErrNotEncrypted)
-	case obj.Encryption != backupcrypt.Algorithm:
+	case obj.Encryption != backupcrypt.Algorithm && obj.Encryption != backupcrypt.AlgorithmV1:
 		return fmt.Errorf("%s: unknown encryption %q", name, obj.Encryption)
 	case key == nil:
 		return fmt.Errorf("%s: %w (key fingerprint %s)", name, ErrEncrypted, obj.KeyFingerprint)
@@ -63,13 +112,13 @@ func checkKey(obj Object, key *backupcrypt.Key, name string) error {
 }
 
 // decryptStored returns the plaintext of an encrypted object's stored bytes (already
-// checked with checkKey). A header that names another key than the metadata did is
-// still refused as a wrong key.
-func decryptStored(stored io.Reader, obj Object, key *backupcrypt.Key, name string) (io.Reader, error) {
+// checked with checkKey), bound as want expects. A header that names another key than
+// the metadata did is still refused as a wrong key.
+func decryptStored(stored io.Reader, obj Object, key *backupcrypt.Key, name string, want backupcrypt.Expect) (io.Reader, error) {
 	if obj.Encryption == "" {
 		return stored, nil
 	}
-	r, err := backupcrypt.Decrypt(stored, key)
+	r, _, err := backupcrypt.Decrypt(stored, key, want)
 	switch {
 	case errors.Is(err, backupcrypt.ErrWrongKey):
 		return nil, fmt.Errorf("%s: %w: %w", name, ErrWrongKey, err)

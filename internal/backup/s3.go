@@ -48,6 +48,11 @@ type S3Config struct {
 	// Key, if set, encrypts every object Put stores and is required to Get one (see
 	// encryption.go); nil: objects are stored as they are and encrypted ones refused.
 	Key *backupcrypt.Key
+	// Namespace and Backup are the EtcdBackup whose objects this store reads and writes
+	// (Backup may be empty when the reader does not know it): an encrypted object is
+	// bound to them, its key and its revision (see encryption.go), and Get refuses one
+	// bound to another namespace or EtcdBackup.
+	Namespace, Backup string
 	// Egress, if set, is the operator's check of the endpoint's addresses (see Egress);
 	// it replaces Transport's dialling (keeping its TLS settings, if an *http.Transport).
 	Egress *Egress
@@ -82,6 +87,8 @@ type S3 struct {
 	parts    uint
 	key      *backupcrypt.Key
 	lim      *Limits
+	// owner is the expected namespace and EtcdBackup of encrypted objects (S3Config).
+	owner backupcrypt.Binding
 }
 
 // NewS3 creates the store. It does not contact the service.
@@ -152,7 +159,8 @@ func NewS3(cfg S3Config) (*S3, error) {
 	if err != nil {
 		return nil, fmt.Errorf("S3 client for %s: %w", host, err)
 	}
-	s := &S3{c: c, bucket: cfg.Bucket, partSize: cfg.PartSize, parts: cfg.Parts, key: cfg.Key, lim: cfg.Limits}
+	s := &S3{c: c, bucket: cfg.Bucket, partSize: cfg.PartSize, parts: cfg.Parts, key: cfg.Key, lim: cfg.Limits,
+		owner: backupcrypt.Binding{Namespace: cfg.Namespace, Backup: cfg.Backup}}
 	if s.partSize == 0 {
 		s.partSize = DefaultPartSize
 	}
@@ -219,7 +227,8 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, opts PutOptions) 
 	if strings.HasSuffix(key, checksumSuffix) {
 		return Object{}, fmt.Errorf("invalid backup key %q: %s names checksum objects", key, checksumSuffix)
 	}
-	enc, err := newEncryptingEncoder(r, opts.Compression, s.key)
+	bind := s.binding(key, opts.Metadata)
+	enc, err := newEncryptingEncoder(r, opts.Compression, s.key, bind)
 	if err != nil {
 		return Object{}, err
 	}
@@ -249,7 +258,7 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, opts PutOptions) 
 	defer wd.stop()
 	src := &sourceErr{r: enc}
 	var body io.Reader = &watchedReader{r: src, w: wd, ctx: ctx}
-	size := s.storedSize(opts)
+	size := s.storedSize(opts, bind)
 	if size > 0 {
 		enc.expectLength(size)
 		popts.DisableMultipart = true
@@ -292,13 +301,13 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, opts PutOptions) 
 
 // storedSize is the length of the bytes Put will store for opts, or 0 when it is not
 // known in advance (unknown input length, compression) or too large for one PUT.
-func (s *S3) storedSize(opts PutOptions) int64 {
+func (s *S3) storedSize(opts PutOptions, bind backupcrypt.Binding) int64 {
 	if opts.Size <= 0 || opts.Compression != CompressionNone {
 		return 0
 	}
 	n := opts.Size
 	if s.key != nil {
-		n = backupcrypt.EncryptedSize(n, 0)
+		n = backupcrypt.EncryptedSize(n, 0, bind)
 	}
 	if n > MaxSinglePut {
 		return 0
@@ -390,7 +399,7 @@ func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, Object, error)
 	} else {
 		stored = &limitedBody{Reader: stored, close: func() error { wd.stop(); return body.Close() }}
 	}
-	rc, err := newDecryptingDecoder(stored, obj, s.String()+"/"+key, s.key, s.lim)
+	rc, err := newDecryptingDecoder(stored, obj, s.String()+"/"+key, s.key, s.lim, s.expect(ctx, key))
 	if err != nil {
 		return nil, Object{}, err
 	}

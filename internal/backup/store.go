@@ -104,12 +104,12 @@ type encoder struct {
 }
 
 func newEncoder(r io.Reader, c Compression) (*encoder, error) {
-	return newEncryptingEncoder(r, c, nil)
+	return newEncryptingEncoder(r, c, nil, backupcrypt.Binding{})
 }
 
 // newEncryptingEncoder is newEncoder that also encrypts the stored bytes with key (none
-// if nil), after compression.
-func newEncryptingEncoder(r io.Reader, c Compression, key *backupcrypt.Key) (*encoder, error) {
+// if nil), after compression, bound to bind.
+func newEncryptingEncoder(r io.Reader, c Compression, key *backupcrypt.Key, bind backupcrypt.Binding) (*encoder, error) {
 	h := newAsyncHash()
 	e := &encoder{h: h, close: h.close}
 	switch c {
@@ -131,7 +131,7 @@ func newEncryptingEncoder(r io.Reader, c Compression, key *backupcrypt.Key) (*en
 	default:
 		return nil, fmt.Errorf("unknown compression %q", c)
 	}
-	r, err := encryptStored(r, key)
+	r, err := encryptStored(r, key, bind)
 	if err != nil {
 		e.close()
 		return nil, err
@@ -211,12 +211,12 @@ func (d *decoder) Close() error {
 }
 
 func newDecoder(stored io.ReadCloser, obj Object, name string) (io.ReadCloser, error) {
-	return newDecryptingDecoder(stored, obj, name, nil, nil)
+	return newDecryptingDecoder(stored, obj, name, nil, nil, backupcrypt.Expect{})
 }
 
 // newDecryptingDecoder is newDecoder for a store with a key (nil: none): verification,
-// decryption, then decompression.
-func newDecryptingDecoder(stored io.ReadCloser, obj Object, name string, key *backupcrypt.Key, lim *Limits) (io.ReadCloser, error) {
+// decryption (of an object bound as want expects), then decompression.
+func newDecryptingDecoder(stored io.ReadCloser, obj Object, name string, key *backupcrypt.Key, lim *Limits, want backupcrypt.Expect) (io.ReadCloser, error) {
 	if err := checkKey(obj, key, name); err != nil {
 		stored.Close()
 		return nil, err
@@ -224,7 +224,7 @@ func newDecryptingDecoder(stored io.ReadCloser, obj Object, name string, key *ba
 	v := &verifier{r: stored, h: sha256.New(), want: obj.SHA256, name: name}
 	d := &decoder{Reader: v, closers: []io.Closer{stored}}
 	if obj.Encryption != "" {
-		plain, err := decryptStored(v, obj, key, name)
+		plain, err := decryptStored(v, obj, key, name, want)
 		if err != nil {
 			stored.Close()
 			return nil, err

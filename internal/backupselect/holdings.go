@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/backupcrypt"
 )
 
 // Metadata keys an EtcdBackup writes with each object (see controllers/etcdbackup) and
@@ -65,6 +66,10 @@ var errNotOurs = errors.New("object was written by another EtcdBackup")
 // backup.ErrNoChecksum for an unfinished one (its checksum not written yet).
 func Describe(ctx context.Context, src Source, key string) (Entry, error) {
 	rc, obj, err := src.Store.Get(ctx, key)
+	if errors.Is(err, backupcrypt.ErrMisplaced) {
+		// Encrypted and bound to another namespace, EtcdBackup or key: not ours.
+		return Entry{}, fmt.Errorf("%w: %w", errNotOurs, err)
+	}
 	if err != nil {
 		return Entry{}, err
 	}

@@ -43,8 +43,15 @@ func (a S3Access) config(cfg *backup.S3Config) {
 // Open opens the bucket of s with the credentials it names (read through c: the operator
 // reads Secrets uncached) and, with spec.s3.encryptionKeySecret, its encryption key.
 // Errors name Secrets and fields, never their contents.
+// Encrypted objects are expected to belong to namespace (see backup.S3Config.Namespace).
 func (a S3Access) Open(ctx context.Context, c client.Reader, namespace string, s *etcdv1beta2.S3BackupSource, bucket string) (backup.Store, error) {
-	cfg := backup.S3Config{Endpoint: s.Endpoint, Bucket: bucket, ForcePathStyle: s.ForcePathStyle}
+	return a.OpenFor(ctx, c, namespace, "", s, bucket)
+}
+
+// OpenFor is Open for the objects of the EtcdBackup namespace/backupName: encrypted
+// objects bound to another EtcdBackup are refused (see backup.S3Config.Backup).
+func (a S3Access) OpenFor(ctx context.Context, c client.Reader, namespace, backupName string, s *etcdv1beta2.S3BackupSource, bucket string) (backup.Store, error) {
+	cfg := backup.S3Config{Endpoint: s.Endpoint, Bucket: bucket, ForcePathStyle: s.ForcePathStyle, Namespace: namespace, Backup: backupName}
 	if s.CredentialsSource == etcdv1beta2.S3CredentialsEnvironment {
 		if !a.AllowAmbient {
 			return nil, &Error{etcdv1beta2.ReasonAmbientCredentialsRefused, fmt.Errorf(

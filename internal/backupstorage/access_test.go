@@ -14,6 +14,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/backupcrypt"
 )
 
 func reasonOf(err error) string {
@@ -51,19 +52,36 @@ func TestEncryptionKeySecret(t *testing.T) {
 		secret("good", map[string][]byte{"key": []byte(key + "\n")}),
 		secret("short", map[string][]byte{"key": []byte(key[:40])}),
 		secret("other-key", map[string][]byte{"password": []byte(key)}),
+		// A placeholder: all zeros, raw or hex; and a key one byte too long.
+		secret("zero", map[string][]byte{"key": make([]byte, 32)}),
+		secret("zero-hex", map[string][]byte{"key": []byte(strings.Repeat("00", 32))}),
+		secret("long", map[string][]byte{"key": append([]byte(key[:32]), 'x')}),
 	).Build()
 	ctx := context.Background()
 	if k, err := ReadEncryptionKey(ctx, c, "ns", "good"); err != nil || k == nil {
 		t.Fatalf("good key: %v", err)
 	}
-	for _, name := range []string{"absent", "short", "other-key"} {
+	for _, name := range []string{"absent", "short", "other-key", "zero", "zero-hex", "long"} {
 		s3 := &etcdv1beta2.S3BackupSource{Path: "b/k", AWSSecret: "aws", EncryptionKeySecret: name}
 		_, err := OpenS3(ctx, c, "ns", s3, "b")
 		if reasonOf(err) != etcdv1beta2.ReasonEncryptionKeyError || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: %v, want EncryptionKeyError naming the Secret", name, err)
 		}
-		if err != nil && strings.Contains(err.Error(), key[:16]) {
+		if err != nil && (strings.Contains(err.Error(), key[:16]) || strings.Contains(err.Error(), "0000000000")) {
 			t.Errorf("%s: the error shows the key: %v", name, err)
+		}
+		// The message names the Secret's key that holds it, for every malformed key.
+		if name != "absent" && name != "other-key" && !strings.Contains(err.Error(), `key "key"`) {
+			t.Errorf("%s: %v does not name the Secret's key \"key\"", name, err)
+		}
+	}
+}
+
+// An encrypted backup bound elsewhere has a reason of its own.
+func TestMisplacedBackupReason(t *testing.T) {
+	for _, err := range []error{fmt.Errorf("s3://b/k: %w: it holds revision 1, not 2", backupcrypt.ErrMisplaced), backupcrypt.ErrUnbound} {
+		if got := Reason(err); got != etcdv1beta2.ReasonBackupMisplaced {
+			t.Errorf("Reason(%v) = %s, want %s", err, got, etcdv1beta2.ReasonBackupMisplaced)
 		}
 	}
 }

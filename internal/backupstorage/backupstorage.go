@@ -33,6 +33,8 @@ func Reason(err error) string {
 		return etcdv1beta2.ReasonBucketNotFound
 	case errors.Is(err, backup.ErrEncrypted), errors.Is(err, backup.ErrWrongKey), errors.Is(err, backup.ErrNotEncrypted):
 		return etcdv1beta2.ReasonEncryptionKeyError
+	case errors.Is(err, backupcrypt.ErrMisplaced), errors.Is(err, backupcrypt.ErrUnbound):
+		return etcdv1beta2.ReasonBackupMisplaced
 	case errors.Is(err, backupcrypt.ErrCorrupted):
 		return etcdv1beta2.ReasonInvalidSnapshot
 	case errors.Is(err, backup.ErrEndpointRefused):

@@ -313,7 +313,7 @@ func Values(in Input) (map[string]interface{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	restore, err := restoreValues(in.Restore)
+	restore, err := restoreValues(c.Namespace, in.Restore)
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}

@@ -171,8 +171,9 @@ func CleanBackupPath(p string) (string, error) {
 	return clean, nil
 }
 
-// restoreValues are the chart's `restore` values: empty without a restore step.
-func restoreValues(step *RestoreStep) (map[string]interface{}, error) {
+// restoreValues are the chart's `restore` values of a cluster in namespace: empty
+// without a restore step.
+func restoreValues(namespace string, step *RestoreStep) (map[string]interface{}, error) {
 	if step == nil {
 		return map[string]interface{}{}, nil
 	}
@@ -187,7 +188,7 @@ func restoreValues(step *RestoreStep) (map[string]interface{}, error) {
 	v := map[string]interface{}{
 		"image": step.Image, "command": OperatorCommand, "sha256": strings.ToLower(src.SHA256),
 		"pvcClaim": "", "pvcPath": "", "s3Path": "", "s3Endpoint": "", "s3ForcePathStyle": false, "awsSecret": "",
-		"s3Ambient": false, "encryptionKeySecret": "",
+		"s3Ambient": false, "encryptionKeySecret": "", "backupNamespace": "", "backupRevision": "0",
 		// Only with a pin: the step skips the checks only on bytes proven to be pinned.
 		"checksPassedForPin": step.ChecksPassedForPin && src.SHA256 != "",
 	}
@@ -203,6 +204,13 @@ func restoreValues(step *RestoreStep) (map[string]interface{}, error) {
 	v["awsSecret"] = src.S3.AWSSecret
 	v["s3Ambient"] = src.S3.CredentialsSource == v1beta2.S3CredentialsEnvironment
 	v["encryptionKeySecret"] = src.S3.EncryptionKeySecret
+	// An encrypted backup must be bound to this namespace and its key (and, for a pin
+	// the operator proved, to the pinned revision): one moved there from elsewhere in
+	// the bucket, or an older one put back under the key, is refused.
+	v["backupNamespace"] = namespace
+	if step.ChecksPassedForPin && src.SHA256 != "" && src.PinRevision > 0 {
+		v["backupRevision"] = strconv.FormatInt(src.PinRevision, 10)
+	}
 	return v, nil
 }
 

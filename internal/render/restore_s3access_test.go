@@ -99,3 +99,24 @@ func TestRestoreSourceCredentialsAreOneOrTheOther(t *testing.T) {
 		}
 	}
 }
+
+// An encrypted backup must be bound to the cluster's namespace and, when the operator
+// proved the pin, to the pinned revision: the step is told both, so a backup moved there
+// from another namespace or an older one put back under the key is refused.
+func TestRestoreStepBindsTheEncryptedBackup(t *testing.T) {
+	s3 := v1beta2.S3BackupSource{Path: "b/k", AWSSecret: "aws", EncryptionKeySecret: "backup-key"}
+	c, step := restoredCluster(t, s3, testSHA)
+	step.Source.PinRevision = 42
+	ic := mustRender(t, Input{Cluster: c, Members: bootstrap(c, 1, ""), Restore: step}).pods["example-0000"].Spec.InitContainers[0]
+	if !slices.Contains(ic.Args, "--backup-namespace="+c.Namespace) || c.Namespace == "" {
+		t.Errorf("args %q lack --backup-namespace=%s", ic.Args, c.Namespace)
+	}
+	if strings.Contains(strings.Join(ic.Args, " "), "--backup-revision") {
+		t.Errorf("args %q bind a revision the operator did not prove", ic.Args)
+	}
+	step.ChecksPassedForPin = true
+	ic = mustRender(t, Input{Cluster: c, Members: bootstrap(c, 1, ""), Restore: step}).pods["example-0000"].Spec.InitContainers[0]
+	if !slices.Contains(ic.Args, "--backup-revision=42") {
+		t.Errorf("args %q lack --backup-revision=42", ic.Args)
+	}
+}

@@ -165,7 +165,8 @@ func verifySource(s VerifyPodSpec) ([]string, []corev1.VolumeMount, []corev1.Vol
 		if err := checkS3Credentials(s.S3); err != nil {
 			return nil, nil, nil, fmt.Errorf("verification pod: %w", err)
 		}
-		args = append(args, "--s3-path="+s.S3.Path)
+		// An encrypted object must be bound to this EtcdBackup (see backupcrypt).
+		args = append(args, "--s3-path="+s.S3.Path, "--backup-namespace="+s.Namespace, "--backup-name="+s.Backup)
 		var mounts []corev1.VolumeMount
 		var volumes []corev1.Volume
 		if s.S3.CredentialsSource == v1beta2.S3CredentialsEnvironment {

@@ -50,7 +50,7 @@ func TestVerifyPodS3(t *testing.T) {
 		t.Fatalf("containers: %d init, %d", len(s.InitContainers), len(s.Containers))
 	}
 	restore, etcd, check := s.InitContainers[0], s.Containers[0], s.Containers[1]
-	wantArgs := []string{"verify", "restore", "--latest", "--s3-path=bucket/db/snap", "--aws-secret-dir=" + RestoreAWSDir,
+	wantArgs := []string{"verify", "restore", "--latest", "--s3-path=bucket/db/snap", "--backup-namespace=ns", "--backup-name=nightly", "--aws-secret-dir=" + RestoreAWSDir,
 		"--s3-endpoint=http://minio:9000", "--s3-force-path-style", "--name=verify", "--peer-url=http://127.0.0.1:2380",
 		"--data-dir=/var/etcd/data", "--expect-file=/var/etcd-expect/expect.json", "--timeout=1m0s"}
 	if restore.Image != "op:v1" || restore.Command[0] != OperatorCommand || !slices.Equal(restore.Args, wantArgs) {

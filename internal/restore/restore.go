@@ -49,6 +49,10 @@ type Options struct {
 	// key read) are then not run again here, but only on proof that the bytes
 	// downloaded are those bytes (their SHA-256, as read, equals SHA256).
 	PinVerified bool
+	// Revision, if set, is the etcd revision the backup at Key must hold: an encrypted
+	// backup bound to another revision (an older one put back under the key) is refused
+	// before it is decrypted (backup.ExpectRevision). Not used with Latest.
+	Revision int64
 
 	// The member: the same values etcd is then started with.
 	Name                string
@@ -169,7 +173,11 @@ func fetch(ctx context.Context, o Options, db *os.File) (fetched, error) {
 			}
 		}
 		if err == nil {
-			got.obj, got.read, err = download(ctx, o.Store, key, o.SHA256, db)
+			dctx := ctx
+			if !o.Latest && o.Revision > 0 {
+				dctx = backup.ExpectRevision(ctx, o.Revision)
+			}
+			got.obj, got.read, err = download(dctx, o.Store, key, o.SHA256, db)
 			got.obj.Key, got.from = key, o.Store.String()+"/"+key
 		}
 		if err == nil && got.obj.SHA256 == "" {

@@ -63,6 +63,9 @@ type Env struct {
 	// StartOperator starts from now on (e.g. to count the requests they send to the API
 	// server); set it while no operator runs.
 	WrapOperatorTransport func(http.RoundTripper) http.RoundTripper
+	// BackupNowSpacing, when set, is the backup-now spacing of the operators
+	// StartOperator starts from now on (default 1 s); set it while no operator runs.
+	BackupNowSpacing time.Duration
 
 	// pinKey is the operators' restore-pin key, got or created as main does, once per
 	// Env, in OperatorNamespace: a restarted operator signs and verifies with the same one.
@@ -160,12 +163,16 @@ func (e *Env) newManager(logger logr.Logger, tune func(*ctrl.Options)) ctrl.Mana
 	// The tests' MinIO listens on the bench's control-plane address, which is also the
 	// API server's: an exception, as an administrator would make it with
 	// --allow-s3-endpoint (by default the operator refuses to dial it).
+	spacing := time.Second
+	if e.BackupNowSpacing > 0 {
+		spacing = e.BackupNowSpacing
+	}
 	if err := controllers.SetupWithManager(mgr, controllers.Options{MinQuorumLossGrace: 10 * time.Second,
 		AfterAction: e.AfterAction, AfterBackupStored: e.AfterBackupStored, PinKey: e.pinKey,
 		AllowS3Endpoints: []string{bench.ControlPlaneIP},
 		// backup-now runs one after another (restore_pick_test); the 5-minute spacing is
-		// checked by the EtcdBackup controller's tests.
-		BackupNowSpacing: time.Second}); err != nil {
+		// checked by the EtcdBackup controller's tests and the hostile-tenant suite.
+		BackupNowSpacing: spacing}); err != nil {
 		e.t.Fatalf("setup controllers: %v", err)
 	}
 	return mgr
@@ -194,6 +201,20 @@ func (globalLogWriter) Write(p []byte) (int, error) {
 		return t.w.Write(p)
 	}
 	return len(p), nil
+}
+
+// OperatorRunning reports whether the operator StartOperator started is still running
+// (its manager has not stopped, e.g. on an error).
+func (e *Env) OperatorRunning() bool {
+	if e.stopOperator == nil {
+		return false
+	}
+	select {
+	case <-e.operatorDone:
+		return false
+	default:
+		return true
+	}
 }
 
 func (e *Env) StopOperatorNow() {
