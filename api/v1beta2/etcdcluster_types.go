@@ -145,6 +145,38 @@ type PodPolicy struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^\.?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*\.?$`
 	ClusterDomain string `json:"ClusterDomain,omitempty"`
+
+	// HostAliases is refused: a member's name must resolve to that member alone, and
+	// /etc/hosts entries could point its peers' names elsewhere. (Accepted here only to
+	// say so at admission; the pods never get it.) The pods' imagePullSecrets,
+	// priorityClassName, topologySpreadConstraints, serviceAccountName and dnsConfig,
+	// which CoreOS's API has no field for, are annotations of the EtcdCluster
+	// (etcd.database.coreos.com/pod-*), as are the client Service's options
+	// (etcd.database.coreos.com/client-service-*); v1 has them as fields.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0",message="hostAliases may not be set: a member's peers must resolve to the members themselves"
+	HostAliases []corev1.HostAlias `json:"hostAliases,omitempty"`
+
+	// Volumes is refused: a member pod's volumes are its data directory and its
+	// certificates, which the operator alone mounts.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0",message="volumes may not be set: only the operator mounts volumes into member pods (data directory safety)"
+	Volumes []RefusedVolume `json:"volumes,omitempty"`
+
+	// VolumeMounts is refused, as volumes is: nothing else is mounted beside or over the
+	// data directory.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0",message="volumeMounts may not be set: only the operator mounts volumes into member pods (data directory safety)"
+	VolumeMounts []RefusedVolume `json:"volumeMounts,omitempty"`
+}
+
+// RefusedVolume stands for a volume or volume mount in spec.pod, which is refused at
+// admission; only its name is described.
+// +kubebuilder:pruning:PreserveUnknownFields
+type RefusedVolume struct {
+	// Name of the volume.
+	// +optional
+	Name string `json:"name,omitempty"`
 }
 
 // TLSPolicy configures TLS for the cluster.
