@@ -750,7 +750,7 @@ func (r *Reconciler) backupPod(eb *etcdv1beta2.EtcdBackup, target *backupTarget)
 	deadline := int64((backupTimeout(eb) + backupPodStartGrace) / time.Second)
 	// The member pods' "restricted" defaults; the fsGroup makes the claim writable.
 	podSC, _ := render.PodSecurityContext(nil) // cannot fail without user input
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: backupPodName(eb), Namespace: eb.Namespace,
 			Labels:      map[string]string{LabelBackup: label, "app.kubernetes.io/managed-by": "etcd-operator"},
@@ -777,4 +777,6 @@ func (r *Reconciler) backupPod(eb *etcdv1beta2.EtcdBackup, target *backupTarget)
 			Volumes: volumes,
 		},
 	}
+	target.Inherit.ApplyTo(&pod.Spec)
+	return pod
 }

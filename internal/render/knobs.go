@@ -68,3 +68,35 @@ func knobValues(c *v1beta2.EtcdCluster) (pod, svc map[string]interface{}, err er
 	}
 	return pod, svc, nil
 }
+
+// Inherited is what the pods that serve a cluster without being members (backup,
+// restore and verification pods) take from its member pods, so they can pull their
+// images, are scheduled with the same priority and fit on the same tainted nodes.
+type Inherited struct {
+	ImagePullSecrets  []corev1.LocalObjectReference
+	PriorityClassName string
+	Tolerations       []corev1.Toleration
+}
+
+// InheritedFrom is what c's helper pods inherit; nothing for a nil cluster, and only the
+// valid options (a cluster with invalid ones is refused by its own controller anyway).
+func InheritedFrom(c *v1beta2.EtcdCluster) Inherited {
+	if c == nil {
+		return Inherited{}
+	}
+	var in Inherited
+	if k, err := v1beta2.PodKnobsFromAnnotations(c.Annotations); err == nil {
+		in.ImagePullSecrets, in.PriorityClassName = k.ImagePullSecrets, k.PriorityClassName
+	}
+	if c.Spec.Pod != nil {
+		in.Tolerations = c.Spec.Pod.Tolerations
+	}
+	return in
+}
+
+// ApplyTo sets the inherited settings on a pod spec.
+func (in Inherited) ApplyTo(s *corev1.PodSpec) {
+	s.ImagePullSecrets = append([]corev1.LocalObjectReference(nil), in.ImagePullSecrets...)
+	s.PriorityClassName = in.PriorityClassName
+	s.Tolerations = append([]corev1.Toleration(nil), in.Tolerations...)
+}

@@ -168,3 +168,33 @@ func TestKnobsRefused(t *testing.T) {
 		})
 	}
 }
+
+// Helper pods inherit the members' pull secrets, priority class and tolerations; a
+// cluster whose options are invalid passes on its tolerations only.
+func TestInheritedByHelperPods(t *testing.T) {
+	c := coreosSample("3.6.16")
+	tol := []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "etcd", Effect: corev1.TaintEffectNoSchedule}}
+	c.Spec.Pod = &v1beta2.PodPolicy{Tolerations: tol}
+	c.Annotations = map[string]string{
+		v1beta2.PodImagePullSecretsAnnotation:  `[{"name":"regcred"}]`,
+		v1beta2.PodPriorityClassNameAnnotation: "etcd-critical",
+	}
+	s := verifySpec()
+	s.Inherit = InheritedFrom(c)
+	p, err := VerifyPod(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(p.Spec.ImagePullSecrets, []corev1.LocalObjectReference{{Name: "regcred"}}) ||
+		p.Spec.PriorityClassName != "etcd-critical" || !equality.Semantic.DeepEqual(p.Spec.Tolerations, tol) {
+		t.Errorf("verification pod %+v", p.Spec)
+	}
+
+	c.Annotations[v1beta2.PodPriorityClassNameAnnotation] = "Not A Name"
+	if in := InheritedFrom(c); in.PriorityClassName != "" || len(in.ImagePullSecrets) != 0 || !equality.Semantic.DeepEqual(in.Tolerations, tol) {
+		t.Errorf("invalid options inherited: %+v", in)
+	}
+	if in := InheritedFrom(nil); len(in.Tolerations) != 0 || in.PriorityClassName != "" {
+		t.Errorf("nil cluster: %+v", in)
+	}
+}
