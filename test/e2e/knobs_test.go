@@ -31,7 +31,9 @@ import (
 // kube-proxy). Then the priority class changes on the running cluster under a write
 // load: the member pods are recreated on their claims one at a time (same members),
 // every new pod has the new class, no acknowledged write fails or is lost, and the node
-// port stays the one allocated.
+// port stays the one allocated. Last, the client Service changes to LoadBalancer (with
+// externalTrafficPolicy Local; served on the same node port) and back to ClusterIP in
+// place, answering each time, without touching the members.
 func TestPlatformOptions(t *testing.T) {
 	e := framework.Setup(t)
 	ctx := context.Background()
@@ -172,6 +174,53 @@ func TestPlatformOptions(t *testing.T) {
 		t.Errorf("node port changed from %d to %d", nodePort, svc.Spec.Ports[0].NodePort)
 	}
 	viaNodePort(t, e, nodePort, "through-node-port", "2")
+
+	// The Service changes type in place: LoadBalancer with externalTrafficPolicy Local
+	// (the bench has no load balancer controller, so it is served on its node port, the
+	// same one, by every node with a member), then back to ClusterIP.
+	e.Update(name, func(c *etcdv1beta2.EtcdCluster) {
+		c.Annotations[etcdv1beta2.ClientServiceTypeAnnotation] = "LoadBalancer"
+		c.Annotations[etcdv1beta2.ClientServiceExternalTrafficPolicyAnnotation] = "Local"
+		c.Annotations[etcdv1beta2.ClientServiceAnnotationsAnnotation] = `{"lb.example/scheme":"internal"}`
+	})
+	e.Eventually(60*time.Second, "client Service of type LoadBalancer", func() error {
+		if err := e.C.Get(ctx, client.ObjectKeyFromObject(&svc), &svc); err != nil {
+			return err
+		}
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal ||
+			svc.Annotations["lb.example/scheme"] != "internal" {
+			return fmt.Errorf("client service %s %s %v", svc.Spec.Type, svc.Spec.ExternalTrafficPolicy, svc.Annotations)
+		}
+		return nil
+	})
+	if svc.Spec.Ports[0].NodePort != nodePort || svc.Spec.HealthCheckNodePort == 0 {
+		t.Errorf("LoadBalancer: node port %d (was %d), health check node port %d", svc.Spec.Ports[0].NodePort, nodePort, svc.Spec.HealthCheckNodePort)
+	}
+	viaNodePort(t, e, nodePort, "through-load-balancer-port", "3")
+
+	e.Update(name, func(c *etcdv1beta2.EtcdCluster) {
+		delete(c.Annotations, etcdv1beta2.ClientServiceTypeAnnotation)
+		delete(c.Annotations, etcdv1beta2.ClientServiceExternalTrafficPolicyAnnotation)
+	})
+	e.Eventually(60*time.Second, "client Service of type ClusterIP again", func() error {
+		if err := e.C.Get(ctx, client.ObjectKeyFromObject(&svc), &svc); err != nil {
+			return err
+		}
+		if svc.Spec.Type != corev1.ServiceTypeClusterIP || svc.Spec.Ports[0].NodePort != 0 || svc.Spec.ExternalTrafficPolicy != "" {
+			return fmt.Errorf("client service %+v", svc.Spec)
+		}
+		return nil
+	})
+	cli := e.EtcdClient(name)
+	e.Eventually(60*time.Second, "etcd answers through the ClusterIP Service", func() error {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := cli.Put(ctx, "through-cluster-ip", "4")
+		return err
+	})
+	if cl := e.Cluster(name); !framework.ConditionTrue(cl, etcdv1beta2.ClusterConditionSpecApplied) {
+		t.Errorf("SpecApplied after Service changes: %s", conditionReason(cl, etcdv1beta2.ClusterConditionSpecApplied))
+	}
 }
 
 // viaNodePort writes key=value through the first node's InternalIP at port and reads
