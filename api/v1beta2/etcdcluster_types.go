@@ -60,7 +60,14 @@ type EtcdClusterSpec struct {
 	TLS *TLSPolicy `json:"TLS,omitempty"`
 }
 
-// PodPolicy customises the member pods.
+// PodPolicy customises the member pods. Options CoreOS's API has no field for are
+// annotations of the EtcdCluster holding v1's fields (lists and objects as JSON), named
+// etcd.database.coreos.com/ then pod-image-pull-secrets, pod-priority-class-name,
+// pod-topology-spread-constraints, pod-service-account-name and pod-dns-config; and for
+// the client Service client-service-type, client-service-annotations,
+// client-service-labels, client-service-load-balancer-source-ranges,
+// client-service-external-traffic-policy, client-service-ip-family-policy and
+// client-service-ip-families.
 type PodPolicy struct {
 	// Labels are added to every member pod. Keys "app" and those starting with "etcd_" are
 	// reserved for the operator.
@@ -147,12 +154,8 @@ type PodPolicy struct {
 	ClusterDomain string `json:"ClusterDomain,omitempty"`
 
 	// HostAliases is refused: a member's name must resolve to that member alone, and
-	// /etc/hosts entries could point its peers' names elsewhere. (Accepted here only to
-	// say so at admission; the pods never get it.) The pods' imagePullSecrets,
-	// priorityClassName, topologySpreadConstraints, serviceAccountName and dnsConfig,
-	// which CoreOS's API has no field for, are annotations of the EtcdCluster
-	// (etcd.database.coreos.com/pod-*), as are the client Service's options
-	// (etcd.database.coreos.com/client-service-*); v1 has them as fields.
+	// /etc/hosts entries could point its peers' names elsewhere. (Declared only to say so
+	// at admission; the pods never get it.)
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="size(self) == 0",message="hostAliases may not be set: a member's peers must resolve to the members themselves"
 	HostAliases []corev1.HostAlias `json:"hostAliases,omitempty"`
