@@ -89,6 +89,13 @@ func newFiller(t *testing.T, seed int64) *randfill.Filler {
 				e.QuotaBackendBytes = c.Int63n(1 << 36)
 			}
 		},
+		// An ipFamilyPolicy is never "" (the schema's enum); nil is unset.
+		func(cs *ClientService, c randfill.Continue) {
+			c.FillNoCustom(cs)
+			if cs.IPFamilyPolicy != nil && *cs.IPFamilyPolicy == "" {
+				cs.IPFamilyPolicy = nil
+			}
+		},
 		func(d *metav1.Duration, c randfill.Continue) {
 			d.Duration = randomDuration(c)
 		},
@@ -260,6 +267,15 @@ func randomClusterAnnotations(meta *metav1.ObjectMeta, c randfill.Continue) {
 	randomAnnotations(meta, c, []string{v1beta2.QuotaBackendBytesAnnotation, v1beta2.AutoCompactionModeAnnotation, v1beta2.AutoCompactionRetentionAnnotation,
 		v1beta2.DefragmentationScheduleAnnotation, v1beta2.DefragmentationTimeZoneAnnotation, v1beta2.DefragmentationThresholdAnnotation},
 		func() string { return values[c.Intn(len(values))] })
+	// The pod and client Service options: JSON in the field's own form, the same JSON
+	// spaced differently or with an unknown field (which stays an annotation), and
+	// plain strings.
+	knobValues := []string{`[{"name":"regcred"}]`, `[ {"name": "regcred"} ]`, `[{"name":"a","extra":1}]`, `[]`, `{}`, `null`,
+		`[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule"}]`,
+		`{"nameservers":["10.0.0.10"],"searches":["example.com"]}`, `{"a":"b"}`, `["10.0.0.0/8"]`, `["IPv4","IPv6"]`,
+		"NodePort", "LoadBalancer", "Local", "SingleStack", "high-priority", "v1"}
+	randomAnnotations(meta, c, append(append([]string{}, v1beta2.PodKnobAnnotations...), v1beta2.ClientServiceAnnotations...),
+		func() string { return knobValues[c.Intn(len(knobValues))] })
 }
 
 // randomRestoreAnnotations does the same for EtcdRestore's selection: names, times in

@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"reflect"
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,9 @@ type clusterV1beta2Data struct {
 	BusyboxImage       string                 `json:"busyboxImage,omitempty"`
 	DNSTimeoutInSecond *int64                 `json:"dnsTimeoutInSecond,omitempty"`
 	Conditions         []v1beta2ConditionData `json:"conditions,omitempty"`
+	// NoPod: the v1beta2 object had no spec.pod; v1 made one to hold pod options that
+	// v1beta2 stores as annotations.
+	NoPod bool `json:"noPod,omitempty"`
 }
 
 // clusterV1Data is what a v1beta2 EtcdCluster keeps of its v1 original.
@@ -26,6 +30,8 @@ type clusterV1Data struct {
 	EmptyEtcd bool `json:"emptyEtcd,omitempty"`
 	// EmptyMaintenance: the v1 object had spec.maintenance: {}.
 	EmptyMaintenance bool `json:"emptyMaintenance,omitempty"`
+	// EmptyClientService: the v1 object had spec.clientService: {}.
+	EmptyClientService bool `json:"emptyClientService,omitempty"`
 }
 
 var _ conversion.Convertible = &EtcdCluster{}
@@ -62,10 +68,23 @@ func (src *EtcdCluster) ConvertTo(hub conversion.Hub) error {
 			BusyboxImage:              kept.BusyboxImage,
 			SecurityContext:           p.SecurityContext,
 			ClusterDomain:             p.ClusterDomain,
+			HostAliases:               p.HostAliases,
+			Volumes:                   p.Volumes,
+			VolumeMounts:              p.VolumeMounts,
 		}
 		dp.DNSTimeoutInSecond, lost.DNSTimeout = fromV1Duration(p.DNSTimeout, kept.DNSTimeoutInSecond)
+		if kept.NoPod && reflect.DeepEqual(dp, &v1beta2.PodPolicy{}) {
+			dp = nil
+		}
 		dst.Spec.Pod = dp
 	}
+	for _, f := range podKnobFields(s.Pod) {
+		fieldToAnnotation(&dst.ObjectMeta, f, &lost.annotatedFields)
+	}
+	for _, f := range clientServiceFields(s.ClientService) {
+		fieldToAnnotation(&dst.ObjectMeta, f, &lost.annotatedFields)
+	}
+	lost.EmptyClientService = emptyClientService(s.ClientService)
 	if t := s.TLS; t != nil {
 		dst.Spec.TLS = &v1beta2.TLSPolicy{}
 		if st := t.Static; st != nil {
@@ -147,6 +166,9 @@ func (dst *EtcdCluster) ConvertFrom(hub conversion.Hub) error {
 			Annotations:               p.Annotations,
 			SecurityContext:           p.SecurityContext,
 			ClusterDomain:             p.ClusterDomain,
+			HostAliases:               p.HostAliases,
+			Volumes:                   p.Volumes,
+			VolumeMounts:              p.VolumeMounts,
 		}
 		lost.BusyboxImage = p.BusyboxImage
 		dp.DNSTimeout, lost.DNSTimeoutInSecond = toV1Duration(p.DNSTimeoutInSecond, kept.DNSTimeout)
@@ -162,6 +184,14 @@ func (dst *EtcdCluster) ConvertFrom(hub conversion.Hub) error {
 		}
 	}
 
+	knobs := dst.Spec.Pod
+	if knobs == nil {
+		knobs = &PodPolicy{}
+	}
+	if podKnobsFromAnnotations(&dst.ObjectMeta, kept.annotatedFields, knobs) && dst.Spec.Pod == nil {
+		dst.Spec.Pod, lost.NoPod = knobs, true
+	}
+	dst.Spec.ClientService = clientServiceFromAnnotations(&dst.ObjectMeta, kept)
 	dst.Spec.Etcd = etcdSettingsFromAnnotations(&dst.ObjectMeta, kept)
 	dst.Spec.Maintenance = maintenanceFromAnnotations(&dst.ObjectMeta, kept)
 

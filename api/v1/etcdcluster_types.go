@@ -3,6 +3,8 @@ package v1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
@@ -56,6 +58,11 @@ type EtcdClusterSpec struct {
 	// defragmentation-time-zone, defragmentation-threshold-percent).
 	// +optional
 	Maintenance *Maintenance `json:"maintenance,omitempty"`
+
+	// ClientService configures the client Service <cluster>-client: its type (ClusterIP,
+	// NodePort, LoadBalancer), annotations, labels and traffic settings.
+	// +optional
+	ClientService *ClientService `json:"clientService,omitempty"`
 }
 
 // EtcdSettings are etcd's space settings: the quota at which it raises NOSPACE and stops
@@ -177,6 +184,132 @@ type PodPolicy struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^\.?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*\.?$`
 	ClusterDomain string `json:"clusterDomain,omitempty"`
+
+	// ImagePullSecrets name Secrets of the cluster's namespace holding credentials for
+	// the registry of the etcd image (a private mirror, say). The backup, restore and
+	// verification pods get them too. Changing them replaces the members one at a time.
+	// v1beta2 stores them as the annotation etcd.database.coreos.com/pod-image-pull-secrets
+	// (JSON).
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(s, has(s.name) && size(s.name) > 0)",message="imagePullSecrets: every entry must name a Secret"
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// PriorityClassName is the member pods' PriorityClass, so the scheduler preempts
+	// less important pods rather than leave a member pending. The backup, restore and
+	// verification pods get it too. Changing it replaces the members one at a time.
+	// v1beta2: annotation etcd.database.coreos.com/pod-priority-class-name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// TopologySpreadConstraints spread the members over zones or nodes, e.g. maxSkew 1
+	// over topology.kubernetes.io/zone. A constraint without a labelSelector counts this
+	// cluster's members (label etcd_cluster). Changing them replaces the members one at a
+	// time. v1beta2: annotation etcd.database.coreos.com/pod-topology-spread-constraints
+	// (JSON).
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(t, t.maxSkew >= 1)",message="topologySpreadConstraints: maxSkew must be at least 1"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, size(t.topologyKey) > 0)",message="topologySpreadConstraints: topologyKey must be set"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, t.whenUnsatisfiable in ['DoNotSchedule', 'ScheduleAnyway'])",message="topologySpreadConstraints: whenUnsatisfiable must be DoNotSchedule or ScheduleAnyway"
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+
+	// ServiceAccountName is the member pods' ServiceAccount (for a workload identity,
+	// say). Its token is never mounted: etcd does not talk to the Kubernetes API. Unset:
+	// the namespace's default account, likewise without a token. Changing it replaces the
+	// members one at a time. v1beta2: annotation
+	// etcd.database.coreos.com/pod-service-account-name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// DNSConfig adds nameservers, search domains and resolver options to the member
+	// pods' DNS settings (their DNS policy stays ClusterFirst, so members still find each
+	// other through the cluster's DNS). Changing it replaces the members one at a time.
+	// v1beta2: annotation etcd.database.coreos.com/pod-dns-config (JSON).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.nameservers) || size(self.nameservers) <= 3",message="dnsConfig.nameservers: at most 3"
+	// +kubebuilder:validation:XValidation:rule="!has(self.searches) || size(self.searches) <= 32",message="dnsConfig.searches: at most 32"
+	DNSConfig *corev1.PodDNSConfig `json:"dnsConfig,omitempty"`
+
+	// HostAliases is refused: a member's peers must resolve to the members themselves,
+	// and /etc/hosts entries could point their names elsewhere.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0",message="hostAliases may not be set: a member's peers must resolve to the members themselves"
+	HostAliases []corev1.HostAlias `json:"hostAliases,omitempty"`
+
+	// Volumes is refused: a member pod's volumes are its data directory and its
+	// certificates, which the operator alone mounts.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0",message="volumes may not be set: only the operator mounts volumes into member pods (data directory safety)"
+	Volumes []v1beta2.RefusedVolume `json:"volumes,omitempty"`
+
+	// VolumeMounts is refused, as volumes is: nothing else is mounted beside or over the
+	// data directory.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0",message="volumeMounts may not be set: only the operator mounts volumes into member pods (data directory safety)"
+	VolumeMounts []v1beta2.RefusedVolume `json:"volumeMounts,omitempty"`
+}
+
+// ClientService configures the client Service <cluster>-client, the address etcd
+// clients use. The peer Service <cluster> stays headless and internal whatever is set
+// here. v1beta2 stores these as annotations etcd.database.coreos.com/client-service-*
+// (type, annotations, labels, load-balancer-source-ranges, external-traffic-policy,
+// ip-family-policy, ip-families; lists and maps as JSON). A change updates the Service
+// in place.
+// +kubebuilder:validation:XValidation:rule="!has(self.externalTrafficPolicy) || (has(self.type) && self.type != 'ClusterIP')",message="externalTrafficPolicy is only for type NodePort or LoadBalancer",fieldPath=".externalTrafficPolicy"
+// +kubebuilder:validation:XValidation:rule="!has(self.loadBalancerSourceRanges) || size(self.loadBalancerSourceRanges) == 0 || (has(self.type) && self.type == 'LoadBalancer')",message="loadBalancerSourceRanges is only for type LoadBalancer",fieldPath=".loadBalancerSourceRanges"
+// +kubebuilder:validation:XValidation:rule="!has(self.ipFamilies) || size(self.ipFamilies) < 2 || !has(self.ipFamilyPolicy) || self.ipFamilyPolicy != 'SingleStack'",message="two ipFamilies need a dual-stack ipFamilyPolicy",fieldPath=".ipFamilies"
+type ClientService struct {
+	// Type of the client Service: ClusterIP (the default), NodePort (reachable on every
+	// node's IP at an allocated port) or LoadBalancer (an external load balancer, where
+	// the platform provides one).
+	// +optional
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	Type corev1.ServiceType `json:"type,omitempty"`
+
+	// Annotations added to the client Service, e.g. a cloud load balancer's settings.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// Labels added to the client Service. Keys "app" and those starting with "etcd_" are
+	// the operator's.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'app' && !k.startsWith('etcd_'))",message="label keys 'app' and 'etcd_*' are reserved"
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// LoadBalancerSourceRanges are the CIDRs allowed to reach a LoadBalancer Service, where
+	// the platform supports it. Type LoadBalancer only.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.all(r, isCIDR(r))",message="loadBalancerSourceRanges: every entry must be a CIDR such as 10.0.0.0/8"
+	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
+
+	// ExternalTrafficPolicy is Cluster (any node forwards to any member) or Local (a node
+	// forwards only to members on it, keeping the client's address). NodePort and
+	// LoadBalancer only.
+	// +optional
+	// +kubebuilder:validation:Enum=Cluster;Local
+	ExternalTrafficPolicy corev1.ServiceExternalTrafficPolicy `json:"externalTrafficPolicy,omitempty"`
+
+	// IPFamilyPolicy is SingleStack, PreferDualStack or RequireDualStack. Unset: the
+	// cluster's default (SingleStack).
+	// +optional
+	// +kubebuilder:validation:Enum=SingleStack;PreferDualStack;RequireDualStack
+	IPFamilyPolicy *corev1.IPFamilyPolicy `json:"ipFamilyPolicy,omitempty"`
+
+	// IPFamilies are the Service's IP families in order, IPv4 and/or IPv6. The first
+	// cannot change once the Service exists.
+	// +optional
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:items:Enum=IPv4;IPv6
+	IPFamilies []corev1.IPFamily `json:"ipFamilies,omitempty"`
 }
 
 // TLSPolicy configures TLS for the cluster.
@@ -351,6 +484,7 @@ type PendingMember struct {
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`,description="Running etcd version"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.paused`,priority=1
+// +kubebuilder:printcolumn:name="Service Type",type=string,JSONPath=`.spec.clientService.type`,priority=1,description="Type of the client Service; empty is ClusterIP"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -60,7 +60,14 @@ type EtcdClusterSpec struct {
 	TLS *TLSPolicy `json:"TLS,omitempty"`
 }
 
-// PodPolicy customises the member pods.
+// PodPolicy customises the member pods. Options CoreOS's API has no field for are
+// annotations of the EtcdCluster holding v1's fields (lists and objects as JSON), named
+// etcd.database.coreos.com/ then pod-image-pull-secrets, pod-priority-class-name,
+// pod-topology-spread-constraints, pod-service-account-name and pod-dns-config; and for
+// the client Service client-service-type, client-service-annotations,
+// client-service-labels, client-service-load-balancer-source-ranges,
+// client-service-external-traffic-policy, client-service-ip-family-policy and
+// client-service-ip-families.
 type PodPolicy struct {
 	// Labels are added to every member pod. Keys "app" and those starting with "etcd_" are
 	// reserved for the operator.
@@ -145,6 +152,34 @@ type PodPolicy struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^\.?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*\.?$`
 	ClusterDomain string `json:"ClusterDomain,omitempty"`
+
+	// HostAliases is refused: a member's name must resolve to that member alone, and
+	// /etc/hosts entries could point its peers' names elsewhere. (Declared only to say so
+	// at admission; the pods never get it.)
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0",message="hostAliases may not be set: a member's peers must resolve to the members themselves"
+	HostAliases []corev1.HostAlias `json:"hostAliases,omitempty"`
+
+	// Volumes is refused: a member pod's volumes are its data directory and its
+	// certificates, which the operator alone mounts.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0",message="volumes may not be set: only the operator mounts volumes into member pods (data directory safety)"
+	Volumes []RefusedVolume `json:"volumes,omitempty"`
+
+	// VolumeMounts is refused, as volumes is: nothing else is mounted beside or over the
+	// data directory.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0",message="volumeMounts may not be set: only the operator mounts volumes into member pods (data directory safety)"
+	VolumeMounts []RefusedVolume `json:"volumeMounts,omitempty"`
+}
+
+// RefusedVolume stands for a volume or volume mount in spec.pod, which is refused at
+// admission; only its name is described.
+// +kubebuilder:pruning:PreserveUnknownFields
+type RefusedVolume struct {
+	// Name of the volume.
+	// +optional
+	Name string `json:"name,omitempty"`
 }
 
 // TLSPolicy configures TLS for the cluster.
@@ -344,6 +379,7 @@ type PendingMember struct {
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`,description="Running etcd version"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.paused`,priority=1
+// +kubebuilder:printcolumn:name="Service Type",type=string,JSONPath=`.metadata.annotations.etcd\.database\.coreos\.com/client-service-type`,priority=1,description="Type of the client Service; empty is ClusterIP"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`

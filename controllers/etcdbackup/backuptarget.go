@@ -94,6 +94,9 @@ type backupTarget struct {
 	// Cluster is the EtcdCluster of the namespace the endpoints belong to; "" for
 	// external endpoints, whose dial errors are not reported in detail (see dialFailure).
 	Cluster string
+	// Inherit is what the backup pod takes from the cluster's member pods (pull
+	// secrets, priority class, tolerations); nothing for external endpoints.
+	Inherit render.Inherited
 }
 
 // resolveTarget finds what a backup may dial: the members of the cluster spec.clusterRef
@@ -164,7 +167,7 @@ func (r *Reconciler) memberTarget(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	if render.ClientTLS(c) && !useTLS {
 		tlsSecret = ""
 	}
-	t := &backupTarget{TLSSecret: tlsSecret, Cluster: c.Name}
+	t := &backupTarget{TLSSecret: tlsSecret, Cluster: c.Name, Inherit: render.InheritedFrom(c)}
 	for _, p := range pods {
 		t.Endpoints = append(t.Endpoints, render.MemberDialURL(c, p, r.ClusterDomain, useTLS))
 	}

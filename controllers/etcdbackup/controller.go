@@ -776,7 +776,7 @@ func (r *Reconciler) backupPod(eb *etcdv1beta2.EtcdBackup, target *backupTarget)
 	deadline := int64((backupTimeout(eb) + backupPodStartGrace) / time.Second)
 	// The member pods' "restricted" defaults; the fsGroup makes the claim writable.
 	podSC, _ := render.PodSecurityContext(nil) // cannot fail without user input
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: backupPodName(eb), Namespace: eb.Namespace,
 			Labels:      map[string]string{LabelBackup: label, render.LabelApp: render.AppOperatorPod, "app.kubernetes.io/managed-by": "etcd-operator"},
@@ -803,4 +803,6 @@ func (r *Reconciler) backupPod(eb *etcdv1beta2.EtcdBackup, target *backupTarget)
 			Volumes: volumes,
 		},
 	}
+	target.Inherit.ApplyTo(&pod.Spec)
+	return pod
 }

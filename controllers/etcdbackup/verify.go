@@ -181,9 +181,11 @@ func (r *Reconciler) startVerification(ctx context.Context, eb *etcdv1beta2.Etcd
 		return ctrl.Result{}, r.setVerified(ctx, eb, verifiedUpdate{started: now, reason: etcdv1beta2.ReasonVerificationFailed,
 			msg: fmt.Sprintf("the last backup recorded no usable etcd version (status.etcdVersion %q): nothing to restore it with", version)})
 	}
+	cluster := r.clusterOf(ctx, eb)
 	spec := render.VerifyPodSpec{
 		Backup: eb.Name, Namespace: eb.Namespace,
-		OperatorImage: operatorimage.Or(r.OperatorImage), EtcdImage: render.Image(r.clusterSpecOf(ctx, eb), version),
+		OperatorImage: operatorimage.Or(r.OperatorImage), EtcdImage: render.Image(cluster.Spec, version),
+		Inherit:        render.InheritedFrom(cluster),
 		Latest:         periodic(eb),
 		RestoreTimeout: backupTimeout(eb), StartTimeout: verifyStartTimeout,
 	}
@@ -214,20 +216,21 @@ func (r *Reconciler) startVerification(ctx context.Context, eb *etcdv1beta2.Etcd
 	return ctrl.Result{RequeueAfter: spec.Deadline + verifyDeadlineSlack}, nil
 }
 
-// clusterSpecOf is the spec of the cluster the backup is of, for its image repository;
-// an empty spec (the default repository) when that cluster is not found.
-func (r *Reconciler) clusterSpecOf(ctx context.Context, eb *etcdv1beta2.EtcdBackup) etcdv1beta2.EtcdClusterSpec {
+// clusterOf is the cluster the backup is of, for its image repository and what the
+// verification pod inherits from its members; an empty cluster (the default repository,
+// nothing inherited) when it is not found.
+func (r *Reconciler) clusterOf(ctx context.Context, eb *etcdv1beta2.EtcdBackup) *etcdv1beta2.EtcdCluster {
 	name := ""
 	if ref := eb.Spec.ClusterRef; ref != nil {
 		name = ref.Name
 	} else if t, err := r.resolveTarget(ctx, eb); err == nil {
 		name = t.Cluster
 	}
-	var c etcdv1beta2.EtcdCluster
-	if name == "" || r.Get(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: name}, &c) != nil {
-		return etcdv1beta2.EtcdClusterSpec{}
+	c := &etcdv1beta2.EtcdCluster{}
+	if name == "" || r.Get(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: name}, c) != nil {
+		return &etcdv1beta2.EtcdCluster{}
 	}
-	return c.Spec
+	return c
 }
 
 // finishVerification records a finished verification and deletes its pod, or waits for

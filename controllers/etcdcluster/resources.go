@@ -35,15 +35,12 @@ func (r *Reconciler) ensureServices(ctx context.Context, c *etcdv1beta2.EtcdClus
 				svc.Labels, svc.Annotations = want.Labels, want.Annotations
 				// ClusterIP and its family fields are immutable once allocated; only the
 				// fields the chart owns are copied.
-				svc.Spec.Ports = want.Spec.Ports
 				svc.Spec.Selector = want.Spec.Selector
 				svc.Spec.PublishNotReadyAddresses = want.Spec.PublishNotReadyAddresses
 				if svc.Spec.ClusterIP == "" {
 					svc.Spec.ClusterIP = want.Spec.ClusterIP
 				}
-				if want.Spec.Type != "" {
-					svc.Spec.Type = want.Spec.Type
-				}
+				applyServiceOptions(&svc.Spec, &want.Spec) // resources_service.go
 			}); err != nil {
 				return nil, err
 			}

@@ -89,6 +89,7 @@ func specFingerprint(c *etcdv1beta2.EtcdCluster, domain string) map[string]strin
 			out[key] = h
 		}
 	}
+	podKnobFingerprint(c, out) // specapplied_knobs.go
 	return out
 }
 
@@ -164,6 +165,11 @@ func staleSpecFields(c *etcdv1beta2.EtcdCluster, domain string, p *corev1.Pod, c
 	for _, key := range settingsFields {
 		if current[key] != recorded[key] {
 			stale = append(stale, key)
+		}
+	}
+	for _, f := range podKnobFields {
+		if current[f.name] != recorded[f.name] {
+			stale = append(stale, f.name)
 		}
 	}
 	return stale
@@ -305,6 +311,9 @@ func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*cor
 	rank[fieldClusterDomain] = 3 + len(fingerprintedFields)
 	for i, key := range settingsFields {
 		rank[key] = 4 + len(fingerprintedFields) + i
+	}
+	for i, f := range podKnobFields {
+		rank[f.name] = 4 + len(fingerprintedFields) + len(settingsFields) + i
 	}
 	sort.SliceStable(order, func(i, j int) bool { return rank[order[i]] < rank[order[j]] })
 	rolled, kept := splitRolledOut(order)

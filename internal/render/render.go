@@ -374,6 +374,10 @@ func Values(in Input) (map[string]interface{}, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render: container securityContext: %w", err)
 	}
+	podKnobs, clientService, err := knobValues(c)
+	if err != nil {
+		return nil, err
+	}
 	tls, err := toMap(c.Spec.TLS)
 	if err != nil {
 		return nil, fmt.Errorf("render: spec.TLS: %w", err)
@@ -398,6 +402,8 @@ func Values(in Input) (map[string]interface{}, error) {
 		"TLS":                      tls,
 		"restore":                  restore,
 		"containerSecurityContext": containerSC,
+		"podKnobs":                 podKnobs,
+		"clientService":            clientService,
 	}, nil
 }
 
@@ -450,6 +456,9 @@ func ValidateCluster(c *v1beta2.EtcdCluster) error {
 		return err
 	}
 	if err := ValidateClusterDomain(c); err != nil {
+		return err
+	}
+	if _, _, err := knobValues(c); err != nil {
 		return err
 	}
 	_, err := Settings(c)

@@ -65,6 +65,8 @@ type VerifyPodSpec struct {
 	RestoreTimeout, StartTimeout time.Duration
 	// Deadline is the pod's activeDeadlineSeconds: the kubelet stops it after that.
 	Deadline time.Duration
+	// Inherit is what the pod takes from the cluster's member pods (InheritedFrom).
+	Inherit Inherited
 }
 
 // VerifyPodName is <backup>-verify, shortened with a hash to fit a DNS label. Member pods
@@ -104,7 +106,7 @@ func VerifyPod(s VerifyPodSpec) (*corev1.Pod, error) {
 	if len(label) > 63 {
 		label = VerifyPodName(s.Backup)
 	}
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: VerifyPodName(s.Backup), Namespace: s.Namespace,
 			Labels: map[string]string{LabelVerifyBackup: label, LabelApp: AppOperatorPod, "app.kubernetes.io/managed-by": "etcd-operator"},
@@ -147,7 +149,9 @@ func VerifyPod(s VerifyPodSpec) (*corev1.Pod, error) {
 			Volumes: append(append([]corev1.Volume{{Name: verifyDataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, volumes...),
 				corev1.Volume{Name: verifyExpectVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}),
 		},
-	}, nil
+	}
+	s.Inherit.ApplyTo(&pod.Spec)
+	return pod, nil
 }
 
 // verifySource is the restore step's backup flags and the volume that holds the backup
