@@ -1,7 +1,7 @@
 // Package etcdcluster is the EtcdCluster controller: it keeps an etcd cluster's members,
 // pods and services as the EtcdCluster asks. Each reconcile observes the pods and etcd
 // (observe.go), asks internal/planner for the next step, performs that one step (act.go,
-// which dispatches to act_*.go) and writes status (status.go, report.go, podhealth.go, specapplied.go).
+// which dispatches to act_*.go) and writes status (status.go, status_report.go, status_podhealth.go, status_specapplied.go).
 package etcdcluster
 
 import (
@@ -79,7 +79,7 @@ type Reconciler struct {
 	// as namespace/name. A test that blocks in it until that context ends and then stops
 	// the operator simulates an operator killed between two steps. Nil in production.
 	AfterAction func(ctx context.Context, cluster string, action planner.Action)
-	// PinKey verifies the operator's signatures on restore pins (restorepin.go); nil:
+	// PinKey verifies the operator's signatures on restore pins (act_restorepin.go); nil:
 	// no pin is trusted and every restore runs the snapshot checks.
 	PinKey []byte
 
@@ -87,9 +87,9 @@ type Reconciler struct {
 	health   *healthTracker
 	events   *eventMemo
 	backoff  *stepBackoff
-	admins   adminCache // etcd clients kept across reconciles (admincache.go)
+	admins   adminCache // etcd clients kept across reconciles (memory_admins.go)
 	// ownWrites: the version of each cluster this operator last wrote, which the cache
-	// must show before a reconcile reads it there (ownwrites.go).
+	// must show before a reconcile reads it there (memory_ownwrites.go).
 	ownWrites versionMemo
 	etcdLog   logr.Logger
 	// claimReports carries the storage step's findings to the SpecApplied condition.
@@ -98,7 +98,7 @@ type Reconciler struct {
 	tlsRefusals tlsRefusalMemo
 	// tlsProgress carries which step of turning TLS on runs to the SpecApplied condition.
 	tlsProgress tlsRefusalMemo
-	// loss times total losses (totalloss_observe.go); lostBackups keeps what was found
+	// loss times total losses (observe_totalloss.go); lostBackups keeps what was found
 	// to restore them from (totalloss_backups.go).
 	loss        lossClock
 	lostBackups lostBackupCache
@@ -140,7 +140,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&corev1.PersistentVolumeClaim{}). // claims growing report progress
 		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&corev1.Node{}, r.nodeCordonHandler(), builder.WithPredicates(cordonChanged)). // cordon_watch.go
+		Watches(&corev1.Node{}, r.nodeCordonHandler(), builder.WithPredicates(cordonChanged)). // watch_cordon.go
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
 }
@@ -150,7 +150,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	lg := log.FromContext(ctx)
 	var c etcdv1beta2.EtcdCluster
-	if err := r.getCluster(ctx, req.NamespacedName, &c); err != nil { // ownwrites.go
+	if err := r.getCluster(ctx, req.NamespacedName, &c); err != nil { // memory_ownwrites.go
 		if apierrors.IsNotFound(err) {
 			r.ownWrites.forget(req.NamespacedName.String())
 			r.health.forget(req.NamespacedName.String())
@@ -195,7 +195,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return r.refuseSpec(&c, etcdv1beta2.ReasonUnsupportedVersion, err.Error())
 	}
 
-	budget, err := r.ensureServices(ctx, &c) // resources.go
+	budget, err := r.ensureServices(ctx, &c) // act_resources.go
 	if err != nil {
 		return r.observeFailed(ctx, &c, err)
 	}
@@ -207,17 +207,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	r.backoff.succeed(clusterKey(&c), "observe")
 	defer obs.close()
 	obs.status = status
-	if err := r.ensureBudget(ctx, &c, obs, budget); err != nil { // resources.go
+	if err := r.ensureBudget(ctx, &c, obs, budget); err != nil { // act_resources.go
 		return r.observeFailed(ctx, &c, err)
 	}
-	r.reconcileStorage(ctx, &c) // storage_act.go: claims grow beside the membership step
+	r.reconcileStorage(ctx, &c) // act_storage.go: claims grow beside the membership step
 
 	if _, warning := quorumLossGrace(&c, r.MinQuorumLossGrace); warning != "" {
 		r.Recorder.Event(&c, corev1.EventTypeWarning, etcdv1beta2.EventReasonInvalidAnnotation, warning)
 	}
 	desired := desiredFromSpec(&c, r.MinQuorumLossGrace)
-	desired.Maintenance = r.observeMaintenance(&c, obs)                     // maintenance.go
-	obs.planner.TLSRefused = r.proveTLSRotation(ctx, &c, obs.pods, r.Now()) // tlsrotation.go
+	desired.Maintenance = r.observeMaintenance(&c, obs)                     // act_maintenance.go
+	obs.planner.TLSRefused = r.proveTLSRotation(ctx, &c, obs.pods, r.Now()) // observe_tlsrotation.go
 	r.tlsRefusals.set(clusterKey(&c), planner.TLSRefusal(desired, obs.planner))
 	r.tlsProgress.set(clusterKey(&c), planner.TLSProgress(desired, obs.planner))
 	action := planner.Plan(desired, obs.planner)
@@ -233,8 +233,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.applySummary(&c, obs, summary, action)
 		r.reportPods(&c, obs.pods, obs.warnings, r.Now().UTC().Format(timeFormat))
 		r.reportSpace(&c, obs, r.Now().UTC().Format(timeFormat))
-		r.reportCordon(&c, obs, r.Now().UTC().Format(timeFormat))  // report_cordon.go
-		r.reportFork(&c, action, r.Now().UTC().Format(timeFormat)) // report_fork.go
+		r.reportCordon(&c, obs, r.Now().UTC().Format(timeFormat))  // status_cordon.go
+		r.reportFork(&c, action, r.Now().UTC().Format(timeFormat)) // status_fork.go
 		return ctrl.Result{RequeueAfter: delay}, nil
 	}
 	result, actErr := r.act(ctx, &c, obs, action)
@@ -261,7 +261,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	r.applySummary(&c, obs, summary, action)
 	var refused *notControlledError
-	var refusedStep *refusedError // marker.go
+	var refusedStep *refusedError // act_marker.go
 	if errors.As(actErr, &refused) {
 		// The planned step stays undone for as long as the object is there: say why
 		// where the user looks, not only in an event.
@@ -271,8 +271,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	r.reportPods(&c, obs.pods, obs.warnings, now.UTC().Format(timeFormat))
 	r.reportSpace(&c, obs, now.UTC().Format(timeFormat))
-	r.reportCordon(&c, obs, now.UTC().Format(timeFormat))  // report_cordon.go
-	r.reportFork(&c, action, now.UTC().Format(timeFormat)) // report_fork.go
+	r.reportCordon(&c, obs, now.UTC().Format(timeFormat))  // status_cordon.go
+	r.reportFork(&c, action, now.UTC().Format(timeFormat)) // status_fork.go
 	r.reportReconciled(&c, etcdv1beta2.ReasonActionFailed, stepErr, false, now.UTC().Format(timeFormat))
 	recordAction(&c, action, actErr, waited)
 	return result, nil

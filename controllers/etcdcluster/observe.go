@@ -26,13 +26,13 @@ type observation struct {
 	// warnings are the kubelet's set-up warnings of the pods it is still setting up.
 	warnings map[string]*kubeletWarning
 	members  []etcdadmin.Member // nil when no endpoint answered
-	// admin is the cluster's client, kept across reconciles (admincache.go); nil when no
+	// admin is the cluster's client, kept across reconciles (memory_admins.go); nil when no
 	// pod has an IP yet.
 	admin    *etcdadmin.Admin
 	leaderEP string           // client endpoint of the leader, if known
 	space    spaceObservation // database sizes and alarms
 	// scheduleSlot is the defragmentation schedule's slot due now (zero if none);
-	// noSpaceReason and noSpaceMessage the NOSPACE remediation's progress (maintenance.go).
+	// noSpaceReason and noSpaceMessage the NOSPACE remediation's progress (act_maintenance.go).
 	scheduleSlot                  time.Time
 	noSpaceReason, noSpaceMessage string
 }
@@ -51,7 +51,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := r.freshenMarkedPod(ctx, c, pods); err != nil { // marker.go
+	if err := r.freshenMarkedPod(ctx, c, pods); err != nil { // act_marker.go
 		return nil, err
 	}
 	if err := r.observeClaims(ctx, c, &o.planner); err != nil {
@@ -87,7 +87,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		return nil, err
 	}
 	o.space = answers.space
-	if err := r.observeTotalLoss(ctx, c, o); err != nil { // totalloss_observe.go
+	if err := r.observeTotalLoss(ctx, c, o); err != nil { // observe_totalloss.go
 		o.close()
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 )
 
-// The conditions read off etcd's alarms. The planner remediates them (maintenance.go):
+// The conditions read off etcd's alarms. The planner remediates them (act_maintenance.go):
 // NOSPACE by compaction, defragmentation and a disarm once the space is back; CORRUPT by
 // replacing the member. Each message says what happens and what the user can do.
 

@@ -19,7 +19,7 @@ func (r *Reconciler) reportFork(c *etcdv1beta2.EtcdCluster, a planner.Action, no
 			r.Recorder.Event(c, corev1.EventTypeWarning, etcdv1beta2.ReasonForked, a.Message)
 		}
 	case a.Kind == planner.Wait && (a.Reason == etcdv1beta2.ReasonMembershipUnsettled || a.Reason == etcdv1beta2.ReasonPaused):
-	case findCondition(c, etcdv1beta2.ClusterConditionForked) != nil: // report_alarms.go
+	case findCondition(c, etcdv1beta2.ClusterConditionForked) != nil: // status_alarms.go
 		msg := "every answering member agrees on the cluster ID and the membership"
 		if flipped, _ := updateCondition(c, etcdv1beta2.ClusterConditionForked, false, etcdv1beta2.ReasonNotForked, msg, now); flipped {
 			r.Recorder.Event(c, corev1.EventTypeNormal, etcdv1beta2.ReasonNotForked, msg)

@@ -18,7 +18,7 @@ import (
 // AnnotationSpecFingerprint on a member pod records the spec it was created from: for
 // each field in fingerprintedFields, a short hash of its value (fields with an empty
 // value are left out). Comparing it with the current spec tells which pods a rolling
-// reconfiguration still has to move onto it (reconfigure.go), and which changes reach
+// reconfiguration still has to move onto it (act_reconfigure.go), and which changes reach
 // new members only.
 const AnnotationSpecFingerprint = "etcd.database.coreos.com/spec-fingerprint"
 
@@ -59,7 +59,7 @@ const fieldClusterDomain = "pod.ClusterDomain"
 
 // settingsFields are the typed etcd settings, fingerprinted by their annotation (v1's
 // spec.etcd is stored as these): the chart renders them into a pod's environment only
-// when it is created, so a change rolls out through new pods (reconfigure.go).
+// when it is created, so a change rolls out through new pods (act_reconfigure.go).
 var settingsFields = []string{
 	etcdv1beta2.QuotaBackendBytesAnnotation,
 	etcdv1beta2.AutoCompactionModeAnnotation,
@@ -127,7 +127,7 @@ func stampSpecFingerprint(p *corev1.Pod, c *etcdv1beta2.EtcdCluster, domain stri
 //
 // claimCreatedWith is the storage request the pod's claim was created with ("" if not
 // known): the storage request itself is applied to running members by expanding their
-// claims (storage.go), so only the rest of the claim spec is compared here.
+// claims (act_storage_decide.go), so only the rest of the claim spec is compared here.
 func staleSpecFields(c *etcdv1beta2.EtcdCluster, domain string, p *corev1.Pod, claimCreatedWith string) []string {
 	var stale []string
 	if repo, ok := podRepository(p); ok && repo != specRepository(c) {

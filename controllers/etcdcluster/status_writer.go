@@ -65,7 +65,7 @@ func (w *statusWriter) patch(ctx context.Context) error {
 	if err := w.r.Status().Patch(ctx, w.c, client.RawPatch(p.Type(), data)); err != nil {
 		return err
 	}
-	w.r.wrote(w.c) // the next reconcile reads at least this version (ownwrites.go)
+	w.r.wrote(w.c) // the next reconcile reads at least this version (memory_ownwrites.go)
 	w.base = w.c.DeepCopy()
 	return nil
 }

@@ -31,7 +31,7 @@ func newTestClusterReconciler(t *testing.T, c client.Client, rec record.EventRec
 var testPinKey = bytes.Repeat([]byte{0x5a}, 32)
 
 // signedFor signs p's recovery or restore marker as the operator does right after
-// creating it (marker.go), for the step c's status records for p; p needs a UID.
+// creating it (act_marker.go), for the step c's status records for p; p needs a UID.
 func signedFor(t *testing.T, c *etcdv1beta2.EtcdCluster, p *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	f, ok := markerFacts(c, p)
