@@ -92,12 +92,6 @@ type Reconciler struct {
 	// must show before a reconcile reads it there (memory_ownwrites.go).
 	ownWrites versionMemo
 	etcdLog   logr.Logger
-	// claimReports carries the storage step's findings to the SpecApplied condition.
-	claimReports claimReportMemo
-	// tlsRefusals carries a refused TLS change to the SpecApplied condition.
-	tlsRefusals tlsRefusalMemo
-	// tlsProgress carries which step of turning TLS on runs to the SpecApplied condition.
-	tlsProgress tlsRefusalMemo
 	// loss times total losses (observe_totalloss.go); lostBackups keeps what was found
 	// to restore them from (totalloss_backups.go).
 	loss        lossClock
@@ -156,9 +150,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			r.health.forget(req.NamespacedName.String())
 			r.events.forget(req.NamespacedName.String())
 			r.backoff.forget(req.NamespacedName.String())
-			r.claimReports.forget(req.NamespacedName.String())
-			r.tlsRefusals.set(req.NamespacedName.String(), "")
-			r.tlsProgress.set(req.NamespacedName.String(), "")
 			r.admins.forget(req.NamespacedName.String())
 			forgetClusterMetrics(req.Namespace, req.Name)
 		}
@@ -210,7 +201,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.ensureBudget(ctx, &c, obs, budget); err != nil { // act_resources.go
 		return r.observeFailed(ctx, &c, err)
 	}
-	r.reconcileStorage(ctx, &c) // act_storage.go: claims grow beside the membership step
+	obs.claimReport = r.reconcileStorage(ctx, &c) // act_storage.go: claims grow beside the membership step
 
 	if _, warning := quorumLossGrace(&c, r.MinQuorumLossGrace); warning != "" {
 		r.Recorder.Event(&c, corev1.EventTypeWarning, etcdv1beta2.EventReasonInvalidAnnotation, warning)
@@ -218,8 +209,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	desired := desiredFromSpec(&c, r.MinQuorumLossGrace)
 	desired.Maintenance = r.observeMaintenance(&c, obs)                     // act_maintenance.go
 	obs.planner.TLSRefused = r.proveTLSRotation(ctx, &c, obs.pods, r.Now()) // observe_tlsrotation.go
-	r.tlsRefusals.set(clusterKey(&c), planner.TLSRefusal(desired, obs.planner))
-	r.tlsProgress.set(clusterKey(&c), planner.TLSProgress(desired, obs.planner))
+	obs.tlsRefusal = planner.TLSRefusal(desired, obs.planner)
+	obs.tlsProgress = planner.TLSProgress(desired, obs.planner)
 	action := planner.Plan(desired, obs.planner)
 	obs.noSpaceReason, obs.noSpaceMessage = noSpaceProgress(action)
 	summary := planner.Summarize(desired, obs.planner, action)
@@ -231,7 +222,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if delay, backingOff := r.backoff.wait(clusterKey(&c), step, c.Generation, r.Now()); backingOff {
 		lg.V(1).Info("step backing off", "action", action.String(), "retryIn", delay.String())
 		r.applySummary(&c, obs, summary, action)
-		r.reportPods(&c, obs.pods, obs.warnings, r.Now().UTC().Format(timeFormat))
+		r.reportPods(&c, obs, r.Now().UTC().Format(timeFormat))
 		r.reportSpace(&c, obs, r.Now().UTC().Format(timeFormat))
 		r.reportCordon(&c, obs, r.Now().UTC().Format(timeFormat))  // status_cordon.go
 		r.reportFork(&c, action, r.Now().UTC().Format(timeFormat)) // status_fork.go
@@ -269,7 +260,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	} else if errors.As(actErr, &refusedStep) {
 		c.Status.Reason = refusedStep.Error()
 	}
-	r.reportPods(&c, obs.pods, obs.warnings, now.UTC().Format(timeFormat))
+	r.reportPods(&c, obs, now.UTC().Format(timeFormat))
 	r.reportSpace(&c, obs, now.UTC().Format(timeFormat))
 	r.reportCordon(&c, obs, now.UTC().Format(timeFormat))  // status_cordon.go
 	r.reportFork(&c, action, now.UTC().Format(timeFormat)) // status_fork.go

@@ -14,8 +14,10 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 
-// observation is one reconcile's view of a cluster: its pods from the API and its
-// members from etcd, joined, plus an etcd admin client for acting on it.
+// observation is one reconcile's scope: its view of a cluster (its pods from the API and
+// its members from etcd, joined, plus an etcd admin client for acting on it) and what the
+// reconcile's phases find for status. It lives for one reconcile; what is kept across
+// reconciles is the Reconciler's memory (memory.go).
 type observation struct {
 	// status writes the cluster's status; act checkpoints it before a step whose effect
 	// must survive a restart.
@@ -35,6 +37,13 @@ type observation struct {
 	// noSpaceReason and noSpaceMessage the NOSPACE remediation's progress (act_maintenance.go).
 	scheduleSlot                  time.Time
 	noSpaceReason, noSpaceMessage string
+
+	// For the SpecApplied condition (status_specapplied.go): the storage step's findings
+	// (act_storage.go; nil: not judged), a refused TLS change and the step of turning TLS
+	// on that runs (planner.TLSRefusal, planner.TLSProgress; "" when none).
+	claimReport *storageReport
+	tlsRefusal  string
+	tlsProgress string
 }
 
 // close ends the observation. The admin client is not closed: the cache keeps it for

@@ -74,9 +74,9 @@ func (r *Reconciler) announce(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterC
 func clusterKey(c *etcdv1beta2.EtcdCluster) string { return c.Namespace + "/" + c.Name }
 
 // reportPods sets the conditions read off the member pods.
-func (r *Reconciler) reportPods(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, warnings map[string]*kubeletWarning, now string) {
-	r.reportPodsHealth(c, pods, warnings, now)
-	r.reportSpecApplied(c, pods, now)
+func (r *Reconciler) reportPods(c *etcdv1beta2.EtcdCluster, o *observation, now string) {
+	r.reportPodsHealth(c, o.pods, o.warnings, now)
+	r.reportSpecApplied(c, o, now)
 }
 
 // reportPodsHealth sets PodsHealthy from the member pods: which of them cannot run etcd,

@@ -327,11 +327,11 @@ func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*cor
 }
 
 // reportSpecApplied sets SpecApplied, with one event per new set of unapplied fields.
-func (r *Reconciler) reportSpecApplied(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, now string) {
-	s := specApplied(c, r.ClusterDomain, pods, r.claimReports.get(clusterKey(c)))
-	if msg := r.tlsRefusals.get(clusterKey(c)); msg != "" && !s.Status {
+func (r *Reconciler) reportSpecApplied(c *etcdv1beta2.EtcdCluster, o *observation, now string) {
+	s := specApplied(c, r.ClusterDomain, o.pods, o.claimReport)
+	if msg := o.tlsRefusal; msg != "" && !s.Status {
 		s = specAppliedReport{Reason: etcdv1beta2.ReasonTLSChangeRefused, Message: cut(msg, maxHealthMessage), EventKey: etcdv1beta2.ReasonTLSChangeRefused + ":" + msg}
-	} else if msg := r.tlsProgress.get(clusterKey(c)); msg != "" {
+	} else if msg := o.tlsProgress; msg != "" {
 		// Turning TLS on: after its first step the pods mount the spec's Secrets, but
 		// the members are not on TLS until the last step is through.
 		s = specAppliedReport{Reason: etcdv1beta2.ReasonRollingOut, Message: cut(msg, maxHealthMessage)}
