@@ -1,7 +1,19 @@
 // Package etcdcluster is the EtcdCluster controller: it keeps an etcd cluster's members,
-// pods and services as the EtcdCluster asks. Each reconcile observes the pods and etcd
-// (observe.go), asks internal/planner for the next step, performs that one step (act.go,
-// which dispatches to act_*.go) and writes status (status.go, status_report.go, status_podhealth.go, status_specapplied.go).
+// pods and services as the EtcdCluster asks. Each reconcile observes the pods and etcd,
+// asks internal/planner for the next step, performs that one step and writes status.
+// Files are named by the phase they belong to, each test file beside its source:
+//
+//   - observe.go, observe_*.go: what the cluster is (pods, claims, etcd, nodes), into the
+//     reconcile's observation, which also carries what later phases find for status;
+//   - act.go, act_*.go: the one step (act.go dispatches it) and the side steps that run
+//     beside it (services, budget, storage);
+//   - status.go, status_*.go: conditions and the rest of status, written when the
+//     reconcile ends (status_writer.go);
+//   - memory.go, memory_*.go: what is kept of each cluster from one reconcile to the next;
+//   - wiring: controller.go (Reconciler, NewReconciler, Reconcile), watch_*.go, metrics*.go,
+//     scope.go (which clusters this instance manages).
+//
+// totalloss_backups.go (the backups a total loss is restored from) still has its old name.
 package etcdcluster
 
 import (
@@ -84,18 +96,9 @@ type Reconciler struct {
 	PinKey []byte
 
 	renderer *render.Renderer
-	health   *healthTracker
-	events   *eventMemo
-	backoff  *stepBackoff
-	admins   adminCache // etcd clients kept across reconciles (memory_admins.go)
-	// ownWrites: the version of each cluster this operator last wrote, which the cache
-	// must show before a reconcile reads it there (memory_ownwrites.go).
-	ownWrites versionMemo
-	etcdLog   logr.Logger
-	// loss times total losses (observe_totalloss.go); lostBackups keeps what was found
-	// to restore them from (totalloss_backups.go).
-	loss        lossClock
-	lostBackups lostBackupCache
+	etcdLog  logr.Logger
+	// memory is what is kept of each cluster across reconciles (memory.go).
+	*memory
 	// S3Access is what the operator lends to reach a total-loss restore's backups
 	// (--allow-ambient-s3-credentials).
 	S3Access backupstorage.S3Access
@@ -104,21 +107,18 @@ type Reconciler struct {
 	DownloadDir string
 }
 
-// SetupWithManager watches EtcdClusters and the objects they own. Owned pods changing
-// (a process dying, readiness flipping, a node going away) requeue their cluster at once.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// NewReconciler is the reconciler with the settings given (the exported fields of
+// settings; the rest of it is ignored) completed as every reconcile needs them: the
+// member chart, defaults for what is unset, and empty memory. SetupWithManager calls it,
+// and so do tests.
+func NewReconciler(settings Reconciler) (*Reconciler, error) {
 	rd, err := render.New()
 	if err != nil {
-		return fmt.Errorf("load embedded member chart: %w", err)
+		return nil, fmt.Errorf("load embedded member chart: %w", err)
 	}
+	r := settings
 	r.renderer = rd
-	r.health = newHealthTracker()
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
-	r.events = newEventMemo()
-	r.backoff = newStepBackoff()
-	r.etcdLog = mgr.GetLogger().WithName("etcdcluster").WithName("etcd")
+	r.memory = newMemory()
 	r.OperatorImage = operatorimage.Or(r.OperatorImage)
 	if r.Now == nil {
 		r.Now = time.Now
@@ -126,6 +126,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.MinQuorumLossGrace <= 0 {
 		r.MinQuorumLossGrace = DefaultMinQuorumLossGrace
 	}
+	return &r, nil
+}
+
+// SetupWithManager watches EtcdClusters and the objects they own. Owned pods changing
+// (a process dying, readiness flipping, a node going away) requeue their cluster at once.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	built, err := NewReconciler(*r)
+	if err != nil {
+		return err
+	}
+	*r = *built
+	r.etcdLog = mgr.GetLogger().WithName("etcdcluster").WithName("etcd")
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdCluster{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return r.Scope.Manages(o.GetAnnotations())
@@ -146,11 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	var c etcdv1beta2.EtcdCluster
 	if err := r.getCluster(ctx, req.NamespacedName, &c); err != nil { // memory_ownwrites.go
 		if apierrors.IsNotFound(err) {
-			r.ownWrites.forget(req.NamespacedName.String())
-			r.health.forget(req.NamespacedName.String())
-			r.events.forget(req.NamespacedName.String())
-			r.backoff.forget(req.NamespacedName.String())
-			r.admins.forget(req.NamespacedName.String())
+			r.forget(req.NamespacedName.String()) // memory.go
 			forgetClusterMetrics(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -16,7 +16,7 @@ import (
 // (LeavingCordonedNode) or cannot (NoNodeToLeaveTo, one warning); True once it is gone.
 func TestReportCordon(t *testing.T) {
 	rec := record.NewFakeRecorder(20)
-	r := &Reconciler{Recorder: rec, events: newEventMemo()}
+	r := newTestReconciler(t, Reconciler{Recorder: rec})
 	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	report := func(noNode bool, leaveNode ...string) []string {

@@ -14,17 +14,23 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
-// newTestClusterReconciler is the cluster reconciler as SetupWithManager wires it, over
-// the client c and the clock now, without a manager.
-func newTestClusterReconciler(t *testing.T, c client.Client, rec record.EventRecorder, now func() time.Time) *Reconciler {
+// newTestReconciler is NewReconciler(settings), as SetupWithManager builds it, without a
+// manager.
+func newTestReconciler(t *testing.T, settings Reconciler) *Reconciler {
 	t.Helper()
-	rd, err := render.New()
+	r, err := NewReconciler(settings)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Reconciler{Client: c, Scheme: c.Scheme(), Recorder: rec, Now: now,
-		renderer: rd, health: newHealthTracker(), events: newEventMemo(), backoff: newStepBackoff(), OperatorImage: "op:test",
-		PinKey: testPinKey, S3Access: testS3Access}
+	return r
+}
+
+// newTestClusterReconciler is the cluster reconciler over the client c and the clock now,
+// with the test signing key and S3 access.
+func newTestClusterReconciler(t *testing.T, c client.Client, rec record.EventRecorder, now func() time.Time) *Reconciler {
+	t.Helper()
+	return newTestReconciler(t, Reconciler{Client: c, Scheme: c.Scheme(), Recorder: rec, Now: now,
+		OperatorImage: "op:test", PinKey: testPinKey, S3Access: testS3Access})
 }
 
 // testPinKey is the operator's signing key in tests (internal/pinkey in production).
