@@ -209,6 +209,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	r.backoff.succeed(clusterKey(&c), "observe")
 	defer obs.close()
 	obs.status = status
+	status.scope = obs
 	if err := r.ensureBudget(ctx, &c, obs, budget); err != nil { // act_resources.go
 		return r.observeFailed(ctx, &c, err)
 	}
@@ -232,11 +233,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	step := stepKey(action)
 	if delay, backingOff := r.backoff.wait(clusterKey(&c), step, c.Generation, r.Now()); backingOff {
 		lg.V(1).Info("step backing off", "action", action.String(), "retryIn", delay.String())
-		r.applySummary(&c, obs, summary, action)
-		r.reportPods(&c, obs, r.Now().UTC().Format(timeFormat))
-		r.reportSpace(&c, obs, r.Now().UTC().Format(timeFormat))
-		r.reportCordon(&c, obs, r.Now().UTC().Format(timeFormat))  // status_cordon.go
-		r.reportFork(&c, action, r.Now().UTC().Format(timeFormat)) // status_fork.go
+		obs.planned = &plannedStep{action: action, summary: summary, at: r.Now()} // reported by the deferred flush
 		return ctrl.Result{RequeueAfter: delay}, nil
 	}
 	result, actErr := r.act(ctx, &c, obs, action)
@@ -260,23 +257,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	} else {
 		r.backoff.succeed(clusterKey(&c), step)
 	}
-
-	r.applySummary(&c, obs, summary, action)
-	var refused *notControlledError
-	var refusedStep *refusedError // act_marker.go
-	if errors.As(actErr, &refused) {
-		// The planned step stays undone for as long as the object is there: say why
-		// where the user looks, not only in an event.
-		c.Status.Reason = refused.Error()
-	} else if errors.As(actErr, &refusedStep) {
-		c.Status.Reason = refusedStep.Error()
-	}
-	r.reportPods(&c, obs, now.UTC().Format(timeFormat))
-	r.reportSpace(&c, obs, now.UTC().Format(timeFormat))
-	r.reportCordon(&c, obs, now.UTC().Format(timeFormat))  // status_cordon.go
-	r.reportFork(&c, action, now.UTC().Format(timeFormat)) // status_fork.go
-	r.reportReconciled(&c, etcdv1beta2.ReasonActionFailed, stepErr, false, now.UTC().Format(timeFormat))
-	recordAction(&c, action, actErr, waited)
+	// Reported, and the step counted, by the deferred flush (updateStatus, status.go).
+	obs.planned = &plannedStep{action: action, summary: summary, at: now,
+		ran: true, actErr: actErr, stepErr: stepErr, waited: waited}
 	return result, nil
 }
 

@@ -44,6 +44,21 @@ type observation struct {
 	claimReport *storageReport
 	tlsRefusal  string
 	tlsProgress string
+	// planned is what the reconcile planned and did, once it planned (nil before).
+	planned *plannedStep
+}
+
+// plannedStep is the step a reconcile planned and what became of it, for updateStatus.
+type plannedStep struct {
+	action  planner.Action
+	summary planner.Summary
+	at      time.Time // when the step was judged: skipped for its back-off, or done
+	// ran: the step was tried (false: it still backs off after a failure); actErr is
+	// what it returned, stepErr the failure the Reconciled condition reports (nil when it
+	// succeeded or waits on etcd, waited).
+	ran             bool
+	actErr, stepErr error
+	waited          bool
 }
 
 // close ends the observation. The admin client is not closed: the cache keeps it for

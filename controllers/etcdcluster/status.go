@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,37 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
+
+// updateStatus reports what a reconcile that planned a step found and did, in one
+// sequence for every path: the planner's summary and conditions, then the conditions read
+// off the pods, etcd's space and alarms, cordoned nodes and a fork, and, when the step
+// ran, the Reconciled condition and the step's metrics. The status writer's deferred
+// flush calls it; a reconcile that stopped before planning reports through the
+// Reconciled condition alone (observeFailed, refuseSpec, flush).
+func (r *Reconciler) updateStatus(c *etcdv1beta2.EtcdCluster, o *observation) {
+	p := o.planned
+	now := p.at.UTC().Format(timeFormat)
+	r.applySummary(c, o, p.summary, p.action)
+	if p.ran {
+		var refused *notControlledError
+		var refusedStep *refusedError // act_marker.go
+		if errors.As(p.actErr, &refused) {
+			// The planned step stays undone for as long as the object is there: say why
+			// where the user looks, not only in an event.
+			c.Status.Reason = refused.Error()
+		} else if errors.As(p.actErr, &refusedStep) {
+			c.Status.Reason = refusedStep.Error()
+		}
+	}
+	r.reportPods(c, o, now)
+	r.reportSpace(c, o, now)
+	r.reportCordon(c, o, now)      // status_cordon.go
+	r.reportFork(c, p.action, now) // status_fork.go
+	if p.ran {
+		r.reportReconciled(c, etcdv1beta2.ReasonActionFailed, p.stepErr, false, now)
+		recordAction(c, p.action, p.actErr, p.waited)
+	}
+}
 
 // applySummary copies the planner's summary into the CoreOS-shaped status, keeping
 // condition transition times stable and emitting an event when a condition flips.
