@@ -41,18 +41,21 @@ func (m *memory) forget(key string) {
 	m.lostBackups.forgetCluster(key)
 }
 
-// ofCluster reports whether k, a key of namespace/name/UID, belongs to cluster (namespace/name).
-func ofCluster(k, cluster string) bool { return strings.HasPrefix(k, cluster+"/") }
+// deleteCluster deletes from m the keys of cluster (namespace/name) that go on with a
+// "/" and more (a UID, a condition type).
+func deleteCluster[V any](m map[string]V, cluster string) {
+	for k := range m {
+		if strings.HasPrefix(k, cluster+"/") {
+			delete(m, k)
+		}
+	}
+}
 
 // forgetCluster drops the loss of every UID of cluster (namespace/name).
 func (l *lossClock) forgetCluster(cluster string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for k := range l.since {
-		if ofCluster(k, cluster) {
-			delete(l.since, k)
-		}
-	}
+	deleteCluster(l.since, cluster)
 }
 
 // forgetCluster drops the listings and failed choices of every UID of cluster
@@ -60,14 +63,6 @@ func (l *lossClock) forgetCluster(cluster string) {
 func (l *lostBackupCache) forgetCluster(cluster string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for k := range l.listings {
-		if ofCluster(k, cluster) {
-			delete(l.listings, k)
-		}
-	}
-	for k := range l.failures {
-		if ofCluster(k, cluster) {
-			delete(l.failures, k)
-		}
-	}
+	deleteCluster(l.listings, cluster)
+	deleteCluster(l.failures, cluster)
 }

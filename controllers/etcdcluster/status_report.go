@@ -46,11 +46,7 @@ func (m *eventMemo) set(cluster string, t etcdv1beta2.ClusterConditionType, a an
 func (m *eventMemo) forget(cluster string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for k := range m.last {
-		if len(k) > len(cluster) && k[:len(cluster)+1] == cluster+"/" {
-			delete(m.last, k)
-		}
-	}
+	deleteCluster(m.last, cluster) // keys namespace/name/condition type (memory.go)
 }
 
 // announce emits a warning when a failure appears or changes (failKey not empty), and a
