@@ -44,7 +44,7 @@ func alarmCond(t *testing.T, c *etcdv1beta2.EtcdCluster, typ etcdv1beta2.Cluster
 func TestReportAlarms(t *testing.T) {
 	rec := record.NewFakeRecorder(20)
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r := &Reconciler{Recorder: rec, Now: func() time.Time { return clock }}
+	r := newTestReconciler(t, Reconciler{Recorder: rec, Now: func() time.Time { return clock }})
 	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "alarms"}}
 	members := []etcdadmin.Member{{ID: 0xa1, Name: "alarms-a"}, {ID: 0xb2, Name: "alarms-b"}}
 	report := func(known bool, alarms ...etcdadmin.Alarm) []string {

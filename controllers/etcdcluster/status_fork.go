@@ -1,28 +1,32 @@
 package etcdcluster
 
 import (
-	corev1 "k8s.io/api/core/v1"
-
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 )
 
-// reportFork sets the Forked condition from the plan: True while the planner waits on a
-// fork (planner.DetectFork past planner.ForkSettle), with a warning event when it turns
-// True; False once the members agree again. Absent until a fork was first seen; a
-// disagreement still settling (MembershipUnsettled) leaves it as it is.
+// reportFork sets the Forked condition from the plan (forkedCondition); absent until a
+// fork was first seen.
 func (r *Reconciler) reportFork(c *etcdv1beta2.EtcdCluster, a planner.Action, now string) {
+	if u, ok := forkedCondition(a, findCondition(c, etcdv1beta2.ClusterConditionForked) != nil); ok {
+		r.setCondition(c, u, now)
+	}
+}
+
+// forkedCondition is Forked: True while the planner waits on a fork (planner.DetectFork
+// past planner.ForkSettle), a failure announced once; False once the members agree
+// again, when the condition exists (had). A disagreement still settling
+// (MembershipUnsettled), or a paused cluster, leaves it as it is (ok false).
+func forkedCondition(a planner.Action, had bool) (conditionUpdate, bool) {
 	switch {
 	case a.Kind == planner.Wait && a.Reason == etcdv1beta2.ReasonForked:
-		flipped, added := updateCondition(c, etcdv1beta2.ClusterConditionForked, true, etcdv1beta2.ReasonForked, a.Message, now)
-		if flipped || added {
-			r.Recorder.Event(c, corev1.EventTypeWarning, etcdv1beta2.ReasonForked, a.Message)
-		}
+		return conditionUpdate{Type: etcdv1beta2.ClusterConditionForked, Status: true, Reason: etcdv1beta2.ReasonForked, Message: a.Message,
+			Fail: etcdv1beta2.ReasonForked}, true
 	case a.Kind == planner.Wait && (a.Reason == etcdv1beta2.ReasonMembershipUnsettled || a.Reason == etcdv1beta2.ReasonPaused):
-	case findCondition(c, etcdv1beta2.ClusterConditionForked) != nil: // status_alarms.go
-		msg := "every answering member agrees on the cluster ID and the membership"
-		if flipped, _ := updateCondition(c, etcdv1beta2.ClusterConditionForked, false, etcdv1beta2.ReasonNotForked, msg, now); flipped {
-			r.Recorder.Event(c, corev1.EventTypeNormal, etcdv1beta2.ReasonNotForked, msg)
-		}
+		return conditionUpdate{}, false
+	case had:
+		return conditionUpdate{Type: etcdv1beta2.ClusterConditionForked, Reason: etcdv1beta2.ReasonNotForked,
+			Message: "every answering member agrees on the cluster ID and the membership", Recovered: true}, true
 	}
+	return conditionUpdate{}, false
 }

@@ -52,7 +52,7 @@ func TestForkObservedAndReported(t *testing.T) {
 		return out
 	}
 	rec := record.NewFakeRecorder(10)
-	r := &Reconciler{Recorder: rec, PinKey: testPinKey}
+	r := newTestReconciler(t, Reconciler{Recorder: rec, PinKey: testPinKey})
 	j := joiner{health: newHealthTracker(), key: "ns/c", nodeReady: func(string) bool { return true }}
 	plan := func(at time.Time, forked bool) planner.Action {
 		t.Helper()

@@ -49,24 +49,6 @@ func (m *eventMemo) forget(cluster string) {
 	deleteCluster(m.last, cluster) // keys namespace/name/condition type (memory.go)
 }
 
-// announce emits a warning when a failure appears or changes (failKey not empty), and a
-// normal event when an announced failure is over (recovered). States in between, such
-// as a crash-looping container restarting, neither repeat nor end the announcement.
-func (r *Reconciler) announce(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionType, failKey string, recovered bool, reason, msg string) {
-	cluster := clusterKey(c)
-	prev, _ := r.events.get(cluster, t)
-	switch {
-	case failKey != "":
-		if prev.key != failKey {
-			r.Recorder.Event(c, corev1.EventTypeWarning, reason, msg)
-			r.events.set(cluster, t, announced{key: failKey})
-		}
-	case recovered && prev.key != "":
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, reason, "%s=True: %s", t, msg)
-		r.events.set(cluster, t, announced{})
-	}
-}
-
 func clusterKey(c *etcdv1beta2.EtcdCluster) string { return c.Namespace + "/" + c.Name }
 
 // reportPods sets the conditions read off the member pods.
@@ -75,16 +57,23 @@ func (r *Reconciler) reportPods(c *etcdv1beta2.EtcdCluster, o *observation, now 
 	r.reportSpecApplied(c, o, now)
 }
 
-// reportPodsHealth sets PodsHealthy from the member pods: which of them cannot run etcd,
-// and why, as the scheduler and kubelet say.
+// reportPodsHealth sets PodsHealthy from the member pods.
 func (r *Reconciler) reportPodsHealth(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, warnings map[string]*kubeletWarning, now string) {
+	r.setCondition(c, podsHealthyCondition(pods, warnings), now)
+}
+
+// podsHealthyCondition is PodsHealthy: which member pods cannot run etcd, and why, as
+// the scheduler and kubelet say (podsHealth). A failure is announced once per set of
+// failing pods and reasons; it is over once every pod is Ready, not when a crash-looping
+// container merely runs again for a while.
+func podsHealthyCondition(pods map[string]*corev1.Pod, warnings map[string]*kubeletWarning) conditionUpdate {
 	h := podsHealth(pods, warnings)
-	updateCondition(c, etcdv1beta2.ClusterConditionPodsHealthy, h.Status, h.Reason, h.Message, now)
-	failKey := ""
+	u := conditionUpdate{Type: etcdv1beta2.ClusterConditionPodsHealthy, Status: h.Status, Reason: h.Reason, Message: h.Message,
+		Recovered: h.Status && allPodsReady(pods)}
 	if h.Failing {
-		failKey = h.EventKey
+		u.Fail = h.EventKey
 	}
-	r.announce(c, etcdv1beta2.ClusterConditionPodsHealthy, failKey, h.Status && allPodsReady(pods), h.Reason, h.Message)
+	return u
 }
 
 // reasonError carries the condition reason of an error that ends a reconcile early.
@@ -105,24 +94,26 @@ func reconcileFailureReason(err error) string {
 	return etcdv1beta2.ReasonObserveFailed
 }
 
-// reportReconciled sets the Reconciled condition: True after a successful step, False
-// with the error otherwise. announce says whether an event is due from here (a failed
-// action has its own ActionFailed event at each attempt).
+// reportReconciled sets the Reconciled condition (reconciledCondition).
 func (r *Reconciler) reportReconciled(c *etcdv1beta2.EtcdCluster, reason string, err error, announceIt bool, now string) {
+	r.setCondition(c, reconciledCondition(reason, err, announceIt), now)
+}
+
+// reconciledCondition is Reconciled: True after a successful step, False with the error
+// otherwise. announceIt says whether the failure's event is due from here; a failed
+// action has its own ActionFailed event at each attempt, and is only remembered so that
+// its end is announced.
+func reconciledCondition(reason string, err error, announceIt bool) conditionUpdate {
 	if err == nil {
-		updateCondition(c, etcdv1beta2.ClusterConditionReconciled, true, etcdv1beta2.ReasonReconciled, "the cluster was observed and the last step succeeded", now)
-		r.announce(c, etcdv1beta2.ClusterConditionReconciled, "", true, etcdv1beta2.ReasonReconciled,
-			"the operator observes the cluster and its steps succeed again")
-		return
+		return conditionUpdate{Type: etcdv1beta2.ClusterConditionReconciled, Status: true, Reason: etcdv1beta2.ReasonReconciled,
+			Message: "the cluster was observed and the last step succeeded", Recovered: true,
+			EventMessage: "the operator observes the cluster and its steps succeed again"}
 	}
 	msg := cut(err.Error(), maxHealthMessage)
-	updateCondition(c, etcdv1beta2.ClusterConditionReconciled, false, reason, msg, now)
-	if announceIt {
-		r.announce(c, etcdv1beta2.ClusterConditionReconciled, reason+": "+msg, false, reason, msg)
-	} else {
-		// Announced by the caller; remembered so that the recovery is announced.
-		r.events.set(clusterKey(c), etcdv1beta2.ClusterConditionReconciled, announced{key: reason})
+	if !announceIt {
+		return conditionUpdate{Type: etcdv1beta2.ClusterConditionReconciled, Reason: reason, Message: msg, Fail: reason, announcedByCaller: true}
 	}
+	return conditionUpdate{Type: etcdv1beta2.ClusterConditionReconciled, Reason: reason, Message: msg, Fail: reason + ": " + msg}
 }
 
 // observeFailed reports an error that stopped the reconcile before any step (services,
@@ -154,8 +145,8 @@ func (r *Reconciler) refuseSpec(c *etcdv1beta2.EtcdCluster, reason, msg string) 
 	}
 	c.Status.Phase = etcdv1beta2.ClusterPhaseFailed
 	c.Status.Reason = msg
-	r.setCondition(c, etcdv1beta2.ClusterConditionAvailable, conditionTrue(c, etcdv1beta2.ClusterConditionAvailable),
-		reason, msg, r.Now().UTC().Format(timeFormat))
+	r.setCondition(c, conditionUpdate{Type: etcdv1beta2.ClusterConditionAvailable,
+		Status: conditionTrue(c, etcdv1beta2.ClusterConditionAvailable), Reason: reason, Message: msg}, r.Now().UTC().Format(timeFormat))
 	return ctrl.Result{}, nil
 }
 

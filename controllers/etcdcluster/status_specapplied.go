@@ -326,9 +326,16 @@ func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*cor
 	}
 }
 
-// reportSpecApplied sets SpecApplied, with one event per new set of unapplied fields.
+// reportSpecApplied sets SpecApplied (specAppliedConditionOf).
 func (r *Reconciler) reportSpecApplied(c *etcdv1beta2.EtcdCluster, o *observation, now string) {
-	s := specApplied(c, r.ClusterDomain, o.pods, o.claimReport)
+	r.setCondition(c, specAppliedConditionOf(c, r.ClusterDomain, o), now)
+}
+
+// specAppliedConditionOf is SpecApplied: whether the member pods run the current spec
+// (specApplied), or a refused TLS change, or the step of turning TLS on that runs; one
+// event per new set of unapplied fields.
+func specAppliedConditionOf(c *etcdv1beta2.EtcdCluster, domain string, o *observation) conditionUpdate {
+	s := specApplied(c, domain, o.pods, o.claimReport)
 	if msg := o.tlsRefusal; msg != "" && !s.Status {
 		s = specAppliedReport{Reason: etcdv1beta2.ReasonTLSChangeRefused, Message: cut(msg, maxHealthMessage), EventKey: etcdv1beta2.ReasonTLSChangeRefused + ":" + msg}
 	} else if msg := o.tlsProgress; msg != "" {
@@ -336,10 +343,9 @@ func (r *Reconciler) reportSpecApplied(c *etcdv1beta2.EtcdCluster, o *observatio
 		// the members are not on TLS until the last step is through.
 		s = specAppliedReport{Reason: etcdv1beta2.ReasonRollingOut, Message: cut(msg, maxHealthMessage)}
 	}
-	updateCondition(c, etcdv1beta2.ClusterConditionSpecApplied, s.Status, s.Reason, s.Message, now)
-	failKey := ""
+	u := conditionUpdate{Type: etcdv1beta2.ClusterConditionSpecApplied, Status: s.Status, Reason: s.Reason, Message: s.Message, Recovered: s.Status}
 	if !s.Status {
-		failKey = s.EventKey
+		u.Fail = s.EventKey
 	}
-	r.announce(c, etcdv1beta2.ClusterConditionSpecApplied, failKey, s.Status, s.Reason, s.Message)
+	return u
 }
