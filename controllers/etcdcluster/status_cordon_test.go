@@ -50,3 +50,31 @@ func TestReportCordon(t *testing.T) {
 		t.Fatalf("gone: events %v, condition %+v", evs, cond())
 	}
 }
+
+func TestCordonCondition(t *testing.T) {
+	obs := func(noNode bool, leave ...string) *observation {
+		o := &observation{}
+		o.planner.NoNodeToLeaveTo = noNode
+		for i, n := range leave {
+			o.planner.Pods = append(o.planner.Pods, planner.Pod{Name: "c-" + string(rune('a'+i)), Drift: planner.Drift{LeaveNode: n}})
+		}
+		return o
+	}
+	for _, tc := range []struct {
+		name      string
+		o         *observation
+		status    bool
+		reason    string
+		fail      string
+		recovered bool
+	}{
+		{"none on a cordoned node", obs(false), true, etcdv1beta2.ReasonNoMemberOnCordonedNode, "", true},
+		{"leaving", obs(false, "n1"), false, etcdv1beta2.ReasonLeavingCordonedNode, "", false},
+		{"stuck", obs(true, "n1", "n2"), false, etcdv1beta2.ReasonNoNodeToLeaveTo, "NoNodeToLeaveTo:c-a (node n1),c-b (node n2)", false},
+	} {
+		u := cordonCondition(tc.o)
+		if u.Type != etcdv1beta2.ClusterConditionOffCordonedNodes || u.Status != tc.status || u.Reason != tc.reason || u.Fail != tc.fail || u.Recovered != tc.recovered {
+			t.Errorf("%s: %+v", tc.name, u)
+		}
+	}
+}

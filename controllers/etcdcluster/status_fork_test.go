@@ -91,3 +91,29 @@ func TestForkObservedAndReported(t *testing.T) {
 		t.Errorf("after the members agree again: %+v", cond)
 	}
 }
+
+func TestForkedCondition(t *testing.T) {
+	wait := func(reason string) planner.Action {
+		return planner.Action{Kind: planner.Wait, Reason: reason, Message: "m"}
+	}
+	for _, tc := range []struct {
+		name      string
+		a         planner.Action
+		had       bool
+		ok        bool
+		status    bool
+		fail      string
+		recovered bool
+	}{
+		{"forked", wait(etcdv1beta2.ReasonForked), false, true, true, etcdv1beta2.ReasonForked, false},
+		{"still settling", wait(etcdv1beta2.ReasonMembershipUnsettled), true, false, false, "", false},
+		{"paused", wait(etcdv1beta2.ReasonPaused), true, false, false, "", false},
+		{"agreeing again", planner.Action{Kind: planner.Done}, true, true, false, "", true},
+		{"never forked", planner.Action{Kind: planner.Done}, false, false, false, "", false},
+	} {
+		u, ok := forkedCondition(tc.a, tc.had)
+		if ok != tc.ok || ok && (u.Type != etcdv1beta2.ClusterConditionForked || u.Status != tc.status || u.Fail != tc.fail || u.Recovered != tc.recovered) {
+			t.Errorf("%s: %+v, %v", tc.name, u, ok)
+		}
+	}
+}

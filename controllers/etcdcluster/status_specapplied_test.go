@@ -188,3 +188,28 @@ func TestReconcileReportsSpecAppliedToNewMembersOnly(t *testing.T) {
 		t.Errorf("the member pod was changed or replaced by a spec change that applies to new members only")
 	}
 }
+
+func TestSpecAppliedConditionOf(t *testing.T) {
+	c := &etcdv1beta2.EtcdCluster{Spec: etcdv1beta2.EtcdClusterSpec{Size: 1, Version: "3.6.16"}}
+	for _, tc := range []struct {
+		name      string
+		o         *observation
+		status    bool
+		reason    string
+		fail      string
+		recovered bool
+	}{
+		{"applied", &observation{}, true, etcdv1beta2.ReasonSpecApplied, "", true},
+		{"TLS change refused, but nothing else stale", &observation{tlsRefusal: "no"}, true, etcdv1beta2.ReasonSpecApplied, "", true},
+		{"claims growing", &observation{claimReport: &storageReport{Reason: etcdv1beta2.ReasonClaimsExpanding, Message: "1 of 2"}},
+			false, etcdv1beta2.ReasonClaimsExpanding, "", false},
+		{"TLS change refused", &observation{tlsRefusal: "no", claimReport: &storageReport{Reason: etcdv1beta2.ReasonClaimsExpanding}},
+			false, etcdv1beta2.ReasonTLSChangeRefused, etcdv1beta2.ReasonTLSChangeRefused + ":no", false},
+		{"turning TLS on", &observation{tlsProgress: "step 1 of 3"}, false, etcdv1beta2.ReasonRollingOut, "", false},
+	} {
+		u := specAppliedConditionOf(c, "cluster.local", tc.o)
+		if u.Type != etcdv1beta2.ClusterConditionSpecApplied || u.Status != tc.status || u.Reason != tc.reason || u.Fail != tc.fail || u.Recovered != tc.recovered {
+			t.Errorf("%s: %+v", tc.name, u)
+		}
+	}
+}
