@@ -13,7 +13,7 @@ import "strings"
 // namespace/name/UID, so that a cluster recreated under the same name starts afresh.
 type memory struct {
 	health  *healthTracker // since when each pod or member is unhealthy (memory_health.go)
-	events  *eventMemo     // what each condition last announced (status_report.go)
+	events  *eventMemo     // what each condition last announced (memory_events.go)
 	backoff *stepBackoff   // the step that failed last, and its delay (memory_backoff.go)
 	admins  adminCache     // etcd clients kept across reconciles (memory_admins.go)
 	// ownWrites: the version of each cluster this operator last wrote, which the cache
