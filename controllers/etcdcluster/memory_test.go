@@ -7,13 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/record"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
 // mapEntries counts the entries of every map in v, by the path of fields that leads to
@@ -56,15 +50,13 @@ func remember(t *testing.T, m *memory, cluster, uid string, now time.Time) {
 // reconciled, whatever part of the memory it filled; another cluster's memory, even one
 // whose name starts with the deleted one's, is kept.
 func TestDeletedClusterIsForgotten(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := statusCluster("gone", "3.6.16")
-	fc := fake.NewClientBuilder().WithScheme(fixture.Scheme()).WithObjects(c).Build()
-	r := newTestClusterReconciler(t, fc, record.NewFakeRecorder(10), func() time.Time { return now })
-	remember(t, r.memory, clusterKey(c), string(c.UID), now)
-	remember(t, r.memory, clusterKey(c)+"-2", "uid-other", now)
+	f := newClusterFixture(t, nil, c)
+	remember(t, f.r.memory, clusterKey(c), string(c.UID), f.now)
+	remember(t, f.r.memory, clusterKey(c)+"-2", "uid-other", f.now)
 
 	filled := map[string]int{}
-	mapEntries("memory", reflect.ValueOf(r.memory), filled)
+	mapEntries("memory", reflect.ValueOf(f.r.memory), filled)
 	for part, n := range filled {
 		if n != 2 {
 			t.Errorf("%s: %d entries before the deletion, want this test to fill it for both clusters", part, n)
@@ -74,14 +66,12 @@ func TestDeletedClusterIsForgotten(t *testing.T) {
 		t.Fatalf("memory has %d maps (%v); the walk missed some", len(filled), filled)
 	}
 
-	if err := fc.Delete(context.Background(), c); err != nil {
+	if err := f.c.Delete(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)}); err != nil {
-		t.Fatal(err)
-	}
+	f.reconcile(t, c.Name)
 	left := map[string]int{}
-	mapEntries("memory", reflect.ValueOf(r.memory), left)
+	mapEntries("memory", reflect.ValueOf(f.r.memory), left)
 	for part, n := range left {
 		if n != 1 {
 			t.Errorf("%s: %d entries after the deletion, want only the other cluster's", part, n)

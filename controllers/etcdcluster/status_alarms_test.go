@@ -157,26 +157,19 @@ func TestSpaceMetrics(t *testing.T) {
 
 func TestAlarmConditionOf(t *testing.T) {
 	members := []etcdadmin.Member{{ID: 0xa1, Name: "m-a"}}
-	noSpace := etcdadmin.Alarm{MemberID: 0xa1, Type: etcdadmin.AlarmNoSpace}
+	raised := spaceObservation{alarms: []etcdadmin.Alarm{{MemberID: 0xa1, Type: etcdadmin.AlarmNoSpace}}}
+	const typ = etcdv1beta2.ClusterConditionSpaceAvailable
 	for _, tc := range []struct {
-		name         string
-		o            *observation
-		status       bool
-		reason, fail string
-		eventReason  string
-		recovered    bool
+		name string
+		o    *observation
+		want conditionUpdate
 	}{
-		{"no alarm", &observation{members: members}, true, etcdv1beta2.ReasonNoAlarm, "", "", true},
-		{"raised", &observation{members: members, space: spaceObservation{alarms: []etcdadmin.Alarm{noSpace}}},
-			false, etcdv1beta2.ReasonNoSpaceAlarm, "member m-a (ID a1)", etcdv1beta2.ReasonNoSpaceAlarm, false},
-		{"remediating", &observation{members: members, space: spaceObservation{alarms: []etcdadmin.Alarm{noSpace}},
-			noSpaceReason: "Compacting", noSpaceMessage: "compacting"},
-			false, "Compacting", "member m-a (ID a1)", etcdv1beta2.ReasonNoSpaceAlarm, false},
+		{"no alarm", &observation{members: members}, conditionUpdate{Type: typ, Status: true, Reason: etcdv1beta2.ReasonNoAlarm, Recovered: true}},
+		{"raised", &observation{members: members, space: raised},
+			conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonNoSpaceAlarm, Fail: "member m-a (ID a1)", EventReason: etcdv1beta2.ReasonNoSpaceAlarm}},
+		{"remediating", &observation{members: members, space: raised, noSpaceReason: "Compacting", noSpaceMessage: "compacting"},
+			conditionUpdate{Type: typ, Reason: "Compacting", Fail: "member m-a (ID a1)", EventReason: etcdv1beta2.ReasonNoSpaceAlarm}},
 	} {
-		u := alarmConditionOf(alarmConditions[0], tc.o)
-		if u.Type != etcdv1beta2.ClusterConditionSpaceAvailable || u.Status != tc.status || u.Reason != tc.reason ||
-			u.Fail != tc.fail || u.EventReason != tc.eventReason || u.Recovered != tc.recovered {
-			t.Errorf("%s: %+v", tc.name, u)
-		}
+		wantUpdate(t, tc.name, alarmConditionOf(alarmConditions[0], tc.o), tc.want)
 	}
 }

@@ -60,21 +60,16 @@ func TestCordonCondition(t *testing.T) {
 		}
 		return o
 	}
+	const typ = etcdv1beta2.ClusterConditionOffCordonedNodes
 	for _, tc := range []struct {
-		name      string
-		o         *observation
-		status    bool
-		reason    string
-		fail      string
-		recovered bool
+		name string
+		o    *observation
+		want conditionUpdate
 	}{
-		{"none on a cordoned node", obs(false), true, etcdv1beta2.ReasonNoMemberOnCordonedNode, "", true},
-		{"leaving", obs(false, "n1"), false, etcdv1beta2.ReasonLeavingCordonedNode, "", false},
-		{"stuck", obs(true, "n1", "n2"), false, etcdv1beta2.ReasonNoNodeToLeaveTo, "NoNodeToLeaveTo:c-a (node n1),c-b (node n2)", false},
+		{"none on a cordoned node", obs(false), conditionUpdate{Type: typ, Status: true, Reason: etcdv1beta2.ReasonNoMemberOnCordonedNode, Recovered: true}},
+		{"leaving", obs(false, "n1"), conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonLeavingCordonedNode}},
+		{"stuck", obs(true, "n1", "n2"), conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonNoNodeToLeaveTo, Fail: "NoNodeToLeaveTo:c-a (node n1),c-b (node n2)"}},
 	} {
-		u := cordonCondition(tc.o)
-		if u.Type != etcdv1beta2.ClusterConditionOffCordonedNodes || u.Status != tc.status || u.Reason != tc.reason || u.Fail != tc.fail || u.Recovered != tc.recovered {
-			t.Errorf("%s: %+v", tc.name, u)
-		}
+		wantUpdate(t, tc.name, cordonCondition(tc.o), tc.want)
 	}
 }

@@ -96,24 +96,24 @@ func TestForkedCondition(t *testing.T) {
 	wait := func(reason string) planner.Action {
 		return planner.Action{Kind: planner.Wait, Reason: reason, Message: "m"}
 	}
+	const typ = etcdv1beta2.ClusterConditionForked
 	for _, tc := range []struct {
-		name      string
-		a         planner.Action
-		had       bool
-		ok        bool
-		status    bool
-		fail      string
-		recovered bool
+		name string
+		a    planner.Action
+		had  bool
+		want *conditionUpdate // nil: the condition is left as it is
 	}{
-		{"forked", wait(etcdv1beta2.ReasonForked), false, true, true, etcdv1beta2.ReasonForked, false},
-		{"still settling", wait(etcdv1beta2.ReasonMembershipUnsettled), true, false, false, "", false},
-		{"paused", wait(etcdv1beta2.ReasonPaused), true, false, false, "", false},
-		{"agreeing again", planner.Action{Kind: planner.Done}, true, true, false, "", true},
-		{"never forked", planner.Action{Kind: planner.Done}, false, false, false, "", false},
+		{"forked", wait(etcdv1beta2.ReasonForked), false, &conditionUpdate{Type: typ, Status: true, Reason: etcdv1beta2.ReasonForked, Fail: etcdv1beta2.ReasonForked}},
+		{"still settling", wait(etcdv1beta2.ReasonMembershipUnsettled), true, nil},
+		{"paused", wait(etcdv1beta2.ReasonPaused), true, nil},
+		{"agreeing again", planner.Action{Kind: planner.Done}, true, &conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonNotForked, Recovered: true}},
+		{"never forked", planner.Action{Kind: planner.Done}, false, nil},
 	} {
 		u, ok := forkedCondition(tc.a, tc.had)
-		if ok != tc.ok || ok && (u.Type != etcdv1beta2.ClusterConditionForked || u.Status != tc.status || u.Fail != tc.fail || u.Recovered != tc.recovered) {
-			t.Errorf("%s: %+v, %v", tc.name, u, ok)
+		if ok != (tc.want != nil) {
+			t.Errorf("%s: set %v, want %v", tc.name, ok, tc.want != nil)
+		} else if ok {
+			wantUpdate(t, tc.name, u, *tc.want)
 		}
 	}
 }

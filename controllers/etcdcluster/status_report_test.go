@@ -16,22 +16,22 @@ func TestPodsHealthyCondition(t *testing.T) {
 		p.Status.ContainerStatuses[0].Ready = true
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
 	})
+	const typ = etcdv1beta2.ClusterConditionPodsHealthy
 	for _, tc := range []struct {
-		name      string
-		pods      map[string]*corev1.Pod
-		status    bool
-		reason    string
-		failing   bool
-		recovered bool
+		name string
+		pod  *corev1.Pod // nil: none
+		want conditionUpdate
 	}{
-		{"no pods", nil, false, etcdv1beta2.ReasonNoPods, false, false},
-		{"crash loop", map[string]*corev1.Pod{"a": podWith("a", etcdState(waiting("CrashLoopBackOff", "back-off 1s"), crashed))}, false, "CrashLoopBackOff", true, false},
-		{"creating again", map[string]*corev1.Pod{"a": podWith("a", etcdState(waiting("ContainerCreating", ""), crashed))}, false, etcdv1beta2.ReasonPodsStarting, false, false},
-		{"ready", map[string]*corev1.Pod{"a": ready}, true, etcdv1beta2.ReasonPodsRunning, false, true},
+		{"no pods", nil, conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonNoPods}},
+		{"crash loop", podWith("a", etcdState(waiting("CrashLoopBackOff", "back-off 1s"), crashed)),
+			conditionUpdate{Type: typ, Reason: "CrashLoopBackOff", Fail: "CrashLoopBackOff a=CrashLoopBackOff"}},
+		{"creating again", podWith("a", etcdState(waiting("ContainerCreating", ""), crashed)), conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonPodsStarting}},
+		{"ready", ready, conditionUpdate{Type: typ, Status: true, Reason: etcdv1beta2.ReasonPodsRunning, Recovered: true}},
 	} {
-		u := podsHealthyCondition(tc.pods, nil)
-		if u.Type != etcdv1beta2.ClusterConditionPodsHealthy || u.Status != tc.status || u.Reason != tc.reason || (u.Fail != "") != tc.failing || u.Recovered != tc.recovered {
-			t.Errorf("%s: %+v", tc.name, u)
+		pods := map[string]*corev1.Pod{}
+		if tc.pod != nil {
+			pods["a"] = tc.pod
 		}
+		wantUpdate(t, tc.name, podsHealthyCondition(pods, nil), tc.want)
 	}
 }

@@ -191,25 +191,21 @@ func TestReconcileReportsSpecAppliedToNewMembersOnly(t *testing.T) {
 
 func TestSpecAppliedConditionOf(t *testing.T) {
 	c := &etcdv1beta2.EtcdCluster{Spec: etcdv1beta2.EtcdClusterSpec{Size: 1, Version: "3.6.16"}}
+	growing := &storageReport{Reason: etcdv1beta2.ReasonClaimsExpanding, Message: "1 of 2"}
+	const typ = etcdv1beta2.ClusterConditionSpecApplied
+	applied := conditionUpdate{Type: typ, Status: true, Reason: etcdv1beta2.ReasonSpecApplied, Recovered: true}
 	for _, tc := range []struct {
-		name      string
-		o         *observation
-		status    bool
-		reason    string
-		fail      string
-		recovered bool
+		name string
+		o    *observation
+		want conditionUpdate
 	}{
-		{"applied", &observation{}, true, etcdv1beta2.ReasonSpecApplied, "", true},
-		{"TLS change refused, but nothing else stale", &observation{tlsRefusal: "no"}, true, etcdv1beta2.ReasonSpecApplied, "", true},
-		{"claims growing", &observation{claimReport: &storageReport{Reason: etcdv1beta2.ReasonClaimsExpanding, Message: "1 of 2"}},
-			false, etcdv1beta2.ReasonClaimsExpanding, "", false},
-		{"TLS change refused", &observation{tlsRefusal: "no", claimReport: &storageReport{Reason: etcdv1beta2.ReasonClaimsExpanding}},
-			false, etcdv1beta2.ReasonTLSChangeRefused, etcdv1beta2.ReasonTLSChangeRefused + ":no", false},
-		{"turning TLS on", &observation{tlsProgress: "step 1 of 3"}, false, etcdv1beta2.ReasonRollingOut, "", false},
+		{"applied", &observation{}, applied},
+		{"TLS change refused, nothing stale", &observation{tlsRefusal: "no"}, applied},
+		{"claims growing", &observation{claimReport: growing}, conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonClaimsExpanding}},
+		{"TLS change refused", &observation{tlsRefusal: "no", claimReport: growing},
+			conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonTLSChangeRefused, Fail: etcdv1beta2.ReasonTLSChangeRefused + ":no"}},
+		{"turning TLS on", &observation{tlsProgress: "step 1 of 3"}, conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonRollingOut}},
 	} {
-		u := specAppliedConditionOf(c, "cluster.local", tc.o)
-		if u.Type != etcdv1beta2.ClusterConditionSpecApplied || u.Status != tc.status || u.Reason != tc.reason || u.Fail != tc.fail || u.Recovered != tc.recovered {
-			t.Errorf("%s: %+v", tc.name, u)
-		}
+		wantUpdate(t, tc.name, specAppliedConditionOf(c, "cluster.local", tc.o), tc.want)
 	}
 }

@@ -91,21 +91,27 @@ func TestPlannerCondition(t *testing.T) {
 }
 
 func TestReconciledCondition(t *testing.T) {
+	const typ = etcdv1beta2.ClusterConditionReconciled
 	for _, tc := range []struct {
 		name       string
 		err        error
 		announceIt bool
 		want       conditionUpdate
 	}{
-		{"succeeded", nil, false, conditionUpdate{Status: true, Reason: etcdv1beta2.ReasonReconciled, Recovered: true}},
-		{"observe failed", errors.New("no pods"), true, conditionUpdate{Reason: "R", Message: "no pods", Fail: "R: no pods"}},
-		{"step failed (its own event)", errors.New("quota"), false, conditionUpdate{Reason: "R", Message: "quota", Fail: "R", announcedByCaller: true}},
+		{"succeeded", nil, false, conditionUpdate{Type: typ, Status: true, Reason: etcdv1beta2.ReasonReconciled, Recovered: true}},
+		{"observe failed", errors.New("no pods"), true, conditionUpdate{Type: typ, Reason: "R", Fail: "R: no pods"}},
+		{"step failed (its own event)", errors.New("quota"), false, conditionUpdate{Type: typ, Reason: "R", Fail: "R", announcedByCaller: true}},
 	} {
-		u := reconciledCondition("R", tc.err, tc.announceIt)
-		if u.Type != etcdv1beta2.ClusterConditionReconciled || u.Status != tc.want.Status || u.Reason != tc.want.Reason ||
-			u.Fail != tc.want.Fail || u.Recovered != tc.want.Recovered || u.announcedByCaller != tc.want.announcedByCaller ||
-			tc.want.Message != "" && u.Message != tc.want.Message {
-			t.Errorf("%s: %+v, want %+v", tc.name, u, tc.want)
-		}
+		wantUpdate(t, tc.name, reconciledCondition("R", tc.err, tc.announceIt), tc.want)
+	}
+}
+
+// wantUpdate fails the test unless got says what want says of the condition and its
+// event: Type, Status, Reason, Fail, Recovered, EventReason and announcedByCaller.
+func wantUpdate(t *testing.T, name string, got, want conditionUpdate) {
+	t.Helper()
+	if got.Type != want.Type || got.Status != want.Status || got.Reason != want.Reason || got.Fail != want.Fail ||
+		got.Recovered != want.Recovered || got.EventReason != want.EventReason || got.announcedByCaller != want.announcedByCaller {
+		t.Errorf("%s: %+v, want %+v", name, got, want)
 	}
 }
