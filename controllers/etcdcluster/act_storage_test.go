@@ -168,18 +168,6 @@ func TestReconcileStorageWithoutClaims(t *testing.T) {
 	}
 }
 
-func drain(rec *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 // A cluster whose claims are at their size reads no StorageClass: an install whose role
 // lacks the right keeps working.
 func TestReconcileStorageAtSizeReadsNoClasses(t *testing.T) {

@@ -17,18 +17,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 )
 
-func drainEvents(rec *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 func alarmCond(t *testing.T, c *etcdv1beta2.EtcdCluster, typ etcdv1beta2.ClusterConditionType) etcdv1beta2.ClusterCondition {
 	t.Helper()
 	cond := findCondition(c, typ)
@@ -51,7 +39,7 @@ func TestReportAlarms(t *testing.T) {
 		clock = clock.Add(time.Minute)
 		o := &observation{members: members, space: spaceObservation{alarmsKnown: known, alarms: alarms}}
 		r.reportAlarms(c, o, clock.Format(timeFormat))
-		return drainEvents(rec)
+		return drain(rec)
 	}
 	noSpace := func(id uint64) etcdadmin.Alarm { return etcdadmin.Alarm{MemberID: id, Type: etcdadmin.AlarmNoSpace} }
 

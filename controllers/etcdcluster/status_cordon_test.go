@@ -28,7 +28,7 @@ func TestReportCordon(t *testing.T) {
 			o.planner.Pods[i].Drift.LeaveNode = n
 		}
 		r.reportCordon(c, o, now.Format(timeFormat))
-		return drainEvents(rec)
+		return drain(rec)
 	}
 	cond := func() *etcdv1beta2.ClusterCondition {
 		return findCondition(c, etcdv1beta2.ClusterConditionOffCordonedNodes)

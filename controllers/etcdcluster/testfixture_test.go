@@ -51,3 +51,16 @@ func signedFor(t *testing.T, c *etcdv1beta2.EtcdCluster, p *corev1.Pod) *corev1.
 	p.Annotations[render.AnnotationMarkerSignature] = pinsign.SignMarker(testPinKey, f)
 	return p
 }
+
+// drain returns the events recorded so far, oldest first, and leaves none.
+func drain(rec *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
