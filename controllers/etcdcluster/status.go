@@ -45,8 +45,8 @@ func (r *Reconciler) updateStatus(c *etcdv1beta2.EtcdCluster, o *observation) {
 	}
 }
 
-// applySummary copies the planner's summary into the CoreOS-shaped status, keeping
-// condition transition times stable and emitting an event when a condition flips.
+// applySummary copies the planner's summary into the CoreOS-shaped status; its
+// conditions go through setCondition (plannerCondition).
 func (r *Reconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *observation, s planner.Summary, a planner.Action) {
 	st := &c.Status
 	now := r.Now().UTC().Format(timeFormat)
