@@ -248,7 +248,7 @@ func runRestore(args []string) int {
 	res, err := restore.Restore(ctx, restore.Options{
 		Store: store, Member: member, Key: objKey, Latest: *src.latest, SHA256: *checksum, Revision: *src.backupRevision,
 		// The operator renders --checks-passed-for-pin only after it verified its own
-		// signature over this pin (controllers/etcdcluster/restorepin.go); even then the
+		// signature over this pin (controllers/etcdcluster/act_restorepin.go); even then the
 		// checks are skipped only if the bytes downloaded hash to the pin.
 		PinVerified: *checksPassed && *checksum != "",
 		Name:        *name, DataDir: *dataDir, PeerURLs: strings.Split(*peerURLs, ","),

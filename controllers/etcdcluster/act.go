@@ -55,9 +55,9 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 	case planner.FixPodImage:
 		err = r.fixPodImage(ctx, c, a)
 	case planner.PatchPodMetadata:
-		err = r.patchPodMetadata(ctx, c, a) // reconfigure.go
+		err = r.patchPodMetadata(ctx, c, a) // act_reconfigure.go
 	case planner.UpdatePeerURL:
-		err = r.updatePeerURL(ctx, c, o, a) // tlsenable.go
+		err = r.updatePeerURL(ctx, c, o, a) // act_tlsenable.go
 	case planner.ForceNewCluster:
 		err = r.startRecovery(ctx, c, o, a)
 	case planner.FinishRecovery:
@@ -65,7 +65,7 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 	case planner.AbortRecovery:
 		err = r.abortRecovery(ctx, c, o, a)
 	case planner.Defragment, planner.Compact, planner.DisarmAlarm, planner.FinishMaintenance:
-		err = r.actMaintenance(ctx, c, o, a) // maintenance.go
+		err = r.actMaintenance(ctx, c, o, a) // act_maintenance.go
 	case planner.RestoreFromBackup: // act_totalloss.go
 		err = r.startBackupRestore(ctx, c, o, a)
 	case planner.FinishBackupRestore:
@@ -87,7 +87,7 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 // learner still catching up (ErrLearnerNotReady). The step asks etcdadmin not to retry
 // those inside the call, which would hold one of the reconciler's few workers for up to
 // its budget; the reconcile requeues after etcdWaitRequeue instead, quietly, until the
-// step has waited etcdWaitLimit (backoff.go), after which it fails like any other.
+// step has waited etcdWaitLimit (memory_backoff.go), after which it fails like any other.
 type etcdWait struct{ err error }
 
 func (w *etcdWait) Error() string { return w.err.Error() }

@@ -26,8 +26,8 @@ func (r *Reconciler) addLearner(ctx context.Context, c *etcdv1beta2.EtcdCluster,
 	if err != nil {
 		return err
 	}
-	base := r.baseFor(c, o, a)                              // asrunning.go
-	peerScheme, plain := tlsRender(base.cluster, o, a.Name) // tlsenable.go
+	base := r.baseFor(c, o, a)                              // act_asrunning.go
+	peerScheme, plain := tlsRender(base.cluster, o, a.Name) // act_tlsenable.go
 	res, err := admin.EnsureLearner(etcdadmin.WithoutRetryOn(ctx, etcdadmin.ErrUnhealthyCluster), []string{peerURLFor(base, o, a.Name)})
 	if err != nil {
 		return asEtcdWait(fmt.Errorf("add learner %s: %w", a.Name, err), etcdadmin.ErrUnhealthyCluster)

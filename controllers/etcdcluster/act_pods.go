@@ -22,10 +22,10 @@ import (
 // createPod executes CreatePod: the pod (and claim) of a member that has none. A member
 // of an interrupted bootstrap starts as part of the recorded initial cluster; any other
 // joins the existing one. While the spec's TLS or domain change is refused or held
-// (a.AsRunning) it runs as the other members do (asrunning.go).
+// (a.AsRunning) it runs as the other members do (act_asrunning.go).
 func (r *Reconciler) createPod(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
 	base := r.baseFor(c, o, a)
-	peerScheme, plain := tlsRender(base.cluster, o, a.Name) // tlsenable.go
+	peerScheme, plain := tlsRender(base.cluster, o, a.Name) // act_tlsenable.go
 	m := render.Member{Name: a.Name, ID: idString(a.ID), Version: a.Version, PeerScheme: peerScheme, ClientPlaintext: plain,
 		InitialClusterState: render.StateExisting, InitialCluster: initialClusterOf(base, o.members, a.Name, peerScheme)}
 	if !c.Status.Bootstrapped && slices.Contains(c.Status.BootstrapMembers, a.Name) {
@@ -87,7 +87,7 @@ func (r *Reconciler) createMembers(ctx context.Context, c *etcdv1beta2.EtcdClust
 	return r.createMembersFrom(ctx, c, r.specBase(c), members)
 }
 
-// createMembersFrom is createMembers rendering from base (asrunning.go); the objects
+// createMembersFrom is createMembers rendering from base (act_asrunning.go); the objects
 // are owned by c, and each pod's fingerprint records what it was rendered from, so a
 // pod rendered as the members run still shows the spec's change as pending.
 func (r *Reconciler) createMembersFrom(ctx context.Context, c *etcdv1beta2.EtcdCluster, base podBase, members []render.Member) error {
@@ -131,7 +131,7 @@ func (r *Reconciler) createMembersFrom(ctx context.Context, c *etcdv1beta2.EtcdC
 				}
 			}
 			// A recovery's or restore's member is signed as the operator's once it
-			// exists (marker.go). A pod that was there already is not: whoever made
+			// exists (act_marker.go). A pod that was there already is not: whoever made
 			// it, the operator cannot tell it is the one it created.
 			if pod, ok := obj.(*corev1.Pod); ok && err == nil && recoveryToken[pod.Name] != "" {
 				if err := r.signMarker(ctx, c, pod); err != nil {

@@ -74,7 +74,9 @@ func (r *Reconciler) finishBackupRestore(ctx context.Context, c *etcdv1beta2.Etc
 	rec.FinishedAt = &now
 	msg := fmt.Sprintf("restored from s3://%s (EtcdBackup %s, revision %d) after every member's data was lost; writes after revision %d are gone",
 		rec.Path, rec.Backup, rec.Revision, rec.Revision)
-	updateCondition(c, ClusterConditionRestoredFromBackup, true, etcdv1beta2.ReasonRestoredFromBackup, msg, now.UTC().Format(timeFormat))
+	// No event from the condition: the warning below says more.
+	r.setCondition(c, conditionUpdate{Type: ClusterConditionRestoredFromBackup, Status: true, Reason: etcdv1beta2.ReasonRestoredFromBackup, Message: msg},
+		now.UTC().Format(timeFormat))
 	if err := o.status.checkpoint(ctx); err != nil {
 		return err
 	}

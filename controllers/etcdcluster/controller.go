@@ -1,7 +1,19 @@
 // Package etcdcluster is the EtcdCluster controller: it keeps an etcd cluster's members,
-// pods and services as the EtcdCluster asks. Each reconcile observes the pods and etcd
-// (observe.go), asks internal/planner for the next step, performs that one step (act.go,
-// which dispatches to act_*.go) and writes status (status.go, report.go, podhealth.go, specapplied.go).
+// pods and services as the EtcdCluster asks. Each reconcile observes the pods and etcd,
+// asks internal/planner for the next step, performs that one step and writes status.
+// Files are named by the phase they belong to, each test file beside its source:
+//
+//   - observe.go, observe_*.go: what the cluster is (pods, claims, etcd, nodes), into the
+//     reconcile's observation, which also carries what later phases find for status;
+//   - act.go, act_*.go: the one step (act.go dispatches it) and the side steps that run
+//     beside it (services, budget, storage);
+//   - status.go, status_*.go: conditions and the rest of status, written when the
+//     reconcile ends (status_writer.go);
+//   - memory.go, memory_*.go: what is kept of each cluster from one reconcile to the next;
+//   - wiring: controller.go (Reconciler, NewReconciler, Reconcile), watch_*.go, metrics*.go,
+//     scope.go (which clusters this instance manages).
+//
+// totalloss_backups.go (the backups a total loss is restored from) still has its old name.
 package etcdcluster
 
 import (
@@ -79,29 +91,14 @@ type Reconciler struct {
 	// as namespace/name. A test that blocks in it until that context ends and then stops
 	// the operator simulates an operator killed between two steps. Nil in production.
 	AfterAction func(ctx context.Context, cluster string, action planner.Action)
-	// PinKey verifies the operator's signatures on restore pins (restorepin.go); nil:
+	// PinKey verifies the operator's signatures on restore pins (act_restorepin.go); nil:
 	// no pin is trusted and every restore runs the snapshot checks.
 	PinKey []byte
 
 	renderer *render.Renderer
-	health   *healthTracker
-	events   *eventMemo
-	backoff  *stepBackoff
-	admins   adminCache // etcd clients kept across reconciles (admincache.go)
-	// ownWrites: the version of each cluster this operator last wrote, which the cache
-	// must show before a reconcile reads it there (ownwrites.go).
-	ownWrites versionMemo
-	etcdLog   logr.Logger
-	// claimReports carries the storage step's findings to the SpecApplied condition.
-	claimReports claimReportMemo
-	// tlsRefusals carries a refused TLS change to the SpecApplied condition.
-	tlsRefusals tlsRefusalMemo
-	// tlsProgress carries which step of turning TLS on runs to the SpecApplied condition.
-	tlsProgress tlsRefusalMemo
-	// loss times total losses (totalloss_observe.go); lostBackups keeps what was found
-	// to restore them from (totalloss_backups.go).
-	loss        lossClock
-	lostBackups lostBackupCache
+	etcdLog  logr.Logger
+	// memory is what is kept of each cluster across reconciles (memory.go).
+	*memory
 	// S3Access is what the operator lends to reach a total-loss restore's backups
 	// (--allow-ambient-s3-credentials).
 	S3Access backupstorage.S3Access
@@ -110,21 +107,18 @@ type Reconciler struct {
 	DownloadDir string
 }
 
-// SetupWithManager watches EtcdClusters and the objects they own. Owned pods changing
-// (a process dying, readiness flipping, a node going away) requeue their cluster at once.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// NewReconciler is the reconciler with the settings given (the exported fields of
+// settings; the rest of it is ignored) completed as every reconcile needs them: the
+// member chart, defaults for what is unset, and empty memory. SetupWithManager calls it,
+// and so do tests.
+func NewReconciler(settings Reconciler) (*Reconciler, error) {
 	rd, err := render.New()
 	if err != nil {
-		return fmt.Errorf("load embedded member chart: %w", err)
+		return nil, fmt.Errorf("load embedded member chart: %w", err)
 	}
+	r := settings
 	r.renderer = rd
-	r.health = newHealthTracker()
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
-	r.events = newEventMemo()
-	r.backoff = newStepBackoff()
-	r.etcdLog = mgr.GetLogger().WithName("etcdcluster").WithName("etcd")
+	r.memory = newMemory()
 	r.OperatorImage = operatorimage.Or(r.OperatorImage)
 	if r.Now == nil {
 		r.Now = time.Now
@@ -132,6 +126,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.MinQuorumLossGrace <= 0 {
 		r.MinQuorumLossGrace = DefaultMinQuorumLossGrace
 	}
+	return &r, nil
+}
+
+// SetupWithManager watches EtcdClusters and the objects they own. Owned pods changing
+// (a process dying, readiness flipping, a node going away) requeue their cluster at once.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	built, err := NewReconciler(*r)
+	if err != nil {
+		return err
+	}
+	*r = *built
+	r.etcdLog = mgr.GetLogger().WithName("etcdcluster").WithName("etcd")
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdCluster{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return r.Scope.Manages(o.GetAnnotations())
@@ -140,7 +149,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&corev1.PersistentVolumeClaim{}). // claims growing report progress
 		Owns(&policyv1.PodDisruptionBudget{}).
-		Watches(&corev1.Node{}, r.nodeCordonHandler(), builder.WithPredicates(cordonChanged)). // cordon_watch.go
+		Watches(&corev1.Node{}, r.nodeCordonHandler(), builder.WithPredicates(cordonChanged)). // watch_cordon.go
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
 }
@@ -150,16 +159,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	lg := log.FromContext(ctx)
 	var c etcdv1beta2.EtcdCluster
-	if err := r.getCluster(ctx, req.NamespacedName, &c); err != nil { // ownwrites.go
+	if err := r.getCluster(ctx, req.NamespacedName, &c); err != nil { // memory_ownwrites.go
 		if apierrors.IsNotFound(err) {
-			r.ownWrites.forget(req.NamespacedName.String())
-			r.health.forget(req.NamespacedName.String())
-			r.events.forget(req.NamespacedName.String())
-			r.backoff.forget(req.NamespacedName.String())
-			r.claimReports.forget(req.NamespacedName.String())
-			r.tlsRefusals.set(req.NamespacedName.String(), "")
-			r.tlsProgress.set(req.NamespacedName.String(), "")
-			r.admins.forget(req.NamespacedName.String())
+			r.forget(req.NamespacedName.String()) // memory.go
 			forgetClusterMetrics(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -195,7 +197,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return r.refuseSpec(&c, etcdv1beta2.ReasonUnsupportedVersion, err.Error())
 	}
 
-	budget, err := r.ensureServices(ctx, &c) // resources.go
+	budget, err := r.ensureServices(ctx, &c) // act_resources.go
 	if err != nil {
 		return r.observeFailed(ctx, &c, err)
 	}
@@ -207,19 +209,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	r.backoff.succeed(clusterKey(&c), "observe")
 	defer obs.close()
 	obs.status = status
-	if err := r.ensureBudget(ctx, &c, obs, budget); err != nil { // resources.go
+	status.scope = obs
+	if err := r.ensureBudget(ctx, &c, obs, budget); err != nil { // act_resources.go
 		return r.observeFailed(ctx, &c, err)
 	}
-	r.reconcileStorage(ctx, &c) // storage_act.go: claims grow beside the membership step
+	obs.claimReport = r.reconcileStorage(ctx, &c) // act_storage.go: claims grow beside the membership step
 
 	if _, warning := quorumLossGrace(&c, r.MinQuorumLossGrace); warning != "" {
 		r.Recorder.Event(&c, corev1.EventTypeWarning, etcdv1beta2.EventReasonInvalidAnnotation, warning)
 	}
 	desired := desiredFromSpec(&c, r.MinQuorumLossGrace)
-	desired.Maintenance = r.observeMaintenance(&c, obs)                     // maintenance.go
-	obs.planner.TLSRefused = r.proveTLSRotation(ctx, &c, obs.pods, r.Now()) // tlsrotation.go
-	r.tlsRefusals.set(clusterKey(&c), planner.TLSRefusal(desired, obs.planner))
-	r.tlsProgress.set(clusterKey(&c), planner.TLSProgress(desired, obs.planner))
+	desired.Maintenance = r.observeMaintenance(&c, obs)                     // act_maintenance.go
+	obs.planner.TLSRefused = r.proveTLSRotation(ctx, &c, obs.pods, r.Now()) // observe_tlsrotation.go
+	obs.tlsRefusal = planner.TLSRefusal(desired, obs.planner)
+	obs.tlsProgress = planner.TLSProgress(desired, obs.planner)
 	action := planner.Plan(desired, obs.planner)
 	obs.noSpaceReason, obs.noSpaceMessage = noSpaceProgress(action)
 	summary := planner.Summarize(desired, obs.planner, action)
@@ -230,11 +233,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	step := stepKey(action)
 	if delay, backingOff := r.backoff.wait(clusterKey(&c), step, c.Generation, r.Now()); backingOff {
 		lg.V(1).Info("step backing off", "action", action.String(), "retryIn", delay.String())
-		r.applySummary(&c, obs, summary, action)
-		r.reportPods(&c, obs.pods, obs.warnings, r.Now().UTC().Format(timeFormat))
-		r.reportSpace(&c, obs, r.Now().UTC().Format(timeFormat))
-		r.reportCordon(&c, obs, r.Now().UTC().Format(timeFormat))  // report_cordon.go
-		r.reportFork(&c, action, r.Now().UTC().Format(timeFormat)) // report_fork.go
+		obs.planned = &plannedStep{action: action, summary: summary, at: r.Now()} // reported by the deferred flush
 		return ctrl.Result{RequeueAfter: delay}, nil
 	}
 	result, actErr := r.act(ctx, &c, obs, action)
@@ -258,23 +257,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	} else {
 		r.backoff.succeed(clusterKey(&c), step)
 	}
-
-	r.applySummary(&c, obs, summary, action)
-	var refused *notControlledError
-	var refusedStep *refusedError // marker.go
-	if errors.As(actErr, &refused) {
-		// The planned step stays undone for as long as the object is there: say why
-		// where the user looks, not only in an event.
-		c.Status.Reason = refused.Error()
-	} else if errors.As(actErr, &refusedStep) {
-		c.Status.Reason = refusedStep.Error()
-	}
-	r.reportPods(&c, obs.pods, obs.warnings, now.UTC().Format(timeFormat))
-	r.reportSpace(&c, obs, now.UTC().Format(timeFormat))
-	r.reportCordon(&c, obs, now.UTC().Format(timeFormat))  // report_cordon.go
-	r.reportFork(&c, action, now.UTC().Format(timeFormat)) // report_fork.go
-	r.reportReconciled(&c, etcdv1beta2.ReasonActionFailed, stepErr, false, now.UTC().Format(timeFormat))
-	recordAction(&c, action, actErr, waited)
+	// Reported, and the step counted, by the deferred flush (updateStatus, status.go).
+	obs.planned = &plannedStep{action: action, summary: summary, at: now,
+		ran: true, actErr: actErr, stepErr: stepErr, waited: waited}
 	return result, nil
 }
 

@@ -14,8 +14,10 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 
-// observation is one reconcile's view of a cluster: its pods from the API and its
-// members from etcd, joined, plus an etcd admin client for acting on it.
+// observation is one reconcile's scope: its view of a cluster (its pods from the API and
+// its members from etcd, joined, plus an etcd admin client for acting on it) and what the
+// reconcile's phases find for status. It lives for one reconcile; what is kept across
+// reconciles is the Reconciler's memory (memory.go).
 type observation struct {
 	// status writes the cluster's status; act checkpoints it before a step whose effect
 	// must survive a restart.
@@ -26,15 +28,37 @@ type observation struct {
 	// warnings are the kubelet's set-up warnings of the pods it is still setting up.
 	warnings map[string]*kubeletWarning
 	members  []etcdadmin.Member // nil when no endpoint answered
-	// admin is the cluster's client, kept across reconciles (admincache.go); nil when no
+	// admin is the cluster's client, kept across reconciles (memory_admins.go); nil when no
 	// pod has an IP yet.
 	admin    *etcdadmin.Admin
 	leaderEP string           // client endpoint of the leader, if known
 	space    spaceObservation // database sizes and alarms
 	// scheduleSlot is the defragmentation schedule's slot due now (zero if none);
-	// noSpaceReason and noSpaceMessage the NOSPACE remediation's progress (maintenance.go).
+	// noSpaceReason and noSpaceMessage the NOSPACE remediation's progress (act_maintenance.go).
 	scheduleSlot                  time.Time
 	noSpaceReason, noSpaceMessage string
+
+	// For the SpecApplied condition (status_specapplied.go): the storage step's findings
+	// (act_storage.go; nil: not judged), a refused TLS change and the step of turning TLS
+	// on that runs (planner.TLSRefusal, planner.TLSProgress; "" when none).
+	claimReport *storageReport
+	tlsRefusal  string
+	tlsProgress string
+	// planned is what the reconcile planned and did, once it planned (nil before).
+	planned *plannedStep
+}
+
+// plannedStep is the step a reconcile planned and what became of it, for updateStatus.
+type plannedStep struct {
+	action  planner.Action
+	summary planner.Summary
+	at      time.Time // when the step was judged: skipped for its back-off, or done
+	// ran: the step was tried (false: it still backs off after a failure); actErr is
+	// what it returned, stepErr the failure the Reconciled condition reports (nil when it
+	// succeeded or waits on etcd, waited).
+	ran             bool
+	actErr, stepErr error
+	waited          bool
 }
 
 // close ends the observation. The admin client is not closed: the cache keeps it for
@@ -51,7 +75,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := r.freshenMarkedPod(ctx, c, pods); err != nil { // marker.go
+	if err := r.freshenMarkedPod(ctx, c, pods); err != nil { // act_marker.go
 		return nil, err
 	}
 	if err := r.observeClaims(ctx, c, &o.planner); err != nil {
@@ -87,7 +111,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		return nil, err
 	}
 	o.space = answers.space
-	if err := r.observeTotalLoss(ctx, c, o); err != nil { // totalloss_observe.go
+	if err := r.observeTotalLoss(ctx, c, o); err != nil { // observe_totalloss.go
 		o.close()
 		return nil, err
 	}

@@ -57,7 +57,7 @@ func (r *Reconciler) dialTargets(c *etcdv1beta2.EtcdCluster, pods map[string]*co
 }
 
 // recoveryUnderway reports that the recorded recovery's new member has its pod, marked
-// by the operator with that recovery's token and signed by it (marker.go).
+// by the operator with that recovery's token and signed by it (act_marker.go).
 func (r *Reconciler) recoveryUnderway(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) bool {
 	rec := c.Status.Recovery
 	if rec == nil || rec.Token == "" {
@@ -88,7 +88,7 @@ func (r *Reconciler) connect(ctx context.Context, c *etcdv1beta2.EtcdCluster, en
 		}
 		tlsCfg = cfg
 	}
-	// The client outlives this reconcile (admincache.go): it logs with the controller's
+	// The client outlives this reconcile (memory_admins.go): it logs with the controller's
 	// logger, not this reconcile's (whose reconcileID would label every later one).
 	lg := r.etcdLog.WithValues("EtcdCluster", clusterKey(c))
 	return r.admins.get(clusterKey(c), c.UID, endpoints, tlsCfg, func() (*etcdadmin.Admin, error) {

@@ -23,10 +23,10 @@ type joiner struct {
 	nodeReady func(node string) bool
 	// nodeCordoned: the node is cordoned, so its member pods move off it; nil: not judged.
 	nodeCordoned func(node string) bool
-	// drift is how a pod differs from the current spec (reconfigure.go); nil: not judged.
+	// drift is how a pod differs from the current spec (act_reconfigure.go); nil: not judged.
 	drift func(p *corev1.Pod) planner.Drift
 	// marker is the token of a pod's recovery or restore marker when the operator's
-	// signature on it verifies (marker.go), else ""; nil: no pod's marker is trusted.
+	// signature on it verifies (act_marker.go), else ""; nil: no pod's marker is trusted.
 	marker func(p *corev1.Pod) string
 }
 
@@ -144,7 +144,7 @@ func (j joiner) joinPods(o *observation, podOfMember map[uint64]string, seen map
 		}
 		pp.PeerTLS = render.PodSecretVolume(p, volumePeerTLS) != ""
 		pp.ClientTLS = render.ServesTLSClients(p)
-		pp.PeerServesTLS, pp.ClientPlaintext = peerServesTLS(p), servesPlaintextClients(p) // tlsenable.go
+		pp.PeerServesTLS, pp.ClientPlaintext = peerServesTLS(p), servesPlaintextClients(p) // act_tlsenable.go
 		if j.drift != nil {
 			pp.Drift = j.drift(p)
 		}

@@ -5,13 +5,11 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 )
 
-// The conditions read off etcd's alarms. The planner remediates them (maintenance.go):
+// The conditions read off etcd's alarms. The planner remediates them (act_maintenance.go):
 // NOSPACE by compaction, defragmentation and a disarm once the space is back; CORRUPT by
 // replacing the member. Each message says what happens and what the user can do.
 
@@ -54,36 +52,34 @@ func (r *Reconciler) reportSpace(c *etcdv1beta2.EtcdCluster, o *observation, now
 	recordDefragmentation(c)
 }
 
-// reportAlarms sets SpaceAvailable and DataConsistent from the alarm list, with a warning
-// event when an alarm is raised (or spreads to other members) and a normal one when it
-// clears. Without an alarm list (no quorum) the conditions stay as they were. Events
-// follow the conditions in status, so a restarted operator does not repeat them.
+// reportAlarms sets SpaceAvailable and DataConsistent from the alarm list
+// (alarmConditionOf). Without an alarm list (no quorum) the conditions stay as they were.
 func (r *Reconciler) reportAlarms(c *etcdv1beta2.EtcdCluster, o *observation, now string) {
 	if !o.space.alarmsKnown {
 		return
 	}
 	for _, ac := range alarmConditions {
-		on := alarmedMembers(o.space.alarms, ac.alarm, o.members)
-		prev := findCondition(c, ac.cond)
-		if len(on) == 0 {
-			updateCondition(c, ac.cond, true, etcdv1beta2.ReasonNoAlarm, ac.okMsg, now)
-			if prev != nil && prev.Status == corev1.ConditionFalse {
-				r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.ReasonNoAlarm, "%s=True: the %s alarm was cleared", ac.cond, ac.alarm)
-			}
-			continue
-		}
-		msg := ac.raisedOn(strings.Join(on, ", "))
-		reason, shown := ac.reason, msg
-		if ac.alarm == etcdadmin.AlarmNoSpace && o.noSpaceReason != "" {
-			// The operator is remediating: the condition shows how far it got (each step
-			// has its own event).
-			reason, shown = o.noSpaceReason, o.noSpaceMessage
-		}
-		updateCondition(c, ac.cond, false, reason, shown, now)
-		if prev == nil || prev.Status != corev1.ConditionFalse || (prev.Reason == ac.reason && prev.Message != msg) {
-			r.Recorder.Eventf(c, corev1.EventTypeWarning, ac.reason, "%s=False: %s", ac.cond, msg)
-		}
+		r.setCondition(c, alarmConditionOf(ac, o), now)
 	}
+}
+
+// alarmConditionOf is one alarm's condition: True without the alarm; False naming the
+// members with it, or, while the operator remediates NOSPACE, how far it got (each step
+// has its own event). A raised alarm is a failure, announced again when it spreads to
+// other members; it is over when it clears.
+func alarmConditionOf(ac alarmCondition, o *observation) conditionUpdate {
+	on := alarmedMembers(o.space.alarms, ac.alarm, o.members)
+	if len(on) == 0 {
+		return conditionUpdate{Type: ac.cond, Status: true, Reason: etcdv1beta2.ReasonNoAlarm, Message: ac.okMsg,
+			Recovered: true, EventMessage: "the " + ac.alarm + " alarm was cleared"}
+	}
+	msg := ac.raisedOn(strings.Join(on, ", "))
+	u := conditionUpdate{Type: ac.cond, Reason: ac.reason, Message: msg,
+		Fail: strings.Join(on, ", "), EventReason: ac.reason, EventMessage: fmt.Sprintf("%s=False: %s", ac.cond, msg)}
+	if ac.alarm == etcdadmin.AlarmNoSpace && o.noSpaceReason != "" {
+		u.Reason, u.Message = o.noSpaceReason, o.noSpaceMessage
+	}
+	return u
 }
 
 // alarmedMembers names, sorted, the members with an alarm of the given type: "member

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -122,30 +121,4 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// tlsRefusalMemo carries a message about the members' TLS from the last reconcile's
-// plan (planner.TLSRefusal, planner.TLSProgress) to the SpecApplied condition.
-type tlsRefusalMemo struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-func (m *tlsRefusalMemo) set(cluster, msg string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.m == nil {
-		m.m = map[string]string{}
-	}
-	if msg == "" {
-		delete(m.m, cluster)
-		return
-	}
-	m.m[cluster] = msg
-}
-
-func (m *tlsRefusalMemo) get(cluster string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.m[cluster]
 }

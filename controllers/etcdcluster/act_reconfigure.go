@@ -31,7 +31,7 @@ var metadataFields = map[string]bool{fieldLabels: true, fieldAnnotations: true}
 var heldFields = map[string]bool{fieldClusterDomain: true}
 
 // tlsFields are the TLS Secrets' names: the planner rolls a change of them out when it
-// is a proven rotation, and refuses any other (planner/tls.go, tlsrotation.go).
+// is a proven rotation, and refuses any other (planner/tls.go, observe_tlsrotation.go).
 var tlsFields = map[string]bool{fieldPeerSecret: true, fieldServerSecret: true}
 
 // notRolledFields stay as running members were created: a member recreated on its
@@ -41,7 +41,7 @@ var notRolledFields = map[string]bool{fieldClaimSpec: true}
 // podDrift is how pod p differs from the current spec, for the planner.
 func podDrift(c *etcdv1beta2.EtcdCluster, domain string, p *corev1.Pod) planner.Drift {
 	var d planner.Drift
-	// The storage request is expanded in place (storage.go); "" compares the rest of
+	// The storage request is expanded in place (act_storage_decide.go); "" compares the rest of
 	// the claim spec, which is not rolled out anyway.
 	for _, f := range staleSpecFields(c, domain, p, "") {
 		switch {

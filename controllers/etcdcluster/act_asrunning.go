@@ -121,7 +121,7 @@ func mostVoted(votes map[string]int) string {
 // podDomain is the cluster domain of the peer URL pod p advertises,
 // <pod>.<cluster>.<namespace>.svc[.<domain>] as the chart (and CoreOS) writes it.
 func podDomain(c *etcdv1beta2.EtcdCluster, p *corev1.Pod) (string, bool) {
-	v := podArg(p, "initial-advertise-peer-urls") // tlsenable.go
+	v := podArg(p, "initial-advertise-peer-urls") // act_tlsenable.go
 	if v == "" {
 		return "", false
 	}

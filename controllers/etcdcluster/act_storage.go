@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,21 +20,19 @@ import (
 // reconcileStorage is the storage step of a reconcile, beside the planner's membership
 // step: it reads the claims the cluster controls and the StorageClasses, raises the
 // storage request of each claim below the spec's whose class allows expansion (one merge
-// patch per claim), and leaves what it found for the SpecApplied condition. It never
+// patch per claim), and returns what it found for the SpecApplied condition (nil: not
+// judged this time). It never
 // blocks the membership step: a failed read or patch is logged, reported and retried on
 // the next reconcile.
-func (r *Reconciler) reconcileStorage(ctx context.Context, c *etcdv1beta2.EtcdCluster) {
-	key := clusterKey(c)
+func (r *Reconciler) reconcileStorage(ctx context.Context, c *etcdv1beta2.EtcdCluster) *storageReport {
 	want := wantedStorage(c)
 	if want == nil {
-		r.claimReports.set(key, nil)
-		return
+		return nil
 	}
 	claims, err := r.memberClaims(ctx, c)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "storage step: read member claims")
-		r.claimReports.set(key, nil) // not judged this time
-		return
+		return nil // not judged this time
 	}
 	states := make([]claimState, 0, len(claims))
 	byName := map[string]*corev1.PersistentVolumeClaim{}
@@ -52,8 +49,7 @@ func (r *Reconciler) reconcileStorage(ctx context.Context, c *etcdv1beta2.EtcdCl
 	if below {
 		if classes, err = r.storageClasses(ctx); err != nil {
 			log.FromContext(ctx).Error(err, "storage step: read StorageClasses")
-			r.claimReports.set(key, nil)
-			return
+			return nil
 		}
 	}
 	d := decideStorage(want, states, classes)
@@ -76,7 +72,7 @@ func (r *Reconciler) reconcileStorage(ctx context.Context, c *etcdv1beta2.EtcdCl
 		}
 		d.Report.Message += fmt.Sprintf("; could not raise the request of %s, retried", strings.Join(failed, ", "))
 	}
-	r.claimReports.set(key, &d.Report)
+	return &d.Report
 }
 
 // memberClaims are the claims carrying the cluster's labels that it controls and that
@@ -133,31 +129,3 @@ func (r *Reconciler) expandClaim(ctx context.Context, pvc *corev1.PersistentVolu
 	}
 	return r.Patch(ctx, pvc, client.RawPatch(types.MergePatchType, b))
 }
-
-// claimReportMemo holds each cluster's last storage report between the storage step and
-// the SpecApplied condition of the same reconcile (nil: not judged).
-type claimReportMemo struct {
-	mu sync.Mutex
-	m  map[string]*storageReport
-}
-
-func (m *claimReportMemo) set(cluster string, r *storageReport) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.m == nil {
-		m.m = map[string]*storageReport{}
-	}
-	if r == nil {
-		delete(m.m, cluster)
-		return
-	}
-	m.m[cluster] = r
-}
-
-func (m *claimReportMemo) get(cluster string) *storageReport {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.m[cluster]
-}
-
-func (m *claimReportMemo) forget(cluster string) { m.set(cluster, nil) }

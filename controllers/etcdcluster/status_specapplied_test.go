@@ -188,3 +188,24 @@ func TestReconcileReportsSpecAppliedToNewMembersOnly(t *testing.T) {
 		t.Errorf("the member pod was changed or replaced by a spec change that applies to new members only")
 	}
 }
+
+func TestSpecAppliedConditionOf(t *testing.T) {
+	c := &etcdv1beta2.EtcdCluster{Spec: etcdv1beta2.EtcdClusterSpec{Size: 1, Version: "3.6.16"}}
+	growing := &storageReport{Reason: etcdv1beta2.ReasonClaimsExpanding, Message: "1 of 2"}
+	const typ = etcdv1beta2.ClusterConditionSpecApplied
+	applied := conditionUpdate{Type: typ, Status: true, Reason: etcdv1beta2.ReasonSpecApplied, Recovered: true}
+	for _, tc := range []struct {
+		name string
+		o    *observation
+		want conditionUpdate
+	}{
+		{"applied", &observation{}, applied},
+		{"TLS change refused, nothing stale", &observation{tlsRefusal: "no"}, applied},
+		{"claims growing", &observation{claimReport: growing}, conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonClaimsExpanding}},
+		{"TLS change refused", &observation{tlsRefusal: "no", claimReport: growing},
+			conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonTLSChangeRefused, Fail: etcdv1beta2.ReasonTLSChangeRefused + ":no"}},
+		{"turning TLS on", &observation{tlsProgress: "step 1 of 3"}, conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonRollingOut}},
+	} {
+		wantUpdate(t, tc.name, specAppliedConditionOf(c, "cluster.local", tc.o), tc.want)
+	}
+}

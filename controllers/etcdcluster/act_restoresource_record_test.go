@@ -68,11 +68,7 @@ func TestBootstrapKeepsARestoreSourceAfterTheBackupChanges(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := fixture.Scheme()
 			fc := fake.NewClientBuilder().WithScheme(s).WithObjects(tc.c, er, eb).Build()
-			rd, err := render.New()
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := &Reconciler{Client: fc, Scheme: s, Recorder: record.NewFakeRecorder(10), OperatorImage: "op:configured", renderer: rd}
+			r := newTestReconciler(t, Reconciler{Client: fc, Scheme: s, Recorder: record.NewFakeRecorder(10), OperatorImage: "op:configured"})
 			err = r.createMembers(context.Background(), tc.c, bootstrapMembers(tc.c))
 			var pods corev1.PodList
 			if lerr := fc.List(context.Background(), &pods, client.InNamespace("default")); lerr != nil {

@@ -82,12 +82,8 @@ func TestRestorePinRenderedOnlyWhenSigned(t *testing.T) {
 			}
 			s := fixture.Scheme()
 			fc := fake.NewClientBuilder().WithScheme(s).WithObjects(c, er, eb.DeepCopy()).Build()
-			rd, err := render.New()
-			if err != nil {
-				t.Fatal(err)
-			}
 			events := record.NewFakeRecorder(10)
-			r := &Reconciler{Client: fc, Scheme: s, Recorder: events, OperatorImage: "op:configured", renderer: rd, PinKey: key}
+			r := newTestReconciler(t, Reconciler{Client: fc, Scheme: s, Recorder: events, OperatorImage: "op:configured", PinKey: key})
 			if tc.noKey {
 				r.PinKey = nil
 			}

@@ -17,18 +17,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 )
 
-func drainEvents(rec *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 func alarmCond(t *testing.T, c *etcdv1beta2.EtcdCluster, typ etcdv1beta2.ClusterConditionType) etcdv1beta2.ClusterCondition {
 	t.Helper()
 	cond := findCondition(c, typ)
@@ -44,14 +32,14 @@ func alarmCond(t *testing.T, c *etcdv1beta2.EtcdCluster, typ etcdv1beta2.Cluster
 func TestReportAlarms(t *testing.T) {
 	rec := record.NewFakeRecorder(20)
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r := &Reconciler{Recorder: rec, Now: func() time.Time { return clock }}
+	r := newTestReconciler(t, Reconciler{Recorder: rec, Now: func() time.Time { return clock }})
 	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "alarms"}}
 	members := []etcdadmin.Member{{ID: 0xa1, Name: "alarms-a"}, {ID: 0xb2, Name: "alarms-b"}}
 	report := func(known bool, alarms ...etcdadmin.Alarm) []string {
 		clock = clock.Add(time.Minute)
 		o := &observation{members: members, space: spaceObservation{alarmsKnown: known, alarms: alarms}}
 		r.reportAlarms(c, o, clock.Format(timeFormat))
-		return drainEvents(rec)
+		return drain(rec)
 	}
 	noSpace := func(id uint64) etcdadmin.Alarm { return etcdadmin.Alarm{MemberID: id, Type: etcdadmin.AlarmNoSpace} }
 
@@ -152,5 +140,24 @@ func TestSpaceMetrics(t *testing.T) {
 		if n := seriesWith(t, g, "cluster", "space"); n != 0 {
 			t.Errorf("%d series of the deleted cluster left", n)
 		}
+	}
+}
+
+func TestAlarmConditionOf(t *testing.T) {
+	members := []etcdadmin.Member{{ID: 0xa1, Name: "m-a"}}
+	raised := spaceObservation{alarms: []etcdadmin.Alarm{{MemberID: 0xa1, Type: etcdadmin.AlarmNoSpace}}}
+	const typ = etcdv1beta2.ClusterConditionSpaceAvailable
+	for _, tc := range []struct {
+		name string
+		o    *observation
+		want conditionUpdate
+	}{
+		{"no alarm", &observation{members: members}, conditionUpdate{Type: typ, Status: true, Reason: etcdv1beta2.ReasonNoAlarm, Recovered: true}},
+		{"raised", &observation{members: members, space: raised},
+			conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonNoSpaceAlarm, Fail: "member m-a (ID a1)", EventReason: etcdv1beta2.ReasonNoSpaceAlarm}},
+		{"remediating", &observation{members: members, space: raised, noSpaceReason: "Compacting", noSpaceMessage: "compacting"},
+			conditionUpdate{Type: typ, Reason: "Compacting", Fail: "member m-a (ID a1)", EventReason: etcdv1beta2.ReasonNoSpaceAlarm}},
+	} {
+		wantUpdate(t, tc.name, alarmConditionOf(alarmConditions[0], tc.o), tc.want)
 	}
 }

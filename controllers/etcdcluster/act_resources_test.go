@@ -21,10 +21,6 @@ import (
 // directly, for every case of render.BudgetMinAvailable (so taking the number out of
 // a second render changed nothing), and a later observation updates it in place.
 func TestEnsureBudgetMatchesChart(t *testing.T) {
-	rd, err := render.New()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name            string
 		size, members   int
@@ -43,7 +39,7 @@ func TestEnsureBudgetMatchesChart(t *testing.T) {
 				Spec:       etcdv1beta2.EtcdClusterSpec{Size: tc.size, Version: "3.6.16"},
 			}
 			c := fake.NewClientBuilder().WithScheme(s).WithObjects(cl).Build()
-			r := &Reconciler{Client: c, Scheme: s, renderer: rd}
+			r := newTestReconciler(t, Reconciler{Client: c, Scheme: s})
 			ctx := context.Background()
 			tmpl, err := r.ensureServices(ctx, cl)
 			if err != nil {
@@ -57,7 +53,7 @@ func TestEnsureBudgetMatchesChart(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := render.BudgetMinAvailable(max(tc.size, tc.members), tc.noNodeToLeaveTo)
-			objs, err := rd.Render(render.Input{Cluster: cl, ClusterDomain: r.ClusterDomain, Budget: want})
+			objs, err := r.renderer.Render(render.Input{Cluster: cl, ClusterDomain: r.ClusterDomain, Budget: want})
 			if err != nil {
 				t.Fatal(err)
 			}

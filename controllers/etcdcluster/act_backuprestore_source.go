@@ -33,7 +33,7 @@ func (r *Reconciler) backupRestoreStep(ctx context.Context, c *etcdv1beta2.EtcdC
 		return nil, true, fmt.Errorf("%w: %w", errRestoreRejected, err)
 	}
 	step := &render.RestoreStep{Source: *src, Image: r.OperatorImage}
-	step.ChecksPassedForPin = r.backupRestorePinProven(c, eb, src) // restorepin.go
+	step.ChecksPassedForPin = r.backupRestorePinProven(c, eb, src) // act_restorepin.go
 	return step, true, nil
 }
 

@@ -14,7 +14,7 @@ import (
 // Storage of running members: a larger spec.pod.persistentVolumeClaimSpec storage
 // request is applied to the members' existing claims where their StorageClass allows
 // volume expansion; everything else about a claim applies to new members only. This file
-// decides (pure); storage_act.go reads the claims and classes and patches.
+// decides (pure); act_storage.go reads the claims and classes and patches.
 
 // AnnotationRequestedStorageAtCreation on a member claim records the storage request it
 // had before the operator first expanded it. Pods created by an operator without
@@ -61,7 +61,7 @@ type storageReport struct {
 	// "" while claims merely expand.
 	EventKey string
 	// CreatedWith maps each claim to the storage request it was created with, as far as
-	// is known; specapplied.go compares pods created by older operators on it.
+	// is known; status_specapplied.go compares pods created by older operators on it.
 	CreatedWith map[string]string
 }
 

@@ -75,13 +75,9 @@ func TestBootstrapHonoursOnlyTheOperatorsRestore(t *testing.T) {
 			c := annotate(tc.cluster, tc.src)
 			s := fixture.Scheme()
 			fc := fake.NewClientBuilder().WithScheme(s).WithObjects(c, genuine, periodic, elsewhere, pvc).Build()
-			rd, err := render.New()
-			if err != nil {
-				t.Fatal(err)
-			}
 			rec := record.NewFakeRecorder(10)
-			r := &Reconciler{Client: fc, Scheme: s, Recorder: rec, OperatorImage: "op:configured", renderer: rd}
-			err = r.createMembers(context.Background(), c, bootstrapMembers(c))
+			r := newTestReconciler(t, Reconciler{Client: fc, Scheme: s, Recorder: rec, OperatorImage: "op:configured"})
+			err := r.createMembers(context.Background(), c, bootstrapMembers(c))
 			var pods corev1.PodList
 			if lerr := fc.List(context.Background(), &pods, client.InNamespace("default")); lerr != nil {
 				t.Fatal(lerr)

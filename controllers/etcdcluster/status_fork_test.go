@@ -52,7 +52,7 @@ func TestForkObservedAndReported(t *testing.T) {
 		return out
 	}
 	rec := record.NewFakeRecorder(10)
-	r := &Reconciler{Recorder: rec, PinKey: testPinKey}
+	r := newTestReconciler(t, Reconciler{Recorder: rec, PinKey: testPinKey})
 	j := joiner{health: newHealthTracker(), key: "ns/c", nodeReady: func(string) bool { return true }}
 	plan := func(at time.Time, forked bool) planner.Action {
 		t.Helper()
@@ -89,5 +89,31 @@ func TestForkObservedAndReported(t *testing.T) {
 	plan(proofNow.Add(time.Minute), false)
 	if cond := findCondition(c, etcdv1beta2.ClusterConditionForked); cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != etcdv1beta2.ReasonNotForked {
 		t.Errorf("after the members agree again: %+v", cond)
+	}
+}
+
+func TestForkedCondition(t *testing.T) {
+	wait := func(reason string) planner.Action {
+		return planner.Action{Kind: planner.Wait, Reason: reason, Message: "m"}
+	}
+	const typ = etcdv1beta2.ClusterConditionForked
+	for _, tc := range []struct {
+		name string
+		a    planner.Action
+		had  bool
+		want *conditionUpdate // nil: the condition is left as it is
+	}{
+		{"forked", wait(etcdv1beta2.ReasonForked), false, &conditionUpdate{Type: typ, Status: true, Reason: etcdv1beta2.ReasonForked, Fail: etcdv1beta2.ReasonForked}},
+		{"still settling", wait(etcdv1beta2.ReasonMembershipUnsettled), true, nil},
+		{"paused", wait(etcdv1beta2.ReasonPaused), true, nil},
+		{"agreeing again", planner.Action{Kind: planner.Done}, true, &conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonNotForked, Recovered: true}},
+		{"never forked", planner.Action{Kind: planner.Done}, false, nil},
+	} {
+		u, ok := forkedCondition(tc.a, tc.had)
+		if ok != (tc.want != nil) {
+			t.Errorf("%s: set %v, want %v", tc.name, ok, tc.want != nil)
+		} else if ok {
+			wantUpdate(t, tc.name, u, *tc.want)
+		}
 	}
 }

@@ -27,7 +27,7 @@ var errRestoreRejected = errors.New("restore annotation not written by this oper
 // data loss, and mounting a Secret or claim named only by an annotation would let an
 // annotation reach what its writer may not.
 func (r *Reconciler) restoreStep(ctx context.Context, c *etcdv1beta2.EtcdCluster, members []render.Member) (*render.RestoreStep, error) {
-	if step, ok, err := r.backupRestoreStep(ctx, c, members); ok { // backuprestore_source.go
+	if step, ok, err := r.backupRestoreStep(ctx, c, members); ok { // act_backuprestore_source.go
 		return step, err
 	}
 	if _, ok := c.Annotations[render.AnnotationRestore]; !ok || !bootstrapsFromBackup(members) {
@@ -45,7 +45,7 @@ func (r *Reconciler) restoreStep(ctx context.Context, c *etcdv1beta2.EtcdCluster
 		return nil, fmt.Errorf("%w: %w", errRestoreRejected, err)
 	}
 	step := &render.RestoreStep{Source: *src, Image: r.OperatorImage}
-	step.ChecksPassedForPin = r.restorePinProven(ctx, c, er, src) // restorepin.go
+	step.ChecksPassedForPin = r.restorePinProven(ctx, c, er, src) // act_restorepin.go
 	return step, nil
 }
 

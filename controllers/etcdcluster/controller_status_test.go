@@ -65,17 +65,7 @@ func (f *clusterFixture) cluster(t *testing.T, name string) *etcdv1beta2.EtcdClu
 }
 
 // events drains the recorded events.
-func (f *clusterFixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (f *clusterFixture) events() []string { return drain(f.rec) }
 
 func wantClusterCondition(t *testing.T, c *etcdv1beta2.EtcdCluster, typ etcdv1beta2.ClusterConditionType, status corev1.ConditionStatus, reason string, mentions ...string) {
 	t.Helper()

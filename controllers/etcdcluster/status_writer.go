@@ -19,6 +19,9 @@ type statusWriter struct {
 	r    *Reconciler
 	c    *etcdv1beta2.EtcdCluster // the object the reconcile changes
 	base *etcdv1beta2.EtcdCluster // what the API server holds, as far as this reconcile knows
+	// scope is the reconcile's observation once it observed (nil before): what it found
+	// and planned is reported at the flush.
+	scope *observation
 }
 
 func (r *Reconciler) statusWriterFor(c *etcdv1beta2.EtcdCluster) *statusWriter {
@@ -34,11 +37,16 @@ func (w *statusWriter) checkpoint(ctx context.Context) error {
 	return nil
 }
 
-// flush is the reconcile's last write, deferred so that every path ends with one. err is
-// what the reconcile is about to return: a failure no step reported becomes the
-// Reconciled condition (False, with a warning event) before the write, so the user sees
-// it in status and not only in the operator's log. It returns the error to return.
+// flush is the reconcile's last write, deferred so that every path ends with one. A
+// reconcile that planned a step reports it here (updateStatus), whether the step ran or
+// backs off. err is what the reconcile is about to return: a failure no step reported
+// becomes the Reconciled condition (False, with a warning event) before the write, so the
+// user sees it in status and not only in the operator's log. It returns the error to
+// return.
 func (w *statusWriter) flush(ctx context.Context, err error) error {
+	if o := w.scope; o != nil && o.planned != nil {
+		w.r.updateStatus(w.c, o)
+	}
 	if err != nil {
 		w.r.reportReconciled(w.c, reconcileFailureReason(err), err, true, w.r.Now().UTC().Format(timeFormat))
 	}
@@ -65,7 +73,7 @@ func (w *statusWriter) patch(ctx context.Context) error {
 	if err := w.r.Status().Patch(ctx, w.c, client.RawPatch(p.Type(), data)); err != nil {
 		return err
 	}
-	w.r.wrote(w.c) // the next reconcile reads at least this version (ownwrites.go)
+	w.r.wrote(w.c) // the next reconcile reads at least this version (memory_ownwrites.go)
 	w.base = w.c.DeepCopy()
 	return nil
 }

@@ -182,7 +182,7 @@ func TestPodsHealth(t *testing.T) {
 // it is announced once, and its end only once the pods are Ready.
 func TestPodsHealthEvents(t *testing.T) {
 	rec := record.NewFakeRecorder(20)
-	r := &Reconciler{Recorder: rec, events: newEventMemo()}
+	r := newTestReconciler(t, Reconciler{Recorder: rec})
 	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 	crashed := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "fatal"}}
 	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}

@@ -88,7 +88,7 @@ func TestReconcileStorageExpandsWhereAllowed(t *testing.T) {
 	for _, n := range []string{"store-b", "store-c", "store-x"} {
 		before[n] = getClaim(t, fc, n).ResourceVersion
 	}
-	r.reconcileStorage(context.Background(), c)
+	rep := r.reconcileStorage(context.Background(), c)
 
 	a := getClaim(t, fc, "store-a")
 	if got := a.Spec.Resources.Requests[corev1.ResourceStorage]; got.String() != "2Gi" {
@@ -102,7 +102,6 @@ func TestReconcileStorageExpandsWhereAllowed(t *testing.T) {
 			t.Errorf("%s was changed: %v", n, got.Spec.Resources.Requests)
 		}
 	}
-	rep := r.claimReports.get(clusterKey(c))
 	if rep == nil || rep.Settled || rep.Reason != etcdv1beta2.ReasonExpansionNotAllowed {
 		t.Fatalf("report %+v, want %s", rep, etcdv1beta2.ReasonExpansionNotAllowed)
 	}
@@ -135,8 +134,7 @@ func TestReconcileStorageProgress(t *testing.T) {
 	c := claimCluster("2Gi")
 	r, fc, _ := storageFixture(t, storageClass("grow", ptr.To(true)),
 		sizedClaim(c, "store-a", "grow", "1Gi", c.UID), sizedClaim(c, "store-b", "grow", "2Gi", c.UID))
-	r.reconcileStorage(context.Background(), c)
-	if rep := r.claimReports.get(clusterKey(c)); rep == nil || rep.Reason != etcdv1beta2.ReasonClaimsExpanding ||
+	if rep := r.reconcileStorage(context.Background(), c); rep == nil || rep.Reason != etcdv1beta2.ReasonClaimsExpanding ||
 		!strings.Contains(rep.Message, "1 of 2 claims at 2Gi") {
 		t.Fatalf("report %+v", rep)
 	}
@@ -146,8 +144,7 @@ func TestReconcileStorageProgress(t *testing.T) {
 	if err := fc.Status().Update(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
-	r.reconcileStorage(context.Background(), c)
-	if rep := r.claimReports.get(clusterKey(c)); rep == nil || !strings.Contains(rep.Message, "1 of 2 claims at 2Gi; store-a: FileSystemResizePending") {
+	if rep := r.reconcileStorage(context.Background(), c); rep == nil || !strings.Contains(rep.Message, "1 of 2 claims at 2Gi; store-a: FileSystemResizePending") {
 		t.Fatalf("report %+v", rep)
 	}
 
@@ -157,8 +154,7 @@ func TestReconcileStorageProgress(t *testing.T) {
 	if err := fc.Status().Update(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
-	r.reconcileStorage(context.Background(), c)
-	if rep := r.claimReports.get(clusterKey(c)); rep == nil || !rep.Settled {
+	if rep := r.reconcileStorage(context.Background(), c); rep == nil || !rep.Settled {
 		t.Fatalf("report %+v, want settled", rep)
 	}
 }
@@ -167,22 +163,8 @@ func TestReconcileStorageProgress(t *testing.T) {
 func TestReconcileStorageWithoutClaims(t *testing.T) {
 	c := statusCluster("store", "3.6.16")
 	r, _, _ := storageFixture(t)
-	r.claimReports.set(clusterKey(c), &storageReport{})
-	r.reconcileStorage(context.Background(), c)
-	if rep := r.claimReports.get(clusterKey(c)); rep != nil {
+	if rep := r.reconcileStorage(context.Background(), c); rep != nil {
 		t.Errorf("report %+v, want none", rep)
-	}
-}
-
-func drain(rec *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
 	}
 }
 
@@ -198,8 +180,7 @@ func TestReconcileStorageAtSizeReadsNoClasses(t *testing.T) {
 			return cl.List(ctx, list, opts...)
 		}}).Build()
 	r := newTestClusterReconciler(t, fc, record.NewFakeRecorder(5), time.Now)
-	r.reconcileStorage(context.Background(), c)
-	if rep := r.claimReports.get(clusterKey(c)); rep == nil || !rep.Settled {
+	if rep := r.reconcileStorage(context.Background(), c); rep == nil || !rep.Settled {
 		t.Errorf("report %+v, want settled", rep)
 	}
 }
@@ -217,8 +198,7 @@ func TestReconcileStoragePatchRefused(t *testing.T) {
 			return cl.Patch(ctx, obj, patch, opts...)
 		}}).Build()
 	r := newTestClusterReconciler(t, fc, record.NewFakeRecorder(5), time.Now)
-	r.reconcileStorage(context.Background(), c)
-	rep := r.claimReports.get(clusterKey(c))
+	rep := r.reconcileStorage(context.Background(), c)
 	if rep == nil || rep.Settled || !strings.Contains(rep.Message, "could not raise the request of store-a: quota exceeded") {
 		t.Errorf("report %+v", rep)
 	}

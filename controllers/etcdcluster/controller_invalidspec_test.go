@@ -33,7 +33,7 @@ func TestReconcileRefusesIdentityEnv(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, member).
 		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).Build()
 	rec := record.NewFakeRecorder(10)
-	r := &Reconciler{Client: c, Scheme: s, Recorder: rec, Now: time.Now}
+	r := newTestReconciler(t, Reconciler{Client: c, Scheme: s, Recorder: rec, Now: time.Now})
 	ctx := context.Background()
 	var before corev1.PodList
 	if err := c.List(ctx, &before); err != nil {
@@ -92,7 +92,7 @@ func TestReconcileRefusesInvalidSettings(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster).
 		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).Build()
-	r := &Reconciler{Client: c, Scheme: s, Recorder: record.NewFakeRecorder(10), Now: time.Now}
+	r := newTestReconciler(t, Reconciler{Client: c, Scheme: s, Recorder: record.NewFakeRecorder(10), Now: time.Now})
 	ctx := context.Background()
 	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cluster)}); err != nil {
 		t.Fatalf("reconcile: %v", err)

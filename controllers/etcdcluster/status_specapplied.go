@@ -18,7 +18,7 @@ import (
 // AnnotationSpecFingerprint on a member pod records the spec it was created from: for
 // each field in fingerprintedFields, a short hash of its value (fields with an empty
 // value are left out). Comparing it with the current spec tells which pods a rolling
-// reconfiguration still has to move onto it (reconfigure.go), and which changes reach
+// reconfiguration still has to move onto it (act_reconfigure.go), and which changes reach
 // new members only.
 const AnnotationSpecFingerprint = "etcd.database.coreos.com/spec-fingerprint"
 
@@ -59,7 +59,7 @@ const fieldClusterDomain = "pod.ClusterDomain"
 
 // settingsFields are the typed etcd settings, fingerprinted by their annotation (v1's
 // spec.etcd is stored as these): the chart renders them into a pod's environment only
-// when it is created, so a change rolls out through new pods (reconfigure.go).
+// when it is created, so a change rolls out through new pods (act_reconfigure.go).
 var settingsFields = []string{
 	etcdv1beta2.QuotaBackendBytesAnnotation,
 	etcdv1beta2.AutoCompactionModeAnnotation,
@@ -128,7 +128,7 @@ func stampSpecFingerprint(p *corev1.Pod, c *etcdv1beta2.EtcdCluster, domain stri
 //
 // claimCreatedWith is the storage request the pod's claim was created with ("" if not
 // known): the storage request itself is applied to running members by expanding their
-// claims (storage.go), so only the rest of the claim spec is compared here.
+// claims (act_storage_decide.go), so only the rest of the claim spec is compared here.
 func staleSpecFields(c *etcdv1beta2.EtcdCluster, domain string, p *corev1.Pod, claimCreatedWith string) []string {
 	var stale []string
 	if repo, ok := podRepository(p); ok && repo != specRepository(c) {
@@ -335,20 +335,26 @@ func specApplied(c *etcdv1beta2.EtcdCluster, domain string, pods map[string]*cor
 	}
 }
 
-// reportSpecApplied sets SpecApplied, with one event per new set of unapplied fields.
-func (r *Reconciler) reportSpecApplied(c *etcdv1beta2.EtcdCluster, pods map[string]*corev1.Pod, now string) {
-	s := specApplied(c, r.ClusterDomain, pods, r.claimReports.get(clusterKey(c)))
-	if msg := r.tlsRefusals.get(clusterKey(c)); msg != "" && !s.Status {
+// reportSpecApplied sets SpecApplied (specAppliedConditionOf).
+func (r *Reconciler) reportSpecApplied(c *etcdv1beta2.EtcdCluster, o *observation, now string) {
+	r.setCondition(c, specAppliedConditionOf(c, r.ClusterDomain, o), now)
+}
+
+// specAppliedConditionOf is SpecApplied: whether the member pods run the current spec
+// (specApplied), or a refused TLS change, or the step of turning TLS on that runs; one
+// event per new set of unapplied fields.
+func specAppliedConditionOf(c *etcdv1beta2.EtcdCluster, domain string, o *observation) conditionUpdate {
+	s := specApplied(c, domain, o.pods, o.claimReport)
+	if msg := o.tlsRefusal; msg != "" && !s.Status {
 		s = specAppliedReport{Reason: etcdv1beta2.ReasonTLSChangeRefused, Message: cut(msg, maxHealthMessage), EventKey: etcdv1beta2.ReasonTLSChangeRefused + ":" + msg}
-	} else if msg := r.tlsProgress.get(clusterKey(c)); msg != "" {
+	} else if msg := o.tlsProgress; msg != "" {
 		// Turning TLS on: after its first step the pods mount the spec's Secrets, but
 		// the members are not on TLS until the last step is through.
 		s = specAppliedReport{Reason: etcdv1beta2.ReasonRollingOut, Message: cut(msg, maxHealthMessage)}
 	}
-	updateCondition(c, etcdv1beta2.ClusterConditionSpecApplied, s.Status, s.Reason, s.Message, now)
-	failKey := ""
+	u := conditionUpdate{Type: etcdv1beta2.ClusterConditionSpecApplied, Status: s.Status, Reason: s.Reason, Message: s.Message, Recovered: s.Status}
 	if !s.Status {
-		failKey = s.EventKey
+		u.Fail = s.EventKey
 	}
-	r.announce(c, etcdv1beta2.ClusterConditionSpecApplied, failKey, s.Status, s.Reason, s.Message)
+	return u
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // How the SpecApplied condition treats the claim spec now that a larger storage request
-// reaches running members (storage.go): the claim spec is compared without its storage
+// reaches running members (act_storage_decide.go): the claim spec is compared without its storage
 // request, and the storage step's report joins the condition.
 
 // keyClaimSpecApartFromStorage is the spec fingerprint's entry for the claim spec without

@@ -123,7 +123,7 @@ func memberNamed(ms []planner.Member, name string) (planner.Member, bool) {
 }
 
 // peerURLFor is the peer URL a member added now is given: base's (the spec's, or the
-// running members' settings, asrunning.go), or http while some running pod cannot dial
+// running members' settings, act_asrunning.go), or http while some running pod cannot dial
 // https peers yet (see tlsRender).
 func peerURLFor(base podBase, o *observation, name string) string {
 	scheme, _ := tlsRender(base.cluster, o, name)

@@ -16,7 +16,7 @@ import (
 // (LeavingCordonedNode) or cannot (NoNodeToLeaveTo, one warning); True once it is gone.
 func TestReportCordon(t *testing.T) {
 	rec := record.NewFakeRecorder(20)
-	r := &Reconciler{Recorder: rec, events: newEventMemo()}
+	r := newTestReconciler(t, Reconciler{Recorder: rec})
 	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	report := func(noNode bool, leaveNode ...string) []string {
@@ -28,7 +28,7 @@ func TestReportCordon(t *testing.T) {
 			o.planner.Pods[i].Drift.LeaveNode = n
 		}
 		r.reportCordon(c, o, now.Format(timeFormat))
-		return drainEvents(rec)
+		return drain(rec)
 	}
 	cond := func() *etcdv1beta2.ClusterCondition {
 		return findCondition(c, etcdv1beta2.ClusterConditionOffCordonedNodes)
@@ -48,5 +48,28 @@ func TestReportCordon(t *testing.T) {
 	}
 	if evs := report(false); len(evs) != 1 || !strings.Contains(evs[0], "Normal") || cond().Status != "True" || cond().Reason != "NoMemberOnCordonedNode" {
 		t.Fatalf("gone: events %v, condition %+v", evs, cond())
+	}
+}
+
+func TestCordonCondition(t *testing.T) {
+	obs := func(noNode bool, leave ...string) *observation {
+		o := &observation{}
+		o.planner.NoNodeToLeaveTo = noNode
+		for i, n := range leave {
+			o.planner.Pods = append(o.planner.Pods, planner.Pod{Name: "c-" + string(rune('a'+i)), Drift: planner.Drift{LeaveNode: n}})
+		}
+		return o
+	}
+	const typ = etcdv1beta2.ClusterConditionOffCordonedNodes
+	for _, tc := range []struct {
+		name string
+		o    *observation
+		want conditionUpdate
+	}{
+		{"none on a cordoned node", obs(false), conditionUpdate{Type: typ, Status: true, Reason: etcdv1beta2.ReasonNoMemberOnCordonedNode, Recovered: true}},
+		{"leaving", obs(false, "n1"), conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonLeavingCordonedNode}},
+		{"stuck", obs(true, "n1", "n2"), conditionUpdate{Type: typ, Reason: etcdv1beta2.ReasonNoNodeToLeaveTo, Fail: "NoNodeToLeaveTo:c-a (node n1),c-b (node n2)"}},
+	} {
+		wantUpdate(t, tc.name, cordonCondition(tc.o), tc.want)
 	}
 }
