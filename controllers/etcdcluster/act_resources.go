@@ -40,7 +40,7 @@ func (r *Reconciler) ensureServices(ctx context.Context, c *etcdv1beta2.EtcdClus
 				if svc.Spec.ClusterIP == "" {
 					svc.Spec.ClusterIP = want.Spec.ClusterIP
 				}
-				applyServiceOptions(&svc.Spec, &want.Spec) // resources_service.go
+				applyServiceOptions(&svc.Spec, &want.Spec) // act_resources_service.go
 			}); err != nil {
 				return nil, err
 			}

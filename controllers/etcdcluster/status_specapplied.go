@@ -89,7 +89,7 @@ func specFingerprint(c *etcdv1beta2.EtcdCluster, domain string) map[string]strin
 			out[key] = h
 		}
 	}
-	podKnobFingerprint(c, out) // specapplied_knobs.go
+	podKnobFingerprint(c, out) // status_specapplied_knobs.go
 	return out
 }
 
