@@ -37,6 +37,10 @@ var (
 	ErrLeaderChanged    = errors.New("leader changed during the request")
 	ErrServerTimeout    = errors.New("request timed out in etcd")
 	ErrUnavailable      = errors.New("etcd endpoint unavailable")
+	// The request reached a learner, which serves no cluster-changing request (etcd
+	// 3.5 refuses MemberPromote there); the client's round robin sends the retry to
+	// the next endpoint.
+	ErrEndpointIsLearner = errors.New("the endpoint asked is a learner")
 	// The members have not yet agreed on a cluster version (the first
 	// seconds after a cluster starts).
 	ErrVersionNotDecided = errors.New("cluster version not decided yet")
@@ -72,6 +76,7 @@ var serverErrors = map[string]kind{
 	rpctypes.ErrorDesc(rpctypes.ErrGRPCTimeoutDueToConnectionLost): {ErrServerTimeout, true},
 	rpctypes.ErrorDesc(rpctypes.ErrGRPCTimeoutWaitAppliedIndex):    {ErrServerTimeout, true},
 	rpctypes.ErrorDesc(rpctypes.ErrGRPCRequestTooManyRequests):     {ErrServerTimeout, true},
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCNotSupportedForLearner):     {ErrEndpointIsLearner, true},
 	// Not in rpctypes: the server sends these as untyped errors.
 	"etcdserver: request timed out, leader transfer took too long": {ErrServerTimeout, true},
 	// A member that has just applied its own removal (or is shutting down) still accepts
@@ -116,7 +121,8 @@ func classify(parent context.Context, err error) (sentinel error, transient bool
 // expected to clear on its own (an election, a member starting or catching up).
 func IsTransient(err error) bool {
 	for _, s := range []error{ErrLearnerNotReady, ErrUnhealthyCluster, ErrNotEnoughStarted, ErrNoLeader,
-		ErrNotLeader, ErrLeaderChanged, ErrServerTimeout, ErrUnavailable, ErrNoEndpoint, ErrVersionNotDecided} {
+		ErrNotLeader, ErrLeaderChanged, ErrServerTimeout, ErrUnavailable, ErrNoEndpoint, ErrVersionNotDecided,
+		ErrEndpointIsLearner} {
 		if errors.Is(err, s) {
 			return true
 		}

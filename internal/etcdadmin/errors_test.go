@@ -39,6 +39,7 @@ func TestClassify(t *testing.T) {
 		{"leader transfer timeout", bg, status.Error(codes.Unknown, "etcdserver: request timed out, leader transfer took too long"), ErrServerTimeout, true},
 		{"removed member stopping", bg, status.Error(codes.Unknown, "raft: stopped"), ErrUnavailable, true},
 		{"not enough started", bg, rpctypes.ErrGRPCMemberNotEnoughStarted, ErrNotEnoughStarted, true},
+		{"asked a learner (etcd 3.5's MemberPromote)", bg, rpctypes.ErrGRPCNotSupportedForLearner, ErrEndpointIsLearner, true},
 		{"member not found", bg, rpctypes.ErrGRPCMemberNotFound, ErrMemberNotFound, false},
 		{"peer url exists", bg, rpctypes.ErrPeerURLExist, ErrPeerURLExists, false},
 		{"not learner", bg, rpctypes.ErrGRPCMemberNotLearner, ErrMemberNotLearner, false},
