@@ -22,6 +22,7 @@ import (
 
 	uzap "go.uber.org/zap"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -85,6 +86,8 @@ func runManager(args []string) int {
 	)
 	var allowS3Endpoints stringList
 	fs.Var(&allowS3Endpoints, "allow-s3-endpoint", "an S3 endpoint (host or host:port, as spec.s3.endpoint writes the host) this operator may dial although it is, or resolves to, a loopback, link-local or unspecified address or one of the API server's; repeat for more. Every other such endpoint is refused (S3EndpointRefused): a tenant could otherwise make the operator send signed requests to internal services")
+	var clientServiceTypes stringList
+	fs.Var(&clientServiceTypes, "client-service-types", "client Service types beyond ClusterIP that EtcdClusters may ask for (NodePort, LoadBalancer; comma-separated or repeated). Default none: a NodePort or LoadBalancer Service exposes etcd outside the Kubernetes cluster, which a tenant who may create EtcdClusters but not Services must not get through the operator (such a cluster is refused with InvalidSpec)")
 	maxBackupBytes := fs.Int64("max-backup-bytes", backup.DefaultMaxObjectBytes, "largest backup (stored, and decompressed) this operator reads in its own process to verify a restore; larger ones, and decompression past 100x the stored bytes beyond 1 GiB, are refused (LimitExceeded)")
 	wh := etcdwebhook.AddServerFlags(fs)
 	opts := zap.Options{Development: false}
@@ -92,6 +95,11 @@ func runManager(args []string) int {
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
+	svcTypes, err := parseClientServiceTypes(clientServiceTypes)
+	if err != nil {
+		log.Error(err, "bad --client-service-types")
+		return 1
+	}
 	scope, err := etcdcluster.ParseScope(*scopeAnnotation)
 	if err != nil {
 		log.Error(err, "bad --scope-annotation")
@@ -158,6 +166,7 @@ func runManager(args []string) int {
 		AllowS3Endpoints:          allowS3Endpoints,
 		MaxBackupBytes:            *maxBackupBytes,
 		PinKey:                    pinKey,
+		ClientServiceTypes:        svcTypes,
 	}); err != nil {
 		log.Error(err, "unable to set up controllers")
 		return 1
@@ -344,6 +353,22 @@ func runBackup(args []string) int {
 }
 
 // stringList is a repeatable string flag.
+// parseClientServiceTypes checks --client-service-types: NodePort and LoadBalancer only
+// (ClusterIP is always allowed; ExternalName is no Service for etcd).
+func parseClientServiceTypes(l stringList) ([]corev1.ServiceType, error) {
+	var out []corev1.ServiceType
+	for _, v := range l {
+		switch t := corev1.ServiceType(v); t {
+		case corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer:
+			out = append(out, t)
+		case corev1.ServiceTypeClusterIP:
+		default:
+			return nil, fmt.Errorf("%q: want NodePort or LoadBalancer", v)
+		}
+	}
+	return out, nil
+}
+
 type stringList []string
 
 func (l *stringList) String() string { return strings.Join(*l, ",") }

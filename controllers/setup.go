@@ -47,6 +47,9 @@ type Options struct {
 	// MinQuorumLossGrace is the shortest quorum-loss grace a cluster may ask for with its
 	// annotation; zero means etcdcluster.DefaultMinQuorumLossGrace (1m). The test bench lowers it.
 	MinQuorumLossGrace time.Duration
+	// ClientServiceTypes are the client Service types beyond ClusterIP that clusters may
+	// ask for (etcdcluster.Reconciler.ClientServiceTypes); empty: ClusterIP only.
+	ClientServiceTypes []corev1.ServiceType
 	// AllowExternalBackupEndpoints lets an EtcdBackup's spec.etcdEndpoints name etcd
 	// outside its namespace; by default a backup reaches only its namespace's clusters.
 	AllowExternalBackupEndpoints bool
@@ -169,6 +172,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		ClusterDomain:      opts.ClusterDomain,
 		OperatorImage:      opts.OperatorImage,
 		MinQuorumLossGrace: opts.MinQuorumLossGrace,
+		ClientServiceTypes: opts.ClientServiceTypes,
 		Scope:              opts.Scope,
 		AfterAction:        opts.AfterAction,
 		PinKey:             opts.PinKey,

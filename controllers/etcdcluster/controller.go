@@ -83,6 +83,11 @@ type Reconciler struct {
 	// Scope selects the clusters this instance manages by their scope annotation; empty
 	// means all (ScopeAll).
 	Scope Scope
+	// ClientServiceTypes are the client Service types a cluster may ask for beyond
+	// ClusterIP (the operator's setting: a NodePort or LoadBalancer Service exposes etcd
+	// outside the cluster, which a tenant who may create EtcdClusters but not Services
+	// must not be able to do through the operator). Empty: ClusterIP only.
+	ClientServiceTypes []corev1.ServiceType
 
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
@@ -192,6 +197,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// reported on the resource; nothing is created or changed until it is fixed.
 	if err := render.ValidateCluster(&c); err != nil {
 		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, strings.TrimPrefix(err.Error(), "render: "))
+	}
+	if err := r.checkClientServiceType(&c); err != nil {
+		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, err.Error())
 	}
 	if err := unsupportedVersion(&c); err != nil {
 		return r.refuseSpec(&c, etcdv1beta2.ReasonUnsupportedVersion, err.Error())
