@@ -69,9 +69,10 @@ TEST_INTEGRATION := . ./api/v1beta2 ./controllers/... ./hack/catalog/... ./inter
                     ./test/bench/clusterdns ./test/bench/images ./test/bench/olm ./test/olm
 TEST_E2E         := ./test/e2e ./test/bench/e2e ./test/cmd/bench
 BENCHMARKS       := ./test/benchmark/...
-# test/e2e's tests run in this many concurrent test processes (each test has a bench of its
-# own; they mostly wait on pods and elections), beside the other e2e packages.
-E2E_SHARDS       ?= 2
+# The e2e tiers run on this many workers at once (each test has a bench of its own; they
+# mostly wait on pods and elections; three benches hold ~90 of the 128 inotify instances a
+# user gets by default).
+E2E_SHARDS       ?= 3
 
 .PHONY: test
 test: tools verify test-tiers ## All three tiers below (each runs even if an earlier one failed).

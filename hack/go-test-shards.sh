@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Runs one package's top-level tests in SHARDS worker processes at the same time, beside
-# the other packages. The end-to-end tests spend most of their time waiting on pods and
-# elections, each on a bench of its own, so two workers take about half the wall time on
-# two cores.
+# Runs one package's top-level tests, and the other packages, in SHARDS worker processes
+# at the same time. The end-to-end tests spend most of their time waiting on pods and
+# elections, each on a bench of its own, so several workers share two cores well.
 #   hack/go-test-shards.sh SHARDS 'GO TEST FLAGS' SHARDED_PACKAGE [OTHER_PACKAGES...]
 # The package's test binary is built once; every top-level test (as `go test -list` names
 # them) then runs in a process of its own, taken from one queue by whichever worker is
 # free, so the workers finish within about one test of each other (a fixed split by name
-# left one shard idle for 7 minutes while the other ran). The queue starts with the tests
-# hack/e2e-durations.txt lists as slowest (tests it does not know first of all), so a long
-# test never starts last. Each test's result and duration are printed as
-# `=== shard result: TestName ok|FAIL SECONDS`; output lines are prefixed with their
-# worker; the exit status is non-zero if any test or the other packages failed.
+# left one shard idle for 7 minutes while the other ran). The other packages are one
+# entry of that queue, run first (`go test -p 1`), so no more than SHARDS benches ever
+# run at once: each holds about 30 inotify instances (kubelets, containerd, kube-proxy)
+# of the 128 a user gets by default. After them the queue holds the tests
+# hack/e2e-durations.txt lists as slowest first (tests it does not know first of all), so
+# a long test never starts last. Each entry's result and duration are printed as
+# `=== shard result: NAME ok|FAIL SECONDS`; output lines are prefixed with their worker;
+# the exit status is non-zero if any test or the other packages failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,7 +41,12 @@ durations=hack/e2e-durations.txt
 for t in "${tests[@]}"; do
   d=$(awk -v t="$t" '$2 == t {s = $1} END {print s}' "$durations")
   echo "${d:-999999} $t"
-done | sort -k1,1nr -k2 | awk '{print $2}' >"$work/queue"
+done | sort -k1,1nr -k2 | awk '{print $2}' >"$work/queue.tests"
+others=("$@")
+{
+  ((${#others[@]} == 0)) || echo "@other"
+  cat "$work/queue.tests"
+} >"$work/queue"
 echo 0 >"$work/next"
 
 # `go test` flags become the test binary's (-timeout 45m -> -test.timeout 45m); each
@@ -65,8 +72,11 @@ worker() { # worker PREFIX: runs queued tests until none is left; fails if any f
     local rc=0 name start status
     while name=$(take) && [[ -n $name ]]; do
       start=$SECONDS
+      if [[ $name == @other ]]; then
+        # shellcheck disable=SC2086 # flags are words
+        if go test $flags -p 1 "${others[@]}"; then status=ok; else status=FAIL rc=1; fi
       # go test runs a package's tests in its directory; so does this.
-      if (cd "$pkgdir" && "$work/pkg.test" "${binflags[@]}" -test.run "^${name}\$"); then
+      elif (cd "$pkgdir" && "$work/pkg.test" "${binflags[@]}" -test.run "^${name}\$"); then
         status=ok
       else
         status=FAIL rc=1
@@ -79,15 +89,6 @@ worker() { # worker PREFIX: runs queued tests until none is left; fails if any f
 }
 
 pids=()
-# The other packages run one at a time (-p 1): each end-to-end package brings up benches
-# of its own, and every bench holds about 30 inotify instances (kubelets, containerd,
-# kube-proxy), of the 128 a user gets by default; two workers plus two more benches would
-# leave none to spare.
-if (($#)); then
-  # shellcheck disable=SC2086 # flags are words
-  (set -o pipefail; go test $flags -p 1 "$@" 2>&1 | sed -u "s|^|[other] |") &
-  pids+=($!)
-fi
 for ((i = 1; i <= shards; i++)); do
   worker "${sharded#./}#$i" &
   pids+=($!)
