@@ -80,6 +80,9 @@ func newProofFixtureWith(t *testing.T, funcs interceptor.Funcs, mutate func(*etc
 		})).Build()
 	f.c, f.rec = c, record.NewFakeRecorder(200)
 	f.r = newTestClusterReconciler(t, c, f.rec, func() time.Time { return proofNow })
+	// A total-loss observation or choice reads the backup listing it starts (production
+	// uses it at a later reconcile; TestTotalLossListingLeavesTheWorker checks that).
+	f.r.lostBackups.awaitListings = true
 	// Read back what the fake server stored (UIDs, resourceVersions).
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(ec), f.cluster); err != nil {
 		t.Fatal(err)

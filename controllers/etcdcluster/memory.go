@@ -65,4 +65,5 @@ func (l *lostBackupCache) forgetCluster(cluster string) {
 	defer l.mu.Unlock()
 	deleteCluster(l.listings, cluster)
 	deleteCluster(l.failures, cluster)
+	deleteCluster(l.inflight, cluster) // a listing still running keeps its result to itself
 }

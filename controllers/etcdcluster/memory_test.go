@@ -43,6 +43,9 @@ func remember(t *testing.T, m *memory, cluster, uid string, now time.Time) {
 	m.ownWrites.set(cluster, "42")
 	m.loss.observe(cluster+"/"+uid, true, now)
 	m.lostBackups.put(cluster+"/"+uid, lostBackups{at: now})
+	// A listing running (counted against a namespace of its own, so that both clusters'
+	// can run at once).
+	m.lostBackups.begin(cluster+"/"+uid, "ns-"+uid)
 	m.lostBackups.chose(cluster+"/"+uid, now, errors.New("no backup"))
 }
 

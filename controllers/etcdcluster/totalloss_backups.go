@@ -20,18 +20,25 @@ import (
 )
 
 // The backups of a lost cluster live behind an endpoint and credentials its tenant
-// chose, and the controller has four workers for every namespace: a slow or silent S3
-// endpoint must not hold them. So the listing has a deadline and is done at most once
-// per backupListInterval per cluster while it is lost (the result is kept in memory),
-// and choosing, which downloads candidates, has a budget of its own and, once it failed,
-// is not tried again for backupChooseRetry.
+// chose, and the controller's four workers serve every namespace: a slow or silent S3
+// endpoint must not hold them. So the listing runs apart from the workers (a reconcile
+// starts it and uses its result at a later reconcile), at most one per namespace and
+// maxBackgroundListings in all at a time, with a deadline, and at most once per
+// backupListInterval per cluster while it is lost (the result is kept in memory).
+// Choosing, which downloads candidates, has a budget of its own and, once it failed, is
+// not tried again for backupChooseRetry.
 const (
-	backupListTimeout   = 20 * time.Second
-	backupListInterval  = time.Minute
-	backupChooseBudget  = 3 * time.Minute
-	backupChooseRetry   = 5 * time.Minute
-	maxProblemsReported = 5
+	backupListTimeout     = 20 * time.Second
+	backupListInterval    = time.Minute
+	backupChooseBudget    = 3 * time.Minute
+	backupChooseRetry     = 5 * time.Minute
+	maxProblemsReported   = 5
+	maxBackgroundListings = 4
 )
+
+// listingPending is said, in the backup problems, of a cluster whose listing has not
+// finished yet (or waits for another cluster's in its namespace).
+const listingPending = "the backups are being listed apart from the reconcile workers (one listing per namespace at a time); the result is used at the next check"
 
 // lostBackups is what the controller found for a lost cluster.
 type lostBackups struct {
@@ -50,10 +57,65 @@ type lostBackupCache struct {
 	// listTimeout and chooseBudget replace backupListTimeout and backupChooseBudget
 	// when set (tests).
 	listTimeout, chooseBudget time.Duration
+	// awaitListings makes listLostBackups wait for the listing it started, for tests
+	// that read the result of one observation.
+	awaitListings bool
 
 	mu       sync.Mutex
 	listings map[string]lostBackups
 	failures map[string]chooseFailure
+	// inflight are the listings running, by cluster key (namespace/name/UID); slots
+	// bounds them in all.
+	inflight map[string]chan struct{}
+	slots    chan struct{}
+}
+
+// begin returns the channel closed when key's listing ends: the running one's, or a new
+// one's when start is true (the caller runs it and calls end). nil: another cluster of
+// the namespace is being listed; try again later.
+func (l *lostBackupCache) begin(key, namespace string) (done chan struct{}, start bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d, ok := l.inflight[key]; ok {
+		return d, false
+	}
+	for k := range l.inflight {
+		if strings.HasPrefix(k, namespace+"/") {
+			return nil, false
+		}
+	}
+	if l.inflight == nil {
+		l.inflight = map[string]chan struct{}{}
+	}
+	if l.slots == nil {
+		l.slots = make(chan struct{}, maxBackgroundListings)
+	}
+	d := make(chan struct{})
+	l.inflight[key] = d
+	return d, true
+}
+
+// end records key's listing, unless the cluster was forgotten meanwhile (deleted, or no
+// longer lost), and so frees its namespace.
+func (l *lostBackupCache) end(key string, done chan struct{}, found lostBackups) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inflight[key] == done {
+		delete(l.inflight, key)
+		if l.listings == nil {
+			l.listings = map[string]lostBackups{}
+		}
+		l.listings[key] = found
+	}
+	close(done)
+}
+
+// last is key's latest listing, however old.
+func (l *lostBackupCache) last(key, only string) (lostBackups, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	found, ok := l.listings[key]
+	return found, ok && found.only == only
 }
 
 type chooseFailure struct {
@@ -110,16 +172,44 @@ func (l *lostBackupCache) forget(key string) {
 	defer l.mu.Unlock()
 	delete(l.listings, key)
 	delete(l.failures, key)
+	delete(l.inflight, key) // a listing still running keeps its result to itself
 }
 
 // listLostBackups returns the candidates of a lost cluster, listed at most once per
 // backupListInterval and within backupListTimeout; a listing cut short says so in its
-// problems.
+// problems. A listing not yet done is started apart from the worker, and meanwhile the
+// previous one (if any) is returned with listingPending among its problems.
 func (r *Reconciler) listLostBackups(ctx context.Context, c *etcdv1beta2.EtcdCluster, now time.Time) lostBackups {
 	key, only := clusterKey(c)+"/"+string(c.UID), restoreFromBackupName(c)
 	if found, ok := r.lostBackups.get(key, only, now); ok {
 		return found
 	}
+	done, start := r.lostBackups.begin(key, c.Namespace)
+	if start {
+		cc := c.DeepCopy()
+		// The reconcile's context ends with the reconcile; the listing has its own deadline.
+		lctx := context.WithoutCancel(ctx)
+		go func() {
+			r.lostBackups.slots <- struct{}{}
+			found := r.listNow(lctx, cc, now)
+			<-r.lostBackups.slots
+			r.lostBackups.end(key, done, found)
+		}()
+	}
+	if done != nil && r.lostBackups.awaitListings {
+		<-done
+		if found, ok := r.lostBackups.last(key, only); ok {
+			return found
+		}
+	}
+	found, _ := r.lostBackups.last(key, only)
+	found.problems = append(append([]string(nil), found.problems...), listingPending)
+	return found
+}
+
+// listNow lists a lost cluster's candidates within backupListTimeout.
+func (r *Reconciler) listNow(ctx context.Context, c *etcdv1beta2.EtcdCluster, now time.Time) lostBackups {
+	only := restoreFromBackupName(c)
 	limit := cmp.Or(r.lostBackups.listTimeout, backupListTimeout)
 	lctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -140,7 +230,6 @@ func (r *Reconciler) listLostBackups(ctx context.Context, c *etcdv1beta2.EtcdClu
 		found.problems = append(found.problems, fmt.Sprintf("listing the backups took longer than %s; tried again in %s", limit, backupListInterval))
 	}
 	found.problems = capProblems(found.problems)
-	r.lostBackups.put(key, found)
 	return found
 }
 

@@ -3,6 +3,8 @@ package etcdcluster
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 )
 
 // lossStore is a MinIO bucket and the awsSecret "aws" of namespace "ns" that reads it.
@@ -250,5 +253,71 @@ func TestFailedChoiceIsNotRetriedAtOnce(t *testing.T) {
 	now = proofNow.Add(backupChooseRetry)
 	if rec, err := f.r.chooseBackup(context.Background(), f.cluster); err != nil || rec.Path != lossBucket+"/"+key {
 		t.Fatalf("after the retry gap: %+v %v", rec, err)
+	}
+}
+
+// A lost cluster's listing against a hanging endpoint does not hold the worker: the
+// observation returns at once saying the listing runs apart, and a later observation
+// has its result (here the timeout).
+func TestTotalLossListingLeavesTheWorker(t *testing.T) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "ns"}, Data: map[string][]byte{
+		"credentials": []byte("[default]\naws_access_key_id = a\naws_secret_access_key = b\n")}}
+	endpoint, listings := silentS3(t)
+	f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) { c.Status.Bootstrapped = true },
+		secret, s3Backup("b", "c", lossBucket+"/c/per", endpoint))
+	f.r.lostBackups.listTimeout = 2 * time.Second
+	f.r.lostBackups.awaitListings = false // as in production
+
+	observe := func() []string {
+		o := f.observed(t)
+		o.planner = planner.Observed{Now: proofNow, Bootstrapped: true}
+		if err := f.r.observeTotalLoss(context.Background(), f.cluster, o); err != nil {
+			t.Fatal(err)
+		}
+		return o.planner.BackupProblems
+	}
+	// Returned while the listing still hangs: it says so, not the listing's timeout.
+	if got := strings.Join(observe(), "; "); got != listingPending {
+		t.Fatalf("first observation's problems %q, want only %q", got, listingPending)
+	}
+	poll.Eventually(t, 10*time.Second, 20*time.Millisecond, "the endpoint dialled", func() error {
+		if listings() == 0 {
+			return errors.New("no connection yet")
+		}
+		return nil
+	})
+	poll.Eventually(t, 10*time.Second, 50*time.Millisecond, "the listing's result", func() error {
+		if got := strings.Join(observe(), "; "); !strings.Contains(got, "listing the backups took longer than 2s") {
+			return fmt.Errorf("problems %q", got)
+		}
+		return nil
+	})
+}
+
+// One listing per namespace at a time: a tenant's many lost clusters queue behind each
+// other, not beside every other tenant's.
+func TestBackgroundListingsOnePerNamespace(t *testing.T) {
+	var l lostBackupCache
+	a1, start := l.begin("team-a/c1/u1", "team-a")
+	if a1 == nil || !start {
+		t.Fatal("the first listing of team-a did not start")
+	}
+	if again, start := l.begin("team-a/c1/u1", "team-a"); again != a1 || start {
+		t.Error("the same cluster's listing started twice")
+	}
+	if d, _ := l.begin("team-a/c2/u2", "team-a"); d != nil {
+		t.Error("a second listing in team-a started beside the first")
+	}
+	if d, start := l.begin("team-b/c1/u3", "team-b"); d == nil || !start {
+		t.Error("team-b's listing waited for team-a's")
+	}
+	l.end("team-a/c1/u1", a1, lostBackups{})
+	select {
+	case <-a1:
+	default:
+		t.Error("the ended listing's channel is still open")
+	}
+	if d, start := l.begin("team-a/c2/u2", "team-a"); d == nil || !start {
+		t.Error("team-a's next listing did not start after the first ended")
 	}
 }
