@@ -43,9 +43,15 @@ func remember(t *testing.T, m *memory, cluster, uid string, now time.Time) {
 	m.ownWrites.set(cluster, "42")
 	m.loss.observe(cluster+"/"+uid, true, now)
 	m.lostBackups.put(cluster+"/"+uid, lostBackups{at: now})
-	// A listing running (counted against a namespace of its own, so that both clusters'
-	// can run at once).
-	m.lostBackups.begin(cluster+"/"+uid, "ns-"+uid)
+	// A listing running and one waiting (set directly: the namespace of both clusters
+	// runs one listing at a time).
+	m.lostBackups.mu.Lock()
+	if m.lostBackups.inflight == nil {
+		m.lostBackups.inflight, m.lostBackups.waiting = map[string]chan struct{}{}, map[string]time.Time{}
+	}
+	m.lostBackups.inflight[cluster+"/"+uid] = make(chan struct{})
+	m.lostBackups.waiting[cluster+"/"+uid] = now
+	m.lostBackups.mu.Unlock()
 	m.lostBackups.chose(cluster+"/"+uid, now, errors.New("no backup"))
 }
 

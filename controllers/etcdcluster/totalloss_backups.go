@@ -65,25 +65,44 @@ type lostBackupCache struct {
 	listings map[string]lostBackups
 	failures map[string]chooseFailure
 	// inflight are the listings running, by cluster key (namespace/name/UID); slots
-	// bounds them in all.
+	// bounds them in all. waiting says since when a cluster has waited for its
+	// namespace's turn: the one waiting longest goes next, so none is starved by others
+	// whose results expire and ask again.
 	inflight map[string]chan struct{}
+	waiting  map[string]time.Time
 	slots    chan struct{}
 }
 
 // begin returns the channel closed when key's listing ends: the running one's, or a new
 // one's when start is true (the caller runs it and calls end). nil: another cluster of
-// the namespace is being listed; try again later.
-func (l *lostBackupCache) begin(key, namespace string) (done chan struct{}, start bool) {
+// the namespace is being listed, or has waited longer; try again later. key is
+// namespace/name/UID.
+func (l *lostBackupCache) begin(key string, now time.Time) (done chan struct{}, start bool) {
+	namespace, _, _ := strings.Cut(key, "/")
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if d, ok := l.inflight[key]; ok {
 		return d, false
+	}
+	if l.waiting == nil {
+		l.waiting = map[string]time.Time{}
+	}
+	since, ok := l.waiting[key]
+	if !ok {
+		since, l.waiting[key] = now, now
 	}
 	for k := range l.inflight {
 		if strings.HasPrefix(k, namespace+"/") {
 			return nil, false
 		}
 	}
+	for k, t := range l.waiting {
+		// A waiter that has not asked for two intervals is gone (no longer lost, paused).
+		if k != key && strings.HasPrefix(k, namespace+"/") && t.Before(since) && now.Sub(t) < 2*backupListInterval {
+			return nil, false
+		}
+	}
+	delete(l.waiting, key)
 	if l.inflight == nil {
 		l.inflight = map[string]chan struct{}{}
 	}
@@ -173,6 +192,7 @@ func (l *lostBackupCache) forget(key string) {
 	delete(l.listings, key)
 	delete(l.failures, key)
 	delete(l.inflight, key) // a listing still running keeps its result to itself
+	delete(l.waiting, key)
 }
 
 // listLostBackups returns the candidates of a lost cluster, listed at most once per
@@ -184,7 +204,7 @@ func (r *Reconciler) listLostBackups(ctx context.Context, c *etcdv1beta2.EtcdClu
 	if found, ok := r.lostBackups.get(key, only, now); ok {
 		return found
 	}
-	done, start := r.lostBackups.begin(key, c.Namespace)
+	done, start := r.lostBackups.begin(key, now)
 	if start {
 		cc := c.DeepCopy()
 		// The reconcile's context ends with the reconcile; the listing has its own deadline.

@@ -294,21 +294,26 @@ func TestTotalLossListingLeavesTheWorker(t *testing.T) {
 	})
 }
 
-// One listing per namespace at a time: a tenant's many lost clusters queue behind each
-// other, not beside every other tenant's.
+// One listing per namespace at a time, the cluster that has waited longest next: a
+// tenant's many lost clusters queue behind each other, not beside every other tenant's,
+// and none of them is starved by the others asking again.
 func TestBackgroundListingsOnePerNamespace(t *testing.T) {
 	var l lostBackupCache
-	a1, start := l.begin("team-a/c1/u1", "team-a")
+	now := proofNow
+	a1, start := l.begin("team-a/c1/u1", now)
 	if a1 == nil || !start {
 		t.Fatal("the first listing of team-a did not start")
 	}
-	if again, start := l.begin("team-a/c1/u1", "team-a"); again != a1 || start {
+	if again, start := l.begin("team-a/c1/u1", now); again != a1 || start {
 		t.Error("the same cluster's listing started twice")
 	}
-	if d, _ := l.begin("team-a/c2/u2", "team-a"); d != nil {
+	if d, _ := l.begin("team-a/c2/u2", now.Add(time.Second)); d != nil {
 		t.Error("a second listing in team-a started beside the first")
 	}
-	if d, start := l.begin("team-b/c1/u3", "team-b"); d == nil || !start {
+	if d, _ := l.begin("team-a/c3/u3", now.Add(2*time.Second)); d != nil {
+		t.Error("a third listing in team-a started beside the first")
+	}
+	if d, start := l.begin("team-b/c1/u9", now); d == nil || !start {
 		t.Error("team-b's listing waited for team-a's")
 	}
 	l.end("team-a/c1/u1", a1, lostBackups{})
@@ -317,7 +322,24 @@ func TestBackgroundListingsOnePerNamespace(t *testing.T) {
 	default:
 		t.Error("the ended listing's channel is still open")
 	}
-	if d, start := l.begin("team-a/c2/u2", "team-a"); d == nil || !start {
-		t.Error("team-a's next listing did not start after the first ended")
+	later := now.Add(3 * time.Second)
+	// c1's result expires and it asks again, and c3 asks before c2: c2 waited longest.
+	if d, _ := l.begin("team-a/c1/u1", later); d != nil {
+		t.Error("c1 went again before c2 and c3, which waited")
+	}
+	if d, _ := l.begin("team-a/c3/u3", later); d != nil {
+		t.Error("c3 went before c2, which waited longer")
+	}
+	if d, start := l.begin("team-a/c2/u2", later); d == nil || !start {
+		t.Error("c2, the longest waiting, did not start")
+	}
+	// A waiter that stopped asking (no longer lost) does not block the others forever.
+	var m lostBackupCache
+	d, _ := m.begin("team-a/x/u1", now)
+	m.begin("team-a/gone/u2", now.Add(time.Second))
+	m.begin("team-a/y/u3", now.Add(2*time.Second))
+	m.end("team-a/x/u1", d, lostBackups{})
+	if d, start := m.begin("team-a/y/u3", now.Add(3*backupListInterval)); d == nil || !start {
+		t.Error("an abandoned waiter blocked the namespace")
 	}
 }
