@@ -3,10 +3,7 @@ package etcdrestore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +18,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
+	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
 )
 
 // An S3 backup is checked before anything is created or deleted, but never in the
@@ -44,19 +42,8 @@ import (
 // only; a spec change checks again.
 const VerifiedObjectAnnotation = "etcd.database.coreos.com/restore-verified-object"
 
-const (
-	// checkTimeout bounds the check pod's work and the operator's own read of the object.
-	checkTimeout = 10 * time.Minute
-	// checkStartGrace is the pod's time to be scheduled and pull the image.
-	checkStartGrace = 2 * time.Minute
-	// checkDeadlineSlack is how long past the pod's deadline the operator waits for the
-	// kubelet's report before it gives the pod up itself.
-	checkDeadlineSlack = 30 * time.Second
-	// checkPodSuffix names the pod <restore>-check.
-	checkPodSuffix = "check"
-	// annotationCheckStarted on a check pod is when the operator created it.
-	annotationCheckStarted = "etcd.database.coreos.com/check-started"
-)
+// checkPodSuffix names the pod <restore>-check.
+const checkPodSuffix = "check"
 
 // verifiedObject is the value of VerifiedObjectAnnotation.
 type verifiedObject struct {
@@ -121,7 +108,7 @@ func (r *Reconciler) checkedObject(ctx context.Context, er *etcdv1beta2.EtcdRest
 	if pod.DeletionTimestamp != nil {
 		return nil, &checkPending{msg: fmt.Sprintf("waiting for the earlier snapshot check pod %s to be gone", pod.Name), after: time.Second}
 	}
-	if !checkPodIs(&pod, spec) {
+	if !snapshotcheck.Is(&pod, spec) {
 		// Of another object (an earlier spec, another periodic backup) or not as the
 		// operator rendered it: never read; a new one is started.
 		if err := r.Delete(ctx, &pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
@@ -130,9 +117,8 @@ func (r *Reconciler) checkedObject(ctx context.Context, er *etcdv1beta2.EtcdRest
 		return nil, &checkPending{msg: fmt.Sprintf("replacing the snapshot check pod %s, which does not check %s", pod.Name, sourceOf(s3)), after: time.Second}
 	}
 	now := time.Now()
-	started := checkStarted(&pod)
-	deadline := started.Add(spec.Deadline + checkDeadlineSlack)
-	res, done := checkOutcome(&pod, !now.Before(deadline))
+	deadline := snapshotcheck.Deadline(&pod, spec)
+	res, done := snapshotcheck.Outcome(&pod, !now.Before(deadline))
 	if !done {
 		return nil, &checkPending{after: deadline.Sub(now),
 			msg: fmt.Sprintf("checking backup %s in pod %s (the operator's image; gives up at %s)", sourceOf(s3), pod.Name, deadline.UTC().Format(time.RFC3339))}
@@ -150,32 +136,16 @@ func (r *Reconciler) checkedObject(ctx context.Context, er *etcdv1beta2.EtcdRest
 	return v, err
 }
 
-// judge turns a finished check into the verified record, or the failure to report. A
-// passed check counts only if the object's SHA-256, as the operator reads it now, is
-// the one the pod reported.
+// judge turns a finished check into the verified record, or the failure to report
+// (snapshotcheck.Confirm: a passed check counts only if the object's SHA-256, as the
+// operator reads it now, is the one the pod reported).
 func (r *Reconciler) judge(ctx context.Context, er *etcdv1beta2.EtcdRestore, s3 *etcdv1beta2.S3BackupSource, store backup.Store, res restore.VerifyResult) (*verifiedObject, error) {
 	bucket, key, _ := backup.SplitS3Path(s3.Path)
-	loc := sourceOf(s3)
-	if res.Reason != "" {
-		return nil, &backupstorage.Error{Reason: res.Reason, Err: fmt.Errorf("the snapshot check of %s failed: %s", loc, res.Error)}
+	obj, sum, err := snapshotcheck.Confirm(ctx, store, key, sourceOf(s3), res)
+	if err != nil {
+		return nil, err
 	}
-	if res.Key != key || len(res.SHA256) != 64 {
-		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonVerificationFailed,
-			Err: fmt.Errorf("the snapshot check pod reported object %q sha256 %q, not a check of %s", res.Key, res.SHA256, loc)}
-	}
-	hctx, cancel := context.WithTimeout(ctx, checkTimeout)
-	defer cancel()
-	obj, sum, err := backup.HashObject(hctx, store, key)
-	switch {
-	case errors.Is(err, backup.ErrChecksumMismatch):
-		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonChecksumMismatch, Err: err}
-	case err != nil:
-		return nil, &backupstorage.Error{Reason: backupstorage.Reason(err), Err: fmt.Errorf("the operator's own read of %s: %w", loc, err)}
-	case !strings.EqualFold(sum, res.SHA256):
-		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonChecksumMismatch,
-			Err: fmt.Errorf("%s: the snapshot check pod checked bytes with sha256 %s, the operator read sha256 %s: the object changed between the two reads, or the report is not the check's", loc, res.SHA256, sum)}
-	}
-	log.FromContext(ctx).Info("backup verified", "backup", loc, "sha256", sum, "storedChecksum", obj.SHA256 != "", "revision", res.Revision, "keys", res.KeyCount)
+	log.FromContext(ctx).Info("backup verified", "backup", sourceOf(s3), "sha256", sum, "storedChecksum", obj.SHA256 != "", "revision", res.Revision, "keys", res.KeyCount)
 	return &verifiedObject{Generation: er.Generation, Bucket: bucket, Endpoint: s3.Endpoint, Key: key, SHA256: sum,
 		Revision: res.Revision, EtcdVersion: obj.Metadata["etcd-version"]}, nil
 }
@@ -199,15 +169,7 @@ func (r *Reconciler) recordVerified(ctx context.Context, er *etcdv1beta2.EtcdRes
 
 // checkSpec is the check pod of s3's object for er.
 func (r *Reconciler) checkSpec(er *etcdv1beta2.EtcdRestore, s3 *etcdv1beta2.S3BackupSource) render.SnapshotCheckSpec {
-	maxBytes := r.S3Access.MaxObjectBytes
-	if maxBytes <= 0 {
-		maxBytes = backup.DefaultMaxObjectBytes
-	}
-	return render.SnapshotCheckSpec{
-		Name: render.SnapshotCheckPodName(er.Name, checkPodSuffix), Namespace: er.Namespace, Owner: er.Name,
-		OperatorImage: r.OperatorImage, S3: s3, MaxBytes: maxBytes,
-		Timeout: checkTimeout, Deadline: checkTimeout + checkStartGrace,
-	}
+	return snapshotcheck.Spec(render.SnapshotCheckPodName(er.Name, checkPodSuffix), er.Namespace, er.Name, r.OperatorImage, s3, r.S3Access.MaxObjectBytes)
 }
 
 // startCheck creates the check pod.
@@ -216,7 +178,7 @@ func (r *Reconciler) startCheck(ctx context.Context, er *etcdv1beta2.EtcdRestore
 	if err != nil {
 		return &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
 	}
-	pod.Annotations = map[string]string{annotationCheckStarted: time.Now().UTC().Format(time.RFC3339)}
+	pod.Annotations = map[string]string{snapshotcheck.AnnotationStarted: time.Now().UTC().Format(time.RFC3339)}
 	if err := controllerutil.SetControllerReference(er, pod, r.Scheme()); err != nil {
 		return err
 	}
@@ -224,82 +186,8 @@ func (r *Reconciler) startCheck(ctx context.Context, er *etcdv1beta2.EtcdRestore
 		return fmt.Errorf("create the snapshot check pod: %w", err)
 	}
 	log.FromContext(ctx).Info("snapshot check pod created", "pod", pod.Name, "backup", sourceOf(spec.S3))
-	return &checkPending{after: spec.Deadline + checkDeadlineSlack,
+	return &checkPending{after: spec.Deadline + snapshotcheck.DeadlineSlack,
 		msg: fmt.Sprintf("checking backup %s in pod %s (the operator's image) before anything is created or deleted", sourceOf(spec.S3), pod.Name)}
-}
-
-// checkPodIs says whether pod is the check the operator renders for spec: the operator's
-// image running exactly the check of that object.
-func checkPodIs(pod *corev1.Pod, spec render.SnapshotCheckSpec) bool {
-	args, _, _, err := render.SnapshotCheckArgs(spec)
-	if err != nil || len(pod.Spec.Containers) != 1 || len(pod.Spec.InitContainers) != 0 {
-		return false
-	}
-	c := pod.Spec.Containers[0]
-	return c.Name == render.SnapshotCheckContainer && c.Image == spec.OperatorImage &&
-		slices.Equal(c.Command, []string{render.OperatorCommand}) && slices.Equal(c.Args, args)
-}
-
-// checkStarted is when the operator created the pod (its annotation), else its creation.
-func checkStarted(pod *corev1.Pod) time.Time {
-	if t, err := time.Parse(time.RFC3339, pod.Annotations[annotationCheckStarted]); err == nil {
-		return t
-	}
-	return pod.CreationTimestamp.Time
-}
-
-// checkOutcome reads a check pod's result from its container's termination message.
-// done is false while it runs and the deadline has not passed; a pod that failed
-// without a result (evicted, killed at its deadline, out of memory) or is past its
-// deadline is a failure saying what happened to it.
-func checkOutcome(pod *corev1.Pod, pastDeadline bool) (restore.VerifyResult, bool) {
-	for _, cs := range pod.Status.ContainerStatuses {
-		t := cs.State.Terminated
-		if cs.Name != render.SnapshotCheckContainer || t == nil {
-			continue
-		}
-		res, err := restore.ParseVerifyResult(t.Message)
-		if err != nil {
-			msg := fmt.Sprintf("the snapshot check ended with exit code %d (%s) without a result", t.ExitCode, t.Reason)
-			if m := render.LastMessageLine(t.Message); m != "" {
-				msg += ": " + m
-			}
-			return restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: msg}, true
-		}
-		if res.Reason == "" && t.ExitCode != 0 {
-			res.Reason, res.Error = etcdv1beta2.ReasonVerificationFailed, fmt.Sprintf("the snapshot check exited with code %d", t.ExitCode)
-		}
-		return res, true
-	}
-	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded || pastDeadline {
-		what := "did not finish in time"
-		if pod.Status.Phase == corev1.PodFailed {
-			what = "failed"
-		}
-		return restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed,
-			Error: fmt.Sprintf("the snapshot check pod %s %s: %s", pod.Name, what, podState(pod))}, true
-	}
-	return restore.VerifyResult{}, false
-}
-
-// podState describes a pod that did not report: its phase and reason, and what its
-// container waits on, in the kubelet's words.
-func podState(pod *corev1.Pod) string {
-	parts := []string{"phase " + string(pod.Status.Phase)}
-	if pod.Status.Reason != "" {
-		parts = append(parts, pod.Status.Reason+": "+pod.Status.Message)
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			parts = append(parts, "not scheduled: "+c.Message)
-		}
-	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil && w.Reason != "" {
-			parts = append(parts, fmt.Sprintf("container %s waiting: %s %s", cs.Name, w.Reason, w.Message))
-		}
-	}
-	return strings.Join(parts, "; ")
 }
 
 // sourceOf names an S3 object for messages.

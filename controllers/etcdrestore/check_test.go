@@ -16,6 +16,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
@@ -129,7 +130,7 @@ func TestRestoreReplaceChecksInAPodAndPins(t *testing.T) {
 	// Past its deadline without a report.
 	f.reconcileOnce(t, "r")
 	p = checkPod()
-	p.Annotations[annotationCheckStarted] = time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	p.Annotations[snapshotcheck.AnnotationStarted] = time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	if err := f.c.Update(ctx, p); err != nil {
 		t.Fatal(err)
 	}
