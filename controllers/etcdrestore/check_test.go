@@ -127,8 +127,9 @@ func TestRestoreReplaceChecksInAPodAndPins(t *testing.T) {
 	prodUntouched("evicted")
 	noPod()
 
-	// Past its deadline without a report.
+	// Past its deadline without a report. While the retry's pod runs, the failure stands.
 	f.reconcileOnce(t, "r")
+	f.wantCondition(t, "r", metav1.ConditionFalse, etcdv1beta2.ReasonVerificationFailed, "Evicted")
 	p = checkPod()
 	p.Annotations[snapshotcheck.AnnotationStarted] = time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	if err := f.c.Update(ctx, p); err != nil {

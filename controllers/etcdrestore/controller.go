@@ -227,6 +227,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	c, err := r.newCluster(ctx, &er)
 	if p, ok := errors.AsType[*checkPending](err); ok {
+		if failedBefore(&er) {
+			return ctrl.Result{RequeueAfter: p.after}, nil // checked again; the failure stands until it passes
+		}
 		msg := fmt.Sprintf("%s; EtcdCluster %s is created once the backup is verified.%s", p.msg, name, replacedNote(&er))
 		return ctrl.Result{RequeueAfter: p.after}, r.setStatus(ctx, &er, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, msg)
 	}
@@ -265,6 +268,14 @@ func (r *Reconciler) backupFailed(ctx context.Context, er *etcdv1beta2.EtcdResto
 		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, be.Reason, be.Err.Error())
 	}
 	return ctrl.Result{RequeueAfter: restoreRetry}, r.setStatus(ctx, er, metav1.ConditionFalse, be.Reason, be.Err.Error())
+}
+
+// failedBefore: the restore's backup failed for this spec (not the ClusterExists refusal
+// a replace annotation resumes from). A retry's check pod then runs without turning the
+// condition back to Unknown, so the failure stays readable until a check passes.
+func failedBefore(er *etcdv1beta2.EtcdRestore) bool {
+	c := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
+	return c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == er.Generation && c.Reason != etcdv1beta2.ReasonClusterExists
 }
 
 // replaceRequested: the EtcdRestore opted into replacing an existing cluster.
@@ -310,6 +321,9 @@ func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRes
 	// destroy the cluster it would replace.
 	c, err := r.newCluster(ctx, er)
 	if p, ok := errors.AsType[*checkPending](err); ok {
+		if failedBefore(er) {
+			return ctrl.Result{RequeueAfter: p.after}, nil // checked again; the failure stands until it passes
+		}
 		msg := fmt.Sprintf("%s; EtcdCluster %s (uid %s) is replaced only once the backup is verified, and is not touched until then", p.msg, old.Name, old.UID)
 		return ctrl.Result{RequeueAfter: p.after}, r.setStatus(ctx, er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
 	}
