@@ -39,7 +39,10 @@ import (
 // VerifiedObjectAnnotation is written by the operator on an EtcdRestore once its object
 // is verified: {"generation", "bucket", "endpoint", "key", "sha256", "revision",
 // "etcdVersion"}. It holds for the restore's generation and that bucket and endpoint
-// only; a spec change checks again.
+// only; a spec change checks again. Like everything on an EtcdRestore it is the tenant's
+// to edit: a forged record only skips the pre-check of the tenant's own restore (the
+// members still run every snapshot check against the recorded SHA-256; nothing signed is
+// derived from it).
 const VerifiedObjectAnnotation = "etcd.database.coreos.com/restore-verified-object"
 
 // checkPodSuffix names the pod <restore>-check.
