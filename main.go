@@ -88,7 +88,7 @@ func runManager(args []string) int {
 	fs.Var(&allowS3Endpoints, "allow-s3-endpoint", "an S3 endpoint (host or host:port, as spec.s3.endpoint writes the host) this operator may dial although it is, or resolves to, a loopback, link-local or unspecified address or one of the API server's; repeat for more. Every other such endpoint is refused (S3EndpointRefused): a tenant could otherwise make the operator send signed requests to internal services")
 	var clientServiceTypes stringList
 	fs.Var(&clientServiceTypes, "client-service-types", "client Service types beyond ClusterIP that EtcdClusters may ask for (NodePort, LoadBalancer; comma-separated or repeated). Default none: a NodePort or LoadBalancer Service exposes etcd outside the Kubernetes cluster, which a tenant who may create EtcdClusters but not Services must not get through the operator (such a cluster is refused with InvalidSpec)")
-	maxBackupBytes := fs.Int64("max-backup-bytes", backup.DefaultMaxObjectBytes, "largest backup (stored, and decompressed) this operator reads in its own process to verify a restore; larger ones, and decompression past 100x the stored bytes beyond 1 GiB, are refused (LimitExceeded)")
+	maxBackupBytes := fs.Int64("max-backup-bytes", backup.DefaultMaxObjectBytes, "largest backup (stored, and decompressed) this operator reads (it hashes a restore's object, streamed, never stored) and the ephemeral-storage limit of a snapshot check pod; larger ones, and decompression past 100x the stored bytes beyond 1 GiB, are refused (LimitExceeded)")
 	wh := etcdwebhook.AddServerFlags(fs)
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)

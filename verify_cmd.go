@@ -20,11 +20,15 @@ import (
 //	                the pod's emptyDir and write what the member must serve beside it
 //	verify check    the check container: wait for the etcd container (loopback only) and
 //	                compare its revision and key count with that expectation
+//	verify snapshot the one container of a snapshot check pod (render.SnapshotCheckPod):
+//	                download one object into the pod's emptyDir and check it as a
+//	                member's restore step will (restore.CheckSnapshot), so that the
+//	                operator never parses a tenant's snapshot in its own process
 //
 // Each writes a restore.VerifyResult as JSON to its termination message.
 func runVerify(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: verify restore|check [flags]")
+		fmt.Fprintln(os.Stderr, "usage: verify restore|check|snapshot [flags]")
 		return 2
 	}
 	switch args[0] {
@@ -32,8 +36,10 @@ func runVerify(args []string) int {
 		return runVerifyRestore(args[1:])
 	case "check":
 		return runVerifyCheck(args[1:])
+	case "snapshot":
+		return runVerifySnapshot(args[1:])
 	}
-	fmt.Fprintf(os.Stderr, "verify: unknown step %q (restore or check)\n", args[0])
+	fmt.Fprintf(os.Stderr, "verify: unknown step %q (restore, check or snapshot)\n", args[0])
 	return 2
 }
 
@@ -124,6 +130,56 @@ func runVerifyCheck(args []string) int {
 	}
 	lg.Info("backup verified", uzap.String("key", r.Key), uzap.Int64("revision", r.Revision), uzap.Int64("servedRevision", r.ServedRevision), uzap.Int64("keys", r.KeyCount))
 	return 0
+}
+
+func runVerifySnapshot(args []string) int {
+	fs := podFlagSet("verify snapshot")
+	src := addBackupSourceFlags(fs, "backup directory (a read-only mounted claim) instead of S3", "check the newest periodic backup <path>_v<rev>_<time> of the path")
+	var (
+		dir        = fs.String("download-dir", "", "directory the object is downloaded into (removed after the check)")
+		timeout    = fs.Duration("timeout", 10*time.Minute, "give up after this long")
+		resultFile = fs.String("result-file", "/dev/termination-log", "where to write the JSON result")
+	)
+	if !parsePodFlags(os.Stderr, fs, args) {
+		return 2
+	}
+	lg, _ := uzap.NewProduction()
+	defer lg.Sync() //nolint:errcheck
+	report := func(r restore.VerifyResult) int {
+		writeResult(lg, *resultFile, r.Encode())
+		if r.Reason != "" {
+			lg.Error("snapshot check failed", uzap.String("reason", r.Reason), uzap.String("error", r.Error))
+			return 1
+		}
+		lg.Info("snapshot checked", uzap.String("key", r.Key), uzap.String("sha256", r.SHA256), uzap.Int64("revision", r.Revision))
+		return 0
+	}
+	var (
+		store  backup.Store
+		objKey string
+		err    error
+	)
+	switch fromS3, fromDir := src.given(); {
+	case *dir == "":
+		err = errors.New("--download-dir is required")
+	case *src.latest:
+		err = errors.New("a snapshot check is of one exact object: --latest is not accepted")
+	case fromS3 && !fromDir:
+		store, objKey, err = src.s3Store()
+	case fromDir && !fromS3:
+		store, objKey, err = src.fsStore()
+	default:
+		err = errors.New("give exactly one of --s3-path and --dir")
+	}
+	if errors.As(err, new(credentialsError)) {
+		return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonSecretError, Error: err.Error()})
+	}
+	if err != nil {
+		return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: err.Error()})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	return report(restore.CheckSnapshot(ctx, store, objKey, *dir))
 }
 
 // writeResult writes a step's result to its termination message file. The kubelet

@@ -31,6 +31,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/backupselect"
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
@@ -470,7 +471,11 @@ func (r *Reconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.EtcdBackup)
 		MaxBackups: policyOf(eb).MaxBackups,
 		MaxAge:     policyOf(eb).MaxAge(),
 		Now:        r.Now(),
-		Metadata:   map[string]string{"etcd-backup-namespace": eb.Namespace, "etcd-backup-name": eb.Name},
+		// Retention counts and deletes only objects naming this EtcdBackup; restores
+		// choose only among them (backupselect). The UID is on record, not required: a
+		// backup recreated under the same name still owns its predecessor's objects.
+		Owner:    map[string]string{backupselect.MetaBackupNamespace: eb.Namespace, backupselect.MetaBackupName: eb.Name},
+		Metadata: map[string]string{backupselect.MetaBackupUID: string(eb.UID)},
 	}
 	if req.Compression, err = compressionOf(eb); err != nil {
 		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}

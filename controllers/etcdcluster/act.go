@@ -75,6 +75,9 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 	default:
 		err = fmt.Errorf("unknown action %v", a.Kind)
 	}
+	if p, ok := errors.AsType[*backupCheckPending](err); ok {
+		return ctrl.Result{RequeueAfter: p.after}, nil // a backup is checked in a pod
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -107,9 +107,6 @@ type Reconciler struct {
 	// S3Access is what the operator lends to reach a total-loss restore's backups
 	// (--allow-ambient-s3-credentials).
 	S3Access backupstorage.S3Access
-	// DownloadDir holds a backup while a total-loss restore verifies it ("": the
-	// system's temporary directory).
-	DownloadDir string
 }
 
 // NewReconciler is the reconciler with the settings given (the exported fields of

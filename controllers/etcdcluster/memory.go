@@ -67,4 +67,5 @@ func (l *lostBackupCache) forgetCluster(cluster string) {
 	deleteCluster(l.failures, cluster)
 	deleteCluster(l.inflight, cluster) // a listing still running keeps its result to itself
 	deleteCluster(l.waiting, cluster)
+	l.checks.forgetCluster(cluster)
 }

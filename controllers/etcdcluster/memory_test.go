@@ -52,6 +52,7 @@ func remember(t *testing.T, m *memory, cluster, uid string, now time.Time) {
 	m.lostBackups.inflight[cluster+"/"+uid] = make(chan struct{})
 	m.lostBackups.waiting[cluster+"/"+uid] = now
 	m.lostBackups.mu.Unlock()
+	m.lostBackups.checks.put(cluster+"/"+uid, "bucket/key", checkedBackup{})
 	m.lostBackups.chose(cluster+"/"+uid, now, errors.New("no backup"))
 }
 

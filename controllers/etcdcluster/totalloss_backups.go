@@ -16,7 +16,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/backupselect"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/internal/restore"
 )
 
 // The backups of a lost cluster live behind an endpoint and credentials its tenant
@@ -71,6 +70,8 @@ type lostBackupCache struct {
 	inflight map[string]chan struct{}
 	waiting  map[string]time.Time
 	slots    chan struct{}
+	// checks are the candidates' finished snapshot checks (act_totalloss_check.go).
+	checks backupChecks
 }
 
 // begin returns the channel closed when key's listing ends: the running one's, or a new
@@ -193,6 +194,7 @@ func (l *lostBackupCache) forget(key string) {
 	delete(l.failures, key)
 	delete(l.inflight, key) // a listing still running keeps its result to itself
 	delete(l.waiting, key)
+	l.checks.forget(key)
 }
 
 // listLostBackups returns the candidates of a lost cluster, listed at most once per
@@ -262,8 +264,9 @@ func capProblems(problems []string) []string {
 }
 
 // chooseBackup verifies the candidates in order, as the restore step will (stored
-// SHA-256, etcd's integrity hash, a readable database), and returns the record of the
-// first that passes, pinned to the bytes verified. It stops at the first that passes
+// SHA-256, etcd's integrity hash, a readable database), each in a snapshot check pod
+// (checkCandidate; a *backupCheckPending while one runs), and returns the record of the
+// first that passes, pinned to the SHA-256 the operator read itself. It stops at the first that passes
 // and after backupChooseBudget; a failed choice is not tried again for
 // backupChooseRetry (the error says until when).
 func (r *Reconciler) chooseBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*etcdv1beta2.BackupRestoreStatus, error) {
@@ -272,7 +275,12 @@ func (r *Reconciler) chooseBackup(ctx context.Context, c *etcdv1beta2.EtcdCluste
 		return nil, err
 	}
 	chosen, err := r.chooseWithin(ctx, c, now)
-	r.lostBackups.chose(key, now, err)
+	if _, pending := errors.AsType[*backupCheckPending](err); !pending {
+		r.lostBackups.chose(key, now, err)
+		if err != nil {
+			r.lostBackups.checks.forget(key) // the next choice checks every candidate again
+		}
+	}
 	return chosen, err
 }
 
@@ -293,14 +301,17 @@ func (r *Reconciler) chooseWithin(ctx context.Context, c *etcdv1beta2.EtcdCluste
 			}
 			continue // another EtcdBackup's object, unfinished, or gone: never restored from
 		}
-		v, err := restore.VerifyBackup(cctx, b.src.Store, b.key, r.DownloadDir)
+		sha, revision, err := r.checkCandidate(cctx, c, b) // act_totalloss_check.go: in a pod
+		if _, pending := errors.AsType[*backupCheckPending](err); pending {
+			return nil, err
+		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("s3://%s: %v", b.path, err))
 			log.FromContext(ctx).Info("backup not restorable; trying an older one", "backup", b.backup.Name, "path", b.path, "error", err.Error())
 			continue
 		}
 		return &etcdv1beta2.BackupRestoreStatus{
-			Backup: b.backup.Name, BackupUID: string(b.backup.UID), Path: b.path, SHA256: v.Pin, Revision: v.Status.Revision,
+			Backup: b.backup.Name, BackupUID: string(b.backup.UID), Path: b.path, SHA256: sha, Revision: revision,
 		}, nil
 	}
 	if len(problems) == 0 {

@@ -76,16 +76,13 @@ func TestTotalLossRestoresOnlyItsOwnBackupsObjects(t *testing.T) {
 		c.Annotations = map[string]string{etcdv1beta2.AnnotationAllowRestoreFromBackup: "true"}
 		c.Status.Bootstrapped = true
 	}, secret, s3Backup("b", "c", lossBucket+"/shared/per", endpoint), s3Backup("o", "other", lossBucket+"/shared/per", endpoint))
-	f.r.DownloadDir = t.TempDir()
 
 	o := lostObservation(t, f, proofNow)
 	if b := o.planner.Backup; b == nil || b.Backup != "b" || b.Path != lossBucket+"/"+ours {
 		t.Fatalf("candidate %+v, want EtcdBackup b's own %s", o.planner.Backup, ours)
 	}
 	a := planner.Action{Kind: planner.RestoreFromBackup, Name: "c-n", Version: "3.7.3", Revision: 10}
-	if _, err := f.r.act(ctx, f.cluster, o, a); err != nil {
-		t.Fatal(err)
-	}
+	f.actChecked(t, o, a)
 	if rec := stored(t, f.c).Status.BackupRestore; rec == nil || rec.Backup != "b" || rec.Path != lossBucket+"/"+ours {
 		t.Fatalf("recorded %+v, want EtcdBackup b's own %s", rec, ours)
 	}
@@ -234,11 +231,10 @@ func TestFailedChoiceIsNotRetriedAtOnce(t *testing.T) {
 		c.Annotations = map[string]string{etcdv1beta2.AnnotationAllowRestoreFromBackup: "true"}
 		c.Status.Bootstrapped = true
 	}, secret, s3Backup("b", "c", lossBucket+"/c/per", endpoint))
-	f.r.DownloadDir = t.TempDir()
 	now := proofNow
 	f.r.Now = func() time.Time { return now }
 
-	_, err := f.r.chooseBackup(context.Background(), f.cluster)
+	_, err := f.chooseChecked(t)
 	if err == nil || !strings.Contains(err.Error(), "s3://"+lossBucket+"/"+key) {
 		t.Fatalf("first choice: %v, want the object's failure", err)
 	}
@@ -251,7 +247,7 @@ func TestFailedChoiceIsNotRetriedAtOnce(t *testing.T) {
 		t.Fatalf("within the retry gap: %v", err)
 	}
 	now = proofNow.Add(backupChooseRetry)
-	if rec, err := f.r.chooseBackup(context.Background(), f.cluster); err != nil || rec.Path != lossBucket+"/"+key {
+	if rec, err := f.chooseChecked(t); err != nil || rec.Path != lossBucket+"/"+key {
 		t.Fatalf("after the retry gap: %+v %v", rec, err)
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/backupselect"
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/restoreorigin"
 )
 
@@ -92,44 +91,42 @@ func (r *Reconciler) referencedBackup(ctx context.Context, er *etcdv1beta2.EtcdR
 	return &eb, nil
 }
 
-// resolveBackupRef chooses the object among the referenced backup's, records it in
-// status, then verifies it as the restore step will. It returns the S3 source pinned to
-// that object (the backup's Secret, endpoint and addressing), and the EtcdBackup as read.
-func (r *Reconciler) resolveBackupRef(ctx context.Context, er *etcdv1beta2.EtcdRestore) (*etcdv1beta2.S3BackupSource, restore.Verified, *etcdv1beta2.EtcdBackup, error) {
+// resolveBackupRef chooses the object among the referenced backup's and records it in
+// status (unless this generation's verified object is on record: it is kept). It returns
+// the S3 source pinned to that object (the backup's Secret, endpoint and addressing), the
+// opened bucket and the EtcdBackup as read. The object is checked by checkedObject.
+func (r *Reconciler) resolveBackupRef(ctx context.Context, er *etcdv1beta2.EtcdRestore) (*etcdv1beta2.S3BackupSource, backup.Store, *etcdv1beta2.EtcdBackup, error) {
 	eb, err := r.referencedBackup(ctx, er)
 	if err != nil {
-		return nil, restore.Verified{}, nil, err
+		return nil, nil, nil, err
 	}
 	bucket, key, err := backup.SplitS3Path(eb.Spec.S3.Path)
 	if err != nil {
-		return nil, restore.Verified{}, nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
+		return nil, nil, nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
 	}
 	store, err := r.S3Access.OpenFor(ctx, r.APIReader, er.Namespace, eb.Name, eb.Spec.S3, bucket)
 	if err != nil {
-		return nil, restore.Verified{}, nil, err
+		return nil, nil, nil, err
+	}
+	pinned := eb.Spec.S3.DeepCopy()
+	if v := recordedObject(er, bucket, eb.Spec.S3.Endpoint); v != nil {
+		pinned.Path = bucket + "/" + v.Key
+		return pinned, store, eb, nil
 	}
 	sel, _ := selectorOf(er) // checked by checkSelection
 	chosen, err := backupselect.Pick(ctx, backupselect.Source{Store: store, Key: key, Namespace: eb.Namespace, Name: eb.Name}, sel)
 	if errors.Is(err, backupselect.ErrNoMatch) {
-		return nil, restore.Verified{}, nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonNoBackupMatches,
+		return nil, nil, nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonNoBackupMatches,
 			Err: fmt.Errorf("EtcdBackup %s: %w; nothing was created or deleted", eb.Name, err)}
 	}
 	if err != nil {
-		return nil, restore.Verified{}, nil, &backupstorage.Error{Reason: backupstorage.Reason(err), Err: err}
+		return nil, nil, nil, &backupstorage.Error{Reason: backupstorage.Reason(err), Err: err}
 	}
 	if err := r.recordChosen(ctx, er, chosen); err != nil {
-		return nil, restore.Verified{}, nil, err
+		return nil, nil, nil, err
 	}
-	v, err := r.verifyBackup(ctx, store, chosen.Key)
-	if errors.Is(err, backup.ErrNotFound) {
-		return nil, restore.Verified{}, nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupNotFound, Err: fmt.Errorf("%s/%s vanished after it was chosen: %w", store, chosen.Key, err)}
-	}
-	if err != nil {
-		return nil, restore.Verified{}, nil, err
-	}
-	pinned := eb.Spec.S3.DeepCopy()
 	pinned.Path = bucket + "/" + chosen.Key
-	return pinned, v, eb, nil
+	return pinned, store, eb, nil
 }
 
 // recordChosen writes the chosen object into status.backup (and says so in an event)

@@ -32,7 +32,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/restoreorigin"
 )
 
@@ -40,7 +39,7 @@ import (
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdrestores/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // RestoreClusterSpecAnnotation on an EtcdRestore holds, as JSON, an EtcdClusterSpec for
@@ -54,10 +53,12 @@ const RestoreClusterSpecAnnotation = "etcd.database.coreos.com/restore-cluster-s
 // ReplaceExistingClusterAnnotation, set to "true" on an EtcdRestore, allows it to delete
 // an existing EtcdCluster of the name spec.etcdCluster.name and recreate it from the
 // backup (what CoreOS's operator always did). Without it a taken name is refused with
-// etcdv1beta2.ReasonClusterExists. The old cluster is deleted only after the backup is resolved,
-// downloaded and verified as the restore step will verify it (its SHA-256 if it has one,
-// and in every case etcd's integrity hash and a readable bbolt database), so a restore
-// that cannot succeed destroys nothing; deletion uses
+// etcdv1beta2.ReasonClusterExists. The old cluster is deleted only after the backup is resolved
+// and verified as the restore step will verify it (its SHA-256 if it has one, and in
+// every case etcd's integrity hash and a readable bbolt database: in a snapshot check
+// pod, check.go) and the object's key and SHA-256 are recorded in
+// VerifiedObjectAnnotation, so a restore that cannot succeed destroys nothing and the
+// new cluster restores exactly the object verified; deletion uses
 // foreground propagation and the new cluster is created only once the old one and its
 // member pods are gone. Backups on a PVC cannot be verified by the operator beforehand
 // and are therefore refused for replacement (etcdv1beta2.ReasonBackupInvalidSpec).
@@ -92,11 +93,12 @@ const restoreRetry = 15 * time.Second
 //
 // An S3 backup is resolved here, once: spec.s3.path is an exact object if one exists at
 // that key, else the prefix of periodic backups (<path>_v<rev>_<time>) whose newest is
-// taken. The object is downloaded once into DownloadDir and checked exactly as the
-// members' restore step will check it (restore.VerifyBackup) before anything is created
-// or deleted, so a corrupted backup fails here (etcdv1beta2.ReasonChecksumMismatch,
-// etcdv1beta2.ReasonInvalidSnapshot) rather than in crash-looping member pods. The chosen object and
-// its SHA-256 are written into the new cluster's
+// taken. The object is checked exactly as the members' restore step will check it, in a
+// snapshot check pod of the operator's image (never in the operator's process; see
+// check.go), before anything is created or deleted, so a corrupted backup fails here
+// (etcdv1beta2.ReasonChecksumMismatch, etcdv1beta2.ReasonInvalidSnapshot) rather than in
+// crash-looping member pods. The chosen object and its SHA-256 (as the operator read it
+// itself, and equal to the check's) are recorded on the EtcdRestore and written into the new cluster's
 // render.AnnotationRestore, so every bootstrapping member's init container restores
 // exactly that object (a periodic backup taken meanwhile changes nothing). The cluster
 // has no owner reference to the restore: deleting the EtcdRestore never deletes it.
@@ -115,9 +117,6 @@ type Reconciler struct {
 	Recorder  record.EventRecorder
 	// OperatorImage is the image of the restore init container (this operator's image).
 	OperatorImage string
-	// DownloadDir holds a backup while it is verified (one at a time per restore, removed
-	// right after); empty means os.TempDir().
-	DownloadDir string
 	// S3Access is what the operator lends to reach S3 (--allow-ambient-s3-credentials).
 	S3Access backupstorage.S3Access
 }
@@ -134,17 +133,27 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&etcdv1beta2.EtcdRestore{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&etcdv1beta2.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(restoreOfCluster)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.restoreOfPod)).
-		// A restore verifies its backup in the reconcile (a download bounded by the
-		// operator's limits, still minutes for a large one or a slow endpoint): one
-		// tenant's restores must not hold every other namespace's.
+		// A restore hashes its backup in the reconcile (a read bounded by the operator's
+		// limits, still minutes for a large one or a slow endpoint): one tenant's
+		// restores must not hold every other namespace's.
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Complete(r)
 }
 
-// restoreOfPod maps a member pod with a restore init container to its cluster's restore.
+// restoreOfPod maps a restore's snapshot check pod to that restore, and a member pod
+// with a restore init container to its cluster's restore.
 func (r *Reconciler) restoreOfPod(ctx context.Context, o client.Object) []reconcile.Request {
 	p, ok := o.(*corev1.Pod)
-	if !ok || p.Labels[render.LabelCluster] == "" || len(p.Spec.InitContainers) == 0 {
+	if !ok {
+		return nil
+	}
+	if _, check := p.Labels[render.LabelSnapshotCheck]; check {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "EtcdRestore" && ref.APIVersion == etcdv1beta2.GroupVersion.String() {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: ref.Name}}}
+		}
+		return nil
+	}
+	if p.Labels[render.LabelCluster] == "" || len(p.Spec.InitContainers) == 0 {
 		return nil
 	}
 	var c etcdv1beta2.EtcdCluster
@@ -217,6 +226,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	c, err := r.newCluster(ctx, &er)
+	if p, ok := errors.AsType[*checkPending](err); ok {
+		if failedBefore(&er) {
+			return ctrl.Result{RequeueAfter: p.after}, nil // checked again; the failure stands until it passes
+		}
+		msg := fmt.Sprintf("%s; EtcdCluster %s is created once the backup is verified.%s", p.msg, name, replacedNote(&er))
+		return ctrl.Result{RequeueAfter: p.after}, r.setStatus(ctx, &er, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, msg)
+	}
 	if err != nil {
 		return r.backupFailed(ctx, &er, err)
 	}
@@ -252,6 +268,14 @@ func (r *Reconciler) backupFailed(ctx context.Context, er *etcdv1beta2.EtcdResto
 		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, be.Reason, be.Err.Error())
 	}
 	return ctrl.Result{RequeueAfter: restoreRetry}, r.setStatus(ctx, er, metav1.ConditionFalse, be.Reason, be.Err.Error())
+}
+
+// failedBefore: the restore's backup failed for this spec (not the ClusterExists refusal
+// a replace annotation resumes from). A retry's check pod then runs without turning the
+// condition back to Unknown, so the failure stays readable until a check passes.
+func failedBefore(er *etcdv1beta2.EtcdRestore) bool {
+	c := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
+	return c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == er.Generation && c.Reason != etcdv1beta2.ReasonClusterExists
 }
 
 // replaceRequested: the EtcdRestore opted into replacing an existing cluster.
@@ -296,6 +320,13 @@ func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRes
 	// Resolve and verify the backup first: a restore that cannot succeed must not
 	// destroy the cluster it would replace.
 	c, err := r.newCluster(ctx, er)
+	if p, ok := errors.AsType[*checkPending](err); ok {
+		if failedBefore(er) {
+			return ctrl.Result{RequeueAfter: p.after}, nil // checked again; the failure stands until it passes
+		}
+		msg := fmt.Sprintf("%s; EtcdCluster %s (uid %s) is replaced only once the backup is verified, and is not touched until then", p.msg, old.Name, old.UID)
+		return ctrl.Result{RequeueAfter: p.after}, r.setStatus(ctx, er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
+	}
 	if err != nil {
 		return r.backupFailed(ctx, er, untouched(err, old))
 	}
@@ -497,32 +528,22 @@ func (r *Reconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore
 		// Not readable here; the init containers verify it (see the type's comment).
 		pvc := *er.Spec.PVC
 		src = render.RestoreSource{PVC: &pvc}
-	} else if restoreorigin.BackupRef(er) != "" {
-		pinned, v, eb, err := r.resolveBackupRef(ctx, er)
-		if err != nil {
-			return nil, err
-		}
-		src = render.RestoreSource{S3: pinned, SHA256: v.Pin}
-		carryPinSignature(&src, eb) // pin.go
-		backupVersion = v.Object.Metadata["etcd-version"]
 	} else {
-		s3 := er.Spec.S3
-		bucket, key, err := backup.SplitS3Path(s3.Path)
-		if err != nil {
-			return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
-		}
-		store, err := r.S3Access.Open(ctx, r.APIReader, er.Namespace, s3, bucket)
+		// Resolved, then checked in a pod and hashed by the operator (check.go); the
+		// members restore exactly the object recorded as verified, pinned to its SHA-256.
+		pinned, store, eb, err := r.resolveObject(ctx, er)
 		if err != nil {
 			return nil, err
 		}
-		v, err := r.resolveBackup(ctx, store, key)
+		v, err := r.checkedObject(ctx, er, pinned, store)
 		if err != nil {
 			return nil, err
 		}
-		pinned := *s3
-		pinned.Path = bucket + "/" + v.Object.Key
-		src = render.RestoreSource{S3: &pinned, SHA256: v.Pin}
-		backupVersion = v.Object.Metadata["etcd-version"]
+		src = render.RestoreSource{S3: pinned, SHA256: v.SHA256}
+		if eb != nil {
+			carryPinSignature(&src, eb) // pin.go
+		}
+		backupVersion = v.EtcdVersion
 	}
 	src.Restore, src.UID = er.Name, string(er.UID)
 	spec, err := restoreClusterSpec(er)
@@ -555,42 +576,48 @@ func (r *Reconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore
 	return c, nil
 }
 
-// resolveBackup finds the object to restore: key itself if it exists, else the newest
-// periodic backup of key, and verifies it. The result carries the object's metadata and
-// the checksum that pins the members' restore to the bytes verified here.
-func (r *Reconciler) resolveBackup(ctx context.Context, store backup.Store, key string) (restore.Verified, error) {
-	v, err := r.verifyBackup(ctx, store, key)
-	if !errors.Is(err, backup.ErrNotFound) {
-		return v, err
+// resolveObject names the S3 object to restore and opens its bucket: the one recorded
+// as verified for this generation if any (nothing is listed or chosen again), else, for a
+// restore naming an EtcdBackup, the one its selection chooses (resolveBackupRef), else
+// spec.s3.path itself if an object exists at that key, else the newest periodic backup
+// of it. Only the object's metadata is read here, never its data. eb is the EtcdBackup a
+// backupRef names, else nil.
+func (r *Reconciler) resolveObject(ctx context.Context, er *etcdv1beta2.EtcdRestore) (*etcdv1beta2.S3BackupSource, backup.Store, *etcdv1beta2.EtcdBackup, error) {
+	if restoreorigin.BackupRef(er) != "" {
+		return r.resolveBackupRef(ctx, er)
 	}
-	latest, lerr := backup.Latest(ctx, store, key)
-	if lerr != nil {
-		if errors.Is(lerr, backup.ErrNotFound) {
-			return v, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupNotFound, Err: fmt.Errorf("%s: no backup %q and no periodic backup %s_v<revision>_<time>", store, key, key)}
-		}
-		return v, &backupstorage.Error{Reason: backupstorage.Reason(lerr), Err: lerr}
+	s3 := er.Spec.S3
+	bucket, key, err := backup.SplitS3Path(s3.Path)
+	if err != nil {
+		return nil, nil, nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
 	}
-	return r.verifyBackup(ctx, store, latest.Key)
-}
-
-// verifyBackup downloads the object and checks it as the restore step will; a missing
-// object is returned as is (wrapping backup.ErrNotFound), other failures as a
-// backupstorage.Error with the reason to report.
-func (r *Reconciler) verifyBackup(ctx context.Context, store backup.Store, key string) (restore.Verified, error) {
-	v, err := restore.VerifyBackup(ctx, store, key, r.DownloadDir)
+	store, err := r.S3Access.Open(ctx, r.APIReader, er.Namespace, s3, bucket)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pinned := *s3
+	if v := recordedObject(er, bucket, s3.Endpoint); v != nil {
+		pinned.Path = bucket + "/" + v.Key
+		return &pinned, store, nil, nil
+	}
+	rc, _, err := store.Get(ctx, key)
 	switch {
 	case err == nil:
-		log.FromContext(ctx).Info("backup verified", "backup", store.String()+"/"+key, "sha256", v.Pin,
-			"storedChecksum", v.Object.SHA256 != "", "revision", v.Status.Revision, "keys", v.Status.TotalKey)
-		return v, nil
+		rc.Close() // it exists; its data is the check pod's to read
 	case errors.Is(err, backup.ErrNotFound):
-		return v, err
-	case errors.Is(err, backup.ErrChecksumMismatch):
-		return v, &backupstorage.Error{Reason: etcdv1beta2.ReasonChecksumMismatch, Err: err}
-	case errors.Is(err, restore.ErrNotRestorable):
-		return v, &backupstorage.Error{Reason: etcdv1beta2.ReasonInvalidSnapshot, Err: err}
+		latest, lerr := backup.Latest(ctx, store, key)
+		if errors.Is(lerr, backup.ErrNotFound) {
+			return nil, nil, nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupNotFound, Err: fmt.Errorf("%s: no backup %q and no periodic backup %s_v<revision>_<time>", store, key, key)}
+		}
+		if lerr != nil {
+			return nil, nil, nil, &backupstorage.Error{Reason: backupstorage.Reason(lerr), Err: lerr}
+		}
+		key = latest.Key
+	default:
+		return nil, nil, nil, &backupstorage.Error{Reason: backupstorage.Reason(err), Err: err}
 	}
-	return v, &backupstorage.Error{Reason: backupstorage.Reason(err), Err: err}
+	pinned.Path = bucket + "/" + key
+	return &pinned, store, nil, nil
 }
 
 func orNone(s string) string {

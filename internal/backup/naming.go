@@ -95,11 +95,50 @@ type Retention struct {
 	// MaxAge deletes those whose name's time is older than Now minus MaxAge (0: any age).
 	MaxAge time.Duration
 	Now    time.Time
+	// Owner, when set, is metadata an object must carry (every key with the same value)
+	// to be counted or deleted: objects another writer put under the same names, and
+	// objects whose metadata names no owner (CoreOS's, or written by hand), are neither
+	// kept in the count nor ever deleted, since retention cannot attribute them. Reading
+	// it costs one metadata request per periodic object.
+	Owner map[string]string
+}
+
+// ownedBy says whether obj's metadata carries every owner entry.
+func ownedBy(obj Object, owner map[string]string) bool {
+	for k, v := range owner {
+		if obj.Metadata[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// owned keeps the objects whose stored metadata carries owner, in order. List does not
+// return an object's metadata, so each one's is read (its data is not).
+func owned(ctx context.Context, s Store, objs []Object, owner map[string]string) ([]Object, error) {
+	if len(owner) == 0 {
+		return objs, nil
+	}
+	var out []Object
+	for _, o := range objs {
+		rc, full, err := s.Get(ctx, o.Key)
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNoChecksum) {
+			continue // deleted meanwhile, or unfinished: not retention's to judge
+		}
+		if err != nil {
+			return nil, err
+		}
+		rc.Close() // only the metadata is wanted
+		if ownedBy(full, owner) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 // Retain deletes the periodic backups of key that r does not keep and returns the
-// deleted keys. Only objects named exactly like periodic backups of key are ever
-// considered, and the newest of them is always kept, however old: a backup that is too
+// deleted keys. Only objects named exactly like periodic backups of key (and, with
+// r.Owner, carrying that metadata) are ever considered, and the newest of them is always kept, however old: a backup that is too
 // old is still better than none.
 func Retain(ctx context.Context, s Store, key string, r Retention) ([]string, error) {
 	if r.Keep <= 0 && r.MaxAge <= 0 {
@@ -107,6 +146,9 @@ func Retain(ctx context.Context, s Store, key string, r Retention) ([]string, er
 	}
 	objs, err := Periodic(ctx, s, key)
 	if err != nil || len(objs) <= 1 {
+		return nil, err
+	}
+	if objs, err = owned(ctx, s, objs, r.Owner); err != nil || len(objs) <= 1 {
 		return nil, err
 	}
 	var deleted []string

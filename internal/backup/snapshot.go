@@ -29,6 +29,11 @@ type SnapshotRequest struct {
 	// Metadata is stored with the object in addition to the etcd facts (revision,
 	// versions, member) that SaveSnapshot adds itself.
 	Metadata map[string]string
+	// Owner is metadata naming the writer (an EtcdBackup's namespace and name): stored
+	// with the object like Metadata, and required of every object retention counts or
+	// deletes (Retention.Owner), so it never deletes what another writer stored under
+	// the same names, nor an object it cannot attribute.
+	Owner map[string]string
 	// Endpoint to snapshot; empty: the answering member with the highest revision.
 	Endpoint string
 }
@@ -75,6 +80,9 @@ func SaveSnapshot(ctx context.Context, admin *etcdadmin.Admin, store Store, req 
 	for k, v := range req.Metadata {
 		md[k] = v
 	}
+	for k, v := range req.Owner {
+		md[k] = v
+	}
 	md["etcd-revision"] = strconv.FormatInt(snap.Revision, 10)
 	md["etcd-version"] = snap.ServerVersion
 	md["etcd-storage-version"] = snap.Version
@@ -90,7 +98,7 @@ func SaveSnapshot(ctx context.Context, admin *etcdadmin.Admin, store Store, req 
 		Version: snap.ServerVersion, StorageVersion: snap.Version, Revision: snap.Revision,
 	}
 	if req.Periodic && (req.MaxBackups > 0 || req.MaxAge > 0) {
-		res.Pruned, res.RetentionErr = Retain(ctx, store, req.Key, Retention{Keep: req.MaxBackups, MaxAge: req.MaxAge, Now: now})
+		res.Pruned, res.RetentionErr = Retain(ctx, store, req.Key, Retention{Keep: req.MaxBackups, MaxAge: req.MaxAge, Now: now, Owner: req.Owner})
 	}
 	return res, nil
 }

@@ -16,7 +16,9 @@ import (
 const (
 	MetaBackupNamespace = "etcd-backup-namespace"
 	MetaBackupName      = "etcd-backup-name"
-	MetaRevision        = "etcd-revision"
+	// MetaBackupUID is the writing EtcdBackup's UID, on record only (not compared).
+	MetaBackupUID = "etcd-backup-uid"
+	MetaRevision  = "etcd-revision"
 )
 
 // Source is where one EtcdBackup's objects are: its store and key, and the EtcdBackup
@@ -74,7 +76,9 @@ func Describe(ctx context.Context, src Source, key string) (Entry, error) {
 		return Entry{}, err
 	}
 	rc.Close() // only the metadata is wanted
-	if ns, name := obj.Metadata[MetaBackupNamespace], obj.Metadata[MetaBackupName]; (ns != "" || name != "") && (ns != src.Namespace || name != src.Name) {
+	// An object whose metadata names no EtcdBackup (CoreOS's, an older writer's, or one
+	// put there by hand) cannot be attributed and is never taken as the backup's.
+	if ns, name := obj.Metadata[MetaBackupNamespace], obj.Metadata[MetaBackupName]; ns != src.Namespace || name != src.Name {
 		return Entry{}, fmt.Errorf("%s/%s: %w (%s/%s)", src.Store, key, errNotOurs, ns, name)
 	}
 	e := Entry{Key: key, Size: obj.Size, SHA256: obj.SHA256, Time: obj.LastModified.UTC()}

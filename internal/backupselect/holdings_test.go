@@ -15,7 +15,7 @@ import (
 
 // store holds three periodic backups of "c/k" written by EtcdBackup ns/b, plus objects
 // that must never be taken for its own: another backup's under the same name pattern,
-// an unrelated object under the prefix, a periodic backup of another key that shares the
+// objects whose metadata names no EtcdBackup, an unrelated object under the prefix, a periodic backup of another key that shares the
 // prefix, and an unfinished object (no checksum yet).
 func store(t *testing.T) (backup.Store, string) {
 	t.Helper()
@@ -36,6 +36,10 @@ func store(t *testing.T) (backup.Store, string) {
 	put("c/k_v300_2026-12-01-12:00:00", "three", ours)
 	put("c/k_v999_2026-12-01-13:00:00", "theirs", map[string]string{MetaBackupNamespace: "other", MetaBackupName: "b"})
 	put("c/k.notes", "unrelated", nil)
+	// Named like the newest periodic backup, but its metadata names no EtcdBackup (an
+	// older writer's, CoreOS's, or dropped there to be restored instead): never taken.
+	put("c/k_v998_2026-12-01-13:30:00", "anonymous", nil)
+	put("c/k_v997_2026-12-01-13:40:00", "half-named", map[string]string{MetaBackupName: "b"})
 	put("c/k2_v500_2026-12-01-14:00:00", "another key", ours)
 	// Unfinished: in S3 the data object is there before its checksum object.
 	if err := os.WriteFile(filepath.Join(root, "c/k_v400_2026-12-01-12:30:00"), []byte("partial"), 0o644); err != nil {
@@ -130,6 +134,8 @@ func TestDescribeOwn(t *testing.T) {
 	for key, want := range map[string]bool{
 		"c/k_v300_2026-12-01-12:00:00": true,
 		"c/k_v999_2026-12-01-13:00:00": false, // another backup's
+		"c/k_v998_2026-12-01-13:30:00": false, // names no EtcdBackup
+		"c/k_v997_2026-12-01-13:40:00": false, // names no namespace
 		"c/k_v400_2026-12-01-12:30:00": false, // unfinished
 		"c/k_v1_2026-11-01-12:30:00":   false, // absent
 	} {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"reflect"
@@ -235,6 +236,23 @@ func TestRestoreFromS3(t *testing.T) {
 		c := e.WaitAvailable(restored, 3, 60*time.Second)
 		if c.UID == old.UID {
 			t.Fatalf("cluster %s was not recreated (uid %s)", restored, c.UID)
+		}
+		// The backup was checked in a snapshot check pod (gone now), and the object it
+		// checked, as the operator hashed it itself, was pinned before the delete: the
+		// new members restore exactly that key and SHA-256.
+		var pinned struct {
+			Key    string `json:"key"`
+			SHA256 string `json:"sha256"`
+		}
+		if err := json.Unmarshal([]byte(got.Annotations[etcdrestore.VerifiedObjectAnnotation]), &pinned); err != nil || pinned.Key == "" || len(pinned.SHA256) != 64 {
+			t.Errorf("verified-object record %q (%v)", got.Annotations[etcdrestore.VerifiedObjectAnnotation], err)
+		}
+		if src, err := render.Restore(c); err != nil || src == nil || src.S3 == nil || src.S3.Path != backupBucket+"/"+pinned.Key || src.SHA256 != pinned.SHA256 {
+			t.Errorf("new cluster restores %+v (%v), not the verified object %+v", src, err, pinned)
+		}
+		var checkPod corev1.Pod
+		if err := e.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: render.SnapshotCheckPodName("replace", "check")}, &checkPod); !apierrors.IsNotFound(err) {
+			t.Errorf("snapshot check pod left behind: %v", err)
 		}
 		newMembers, err := e.Members(restored)
 		if err != nil {
