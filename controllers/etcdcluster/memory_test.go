@@ -47,10 +47,10 @@ func remember(t *testing.T, m *memory, cluster, uid string, now time.Time) {
 	// runs one listing at a time).
 	m.lostBackups.mu.Lock()
 	if m.lostBackups.inflight == nil {
-		m.lostBackups.inflight, m.lostBackups.waiting = map[string]chan struct{}{}, map[string]time.Time{}
+		m.lostBackups.inflight, m.lostBackups.waiting = map[string]chan struct{}{}, map[string]listingWaiter{}
 	}
 	m.lostBackups.inflight[cluster+"/"+uid] = make(chan struct{})
-	m.lostBackups.waiting[cluster+"/"+uid] = now
+	m.lostBackups.waiting[cluster+"/"+uid] = listingWaiter{since: now, asked: now}
 	m.lostBackups.mu.Unlock()
 	m.lostBackups.checks.put(cluster+"/"+uid, "bucket/key", checkedBackup{})
 	m.lostBackups.chose(cluster+"/"+uid, now, errors.New("no backup"))

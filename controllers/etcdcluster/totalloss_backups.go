@@ -21,8 +21,8 @@ import (
 // The backups of a lost cluster live behind an endpoint and credentials its tenant
 // chose, and the controller's four workers serve every namespace: a slow or silent S3
 // endpoint must not hold them. So the listing runs apart from the workers (a reconcile
-// starts it and uses its result at a later reconcile), at most one per namespace and
-// maxBackgroundListings in all at a time, with a deadline, and at most once per
+// starts it and uses its result at a later reconcile), at most maxNamespaceListings per
+// namespace and maxBackgroundListings in all at a time, with a deadline, and at most once per
 // backupListInterval per cluster while it is lost (the result is kept in memory).
 // Choosing, which downloads candidates, has a budget of its own and, once it failed, is
 // not tried again for backupChooseRetry.
@@ -33,11 +33,12 @@ const (
 	backupChooseRetry     = 5 * time.Minute
 	maxProblemsReported   = 5
 	maxBackgroundListings = 4
+	maxNamespaceListings  = 2
 )
 
 // listingPending is said, in the backup problems, of a cluster whose listing has not
 // finished yet (or waits for another cluster's in its namespace).
-const listingPending = "the backups are being listed apart from the reconcile workers (one listing per namespace at a time); the result is used at the next check"
+const listingPending = "the backups are being listed apart from the reconcile workers (two listings per namespace at a time); the result is used at the next check"
 
 // lostBackups is what the controller found for a lost cluster.
 type lostBackups struct {
@@ -64,46 +65,56 @@ type lostBackupCache struct {
 	listings map[string]lostBackups
 	failures map[string]chooseFailure
 	// inflight are the listings running, by cluster key (namespace/name/UID); slots
-	// bounds them in all. waiting says since when a cluster has waited for its
-	// namespace's turn: the one waiting longest goes next, so none is starved by others
-	// whose results expire and ask again.
+	// bounds them in all. waiting are the clusters whose namespace was busy when they
+	// asked: the goroutine listing for the namespace takes them next, the one waiting
+	// longest first, so each gets its turn within one listing of the one before.
 	inflight map[string]chan struct{}
-	waiting  map[string]time.Time
+	waiting  map[string]listingWaiter
 	slots    chan struct{}
 	// checks are the candidates' finished snapshot checks (act_totalloss_check.go).
 	checks backupChecks
 }
 
+// listingWaiter is a lost cluster waiting for its namespace's listing goroutine.
+type listingWaiter struct {
+	since, asked time.Time // first and last time it asked
+	c            *etcdv1beta2.EtcdCluster
+}
+
 // begin returns the channel closed when key's listing ends: the running one's, or a new
-// one's when start is true (the caller runs it and calls end). nil: another cluster of
-// the namespace is being listed, or has waited longer; try again later. key is
+// one's when start is true (the caller runs it, then the namespace's waiters, see next).
+// nil: the namespace has maxNamespaceListings running; c waits for its turn. key is
 // namespace/name/UID.
-func (l *lostBackupCache) begin(key string, now time.Time) (done chan struct{}, start bool) {
+func (l *lostBackupCache) begin(key string, c *etcdv1beta2.EtcdCluster, now time.Time) (done chan struct{}, start bool) {
 	namespace, _, _ := strings.Cut(key, "/")
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if d, ok := l.inflight[key]; ok {
 		return d, false
 	}
-	if l.waiting == nil {
-		l.waiting = map[string]time.Time{}
-	}
-	since, ok := l.waiting[key]
-	if !ok {
-		since, l.waiting[key] = now, now
-	}
+	running := 0
 	for k := range l.inflight {
 		if strings.HasPrefix(k, namespace+"/") {
-			return nil, false
+			running++
 		}
 	}
-	for k, t := range l.waiting {
-		// A waiter that has not asked for two intervals is gone (no longer lost, paused).
-		if k != key && strings.HasPrefix(k, namespace+"/") && t.Before(since) && now.Sub(t) < 2*backupListInterval {
-			return nil, false
+	if running >= maxNamespaceListings {
+		if l.waiting == nil {
+			l.waiting = map[string]listingWaiter{}
 		}
+		w, ok := l.waiting[key]
+		if !ok {
+			w.since = now
+		}
+		w.c, w.asked = c, now
+		l.waiting[key] = w
+		return nil, false
 	}
 	delete(l.waiting, key)
+	return l.startLocked(key), true
+}
+
+func (l *lostBackupCache) startLocked(key string) chan struct{} {
 	if l.inflight == nil {
 		l.inflight = map[string]chan struct{}{}
 	}
@@ -112,7 +123,34 @@ func (l *lostBackupCache) begin(key string, now time.Time) (done chan struct{}, 
 	}
 	d := make(chan struct{})
 	l.inflight[key] = d
-	return d, true
+	return d
+}
+
+// next takes the namespace's longest-waiting cluster off the waiters and marks its
+// listing started; ok false when none waits. A waiter that has not asked for two
+// intervals is dropped (no longer lost, paused, deleted).
+func (l *lostBackupCache) next(namespace string, now time.Time) (key string, c *etcdv1beta2.EtcdCluster, done chan struct{}, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var best string
+	for k, w := range l.waiting {
+		if !strings.HasPrefix(k, namespace+"/") {
+			continue
+		}
+		if now.Sub(w.asked) >= 2*backupListInterval {
+			delete(l.waiting, k)
+			continue
+		}
+		if best == "" || w.since.Before(l.waiting[best].since) {
+			best = k
+		}
+	}
+	if best == "" {
+		return "", nil, nil, false
+	}
+	w := l.waiting[best]
+	delete(l.waiting, best)
+	return best, w.c, l.startLocked(best), true
 }
 
 // end records key's listing, unless the cluster was forgotten meanwhile (deleted, or no
@@ -206,17 +244,19 @@ func (r *Reconciler) listLostBackups(ctx context.Context, c *etcdv1beta2.EtcdClu
 	if found, ok := r.lostBackups.get(key, only, now); ok {
 		return found
 	}
-	done, start := r.lostBackups.begin(key, now)
+	done, start := r.lostBackups.begin(key, c.DeepCopy(), now)
 	if start {
-		cc := c.DeepCopy()
-		// The reconcile's context ends with the reconcile; the listing has its own deadline.
+		// The reconcile's context ends with the reconcile; each listing has its own
+		// deadline. The goroutine then lists for the namespace's waiters, one by one.
 		lctx := context.WithoutCancel(ctx)
-		go func() {
-			r.lostBackups.slots <- struct{}{}
-			found := r.listNow(lctx, cc, now)
-			<-r.lostBackups.slots
-			r.lostBackups.end(key, done, found)
-		}()
+		go func(key string, c *etcdv1beta2.EtcdCluster, done chan struct{}) {
+			for ok := true; ok; key, c, done, ok = r.lostBackups.next(c.Namespace, r.Now()) {
+				r.lostBackups.slots <- struct{}{}
+				found := r.listNow(lctx, c, r.Now())
+				<-r.lostBackups.slots
+				r.lostBackups.end(key, done, found)
+			}
+		}(key, c.DeepCopy(), done)
 	}
 	if done != nil && r.lostBackups.awaitListings {
 		<-done

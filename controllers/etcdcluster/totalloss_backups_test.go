@@ -290,26 +290,33 @@ func TestTotalLossListingLeavesTheWorker(t *testing.T) {
 	})
 }
 
-// One listing per namespace at a time, the cluster that has waited longest next: a
-// tenant's many lost clusters queue behind each other, not beside every other tenant's,
-// and none of them is starved by the others asking again.
+// Two listings per namespace at a time, then the namespace's waiting clusters, the one
+// waiting longest first: a tenant's many lost clusters queue behind each other, not
+// beside every other tenant's, and each gets its turn.
 func TestBackgroundListingsOnePerNamespace(t *testing.T) {
 	var l lostBackupCache
 	now := proofNow
-	a1, start := l.begin("team-a/c1/u1", now)
+	cl := func(name string) *etcdv1beta2.EtcdCluster {
+		return &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name}}
+	}
+	a1, start := l.begin("team-a/c1/u1", cl("c1"), now)
 	if a1 == nil || !start {
 		t.Fatal("the first listing of team-a did not start")
 	}
-	if again, start := l.begin("team-a/c1/u1", now); again != a1 || start {
+	if again, start := l.begin("team-a/c1/u1", cl("c1"), now); again != a1 || start {
 		t.Error("the same cluster's listing started twice")
 	}
-	if d, _ := l.begin("team-a/c2/u2", now.Add(time.Second)); d != nil {
-		t.Error("a second listing in team-a started beside the first")
+	b1, start := l.begin("team-a/c0/u0", cl("c0"), now)
+	if b1 == nil || !start {
+		t.Fatal("team-a's second listing did not start beside its first")
 	}
-	if d, _ := l.begin("team-a/c3/u3", now.Add(2*time.Second)); d != nil {
-		t.Error("a third listing in team-a started beside the first")
+	if d, _ := l.begin("team-a/c3/u3", cl("c3"), now.Add(2*time.Second)); d != nil {
+		t.Error("a third listing in team-a started beside the first two")
 	}
-	if d, start := l.begin("team-b/c1/u9", now); d == nil || !start {
+	if d, _ := l.begin("team-a/c2/u2", cl("c2"), now.Add(time.Second)); d != nil {
+		t.Error("a fourth listing in team-a started beside the first two")
+	}
+	if d, start := l.begin("team-b/c1/u9", cl("c1"), now); d == nil || !start {
 		t.Error("team-b's listing waited for team-a's")
 	}
 	l.end("team-a/c1/u1", a1, lostBackups{})
@@ -318,24 +325,26 @@ func TestBackgroundListingsOnePerNamespace(t *testing.T) {
 	default:
 		t.Error("the ended listing's channel is still open")
 	}
+	// The namespace's goroutine takes c2 (waiting since +1s), then c3, then nothing.
 	later := now.Add(3 * time.Second)
-	// c1's result expires and it asks again, and c3 asks before c2: c2 waited longest.
-	if d, _ := l.begin("team-a/c1/u1", later); d != nil {
-		t.Error("c1 went again before c2 and c3, which waited")
+	key, c, d2, ok := l.next("team-a", later)
+	if !ok || key != "team-a/c2/u2" || c.Name != "c2" || d2 == nil {
+		t.Fatalf("next: %q %v, want c2, the longest waiting", key, ok)
 	}
-	if d, _ := l.begin("team-a/c3/u3", later); d != nil {
-		t.Error("c3 went before c2, which waited longer")
+	if d, _ := l.begin("team-a/c1/u1", cl("c1"), later); d != nil {
+		t.Error("c1 asked again and went beside c2")
 	}
-	if d, start := l.begin("team-a/c2/u2", later); d == nil || !start {
-		t.Error("c2, the longest waiting, did not start")
+	l.end(key, d2, lostBackups{})
+	l.end("team-a/c0/u0", b1, lostBackups{})
+	if key, _, _, ok := l.next("team-a", later); !ok || key != "team-a/c3/u3" {
+		t.Errorf("next: %q %v, want c3", key, ok)
 	}
-	// A waiter that stopped asking (no longer lost) does not block the others forever.
+	// A waiter that stopped asking (no longer lost) is dropped.
 	var m lostBackupCache
-	d, _ := m.begin("team-a/x/u1", now)
-	m.begin("team-a/gone/u2", now.Add(time.Second))
-	m.begin("team-a/y/u3", now.Add(2*time.Second))
+	d, _ := m.begin("team-a/x/u1", cl("x"), now)
+	m.begin("team-a/gone/u2", cl("gone"), now.Add(time.Second))
 	m.end("team-a/x/u1", d, lostBackups{})
-	if d, start := m.begin("team-a/y/u3", now.Add(3*backupListInterval)); d == nil || !start {
-		t.Error("an abandoned waiter blocked the namespace")
+	if key, _, _, ok := m.next("team-a", now.Add(3*backupListInterval)); ok {
+		t.Errorf("next took %s, which stopped asking long ago", key)
 	}
 }
