@@ -19,6 +19,8 @@ type backupSourceFlags struct {
 	// The place an encrypted backup must be bound to (see backupcrypt.Binding).
 	backupNamespace, backupName *string
 	backupRevision              *int64
+	// limits, when set, bound what the S3 object may make this step read and inflate.
+	limits *backup.Limits
 }
 
 // addBackupSourceFlags registers the flags; dirHelp and latestHelp word the two that
@@ -57,7 +59,7 @@ func (f *backupSourceFlags) s3Store() (backup.Store, string, error) {
 		return nil, "", err
 	}
 	cfg := backup.S3Config{Endpoint: *f.s3Endpoint, Bucket: bucket, ForcePathStyle: *f.s3PathStyle, Ambient: *f.s3Ambient,
-		Namespace: *f.backupNamespace, Backup: *f.backupName}
+		Namespace: *f.backupNamespace, Backup: *f.backupName, Limits: f.limits}
 	if err := restoreS3Access(&cfg, *f.awsSecretDir, *f.keyFile); err != nil {
 		return nil, "", credentialsError{err}
 	}

@@ -139,10 +139,14 @@ func runVerifySnapshot(args []string) int {
 		dir        = fs.String("download-dir", "", "directory the object is downloaded into (removed after the check)")
 		timeout    = fs.Duration("timeout", 10*time.Minute, "give up after this long")
 		resultFile = fs.String("result-file", "/dev/termination-log", "where to write the JSON result")
+		maxBytes   = fs.Int64("max-object-bytes", backup.DefaultMaxObjectBytes, "largest object read, stored or decompressed; decompression past 100x the stored bytes beyond 1 GiB is refused too (LimitExceeded)")
 	)
 	if !parsePodFlags(os.Stderr, fs, args) {
 		return 2
 	}
+	// The operator's own bounds: a gzip bomb stops at the ratio instead of filling the
+	// pod's scratch volume up to its limit.
+	src.limits = backup.OperatorLimits(*maxBytes)
 	lg, _ := uzap.NewProduction()
 	defer lg.Sync() //nolint:errcheck
 	report := func(r restore.VerifyResult) int {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,6 +79,9 @@ func SnapshotCheckArgs(s SnapshotCheckSpec) ([]string, []corev1.VolumeMount, []c
 	}
 	args := append([]string{"verify", "snapshot"}, src...)
 	args = append(args, "--download-dir="+snapshotCheckMount, "--timeout="+s.Timeout.String())
+	if s.MaxBytes > 0 {
+		args = append(args, "--max-object-bytes="+strconv.FormatInt(s.MaxBytes, 10))
+	}
 	return args, mounts, volumes, nil
 }
 
