@@ -114,7 +114,10 @@ func ownedBy(obj Object, owner map[string]string) bool {
 }
 
 // owned keeps the objects whose stored metadata carries owner, in order. List does not
-// return an object's metadata, so each one's is read (its data is not).
+// return an object's metadata, so each one's is read (its data is not). An object that
+// cannot be read (encrypted with another key, bound to another EtcdBackup, too large,
+// failing) is not retention's to judge: it is skipped, never deleted, and the others
+// are still pruned.
 func owned(ctx context.Context, s Store, objs []Object, owner map[string]string) ([]Object, error) {
 	if len(owner) == 0 {
 		return objs, nil
@@ -122,11 +125,11 @@ func owned(ctx context.Context, s Store, objs []Object, owner map[string]string)
 	var out []Object
 	for _, o := range objs {
 		rc, full, err := s.Get(ctx, o.Key)
-		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNoChecksum) {
-			continue // deleted meanwhile, or unfinished: not retention's to judge
-		}
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			continue // deleted meanwhile, unfinished or unreadable: not retention's to judge
 		}
 		rc.Close() // only the metadata is wanted
 		if ownedBy(full, owner) {
