@@ -24,9 +24,15 @@ func mapEntries(path string, v reflect.Value, out map[string]int) {
 			mapEntries(path+"."+v.Type().Field(i).Name, v.Field(i), out)
 		}
 	case reflect.Map:
-		out[path] = v.Len()
+		if !notPerCluster[path] {
+			out[path] = v.Len()
+		}
 	}
 }
+
+// notPerCluster are maps of memory keyed by something other than a cluster, each with
+// a test of its own: the listing goroutines per namespace (TestForgottenListingStillCounts).
+var notPerCluster = map[string]bool{"memory.lostBackups.running": true}
 
 // remember fills every part of m for cluster (namespace/name) with the UID uid, as
 // reconciles of a cluster that lost everything, failed a step and announced it do.

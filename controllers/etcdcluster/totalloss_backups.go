@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -71,6 +72,10 @@ type lostBackupCache struct {
 	inflight map[string]chan struct{}
 	waiting  map[string]listingWaiter
 	slots    chan struct{}
+	// running counts, per namespace, the goroutines listing for it: a cluster forgotten
+	// while its listing runs no longer has an inflight entry, but its goroutine still
+	// counts until it ends (no per-cluster memory: TestDeletedClusterIsForgotten skips it).
+	running map[string]int
 	// checks are the candidates' finished snapshot checks (act_totalloss_check.go).
 	checks backupChecks
 }
@@ -92,13 +97,7 @@ func (l *lostBackupCache) begin(key string, c *etcdv1beta2.EtcdCluster, now time
 	if d, ok := l.inflight[key]; ok {
 		return d, false
 	}
-	running := 0
-	for k := range l.inflight {
-		if strings.HasPrefix(k, namespace+"/") {
-			running++
-		}
-	}
-	if running >= maxNamespaceListings {
+	if l.running[namespace] >= maxNamespaceListings {
 		if l.waiting == nil {
 			l.waiting = map[string]listingWaiter{}
 		}
@@ -111,6 +110,10 @@ func (l *lostBackupCache) begin(key string, c *etcdv1beta2.EtcdCluster, now time
 		return nil, false
 	}
 	delete(l.waiting, key)
+	if l.running == nil {
+		l.running = map[string]int{}
+	}
+	l.running[namespace]++
 	return l.startLocked(key), true
 }
 
@@ -126,12 +129,23 @@ func (l *lostBackupCache) startLocked(key string) chan struct{} {
 	return d
 }
 
-// next takes the namespace's longest-waiting cluster off the waiters and marks its
-// listing started; ok false when none waits. A waiter that has not asked for two
-// intervals is dropped (no longer lost, paused, deleted).
-func (l *lostBackupCache) next(namespace string, now time.Time) (key string, c *etcdv1beta2.EtcdCluster, done chan struct{}, ok bool) {
+// finish records key's listing, unless the cluster was forgotten meanwhile (deleted, or
+// no longer lost), and hands the goroutine the namespace's longest-waiting cluster
+// (marked started; ok false when none waits, and the goroutine ends), in one step so no
+// other listing slips in between. A waiter that has not asked for two intervals is
+// dropped (no longer lost, paused, deleted).
+func (l *lostBackupCache) finish(key string, done chan struct{}, found lostBackups, now time.Time) (nextKey string, c *etcdv1beta2.EtcdCluster, next chan struct{}, ok bool) {
+	namespace, _, _ := strings.Cut(key, "/")
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.inflight[key] == done {
+		delete(l.inflight, key)
+		if l.listings == nil {
+			l.listings = map[string]lostBackups{}
+		}
+		l.listings[key] = found
+	}
+	close(done)
 	var best string
 	for k, w := range l.waiting {
 		if !strings.HasPrefix(k, namespace+"/") {
@@ -146,26 +160,14 @@ func (l *lostBackupCache) next(namespace string, now time.Time) (key string, c *
 		}
 	}
 	if best == "" {
+		if l.running[namespace]--; l.running[namespace] <= 0 {
+			delete(l.running, namespace)
+		}
 		return "", nil, nil, false
 	}
 	w := l.waiting[best]
 	delete(l.waiting, best)
 	return best, w.c, l.startLocked(best), true
-}
-
-// end records key's listing, unless the cluster was forgotten meanwhile (deleted, or no
-// longer lost), and so frees its namespace.
-func (l *lostBackupCache) end(key string, done chan struct{}, found lostBackups) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.inflight[key] == done {
-		delete(l.inflight, key)
-		if l.listings == nil {
-			l.listings = map[string]lostBackups{}
-		}
-		l.listings[key] = found
-	}
-	close(done)
 }
 
 // last is key's latest listing, however old.
@@ -250,11 +252,9 @@ func (r *Reconciler) listLostBackups(ctx context.Context, c *etcdv1beta2.EtcdClu
 		// deadline. The goroutine then lists for the namespace's waiters, one by one.
 		lctx := context.WithoutCancel(ctx)
 		go func(key string, c *etcdv1beta2.EtcdCluster, done chan struct{}) {
-			for ok := true; ok; key, c, done, ok = r.lostBackups.next(c.Namespace, r.Now()) {
-				r.lostBackups.slots <- struct{}{}
-				found := r.listNow(lctx, c, r.Now())
-				<-r.lostBackups.slots
-				r.lostBackups.end(key, done, found)
+			for ok := true; ok; {
+				found := r.listApart(lctx, c)
+				key, c, done, ok = r.lostBackups.finish(key, done, found, r.Now())
 			}
 		}(key, c.DeepCopy(), done)
 	}
@@ -267,6 +267,22 @@ func (r *Reconciler) listLostBackups(ctx context.Context, c *etcdv1beta2.EtcdClu
 	found, _ := r.lostBackups.last(key, only)
 	found.problems = append(append([]string(nil), found.problems...), listingPending)
 	return found
+}
+
+// listApart is listNow on a listing goroutine: one of maxBackgroundListings slots, and a
+// panic (a tenant's endpoint, parsing its answers) becomes the listing's problem instead
+// of ending the operator, which no reconcile's recovery covers out here.
+func (r *Reconciler) listApart(ctx context.Context, c *etcdv1beta2.EtcdCluster) (found lostBackups) {
+	r.lostBackups.slots <- struct{}{}
+	defer func() { <-r.lostBackups.slots }()
+	now := r.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			log.FromContext(ctx).Error(fmt.Errorf("%v", p), "listing a lost cluster's backups panicked", "cluster", clusterKey(c), "stack", string(debug.Stack()))
+			found = lostBackups{at: now, only: restoreFromBackupName(c), problems: []string{"listing the backups failed (an internal error, logged by the operator)"}}
+		}
+	}()
+	return r.listNow(ctx, c, now)
 }
 
 // listNow lists a lost cluster's candidates within backupListTimeout.

@@ -319,32 +319,56 @@ func TestBackgroundListingsOnePerNamespace(t *testing.T) {
 	if d, start := l.begin("team-b/c1/u9", cl("c1"), now); d == nil || !start {
 		t.Error("team-b's listing waited for team-a's")
 	}
-	l.end("team-a/c1/u1", a1, lostBackups{})
+	// c1's goroutine finishes and takes c2 (waiting since +1s), the longest waiting.
+	later := now.Add(3 * time.Second)
+	key, c, d2, ok := l.finish("team-a/c1/u1", a1, lostBackups{}, later)
 	select {
 	case <-a1:
 	default:
-		t.Error("the ended listing's channel is still open")
+		t.Error("the finished listing's channel is still open")
 	}
-	// The namespace's goroutine takes c2 (waiting since +1s), then c3, then nothing.
-	later := now.Add(3 * time.Second)
-	key, c, d2, ok := l.next("team-a", later)
 	if !ok || key != "team-a/c2/u2" || c.Name != "c2" || d2 == nil {
 		t.Fatalf("next: %q %v, want c2, the longest waiting", key, ok)
 	}
+	// c1 asks again at once: both of team-a's goroutines are busy, so it waits.
 	if d, _ := l.begin("team-a/c1/u1", cl("c1"), later); d != nil {
-		t.Error("c1 asked again and went beside c2")
+		t.Error("c1 asked again and went beside c0 and c2")
 	}
-	l.end(key, d2, lostBackups{})
-	l.end("team-a/c0/u0", b1, lostBackups{})
-	if key, _, _, ok := l.next("team-a", later); !ok || key != "team-a/c3/u3" {
+	if key, _, _, ok := l.finish("team-a/c0/u0", b1, lostBackups{}, later); !ok || key != "team-a/c3/u3" {
 		t.Errorf("next: %q %v, want c3", key, ok)
 	}
-	// A waiter that stopped asking (no longer lost) is dropped.
-	var m lostBackupCache
-	d, _ := m.begin("team-a/x/u1", cl("x"), now)
-	m.begin("team-a/gone/u2", cl("gone"), now.Add(time.Second))
-	m.end("team-a/x/u1", d, lostBackups{})
-	if key, _, _, ok := m.next("team-a", now.Add(3*backupListInterval)); ok {
-		t.Errorf("next took %s, which stopped asking long ago", key)
+	if key, _, _, ok := l.finish("team-a/c2/u2", d2, lostBackups{}, later); !ok || key != "team-a/c1/u1" {
+		t.Errorf("next: %q %v, want c1", key, ok)
+	}
+}
+
+// A cluster forgotten while its listing runs (deleted, or no longer lost) keeps counting
+// against its namespace until that goroutine ends, and its result is dropped: flapping a
+// cluster between lost and not lost cannot multiply listings against a slow endpoint.
+func TestForgottenListingStillCounts(t *testing.T) {
+	var l lostBackupCache
+	now := proofNow
+	cl := func(name string) *etcdv1beta2.EtcdCluster {
+		return &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name}}
+	}
+	d1, _ := l.begin("team-a/c1/u1", cl("c1"), now)
+	d2, _ := l.begin("team-a/c2/u2", cl("c2"), now)
+	l.forget("team-a/c1/u1")
+	if d, start := l.begin("team-a/c1/u1", cl("c1"), now.Add(time.Second)); d != nil || start {
+		t.Error("a forgotten cluster's new listing started beside the two still running")
+	}
+	if _, _, _, ok := l.finish("team-a/c1/u1", d1, lostBackups{problems: []string{"stale"}}, now.Add(2*time.Second)); !ok {
+		t.Error("the forgotten listing's goroutine did not take the waiting one")
+	}
+	if found, ok := l.last("team-a/c1/u1", ""); ok && len(found.problems) > 0 && found.problems[0] == "stale" {
+		t.Error("the forgotten listing's result was kept")
+	}
+	// A waiter that stopped asking is dropped; the namespace's count goes back to zero.
+	l.begin("team-a/gone/u3", cl("gone"), now)
+	if key, _, _, ok := l.finish("team-a/c2/u2", d2, lostBackups{}, now.Add(3*backupListInterval)); ok {
+		t.Errorf("finish handed over %s, which stopped asking long ago", key)
+	}
+	if n := l.running["team-a"]; n != 1 {
+		t.Errorf("team-a counts %d running listings, want 1 (the re-listing of c1)", n)
 	}
 }
