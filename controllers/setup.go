@@ -50,6 +50,9 @@ type Options struct {
 	// ClientServiceTypes are the client Service types beyond ClusterIP that clusters may
 	// ask for (etcdcluster.Reconciler.ClientServiceTypes); empty: ClusterIP only.
 	ClientServiceTypes []corev1.ServiceType
+	// ClientServiceMetadata allows annotations and labels on client Services
+	// (etcdcluster.Reconciler.ClientServiceMetadata).
+	ClientServiceMetadata bool
 	// AllowExternalBackupEndpoints lets an EtcdBackup's spec.etcdEndpoints name etcd
 	// outside its namespace; by default a backup reaches only its namespace's clusters.
 	AllowExternalBackupEndpoints bool
@@ -166,17 +169,18 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	s3 := s3Access(mgr, opts)
 	if err := (&etcdcluster.Reconciler{
-		Client:             mgr.GetClient(),
-		Scheme:             mgr.GetScheme(),
-		Recorder:           mgr.GetEventRecorderFor("etcd-operator"),
-		ClusterDomain:      opts.ClusterDomain,
-		OperatorImage:      opts.OperatorImage,
-		MinQuorumLossGrace: opts.MinQuorumLossGrace,
-		ClientServiceTypes: opts.ClientServiceTypes,
-		Scope:              opts.Scope,
-		AfterAction:        opts.AfterAction,
-		PinKey:             opts.PinKey,
-		S3Access:           s3,
+		Client:                mgr.GetClient(),
+		Scheme:                mgr.GetScheme(),
+		Recorder:              mgr.GetEventRecorderFor("etcd-operator"),
+		ClusterDomain:         opts.ClusterDomain,
+		OperatorImage:         opts.OperatorImage,
+		MinQuorumLossGrace:    opts.MinQuorumLossGrace,
+		ClientServiceTypes:    opts.ClientServiceTypes,
+		ClientServiceMetadata: opts.ClientServiceMetadata,
+		Scope:                 opts.Scope,
+		AfterAction:           opts.AfterAction,
+		PinKey:                opts.PinKey,
+		S3Access:              s3,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -46,3 +46,31 @@ func TestClientServiceTypeNeedsTheOperatorsPermission(t *testing.T) {
 		})
 	}
 }
+
+// Annotations and labels on the client Service are acted on by other controllers
+// (exposing the Service through a tunnel or mesh, publishing DNS for it): the operator's
+// administrator allows them, not the tenant.
+func TestClientServiceMetadataNeedsTheOperatorsPermission(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ann     map[string]string
+		allowed bool
+		refused bool
+	}{
+		{"none", nil, false, false},
+		{"annotations by default", map[string]string{etcdv1beta2.ClientServiceAnnotationsAnnotation: `{"tailscale.com/expose":"true"}`}, false, true},
+		{"labels by default", map[string]string{etcdv1beta2.ClientServiceLabelsAnnotation: `{"expose":"yes"}`}, false, true},
+		{"annotations allowed", map[string]string{etcdv1beta2.ClientServiceAnnotationsAnnotation: `{"a":"b"}`}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "team-a", Annotations: tc.ann}}
+			err := (&Reconciler{ClientServiceMetadata: tc.allowed}).checkClientServiceType(c)
+			switch {
+			case tc.refused && (err == nil || !strings.Contains(err.Error(), "--allow-client-service-metadata")):
+				t.Errorf("error %v: want a refusal naming the flag", err)
+			case !tc.refused && err != nil:
+				t.Errorf("refused: %v", err)
+			}
+		})
+	}
+}

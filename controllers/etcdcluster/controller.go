@@ -88,6 +88,11 @@ type Reconciler struct {
 	// outside the cluster, which a tenant who may create EtcdClusters but not Services
 	// must not be able to do through the operator). Empty: ClusterIP only.
 	ClientServiceTypes []corev1.ServiceType
+	// ClientServiceMetadata lets clusters put annotations and labels on their client
+	// Service (--allow-client-service-metadata): off by default, since controllers of the
+	// Kubernetes cluster act on them (exposing a Service through a tunnel or a global
+	// mesh, publishing DNS for it) as on a Service type.
+	ClientServiceMetadata bool
 
 	// Now is the clock; tests may replace it.
 	Now func() time.Time

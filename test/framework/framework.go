@@ -172,7 +172,8 @@ func (e *Env) newManager(logger logr.Logger, tune func(*ctrl.Options)) ctrl.Mana
 		AllowS3Endpoints: []string{bench.ControlPlaneIP},
 		// As an administrator would allow them (--client-service-types); by default
 		// only ClusterIP is (checked by the cluster controller's tests).
-		ClientServiceTypes: []corev1.ServiceType{corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer},
+		ClientServiceTypes:    []corev1.ServiceType{corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer},
+		ClientServiceMetadata: true,
 		// backup-now runs one after another (restore_pick_test); the 5-minute spacing is
 		// checked by the EtcdBackup controller's tests and the hostile-tenant suite.
 		BackupNowSpacing: spacing}); err != nil {
