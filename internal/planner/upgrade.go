@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -31,6 +32,15 @@ func (v *view) planUpgrade() Action {
 	if err != nil {
 		return Action{Kind: RefuseUpgrade, Reason: v1beta2.ReasonInvalidVersion, Message: err.Error()}
 	}
+	// A minor step some member has already taken (under an older operator, which did
+	// not know the minimum patch) is finished: neither going back nor staying mixed is
+	// better than completing it.
+	stepTaken := false
+	for _, m := range v.voters {
+		if run, err := ParseVersion(m.Version); err == nil && run.Major == target.Major && run.Minor == target.Minor {
+			stepTaken = true
+		}
+	}
 	var need []upgradeStep
 	for _, m := range v.voters {
 		run, rerr := ParseVersion(m.Version)
@@ -47,7 +57,7 @@ func (v *view) planUpgrade() Action {
 		case serr != nil:
 			spec = run
 		}
-		if err := CheckSkew(run, target); err != nil {
+		if err := CheckSkew(run, target); err != nil && !(stepTaken && errors.Is(err, errBelowMinPatch)) {
 			return Action{Kind: RefuseUpgrade, Reason: v1beta2.ReasonUpgradeRefused, Message: fmt.Sprintf("member %s: %v", m.Name, err)}
 		}
 		if spec.Compare(target) == 0 && run.Compare(target) != 0 {
@@ -147,6 +157,12 @@ func CheckUpgrade(d Desired, o Observed) error {
 	for i := range o.Pods {
 		pods[o.Pods[i].Name] = &o.Pods[i]
 	}
+	stepTaken := false // as in planUpgrade
+	for _, m := range o.Members {
+		if run, err := ParseVersion(m.Version); err == nil && run.Major == target.Major && run.Minor == target.Minor {
+			stepTaken = true
+		}
+	}
 	for _, m := range o.Members {
 		s := m.Version
 		if s == "" && pods[m.Name] != nil {
@@ -156,7 +172,7 @@ func CheckUpgrade(d Desired, o Observed) error {
 		if err != nil {
 			continue
 		}
-		if err := CheckSkew(cur, target); err != nil {
+		if err := CheckSkew(cur, target); err != nil && !(stepTaken && errors.Is(err, errBelowMinPatch)) {
 			return fmt.Errorf("member %s: %w", m.Name, err)
 		}
 	}

@@ -39,6 +39,22 @@ func TestPlanUpgrade(t *testing.T) {
 			return o
 		}, want{kind: Wait, reason: "UpgradeInProgress", check: wantMessage(mname(2))}},
 		{"upgrade of a 1-member cluster restarts it in place", size(1), upgrading(1, 1), want{kind: UpgradeMember, id: 1}},
+		{"a minor step below the minimum patch is refused before it starts", to(v36), func() Observed {
+			o := cluster(3)
+			for i := range o.Members {
+				o.Members[i].Version, o.Pods[i].Version = "3.5.28", "3.5.28"
+			}
+			return o
+		}, want{kind: RefuseUpgrade, check: wantMessage("3.5.32 or later")}},
+		{"a minor step an older operator began below the minimum patch is finished", to(v36), func() Observed {
+			o := cluster(3)
+			o.LeaderID = 1
+			for i := range o.Members {
+				o.Members[i].Version, o.Pods[i].Version = v36, v36
+			}
+			mem(&o, 3).Version, pod(&o, mname(3)).Version = "3.5.28", "3.5.28" // members 1, 2 already on 3.6
+			return o
+		}, want{kind: UpgradeMember, id: 3, version: v36}},
 		// A minor step starts only once etcd has finished the previous one in storage.
 		{"minor step waits while a database is still at the minor before", size(3), func() Observed {
 			o := upgrading(3, 1)()

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -94,12 +95,16 @@ func CheckSkew(cur, to Version) error {
 		return fmt.Errorf("upgrade %s -> %s skips a minor version; upgrade to %d.%d.x first", cur, to, cur.Major, cur.Minor+1)
 	case to.Minor == cur.Minor+1:
 		if min, ok := minPatchBeforeMinor[[2]int{cur.Major, cur.Minor}]; ok && (cur.Patch < min || cur.Patch == min && cur.Pre != "") {
-			return fmt.Errorf("upgrade %s -> %s needs every member on %d.%d.%d or later first (etcd's upgrade guide for %d.%d); set spec.version to %d.%d.%d or a later %d.%d patch, then to %s",
-				cur, to, cur.Major, cur.Minor, min, to.Major, to.Minor, cur.Major, cur.Minor, min, cur.Major, cur.Minor, to)
+			return fmt.Errorf("upgrade %s -> %s needs every member on %d.%d.%d or later first (etcd's upgrade guide for %d.%d); set spec.version to %d.%d.%d or a later %d.%d patch, then to %s: %w",
+				cur, to, cur.Major, cur.Minor, min, to.Major, to.Minor, cur.Major, cur.Minor, min, cur.Major, cur.Minor, to, errBelowMinPatch)
 		}
 	}
 	return nil
 }
+
+// errBelowMinPatch marks CheckSkew's refusal of a minor step from a patch older than
+// minPatchBeforeMinor names.
+var errBelowMinPatch = errors.New("below the minimum patch for this step")
 
 // minPatchBeforeMinor is, per minor version, the oldest patch release etcd's upgrade
 // guide allows a rolling upgrade to the next minor from: 3.5.32 before 3.6 (3.5.24–3.5.26
