@@ -24,13 +24,28 @@ shift 3
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Interrupted: the workers' test processes stop their benches (they handle SIGTERM)
+# before the scratch directory goes.
+trap 'trap - INT TERM; kill -TERM 0 2>/dev/null; wait; exit 130' INT TERM
 # Every test process pushes the bench's images to a registry of its own: their
 # compressed layers are made once and shared (test/bench/images.LayerCacheEnv).
 export ETCD_OPERATOR_BENCH_LAYER_CACHE=$work/layers
 
+# `go test` flags: build flags (-race, -cover, -tags=..., -gcflags=..., -ldflags=...)
+# build the test binary, the others become its own (-timeout 45m -> -test.timeout 45m);
+# each test's process gets the whole timeout.
+buildflags=() binflags=()
+for f in $flags; do
+  case $f in
+    -race | -cover | -msan | -asan | -trimpath | -tags=* | -gcflags=* | -ldflags=* | -mod=* | -covermode=*) buildflags+=("$f") ;;
+    -test.* | [!-]*) binflags+=("$f") ;;
+    *) binflags+=("-test.${f#-}") ;;
+  esac
+done
+
 # Build the test binary once (a package that does not compile fails here); it lists its
 # own tests, whatever their parameter is called.
-go test -c -o "$work/pkg.test" "$sharded"
+go test -c "${buildflags[@]}" -o "$work/pkg.test" "$sharded"
 mapfile -t tests < <("$work/pkg.test" -test.list '^Test' | grep -E '^Test[A-Za-z0-9_]*$' | sort -u)
 ((${#tests[@]})) || { echo "$0: no tests found in $sharded" >&2; exit 2; }
 
@@ -48,13 +63,6 @@ others=("$@")
   cat "$work/queue.tests"
 } >"$work/queue"
 echo 0 >"$work/next"
-
-# `go test` flags become the test binary's (-timeout 45m -> -test.timeout 45m); each
-# test's process gets the whole timeout.
-binflags=()
-for f in $flags; do
-  if [[ $f == -* && $f != -test.* ]]; then binflags+=("-test.${f#-}"); else binflags+=("$f"); fi
-done
 
 pkgdir=$(go list -f '{{.Dir}}' "$sharded")
 take() { # prints the next queued test, or nothing when the queue is empty
