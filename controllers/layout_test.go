@@ -163,3 +163,37 @@ func TestClusterControllerFileNames(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMENamesRealTests keeps the README's proof honest: every test or benchmark it
+// names as asserting a figure or a behaviour is a function of this repository (a renamed
+// or deleted test would otherwise leave a claim that nothing checks).
+func TestREADMENamesRealTests(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := regexp.MustCompile("`((?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9_]*)").FindAllStringSubmatch(string(readme), -1)
+	if len(named) == 0 {
+		t.Fatal("README.md names no test at all")
+	}
+	defined := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)[A-Za-z0-9_]*)\(`)
+	out, err := exec.Command("git", "-C", "..", "ls-files", "*_test.go").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range strings.Fields(string(out)) {
+		src, err := os.ReadFile("../" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range decl.FindAllStringSubmatch(string(src), -1) {
+			defined[m[1]] = true
+		}
+	}
+	for _, m := range named {
+		if !defined[m[1]] {
+			t.Errorf("README.md names %s, which no test file defines", m[1])
+		}
+	}
+}
