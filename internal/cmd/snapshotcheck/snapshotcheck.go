@@ -1,0 +1,130 @@
+// Package snapshotcheck is the one container of a snapshot check pod
+// (`<operator> verify snapshot [flags]`, render.SnapshotCheckPod; internal/snapshotcheck
+// runs it): download one object into the pod's emptyDir and check it as a member's
+// restore step will (restore.CheckSnapshot), so that the operator never parses a
+// tenant's snapshot in its own process. It writes a restore.VerifyResult as JSON to its
+// termination message.
+package snapshotcheck
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"time"
+
+	uzap "go.uber.org/zap"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/inpod"
+	"github.com/etcd-operator/etcd-operator/internal/restore"
+)
+
+// Subcommand and Step are the operator binary's arguments that run this program.
+const (
+	Subcommand = "verify"
+	Step       = "snapshot"
+)
+
+// DefaultTimeout is --timeout's default.
+const DefaultTimeout = 10 * time.Minute
+
+// Options are the program's flags. A zero field is not rendered (its flag's default
+// applies).
+type Options struct {
+	// Source is the one exact object (Latest is refused).
+	Source inpod.Source
+	// DownloadDir receives the object (removed after the check).
+	DownloadDir string
+	// Timeout gives up after this long (DefaultTimeout).
+	Timeout time.Duration
+	// MaxObjectBytes is the largest object read, stored or decompressed
+	// (backup.DefaultMaxObjectBytes).
+	MaxObjectBytes int64
+	// ResultFile receives the JSON result (inpod.DefaultResultFile).
+	ResultFile string
+}
+
+// Args are the program's arguments after the subcommand: Step and its flags for o, in
+// the order the operator renders them.
+func Args(o Options) []string {
+	a := inpod.ArgList{Step}
+	a = append(a, o.Source.Args()...)
+	a.String("download-dir", o.DownloadDir)
+	a.Duration("timeout", o.Timeout)
+	a.Int64("max-object-bytes", o.MaxObjectBytes)
+	a.String("result-file", o.ResultFile)
+	return a
+}
+
+// flags defines the program's flags on a new flag set, storing into o.
+func flags(o *Options) *flag.FlagSet {
+	fs := inpod.FlagSet(Subcommand + " " + Step)
+	o.Source.Register(fs, "backup directory (a read-only mounted claim) instead of S3", "check the newest periodic backup <path>_v<rev>_<time> of the path")
+	fs.StringVar(&o.DownloadDir, "download-dir", "", "directory the object is downloaded into (removed after the check)")
+	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "give up after this long")
+	fs.StringVar(&o.ResultFile, "result-file", inpod.DefaultResultFile, "where to write the JSON result")
+	fs.Int64Var(&o.MaxObjectBytes, "max-object-bytes", backup.DefaultMaxObjectBytes, "largest object read, stored or decompressed; decompression past 100x the stored bytes beyond 1 GiB is refused too (LimitExceeded)")
+	return fs
+}
+
+// parse reads args (after Step) into Options (with every default filled in),
+// reporting a bad flag as one line on w.
+func parse(w io.Writer, args []string) (Options, bool) {
+	var o Options
+	ok := inpod.Parse(w, flags(&o), args)
+	return o, ok
+}
+
+// Run runs the program with args (after Step) and returns its exit code.
+func Run(args []string) int {
+	o, ok := parse(os.Stderr, args)
+	if !ok {
+		return 2
+	}
+	return run(o)
+}
+
+func run(o Options) int {
+	lg, _ := uzap.NewProduction()
+	defer lg.Sync() //nolint:errcheck
+	report := func(r restore.VerifyResult) int {
+		inpod.WriteResult(lg, o.ResultFile, r.Encode())
+		if r.Reason != "" {
+			lg.Error("snapshot check failed", uzap.String("reason", r.Reason), uzap.String("error", r.Error))
+			return 1
+		}
+		lg.Info("snapshot checked", uzap.String("key", r.Key), uzap.String("sha256", r.SHA256), uzap.Int64("revision", r.Revision))
+		return 0
+	}
+	var (
+		store  backup.Store
+		objKey string
+		err    error
+	)
+	switch fromS3, fromDir := o.Source.Given(); {
+	case o.DownloadDir == "":
+		err = errors.New("--download-dir is required")
+	case o.Source.Latest:
+		err = errors.New("a snapshot check is of one exact object: --latest is not accepted")
+	case fromS3 && !fromDir:
+		// The operator's own bounds: a gzip bomb stops at the ratio instead of filling
+		// the pod's scratch volume up to its limit.
+		store, objKey, err = o.Source.S3Store(backup.OperatorLimits(o.MaxObjectBytes))
+	case fromDir && !fromS3:
+		store, objKey, err = o.Source.FSStore()
+	default:
+		err = errors.New("give exactly one of --s3-path and --dir")
+	}
+	if errors.As(err, new(inpod.CredentialsError)) {
+		return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonSecretError, Error: err.Error()})
+	}
+	if err != nil {
+		return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: err.Error()})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
+	defer cancel()
+	return report(restore.CheckSnapshot(ctx, store, objKey, o.DownloadDir))
+}

@@ -1,0 +1,67 @@
+package snapshotcheck
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/cmdtest"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/inpod"
+)
+
+func TestFlagsRoundTrip(t *testing.T) {
+	cmdtest.RoundTrip(t, cmdtest.Program[Options]{
+		Args: Args, Skip: 1, Flags: flags(new(Options)),
+		Parse: func(args []string) (Options, error) {
+			var w strings.Builder
+			o, ok := parse(&w, args)
+			if !ok {
+				return o, errors.New(w.String())
+			}
+			return o, nil
+		},
+		Defaults: Options{Source: inpod.Source{AWSSecretDir: inpod.DefaultAWSSecretDir}, Timeout: DefaultTimeout,
+			MaxObjectBytes: backup.DefaultMaxObjectBytes, ResultFile: inpod.DefaultResultFile},
+		Full: Options{
+			Source: inpod.Source{
+				S3Path: "b/k", S3Endpoint: "http://minio:9000", S3ForcePathStyle: true, AWSSecretDir: "/aws", S3Ambient: true,
+				EncryptionKeyFile: "/key/key", Dir: "/backup", Key: "db/snap", Latest: true,
+				BackupNamespace: "ns", BackupName: "nightly", BackupRevision: 42,
+			},
+			DownloadDir: "/var/etcd-check", Timeout: time.Minute, MaxObjectBytes: 1 << 30, ResultFile: "/tmp/result",
+		},
+	})
+	if a := Args(Options{}); len(a) != 1 || a[0] != Step {
+		t.Errorf("zero options render %q, want only the step", a)
+	}
+}
+
+// A check is of one exact object: --latest is refused in the result, before any store
+// is opened.
+func TestRunRefusesLatest(t *testing.T) {
+	result := filepath.Join(t.TempDir(), "result")
+	if err := os.WriteFile(result, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := Args(Options{Source: inpod.Source{S3Path: "b/k", Latest: true}, DownloadDir: t.TempDir(), ResultFile: result})
+	if code := Run(args[1:]); code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	b, err := os.ReadFile(result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Reason, Error string }
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("result %q: %v", b, err)
+	}
+	if got.Reason != etcdv1beta2.ReasonVerificationFailed || !strings.Contains(got.Error, "--latest") {
+		t.Errorf("result %+v: want %s naming --latest", got, etcdv1beta2.ReasonVerificationFailed)
+	}
+}
