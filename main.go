@@ -4,23 +4,21 @@
 //
 //	etcd-operator [manager flags]     run the controllers (default)
 //	etcd-operator version             print the version
-//	etcd-operator restore [flags]     restore a member's data dir from a backup (init step)
-//	etcd-operator backup [flags]      snapshot a cluster into a mounted directory (backup pod)
-//	etcd-operator verify restore|check [flags]  the steps of a backup verification pod
+//	etcd-operator restore [flags]     restore a member's data dir from a backup (init step; internal/cmd/restore)
+//	etcd-operator backup [flags]      snapshot a cluster into a mounted directory (backup pod; internal/cmd/backup)
+//	etcd-operator verify restore|check [flags]  the steps of a backup verification pod (internal/cmd/verify)
+//	etcd-operator verify snapshot [flags]       a snapshot check pod (internal/cmd/snapshotcheck)
+//
+// This package only dispatches to those programs, and runs the manager.
 package main
 
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strings"
-	"time"
-
-	uzap "go.uber.org/zap"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,10 +35,12 @@ import (
 	"github.com/etcd-operator/etcd-operator/controllers"
 	"github.com/etcd-operator/etcd-operator/controllers/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
-	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+	cmdbackup "github.com/etcd-operator/etcd-operator/internal/cmd/backup"
+	cmdrestore "github.com/etcd-operator/etcd-operator/internal/cmd/restore"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/snapshotcheck"
+	cmdverify "github.com/etcd-operator/etcd-operator/internal/cmd/verify"
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/pinkey"
-	"github.com/etcd-operator/etcd-operator/internal/restore"
 	etcdwebhook "github.com/etcd-operator/etcd-operator/internal/webhook"
 )
 
@@ -53,12 +53,15 @@ func main() {
 		case "version":
 			fmt.Println(version)
 			return
-		case "restore":
-			os.Exit(runRestore(os.Args[2:]))
-		case "backup":
-			os.Exit(runBackup(os.Args[2:]))
-		case "verify":
-			os.Exit(runVerify(os.Args[2:]))
+		case cmdrestore.Subcommand:
+			os.Exit(cmdrestore.Run(os.Args[2:]))
+		case cmdbackup.Subcommand:
+			os.Exit(cmdbackup.Run(os.Args[2:]))
+		case cmdverify.Subcommand:
+			if len(os.Args) > 2 && os.Args[2] == snapshotcheck.Step {
+				os.Exit(snapshotcheck.Run(os.Args[3:]))
+			}
+			os.Exit(cmdverify.Run(os.Args[2:]))
 		case "manager":
 			os.Args = append(os.Args[:1], os.Args[2:]...)
 		}
@@ -196,165 +199,6 @@ func runManager(args []string) int {
 	return 0
 }
 
-// runRestore is the init step of a member pod of a cluster created from a backup: it
-// writes the member's data dir from the backup (verified against its SHA-256) unless the
-// data dir already exists. The backup is read from S3 (--s3-path, credentials from the
-// mounted awsSecret) or from a mounted volume (--dir and --key).
-func runRestore(args []string) int {
-	fs := podFlagSet("restore")
-	src := addBackupSourceFlags(fs, "backup directory (a mounted PVC) instead of S3", "restore the newest periodic backup <path>_v<rev>_<time> of the path")
-	var (
-		checksum     = fs.String("checksum", "", "expected SHA-256 of the stored backup (hex)")
-		checksPassed = fs.Bool("checks-passed-for-pin", false, "the snapshot checks already passed on the bytes --checksum pins: skip them when the downloaded bytes hash to it")
-		fromMember   = fs.String("from-member", "", "client URL of a live member to copy the data from instead of a backup (quorum-loss recovery)")
-		minRevision  = fs.Int64("min-revision", 0, "with --from-member: refuse a snapshot older than this revision")
-		clientTLSDir = fs.String("client-tls-dir", "", "with an https --from-member: directory with the client TLS secret's files ("+etcdadmin.ClientCertKey+", "+etcdadmin.ClientKeyKey+", "+etcdadmin.ClientCAKey+")")
-		name         = fs.String("name", "", "member name")
-		dataDir      = fs.String("data-dir", "", "member data directory to create")
-		peerURLs     = fs.String("initial-advertise-peer-urls", "", "member peer URLs, comma-separated")
-		initial      = fs.String("initial-cluster", "", "initial cluster (name=peerURL,...)")
-		token        = fs.String("initial-cluster-token", "", "initial cluster token")
-		timeout      = fs.Duration("timeout", 30*time.Minute, "give up after this long")
-	)
-	if !parsePodFlags(os.Stderr, fs, args) {
-		return 2
-	}
-	lg, _ := uzap.NewProduction()
-	defer lg.Sync() //nolint:errcheck
-	fail := func(err error) int {
-		lg.Error("restore failed", uzap.Error(err))
-		return 1
-	}
-	var (
-		store  backup.Store
-		member *restore.MemberSource
-	)
-	var objKey string
-	fromS3, fromDir := src.given()
-	switch {
-	case *fromMember != "" && !fromS3 && !fromDir:
-		member = &restore.MemberSource{Endpoint: *fromMember, MinRevision: *minRevision}
-		if *clientTLSDir != "" {
-			tlsCfg, err := etcdadmin.ClientTLSFromDir(*clientTLSDir)
-			if err != nil {
-				return fail(err)
-			}
-			member.TLS = tlsCfg
-		}
-	case fromS3 && !fromDir && *fromMember == "":
-		var err error
-		if store, objKey, err = src.s3Store(); err != nil {
-			return fail(err)
-		}
-	case fromDir && !fromS3 && *fromMember == "":
-		var err error
-		if store, objKey, err = src.fsStore(); err != nil {
-			return fail(err)
-		}
-	default:
-		return fail(fmt.Errorf("give exactly one of --s3-path, --dir and --from-member"))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	res, err := restore.Restore(ctx, restore.Options{
-		Store: store, Member: member, Key: objKey, Latest: *src.latest, SHA256: *checksum, Revision: *src.backupRevision,
-		// The operator renders --checks-passed-for-pin only after it verified its own
-		// signature over this pin (controllers/etcdcluster/act_restorepin.go); even then the
-		// checks are skipped only if the bytes downloaded hash to the pin.
-		PinVerified: *checksPassed && *checksum != "",
-		Name:        *name, DataDir: *dataDir, PeerURLs: strings.Split(*peerURLs, ","),
-		InitialCluster: *initial, InitialClusterToken: *token, Log: lg,
-	})
-	if err != nil {
-		return fail(err)
-	}
-	lg.Info("restore step done", uzap.String("key", res.Key), uzap.String("sha256", res.SHA256), uzap.Bool("skippedExistingDataDir", res.Skipped),
-		uzap.Bool("snapshotChecksReused", res.ChecksReused))
-	return 0
-}
-
-// runBackup is the program of the EtcdBackup controller's backup pod for storage type
-// PVC: the operator cannot mount a claim itself, so this pod, with the claim mounted at
-// --dir, streams one snapshot into it (data file plus SHA-256 sidecar, written atomically),
-// applies retention to periodic backups and reports the outcome as JSON in its
-// termination message (backup.JobResult), which the controller copies into status.
-func runBackup(args []string) int {
-	fs := podFlagSet("backup")
-	var (
-		endpoints   = fs.String("endpoints", "", "etcd client URLs, comma-separated")
-		tlsDir      = fs.String("tls-dir", "", "directory with the client TLS secret's files ("+etcdadmin.ClientCertKey+", "+etcdadmin.ClientKeyKey+", "+etcdadmin.ClientCAKey+"); empty: no TLS")
-		dir         = fs.String("dir", "", "backup directory (the mounted claim)")
-		key         = fs.String("key", "", "backup path below --dir; with --periodic the base of <key>_v<revision>_<time>")
-		periodic    = fs.Bool("periodic", false, "name the backup <key>_v<revision>_<time> and apply --max-backups")
-		maxBackups  = fs.Int("max-backups", 0, "with --periodic: keep this many newest backups of --key (0: all)")
-		maxAge      = fs.Duration("max-age", 0, "with --periodic: delete backups of --key older than this, never the newest (0: any age)")
-		compression = fs.String("compression", "", "gzip, or empty for none")
-		timeout     = fs.Duration("timeout", time.Minute, "give up after this long")
-		resultFile  = fs.String("result-file", "/dev/termination-log", "where to write the JSON result (the container's terminationMessagePath)")
-	)
-	if !parsePodFlags(os.Stderr, fs, args) {
-		return 2
-	}
-	lg, _ := uzap.NewProduction()
-	defer lg.Sync() //nolint:errcheck
-	// The kubelet creates the termination message file before the container starts;
-	// where it does not exist (outside a pod), the result is only logged rather than
-	// creating a stray file in /dev.
-	report := func(j backup.JobResult) {
-		f, err := os.OpenFile(*resultFile, os.O_WRONLY|os.O_TRUNC, 0)
-		if err == nil {
-			_, err = f.Write(j.Encode())
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
-			lg.Warn("cannot write the result file", uzap.String("path", *resultFile), uzap.Error(err))
-		}
-	}
-	fail := func(reason string, err error) int {
-		lg.Error("backup failed", uzap.String("reason", reason), uzap.Error(err))
-		report(backup.JobResult{Reason: reason, Error: err.Error()})
-		return 1
-	}
-	if *endpoints == "" || *dir == "" || *key == "" {
-		return fail(etcdv1beta2.ReasonBackupInvalidSpec, errors.New("--endpoints, --dir and --key are required"))
-	}
-	store, err := backup.NewFS(*dir)
-	if err != nil {
-		return fail(etcdv1beta2.ReasonStorageError, err)
-	}
-	cfg := etcdadmin.Config{Endpoints: strings.Split(*endpoints, ","), Retry: etcdadmin.Backoff{Budget: *timeout / 3}}
-	if *tlsDir != "" {
-		if cfg.TLS, err = etcdadmin.ClientTLSFromDir(*tlsDir); err != nil {
-			return fail(etcdv1beta2.ReasonSecretError, err)
-		}
-	}
-	admin, err := etcdadmin.New(cfg)
-	if err != nil {
-		return fail(etcdv1beta2.ReasonSnapshotFailed, err)
-	}
-	defer admin.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	res, err := backup.SaveSnapshot(ctx, admin, store, backup.SnapshotRequest{
-		Key: *key, Periodic: *periodic, MaxBackups: *maxBackups, MaxAge: *maxAge, Compression: backup.Compression(*compression),
-	})
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return fail(etcdv1beta2.ReasonTimeout, fmt.Errorf("backup did not finish within %v: %w", *timeout, err))
-	case errors.Is(err, backup.ErrSnapshot):
-		return fail(etcdv1beta2.ReasonSnapshotFailed, err)
-	case err != nil:
-		return fail(etcdv1beta2.ReasonStorageError, err)
-	}
-	report(backup.NewJobResult(res))
-	lg.Info("backup stored", uzap.String("location", res.Location), uzap.Int64("revision", res.Revision),
-		uzap.String("sha256", res.Object.SHA256), uzap.Int("pruned", len(res.Pruned)))
-	return 0
-}
-
-// stringList is a repeatable string flag.
 // parseClientServiceTypes checks --client-service-types: NodePort and LoadBalancer only
 // (ClusterIP is always allowed; ExternalName is no Service for etcd).
 func parseClientServiceTypes(l stringList) ([]corev1.ServiceType, error) {
@@ -371,6 +215,7 @@ func parseClientServiceTypes(l stringList) ([]corev1.ServiceType, error) {
 	return out, nil
 }
 
+// stringList is a repeatable string flag.
 type stringList []string
 
 func (l *stringList) String() string { return strings.Join(*l, ",") }
@@ -382,24 +227,4 @@ func (l *stringList) Set(v string) error {
 		}
 	}
 	return nil
-}
-
-// podFlagSet is the flag set of a program the operator runs in a pod (restore step,
-// backup, verification). The operator renders every flag; a bad one comes from a field
-// of the tenant's resource that admission let through. Its error must reach the pod's
-// termination message as one line naming the flag, not followed by the usage banner the
-// standard flag package prints (which crowded out the cause in status).
-func podFlagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return fs
-}
-
-// parsePodFlags parses args into fs, reporting a failure as one line on w (stderr).
-func parsePodFlags(w io.Writer, fs *flag.FlagSet, args []string) bool {
-	if err := fs.Parse(args); err != nil {
-		fmt.Fprintf(w, "%s: %v (the operator renders this flag from the resource's spec)\n", fs.Name(), err)
-		return false
-	}
-	return true
 }
