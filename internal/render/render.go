@@ -313,7 +313,7 @@ func Values(in Input) (map[string]interface{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	restore, err := restoreValues(c.Namespace, in.Restore)
+	restore, err := restoreValues(in.Restore)
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
@@ -346,6 +346,8 @@ func Values(in Input) (map[string]interface{}, error) {
 			"restore": len(restore) > 0 && m.InitialClusterState == StateNew && m.Recovery == nil,
 			"recover": recover,
 			"token":   token,
+			// The restore init container's flags (empty without one).
+			"restoreArgs": memberRestoreArgs(c, m, in.ClusterDomain, in.Restore, token),
 			// The TLS transition's per-member state (see Member).
 			"peerScheme":      m.peerScheme(c),
 			"clientPlaintext": m.ClientPlaintext && ClientTLS(c),

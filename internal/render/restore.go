@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/inpod"
+	cmdrestore "github.com/etcd-operator/etcd-operator/internal/cmd/restore"
 )
 
 // AnnotationRestore marks a cluster created from a backup: a RestoreSource as JSON
@@ -53,6 +54,9 @@ const (
 	// RestoreBackupDir and given to the restore subcommand as --dir.
 	RestoreBackupVolumeName = "restore-backup"
 	RestoreBackupDir        = "/etc/etcd-operator/backup"
+	// RecoverClientTLSDir is where the first member of a quorum-loss recovery has the
+	// operator's client TLS Secret (the chart's recover-client-tls volume).
+	RecoverClientTLSDir = "/etc/etcd-operator/client-tls"
 )
 
 // RestoreSource is the value of AnnotationRestore.
@@ -171,9 +175,9 @@ func CleanBackupPath(p string) (string, error) {
 	return clean, nil
 }
 
-// restoreValues are the chart's `restore` values of a cluster in namespace: empty
-// without a restore step.
-func restoreValues(namespace string, step *RestoreStep) (map[string]interface{}, error) {
+// restoreValues are the chart's `restore` values of a cluster: empty without a restore
+// step. The step's flags are each member's restoreArgs (memberRestoreArgs).
+func restoreValues(step *RestoreStep) (map[string]interface{}, error) {
 	if step == nil {
 		return map[string]interface{}{}, nil
 	}
@@ -186,32 +190,72 @@ func restoreValues(namespace string, step *RestoreStep) (map[string]interface{},
 	}
 	// Every key is always present (the chart's templates fail on a missing key).
 	v := map[string]interface{}{
-		"image": step.Image, "command": OperatorCommand, "sha256": strings.ToLower(src.SHA256),
-		"pvcClaim": "", "pvcPath": "", "s3Path": "", "s3Endpoint": "", "s3ForcePathStyle": false, "awsSecret": "",
-		"s3Ambient": false, "encryptionKeySecret": "", "backupNamespace": "", "backupRevision": "0",
-		// Only with a pin: the step skips the checks only on bytes proven to be pinned.
-		"checksPassedForPin": step.ChecksPassedForPin && src.SHA256 != "",
+		"image": step.Image, "command": OperatorCommand,
+		"pvcClaim": "", "awsSecret": "", "s3Ambient": false, "encryptionKeySecret": "",
 	}
 	if src.PVC != nil {
-		key, _ := CleanBackupPath(src.PVC.Path) // validated above
 		v["pvcClaim"] = src.PVC.ClaimName
-		v["pvcPath"] = key
 		return v, nil
 	}
-	v["s3Path"] = src.S3.Path
-	v["s3Endpoint"] = src.S3.Endpoint
-	v["s3ForcePathStyle"] = src.S3.ForcePathStyle
 	v["awsSecret"] = src.S3.AWSSecret
 	v["s3Ambient"] = src.S3.CredentialsSource == v1beta2.S3CredentialsEnvironment
 	v["encryptionKeySecret"] = src.S3.EncryptionKeySecret
-	// An encrypted backup must be bound to this namespace and its key (and, for a pin
-	// the operator proved, to the pinned revision): one moved there from elsewhere in
-	// the bucket, or an older one put back under the key, is refused.
-	v["backupNamespace"] = namespace
-	if step.ChecksPassedForPin && src.SHA256 != "" && src.PinRevision > 0 {
-		v["backupRevision"] = strconv.FormatInt(src.PinRevision, 10)
-	}
 	return v, nil
+}
+
+// memberRestoreArgs are the flags of m's restore init container (none without one): a
+// copy of a live member for the first member of a quorum-loss recovery, else the
+// cluster's backup for a bootstrapping member of a restored cluster (step validated).
+// token is the member's --initial-cluster-token.
+func memberRestoreArgs(c *v1beta2.EtcdCluster, m Member, domain string, step *RestoreStep, token string) []string {
+	o := cmdrestore.Options{
+		Name: m.Name, DataDir: DataDir, InitialAdvertisePeerURLs: PeerURLWithScheme(c, m.Name, domain, m.peerScheme(c)),
+		InitialCluster: m.InitialCluster, InitialClusterToken: token,
+	}
+	switch {
+	case m.Recovery != nil:
+		o.FromMember, o.MinRevision = m.Recovery.SourceURL, m.Recovery.MinRevision
+		if recoveryClientTLSSecret(c) != "" {
+			o.ClientTLSDir = RecoverClientTLSDir
+		}
+	case step != nil && m.InitialClusterState == StateNew:
+		o.Source, o.Checksum, o.ChecksPassedForPin = restoreStepSource(c.Namespace, step)
+	default:
+		return nil
+	}
+	return cmdrestore.Args(o)
+}
+
+// restoreStepSource is where a member of a cluster in namespace restored by step reads
+// the backup, the SHA-256 pinning it and whether the snapshot checks already passed on
+// the pinned bytes.
+func restoreStepSource(namespace string, step *RestoreStep) (inpod.Source, string, bool) {
+	src := step.Source
+	sha := strings.ToLower(src.SHA256)
+	// Only with a pin: the step skips the checks only on bytes proven to be pinned.
+	pinned := step.ChecksPassedForPin && sha != ""
+	if src.PVC != nil {
+		key, _ := CleanBackupPath(src.PVC.Path) // validated by restoreValues
+		return inpod.Source{Dir: RestoreBackupDir, Key: key}, sha, pinned
+	}
+	s := inpod.Source{S3Path: src.S3.Path, S3Endpoint: src.S3.Endpoint, S3ForcePathStyle: src.S3.ForcePathStyle}
+	if src.S3.CredentialsSource == v1beta2.S3CredentialsEnvironment {
+		// The pod's own S3 identity (e.g. the IAM role of its service account).
+		s.S3Ambient = true
+	} else {
+		s.AWSSecretDir = RestoreAWSDir
+	}
+	if src.S3.EncryptionKeySecret != "" {
+		s.EncryptionKeyFile = RestoreKeyDir + "/" + v1beta2.EncryptionKeySecretKey
+		// An encrypted backup must be bound to this namespace and its key (and, for a
+		// pin the operator proved, to the pinned revision): one moved there from
+		// elsewhere in the bucket, or an older one put back under the key, is refused.
+		s.BackupNamespace = namespace
+		if pinned && src.PinRevision > 0 {
+			s.BackupRevision = src.PinRevision
+		}
+	}
+	return s, sha, pinned
 }
 
 // recoveryValues are a member's `recover` values (empty unless it is the first member of
@@ -232,15 +276,20 @@ func recoveryValues(c *v1beta2.EtcdCluster, m Member) (map[string]interface{}, s
 	if err := checkDialURL(rec.SourceURL); err != nil {
 		return nil, "", fmt.Errorf("recovery source member: %w", err)
 	}
-	tlsSecret := ""
-	if ClientTLS(c) {
-		tlsSecret = c.Spec.TLS.Static.OperatorSecret
-	}
-	// Every key is always present (the chart's templates fail on a missing key).
+	// Every key is always present (the chart's templates fail on a missing key). The
+	// step's flags are the member's restoreArgs (memberRestoreArgs).
 	return map[string]interface{}{
-		"image": rec.Image, "command": OperatorCommand, "sourceURL": rec.SourceURL,
-		"minRevision": strconv.FormatInt(rec.MinRevision, 10), "clientTLSSecret": tlsSecret, "sha256": "", "checksPassedForPin": false,
+		"image": rec.Image, "command": OperatorCommand, "clientTLSSecret": recoveryClientTLSSecret(c),
 	}, rec.Token, nil
+}
+
+// recoveryClientTLSSecret is the operator's client TLS Secret that the first member of a
+// quorum-loss recovery copies a live member with ("" without client TLS).
+func recoveryClientTLSSecret(c *v1beta2.EtcdCluster) string {
+	if ClientTLS(c) {
+		return c.Spec.TLS.Static.OperatorSecret
+	}
+	return ""
 }
 
 // memberToken is the --initial-cluster-token of a member that copies no survivor: its

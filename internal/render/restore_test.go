@@ -49,9 +49,9 @@ func TestRestoreInitContainer(t *testing.T) {
 		}
 		wantArgs := []string{
 			"--s3-path=bucket/backups/db",
+			"--aws-secret-dir=" + RestoreAWSDir,
 			"--s3-endpoint=http://minio:9000",
 			"--s3-force-path-style",
-			"--aws-secret-dir=" + RestoreAWSDir,
 			"--checksum=" + testSHA,
 			"--name=" + m.Name,
 			"--data-dir=" + DataDir,

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
+	cmdsnapshotcheck "github.com/etcd-operator/etcd-operator/internal/cmd/snapshotcheck"
 )
 
 // A snapshot check pod runs the checks a member's restore step makes before it writes a
@@ -77,11 +77,9 @@ func SnapshotCheckArgs(s SnapshotCheckSpec) ([]string, []corev1.VolumeMount, []c
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	args := append([]string{"verify", "snapshot"}, src...)
-	args = append(args, "--download-dir="+snapshotCheckMount, "--timeout="+s.Timeout.String())
-	if s.MaxBytes > 0 {
-		args = append(args, "--max-object-bytes="+strconv.FormatInt(s.MaxBytes, 10))
-	}
+	args := append([]string{cmdsnapshotcheck.Subcommand}, cmdsnapshotcheck.Args(cmdsnapshotcheck.Options{
+		Source: src, DownloadDir: snapshotCheckMount, Timeout: s.Timeout, MaxObjectBytes: s.MaxBytes,
+	})...)
 	return args, mounts, volumes, nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/cmd/inpod"
+	cmdverify "github.com/etcd-operator/etcd-operator/internal/cmd/verify"
 )
 
 // A verification pod restores one backup into a throwaway one-member etcd and checks it:
@@ -85,13 +87,17 @@ func VerifyPod(s VerifyPodSpec) (*corev1.Pod, error) {
 	if strings.TrimSpace(s.OperatorImage) == "" || strings.TrimSpace(s.EtcdImage) == "" {
 		return nil, errors.New("verification pod: operator and etcd images are required")
 	}
-	restoreArgs, mounts, volumes, err := verifySource(s)
+	src, mounts, volumes, err := verifySource(s)
 	if err != nil {
 		return nil, err
 	}
-	restoreArgs = append([]string{"verify", "restore"}, append(restoreArgs,
-		"--name="+verifyMember, "--peer-url="+verifyPeerURL, "--data-dir="+verifyDataDir,
-		"--expect-file="+verifyExpectFile, "--timeout="+s.RestoreTimeout.String())...)
+	restoreArgs := append([]string{cmdverify.Subcommand}, cmdverify.RestoreArgs(cmdverify.RestoreOptions{
+		Source: src, Name: verifyMember, PeerURL: verifyPeerURL, DataDir: verifyDataDir,
+		ExpectFile: verifyExpectFile, Timeout: s.RestoreTimeout,
+	})...)
+	checkArgs := append([]string{cmdverify.Subcommand}, cmdverify.CheckArgs(cmdverify.CheckOptions{
+		Endpoint: verifyClientURL, ExpectFile: verifyExpectFile, Timeout: s.StartTimeout,
+	})...)
 	data := corev1.VolumeMount{Name: verifyDataVolume, MountPath: verifyDataMount}
 	dataRO := data
 	dataRO.ReadOnly = true
@@ -139,9 +145,7 @@ func VerifyPod(s VerifyPodSpec) (*corev1.Pod, error) {
 				SecurityContext:          ContainerSecurityContext(),
 			}, {
 				Name: VerifyCheckContainer, Image: s.OperatorImage,
-				Command: []string{OperatorCommand},
-				Args: []string{"verify", "check", "--endpoint=" + verifyClientURL, "--expect-file=" + verifyExpectFile,
-					"--timeout=" + s.StartTimeout.String()},
+				Command: []string{OperatorCommand}, Args: checkArgs,
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 				VolumeMounts:             []corev1.VolumeMount{expectRO},
 				SecurityContext:          ContainerSecurityContext(),
@@ -154,60 +158,52 @@ func VerifyPod(s VerifyPodSpec) (*corev1.Pod, error) {
 	return pod, nil
 }
 
-// verifySource is the restore step's backup flags and the volume that holds the backup
-// or its credentials, mounted read-only: a verification never changes a backup.
-func verifySource(s VerifyPodSpec) ([]string, []corev1.VolumeMount, []corev1.Volume, error) {
-	var args []string
-	if s.Latest {
-		args = append(args, "--latest")
-	}
+// verifySource is the restore step's backup source and the volume that holds the
+// backup or its credentials, mounted read-only: a verification never changes a backup.
+func verifySource(s VerifyPodSpec) (inpod.Source, []corev1.VolumeMount, []corev1.Volume, error) {
+	src := inpod.Source{Latest: s.Latest}
 	switch {
 	case s.S3 != nil && s.PVC == nil:
 		if b, k, ok := strings.Cut(s.S3.Path, "/"); !ok || b == "" || k == "" {
-			return nil, nil, nil, fmt.Errorf("verification pod: s3.path %q is not <bucket>/<key>", s.S3.Path)
+			return src, nil, nil, fmt.Errorf("verification pod: s3.path %q is not <bucket>/<key>", s.S3.Path)
 		}
 		if err := checkS3Credentials(s.S3); err != nil {
-			return nil, nil, nil, fmt.Errorf("verification pod: %w", err)
+			return src, nil, nil, fmt.Errorf("verification pod: %w", err)
 		}
 		// An encrypted object must be bound to this EtcdBackup (see backupcrypt).
-		args = append(args, "--s3-path="+s.S3.Path, "--backup-namespace="+s.Namespace, "--backup-name="+s.Backup)
+		src.S3Path, src.BackupNamespace, src.BackupName = s.S3.Path, s.Namespace, s.Backup
 		var mounts []corev1.VolumeMount
 		var volumes []corev1.Volume
 		if s.S3.CredentialsSource == v1beta2.S3CredentialsEnvironment {
 			// The pod's own identity, as the members' restore step uses it.
-			args = append(args, "--s3-ambient-credentials")
+			src.S3Ambient = true
 		} else {
-			args = append(args, "--aws-secret-dir="+RestoreAWSDir)
+			src.AWSSecretDir = RestoreAWSDir
 			mounts = append(mounts, corev1.VolumeMount{Name: RestoreAWSVolumeName, MountPath: RestoreAWSDir, ReadOnly: true})
 			volumes = append(volumes, corev1.Volume{Name: RestoreAWSVolumeName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s.S3.AWSSecret}}})
 		}
-		if s.S3.Endpoint != "" {
-			args = append(args, "--s3-endpoint="+s.S3.Endpoint)
-		}
-		if s.S3.ForcePathStyle {
-			args = append(args, "--s3-force-path-style")
-		}
+		src.S3Endpoint, src.S3ForcePathStyle = s.S3.Endpoint, s.S3.ForcePathStyle
 		if s.S3.EncryptionKeySecret != "" {
 			// Only the key item: nothing else the Secret may hold reaches the pod.
-			args = append(args, "--encryption-key-file="+RestoreKeyDir+"/"+v1beta2.EncryptionKeySecretKey)
+			src.EncryptionKeyFile = RestoreKeyDir + "/" + v1beta2.EncryptionKeySecretKey
 			mounts = append(mounts, corev1.VolumeMount{Name: RestoreKeyVolumeName, MountPath: RestoreKeyDir, ReadOnly: true})
 			volumes = append(volumes, corev1.Volume{Name: RestoreKeyVolumeName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 				SecretName: s.S3.EncryptionKeySecret,
 				Items:      []corev1.KeyToPath{{Key: v1beta2.EncryptionKeySecretKey, Path: v1beta2.EncryptionKeySecretKey}},
 			}}})
 		}
-		return args, mounts, volumes, nil
+		return src, mounts, volumes, nil
 	case s.PVC != nil && s.S3 == nil:
 		key, err := CleanBackupPath(s.PVC.Path)
 		if err != nil || s.PVC.ClaimName == "" {
-			return nil, nil, nil, fmt.Errorf("verification pod: pvc %q path %q: %v", s.PVC.ClaimName, s.PVC.Path, err)
+			return src, nil, nil, fmt.Errorf("verification pod: pvc %q path %q: %v", s.PVC.ClaimName, s.PVC.Path, err)
 		}
-		args = append(args, "--dir="+RestoreBackupDir, "--key="+key)
-		return args,
+		src.Dir, src.Key = RestoreBackupDir, key
+		return src,
 			[]corev1.VolumeMount{{Name: RestoreBackupVolumeName, MountPath: RestoreBackupDir, ReadOnly: true}},
 			[]corev1.Volume{{Name: RestoreBackupVolumeName, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
 				ClaimName: s.PVC.ClaimName, ReadOnly: true}}}},
 			nil
 	}
-	return nil, nil, nil, errors.New("verification pod: give exactly one backup source, s3 or pvc")
+	return src, nil, nil, errors.New("verification pod: give exactly one backup source, s3 or pvc")
 }
