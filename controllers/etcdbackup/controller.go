@@ -33,6 +33,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/backupselect"
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
+	cmdbackup "github.com/etcd-operator/etcd-operator/internal/cmd/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/render"
@@ -749,27 +750,26 @@ func backupPodName(eb *etcdv1beta2.EtcdBackup) string {
 func (r *Reconciler) backupPod(eb *etcdv1beta2.EtcdBackup, target *backupTarget) *corev1.Pod {
 	image := operatorimage.Or(r.OperatorImage)
 	p := policyOf(eb)
-	args := []string{
-		"backup",
-		"--endpoints=" + strings.Join(target.Endpoints, ","),
-		"--dir=" + backupMountPath,
-		"--key=" + strings.TrimPrefix(path.Clean("/"+eb.Spec.PVC.Path), "/"),
-		"--timeout=" + backupTimeout(eb).String(),
+	opts := cmdbackup.Options{
+		Endpoints: target.Endpoints,
+		Dir:       backupMountPath,
+		Key:       strings.TrimPrefix(path.Clean("/"+eb.Spec.PVC.Path), "/"),
+		Timeout:   backupTimeout(eb),
 	}
 	if periodic(eb) {
-		args = append(args, "--periodic", fmt.Sprintf("--max-backups=%d", p.MaxBackups))
+		opts.Periodic, opts.MaxBackups = true, p.MaxBackups
 		if age := p.MaxAge(); age > 0 {
-			args = append(args, "--max-age="+age.String())
+			opts.MaxAge = age
 		}
 	}
 	if c, _ := compressionOf(eb); c != backup.CompressionNone { // checked before the pod
-		args = append(args, "--compression="+string(c))
+		opts.Compression = string(c)
 	}
 	mounts := []corev1.VolumeMount{{Name: "backup", MountPath: backupMountPath}}
 	volumes := []corev1.Volume{{Name: "backup", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: eb.Spec.PVC.ClaimName}}}}
 	if target.TLSSecret != "" {
-		args = append(args, "--tls-dir="+backupTLSMountPath)
+		opts.TLSDir = backupTLSMountPath
 		mounts = append(mounts, corev1.VolumeMount{Name: "tls", MountPath: backupTLSMountPath, ReadOnly: true})
 		volumes = append(volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{
 			Secret: &corev1.SecretVolumeSource{SecretName: target.TLSSecret}}})
@@ -797,7 +797,7 @@ func (r *Reconciler) backupPod(eb *etcdv1beta2.EtcdBackup, target *backupTarget)
 				Name:    BackupPodContainer,
 				Image:   image,
 				Command: []string{render.OperatorCommand},
-				Args:    args,
+				Args:    append([]string{cmdbackup.Subcommand}, cmdbackup.Args(opts)...),
 				// The result is JSON written there; should the program die before
 				// writing it, the log's tail explains.
 				TerminationMessagePath:   corev1.TerminationMessagePathDefault,
