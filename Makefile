@@ -58,7 +58,7 @@ build: ## Build the operator and the bench command into bin/.
 # Benchmarks measure (ratios, no pass/fail) and run only with make benchmark (the bench's
 # long ones need more than go test's default 10-minute timeout; backupcrypt's is pure Go).
 TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/runbundle/... ./internal/ociimage \
-                    ./internal/test/poll \
+                    ./internal/test/poll ./internal/cmd/... \
                     ./internal/planner/... ./internal/render ./internal/test/testenv ./internal/operatorimage \
                     ./internal/backupstorage ./internal/restoreorigin ./internal/test/fixture \
                     ./internal/backupschedule ./internal/backupcrypt ./internal/backupselect ./internal/tlsproof ./internal/pinsign \

@@ -23,10 +23,22 @@ var controllerPackages = []string{
 	module + "/controllers/etcdrestore",
 }
 
+// programPackages are the programs the operator binary runs in pods, one package each
+// (internal/cmd/...): the root package only dispatches to them, each has a test (its
+// flags round-trip), and none imports another; what they share is internal/cmd/inpod.
+var programPackages = []string{
+	module + "/internal/cmd/restore",
+	module + "/internal/cmd/backup",
+	module + "/internal/cmd/verify",
+	module + "/internal/cmd/snapshotcheck",
+}
+
 // listedPackage is what `go list -json` says of a package.
 type listedPackage struct {
 	ImportPath   string
+	GoFiles      []string
 	Deps         []string // transitive, without tests
+	TestGoFiles  []string
 	TestImports  []string
 	XTestImports []string
 }
@@ -34,7 +46,7 @@ type listedPackage struct {
 // listPackages lists every package of the module with its dependencies.
 func listPackages(t *testing.T) []listedPackage {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Deps,TestImports,XTestImports", module+"/...")
+	cmd := exec.Command("go", "list", "-json=ImportPath,GoFiles,Deps,TestGoFiles,TestImports,XTestImports", module+"/...")
 	cmd.Dir = ".."
 	out, err := cmd.Output()
 	if err != nil {
@@ -66,12 +78,27 @@ func (p listedPackage) imports() []string {
 
 // TestLayout keeps the import graph pointing down: no controller package imports
 // another, and nothing under internal/ imports controllers/ (which would make the
-// shared pieces depend on what shares them).
+// shared pieces depend on what shares them). The in-pod programs stay one package each
+// (programPackages), tested, none importing another, and the root package holds only
+// main.go.
 func TestLayout(t *testing.T) {
 	pkgs := listPackages(t)
 	found := map[string]bool{}
 	for _, p := range pkgs {
 		found[p.ImportPath] = true
+		if slices.Contains(programPackages, p.ImportPath) {
+			if len(p.TestGoFiles) == 0 {
+				t.Errorf("%s has no test: round-trip its flags (internal/cmd/cmdtest)", p.ImportPath)
+			}
+			for _, other := range programPackages {
+				if other != p.ImportPath && slices.Contains(p.Deps, other) {
+					t.Errorf("%s imports %s: what programs share belongs in internal/cmd/inpod", p.ImportPath, other)
+				}
+			}
+		}
+		if p.ImportPath == module && !slices.Equal(p.GoFiles, []string{"main.go"}) {
+			t.Errorf("the root package holds %v: main.go only dispatches, each in-pod program is a package under internal/cmd", p.GoFiles)
+		}
 		switch {
 		case slices.Contains(controllerPackages, p.ImportPath):
 			for _, other := range controllerPackages {
@@ -90,6 +117,11 @@ func TestLayout(t *testing.T) {
 	for _, c := range controllerPackages {
 		if !found[c] {
 			t.Errorf("package %s not found; keep controllerPackages up to date", c)
+		}
+	}
+	for _, c := range programPackages {
+		if !found[c] {
+			t.Errorf("package %s not found; keep programPackages up to date", c)
 		}
 	}
 }
