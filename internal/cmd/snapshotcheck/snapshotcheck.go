@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -76,6 +77,17 @@ func parse(w io.Writer, args []string) (Options, bool) {
 	var o Options
 	ok := inpod.Parse(w, flags(&o), args)
 	return o, ok
+}
+
+// Parse is the inverse of Args: it reads args (Step and the flags) into Options, with
+// every default filled in. Tests that play a check pod read its arguments with it.
+func Parse(args []string) (Options, error) {
+	if len(args) == 0 || args[0] != Step {
+		return Options{}, fmt.Errorf("%s %s: arguments %q do not start with %q", Subcommand, Step, args, Step)
+	}
+	var o Options
+	err := flags(&o).Parse(args[1:])
+	return o, err
 }
 
 // Run runs the program with args (after Step) and returns its exit code.

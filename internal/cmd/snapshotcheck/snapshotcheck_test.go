@@ -40,6 +40,14 @@ func TestFlagsRoundTrip(t *testing.T) {
 	if a := Args(Options{}); len(a) != 1 || a[0] != Step {
 		t.Errorf("zero options render %q, want only the step", a)
 	}
+	// Parse, for tests that play the pod, reads what Args renders.
+	full := Options{Source: inpod.Source{S3Path: "b/k", S3Endpoint: "http://minio:9000"}, DownloadDir: "/d", Timeout: time.Minute}
+	if got, err := Parse(Args(full)); err != nil || got.Source.S3Path != full.Source.S3Path || got.Source.S3Endpoint != full.Source.S3Endpoint || got.DownloadDir != "/d" {
+		t.Errorf("Parse(Args(%+v)) = %+v, %v", full, got, err)
+	}
+	if _, err := Parse([]string{"--s3-path=b/k"}); err == nil {
+		t.Error("Parse took arguments without the step")
+	}
 }
 
 // A check is of one exact object: --latest is refused in the result, before any store
