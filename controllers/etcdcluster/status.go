@@ -75,7 +75,8 @@ func (r *Reconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *observation, s 
 	st.Selector = render.ClusterSelector(c.Name).String() // for the scale subresource
 	st.ServiceName = render.ClientServiceName(c)
 	st.ClientPort = etcdv1beta2.EtcdClientPort
-	st.Members = etcdv1beta2.MembersStatus{Ready: s.ReadyMembers, Unready: s.UnreadyMembers}
+	st.Members.Ready, st.Members.Unready = s.ReadyMembers, s.UnreadyMembers
+	reportMembers(&st.Members, o.members, o.statuses) // status_members.go
 	if s.CurrentVersion != "" {
 		st.CurrentVersion = s.CurrentVersion
 	}
