@@ -129,6 +129,7 @@ func recordedState(c *etcdv1beta2.EtcdCluster, now time.Time) planner.Observed {
 		Bootstrapped:     c.Status.Bootstrapped,
 		BootstrapMembers: c.Status.BootstrapMembers,
 		NameSeed:         string(c.UID),
+		VersionSince:     versionSinceRecorded(&c.Status), // status_versionsince.go
 	}
 	if p := c.Status.PendingMember; p != nil {
 		if id, err := etcdadmin.ParseID(p.ID); err == nil {

@@ -50,6 +50,7 @@ func (r *Reconciler) updateStatus(c *etcdv1beta2.EtcdCluster, o *observation) {
 func (r *Reconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *observation, s planner.Summary, a planner.Action) {
 	st := &c.Status
 	now := r.Now().UTC().Format(timeFormat)
+	recordVersionSince(st, o.planner) // status_versionsince.go, before bootstrapped is set
 	if o.planner.MembersKnown {
 		r.announceCoreOSAdoption(c, o) // observe_coreos.go
 		st.Bootstrapped = true

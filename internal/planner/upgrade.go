@@ -84,6 +84,9 @@ func (v *view) planUpgrade() Action {
 	if w, ok := v.waitForStorage(target, need); ok {
 		return w
 	}
+	if w, ok := v.waitForSnapshotPast(target, need); ok && !stepTaken { // snapshotgate.go
+		return w
+	}
 	sort.SliceStable(need, func(i, j int) bool { return need[i].m.Name < need[j].m.Name })
 	for _, s := range need {
 		if s.m != v.leader {
