@@ -112,7 +112,7 @@ func (src *EtcdCluster) ConvertTo(hub conversion.Hub) error {
 		Size:               st.Size,
 		ServiceName:        st.ServiceName,
 		ClientPort:         st.ClientPort,
-		Members:            v1beta2.MembersStatus{Ready: st.Members.Ready, Unready: st.Members.Unready},
+		Members:            membersToHub(st.Members),
 		CurrentVersion:     st.CurrentVersion,
 		TargetVersion:      st.TargetVersion,
 		Selector:           st.Selector,
@@ -131,6 +131,7 @@ func (src *EtcdCluster) ConvertTo(hub conversion.Hub) error {
 			Member: r.Member, Token: r.Token, StartedAt: r.StartedAt,
 		}
 	}
+	dst.Status.VersionSince = versionSinceToHub(st.VersionSince)
 	dst.Status.Maintenance = maintenanceStatusToHub(st.Maintenance)
 	dst.Status.BackupRestore = backupRestoreToHub(st.BackupRestore)
 	return putConversionData(&dst.ObjectMeta, &lost)
@@ -203,7 +204,7 @@ func (dst *EtcdCluster) ConvertFrom(hub conversion.Hub) error {
 		Size:               st.Size,
 		ServiceName:        st.ServiceName,
 		ClientPort:         st.ClientPort,
-		Members:            MembersStatus{Ready: st.Members.Ready, Unready: st.Members.Unready},
+		Members:            membersFromHub(st.Members),
 		CurrentVersion:     st.CurrentVersion,
 		TargetVersion:      st.TargetVersion,
 		Selector:           st.Selector,
@@ -222,6 +223,7 @@ func (dst *EtcdCluster) ConvertFrom(hub conversion.Hub) error {
 			Member: r.Member, Token: r.Token, StartedAt: r.StartedAt,
 		}
 	}
+	dst.Status.VersionSince = versionSinceFromHub(st.VersionSince)
 	dst.Status.Maintenance = maintenanceStatusFromHub(st.Maintenance)
 	dst.Status.BackupRestore = backupRestoreFromHub(st.BackupRestore)
 	return putConversionData(&dst.ObjectMeta, &lost)

@@ -367,6 +367,14 @@ type MembersStatus struct {
 	// Unready members.
 	// +optional
 	Unready []string `json:"unready,omitempty"`
+	// Leader is the name of the member etcd answered is the leader; empty when none is
+	// known.
+	// +optional
+	Leader string `json:"leader,omitempty"`
+	// Details are every member's ID, role, version, database sizes and health, by name,
+	// refreshed while the cluster is paused too.
+	// +optional
+	Details []MemberDetail `json:"details,omitempty"`
 }
 
 // EtcdClusterStatus is the observed state of an etcd cluster.
@@ -408,6 +416,10 @@ type EtcdClusterStatus struct {
 	// TargetVersion is the version an upgrade is moving to; empty when none is in progress.
 	// +optional
 	TargetVersion string `json:"targetVersion"`
+	// VersionSince is from which raft index every member ran the current minor version
+	// (checked before a 3.6 → 3.7 step).
+	// +optional
+	VersionSince *VersionSince `json:"versionSince,omitempty"`
 	// Selector is the label selector of the cluster's member pods, in string form: the
 	// scale subresource's selector, for `kubectl scale` and autoscalers.
 	// +optional
@@ -482,6 +494,7 @@ type PendingMember struct {
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Desired members"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`,description="Whether the cluster serves with all members"
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`,description="Running etcd version"
+// +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.members.leader`,priority=1,description="Member etcd answered is the leader"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.paused`,priority=1
 // +kubebuilder:printcolumn:name="Service Type",type=string,JSONPath=`.spec.clientService.type`,priority=1,description="Type of the client Service; empty is ClusterIP"

@@ -167,6 +167,11 @@ const (
 	// ReasonUpgradeInProgress: waiting between two restarts of a rolling upgrade for the
 	// last one to run, follow the leader and be Ready.
 	ReasonUpgradeInProgress = "UpgradeInProgress"
+	// ReasonUpgradeWaitsForSnapshot: a step to etcd 3.7 or later waits until every member
+	// has taken a raft snapshot past the log written before all of them ran the previous
+	// minor (etcd 3.7 cannot replay 3.5's log entries); also the Upgrading condition's
+	// reason then.
+	ReasonUpgradeWaitsForSnapshot = "UpgradeWaitsForSnapshot"
 	// ReasonUpgrading: a member is restarted on the new version, or leadership moved off
 	// the leader first (also the Upgrading condition's reason).
 	ReasonUpgrading = "Upgrading"

@@ -191,7 +191,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	if c.Spec.Paused {
 		c.Status.ControlPaused = true
-		return ctrl.Result{}, nil
+		r.observePaused(ctx, &c) // status_members.go: observing changes nothing
+		return ctrl.Result{RequeueAfter: steadyResync}, nil
 	}
 	c.Status.ControlPaused = false
 

@@ -28,6 +28,8 @@ type observation struct {
 	// warnings are the kubelet's set-up warnings of the pods it is still setting up.
 	warnings map[string]*kubeletWarning
 	members  []etcdadmin.Member // nil when no endpoint answered
+	// statuses are each dialled endpoint's status answer, failed ones included.
+	statuses []etcdadmin.EndpointStatus
 	// admin is the cluster's client, kept across reconciles (memory_admins.go); nil when no
 	// pod has an IP yet.
 	admin    *etcdadmin.Admin
@@ -106,6 +108,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		marker:       func(p *corev1.Pod) string { return r.verifiedMarker(c, p) },
 	}
 	j.join(o, answers, epOfPod)
+	o.statuses = answers.statuses
 	if o.planner.NoNodeToLeaveTo, err = r.noNodeToLeaveTo(ctx, c, o); err != nil {
 		o.close()
 		return nil, err
@@ -126,6 +129,7 @@ func recordedState(c *etcdv1beta2.EtcdCluster, now time.Time) planner.Observed {
 		Bootstrapped:     c.Status.Bootstrapped,
 		BootstrapMembers: c.Status.BootstrapMembers,
 		NameSeed:         string(c.UID),
+		VersionSince:     versionSinceRecorded(&c.Status), // status_versionsince.go
 	}
 	if p := c.Status.PendingMember; p != nil {
 		if id, err := etcdadmin.ParseID(p.ID); err == nil {

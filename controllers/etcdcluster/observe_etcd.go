@@ -127,8 +127,26 @@ type etcdAnswers struct {
 	space    spaceObservation           // sizes and alarms (observe_space.go)
 }
 
-// askEtcd asks every endpoint for its status, then the cluster for its member list.
+// askEtcd asks every endpoint for its status, then the cluster for its member list,
+// then each member for its own list, and the sizes and alarms.
 func askEtcd(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) etcdAnswers {
+	ans, quorum := askMembersQuorum(ctx, admin, endpoints)
+	if ans.members != nil {
+		ans.lists = ownMemberLists(ctx, admin, answering(ans.statuses))
+	}
+	ans.space = askSpace(ctx, admin, ans.statuses, quorum)
+	return ans
+}
+
+// askMembers asks every endpoint for its status, then the cluster for its member list:
+// all that status.members needs (status_members.go).
+func askMembers(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) etcdAnswers {
+	ans, _ := askMembersQuorum(ctx, admin, endpoints)
+	return ans
+}
+
+// askMembersQuorum is askMembers, also telling whether the linearizable list answered.
+func askMembersQuorum(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) (etcdAnswers, bool) {
 	ans := etcdAnswers{statuses: admin.Status(ctx, endpoints...)}
 	// A linearizable list first: it cannot be stale. Without a quorum it fails, and a
 	// serializable list from any live member still tells the planner who the members
@@ -143,10 +161,8 @@ func askEtcd(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) et
 	}
 	if err == nil {
 		ans.members = members
-		ans.lists = ownMemberLists(ctx, admin, answering(ans.statuses))
 	}
-	ans.space = askSpace(ctx, admin, ans.statuses, quorum)
-	return ans
+	return ans, quorum
 }
 
 // answering is the endpoints whose status came back. One that just did not answer is

@@ -101,6 +101,7 @@ func (j joiner) joinMembers(o *observation, statusOf map[uint64]etcdadmin.Endpoi
 		}
 		if reachable {
 			pm.RaftIndex, pm.Revision, pm.Version, pm.StorageVersion = st.RaftIndex, st.Revision, st.Version, st.StorageVersion
+			pm.AppliedIndex = st.RaftAppliedIndex
 			pm.LeaderUnknown = st.Leader == 0
 			pm.DBSize, pm.DBSizeInUse, pm.DBQuota = st.DBSize, st.DBSizeInUse, st.DBSizeQuota
 		}
@@ -139,6 +140,7 @@ func (j joiner) joinPods(o *observation, podOfMember map[uint64]string, seen map
 		}
 		pp.Terminated, pp.CrashLooping = etcdContainerState(p)
 		pp.Image, pp.EtcdRunning, pp.EtcdNeverRan = etcdContainerFacts(p)
+		pp.SnapshotCount = podSnapshotCount(p) // status_versionsince.go
 		if j.marker != nil {
 			pp.RecoveryToken = j.marker(p)
 		}

@@ -50,6 +50,7 @@ func (r *Reconciler) updateStatus(c *etcdv1beta2.EtcdCluster, o *observation) {
 func (r *Reconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *observation, s planner.Summary, a planner.Action) {
 	st := &c.Status
 	now := r.Now().UTC().Format(timeFormat)
+	recordVersionSince(st, o.planner) // status_versionsince.go, before bootstrapped is set
 	if o.planner.MembersKnown {
 		r.announceCoreOSAdoption(c, o) // observe_coreos.go
 		st.Bootstrapped = true
@@ -75,7 +76,8 @@ func (r *Reconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *observation, s 
 	st.Selector = render.ClusterSelector(c.Name).String() // for the scale subresource
 	st.ServiceName = render.ClientServiceName(c)
 	st.ClientPort = etcdv1beta2.EtcdClientPort
-	st.Members = etcdv1beta2.MembersStatus{Ready: s.ReadyMembers, Unready: s.UnreadyMembers}
+	st.Members.Ready, st.Members.Unready = s.ReadyMembers, s.UnreadyMembers
+	reportMembers(&st.Members, o.members, o.statuses) // status_members.go
 	if s.CurrentVersion != "" {
 		st.CurrentVersion = s.CurrentVersion
 	}

@@ -94,7 +94,10 @@
 //  14. Scale up: voters < Size → AddLearner, one at a time (scaleup.go).
 //  15. Upgrade within the allowed skew, followers first and the leader last,
 //     one member at a time (UpgradeMember, MoveLeader), or RefuseUpgrade;
-//     otherwise Done (upgrade.go).
+//     otherwise Done (upgrade.go). A minor step into 3.7 or later first waits
+//     (UpgradeWaitsForSnapshot) until every voter has applied its snapshot count
+//     past the raft index by which all members ran the previous minor, so each
+//     has a raft snapshot past the older log (snapshotgate.go).
 //  16. Maintenance, only when rule 15 is Done: NOSPACE remediation (Compact,
 //     Defragment every voter, DisarmAlarm once every database is 10% below its
 //     quota), then a recorded defragmentation run, a due schedule slot or a

@@ -113,6 +113,7 @@ func upgrading(n int, leader uint64, done ...uint64) func() Observed {
 	return func() Observed {
 		o := cluster(n)
 		o.LeaderID = leader
+		o.VersionSince = &VersionSince{Minor: "3.6"} // created on 3.6: no older log (snapshotgate.go)
 		isDone := map[uint64]bool{}
 		for _, id := range done {
 			isDone[id] = true

@@ -180,6 +180,9 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 				up.Status, up.Reason = true, v1beta2.ReasonUpgrading
 				up.Message = fmt.Sprintf("%d member(s) not yet on %s: %v", len(behind), tv, behind)
 			}
+			if a.Kind == Wait && a.Reason == v1beta2.ReasonUpgradeWaitsForSnapshot { // snapshotgate.go
+				up.Status, up.Reason, up.Message = false, a.Reason, a.Message
+			}
 		}
 	}
 	s.Conditions = []Condition{avail, rec, scale, up}

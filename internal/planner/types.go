@@ -166,6 +166,9 @@ type Observed struct {
 	// new certificates trust each other both ways failed (internal/tlsproof). "" when
 	// proven or when no rotation is pending.
 	TLSRefused string
+	// VersionSince is, as the controller recorded it, from which raft index on every
+	// member ran one minor version (snapshotgate.go); nil when not recorded.
+	VersionSince *VersionSince
 	// AllLostSince is when the controller first saw no member answer and no member pod
 	// or claim exist, continuously since (zero: not seen, or not yet recorded, and the
 	// grace starts at Now).
@@ -184,8 +187,12 @@ type Member struct {
 	Reachable bool
 	// RaftIndex, Revision and Version come from that Status answer.
 	RaftIndex uint64
-	Revision  int64
-	Version   string
+	// AppliedIndex is the last raft entry the member applied (Status too): etcd takes a
+	// raft snapshot to disk whenever it has applied more than its --snapshot-count entries
+	// since the last one (snapshotgate.go).
+	AppliedIndex uint64
+	Revision     int64
+	Version      string
 	// StorageVersion is the schema version of the member's database (etcd >= 3.6
 	// reports it; empty before): etcd raises it to the cluster's minor only after every
 	// member runs that minor, and a member of the next minor does not start on storage
@@ -268,6 +275,8 @@ type Pod struct {
 	// PeerTLS, ClientTLS: the pod mounts a peer / server TLS Secret, so its etcd runs
 	// with peer / client TLS (read off the pod's volumes, what it actually runs).
 	PeerTLS, ClientTLS bool
+	// SnapshotCount is the pod's ETCD_SNAPSHOT_COUNT (0: not set, etcd's default).
+	SnapshotCount uint64
 	// PeerServesTLS: the pod's etcd listens for peers over https; ClientPlaintext: it
 	// serves plaintext clients on the client port (read off its arguments). Both tell
 	// how far a member got while a plaintext cluster moves to TLS (tlsenable.go).

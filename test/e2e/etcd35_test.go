@@ -39,12 +39,13 @@ func TestEtcd35(t *testing.T) {
 
 	c := newCluster(name, 3)
 	c.Spec.Version = etcd35
-	// A small snapshot interval, so that the 3.6 step's snapshot past the 3.5 log comes
-	// within seconds of writes (see the upgrade subtest).
+	// A small snapshot interval, so that the 3.6 step's snapshot past the 3.5 log, which
+	// the operator waits for before 3.7, comes within seconds of writes.
 	c.Spec.Pod = &etcdv1beta2.PodPolicy{EtcdEnv: []corev1.EnvVar{{Name: "ETCD_SNAPSHOT_COUNT", Value: strconv.Itoa(snapshotCount)}}}
 	e.Create(c)
 	e.WaitAvailable(name, 3, 120*time.Second)
 	requireVersion(t, e, name, 3, etcd35)
+	requireMemberDetails(t, e, name, 3, etcd35)
 	load := e.StartLoad(name, loadRate)
 	flowing(t, load, loadRate)
 
@@ -128,9 +129,15 @@ func TestEtcd35(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		sawGate := false
 		for _, to := range []string{"3.6.16", "3.7.3"} {
 			e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Version = to })
 			e.Eventually(4*time.Minute, "every member runs "+to, func() error {
+				for _, cond := range e.Cluster(name).Status.Conditions {
+					if cond.Type == etcdv1beta2.ClusterConditionUpgrading && cond.Reason == etcdv1beta2.ReasonUpgradeWaitsForSnapshot {
+						sawGate = true
+					}
+				}
 				got := e.MemberStatuses(name)
 				if len(got) != 3 {
 					return fmt.Errorf("%d members answer", len(got))
@@ -144,9 +151,17 @@ func TestEtcd35(t *testing.T) {
 			})
 			e.WaitAvailable(name, 3, 90*time.Second)
 			flowing(t, load, loadRate)
+			requireMemberDetails(t, e, name, 3, to) // members_status_test.go
 			if to == "3.6.16" {
-				waitSnapshotPast(t, e, name)
+				// The 3.7 step is asked for at once: the operator holds it until every
+				// member has a raft snapshot past the log written under 3.5, which 3.7
+				// cannot replay (a member restarted on 3.7 earlier crash-loops and is
+				// replaced, which the member check below would catch).
+				requireVersionSince(t, e, name)
 			}
+		}
+		if sawGate {
+			t.Logf("the 3.7 step waited for snapshots (%s seen)", etcdv1beta2.ReasonUpgradeWaitsForSnapshot)
 		}
 		after, err := e.Members(name)
 		if err != nil {
@@ -183,26 +198,15 @@ func requireVersion(t *testing.T, e *framework.Env, name string, size int, versi
 // snapshotCount is the test cluster's --snapshot-count.
 const snapshotCount = 200
 
-// waitSnapshotPast waits until every member has applied more than snapshotCount entries
-// since the last one came up on 3.6, so each has taken a raft snapshot on 3.6 past the
-// log written under 3.5: etcd 3.7 cannot replay 3.5's log entries (it panics with
-// "unmarshal should never fail" and crash-loops). The operator does not gate this yet;
-// the README's upgrade table tells users to wait the same way.
-func waitSnapshotPast(t *testing.T, e *framework.Env, name string) {
+// requireVersionSince waits until status.versionSince records the raft index by which
+// every member ran 3.6 with 3.6 storage: past index 0, since the cluster was created on
+// 3.5.
+func requireVersionSince(t *testing.T, e *framework.Env, name string) {
 	t.Helper()
-	var from int64
-	for _, st := range e.MemberStatuses(name) {
-		from = max(from, st.Revision)
-	}
-	e.Eventually(2*time.Minute, fmt.Sprintf("every member %d revisions past %d", snapshotCount+50, from), func() error {
-		sts := e.MemberStatuses(name)
-		if len(sts) != 3 {
-			return fmt.Errorf("%d members answer", len(sts))
-		}
-		for pod, st := range sts {
-			if st.Revision < from+snapshotCount+50 {
-				return fmt.Errorf("%s at revision %d", pod, st.Revision)
-			}
+	e.Eventually(60*time.Second, "status.versionSince 3.6", func() error {
+		vs := e.Cluster(name).Status.VersionSince
+		if vs == nil || vs.Minor != "3.6" || vs.RaftIndex <= 0 {
+			return fmt.Errorf("status.versionSince %+v", vs)
 		}
 		return nil
 	})

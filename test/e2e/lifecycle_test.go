@@ -39,6 +39,7 @@ func TestLifecycle(t *testing.T) {
 		c.Status.ClientPort != 2379 || c.Status.CurrentVersion != "3.6.16" || c.Status.Size != 3 {
 		t.Errorf("status after create: %+v", c.Status)
 	}
+	requireMemberDetails(t, e, name, 3, "3.6.16") // members_status_test.go
 	// All initial members bootstrap together: one initial cluster, no learner step.
 	if framework.HasAny(e.EventReasons(name), "MemberAdded") {
 		t.Errorf("initial members were added one by one: events %v", e.EventReasons(name))
@@ -132,6 +133,15 @@ func TestLifecycle(t *testing.T) {
 		if now, err := e.Members(name); err != nil || len(now) != len(ms) {
 			t.Fatalf("paused cluster's membership changed: %d → %d (%v)", len(ms), len(now), err)
 		}
+		// Observing goes on while paused: a leader moved past the operator shows in
+		// status.members (a paused cluster is observed every 30 s).
+		to := moveLeader(t, e, name)
+		e.Eventually(60*time.Second, "status.members.leader "+to+" while paused", func() error {
+			if got := e.Cluster(name).Status.Members.Leader; got != to {
+				return fmt.Errorf("status.members.leader %q", got)
+			}
+			return nil
+		})
 		e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Paused = false; c.Spec.Size = 3 })
 		e.WaitAvailable(name, 3, 60*time.Second)
 	})

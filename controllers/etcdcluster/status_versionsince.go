@@ -1,0 +1,113 @@
+package etcdcluster
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// status.versionSince: from which raft index on every member ran the current minor, the
+// record behind the planner's snapshot gate before a step into etcd 3.7
+// (internal/planner/snapshotgate.go).
+
+// recordVersionSince records, once per minor, the raft index by which every member ran
+// it: when every member answers on one minor with its storage (etcd ≥ 3.6) raised to it,
+// the highest raft index any of them reports. A cluster this operator bootstraps is
+// recorded at index 0 on its pods' minor: none of its log is older. Called before
+// status.bootstrapped is set by the first member list.
+func recordVersionSince(st *etcdv1beta2.EtcdClusterStatus, o planner.Observed) {
+	if !o.MembersKnown || len(o.Members) == 0 {
+		return
+	}
+	if !st.Bootstrapped && len(st.BootstrapMembers) > 0 {
+		if minor, ok := podsMinor(o.Pods); ok {
+			st.VersionSince = &etcdv1beta2.VersionSince{Minor: minor}
+		}
+		return
+	}
+	var minor string
+	var highest uint64
+	for _, m := range o.Members {
+		v, err := planner.ParseVersion(m.Version)
+		if !m.Reachable || err != nil {
+			return
+		}
+		mm := minorOf(v)
+		if minor != "" && mm != minor {
+			return
+		}
+		minor = mm
+		if m.StorageVersion != "" {
+			sv, err := planner.ParseVersion(m.StorageVersion)
+			if err != nil || minorOf(sv) != minor {
+				return
+			}
+		}
+		highest = max(highest, m.RaftIndex)
+	}
+	if st.VersionSince != nil && st.VersionSince.Minor == minor {
+		return
+	}
+	st.VersionSince = &etcdv1beta2.VersionSince{Minor: minor, RaftIndex: int64(highest)}
+}
+
+// podsMinor is the one minor version every pod names, if they agree.
+func podsMinor(pods []planner.Pod) (string, bool) {
+	var minor string
+	for _, p := range pods {
+		v, err := planner.ParseVersion(p.Version)
+		if err != nil || minor != "" && minorOf(v) != minor {
+			return "", false
+		}
+		minor = minorOf(v)
+	}
+	return minor, minor != ""
+}
+
+func minorOf(v planner.Version) string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
+
+// versionSinceRecorded is the record as the planner takes it.
+func versionSinceRecorded(st *etcdv1beta2.EtcdClusterStatus) *planner.VersionSince {
+	if st.VersionSince == nil || st.VersionSince.RaftIndex < 0 {
+		return nil
+	}
+	return &planner.VersionSince{Minor: st.VersionSince.Minor, RaftIndex: uint64(st.VersionSince.RaftIndex)}
+}
+
+// podSnapshotCount is the --snapshot-count a member pod's etcd runs with: its argument,
+// else ETCD_SNAPSHOT_COUNT, else 0 (etcd's default).
+func podSnapshotCount(p *corev1.Pod) uint64 {
+	for _, ct := range p.Spec.Containers {
+		if ct.Name != render.ContainerName {
+			continue
+		}
+		for i, a := range ct.Args {
+			if v, ok := strings.CutPrefix(a, "--snapshot-count="); ok {
+				return parseCount(v)
+			}
+			if a == "--snapshot-count" && i+1 < len(ct.Args) {
+				return parseCount(ct.Args[i+1])
+			}
+		}
+		for _, e := range ct.Env {
+			if e.Name == "ETCD_SNAPSHOT_COUNT" {
+				return parseCount(e.Value)
+			}
+		}
+	}
+	return 0
+}
+
+func parseCount(s string) uint64 {
+	n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}

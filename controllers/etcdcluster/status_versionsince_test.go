@@ -1,0 +1,103 @@
+package etcdcluster
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+func TestRecordVersionSince(t *testing.T) {
+	members := func(version, storage string, indexes ...uint64) planner.Observed {
+		o := planner.Observed{MembersKnown: true}
+		for i, idx := range indexes {
+			o.Members = append(o.Members, planner.Member{ID: uint64(i + 1), Reachable: true, Version: version, StorageVersion: storage, RaftIndex: idx})
+			o.Pods = append(o.Pods, planner.Pod{Version: version})
+		}
+		return o
+	}
+	for _, c := range []struct {
+		name string
+		st   etcdv1beta2.EtcdClusterStatus
+		o    func() planner.Observed
+		want *etcdv1beta2.VersionSince
+	}{
+		{"created here: index 0 on the pods' minor",
+			etcdv1beta2.EtcdClusterStatus{BootstrapMembers: []string{"a", "b"}},
+			func() planner.Observed { return members("3.6.16", "", 8, 9) },
+			&etcdv1beta2.VersionSince{Minor: "3.6"}},
+		{"all on 3.6 with storage 3.6 after an upgrade: the highest index",
+			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true, VersionSince: &etcdv1beta2.VersionSince{Minor: "3.5"}},
+			func() planner.Observed { return members("3.6.16", "3.6.0", 900, 1200, 1100) },
+			&etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 1200}},
+		{"storage not yet raised: the 3.5 record stays",
+			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true, VersionSince: &etcdv1beta2.VersionSince{Minor: "3.5"}},
+			func() planner.Observed {
+				o := members("3.6.16", "3.6.0", 900, 1200, 1100)
+				o.Members[1].StorageVersion = "3.5.0"
+				return o
+			},
+			&etcdv1beta2.VersionSince{Minor: "3.5"}},
+		{"a member still on 3.5: nothing recorded",
+			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true},
+			func() planner.Observed {
+				o := members("3.6.16", "", 900, 1200, 1100)
+				o.Members[2].Version = "3.5.36"
+				return o
+			},
+			nil},
+		{"a member not answering: nothing recorded",
+			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true},
+			func() planner.Observed {
+				o := members("3.6.16", "3.6.0", 900, 1200, 1100)
+				o.Members[0].Reachable = false
+				return o
+			},
+			nil},
+		{"a record of the same minor is kept, not moved",
+			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true, VersionSince: &etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50}},
+			func() planner.Observed { return members("3.6.16", "3.6.0", 900, 1200, 1100) },
+			&etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50}},
+		{"adopted on 3.6 with no record: its index then",
+			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true},
+			func() planner.Observed { return members("3.6.16", "3.6.0", 700) },
+			&etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 700}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := c.st
+			recordVersionSince(&st, c.o())
+			switch {
+			case c.want == nil && st.VersionSince != nil:
+				t.Errorf("recorded %+v, want nothing", *st.VersionSince)
+			case c.want != nil && (st.VersionSince == nil || *st.VersionSince != *c.want):
+				t.Errorf("recorded %+v, want %+v", st.VersionSince, *c.want)
+			}
+		})
+	}
+}
+
+func TestPodSnapshotCount(t *testing.T) {
+	pod := func(args []string, env ...corev1.EnvVar) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "sidecar", Env: []corev1.EnvVar{{Name: "ETCD_SNAPSHOT_COUNT", Value: "7"}}},
+			{Name: render.ContainerName, Args: args, Env: env},
+		}}}
+	}
+	for _, c := range []struct {
+		p    *corev1.Pod
+		want uint64
+	}{
+		{pod(nil), 0},
+		{pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}), 200},
+		{pod([]string{"--snapshot-count=300"}, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}), 300},
+		{pod([]string{"--snapshot-count", "400"}), 400},
+		{pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "lots"}), 0},
+	} {
+		if got := podSnapshotCount(c.p); got != c.want {
+			t.Errorf("podSnapshotCount(args %v env %v) = %d, want %d", c.p.Spec.Containers[1].Args, c.p.Spec.Containers[1].Env, got, c.want)
+		}
+	}
+}
