@@ -41,6 +41,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/pinkey"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
+	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
 	etcdwebhook "github.com/etcd-operator/etcd-operator/internal/webhook"
 )
 
@@ -90,6 +91,7 @@ func runManager(args []string) int {
 	fs.Var(&clientServiceTypes, "client-service-types", "client Service types beyond ClusterIP that EtcdClusters may ask for (NodePort, LoadBalancer — which allocates node ports too; comma-separated or repeated). Default none: a NodePort or LoadBalancer Service exposes etcd outside the Kubernetes cluster, which a tenant who may create EtcdClusters but not Services must not get through the operator (such a cluster is refused with InvalidSpec)")
 	allowSvcMetadata := fs.Bool("allow-client-service-metadata", false, "let EtcdClusters put annotations and labels on their client Service; off, such a cluster is refused with InvalidSpec: controllers of the Kubernetes cluster act on Service annotations and labels (exposing it through a tunnel or mesh, publishing DNS), which a tenant who may create EtcdClusters but not Services must not get through the operator")
 	maxBackupBytes := fs.Int64("max-backup-bytes", backup.DefaultMaxObjectBytes, "largest backup (stored, and decompressed) this operator reads (it hashes a restore's object, streamed, never stored) and the ephemeral-storage limit of a snapshot check pod; larger ones, and decompression past 100x the stored bytes beyond 1 GiB, are refused (LimitExceeded)")
+	backupHashTimeout := fs.Duration("backup-hash-timeout", snapshotcheck.DefaultHashTimeout, "longest the operator's own read of a checked backup (its SHA-256, streamed apart from the reconcile workers) may take; a slower endpoint fails the restore with reason Timeout")
 	wh := etcdwebhook.AddServerFlags(fs)
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
@@ -169,6 +171,7 @@ func runManager(args []string) int {
 		PinKey:                    pinKey,
 		ClientServiceTypes:        svcTypes,
 		ClientServiceMetadata:     *allowSvcMetadata,
+		BackupHashTimeout:         *backupHashTimeout,
 	}); err != nil {
 		log.Error(err, "unable to set up controllers")
 		return 1

@@ -41,6 +41,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
 )
 
 // Requeue intervals. Pod events wake the reconciler at once (watch-driven); these only
@@ -112,6 +113,9 @@ type Reconciler struct {
 	// S3Access is what the operator lends to reach a total-loss restore's backups
 	// (--allow-ambient-s3-credentials).
 	S3Access backupstorage.S3Access
+	// Hasher reads a total-loss candidate's SHA-256 apart from the workers (nil: one of
+	// its own).
+	Hasher *snapshotcheck.Hasher
 }
 
 // NewReconciler is the reconciler with the settings given (the exported fields of
@@ -132,6 +136,9 @@ func NewReconciler(settings Reconciler) (*Reconciler, error) {
 	}
 	if r.MinQuorumLossGrace <= 0 {
 		r.MinQuorumLossGrace = DefaultMinQuorumLossGrace
+	}
+	if r.Hasher == nil {
+		r.Hasher = &snapshotcheck.Hasher{}
 	}
 	return &r, nil
 }

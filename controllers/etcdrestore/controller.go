@@ -33,6 +33,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/restoreorigin"
+	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
 )
 
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdrestores,verbs=get;list;watch;update;patch
@@ -119,6 +120,9 @@ type Reconciler struct {
 	OperatorImage string
 	// S3Access is what the operator lends to reach S3 (--allow-ambient-s3-credentials).
 	S3Access backupstorage.S3Access
+	// Hasher reads a checked object's SHA-256 apart from the workers (nil: one of the
+	// package's own).
+	Hasher *snapshotcheck.Hasher
 }
 
 // SetupWithManager watches EtcdRestores, the EtcdClusters they create (a cluster
@@ -129,13 +133,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	r.OperatorImage = operatorimage.Or(r.OperatorImage)
+	if r.Hasher == nil {
+		r.Hasher = &snapshotcheck.Hasher{}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdRestore{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&etcdv1beta2.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(restoreOfCluster)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.restoreOfPod)).
-		// A restore hashes its backup in the reconcile (a read bounded by the operator's
-		// limits, still minutes for a large one or a slow endpoint): one tenant's
-		// restores must not hold every other namespace's.
+		// A restore's slow I/O (its backup's SHA-256) runs apart from the workers
+		// (snapshotcheck.Hasher); several workers still keep one tenant's API calls
+		// from delaying every other namespace's.
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Complete(r)
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
@@ -57,7 +58,7 @@ func TestRestoreReportsClusterRefusedByTheAPIServer(t *testing.T) {
 			}
 			return cl.Create(ctx, obj, opts...)
 		}}).Build()
-	f := &restoreFixture{c: c, rec: record.NewFakeRecorder(100), r: &Reconciler{Client: c, APIReader: c, OperatorImage: "op:test", S3Access: testS3Access}}
+	f := &restoreFixture{c: c, rec: record.NewFakeRecorder(100), r: &Reconciler{Client: c, APIReader: c, OperatorImage: "op:test", S3Access: testS3Access, Hasher: &snapshotcheck.Hasher{Await: true}}}
 	f.r.Recorder = f.rec
 	f.reconcile(t, "huge")
 	f.wantCondition(t, "huge", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "spec.size")
