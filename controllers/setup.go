@@ -54,6 +54,9 @@ type Options struct {
 	// ClientServiceMetadata allows annotations and labels on client Services
 	// (etcdcluster.Reconciler.ClientServiceMetadata).
 	ClientServiceMetadata bool
+	// PriorityClasses are the PriorityClasses member pods may name
+	// (etcdcluster.Reconciler.PriorityClasses); empty: any but the system- ones.
+	PriorityClasses []string
 	// BackupHashTimeout bounds the operator's own read of a checked backup
 	// (snapshotcheck.Hasher; zero: snapshotcheck.DefaultHashTimeout).
 	BackupHashTimeout time.Duration
@@ -184,6 +187,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		MinQuorumLossGrace:    opts.MinQuorumLossGrace,
 		ClientServiceTypes:    opts.ClientServiceTypes,
 		ClientServiceMetadata: opts.ClientServiceMetadata,
+		PriorityClasses:       opts.PriorityClasses,
 		Scope:                 opts.Scope,
 		AfterAction:           opts.AfterAction,
 		PinKey:                opts.PinKey,

@@ -94,6 +94,10 @@ type Reconciler struct {
 	// Kubernetes cluster act on them (exposing a Service through a tunnel or a global
 	// mesh, publishing DNS for it) as on a Service type.
 	ClientServiceMetadata bool
+	// PriorityClasses are the PriorityClasses member pods may name
+	// (--allowed-priority-classes); empty: any but Kubernetes' own system- classes
+	// (act_resources_priority.go).
+	PriorityClasses []string
 
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
@@ -208,6 +212,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, strings.TrimPrefix(err.Error(), "render: "))
 	}
 	if err := r.checkClientServiceType(&c); err != nil {
+		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, err.Error())
+	}
+	if err := r.checkPriorityClass(&c); err != nil {
 		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, err.Error())
 	}
 	if err := unsupportedVersion(&c); err != nil {

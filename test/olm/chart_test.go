@@ -142,6 +142,7 @@ func allValues() map[string]any {
 		"allowAmbientS3Credentials":    true,
 		"clientServiceTypes":           []any{"NodePort", "LoadBalancer"},
 		"allowClientServiceMetadata":   true,
+		"allowedPriorityClasses":       []any{"etcd-high", "system-cluster-critical"},
 		"maxBackupBytes":               1 << 30,
 		"backupHashTimeout":            "15m",
 		"kubeAPIQPS":                   80.5,
@@ -412,6 +413,7 @@ func TestChartValues(t *testing.T) {
 	}
 	// The flags the operator's defaults leave off: given, each is passed; by default none is.
 	for _, want := range []string{"--client-service-types=NodePort", "--client-service-types=LoadBalancer", "--allow-client-service-metadata",
+		"--allowed-priority-classes=etcd-high", "--allowed-priority-classes=system-cluster-critical",
 		"--max-backup-bytes=1073741824", "--backup-hash-timeout=15m", "--kube-api-qps=80.5", "--kube-api-burst=160"} {
 		if !contains(c.Args, want) {
 			t.Errorf("args %q lack %s", c.Args, want)
@@ -616,6 +618,7 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 		"timeout without units": {"backupHashTimeout": "600"},
 		"zero qps":              {"kubeAPIQPS": 0},
 		"unknown scope":         {"scopeAnnotation": "all"},
+		"class not a name":      {"allowedPriorityClasses": []any{"Gold Class"}},
 	} {
 		if _, err := renderChart(t, vals, "etcd-operator", "etcd-operator-system"); err == nil {
 			t.Errorf("%s: %v rendered", name, vals)
