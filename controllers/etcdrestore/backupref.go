@@ -175,12 +175,7 @@ func (r *Reconciler) recordCreated(ctx context.Context, er *etcdv1beta2.EtcdRest
 	if err != nil {
 		return fmt.Errorf("record EtcdCluster %s on EtcdRestore %s: %w", c.Name, er.Name, err)
 	}
-	orig := er.DeepCopy()
-	if er.Annotations == nil {
-		er.Annotations = map[string]string{}
-	}
-	er.Annotations[restoreorigin.CreatedClusterAnnotation] = rec
-	if err := r.Patch(ctx, er, client.MergeFrom(orig)); err != nil {
+	if err := r.setAnnotation(ctx, er, restoreorigin.CreatedClusterAnnotation, rec); err != nil {
 		return fmt.Errorf("record EtcdCluster %s on EtcdRestore %s: %w", c.Name, er.Name, err)
 	}
 	return nil

@@ -168,12 +168,7 @@ func (r *Reconciler) recordVerified(ctx context.Context, er *etcdv1beta2.EtcdRes
 	if er.Annotations[VerifiedObjectAnnotation] == string(b) {
 		return nil
 	}
-	orig := er.DeepCopy()
-	if er.Annotations == nil {
-		er.Annotations = map[string]string{}
-	}
-	er.Annotations[VerifiedObjectAnnotation] = string(b)
-	if err := r.Patch(ctx, er, client.MergeFrom(orig)); err != nil {
+	if err := r.setAnnotation(ctx, er, VerifiedObjectAnnotation, string(b)); err != nil {
 		return fmt.Errorf("record the verified object on EtcdRestore %s: %w", er.Name, err)
 	}
 	return nil
