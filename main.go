@@ -37,10 +37,11 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	cmdbackup "github.com/etcd-operator/etcd-operator/internal/cmd/backup"
 	cmdrestore "github.com/etcd-operator/etcd-operator/internal/cmd/restore"
-	"github.com/etcd-operator/etcd-operator/internal/cmd/snapshotcheck"
+	cmdsnapshotcheck "github.com/etcd-operator/etcd-operator/internal/cmd/snapshotcheck"
 	cmdverify "github.com/etcd-operator/etcd-operator/internal/cmd/verify"
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/pinkey"
+	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
 	etcdwebhook "github.com/etcd-operator/etcd-operator/internal/webhook"
 )
 
@@ -58,8 +59,8 @@ func main() {
 		case cmdbackup.Subcommand:
 			os.Exit(cmdbackup.Run(os.Args[2:]))
 		case cmdverify.Subcommand:
-			if len(os.Args) > 2 && os.Args[2] == snapshotcheck.Step {
-				os.Exit(snapshotcheck.Run(os.Args[3:]))
+			if len(os.Args) > 2 && os.Args[2] == cmdsnapshotcheck.Step {
+				os.Exit(cmdsnapshotcheck.Run(os.Args[3:]))
 			}
 			os.Exit(cmdverify.Run(os.Args[2:]))
 		case "manager":
@@ -91,8 +92,11 @@ func runManager(args []string) int {
 	fs.Var(&allowS3Endpoints, "allow-s3-endpoint", "an S3 endpoint (host or host:port, as spec.s3.endpoint writes the host) this operator may dial although it is, or resolves to, a loopback, link-local or unspecified address or one of the API server's; repeat for more. Every other such endpoint is refused (S3EndpointRefused): a tenant could otherwise make the operator send signed requests to internal services")
 	var clientServiceTypes stringList
 	fs.Var(&clientServiceTypes, "client-service-types", "client Service types beyond ClusterIP that EtcdClusters may ask for (NodePort, LoadBalancer — which allocates node ports too; comma-separated or repeated). Default none: a NodePort or LoadBalancer Service exposes etcd outside the Kubernetes cluster, which a tenant who may create EtcdClusters but not Services must not get through the operator (such a cluster is refused with InvalidSpec)")
+	var priorityClasses stringList
+	fs.Var(&priorityClasses, "allowed-priority-classes", "PriorityClasses that EtcdClusters' member pods may run with (comma-separated or repeated). Default: any but Kubernetes' own system- classes (system-cluster-critical, system-node-critical), which preempt nearly everything; with the flag, only the classes it names (system ones included if named). Any other is refused with InvalidSpec")
 	allowSvcMetadata := fs.Bool("allow-client-service-metadata", false, "let EtcdClusters put annotations and labels on their client Service; off, such a cluster is refused with InvalidSpec: controllers of the Kubernetes cluster act on Service annotations and labels (exposing it through a tunnel or mesh, publishing DNS), which a tenant who may create EtcdClusters but not Services must not get through the operator")
 	maxBackupBytes := fs.Int64("max-backup-bytes", backup.DefaultMaxObjectBytes, "largest backup (stored, and decompressed) this operator reads (it hashes a restore's object, streamed, never stored) and the ephemeral-storage limit of a snapshot check pod; larger ones, and decompression past 100x the stored bytes beyond 1 GiB, are refused (LimitExceeded)")
+	backupHashTimeout := fs.Duration("backup-hash-timeout", snapshotcheck.DefaultHashTimeout, "longest the operator's own read of a checked backup (its SHA-256, streamed apart from the reconcile workers) may take; a slower endpoint fails the restore with reason Timeout")
 	wh := etcdwebhook.AddServerFlags(fs)
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
@@ -172,6 +176,8 @@ func runManager(args []string) int {
 		PinKey:                    pinKey,
 		ClientServiceTypes:        svcTypes,
 		ClientServiceMetadata:     *allowSvcMetadata,
+		BackupHashTimeout:         *backupHashTimeout,
+		PriorityClasses:           priorityClasses,
 	}); err != nil {
 		log.Error(err, "unable to set up controllers")
 		return 1

@@ -27,6 +27,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
 )
 
 // The metrics endpoint (main.go, --metrics-secure) authenticates each scrape's bearer
@@ -53,6 +54,12 @@ type Options struct {
 	// ClientServiceMetadata allows annotations and labels on client Services
 	// (etcdcluster.Reconciler.ClientServiceMetadata).
 	ClientServiceMetadata bool
+	// PriorityClasses are the PriorityClasses member pods may name
+	// (etcdcluster.Reconciler.PriorityClasses); empty: any but the system- ones.
+	PriorityClasses []string
+	// BackupHashTimeout bounds the operator's own read of a checked backup
+	// (snapshotcheck.Hasher; zero: snapshotcheck.DefaultHashTimeout).
+	BackupHashTimeout time.Duration
 	// AllowExternalBackupEndpoints lets an EtcdBackup's spec.etcdEndpoints name etcd
 	// outside its namespace; by default a backup reaches only its namespace's clusters.
 	AllowExternalBackupEndpoints bool
@@ -168,6 +175,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		opts.ClusterDomain = detectClusterDomain("/etc/resolv.conf")
 	}
 	s3 := s3Access(mgr, opts)
+	// One Hasher for both controllers that read checked backups: its bounds (two reads
+	// per namespace, four in all) hold across them.
+	hasher := &snapshotcheck.Hasher{Timeout: opts.BackupHashTimeout}
 	if err := (&etcdcluster.Reconciler{
 		Client:                mgr.GetClient(),
 		Scheme:                mgr.GetScheme(),
@@ -177,10 +187,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		MinQuorumLossGrace:    opts.MinQuorumLossGrace,
 		ClientServiceTypes:    opts.ClientServiceTypes,
 		ClientServiceMetadata: opts.ClientServiceMetadata,
+		PriorityClasses:       opts.PriorityClasses,
 		Scope:                 opts.Scope,
 		AfterAction:           opts.AfterAction,
 		PinKey:                opts.PinKey,
 		S3Access:              s3,
+		Hasher:                hasher,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -205,6 +217,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Recorder:      mgr.GetEventRecorderFor("etcd-restore"),
 		OperatorImage: opts.OperatorImage,
 		S3Access:      s3,
+		Hasher:        hasher,
 	}).SetupWithManager(mgr)
 }
 

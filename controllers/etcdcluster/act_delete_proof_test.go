@@ -20,6 +20,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
@@ -83,6 +84,8 @@ func newProofFixtureWith(t *testing.T, funcs interceptor.Funcs, mutate func(*etc
 	// A total-loss observation or choice reads the backup listing it starts (production
 	// uses it at a later reconcile; TestTotalLossListingLeavesTheWorker checks that).
 	f.r.lostBackups.awaitListings = true
+	// Likewise the operator's own read of a checked candidate (TestHashLeavesTheWorker).
+	f.r.Hasher = &snapshotcheck.Hasher{Await: true}
 	// Read back what the fake server stored (UIDs, resourceVersions).
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(ec), f.cluster); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -22,8 +23,8 @@ import (
 // A total-loss restore's candidates are checked one at a time in a snapshot check pod
 // (internal/snapshotcheck: the operator's image, bounded, in the cluster's namespace,
 // owned by the cluster so its changes wake the cluster), never in the operator's
-// process; a passed check counts only once the operator's own read of the object has
-// the SHA-256 the pod reported, and the restore is pinned to that SHA-256. The outcome of
+// process; a passed check counts only once the operator's own read of the object (apart
+// from the workers: snapshotcheck.Hasher) has the SHA-256 the pod reported, and the restore is pinned to that SHA-256. The outcome of
 // each object's check is kept in memory while the cluster is lost (lostBackupCache.forget
 // drops it), so a failed candidate is passed over, not checked again each reconcile.
 
@@ -120,7 +121,12 @@ func (r *Reconciler) checkCandidate(ctx context.Context, c *etcdv1beta2.EtcdClus
 	if !finished {
 		return "", 0, &backupCheckPending{msg: fmt.Sprintf("checking backup %s in pod %s", loc, pod.Name), after: deadline.Sub(now)}
 	}
-	_, sum, err := snapshotcheck.Confirm(ctx, b.src.Store, b.key, loc, res)
+	// The operator's own read of the object runs apart from the workers (a tenant's
+	// slow-drip endpoint holds none of them); the pod stays until it is done.
+	_, sum, err := r.Hasher.Confirm(ctx, cluster+"/"+b.path, b.src.Store, b.key, loc, res)
+	if hp, ok := errors.AsType[*snapshotcheck.HashPending](err); ok {
+		return "", 0, &backupCheckPending{msg: hp.Error(), after: hp.After}
+	}
 	if be, ok := err.(*backupstorage.Error); ok {
 		err = be.Err // the reason is the planner's to give (AllMembersLost)
 	}
@@ -130,7 +136,7 @@ func (r *Reconciler) checkCandidate(ctx context.Context, c *etcdv1beta2.EtcdClus
 	if rev == 0 {
 		rev = b.revision
 	}
-	r.lostBackups.checks.put(clusterKey(c)+"/"+string(c.UID), b.path, checkedBackup{sha: sum, revision: rev, err: err})
+	r.lostBackups.checks.put(cluster, b.path, checkedBackup{sha: sum, revision: rev, err: err})
 	if derr := r.Delete(ctx, &pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(derr) != nil {
 		log.FromContext(ctx).Info("could not delete the snapshot check pod", "pod", pod.Name, "error", derr.Error())
 	}

@@ -41,6 +41,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
 )
 
 // Requeue intervals. Pod events wake the reconciler at once (watch-driven); these only
@@ -93,6 +94,10 @@ type Reconciler struct {
 	// Kubernetes cluster act on them (exposing a Service through a tunnel or a global
 	// mesh, publishing DNS for it) as on a Service type.
 	ClientServiceMetadata bool
+	// PriorityClasses are the PriorityClasses member pods may name
+	// (--allowed-priority-classes); empty: any but Kubernetes' own system- classes
+	// (act_resources_priority.go).
+	PriorityClasses []string
 
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
@@ -112,6 +117,9 @@ type Reconciler struct {
 	// S3Access is what the operator lends to reach a total-loss restore's backups
 	// (--allow-ambient-s3-credentials).
 	S3Access backupstorage.S3Access
+	// Hasher reads a total-loss candidate's SHA-256 apart from the workers (nil: one of
+	// its own).
+	Hasher *snapshotcheck.Hasher
 }
 
 // NewReconciler is the reconciler with the settings given (the exported fields of
@@ -132,6 +140,9 @@ func NewReconciler(settings Reconciler) (*Reconciler, error) {
 	}
 	if r.MinQuorumLossGrace <= 0 {
 		r.MinQuorumLossGrace = DefaultMinQuorumLossGrace
+	}
+	if r.Hasher == nil {
+		r.Hasher = &snapshotcheck.Hasher{}
 	}
 	return &r, nil
 }
@@ -202,6 +213,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, strings.TrimPrefix(err.Error(), "render: "))
 	}
 	if err := r.checkClientServiceType(&c); err != nil {
+		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, err.Error())
+	}
+	if err := r.checkPriorityClass(&c); err != nil {
 		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, err.Error())
 	}
 	if err := unsupportedVersion(&c); err != nil {

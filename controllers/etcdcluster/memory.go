@@ -61,11 +61,10 @@ func (l *lossClock) forgetCluster(cluster string) {
 // forgetCluster drops the listings and failed choices of every UID of cluster
 // (namespace/name); forget (totalloss_backups.go) drops one UID's when its loss is over.
 func (l *lostBackupCache) forgetCluster(cluster string) {
+	// A listing still running keeps its result to itself.
+	l.queue().ForgetIf(func(key string) bool { return strings.HasPrefix(key, cluster+"/") })
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	deleteCluster(l.listings, cluster)
 	deleteCluster(l.failures, cluster)
-	deleteCluster(l.inflight, cluster) // a listing still running keeps its result to itself
-	deleteCluster(l.waiting, cluster)
 	l.checks.forgetCluster(cluster)
 }

@@ -32,7 +32,7 @@ func mapEntries(path string, v reflect.Value, out map[string]int) {
 
 // notPerCluster are maps of memory keyed by something other than a cluster, each with
 // a test of its own: the listing goroutines per namespace (TestForgottenListingStillCounts).
-var notPerCluster = map[string]bool{"memory.lostBackups.running": true}
+var notPerCluster = map[string]bool{"memory.lostBackups.listings.running": true}
 
 // remember fills every part of m for cluster (namespace/name) with the UID uid, as
 // reconciles of a cluster that lost everything, failed a step and announced it do.
@@ -49,15 +49,12 @@ func remember(t *testing.T, m *memory, cluster, uid string, now time.Time) {
 	m.ownWrites.set(cluster, "42")
 	m.loss.observe(cluster+"/"+uid, true, now)
 	m.lostBackups.put(cluster+"/"+uid, lostBackups{at: now})
-	// A listing running and one waiting (set directly: the namespace of both clusters
-	// runs one listing at a time).
-	m.lostBackups.mu.Lock()
-	if m.lostBackups.inflight == nil {
-		m.lostBackups.inflight, m.lostBackups.waiting = map[string]chan struct{}{}, map[string]listingWaiter{}
-	}
-	m.lostBackups.inflight[cluster+"/"+uid] = make(chan struct{})
-	m.lostBackups.waiting[cluster+"/"+uid] = listingWaiter{since: now, asked: now}
-	m.lostBackups.mu.Unlock()
+	// A listing running and one waiting (the namespace's bound set around them).
+	q := m.lostBackups.queue()
+	q.PerNamespace = 100
+	q.Begin(cluster+"/"+uid, nil, now)
+	q.PerNamespace = 1
+	q.Begin(cluster+"/"+uid+"-waiting", nil, now)
 	m.lostBackups.checks.put(cluster+"/"+uid, "bucket/key", checkedBackup{})
 	m.lostBackups.chose(cluster+"/"+uid, now, errors.New("no backup"))
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/apart"
 	"github.com/etcd-operator/etcd-operator/internal/backupselect"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
@@ -62,28 +62,25 @@ type lostBackupCache struct {
 	// that read the result of one observation.
 	awaitListings bool
 
+	// listings run apart from the workers (internal/apart): at most
+	// maxNamespaceListings per namespace and maxBackgroundListings in all; the clusters
+	// whose namespace was busy wait, the one waiting longest going next. Its results are
+	// the latest listings by cluster key.
+	listings apart.Queue[*etcdv1beta2.EtcdCluster, lostBackups]
+
 	mu       sync.Mutex
-	listings map[string]lostBackups
 	failures map[string]chooseFailure
-	// inflight are the listings running, by cluster key (namespace/name/UID); slots
-	// bounds them in all. waiting are the clusters whose namespace was busy when they
-	// asked: the goroutine listing for the namespace takes them next, the one waiting
-	// longest first, so each gets its turn within one listing of the one before.
-	inflight map[string]chan struct{}
-	waiting  map[string]listingWaiter
-	slots    chan struct{}
-	// running counts, per namespace, the goroutines listing for it: a cluster forgotten
-	// while its listing runs no longer has an inflight entry, but its goroutine still
-	// counts until it ends (no per-cluster memory: TestDeletedClusterIsForgotten skips it).
-	running map[string]int
 	// checks are the candidates' finished snapshot checks (act_totalloss_check.go).
 	checks backupChecks
 }
 
-// listingWaiter is a lost cluster waiting for its namespace's listing goroutine.
-type listingWaiter struct {
-	since, asked time.Time // first and last time it asked
-	c            *etcdv1beta2.EtcdCluster
+func (l *lostBackupCache) queue() *apart.Queue[*etcdv1beta2.EtcdCluster, lostBackups] {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.listings.PerNamespace == 0 {
+		l.listings.PerNamespace, l.listings.Total, l.listings.MaxIdle = maxNamespaceListings, maxBackgroundListings, 2*backupListInterval
+	}
+	return &l.listings
 }
 
 // begin returns the channel closed when key's listing ends: the running one's, or a new
@@ -91,42 +88,7 @@ type listingWaiter struct {
 // nil: the namespace has maxNamespaceListings running; c waits for its turn. key is
 // namespace/name/UID.
 func (l *lostBackupCache) begin(key string, c *etcdv1beta2.EtcdCluster, now time.Time) (done chan struct{}, start bool) {
-	namespace, _, _ := strings.Cut(key, "/")
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if d, ok := l.inflight[key]; ok {
-		return d, false
-	}
-	if l.running[namespace] >= maxNamespaceListings {
-		if l.waiting == nil {
-			l.waiting = map[string]listingWaiter{}
-		}
-		w, ok := l.waiting[key]
-		if !ok {
-			w.since = now
-		}
-		w.c, w.asked = c, now
-		l.waiting[key] = w
-		return nil, false
-	}
-	delete(l.waiting, key)
-	if l.running == nil {
-		l.running = map[string]int{}
-	}
-	l.running[namespace]++
-	return l.startLocked(key), true
-}
-
-func (l *lostBackupCache) startLocked(key string) chan struct{} {
-	if l.inflight == nil {
-		l.inflight = map[string]chan struct{}{}
-	}
-	if l.slots == nil {
-		l.slots = make(chan struct{}, maxBackgroundListings)
-	}
-	d := make(chan struct{})
-	l.inflight[key] = d
-	return d
+	return l.queue().Begin(key, c, now)
 }
 
 // finish records key's listing, unless the cluster was forgotten meanwhile (deleted, or
@@ -135,46 +97,12 @@ func (l *lostBackupCache) startLocked(key string) chan struct{} {
 // other listing slips in between. A waiter that has not asked for two intervals is
 // dropped (no longer lost, paused, deleted).
 func (l *lostBackupCache) finish(key string, done chan struct{}, found lostBackups, now time.Time) (nextKey string, c *etcdv1beta2.EtcdCluster, next chan struct{}, ok bool) {
-	namespace, _, _ := strings.Cut(key, "/")
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.inflight[key] == done {
-		delete(l.inflight, key)
-		if l.listings == nil {
-			l.listings = map[string]lostBackups{}
-		}
-		l.listings[key] = found
-	}
-	close(done)
-	var best string
-	for k, w := range l.waiting {
-		if !strings.HasPrefix(k, namespace+"/") {
-			continue
-		}
-		if now.Sub(w.asked) >= 2*backupListInterval {
-			delete(l.waiting, k)
-			continue
-		}
-		if best == "" || w.since.Before(l.waiting[best].since) {
-			best = k
-		}
-	}
-	if best == "" {
-		if l.running[namespace]--; l.running[namespace] <= 0 {
-			delete(l.running, namespace)
-		}
-		return "", nil, nil, false
-	}
-	w := l.waiting[best]
-	delete(l.waiting, best)
-	return best, w.c, l.startLocked(best), true
+	return l.queue().Finish(key, done, found, now)
 }
 
 // last is key's latest listing, however old.
 func (l *lostBackupCache) last(key, only string) (lostBackups, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	found, ok := l.listings[key]
+	found, _, ok := l.queue().Result(key)
 	return found, ok && found.only == only
 }
 
@@ -184,9 +112,7 @@ type chooseFailure struct {
 }
 
 func (l *lostBackupCache) get(key, only string, now time.Time) (lostBackups, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	found, ok := l.listings[key]
+	found, _, ok := l.queue().Result(key)
 	if !ok || found.only != only || now.Sub(found.at) >= backupListInterval || now.Before(found.at) {
 		return lostBackups{}, false
 	}
@@ -194,12 +120,7 @@ func (l *lostBackupCache) get(key, only string, now time.Time) (lostBackups, boo
 }
 
 func (l *lostBackupCache) put(key string, found lostBackups) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.listings == nil {
-		l.listings = map[string]lostBackups{}
-	}
-	l.listings[key] = found
+	l.queue().Put(key, found, found.at)
 }
 
 // failedRecently is the last choice's error if it failed less than backupChooseRetry ago.
@@ -228,12 +149,10 @@ func (l *lostBackupCache) chose(key string, now time.Time, err error) {
 
 // forget drops what was kept of a cluster that is no longer lost.
 func (l *lostBackupCache) forget(key string) {
+	l.queue().Forget(key) // a listing still running keeps its result to itself
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.listings, key)
 	delete(l.failures, key)
-	delete(l.inflight, key) // a listing still running keeps its result to itself
-	delete(l.waiting, key)
 	l.checks.forget(key)
 }
 
@@ -246,18 +165,18 @@ func (r *Reconciler) listLostBackups(ctx context.Context, c *etcdv1beta2.EtcdClu
 	if found, ok := r.lostBackups.get(key, only, now); ok {
 		return found
 	}
-	done, start := r.lostBackups.begin(key, c.DeepCopy(), now)
-	if start {
-		// The reconcile's context ends with the reconcile; each listing has its own
-		// deadline. The goroutine then lists for the namespace's waiters, one by one.
-		lctx := context.WithoutCancel(ctx)
-		go func(key string, c *etcdv1beta2.EtcdCluster, done chan struct{}) {
-			for ok := true; ok; {
-				found := r.listApart(lctx, c)
-				key, c, done, ok = r.lostBackups.finish(key, done, found, r.Now())
-			}
-		}(key, c.DeepCopy(), done)
-	}
+	// The listing has its own deadline (listNow); the goroutine then lists for the
+	// namespace's waiters, one by one.
+	done := r.lostBackups.queue().Ask(ctx, key, c.DeepCopy(), apart.Job[*etcdv1beta2.EtcdCluster, lostBackups]{
+		Work: func(ctx context.Context, _ string, c *etcdv1beta2.EtcdCluster) lostBackups {
+			return r.listNow(ctx, c, r.Now())
+		},
+		// A panic (a tenant's endpoint, parsing its answers) becomes the listing's problem.
+		Panicked: func(_ string, c *etcdv1beta2.EtcdCluster) lostBackups {
+			return lostBackups{at: r.Now(), only: restoreFromBackupName(c), problems: []string{"listing the backups failed (an internal error, logged by the operator)"}}
+		},
+		Now: r.Now,
+	})
 	if done != nil && r.lostBackups.awaitListings {
 		<-done
 		if found, ok := r.lostBackups.last(key, only); ok {
@@ -267,22 +186,6 @@ func (r *Reconciler) listLostBackups(ctx context.Context, c *etcdv1beta2.EtcdClu
 	found, _ := r.lostBackups.last(key, only)
 	found.problems = append(append([]string(nil), found.problems...), listingPending)
 	return found
-}
-
-// listApart is listNow on a listing goroutine: one of maxBackgroundListings slots, and a
-// panic (a tenant's endpoint, parsing its answers) becomes the listing's problem instead
-// of ending the operator, which no reconcile's recovery covers out here.
-func (r *Reconciler) listApart(ctx context.Context, c *etcdv1beta2.EtcdCluster) (found lostBackups) {
-	r.lostBackups.slots <- struct{}{}
-	defer func() { <-r.lostBackups.slots }()
-	now := r.Now()
-	defer func() {
-		if p := recover(); p != nil {
-			log.FromContext(ctx).Error(fmt.Errorf("%v", p), "listing a lost cluster's backups panicked", "cluster", clusterKey(c), "stack", string(debug.Stack()))
-			found = lostBackups{at: now, only: restoreFromBackupName(c), problems: []string{"listing the backups failed (an internal error, logged by the operator)"}}
-		}
-	}()
-	return r.listNow(ctx, c, now)
 }
 
 // listNow lists a lost cluster's candidates within backupListTimeout.

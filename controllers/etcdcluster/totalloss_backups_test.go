@@ -368,7 +368,7 @@ func TestForgottenListingStillCounts(t *testing.T) {
 	if key, _, _, ok := l.finish("team-a/c2/u2", d2, lostBackups{}, now.Add(3*backupListInterval)); ok {
 		t.Errorf("finish handed over %s, which stopped asking long ago", key)
 	}
-	if n := l.running["team-a"]; n != 1 {
+	if n := l.queue().Running("team-a"); n != 1 {
 		t.Errorf("team-a counts %d running listings, want 1 (the re-listing of c1)", n)
 	}
 }

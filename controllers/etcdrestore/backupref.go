@@ -130,17 +130,21 @@ func (r *Reconciler) resolveBackupRef(ctx context.Context, er *etcdv1beta2.EtcdR
 }
 
 // recordChosen writes the chosen object into status.backup (and says so in an event)
-// unless it is there already.
+// unless it is there already. It is the one status write before the reconcile ends
+// (status.go), on purpose: the choice is on record before any cluster is created from
+// it. Only status.backup is written; what the reconcile reports so far is kept.
 func (r *Reconciler) recordChosen(ctx context.Context, er *etcdv1beta2.EtcdRestore, e backupselect.Entry) error {
 	want := &etcdv1beta2.ChosenBackup{Key: e.Key, Revision: e.Revision, Time: metav1.NewTime(e.Time), SHA256: e.SHA256}
 	if b := er.Status.Backup; b != nil && b.Key == want.Key && b.Revision == want.Revision && b.SHA256 == want.SHA256 && b.Time.Equal(&want.Time) {
 		return nil
 	}
 	orig := er.DeepCopy()
-	er.Status.Backup = want
-	if err := r.Status().Patch(ctx, er, client.MergeFrom(orig)); err != nil {
+	cp := er.DeepCopy()
+	cp.Status.Backup = want
+	if err := r.Status().Patch(ctx, cp, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("record the chosen backup in EtcdRestore %s: %w", er.Name, err)
 	}
+	er.ObjectMeta, er.Status.Backup = cp.ObjectMeta, want
 	msg := fmt.Sprintf("chose backup %s (revision %d, taken %s) of EtcdBackup %s", e.Key, e.Revision, e.Time.UTC().Format(time.RFC3339), restoreorigin.BackupRef(er))
 	log.FromContext(ctx).Info("backup chosen", "key", e.Key, "revision", e.Revision)
 	r.Recorder.Event(er, corev1.EventTypeNormal, etcdv1beta2.EventReasonBackupChosen, msg)
@@ -175,12 +179,7 @@ func (r *Reconciler) recordCreated(ctx context.Context, er *etcdv1beta2.EtcdRest
 	if err != nil {
 		return fmt.Errorf("record EtcdCluster %s on EtcdRestore %s: %w", c.Name, er.Name, err)
 	}
-	orig := er.DeepCopy()
-	if er.Annotations == nil {
-		er.Annotations = map[string]string{}
-	}
-	er.Annotations[restoreorigin.CreatedClusterAnnotation] = rec
-	if err := r.Patch(ctx, er, client.MergeFrom(orig)); err != nil {
+	if err := r.setAnnotation(ctx, er, restoreorigin.CreatedClusterAnnotation, rec); err != nil {
 		return fmt.Errorf("record EtcdCluster %s on EtcdRestore %s: %w", c.Name, er.Name, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package etcdrestore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,8 +29,9 @@ import (
 // member's restore step runs (restore.CheckSnapshot). Its report is the tenant's to
 // forge (it runs in their namespace), so the operator acts on none of it but what it
 // checks itself: it streams the object through SHA-256 (backup.HashObject: bounded by
-// --max-backup-bytes, nothing written to disk, nothing parsed) and requires the pod's
-// SHA-256 to equal its own. Only then is the object verified: its key and SHA-256 are
+// --max-backup-bytes and --backup-hash-timeout, nothing written to disk, nothing parsed;
+// on a goroutine apart from the reconcile workers, snapshotcheck.Hasher, so a slow-drip
+// endpoint holds none of them) and requires the pod's SHA-256 to equal its own. Only then is the object verified: its key and SHA-256 are
 // recorded in VerifiedObjectAnnotation before the old cluster is deleted (replace) or
 // the new one created, and every later step restores exactly that object: the new
 // cluster's members are pinned to that SHA-256, so an object replaced in the bucket
@@ -127,6 +129,11 @@ func (r *Reconciler) checkedObject(ctx context.Context, er *etcdv1beta2.EtcdRest
 			msg: fmt.Sprintf("checking backup %s in pod %s (the operator's image; gives up at %s)", sourceOf(s3), pod.Name, deadline.UTC().Format(time.RFC3339))}
 	}
 	v, err := r.judge(ctx, er, s3, store, res)
+	if hp, ok := errors.AsType[*snapshotcheck.HashPending](err); ok {
+		// The operator's own read runs apart from the workers; the pod stays until it
+		// is done.
+		return nil, &checkPending{msg: hp.Error(), after: hp.After}
+	}
 	if v != nil {
 		// On record before the pod goes: a failed write reads the pod again.
 		if err := r.recordVerified(ctx, er, v); err != nil {
@@ -140,11 +147,13 @@ func (r *Reconciler) checkedObject(ctx context.Context, er *etcdv1beta2.EtcdRest
 }
 
 // judge turns a finished check into the verified record, or the failure to report
-// (snapshotcheck.Confirm: a passed check counts only if the object's SHA-256, as the
-// operator reads it now, is the one the pod reported).
+// (Hasher.Confirm: a passed check counts only if the object's SHA-256, as the operator
+// reads it now, apart from its workers, is the one the pod reported; a
+// *snapshotcheck.HashPending while that read runs).
 func (r *Reconciler) judge(ctx context.Context, er *etcdv1beta2.EtcdRestore, s3 *etcdv1beta2.S3BackupSource, store backup.Store, res restore.VerifyResult) (*verifiedObject, error) {
 	bucket, key, _ := backup.SplitS3Path(s3.Path)
-	obj, sum, err := snapshotcheck.Confirm(ctx, store, key, sourceOf(s3), res)
+	id := fmt.Sprintf("%s/%s/%s/%d/%s/%s", er.Namespace, er.Name, er.UID, er.Generation, s3.Endpoint, s3.Path)
+	obj, sum, err := r.hasher().Confirm(ctx, id, store, key, sourceOf(s3), res)
 	if err != nil {
 		return nil, err
 	}
@@ -159,12 +168,7 @@ func (r *Reconciler) recordVerified(ctx context.Context, er *etcdv1beta2.EtcdRes
 	if er.Annotations[VerifiedObjectAnnotation] == string(b) {
 		return nil
 	}
-	orig := er.DeepCopy()
-	if er.Annotations == nil {
-		er.Annotations = map[string]string{}
-	}
-	er.Annotations[VerifiedObjectAnnotation] = string(b)
-	if err := r.Patch(ctx, er, client.MergeFrom(orig)); err != nil {
+	if err := r.setAnnotation(ctx, er, VerifiedObjectAnnotation, string(b)); err != nil {
 		return fmt.Errorf("record the verified object on EtcdRestore %s: %w", er.Name, err)
 	}
 	return nil
@@ -191,6 +195,16 @@ func (r *Reconciler) startCheck(ctx context.Context, er *etcdv1beta2.EtcdRestore
 	log.FromContext(ctx).Info("snapshot check pod created", "pod", pod.Name, "backup", sourceOf(spec.S3))
 	return &checkPending{after: spec.Deadline + snapshotcheck.DeadlineSlack,
 		msg: fmt.Sprintf("checking backup %s in pod %s (the operator's image) before anything is created or deleted", sourceOf(spec.S3), pod.Name)}
+}
+
+// defaultHasher reads for a Reconciler built without SetupWithManager or a Hasher.
+var defaultHasher snapshotcheck.Hasher
+
+func (r *Reconciler) hasher() *snapshotcheck.Hasher {
+	if r.Hasher != nil {
+		return r.Hasher
+	}
+	return &defaultHasher
 }
 
 // sourceOf names an S3 object for messages.

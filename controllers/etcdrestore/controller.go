@@ -33,6 +33,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/restoreorigin"
+	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
 )
 
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdrestores,verbs=get;list;watch;update;patch
@@ -119,6 +120,9 @@ type Reconciler struct {
 	OperatorImage string
 	// S3Access is what the operator lends to reach S3 (--allow-ambient-s3-credentials).
 	S3Access backupstorage.S3Access
+	// Hasher reads a checked object's SHA-256 apart from the workers (nil: one of the
+	// package's own).
+	Hasher *snapshotcheck.Hasher
 }
 
 // SetupWithManager watches EtcdRestores, the EtcdClusters they create (a cluster
@@ -129,13 +133,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	r.OperatorImage = operatorimage.Or(r.OperatorImage)
+	if r.Hasher == nil {
+		r.Hasher = &snapshotcheck.Hasher{}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdRestore{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&etcdv1beta2.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(restoreOfCluster)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.restoreOfPod)).
-		// A restore hashes its backup in the reconcile (a read bounded by the operator's
-		// limits, still minutes for a large one or a slow endpoint): one tenant's
-		// restores must not hold every other namespace's.
+		// A restore's slow I/O (its backup's SHA-256) runs apart from the workers
+		// (snapshotcheck.Hasher); several workers still keep one tenant's API calls
+		// from delaying every other namespace's.
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Complete(r)
 }
@@ -176,8 +183,9 @@ func restoreOfCluster(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: src.Restore}}}
 }
 
-// Reconcile creates the cluster once and reports until it is Available.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile creates the cluster once and reports until it is Available. The status is
+// written once, when the reconcile ends (status.go): each step only sets what it reports.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	var er etcdv1beta2.EtcdRestore
 	if err := r.Get(ctx, req.NamespacedName, &er); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -185,6 +193,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !er.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	before := er.Status.DeepCopy()
+	defer func() {
+		if ferr := r.flushStatus(ctx, &er, before); err == nil {
+			err = ferr
+		}
+	}()
+	return r.reconcile(ctx, &er)
+}
+
+// reconcile is one pass over er; what it reports is set on er.Status (setStatus) and
+// written by Reconcile.
+func (r *Reconciler) reconcile(ctx context.Context, er *etcdv1beta2.EtcdRestore) (ctrl.Result, error) {
 	cond := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
 	if cond != nil && cond.ObservedGeneration == er.Generation {
 		// Finished (either way) for this spec: a refused restore is not retried behind
@@ -192,13 +212,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// starts over.
 		// Adding the replace annotation after a ClusterExists refusal is the one
 		// change that resumes without a spec change.
-		retryReplace := cond.Reason == etcdv1beta2.ReasonClusterExists && replaceRequested(&er)
+		retryReplace := cond.Reason == etcdv1beta2.ReasonClusterExists && replaceRequested(er)
 		if cond.Status == metav1.ConditionTrue || (cond.Status == metav1.ConditionFalse && terminalRestoreReason(cond.Reason) && !retryReplace) {
 			return ctrl.Result{}, nil
 		}
 	}
-	if reason, msg := checkRestoreSpec(&er); reason != "" {
-		return ctrl.Result{}, r.setStatus(ctx, &er, metav1.ConditionFalse, reason, msg)
+	if reason, msg := checkRestoreSpec(er); reason != "" {
+		r.setStatus(er, metav1.ConditionFalse, reason, msg)
+		return ctrl.Result{}, nil
 	}
 
 	name := er.Spec.EtcdCluster.Name
@@ -206,12 +227,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: er.Namespace, Name: name}, &existing)
 	switch {
 	case err == nil:
-		if !r.originOK(&existing, &er) {
-			if replaceRequested(&er) {
-				return r.replaceCluster(ctx, &er, &existing)
+		if !r.originOK(&existing, er) {
+			if replaceRequested(er) {
+				return r.replaceCluster(ctx, er, &existing)
 			}
 		}
-		return r.followCluster(ctx, &er, &existing)
+		return r.followCluster(ctx, er, &existing)
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
 	}
@@ -221,20 +242,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if n, err := r.leftoverPods(ctx, er.Namespace, name); err != nil {
 		return ctrl.Result{}, err
 	} else if n > 0 {
-		msg := fmt.Sprintf("waiting for %d pod(s) of an earlier EtcdCluster %s to be gone before creating it from the backup.%s", n, name, replacedNote(&er))
-		return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, &er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
+		msg := fmt.Sprintf("waiting for %d pod(s) of an earlier EtcdCluster %s to be gone before creating it from the backup.%s", n, name, replacedNote(er))
+		r.setStatus(er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
+		return ctrl.Result{RequeueAfter: replacePoll}, nil
 	}
 
-	c, err := r.newCluster(ctx, &er)
+	c, err := r.newCluster(ctx, er)
 	if p, ok := errors.AsType[*checkPending](err); ok {
-		if failedBefore(&er) {
+		if failedBefore(er) {
 			return ctrl.Result{RequeueAfter: p.after}, nil // checked again; the failure stands until it passes
 		}
-		msg := fmt.Sprintf("%s; EtcdCluster %s is created once the backup is verified.%s", p.msg, name, replacedNote(&er))
-		return ctrl.Result{RequeueAfter: p.after}, r.setStatus(ctx, &er, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, msg)
+		msg := fmt.Sprintf("%s; EtcdCluster %s is created once the backup is verified.%s", p.msg, name, replacedNote(er))
+		r.setStatus(er, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, msg)
+		return ctrl.Result{RequeueAfter: p.after}, nil
 	}
 	if err != nil {
-		return r.backupFailed(ctx, &er, err)
+		return r.backupFailed(ctx, er, err)
 	}
 	if err := r.Create(ctx, c); err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -242,18 +265,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
 		if apierrors.IsInvalid(err) {
-			return ctrl.Result{}, r.setStatus(ctx, &er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, clusterRefusedMessage(name, err))
+			r.setStatus(er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, clusterRefusedMessage(name, err))
+			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("create EtcdCluster %s: %w", name, err)
 	}
-	if err := r.recordCreated(ctx, &er, c); err != nil {
+	if err := r.recordCreated(ctx, er, c); err != nil {
 		return ctrl.Result{}, err
 	}
 	src, _ := render.Restore(c)
 	msg := fmt.Sprintf("created EtcdCluster %s (size %d, etcd %s) from backup %s (sha256 %s); waiting for it to become Available.%s",
-		name, c.Spec.Size, c.Spec.Version, src.Location(), orNone(src.SHA256), replacedNote(&er))
-	r.Recorder.Event(&er, corev1.EventTypeNormal, etcdv1beta2.EventReasonClusterCreated, msg)
-	return ctrl.Result{}, r.setStatus(ctx, &er, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, msg)
+		name, c.Spec.Size, c.Spec.Version, src.Location(), orNone(src.SHA256), replacedNote(er))
+	r.Recorder.Event(er, corev1.EventTypeNormal, etcdv1beta2.EventReasonClusterCreated, msg)
+	r.setStatus(er, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, msg)
+	return ctrl.Result{}, nil
 }
 
 // backupFailed reports a backup that could not be resolved or verified; nothing was
@@ -265,9 +290,11 @@ func (r *Reconciler) backupFailed(ctx context.Context, er *etcdv1beta2.EtcdResto
 	}
 	log.FromContext(ctx).Info("restore not started", "reason", be.Reason, "error", be.Err.Error())
 	if terminalRestoreReason(be.Reason) {
-		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, be.Reason, be.Err.Error())
+		r.setStatus(er, metav1.ConditionFalse, be.Reason, be.Err.Error())
+		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{RequeueAfter: restoreRetry}, r.setStatus(ctx, er, metav1.ConditionFalse, be.Reason, be.Err.Error())
+	r.setStatus(er, metav1.ConditionFalse, be.Reason, be.Err.Error())
+	return ctrl.Result{RequeueAfter: restoreRetry}, nil
 }
 
 // failedBefore: the restore's backup failed for this spec (not the ClusterExists refusal
@@ -309,13 +336,15 @@ func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRes
 	if er.Spec.BackupStorageType == etcdv1beta2.BackupStorageTypePVC {
 		msg := fmt.Sprintf("EtcdCluster %s exists and %s=true asks to replace it, but a backup on a PVC can only be verified by the new "+
 			"members, after the old cluster would be gone; nothing was changed. Restore into a new name, or from S3", old.Name, ReplaceExistingClusterAnnotation)
-		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, msg)
+		r.setStatus(er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, msg)
+		return ctrl.Result{}, nil
 	}
 	if !old.DeletionTimestamp.IsZero() {
 		// Being deleted (by us, or by someone else meanwhile): the backup was verified
 		// before our delete; it is verified again when the new cluster is created.
 		msg := fmt.Sprintf("EtcdCluster %s (uid %s) is being deleted; the restore creates it anew once it and its pods are gone.%s", old.Name, old.UID, replacedNote(er))
-		return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
+		r.setStatus(er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
+		return ctrl.Result{RequeueAfter: replacePoll}, nil
 	}
 	// Resolve and verify the backup first: a restore that cannot succeed must not
 	// destroy the cluster it would replace.
@@ -325,7 +354,8 @@ func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRes
 			return ctrl.Result{RequeueAfter: p.after}, nil // checked again; the failure stands until it passes
 		}
 		msg := fmt.Sprintf("%s; EtcdCluster %s (uid %s) is replaced only once the backup is verified, and is not touched until then", p.msg, old.Name, old.UID)
-		return ctrl.Result{RequeueAfter: p.after}, r.setStatus(ctx, er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
+		r.setStatus(er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
+		return ctrl.Result{RequeueAfter: p.after}, nil
 	}
 	if err != nil {
 		return r.backupFailed(ctx, er, untouched(err, old))
@@ -334,12 +364,7 @@ func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRes
 	// On record before the delete, so it survives an operator restart right after it.
 	rec, _ := json.Marshal(replacedCluster{Name: old.Name, UID: string(old.UID)})
 	if er.Annotations[ReplacedClusterAnnotation] != string(rec) {
-		orig := er.DeepCopy()
-		if er.Annotations == nil {
-			er.Annotations = map[string]string{}
-		}
-		er.Annotations[ReplacedClusterAnnotation] = string(rec)
-		if err := r.Patch(ctx, er, client.MergeFrom(orig)); err != nil {
+		if err := r.setAnnotation(ctx, er, ReplacedClusterAnnotation, string(rec)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("record the cluster to replace on EtcdRestore %s: %w", er.Name, err)
 		}
 	}
@@ -356,7 +381,8 @@ func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRes
 		"waiting for it and its pods to be gone", old.Name, old.UID, ReplaceExistingClusterAnnotation, src.Location(), orNone(src.SHA256))
 	log.FromContext(ctx).Info("replacing cluster", "cluster", old.Name, "uid", old.UID, "backup", src.Location())
 	r.Recorder.Event(er, corev1.EventTypeWarning, etcdv1beta2.EventReasonDeletedCluster, msg)
-	return ctrl.Result{RequeueAfter: replacePoll}, r.setStatus(ctx, er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
+	r.setStatus(er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
+	return ctrl.Result{RequeueAfter: replacePoll}, nil
 }
 
 // untouched adds to a failure before a replacement that the cluster was not touched.
@@ -393,13 +419,15 @@ func (r *Reconciler) followCluster(ctx context.Context, er *etcdv1beta2.EtcdRest
 		msg := fmt.Sprintf("EtcdCluster %s already exists and was not created by this restore; nothing was changed. "+
 			"Restore into a new name (spec.etcdCluster.name), delete that cluster yourself first, "+
 			"or annotate this EtcdRestore with %s=true to have it replaced", c.Name, ReplaceExistingClusterAnnotation)
-		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, etcdv1beta2.ReasonClusterExists, msg)
+		r.setStatus(er, metav1.ConditionFalse, etcdv1beta2.ReasonClusterExists, msg)
+		return ctrl.Result{}, nil
 	}
 	src, _ := render.Restore(c)
 	if clusterAvailable(c) {
 		msg := fmt.Sprintf("EtcdCluster %s restored from %s is Available.%s", c.Name, src.Location(), replacedNote(er))
 		r.Recorder.Event(er, corev1.EventTypeNormal, etcdv1beta2.ReasonRestoreComplete, msg)
-		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, msg)
+		r.setStatus(er, metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, msg)
+		return ctrl.Result{}, nil
 	}
 	failure, err := r.restoreStepFailure(ctx, c)
 	if err != nil {
@@ -408,11 +436,13 @@ func (r *Reconciler) followCluster(ctx context.Context, er *etcdv1beta2.EtcdRest
 	if failure != "" {
 		// Not final: the kubelet retries the init container, which may yet succeed
 		// (e.g. once the store is reachable again).
-		return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionFalse, etcdv1beta2.ReasonRestoreStepFailed, failure)
+		r.setStatus(er, metav1.ConditionFalse, etcdv1beta2.ReasonRestoreStepFailed, failure)
+		return ctrl.Result{}, nil
 	}
 	msg := fmt.Sprintf("EtcdCluster %s created from backup %s; waiting for it to become Available (phase %q).%s", c.Name, src.Location(), c.Status.Phase, replacedNote(er))
 	msg += membersCannotStart(c)
-	return ctrl.Result{}, r.setStatus(ctx, er, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, msg)
+	r.setStatus(er, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, msg)
+	return ctrl.Result{}, nil
 }
 
 // restoreStepFailure describes the first member pod (by name) whose restore init
@@ -625,30 +655,6 @@ func orNone(s string) string {
 		return "none recorded"
 	}
 	return s
-}
-
-// setStatus writes the CoreOS fields and the condition, and a Warning event for a
-// failure the first time it is reported.
-func (r *Reconciler) setStatus(ctx context.Context, er *etcdv1beta2.EtcdRestore, status metav1.ConditionStatus, reason, msg string) error {
-	orig := er.DeepCopy()
-	er.Status.Succeeded = status == metav1.ConditionTrue
-	er.Status.Reason = ""
-	if status == metav1.ConditionFalse {
-		er.Status.Reason = msg
-	}
-	changed := meta.SetStatusCondition(&er.Status.Conditions, metav1.Condition{
-		Type: etcdv1beta2.RestoreConditionSucceeded, Status: status, Reason: reason, Message: msg, ObservedGeneration: er.Generation,
-	})
-	if !changed && orig.Status.Succeeded == er.Status.Succeeded && orig.Status.Reason == er.Status.Reason {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, er, client.MergeFrom(orig)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if status == metav1.ConditionFalse {
-		r.Recorder.Event(er, corev1.EventTypeWarning, reason, msg)
-	}
-	return nil
 }
 
 // membersCannotStart is a sentence for a restore's status when the restored cluster's

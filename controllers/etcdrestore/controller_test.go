@@ -23,6 +23,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
@@ -43,7 +44,7 @@ func newRestoreFixture(t *testing.T, objs ...client.Object) *restoreFixture {
 		WithStatusSubresource(&etcdv1beta2.EtcdRestore{}, &etcdv1beta2.EtcdCluster{}).
 		WithInterceptorFuncs(interceptor.Funcs{Create: assignUID}).Build()
 	rec := record.NewFakeRecorder(100)
-	return &restoreFixture{c: c, rec: rec, r: &Reconciler{Client: c, APIReader: c, Recorder: rec, OperatorImage: "op:test", S3Access: testS3Access}}
+	return &restoreFixture{c: c, rec: rec, r: &Reconciler{Client: c, APIReader: c, Recorder: rec, OperatorImage: "op:test", S3Access: testS3Access, Hasher: &snapshotcheck.Hasher{Await: true}}}
 }
 
 // reconcile reconciles the restore, playing the kubelet for any snapshot check pod the

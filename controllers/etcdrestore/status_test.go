@@ -2,6 +2,7 @@ package etcdrestore
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/restoreorigin"
+	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
@@ -57,8 +60,75 @@ func TestRestoreReportsClusterRefusedByTheAPIServer(t *testing.T) {
 			}
 			return cl.Create(ctx, obj, opts...)
 		}}).Build()
-	f := &restoreFixture{c: c, rec: record.NewFakeRecorder(100), r: &Reconciler{Client: c, APIReader: c, OperatorImage: "op:test", S3Access: testS3Access}}
+	f := &restoreFixture{c: c, rec: record.NewFakeRecorder(100), r: &Reconciler{Client: c, APIReader: c, OperatorImage: "op:test", S3Access: testS3Access, Hasher: &snapshotcheck.Hasher{Await: true}}}
 	f.r.Recorder = f.rec
 	f.reconcile(t, "huge")
 	f.wantCondition(t, "huge", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "spec.size")
+}
+
+// The status is written once per reconcile, after every other write of the reconcile
+// (the annotations it records keep what it reports), and not at all when nothing changed.
+func TestRestoreStatusWrittenOnceLast(t *testing.T) {
+	s := fixture.Scheme()
+	er := fixture.PVCRestore("once", "o", "backups", "snaps/one.db")
+	var calls []string
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(er).WithStatusSubresource(&etcdv1beta2.EtcdRestore{}, &etcdv1beta2.EtcdCluster{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				calls = append(calls, "create")
+				return assignUID(ctx, cl, obj, opts...)
+			},
+			Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+				calls = append(calls, "patch")
+				return cl.Patch(ctx, obj, p, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				calls = append(calls, sub+" patch")
+				return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+			},
+		}).Build()
+	f := &restoreFixture{c: c, rec: record.NewFakeRecorder(100), r: &Reconciler{Client: c, APIReader: c, OperatorImage: "op:test", S3Access: testS3Access, Hasher: &snapshotcheck.Hasher{Await: true}}}
+	f.r.Recorder = f.rec
+
+	f.reconcileOnce(t, "once")
+	if want := []string{"create", "patch", "status patch"}; !slices.Equal(calls, want) {
+		t.Errorf("writes %v, want %v: the cluster, the restore's record of it, then its status once", calls, want)
+	}
+	er2 := f.wantCondition(t, "once", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting for it to become Available")
+	if er2.Annotations[restoreorigin.CreatedClusterAnnotation] == "" {
+		t.Errorf("the record of the created cluster was lost: %v", er2.Annotations)
+	}
+	// Following the cluster: one write for the new message, then none while it holds.
+	calls = nil
+	f.reconcileOnce(t, "once")
+	if want := []string{"status patch"}; !slices.Equal(calls, want) {
+		t.Errorf("following the cluster wrote %v, want %v", calls, want)
+	}
+	calls = nil
+	f.reconcileOnce(t, "once")
+	if len(calls) != 0 {
+		t.Errorf("a reconcile that changed nothing wrote %v", calls)
+	}
+}
+
+// What a step reports survives a later annotation write in the same reconcile, and the
+// one status write at the end carries it (a patch of the restore itself answers with the
+// stored status, which would otherwise replace it).
+func TestRestoreStatusSurvivesAnnotationWrites(t *testing.T) {
+	er := fixture.PVCRestore("keep", "k", "backups", "snaps/one.db")
+	f := newRestoreFixture(t, er)
+	ctx := context.Background()
+	got := f.restore(t, "keep")
+	before := got.Status.DeepCopy()
+	f.r.setStatus(got, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "step one")
+	if err := f.r.setAnnotation(ctx, got, "example.com/x", "y"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.r.flushStatus(ctx, got, before); err != nil {
+		t.Fatal(err)
+	}
+	stored := f.wantCondition(t, "keep", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "step one")
+	if stored.Annotations["example.com/x"] != "y" {
+		t.Errorf("annotation not written: %v", stored.Annotations)
+	}
 }

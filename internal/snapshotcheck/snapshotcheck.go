@@ -10,7 +10,6 @@
 package snapshotcheck
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -130,21 +129,30 @@ func podState(pod *corev1.Pod) string {
 	return strings.Join(parts, "; ")
 }
 
-// Confirm turns a finished check of key (named loc in messages) into the object's
-// description and SHA-256, or the failure to report as a *backupstorage.Error: the
-// pod's own failure, or a passed check whose SHA-256 is not the object's as the operator
-// reads it now (replaced between the two reads, or a report that is not the check's).
-func Confirm(ctx context.Context, store backup.Store, key, loc string, res restore.VerifyResult) (backup.Object, string, error) {
+// Confirm (Hasher.Confirm, hasher.go) turns a finished check of key (named loc in
+// messages) into the object's description and SHA-256, or the failure to report as a
+// *backupstorage.Error: the pod's own failure, or a passed check whose SHA-256 is not the
+// object's as the operator reads it (replaced between the two reads, or a report that is
+// not the check's). The operator's read runs apart from the reconcile workers.
+
+// reported is the pod's own failure, or a report that is not a check of key.
+func reported(key, loc string, res restore.VerifyResult) error {
 	if res.Reason != "" {
-		return backup.Object{}, "", &backupstorage.Error{Reason: res.Reason, Err: fmt.Errorf("the snapshot check of %s failed: %s", loc, res.Error)}
+		return &backupstorage.Error{Reason: res.Reason, Err: fmt.Errorf("the snapshot check of %s failed: %s", loc, res.Error)}
 	}
 	if res.Key != key || len(res.SHA256) != 64 {
-		return backup.Object{}, "", &backupstorage.Error{Reason: etcdv1beta2.ReasonVerificationFailed,
+		return &backupstorage.Error{Reason: etcdv1beta2.ReasonVerificationFailed,
 			Err: fmt.Errorf("the snapshot check pod reported object %q sha256 %q, not a check of %s", res.Key, res.SHA256, loc)}
 	}
-	hctx, cancel := context.WithTimeout(ctx, Timeout)
-	defer cancel()
-	obj, sum, err := backup.HashObject(hctx, store, key)
+	return nil
+}
+
+// compare judges a passed check by the operator's own read of the object.
+func compare(h Hashed, loc string, res restore.VerifyResult) (backup.Object, string, error) {
+	obj, sum, err := h.Obj, h.SHA256, h.Err
+	if _, ok := errors.AsType[*hashTimeout](err); ok {
+		return obj, "", &backupstorage.Error{Reason: etcdv1beta2.ReasonTimeout, Err: err}
+	}
 	switch {
 	case errors.Is(err, backup.ErrChecksumMismatch):
 		return obj, "", &backupstorage.Error{Reason: etcdv1beta2.ReasonChecksumMismatch, Err: err}

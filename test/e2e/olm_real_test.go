@@ -16,6 +16,7 @@ import (
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -150,6 +151,7 @@ spec:
 	approveAndWaitCSV(t, c, olmCSV020)
 	t.Logf("olm: upgraded to %s in %v after approval", olmCSV020, time.Since(t0).Round(time.Millisecond))
 	wantOperatorImage(t, c, olmOperatorsNS, images.DefaultOperatorImage)
+	wantBundleNetworkPolicy(t, c)
 	waitCSVGone(t, c, olmCSV010)
 	// Let the new operator reconcile the cluster under load before judging it.
 	e.WaitAvailable(olmClusterName, 3, 3*time.Minute)
@@ -176,6 +178,19 @@ spec:
 	readKeys(t, e, olmClusterName)
 
 	uninstallKeepsClusters(t, e)
+}
+
+// wantBundleNetworkPolicy: OLM created the operator pod's NetworkPolicy that the 0.2.0
+// bundle ships (0.1.0's had none), selecting the operator's pods.
+func wantBundleNetworkPolicy(t *testing.T, c client.Client) {
+	t.Helper()
+	var np networkingv1.NetworkPolicy
+	framework.Eventually(t, olmWait, "the bundle's NetworkPolicy", func() error {
+		return c.Get(context.Background(), client.ObjectKey{Namespace: olmOperatorsNS, Name: "etcd-operator-controller-manager"}, &np)
+	})
+	if np.Spec.PodSelector.MatchLabels["control-plane"] != "etcd-operator" {
+		t.Errorf("the bundle's NetworkPolicy selects %v, want the operator's pods (control-plane=etcd-operator)", np.Spec.PodSelector)
+	}
 }
 
 // uninstallKeepsClusters deletes the Subscription and the CSV, as uninstalling from

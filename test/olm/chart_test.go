@@ -140,6 +140,13 @@ func allValues() map[string]any {
 		"allowExternalBackupEndpoints": true,
 		"scopeAnnotation":              "clusterwide",
 		"allowAmbientS3Credentials":    true,
+		"clientServiceTypes":           []any{"NodePort", "LoadBalancer"},
+		"allowClientServiceMetadata":   true,
+		"allowedPriorityClasses":       []any{"etcd-high", "system-cluster-critical"},
+		"maxBackupBytes":               1 << 30,
+		"backupHashTimeout":            "15m",
+		"kubeAPIQPS":                   80.5,
+		"kubeAPIBurst":                 160,
 		"extraArgs":                    []any{"--zap-log-level=debug"},
 		"replicaCount":                 2,
 		"resources":                    map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}},
@@ -404,6 +411,18 @@ func TestChartValues(t *testing.T) {
 	if !contains(c.Args, "--allow-ambient-s3-credentials=true") || !contains(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, "--allow-ambient-s3-credentials=false") {
 		t.Errorf("allowAmbientS3Credentials: args %q; the default must not lend the operator's S3 identity", c.Args)
 	}
+	// The flags the operator's defaults leave off: given, each is passed; by default none is.
+	for _, want := range []string{"--client-service-types=NodePort", "--client-service-types=LoadBalancer", "--allow-client-service-metadata",
+		"--allowed-priority-classes=etcd-high", "--allowed-priority-classes=system-cluster-critical",
+		"--max-backup-bytes=1073741824", "--backup-hash-timeout=15m", "--kube-api-qps=80.5", "--kube-api-burst=160"} {
+		if !contains(c.Args, want) {
+			t.Errorf("args %q lack %s", c.Args, want)
+		}
+		flag, _, _ := strings.Cut(want, "=")
+		if slices.ContainsFunc(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, flag) }) {
+			t.Errorf("the default install passes %s; the operator's own default must hold", flag)
+		}
+	}
 	if !contains(c.Args, "--cluster-domain=example.local") || !contains(c.Args, "--zap-log-level=debug") || !contains(c.Args, "--leader-elect") {
 		t.Errorf("args %q lack the cluster domain, extra args or leader election", c.Args)
 	}
@@ -584,5 +603,25 @@ func TestChartPlainMetrics(t *testing.T) {
 	}
 	if monitors != 2 {
 		t.Errorf("%d PodMonitors rendered, want 2", monitors)
+	}
+}
+
+// TestChartSchemaRefusesBadValues: values.schema.json refuses, before anything renders,
+// a misspelt top-level key and values the operator would refuse at start or that would
+// widen what tenants get by accident.
+func TestChartSchemaRefusesBadValues(t *testing.T) {
+	for name, vals := range map[string]map[string]any{
+		"misspelt key":          {"clientServiceType": []any{"NodePort"}},
+		"unknown service type":  {"clientServiceTypes": []any{"ExternalName"}},
+		"metadata as a string":  {"allowClientServiceMetadata": "true"},
+		"bytes as a size":       {"maxBackupBytes": "16Gi"},
+		"timeout without units": {"backupHashTimeout": "600"},
+		"zero qps":              {"kubeAPIQPS": 0},
+		"unknown scope":         {"scopeAnnotation": "all"},
+		"class not a name":      {"allowedPriorityClasses": []any{"Gold Class"}},
+	} {
+		if _, err := renderChart(t, vals, "etcd-operator", "etcd-operator-system"); err == nil {
+			t.Errorf("%s: %v rendered", name, vals)
+		}
 	}
 }

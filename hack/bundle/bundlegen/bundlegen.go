@@ -38,6 +38,7 @@ import (
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -61,6 +62,7 @@ const (
 	ClusterRolePath      = "config/rbac/role.yaml"
 	LeaderElectionPath   = "config/rbac/leader_election_role.yaml"
 	DefaultKustomization = "config/default/kustomization.yaml"
+	NetworkPolicyPath    = "config/manager/network_policy.yaml"
 	SamplesDir           = "config/samples"
 	// SamplesGlob selects the samples that become alm-examples: one per kind, named
 	// etcd_<version>_<kind>.yaml. Other files there (coreos_*.yaml) are compatibility
@@ -185,12 +187,30 @@ func Build(o Options) ([]File, error) {
 	for _, c := range in.crds {
 		files = append(files, File{Path: path.Join("manifests", c.file), Data: c.raw})
 	}
+	np, err := networkPolicy(in)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, np)
 	ann, err := yaml.Marshal(map[string]any{"annotations": Annotations(o)})
 	if err != nil {
 		return nil, err
 	}
 	files = append(files, File{Path: "metadata/annotations.yaml", Data: ann})
 	return files, nil
+}
+
+// networkPolicy is config/manager's NetworkPolicy as a bundle manifest: named as
+// kustomize names it, without a namespace (OLM creates it in the operator's).
+func networkPolicy(in *inputs) (File, error) {
+	np := in.networkPolicy.DeepCopy()
+	np.APIVersion, np.Kind = "networking.k8s.io/v1", "NetworkPolicy"
+	np.Name, np.Namespace = in.namePrefix+np.Name, ""
+	raw, err := marshalObject(np, "status")
+	if err != nil {
+		return File{}, err
+	}
+	return File{Path: path.Join("manifests", np.Name+"_networking.k8s.io_v1_networkpolicy.yaml"), Data: raw}, nil
 }
 
 // Annotations are the bundle's metadata/annotations.yaml entries, which bundle.Dockerfile
@@ -277,8 +297,12 @@ type inputs struct {
 	// namespace= markers: the restore-pin key Secret).
 	namespacedRole *rbacv1.Role
 	leaderElection *rbacv1.Role
-	namePrefix     string
-	samples        []map[string]any
+	// networkPolicy is the operator pod's NetworkPolicy, which the bundle ships as a
+	// manifest of its own (OLM v0.36, the bench's, lists NetworkPolicy among the kinds
+	// a bundle may ship: its catalog operator's supportedresources.go).
+	networkPolicy *networkingv1.NetworkPolicy
+	namePrefix    string
+	samples       []map[string]any
 }
 
 type crdFile struct {
@@ -332,6 +356,14 @@ func readInputs(root string) (*inputs, error) {
 	in.leaderElection = &rbacv1.Role{}
 	if err := decodeOnly(raw, in.leaderElection, "Role"); err != nil {
 		return nil, fmt.Errorf("%s: %w", LeaderElectionPath, err)
+	}
+
+	if raw, err = read(NetworkPolicyPath); err != nil {
+		return nil, err
+	}
+	in.networkPolicy = &networkingv1.NetworkPolicy{}
+	if err := decodeOnly(raw, in.networkPolicy, "NetworkPolicy"); err != nil {
+		return nil, fmt.Errorf("%s: %w", NetworkPolicyPath, err)
 	}
 
 	if raw, err = read(DefaultKustomization); err != nil {

@@ -1,0 +1,226 @@
+package etcdrestore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/restore"
+	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
+	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
+)
+
+// dripRate is the tarpit's speed: above the operator's slowest accepted transfer
+// (backup.OperatorLimits' MinRate, 64 KiB/s), so no per-read bound ends the read.
+const dripRate = 96 << 10
+
+// dripProxy is an S3 endpoint in front of target that sends object bodies at dripRate
+// (a slow-drip tenant endpoint: minutes for 16 MiB, hours for a real backup) until
+// released; listings and other requests pass at full speed.
+type dripProxy struct {
+	URL     string
+	drips   atomic.Int32 // object reads being dripped now
+	release chan struct{}
+	once    sync.Once
+}
+
+func startDripProxy(t *testing.T, target string) *dripProxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &dripProxy{release: make(chan struct{})}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	rp.ModifyResponse = func(resp *http.Response) error {
+		r := resp.Request
+		if r.Method == http.MethodGet && !r.URL.Query().Has("list-type") && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1 {
+			resp.Body = &dripBody{rc: resp.Body, d: d, ctx: r.Context()}
+		}
+		return nil
+	}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(srv.Close)
+	t.Cleanup(d.Release)
+	d.URL = srv.URL
+	return d
+}
+
+// Release lets every dripped body flow at full speed.
+func (d *dripProxy) Release() { d.once.Do(func() { close(d.release) }) }
+
+type dripBody struct {
+	rc      io.ReadCloser
+	d       *dripProxy
+	ctx     context.Context
+	started bool
+}
+
+func (b *dripBody) Read(p []byte) (int, error) {
+	if !b.started {
+		b.started = true
+		b.d.drips.Add(1)
+	}
+	select {
+	case <-b.d.release:
+		return b.rc.Read(p)
+	case <-b.ctx.Done():
+		return 0, b.ctx.Err()
+	case <-time.After(50 * time.Millisecond):
+		return b.rc.Read(p[:min(len(p), dripRate/20)])
+	}
+}
+
+func (b *dripBody) Close() error {
+	if b.started {
+		b.d.drips.Add(-1)
+	}
+	return b.rc.Close()
+}
+
+// A restore whose endpoint drips its backup (above every per-read bound) does not hold a reconcile worker
+// while the operator reads the object's SHA-256 itself: the reconcile returns at once
+// saying the read runs, and another namespace's restore is verified meanwhile. Once the
+// endpoint sends, the first restore is verified too.
+func TestSlowDripHashLeavesTheWorker(t *testing.T) {
+	srv := miniotest.Start(t)
+	srv.MakeBucket(t, restoreBucket)
+	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// 16 MiB: under three minutes at the drip. What the check pods report is played
+	// below; only the operator's own read matters here.
+	data := make([]byte, 16<<20)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := store.Put(ctx, "c/one.db", bytes.NewReader(data), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tarpit := startDripProxy(t, srv.Endpoint())
+
+	var objs []client.Object
+	for _, ns := range []string{"team-a", "team-b"} {
+		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: ns}, Data: map[string][]byte{
+			"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})
+	}
+	slow := fixture.S3Restore("slow", "slow", restoreBucket+"/"+obj.Key)
+	slow.Namespace, slow.Spec.S3.Endpoint = "team-a", tarpit.URL
+	fast := fixture.S3Restore("fast", "fast", restoreBucket+"/"+obj.Key)
+	fast.Namespace, fast.Spec.S3.Endpoint = "team-b", srv.Endpoint()
+	f := newRestoreFixture(t, append(objs, slow, fast)...)
+	f.r.Hasher = &snapshotcheck.Hasher{} // as in production: the read runs apart
+
+	// reconcile returns the restore's condition after one reconcile, failing the test if
+	// the reconcile does not return (a worker held by the endpoint).
+	reconcile := func(er *etcdv1beta2.EtcdRestore) *metav1.Condition {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() {
+			_, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(er)})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("reconcile %s: %v", er.Name, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("reconcile of %s/%s still running: the endpoint holds the worker", er.Namespace, er.Name)
+		}
+		var got etcdv1beta2.EtcdRestore
+		if err := f.c.Get(ctx, client.ObjectKeyFromObject(er), &got); err != nil {
+			t.Fatal(err)
+		}
+		return meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
+	}
+	verified := func(er *etcdv1beta2.EtcdRestore) bool {
+		var got etcdv1beta2.EtcdRestore
+		if err := f.c.Get(ctx, client.ObjectKeyFromObject(er), &got); err != nil {
+			t.Fatal(err)
+		}
+		return recordedObject(&got, restoreBucket, er.Spec.S3.Endpoint) != nil
+	}
+
+	// Both check pods report a passed check of the object (as the kubelet would).
+	reconcile(slow)
+	reconcile(fast)
+	var pods corev1.PodList
+	if err := f.c.List(ctx, &pods, client.HasLabels{render.LabelSnapshotCheck}); err != nil || len(pods.Items) != 2 {
+		t.Fatalf("check pods %d (%v), want 2", len(pods.Items), err)
+	}
+	report := restore.VerifyResult{Key: obj.Key, SHA256: obj.SHA256, Revision: 7}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		p.Status.Phase = corev1.PodSucceeded
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: render.SnapshotCheckContainer,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: string(report.Encode())}}}}
+		if err := f.c.Status().Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	c := reconcile(slow)
+	if c == nil || c.Status != metav1.ConditionUnknown || !strings.Contains(c.Message, "reads the object's SHA-256 itself") {
+		t.Fatalf("slow: condition %+v, want Unknown saying the operator reads the object apart", c)
+	}
+	poll.Eventually(t, time.Minute, 20*time.Millisecond, "the operator's read of the slow object at the tarpit", func() error {
+		if tarpit.drips.Load() == 0 {
+			return fmt.Errorf("no read dripping yet")
+		}
+		return nil
+	})
+	// Another namespace's restore is verified while team-a's read still drips.
+	poll.Eventually(t, time.Minute, 50*time.Millisecond, "team-b's restore verified", func() error {
+		reconcile(fast)
+		if !verified(fast) {
+			return fmt.Errorf("not verified yet")
+		}
+		return nil
+	})
+	if tarpit.drips.Load() == 0 || verified(slow) {
+		t.Fatal("team-a's read finished before team-b's restore was verified; the test shows nothing")
+	}
+	if c := reconcile(slow); c == nil || c.Status != metav1.ConditionUnknown {
+		t.Fatalf("slow: condition %+v while its read drips", c)
+	}
+
+	tarpit.Release()
+	poll.Eventually(t, time.Minute, 50*time.Millisecond, "team-a's restore verified once its endpoint sends", func() error {
+		reconcile(slow)
+		if !verified(slow) {
+			return fmt.Errorf("not verified yet")
+		}
+		return nil
+	})
+}
