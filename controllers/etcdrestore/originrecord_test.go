@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -20,15 +19,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 )
-
-// assignUID gives a created object a UID, as the API server does (the fake client
-// leaves it empty): a restore records the UID of the cluster it created.
-func assignUID(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-	if obj.GetUID() == "" {
-		obj.SetUID(uuid.NewUUID())
-	}
-	return c.Create(ctx, obj, opts...)
-}
 
 // TestRestoreKeepsItsClusterWhenTheBackupChanges: a restore that names an EtcdBackup and
 // may replace a cluster creates its cluster from the backup's storage as it was then.
