@@ -17,6 +17,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
@@ -202,4 +203,14 @@ const podDeadline = defaultBackupTimeout + backupPodStartGrace
 func storedResult() backup.JobResult {
 	return backup.JobResult{Key: "etcd.db", Location: "file://" + backupMountPath + "/etcd.db_v42_20261203-100000",
 		Size: 1234, SHA256: "abc123", Endpoint: "http://10.0.0.1:2379", Revision: 42, Version: "3.5.17"}
+}
+
+// memberPodOf is a running member pod the cluster controls, with the given IP.
+func memberPodOf(c *etcdv1beta2.EtcdCluster, name, ip string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: render.MemberLabels(c.Name, name)},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip},
+	}
+	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(c, etcdv1beta2.GroupVersion.WithKind("EtcdCluster"))}
+	return p
 }
