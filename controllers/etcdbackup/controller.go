@@ -1,6 +1,9 @@
-// Package etcdbackup is the EtcdBackup controller: it takes one-shot and periodic
-// snapshots of an etcd cluster into S3 (in-process) or a PersistentVolumeClaim (through
-// a backup pod), resolving which members a backup may dial (backuptarget.go).
+// Package etcdbackup holds the EtcdBackup's two controllers. The backup controller
+// (Reconciler, this file) takes one-shot and periodic snapshots of an etcd cluster into
+// S3 (in-process) or a PersistentVolumeClaim (through a backup pod, pvc.go), resolving
+// which members a backup may dial (backuptarget.go); it writes status once per reconcile
+// (status.go). The verification controller (VerificationReconciler, verify.go) restores
+// the newest backup into a throwaway member to check it.
 package etcdbackup
 
 import (
@@ -101,6 +104,10 @@ type Reconciler struct {
 	// EtcdBackup; 0: DefaultBackupNowSpacing. The e2e tests lower it.
 	BackupNowSpacing time.Duration
 
+	// busy keeps the backup and the verification reconciles of one EtcdBackup apart:
+	// their status patches replace lists (conditions, backups) whole.
+	busy keyLock
+
 	mu       sync.Mutex
 	failures map[types.NamespacedName]int
 	// retryAt holds the earliest next attempt after a failure, for the generation that
@@ -152,9 +159,11 @@ type retryState struct {
 	at         time.Time
 }
 
-// SetupWithManager watches EtcdBackups. Status writes are not spec changes: only
-// generation or annotation changes wake the reconciler, the rest is timer-driven, so a
-// failing backup is retried on its backoff rather than on its own status update.
+// SetupWithManager registers the EtcdBackup's two controllers: this one takes backups,
+// the VerificationReconciler (verify.go) verifies them. Status writes are not spec
+// changes: only generation or annotation changes wake the backup controller, the rest is
+// timer-driven, so a failing backup is retried on its backoff rather than on its own
+// status update.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
@@ -164,16 +173,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.failures = map[types.NamespacedName]int{}
 	r.retryAt = map[types.NamespacedName]retryState{}
-	return ctrl.NewControllerManagedBy(mgr).
+	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdBackup{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// Backup pods' status changes (they finish) wake their EtcdBackup.
 		Owns(&corev1.Pod{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Complete(r)
+		Complete(r); err != nil {
+		return err
+	}
+	return (&VerificationReconciler{Reconciler: r}).SetupWithManager(mgr)
 }
 
-// reconcileBackup takes a backup when one is due and records the outcome.
-func (r *Reconciler) reconcileBackup(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile takes a backup when one is due and records the outcome: the phases below
+// change the scope's status, written once when Reconcile returns (status.go).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	defer r.busy.lock(req.NamespacedName)()
 	var eb etcdv1beta2.EtcdBackup
 	if err := r.Get(ctx, req.NamespacedName, &eb); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -196,30 +210,46 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, req ctrl.Request) (ctr
 	if !eb.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	s := newScope(&eb)
+	defer func() {
+		if serr := r.updateStatus(ctx, s); serr != nil {
+			res, err = ctrl.Result{}, errors.Join(err, serr)
+		}
+	}()
+	return r.reconcileBackup(ctx, s)
+}
 
+// reconcileBackup checks the spec, waits for the backup's time and back-off, and takes
+// the backup: in-process into S3, through a backup pod into a claim (pvc.go).
+func (r *Reconciler) reconcileBackup(ctx context.Context, s *scope) (ctrl.Result, error) {
+	eb := s.eb
+	key := client.ObjectKeyFromObject(eb)
 	if reason, msg := checkBackupSpec(&eb.Spec); reason != "" {
 		// A spec problem: retrying cannot help; a spec change wakes us.
-		return ctrl.Result{}, r.fail(ctx, &eb, reason, msg)
+		r.fail(s, reason, msg)
+		return ctrl.Result{}, nil
 	}
-	if reason, msg := checkSchedule(&eb); reason != "" {
-		return ctrl.Result{}, r.fail(ctx, &eb, reason, msg)
+	if reason, msg := checkSchedule(eb); reason != "" {
+		r.fail(s, reason, msg)
+		return ctrl.Result{}, nil
 	}
-	if _, err := compressionOf(&eb); err != nil {
+	if _, err := compressionOf(eb); err != nil {
 		// Checked for every path before any work, so no path drops a value it cannot
 		// honour (the PVC pod would have stored the snapshot uncompressed).
-		return ctrl.Result{}, r.fail(ctx, &eb, etcdv1beta2.ReasonBackupInvalidSpec, err.Error())
+		r.fail(s, etcdv1beta2.ReasonBackupInvalidSpec, err.Error())
+		return ctrl.Result{}, nil
 	}
 
 	now := r.Now()
-	interval := policyOf(&eb).Interval()
-	if manualRunDue(&eb) {
-		if wait := r.backupNowWait(req.NamespacedName, now); wait > 0 {
+	interval := policyOf(eb).Interval()
+	if manualRunDue(eb) {
+		if wait := r.backupNowWait(key, now); wait > 0 {
 			// Too soon after the last one: the schedule alone decides now; the value
 			// is honoured by the next run, at the latest when the spacing has passed.
 			sched := eb.DeepCopy()
 			sched.Annotations[etcdv1beta2.BackupNowAnnotation] = eb.Status.LastBackupNow
 			if next, due := backupDue(sched, now); !due {
-				r.Recorder.Eventf(&eb, corev1.EventTypeNormal, etcdv1beta2.EventReasonBackupNowDeferred,
+				r.Recorder.Eventf(eb, corev1.EventTypeNormal, etcdv1beta2.EventReasonBackupNowDeferred,
 					"backup-now %.64q deferred: one backup-now run per %s; it runs in %s", eb.Annotations[etcdv1beta2.BackupNowAnnotation], r.backupNowSpacing(), wait.Round(time.Second))
 				if next > 0 && next < wait {
 					wait = next
@@ -228,38 +258,37 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, req ctrl.Request) (ctr
 			}
 		}
 	}
-	if wait, due := backupDue(&eb, now); !due {
+	if wait, due := backupDue(eb, now); !due {
 		if wait > 0 {
-			if err := r.noteNextRun(ctx, &eb, now.Add(wait)); err != nil {
-				return ctrl.Result{}, err
-			}
+			noteNextRun(s, now.Add(wait))
 		}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	if wait := r.retryWait(req.NamespacedName, eb.Generation, now); wait > 0 {
+	if wait := r.retryWait(key, eb.Generation, now); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if eb.Spec.StorageType == etcdv1beta2.BackupStorageTypePVC {
-		return r.reconcilePVC(ctx, &eb, now, interval)
+		return r.reconcilePVC(ctx, s, now, interval)
 	}
 
-	if stored, ok := r.runAlreadyStored(ctx, &eb, now); ok {
-		return r.succeed(ctx, &eb, stored.Time, stored.result(), 0)
+	if stored, ok := r.runAlreadyStored(ctx, eb, now); ok {
+		return r.succeed(ctx, s, stored.Time, stored.result(), 0)
 	}
-	res, err := r.takeBackup(ctx, &eb)
+	res, err := r.takeBackup(ctx, eb)
 	took := r.Now().Sub(now)
 	if err != nil {
-		return r.failed(ctx, &eb, interval, err, took)
+		return r.failed(ctx, s, interval, err, took)
 	}
 	if hook := r.AfterBackupStored; hook != nil {
-		hook(ctx, req.String(), res.Location)
+		hook(ctx, key.String(), res.Location)
 	}
-	return r.succeed(ctx, &eb, now, backup.NewJobResult(res), took)
+	return r.succeed(ctx, s, now, backup.NewJobResult(res), took)
 }
 
 // failed records a failed attempt and schedules the retry: backing off, but never later
 // than the next periodic backup.
-func (r *Reconciler) failed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, interval time.Duration, err error, took time.Duration) (ctrl.Result, error) {
+func (r *Reconciler) failed(ctx context.Context, s *scope, interval time.Duration, err error, took time.Duration) (ctrl.Result, error) {
+	eb := s.eb
 	var be *backupstorage.Error
 	if !errors.As(err, &be) {
 		be = &backupstorage.Error{Reason: etcdv1beta2.ReasonStorageError, Err: err}
@@ -273,7 +302,8 @@ func (r *Reconciler) failed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, int
 	r.retryAt[client.ObjectKeyFromObject(eb)] = retryState{generation: eb.Generation, at: r.Now().Add(delay)}
 	r.mu.Unlock()
 	log.FromContext(ctx).Info("backup failed", "reason", be.Reason, "error", be.Err.Error(), "retryIn", delay)
-	return ctrl.Result{RequeueAfter: delay}, r.fail(ctx, eb, be.Reason, be.Err.Error())
+	r.fail(s, be.Reason, be.Err.Error())
+	return ctrl.Result{RequeueAfter: delay}, nil
 }
 
 // backupDue says whether a backup is due now, else how long until it is (0: never,
@@ -297,47 +327,6 @@ func backupDue(eb *etcdv1beta2.EtcdBackup, now time.Time) (time.Duration, bool) 
 		return due.Sub(now), false
 	}
 	return 0, true
-}
-
-// succeed records a stored backup in status and an event.
-func (r *Reconciler) succeed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, now time.Time, res backup.JobResult, took time.Duration) (ctrl.Result, error) {
-	r.forget(client.ObjectKeyFromObject(eb))
-	recordBackup(eb.Namespace, eb.Name, etcdv1beta2.ReasonBackupSucceeded, took, now, res.Size)
-	if manualRunDue(eb) {
-		r.noteBackupNow(client.ObjectKeyFromObject(eb), r.Now())
-	}
-	orig := eb.DeepCopy()
-	eb.Status.Succeeded = true
-	eb.Status.Reason = ""
-	if res.Version != "" || res.Revision != 0 {
-		eb.Status.EtcdVersion = res.Version
-		eb.Status.EtcdRevision = res.Revision
-	}
-	eb.Status.LastSuccessDate = metav1.NewTime(now)
-	eb.Status.Backups = r.holdings(ctx, eb)
-	next := recordScheduledRun(eb, now)
-	msg := fmt.Sprintf("snapshot of revision %d from %s stored as %s (%d bytes, sha256 %s)", res.Revision, res.Endpoint, res.Location, res.Size, res.SHA256)
-	if res.Location == "" {
-		msg = "backup pod succeeded but reported no result (no termination message)"
-	}
-	if res.Pruned > 0 {
-		msg += fmt.Sprintf("; retention removed %d older backups", res.Pruned)
-	}
-	if res.RetentionError != "" {
-		msg += "; retention failed: " + res.RetentionError
-	}
-	meta.SetStatusCondition(&eb.Status.Conditions, metav1.Condition{
-		Type: etcdv1beta2.BackupConditionSucceeded, Status: metav1.ConditionTrue, Reason: etcdv1beta2.ReasonBackupSucceeded,
-		Message: msg, ObservedGeneration: eb.Generation,
-	})
-	if err := r.Status().Patch(ctx, eb, client.MergeFrom(orig)); err != nil {
-		return ctrl.Result{}, err
-	}
-	r.Recorder.Event(eb, corev1.EventTypeNormal, etcdv1beta2.ReasonBackupSucceeded, msg)
-	if !next.IsZero() {
-		return ctrl.Result{RequeueAfter: max(next.Sub(now), time.Second)}, nil
-	}
-	return ctrl.Result{}, nil
 }
 
 // periodic: eb takes backups on an interval or a schedule (each under its own object
@@ -486,32 +475,6 @@ func (r *Reconciler) s3Store(ctx context.Context, eb *etcdv1beta2.EtcdBackup) (b
 		return nil, "", err
 	}
 	return store, key, nil
-}
-
-// fail records a failed attempt in the CoreOS fields and the condition. Earlier successes
-// (lastSuccessDate, revision) stay as they were.
-func (r *Reconciler) fail(ctx context.Context, eb *etcdv1beta2.EtcdBackup, reason, msg string) error {
-	orig := eb.DeepCopy()
-	if manualRunDue(eb) {
-		r.noteBackupNow(client.ObjectKeyFromObject(eb), r.Now())
-	}
-	eb.Status.Succeeded = false
-	eb.Status.Reason = msg
-	// A backup-now request is answered by this attempt, failed or not: the next value
-	// asks again.
-	eb.Status.LastBackupNow = eb.Annotations[etcdv1beta2.BackupNowAnnotation]
-	changed := meta.SetStatusCondition(&eb.Status.Conditions, metav1.Condition{
-		Type: etcdv1beta2.BackupConditionSucceeded, Status: metav1.ConditionFalse, Reason: reason,
-		Message: msg, ObservedGeneration: eb.Generation,
-	})
-	if !changed && orig.Status.Reason == msg && !orig.Status.Succeeded && orig.Status.LastBackupNow == eb.Status.LastBackupNow {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, eb, client.MergeFrom(orig)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	r.Recorder.Event(eb, corev1.EventTypeWarning, reason, msg)
-	return nil
 }
 
 func (r *Reconciler) nextRetry(key types.NamespacedName) time.Duration {

@@ -83,14 +83,33 @@ func newHarness(t *testing.T, eb *etcdv1beta2.EtcdBackup, objs ...client.Object)
 	return h
 }
 
-// reconcile runs one reconcile of the backup, failing the test on an error.
+// reconcile runs one reconcile of the backup by each of its two controllers, as the
+// manager does when the backup controller's status write wakes the verification
+// controller: the backup one, then the verification one. It fails the test on an error
+// and returns the sooner of the two requeues.
 func (h *harness) reconcile() ctrl.Result {
 	h.t.Helper()
-	res, err := h.r.Reconcile(h.ctx, ctrl.Request{NamespacedName: h.key})
+	req := ctrl.Request{NamespacedName: h.key}
+	res, err := h.r.Reconcile(h.ctx, req)
 	if err != nil {
 		h.t.Fatalf("reconcile at %v: %v", h.clock.Now().Sub(testStart), err)
 	}
-	return res
+	vres, err := h.verifier().Reconcile(h.ctx, req)
+	if err != nil {
+		h.t.Fatalf("verification reconcile at %v: %v", h.clock.Now().Sub(testStart), err)
+	}
+	return soonest(res, vres)
+}
+
+// verifier is the verification controller's reconciler over the harness's.
+func (h *harness) verifier() *VerificationReconciler { return &VerificationReconciler{Reconciler: h.r} }
+
+// soonest is the earlier of two requeues (0: none).
+func soonest(a, b ctrl.Result) ctrl.Result {
+	if a.RequeueAfter == 0 || (b.RequeueAfter > 0 && b.RequeueAfter < a.RequeueAfter) {
+		return b
+	}
+	return a
 }
 
 // backup is the EtcdBackup as stored.

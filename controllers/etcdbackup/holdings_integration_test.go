@@ -65,7 +65,11 @@ func TestSucceedListsTheBackupsHoldings(t *testing.T) {
 
 	h := newHarness(t, eb, secret)
 	got := h.backup()
-	if _, err := h.r.succeed(h.ctx, got, h.clock.Now(), backup.JobResult{Key: newest, Revision: 111}, time.Second); err != nil {
+	s := newScope(got)
+	if _, err := h.r.succeed(h.ctx, s, h.clock.Now(), backup.JobResult{Key: newest, Revision: 111}, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.r.updateStatus(h.ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	list := h.backup().Status.Backups

@@ -49,7 +49,8 @@ const (
 // when none runs, and when the pod has finished copies its result into status and
 // deletes it. One pod at a time per EtcdBackup (a fixed name), so a retried reconcile
 // never starts a second backup.
-func (r *Reconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2.EtcdBackup, now time.Time, interval time.Duration) (ctrl.Result, error) {
+func (r *Reconciler) reconcilePVC(ctx context.Context, s *scope, now time.Time, interval time.Duration) (ctrl.Result, error) {
+	eb := s.eb
 	timeout := backupTimeout(eb)
 	var pod corev1.Pod
 	err := r.Get(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: backupPodName(eb)}, &pod)
@@ -70,14 +71,14 @@ func (r *Reconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2.EtcdBacku
 		}
 		target, err := r.resolveTarget(ctx, eb)
 		if err != nil {
-			return r.failed(ctx, eb, interval, err, 0)
+			return r.failed(ctx, s, interval, err, 0)
 		}
 		pod := r.backupPod(eb, target)
 		if err := controllerutil.SetControllerReference(eb, pod, r.Scheme()); err != nil {
 			return ctrl.Result{}, err
 		}
 		if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-			return r.failed(ctx, eb, interval, &backupstorage.Error{Reason: etcdv1beta2.ReasonStorageError, Err: fmt.Errorf("create backup pod: %w", err)}, 0)
+			return r.failed(ctx, s, interval, &backupstorage.Error{Reason: etcdv1beta2.ReasonStorageError, Err: fmt.Errorf("create backup pod: %w", err)}, 0)
 		}
 		log.FromContext(ctx).Info("backup pod created", "pod", pod.Name, "claim", eb.Spec.PVC.ClaimName)
 		// The pod's status changes wake us; this is only the deadline.
@@ -89,8 +90,9 @@ func (r *Reconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2.EtcdBacku
 	if !metav1.IsControlledBy(&pod, eb) {
 		// Never touched, but looked at again: its deletion does not wake this backup (it
 		// names no owner we watch), and a periodic backup must resume once it is gone.
-		return ctrl.Result{RequeueAfter: foreignPodRecheck}, r.fail(ctx, eb, etcdv1beta2.ReasonBackupInvalidSpec,
+		r.fail(s, etcdv1beta2.ReasonBackupInvalidSpec,
 			fmt.Sprintf("pod %s/%s exists and does not belong to this backup; the backup resumes once it is gone", pod.Namespace, pod.Name))
+		return ctrl.Result{RequeueAfter: foreignPodRecheck}, nil
 	}
 	if pod.DeletionTimestamp != nil {
 		return ctrl.Result{RequeueAfter: time.Second}, nil // the last one is going away
@@ -106,7 +108,7 @@ func (r *Reconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2.EtcdBacku
 		if err := r.deletePod(ctx, &pod); err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.failed(ctx, eb, interval, &backupstorage.Error{Reason: etcdv1beta2.ReasonTimeout, Err: fmt.Errorf(
+		return r.failed(ctx, s, interval, &backupstorage.Error{Reason: etcdv1beta2.ReasonTimeout, Err: fmt.Errorf(
 			"backup pod %s did not finish within %v (backupPolicy.timeoutInSecond plus %v to start; phase %s)", pod.Name, timeout, backupPodStartGrace, pod.Status.Phase)},
 			now.Sub(pod.CreationTimestamp.Time))
 	}
@@ -121,7 +123,7 @@ func (r *Reconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2.EtcdBacku
 			log.FromContext(ctx).Info("backup pod succeeded without a readable result", "pod", pod.Name, "error", resErr.Error())
 		}
 		res.Location = strings.Replace(res.Location, "file://"+backupMountPath, "pvc://"+eb.Spec.PVC.ClaimName, 1)
-		return r.succeed(ctx, eb, now, res, took)
+		return r.succeed(ctx, s, now, res, took)
 	}
 	reason, msg := res.Reason, res.Error
 	if reason == "" {
@@ -133,9 +135,9 @@ func (r *Reconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2.EtcdBacku
 		}
 	}
 	if podDialedExternal(&pod) && (reason == etcdv1beta2.ReasonSnapshotFailed || reason == etcdv1beta2.ReasonTimeout || reason == etcdv1beta2.ReasonTLSError) {
-		return r.failed(ctx, eb, interval, dialFailure(ctx, &backupTarget{}, reason, errors.New(msg)), took)
+		return r.failed(ctx, s, interval, dialFailure(ctx, &backupTarget{}, reason, errors.New(msg)), took)
 	}
-	return r.failed(ctx, eb, interval, &backupstorage.Error{Reason: reason, Err: errors.New(msg)}, took)
+	return r.failed(ctx, s, interval, &backupstorage.Error{Reason: reason, Err: errors.New(msg)}, took)
 }
 
 // podRunTime is how long a finished backup pod's container ran (0 if unknown).

@@ -59,7 +59,7 @@ func TestVerificationOfS3VerifiesTheBackupsOwnNewestObject(t *testing.T) {
 	put(20, at.Add(time.Hour), "other") // newer, same prefix, another EtcdBackup's
 
 	h := newHarness(t, newBackup("nightly"), append(mainCluster("v-s3"), secret)...)
-	if _, err := h.r.reconcileVerification(h.ctx, ctrl.Request{NamespacedName: h.key}); err != nil {
+	if _, err := h.verifier().Reconcile(h.ctx, ctrl.Request{NamespacedName: h.key}); err != nil {
 		t.Fatal(err)
 	}
 	p := h.verifyPod()
@@ -72,7 +72,7 @@ func TestVerificationOfS3VerifiesTheBackupsOwnNewestObject(t *testing.T) {
 	}
 
 	h = newHarness(t, newBackup("stranger"), append(mainCluster("v-s3"), secret)...)
-	if _, err := h.r.reconcileVerification(h.ctx, ctrl.Request{NamespacedName: h.key}); err != nil {
+	if _, err := h.verifier().Reconcile(h.ctx, ctrl.Request{NamespacedName: h.key}); err != nil {
 		t.Fatal(err)
 	}
 	if h.verifyPod() != nil {
