@@ -29,19 +29,13 @@ import (
 // anything finer on their way through the API.
 var testStart = time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 
-// fakeClock is the reconciler's Now in tests: time moves only when the test says so.
-type fakeClock struct{ now time.Time }
-
-func (c *fakeClock) Now() time.Time          { return c.now }
-func (c *fakeClock) Advance(d time.Duration) { c.now = c.now.Add(d) }
-
 // harness is one EtcdBackup under a Reconciler with a fake client and a fake clock.
 type harness struct {
 	t      *testing.T
 	ctx    context.Context
 	c      client.Client
 	r      *Reconciler
-	clock  *fakeClock
+	clock  *fixture.Clock
 	events *record.FakeRecorder
 	key    client.ObjectKey
 
@@ -55,7 +49,7 @@ type harness struct {
 // their creationTimestamp, as the API server would give them.
 func newHarness(t *testing.T, eb *etcdv1beta2.EtcdBackup, objs ...client.Object) *harness {
 	t.Helper()
-	h := &harness{t: t, ctx: context.Background(), clock: &fakeClock{now: testStart},
+	h := &harness{t: t, ctx: context.Background(), clock: fixture.NewClock(testStart),
 		events: record.NewFakeRecorder(100), key: client.ObjectKeyFromObject(eb)}
 	// Attempts are counted in the process-wide metrics that other tests read.
 	t.Cleanup(func() { forgetBackupMetrics(eb.Namespace, eb.Name) })
@@ -174,17 +168,7 @@ func (h *harness) succeedPod(res backup.JobResult) {
 }
 
 // drainEvents returns the events recorded since the last call, as "Type Reason Message".
-func (h *harness) drainEvents() []string {
-	var out []string
-	for {
-		select {
-		case e := <-h.events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (h *harness) drainEvents() []string { return fixture.DrainEvents(h.events) }
 
 // failures is how many failed attempts the reconciler counts for the backup's back-off.
 func (h *harness) failures() int {

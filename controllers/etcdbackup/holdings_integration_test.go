@@ -13,7 +13,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
-	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
 // TestSucceedListsTheBackupsHoldings: after a backup, status.backups lists the newest
@@ -21,16 +21,7 @@ import (
 // checksum), never another backup's object under the same names, and keeps what it
 // knew about an object's verification.
 func TestSucceedListsTheBackupsHoldings(t *testing.T) {
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, "bkt")
-	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: "bkt", ForcePathStyle: true, Credentials: creds})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := fixture.MinIOStore(t, "bkt")
 	eb := &etcdv1beta2.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
 		Spec: etcdv1beta2.EtcdBackupSpec{StorageType: etcdv1beta2.BackupStorageTypeS3, ClusterRef: &etcdv1beta2.EtcdClusterRef{Name: "c"},

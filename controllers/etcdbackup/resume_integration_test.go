@@ -13,7 +13,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
-	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
 // TestRunStoredBeforeAKillIsRecordedNotRepeated: an operator that stored a periodic
@@ -22,16 +22,7 @@ import (
 // (the EtcdBackup's cluster does not exist here, so any upload attempt fails). An object
 // of the last recorded run does not count for the next one.
 func TestRunStoredBeforeAKillIsRecordedNotRepeated(t *testing.T) {
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, "bkt")
-	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: "bkt", ForcePathStyle: true, Credentials: creds})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := fixture.MinIOStore(t, "bkt")
 	created := testStart.Add(-time.Hour)
 	eb := &etcdv1beta2.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: "hourly", Namespace: "default", CreationTimestamp: metav1.NewTime(created), Generation: 1},
@@ -68,7 +59,7 @@ func TestRunStoredBeforeAKillIsRecordedNotRepeated(t *testing.T) {
 	// The first run's object was stored 2 s after creation; status never heard of it.
 	first := put(100, created.Add(2*time.Second))
 	h := newHarness(t, eb, secret)
-	h.clock.now = created.Add(10 * time.Second)
+	h.clock.Set(created.Add(10 * time.Second))
 	reconcileNoError(t, h)
 	c := h.condition()
 	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, first) {
@@ -94,7 +85,7 @@ func TestRunStoredBeforeAKillIsRecordedNotRepeated(t *testing.T) {
 
 	// An hour later the next run is due, and only the recorded run's object exists: that
 	// is not this run's, so a backup is attempted (and fails: no cluster).
-	h.clock.now = created.Add(time.Hour + 10*time.Second)
+	h.clock.Set(created.Add(time.Hour + 10*time.Second))
 	reconcileNoError(t, h)
 	if c := h.condition(); c == nil || c.Status != metav1.ConditionFalse {
 		t.Fatalf("Succeeded condition %+v, want False: the last run's object must not stand for the next run", c)

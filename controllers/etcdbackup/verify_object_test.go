@@ -15,6 +15,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/backupselect"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 )
 
@@ -25,7 +26,7 @@ import (
 func TestVerificationOfS3VerifiesTheBackupsOwnNewestObject(t *testing.T) {
 	srv := miniotest.Start(t)
 	srv.MakeBucket(t, "bkt")
-	data := map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}
+	data := fixture.AWSSecretData(srv)
 	creds, err := backup.ParseAWSSecret(data)
 	if err != nil {
 		t.Fatal(err)
