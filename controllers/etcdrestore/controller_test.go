@@ -98,16 +98,7 @@ func TestRestoreUnsupportedStorage(t *testing.T) {
 // TestRestoreCreatesCluster runs against a real MinIO: exact keys, periodic prefixes,
 // missing backups, the spec annotation, and completion when the cluster is Available.
 func TestRestoreCreatesCluster(t *testing.T) {
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, restoreBucket)
-	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := fixture.MinIOStore(t, restoreBucket)
 	ctx := context.Background()
 	snap := etcdtest.Snapshot(t, 5)
 	put := func(key, version string) backup.Object {
@@ -272,16 +263,7 @@ func TestRestoreFromPVCCreatesCluster(t *testing.T) {
 // new cluster is created only once the old one and its pods are gone. A corrupted backup
 // or a PVC backup deletes nothing.
 func TestRestoreReplacesCluster(t *testing.T) {
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, restoreBucket)
-	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := fixture.MinIOStore(t, restoreBucket)
 	ctx := context.Background()
 	good, err := store.Put(ctx, "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}})
 	if err != nil {

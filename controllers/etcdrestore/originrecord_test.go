@@ -19,7 +19,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/restoreorigin"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
-	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
 // TestRestoreKeepsItsClusterWhenTheBackupChanges: a restore that names an EtcdBackup and
@@ -29,17 +29,8 @@ import (
 // or by the object pinned in status.backup) and never deletes it; nor when someone edits
 // the cluster's restore annotation afterwards.
 func TestRestoreKeepsItsClusterWhenTheBackupChanges(t *testing.T) {
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, restoreBucket)
-	awsData := map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}
-	creds, err := backup.ParseAWSSecret(awsData)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := fixture.MinIOStore(t, restoreBucket)
+	awsData := fixture.AWSSecretData(srv)
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	// The backup writes under c/per, later under c/moved: both hold a verifiable
@@ -108,7 +99,7 @@ func TestRestoreKeepsItsClusterWhenTheBackupChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	created["edited"] = edited
-	drainEvents(f)
+	fixture.DrainEvents(f.rec)
 
 	// The tenant rotates the backup's Secret and moves its path.
 	var live etcdv1beta2.EtcdBackup
@@ -135,7 +126,7 @@ func TestRestoreKeepsItsClusterWhenTheBackupChanges(t *testing.T) {
 	for _, name := range []string{"recorded", "unrecorded", "edited"} {
 		f.wantCondition(t, name, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting for it to become Available")
 	}
-	for _, e := range drainEvents(f) {
+	for _, e := range fixture.DrainEvents(f.rec) {
 		if strings.Contains(e, etcdv1beta2.EventReasonDeletedCluster) {
 			t.Errorf("event %q", e)
 		}
