@@ -20,10 +20,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
 // recordingCache notes every object type the manager's client asks its cache for; asking
@@ -37,12 +36,7 @@ type recordingCache struct {
 // TestManagerNeverCachesSecrets: with the operator's cache options, reading a Secret
 // through the manager's client goes to the API server, never to an informer.
 func TestManagerNeverCachesSecrets(t *testing.T) {
-	env := &envtest.Environment{BinaryAssetsDirectory: testenv.EnvtestAssets(t)}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := fixture.Envtest(t)
 
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
@@ -61,10 +55,7 @@ func TestManagerNeverCachesSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	ctx := fixture.StartManager(t, mgr)
 
 	direct, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
