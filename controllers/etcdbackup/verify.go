@@ -142,7 +142,7 @@ func verificationDue(eb *etcdv1beta2.EtcdBackup, v verification, now time.Time) 
 }
 
 // reconcileVerification is Reconcile, under the EtcdBackup's lock.
-func (r *Reconciler) reconcileVerification(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) reconcileVerification(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	var eb etcdv1beta2.EtcdBackup
 	if err := r.APIReader.Get(ctx, req.NamespacedName, &eb); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -154,10 +154,19 @@ func (r *Reconciler) reconcileVerification(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, nil
 	}
 	now := r.Now()
+	if v, verr := verificationOf(&eb); verr == nil && v.schedule != nil {
+		// The backup controller's timers, which checked verification too when one
+		// reconcile did both, no longer wake this one: a schedule's next slot does.
+		defer func() {
+			if err == nil && res.RequeueAfter == 0 {
+				res.RequeueAfter = scheduleWait(v, now)
+			}
+		}()
+	}
 	var pod corev1.Pod
 	// From the API (the cache may lag); one an older operator started, without the label
 	// the cache selects on, is labelled so that its end wakes this backup.
-	err := r.unlabelledPod(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: render.VerifyPodName(eb.Name)}, &eb, &pod)
+	err = r.unlabelledPod(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: render.VerifyPodName(eb.Name)}, &eb, &pod)
 	if err == nil {
 		return r.finishVerification(ctx, &eb, &pod, now)
 	}
