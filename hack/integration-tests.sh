@@ -15,7 +15,15 @@ tagged=() untagged=()
 for d in $(go list -f '{{.Dir}}' $@); do
   for f in "$d"/*_test.go; do
     [[ -e $f ]] || continue
-    if [[ $(head -1 "$f") == '//go:build integration' ]]; then tagged+=("$f"); else untagged+=("$f"); fi
+    first=$(head -1 "$f")
+    if [[ $first == '//go:build integration' ]]; then
+      tagged+=("$f")
+    elif [[ $first == //go:build* && $first == *integration* ]]; then
+      echo "$0: $f: write the constraint exactly as //go:build integration (this script and make test-tiers read it so)" >&2
+      exit 1
+    else
+      untagged+=("$f")
+    fi
   done
 done
 ((${#tagged[@]} > 0)) || { echo "$0: no test file marked //go:build integration in $*" >&2; exit 1; }
