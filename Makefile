@@ -41,6 +41,7 @@ verify: generate manifests bundle ## Fail if generated files are stale or code i
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt needed on the files above"; exit 1; }
 	@git diff --exit-code -- api config bundle bundle.Dockerfile helm-charts/etcd-operator || { echo "generated files are stale: run make generate manifests bundle and commit"; exit 1; }
 	go vet ./...
+	go vet -tags integration $(TEST_SPLIT)
 
 .PHONY: build
 build: ## Build the operator and the bench command into bin/.
@@ -55,15 +56,19 @@ build: ## Build the operator and the bench command into bin/.
 #   integration  processes from `make tools`: envtest's kube-apiserver, etcd, MinIO, CoreDNS,
 #                opm; runtest and test/bench also enter private namespaces (root).
 #   e2e          the local bench: real nodes, the operator running against them.
+# A package in TEST_SPLIT has both: its files marked `//go:build integration` hold the tests
+# that need the tool cache (integration, run alone with -run hack/integration-tests.sh); its
+# other tests use fakes and run in the unit tier, built without the tag.
 # Benchmarks measure (ratios, no pass/fail) and run only with make benchmark (the bench's
 # long ones need more than go test's default 10-minute timeout; backupcrypt's is pure Go).
+TEST_SPLIT       := ./controllers/...
 TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/runbundle/... ./internal/ociimage \
                     ./internal/test/poll ./internal/cmd/... \
                     ./internal/planner/... ./internal/render ./internal/test/testenv ./internal/operatorimage \
                     ./internal/backupstorage ./internal/restoreorigin ./internal/test/fixture \
                     ./internal/backupschedule ./internal/backupcrypt ./internal/backupselect ./internal/tlsproof ./internal/pinsign \
-                    ./test/cmd/pause ./test/monitoring
-TEST_INTEGRATION := . ./api/v1beta2 ./controllers/... ./hack/catalog/... ./internal/backup \
+                    ./test/cmd/pause ./test/monitoring $(TEST_SPLIT)
+TEST_INTEGRATION := . ./api/v1beta2 ./hack/catalog/... ./internal/backup \
                     ./internal/etcdadmin ./internal/test/etcdtest ./internal/render/runtest \
                     ./internal/restore ./internal/webhook/... ./internal/webhookcert ./internal/pinkey ./test/bench \
                     ./test/bench/clusterdns ./test/bench/images ./test/bench/olm ./test/olm
@@ -84,7 +89,9 @@ test-unit: ## Pure Go unit tests: no tools, no root; under a minute once compile
 
 .PHONY: test-integration
 test-integration: tools ## Tests against real processes: envtest, etcd, MinIO, CoreDNS, opm; root for namespaces.
-	go test $(GO_TEST_FLAGS) $(TEST_INTEGRATION)
+	rc=0; go test $(GO_TEST_FLAGS) $(TEST_INTEGRATION) || rc=1; \
+	go test $(GO_TEST_FLAGS) -tags integration -run "$$(hack/integration-tests.sh $(TEST_SPLIT))" $(TEST_SPLIT) || rc=1; \
+	exit $$rc
 
 .PHONY: test-e2e
 test-e2e: tools ## End-to-end tests on the local bench (real nodes); root. E2E_SHARDS=1 runs them one at a time.
@@ -92,7 +99,7 @@ test-e2e: tools ## End-to-end tests on the local bench (real nodes); root. E2E_S
 
 .PHONY: test-tiers
 test-tiers: ## Fail unless every package with tests is in exactly one tier.
-	hack/test-tiers.sh unit "$(TEST_UNIT)" integration "$(TEST_INTEGRATION)" e2e "$(TEST_E2E)" benchmark "$(BENCHMARKS)"
+	hack/test-tiers.sh unit "$(TEST_UNIT)" integration "$(TEST_INTEGRATION)" e2e "$(TEST_E2E)" benchmark "$(BENCHMARKS)" split "$(TEST_SPLIT)"
 
 .PHONY: benchmark
 benchmark: tools ## Benchmarks on the local bench (ratios against a baseline measured in the same run).

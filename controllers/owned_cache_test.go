@@ -1,7 +1,8 @@
+//go:build integration
+
 package controllers
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,12 +16,11 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 	"github.com/etcd-operator/etcd-operator/internal/test/poll"
-	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // TestManagerCachesOnlyOwned: with the operator's cache options, a cached List of pods
@@ -28,12 +28,7 @@ import (
 // makes and never a tenant's unrelated ones, which the APIReader still reads; cached
 // objects carry no managedFields.
 func TestManagerCachesOnlyOwned(t *testing.T) {
-	env := &envtest.Environment{BinaryAssetsDirectory: testenv.EnvtestAssets(t)}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := fixture.Envtest(t)
 
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
@@ -44,10 +39,7 @@ func TestManagerCachesOnlyOwned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	ctx := fixture.StartManager(t, mgr)
 
 	direct, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {

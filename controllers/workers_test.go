@@ -1,3 +1,5 @@
+//go:build integration
+
 package controllers
 
 import (
@@ -18,26 +20,19 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1 "github.com/etcd-operator/etcd-operator/api/v1"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 	"github.com/etcd-operator/etcd-operator/internal/test/poll"
-	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // TestSlowRestoreHoldsNoOtherNamespace: one tenant's EtcdRestore whose S3 endpoint never
 // answers does not hold the restore controller: another namespace's restore reaches its
 // endpoint while the first still waits on its own (with one worker it would wait its turn).
 func TestSlowRestoreHoldsNoOtherNamespace(t *testing.T) {
-	env := &envtest.Environment{BinaryAssetsDirectory: testenv.EnvtestAssets(t),
-		CRDDirectoryPaths: []string{filepath.Join("..", "config", "crd", "bases")}}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := fixture.Envtest(t, filepath.Join("..", "config", "crd", "bases"))
 
 	// A tarpit per namespace: it answers nothing until the test ends.
 	var mu sync.Mutex

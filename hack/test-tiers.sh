@@ -11,10 +11,16 @@ cd "$(dirname "$0")/.."
 
 # One `go list` per tier: a single call would merge a package two tiers both name.
 # A pattern naming a folder that no longer exists makes go list fail, and so this check.
-listed=""
+# The tier "split" names packages whose tests are divided by the integration build tag
+# (Makefile TEST_SPLIT): they are listed in the unit tier too, and not counted twice.
+listed="" split=""
 while (($#)); do
   tier=$1 patterns=$2
   shift 2
+  if [[ $tier == split ]]; then
+    split=$patterns
+    continue
+  fi
   # shellcheck disable=SC2086 # the patterns are words
   pkgs=$(go list $patterns)
   listed+=$(sed "s|\$| $tier|" <<<"$pkgs")$'\n'
@@ -31,6 +37,21 @@ done
 # A test file that says it never ran is a claim nobody checked: run it or delete it.
 never=$(git ls-files -z '*_test.go' | xargs -0 grep -lE '^// *NEVER RUN' 2>/dev/null || true)
 [[ -z $never ]] || { printf 'test files whose header says they never ran:\n%s\n' "$never" >&2; exit 1; }
+
+# A test file marked `//go:build integration` runs only in a split package (the unit build
+# leaves it out; the integration tier runs those tests alone); one elsewhere never runs.
+if [[ -n $split ]]; then
+  # shellcheck disable=SC2086
+  hack/integration-tests.sh $split >/dev/null
+  # shellcheck disable=SC2086
+  split_dirs=$(go list -f '{{.Dir}}' $split | sed "s|^$PWD/||")
+else
+  split_dirs=""
+fi
+stray=$(git ls-files -z -co --exclude-standard '*_test.go' | xargs -0 grep -lx '//go:build integration' 2>/dev/null | while read -r f; do
+  grep -qxF "$(dirname "$f")" <<<"$split_dirs" || echo "$f"
+done || true)
+[[ -z $stray ]] || { printf 'test files marked //go:build integration outside TEST_SPLIT never run:\n%s\n' "$stray" >&2; exit 1; }
 
 with_tests=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | sed '/^$/d' | sort)
 twice=$(sed '/^$/d' <<<"$listed" | sort | awk '{tiers[$1] = tiers[$1] " " $2; n[$1]++} END {for (p in n) if (n[p] > 1) print p ":" tiers[p]}')

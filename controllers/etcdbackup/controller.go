@@ -1,12 +1,13 @@
-// Package etcdbackup is the EtcdBackup controller: it takes one-shot and periodic
-// snapshots of an etcd cluster into S3 (in-process) or a PersistentVolumeClaim (through
-// a backup pod), resolving which members a backup may dial (backuptarget.go).
+// Package etcdbackup holds the EtcdBackup's two controllers. The backup controller
+// (Reconciler, this file) takes one-shot and periodic snapshots of an etcd cluster into
+// S3 (in-process) or a PersistentVolumeClaim (through a backup pod, pvc.go), resolving
+// which members a backup may dial (backuptarget.go); it writes status once per reconcile
+// (status.go). The verification controller (VerificationReconciler, verify.go) restores
+// the newest backup into a throwaway member to check it.
 package etcdbackup
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -20,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,9 +33,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/backupselect"
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
-	cmdbackup "github.com/etcd-operator/etcd-operator/internal/cmd/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
-	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
@@ -46,21 +44,6 @@ import (
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-
-// Backup pods (storage type PVC).
-const (
-	// BackupPodContainer is the container of a backup pod.
-	BackupPodContainer = "backup"
-	// LabelBackup on a backup pod holds its EtcdBackup's name.
-	LabelBackup = "etcd.database.coreos.com/backup"
-	// backupMountPath is where the claim is mounted in the backup pod.
-	backupMountPath = "/backup"
-	// backupTLSMountPath is where the client TLS secret is mounted in the backup pod.
-	backupTLSMountPath = "/etc/etcd-operator/tls"
-	// backupPodStartGrace is how long a backup pod may take to start (scheduling, image
-	// pull, volume attach) on top of the backup's own timeout before it is given up.
-	backupPodStartGrace = 2 * time.Minute
-)
 
 // defaultBackupTimeout applies when backupPolicy.timeoutInSecond is 0 (CoreOS's default).
 const defaultBackupTimeout = 60 * time.Second
@@ -121,6 +104,10 @@ type Reconciler struct {
 	// EtcdBackup; 0: DefaultBackupNowSpacing. The e2e tests lower it.
 	BackupNowSpacing time.Duration
 
+	// busy keeps the backup and the verification reconciles of one EtcdBackup apart:
+	// their status patches replace lists (conditions, backups) whole.
+	busy keyLock
+
 	mu       sync.Mutex
 	failures map[types.NamespacedName]int
 	// retryAt holds the earliest next attempt after a failure, for the generation that
@@ -172,9 +159,11 @@ type retryState struct {
 	at         time.Time
 }
 
-// SetupWithManager watches EtcdBackups. Status writes are not spec changes: only
-// generation or annotation changes wake the reconciler, the rest is timer-driven, so a
-// failing backup is retried on its backoff rather than on its own status update.
+// SetupWithManager registers the EtcdBackup's two controllers: this one takes backups,
+// the VerificationReconciler (verify.go) verifies them. Status writes are not spec
+// changes: only generation or annotation changes wake the backup controller, the rest is
+// timer-driven, so a failing backup is retried on its backoff rather than on its own
+// status update.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Now == nil {
 		r.Now = time.Now
@@ -184,16 +173,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.failures = map[types.NamespacedName]int{}
 	r.retryAt = map[types.NamespacedName]retryState{}
-	return ctrl.NewControllerManagedBy(mgr).
+	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdBackup{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// Backup pods' status changes (they finish) wake their EtcdBackup.
 		Owns(&corev1.Pod{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Complete(r)
+		Complete(r); err != nil {
+		return err
+	}
+	return (&VerificationReconciler{Reconciler: r}).SetupWithManager(mgr)
 }
 
-// reconcileBackup takes a backup when one is due and records the outcome.
-func (r *Reconciler) reconcileBackup(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile takes a backup when one is due and records the outcome: the phases below
+// change the scope's status, written once when Reconcile returns (status.go).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
+	defer r.busy.lock(req.NamespacedName)()
 	var eb etcdv1beta2.EtcdBackup
 	if err := r.Get(ctx, req.NamespacedName, &eb); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -216,30 +210,46 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, req ctrl.Request) (ctr
 	if !eb.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	s := newScope(&eb)
+	defer func() {
+		if serr := r.updateStatus(ctx, s); serr != nil {
+			res, err = ctrl.Result{}, errors.Join(err, serr)
+		}
+	}()
+	return r.reconcileBackup(ctx, s)
+}
 
+// reconcileBackup checks the spec, waits for the backup's time and back-off, and takes
+// the backup: in-process into S3, through a backup pod into a claim (pvc.go).
+func (r *Reconciler) reconcileBackup(ctx context.Context, s *scope) (ctrl.Result, error) {
+	eb := s.eb
+	key := client.ObjectKeyFromObject(eb)
 	if reason, msg := checkBackupSpec(&eb.Spec); reason != "" {
 		// A spec problem: retrying cannot help; a spec change wakes us.
-		return ctrl.Result{}, r.fail(ctx, &eb, reason, msg)
+		r.fail(s, reason, msg)
+		return ctrl.Result{}, nil
 	}
-	if reason, msg := checkSchedule(&eb); reason != "" {
-		return ctrl.Result{}, r.fail(ctx, &eb, reason, msg)
+	if reason, msg := checkSchedule(eb); reason != "" {
+		r.fail(s, reason, msg)
+		return ctrl.Result{}, nil
 	}
-	if _, err := compressionOf(&eb); err != nil {
+	if _, err := compressionOf(eb); err != nil {
 		// Checked for every path before any work, so no path drops a value it cannot
 		// honour (the PVC pod would have stored the snapshot uncompressed).
-		return ctrl.Result{}, r.fail(ctx, &eb, etcdv1beta2.ReasonBackupInvalidSpec, err.Error())
+		r.fail(s, etcdv1beta2.ReasonBackupInvalidSpec, err.Error())
+		return ctrl.Result{}, nil
 	}
 
 	now := r.Now()
-	interval := policyOf(&eb).Interval()
-	if manualRunDue(&eb) {
-		if wait := r.backupNowWait(req.NamespacedName, now); wait > 0 {
+	interval := policyOf(eb).Interval()
+	if manualRunDue(eb) {
+		if wait := r.backupNowWait(key, now); wait > 0 {
 			// Too soon after the last one: the schedule alone decides now; the value
 			// is honoured by the next run, at the latest when the spacing has passed.
 			sched := eb.DeepCopy()
 			sched.Annotations[etcdv1beta2.BackupNowAnnotation] = eb.Status.LastBackupNow
 			if next, due := backupDue(sched, now); !due {
-				r.Recorder.Eventf(&eb, corev1.EventTypeNormal, etcdv1beta2.EventReasonBackupNowDeferred,
+				r.Recorder.Eventf(eb, corev1.EventTypeNormal, etcdv1beta2.EventReasonBackupNowDeferred,
 					"backup-now %.64q deferred: one backup-now run per %s; it runs in %s", eb.Annotations[etcdv1beta2.BackupNowAnnotation], r.backupNowSpacing(), wait.Round(time.Second))
 				if next > 0 && next < wait {
 					wait = next
@@ -248,38 +258,37 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, req ctrl.Request) (ctr
 			}
 		}
 	}
-	if wait, due := backupDue(&eb, now); !due {
+	if wait, due := backupDue(eb, now); !due {
 		if wait > 0 {
-			if err := r.noteNextRun(ctx, &eb, now.Add(wait)); err != nil {
-				return ctrl.Result{}, err
-			}
+			noteNextRun(s, now.Add(wait))
 		}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	if wait := r.retryWait(req.NamespacedName, eb.Generation, now); wait > 0 {
+	if wait := r.retryWait(key, eb.Generation, now); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if eb.Spec.StorageType == etcdv1beta2.BackupStorageTypePVC {
-		return r.reconcilePVC(ctx, &eb, now, interval)
+		return r.reconcilePVC(ctx, s, now, interval)
 	}
 
-	if stored, ok := r.runAlreadyStored(ctx, &eb, now); ok {
-		return r.succeed(ctx, &eb, stored.Time, stored.result(), 0)
+	if stored, ok := r.runAlreadyStored(ctx, eb, now); ok {
+		return r.succeed(ctx, s, stored.Time, stored.result(), 0)
 	}
-	res, err := r.takeBackup(ctx, &eb)
+	res, err := r.takeBackup(ctx, eb)
 	took := r.Now().Sub(now)
 	if err != nil {
-		return r.failed(ctx, &eb, interval, err, took)
+		return r.failed(ctx, s, interval, err, took)
 	}
 	if hook := r.AfterBackupStored; hook != nil {
-		hook(ctx, req.String(), res.Location)
+		hook(ctx, key.String(), res.Location)
 	}
-	return r.succeed(ctx, &eb, now, backup.NewJobResult(res), took)
+	return r.succeed(ctx, s, now, backup.NewJobResult(res), took)
 }
 
 // failed records a failed attempt and schedules the retry: backing off, but never later
 // than the next periodic backup.
-func (r *Reconciler) failed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, interval time.Duration, err error, took time.Duration) (ctrl.Result, error) {
+func (r *Reconciler) failed(ctx context.Context, s *scope, interval time.Duration, err error, took time.Duration) (ctrl.Result, error) {
+	eb := s.eb
 	var be *backupstorage.Error
 	if !errors.As(err, &be) {
 		be = &backupstorage.Error{Reason: etcdv1beta2.ReasonStorageError, Err: err}
@@ -293,7 +302,8 @@ func (r *Reconciler) failed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, int
 	r.retryAt[client.ObjectKeyFromObject(eb)] = retryState{generation: eb.Generation, at: r.Now().Add(delay)}
 	r.mu.Unlock()
 	log.FromContext(ctx).Info("backup failed", "reason", be.Reason, "error", be.Err.Error(), "retryIn", delay)
-	return ctrl.Result{RequeueAfter: delay}, r.fail(ctx, eb, be.Reason, be.Err.Error())
+	r.fail(s, be.Reason, be.Err.Error())
+	return ctrl.Result{RequeueAfter: delay}, nil
 }
 
 // backupDue says whether a backup is due now, else how long until it is (0: never,
@@ -317,47 +327,6 @@ func backupDue(eb *etcdv1beta2.EtcdBackup, now time.Time) (time.Duration, bool) 
 		return due.Sub(now), false
 	}
 	return 0, true
-}
-
-// succeed records a stored backup in status and an event.
-func (r *Reconciler) succeed(ctx context.Context, eb *etcdv1beta2.EtcdBackup, now time.Time, res backup.JobResult, took time.Duration) (ctrl.Result, error) {
-	r.forget(client.ObjectKeyFromObject(eb))
-	recordBackup(eb.Namespace, eb.Name, etcdv1beta2.ReasonBackupSucceeded, took, now, res.Size)
-	if manualRunDue(eb) {
-		r.noteBackupNow(client.ObjectKeyFromObject(eb), r.Now())
-	}
-	orig := eb.DeepCopy()
-	eb.Status.Succeeded = true
-	eb.Status.Reason = ""
-	if res.Version != "" || res.Revision != 0 {
-		eb.Status.EtcdVersion = res.Version
-		eb.Status.EtcdRevision = res.Revision
-	}
-	eb.Status.LastSuccessDate = metav1.NewTime(now)
-	eb.Status.Backups = r.holdings(ctx, eb)
-	next := recordScheduledRun(eb, now)
-	msg := fmt.Sprintf("snapshot of revision %d from %s stored as %s (%d bytes, sha256 %s)", res.Revision, res.Endpoint, res.Location, res.Size, res.SHA256)
-	if res.Location == "" {
-		msg = "backup pod succeeded but reported no result (no termination message)"
-	}
-	if res.Pruned > 0 {
-		msg += fmt.Sprintf("; retention removed %d older backups", res.Pruned)
-	}
-	if res.RetentionError != "" {
-		msg += "; retention failed: " + res.RetentionError
-	}
-	meta.SetStatusCondition(&eb.Status.Conditions, metav1.Condition{
-		Type: etcdv1beta2.BackupConditionSucceeded, Status: metav1.ConditionTrue, Reason: etcdv1beta2.ReasonBackupSucceeded,
-		Message: msg, ObservedGeneration: eb.Generation,
-	})
-	if err := r.Status().Patch(ctx, eb, client.MergeFrom(orig)); err != nil {
-		return ctrl.Result{}, err
-	}
-	r.Recorder.Event(eb, corev1.EventTypeNormal, etcdv1beta2.ReasonBackupSucceeded, msg)
-	if !next.IsZero() {
-		return ctrl.Result{RequeueAfter: max(next.Sub(now), time.Second)}, nil
-	}
-	return ctrl.Result{}, nil
 }
 
 // periodic: eb takes backups on an interval or a schedule (each under its own object
@@ -508,32 +477,6 @@ func (r *Reconciler) s3Store(ctx context.Context, eb *etcdv1beta2.EtcdBackup) (b
 	return store, key, nil
 }
 
-// fail records a failed attempt in the CoreOS fields and the condition. Earlier successes
-// (lastSuccessDate, revision) stay as they were.
-func (r *Reconciler) fail(ctx context.Context, eb *etcdv1beta2.EtcdBackup, reason, msg string) error {
-	orig := eb.DeepCopy()
-	if manualRunDue(eb) {
-		r.noteBackupNow(client.ObjectKeyFromObject(eb), r.Now())
-	}
-	eb.Status.Succeeded = false
-	eb.Status.Reason = msg
-	// A backup-now request is answered by this attempt, failed or not: the next value
-	// asks again.
-	eb.Status.LastBackupNow = eb.Annotations[etcdv1beta2.BackupNowAnnotation]
-	changed := meta.SetStatusCondition(&eb.Status.Conditions, metav1.Condition{
-		Type: etcdv1beta2.BackupConditionSucceeded, Status: metav1.ConditionFalse, Reason: reason,
-		Message: msg, ObservedGeneration: eb.Generation,
-	})
-	if !changed && orig.Status.Reason == msg && !orig.Status.Succeeded && orig.Status.LastBackupNow == eb.Status.LastBackupNow {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, eb, client.MergeFrom(orig)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	r.Recorder.Event(eb, corev1.EventTypeWarning, reason, msg)
-	return nil
-}
-
 func (r *Reconciler) nextRetry(key types.NamespacedName) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -562,140 +505,12 @@ func (r *Reconciler) retryWait(key types.NamespacedName, generation int64, now t
 	return st.at.Sub(now)
 }
 
-// reconcilePVC runs one backup into a claim through a backup pod: it creates the pod
-// when none runs, and when the pod has finished copies its result into status and
-// deletes it. One pod at a time per EtcdBackup (a fixed name), so a retried reconcile
-// never starts a second backup.
-func (r *Reconciler) reconcilePVC(ctx context.Context, eb *etcdv1beta2.EtcdBackup, now time.Time, interval time.Duration) (ctrl.Result, error) {
-	timeout := backupTimeout(eb)
-	var pod corev1.Pod
-	err := r.Get(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: backupPodName(eb)}, &pod)
-	if apierrors.IsNotFound(err) {
-		// The cache holds only pods labelled render.OwnedSelector; a backup pod an older
-		// operator started lacks the label: read it from the API and label it.
-		err = r.unlabelledPod(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: backupPodName(eb)}, eb, &pod)
-	}
-	if apierrors.IsNotFound(err) {
-		// The cache may lag behind our own status write of a just-finished backup:
-		// check against the API before starting another one.
-		var fresh etcdv1beta2.EtcdBackup
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(eb), &fresh); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
-		if wait, due := backupDue(&fresh, now); !due {
-			return ctrl.Result{RequeueAfter: wait}, nil
-		}
-		target, err := r.resolveTarget(ctx, eb)
-		if err != nil {
-			return r.failed(ctx, eb, interval, err, 0)
-		}
-		pod := r.backupPod(eb, target)
-		if err := controllerutil.SetControllerReference(eb, pod, r.Scheme()); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
-			return r.failed(ctx, eb, interval, &backupstorage.Error{Reason: etcdv1beta2.ReasonStorageError, Err: fmt.Errorf("create backup pod: %w", err)}, 0)
-		}
-		log.FromContext(ctx).Info("backup pod created", "pod", pod.Name, "claim", eb.Spec.PVC.ClaimName)
-		// The pod's status changes wake us; this is only the deadline.
-		return ctrl.Result{RequeueAfter: timeout + backupPodStartGrace}, nil
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if !metav1.IsControlledBy(&pod, eb) {
-		// Never touched, but looked at again: its deletion does not wake this backup (it
-		// names no owner we watch), and a periodic backup must resume once it is gone.
-		return ctrl.Result{RequeueAfter: foreignPodRecheck}, r.fail(ctx, eb, etcdv1beta2.ReasonBackupInvalidSpec,
-			fmt.Sprintf("pod %s/%s exists and does not belong to this backup; the backup resumes once it is gone", pod.Namespace, pod.Name))
-	}
-	if pod.DeletionTimestamp != nil {
-		return ctrl.Result{RequeueAfter: time.Second}, nil // the last one is going away
-	}
-
-	switch pod.Status.Phase {
-	case corev1.PodSucceeded, corev1.PodFailed:
-	default:
-		deadline := pod.CreationTimestamp.Add(timeout + backupPodStartGrace)
-		if now.Before(deadline) {
-			return ctrl.Result{RequeueAfter: deadline.Sub(now)}, nil
-		}
-		if err := r.deletePod(ctx, &pod); err != nil {
-			return ctrl.Result{}, err
-		}
-		return r.failed(ctx, eb, interval, &backupstorage.Error{Reason: etcdv1beta2.ReasonTimeout, Err: fmt.Errorf(
-			"backup pod %s did not finish within %v (backupPolicy.timeoutInSecond plus %v to start; phase %s)", pod.Name, timeout, backupPodStartGrace, pod.Status.Phase)},
-			now.Sub(pod.CreationTimestamp.Time))
-	}
-
-	res, exit, resErr := podResult(&pod)
-	if err := r.deletePod(ctx, &pod); err != nil {
-		return ctrl.Result{}, err
-	}
-	took := podRunTime(&pod)
-	if pod.Status.Phase == corev1.PodSucceeded {
-		if resErr != nil {
-			log.FromContext(ctx).Info("backup pod succeeded without a readable result", "pod", pod.Name, "error", resErr.Error())
-		}
-		res.Location = strings.Replace(res.Location, "file://"+backupMountPath, "pvc://"+eb.Spec.PVC.ClaimName, 1)
-		return r.succeed(ctx, eb, now, res, took)
-	}
-	reason, msg := res.Reason, res.Error
-	if reason == "" {
-		reason, msg = etcdv1beta2.ReasonBackupPodFailed, fmt.Sprintf("backup pod %s failed (%s)", pod.Name, exit)
-		if res.Error != "" {
-			// A result's error, or (FallbackToLogsOnError) the log's tail when the
-			// program died before writing one: its last line says why.
-			msg += ": " + render.LastMessageLine(res.Error)
-		}
-	}
-	if podDialedExternal(&pod) && (reason == etcdv1beta2.ReasonSnapshotFailed || reason == etcdv1beta2.ReasonTimeout || reason == etcdv1beta2.ReasonTLSError) {
-		return r.failed(ctx, eb, interval, dialFailure(ctx, &backupTarget{}, reason, errors.New(msg)), took)
-	}
-	return r.failed(ctx, eb, interval, &backupstorage.Error{Reason: reason, Err: errors.New(msg)}, took)
-}
-
-// podRunTime is how long a finished backup pod's container ran (0 if unknown).
-func podRunTime(pod *corev1.Pod) time.Duration {
-	for _, cs := range pod.Status.ContainerStatuses {
-		if t := cs.State.Terminated; cs.Name == BackupPodContainer && t != nil && !t.StartedAt.IsZero() {
-			return t.FinishedAt.Sub(t.StartedAt.Time)
-		}
-	}
-	return 0
-}
-
 func (r *Reconciler) deletePod(ctx context.Context, pod *corev1.Pod) error {
 	err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
 	return err
-}
-
-// podResult reads the backup container's termination message. exit describes how the
-// container ended, for messages.
-func podResult(pod *corev1.Pod) (res backup.JobResult, exit string, err error) {
-	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name != BackupPodContainer || cs.State.Terminated == nil {
-			continue
-		}
-		t := cs.State.Terminated
-		exit = fmt.Sprintf("exit code %d", t.ExitCode)
-		if t.Reason != "" {
-			exit += ", " + t.Reason
-		}
-		if t.Message == "" {
-			return backup.JobResult{}, exit, errors.New("no termination message")
-		}
-		res, err = backup.ParseJobResult(t.Message)
-		if err != nil {
-			// FallbackToLogsOnError: the message is the log's tail, not JSON.
-			return backup.JobResult{Error: t.Message}, exit, err
-		}
-		return res, exit, nil
-	}
-	return backup.JobResult{}, "container status unknown", errors.New("no terminated backup container")
 }
 
 // foreignPodRecheck is how often a backup whose pod name is taken by a pod it does not
@@ -731,83 +546,4 @@ func (r *Reconciler) unlabelledPod(ctx context.Context, key client.ObjectKey, eb
 		}
 	}
 	return nil
-}
-
-// backupPodName is <backup>-backup, shortened with a hash to a valid label (pod names
-// become hostnames).
-func backupPodName(eb *etcdv1beta2.EtcdBackup) string {
-	name := eb.Name + "-backup"
-	if len(name) <= 63 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(eb.Name))
-	return strings.TrimRight(eb.Name[:45], "-.") + "-backup-" + hex.EncodeToString(sum[:])[:10]
-}
-
-// backupPod is the pod that runs one PVC backup: the operator's image, the `backup`
-// subcommand, the claim at backupMountPath, the client TLS secret if any. It needs no
-// API access, so no service account token is mounted.
-func (r *Reconciler) backupPod(eb *etcdv1beta2.EtcdBackup, target *backupTarget) *corev1.Pod {
-	image := operatorimage.Or(r.OperatorImage)
-	p := policyOf(eb)
-	opts := cmdbackup.Options{
-		Endpoints: target.Endpoints,
-		Dir:       backupMountPath,
-		Key:       strings.TrimPrefix(path.Clean("/"+eb.Spec.PVC.Path), "/"),
-		Timeout:   backupTimeout(eb),
-	}
-	if periodic(eb) {
-		opts.Periodic, opts.MaxBackups = true, p.MaxBackups
-		if age := p.MaxAge(); age > 0 {
-			opts.MaxAge = age
-		}
-	}
-	if c, _ := compressionOf(eb); c != backup.CompressionNone { // checked before the pod
-		opts.Compression = string(c)
-	}
-	mounts := []corev1.VolumeMount{{Name: "backup", MountPath: backupMountPath}}
-	volumes := []corev1.Volume{{Name: "backup", VolumeSource: corev1.VolumeSource{
-		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: eb.Spec.PVC.ClaimName}}}}
-	if target.TLSSecret != "" {
-		opts.TLSDir = backupTLSMountPath
-		mounts = append(mounts, corev1.VolumeMount{Name: "tls", MountPath: backupTLSMountPath, ReadOnly: true})
-		volumes = append(volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: target.TLSSecret}}})
-	}
-	label := eb.Name
-	if len(label) > 63 {
-		label = backupPodName(eb)
-	}
-	deadline := int64((backupTimeout(eb) + backupPodStartGrace) / time.Second)
-	// The member pods' "restricted" defaults; the fsGroup makes the claim writable.
-	podSC, _ := render.PodSecurityContext(nil) // cannot fail without user input
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: backupPodName(eb), Namespace: eb.Namespace,
-			Labels:      map[string]string{LabelBackup: label, render.LabelApp: render.AppOperatorPod, "app.kubernetes.io/managed-by": "etcd-operator"},
-			Annotations: backupPodAnnotations(target),
-		},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                corev1.RestartPolicyNever,
-			ActiveDeadlineSeconds:        &deadline,
-			AutomountServiceAccountToken: ptr.To(false),
-			EnableServiceLinks:           ptr.To(false),
-			SecurityContext:              podSC,
-			Containers: []corev1.Container{{
-				Name:    BackupPodContainer,
-				Image:   image,
-				Command: []string{render.OperatorCommand},
-				Args:    append([]string{cmdbackup.Subcommand}, cmdbackup.Args(opts)...),
-				// The result is JSON written there; should the program die before
-				// writing it, the log's tail explains.
-				TerminationMessagePath:   corev1.TerminationMessagePathDefault,
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-				VolumeMounts:             mounts,
-				SecurityContext:          render.ContainerSecurityContext(),
-			}},
-			Volumes: volumes,
-		},
-	}
-	target.Inherit.ApplyTo(&pod.Spec)
-	return pod
 }

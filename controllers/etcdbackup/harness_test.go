@@ -17,6 +17,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
@@ -28,19 +29,13 @@ import (
 // anything finer on their way through the API.
 var testStart = time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 
-// fakeClock is the reconciler's Now in tests: time moves only when the test says so.
-type fakeClock struct{ now time.Time }
-
-func (c *fakeClock) Now() time.Time          { return c.now }
-func (c *fakeClock) Advance(d time.Duration) { c.now = c.now.Add(d) }
-
 // harness is one EtcdBackup under a Reconciler with a fake client and a fake clock.
 type harness struct {
 	t      *testing.T
 	ctx    context.Context
 	c      client.Client
 	r      *Reconciler
-	clock  *fakeClock
+	clock  *fixture.Clock
 	events *record.FakeRecorder
 	key    client.ObjectKey
 
@@ -54,7 +49,7 @@ type harness struct {
 // their creationTimestamp, as the API server would give them.
 func newHarness(t *testing.T, eb *etcdv1beta2.EtcdBackup, objs ...client.Object) *harness {
 	t.Helper()
-	h := &harness{t: t, ctx: context.Background(), clock: &fakeClock{now: testStart},
+	h := &harness{t: t, ctx: context.Background(), clock: fixture.NewClock(testStart),
 		events: record.NewFakeRecorder(100), key: client.ObjectKeyFromObject(eb)}
 	// Attempts are counted in the process-wide metrics that other tests read.
 	t.Cleanup(func() { forgetBackupMetrics(eb.Namespace, eb.Name) })
@@ -82,14 +77,33 @@ func newHarness(t *testing.T, eb *etcdv1beta2.EtcdBackup, objs ...client.Object)
 	return h
 }
 
-// reconcile runs one reconcile of the backup, failing the test on an error.
+// reconcile runs one reconcile of the backup by each of its two controllers, as the
+// manager does when the backup controller's status write wakes the verification
+// controller: the backup one, then the verification one. It fails the test on an error
+// and returns the sooner of the two requeues.
 func (h *harness) reconcile() ctrl.Result {
 	h.t.Helper()
-	res, err := h.r.Reconcile(h.ctx, ctrl.Request{NamespacedName: h.key})
+	req := ctrl.Request{NamespacedName: h.key}
+	res, err := h.r.Reconcile(h.ctx, req)
 	if err != nil {
 		h.t.Fatalf("reconcile at %v: %v", h.clock.Now().Sub(testStart), err)
 	}
-	return res
+	vres, err := h.verifier().Reconcile(h.ctx, req)
+	if err != nil {
+		h.t.Fatalf("verification reconcile at %v: %v", h.clock.Now().Sub(testStart), err)
+	}
+	return soonest(res, vres)
+}
+
+// verifier is the verification controller's reconciler over the harness's.
+func (h *harness) verifier() *VerificationReconciler { return &VerificationReconciler{Reconciler: h.r} }
+
+// soonest is the earlier of two requeues (0: none).
+func soonest(a, b ctrl.Result) ctrl.Result {
+	if a.RequeueAfter == 0 || (b.RequeueAfter > 0 && b.RequeueAfter < a.RequeueAfter) {
+		return b
+	}
+	return a
 }
 
 // backup is the EtcdBackup as stored.
@@ -154,17 +168,7 @@ func (h *harness) succeedPod(res backup.JobResult) {
 }
 
 // drainEvents returns the events recorded since the last call, as "Type Reason Message".
-func (h *harness) drainEvents() []string {
-	var out []string
-	for {
-		select {
-		case e := <-h.events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (h *harness) drainEvents() []string { return fixture.DrainEvents(h.events) }
 
 // failures is how many failed attempts the reconciler counts for the backup's back-off.
 func (h *harness) failures() int {
@@ -202,4 +206,14 @@ const podDeadline = defaultBackupTimeout + backupPodStartGrace
 func storedResult() backup.JobResult {
 	return backup.JobResult{Key: "etcd.db", Location: "file://" + backupMountPath + "/etcd.db_v42_20261203-100000",
 		Size: 1234, SHA256: "abc123", Endpoint: "http://10.0.0.1:2379", Revision: 42, Version: "3.5.17"}
+}
+
+// memberPodOf is a running member pod the cluster controls, with the given IP.
+func memberPodOf(c *etcdv1beta2.EtcdCluster, name, ip string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: render.MemberLabels(c.Name, name)},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip},
+	}
+	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(c, etcdv1beta2.GroupVersion.WithKind("EtcdCluster"))}
+	return p
 }

@@ -1,12 +1,10 @@
 package etcdbackup
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backupschedule"
@@ -91,21 +89,20 @@ func recordScheduledRun(eb *etcdv1beta2.EtcdBackup, now time.Time) (next time.Ti
 	return time.Time{}
 }
 
-// noteNextRun writes status.nextScheduleTime when it changed, so that `kubectl get
+// noteNextRun sets status.nextScheduleTime when it changed, so that `kubectl get
 // etcdbackup` shows when a periodic backup runs before its first run too; nothing is
 // written while it stays the same.
-func (r *Reconciler) noteNextRun(ctx context.Context, eb *etcdv1beta2.EtcdBackup, next time.Time) error {
+func noteNextRun(s *scope, next time.Time) {
 	var want *metav1.Time
 	if !next.IsZero() {
 		want = timePtr(next)
 	}
-	cur := eb.Status.NextScheduleTime
+	cur := s.eb.Status.NextScheduleTime
 	if (cur == nil) == (want == nil) && (cur == nil || cur.Time.Equal(want.Time)) {
-		return nil
+		return
 	}
-	orig := eb.DeepCopy()
-	eb.Status.NextScheduleTime = want
-	return client.IgnoreNotFound(r.Status().Patch(ctx, eb, client.MergeFrom(orig)))
+	s.eb.Status.NextScheduleTime = want
+	s.write = true
 }
 
 // timePtr is t as status holds it: to the second, as the API serialises it.

@@ -19,7 +19,6 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
-	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
@@ -43,16 +42,6 @@ func countingListener(t *testing.T) (addr string, accepted *atomic.Int32) {
 		}
 	}()
 	return l.Addr().String(), accepted
-}
-
-// memberPodOf is a running member pod the cluster controls, with the given IP.
-func memberPodOf(c *etcdv1beta2.EtcdCluster, name, ip string) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: render.MemberLabels(c.Name, name)},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip},
-	}
-	p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(c, etcdv1beta2.GroupVersion.WithKind("EtcdCluster"))}
-	return p
 }
 
 // TestBackupCannotReachAnotherNamespace: a tenant of team-a names team-b's cluster, by

@@ -11,9 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backupschedule"
@@ -39,23 +43,46 @@ const (
 	annotationVerifyStarted = "etcd.database.coreos.com/verify-started"
 )
 
-// Reconcile takes a backup when one is due, then verifies one when that is due; each
-// records its own outcome.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	res, err := r.reconcileBackup(ctx, req)
-	if err != nil {
-		return res, err
-	}
-	vres, err := r.reconcileVerification(ctx, req)
-	return soonest(res, vres), err
+// VerificationReconciler verifies an EtcdBackup's backups: it starts a verification when
+// one is due and records the one that finished. It shares the backup controller's
+// settings and never runs for an EtcdBackup while a backup reconcile of it does (busy).
+type VerificationReconciler struct {
+	*Reconciler
 }
 
-// soonest is the earlier of two requeues (0: none).
-func soonest(a, b ctrl.Result) ctrl.Result {
-	if a.RequeueAfter == 0 || (b.RequeueAfter > 0 && b.RequeueAfter < a.RequeueAfter) {
-		return b
-	}
-	return a
+// SetupWithManager watches EtcdBackups for what makes a verification due (a spec or
+// annotation change, a newly stored backup) and their verification pods.
+func (v *VerificationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("etcdbackup-verification").
+		For(&etcdv1beta2.EtcdBackup{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, backupStored))).
+		// Verification pods' status changes (they finish) wake their EtcdBackup.
+		Owns(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(isVerifyPod))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(v)
+}
+
+// backupStored passes updates that record a newly stored backup: one may be due for
+// verification.
+var backupStored = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*etcdv1beta2.EtcdBackup)
+	n, ok2 := e.ObjectNew.(*etcdv1beta2.EtcdBackup)
+	return ok1 && ok2 && !o.Status.LastSuccessDate.Equal(&n.Status.LastSuccessDate)
+}}
+
+// isVerifyPod: the pod is the verification pod of the EtcdBackup controlling it.
+func isVerifyPod(o client.Object) bool {
+	ref := metav1.GetControllerOf(o)
+	return ref != nil && ref.Kind == "EtcdBackup" && o.GetName() == render.VerifyPodName(ref.Name)
+}
+
+// Reconcile finishes a running verification or starts one that is due. It reads the
+// backup and its pod from the API, not the cache: the status the backup controller just
+// wrote decides whether one is due, and a pod already finished and deleted must not be
+// read twice.
+func (v *VerificationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	defer v.busy.lock(req.NamespacedName)()
+	return v.reconcileVerification(ctx, req)
 }
 
 // verification is when an EtcdBackup's backups are verified.
@@ -114,11 +141,8 @@ func verificationDue(eb *etcdv1beta2.EtcdBackup, v verification, now time.Time) 
 	return false, next.Sub(now)
 }
 
-// reconcileVerification finishes a running verification or starts one that is due. It
-// reads the backup and its pod from the API, not the cache: the status this reconcile's
-// backup step just wrote decides whether one is due, and a pod already finished and
-// deleted must not be read twice.
-func (r *Reconciler) reconcileVerification(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// reconcileVerification is Reconcile, under the EtcdBackup's lock.
+func (r *Reconciler) reconcileVerification(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	var eb etcdv1beta2.EtcdBackup
 	if err := r.APIReader.Get(ctx, req.NamespacedName, &eb); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -130,10 +154,19 @@ func (r *Reconciler) reconcileVerification(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, nil
 	}
 	now := r.Now()
+	if v, verr := verificationOf(&eb); verr == nil && v.schedule != nil {
+		// The backup controller's timers, which checked verification too when one
+		// reconcile did both, no longer wake this one: a schedule's next slot does.
+		defer func() {
+			if err == nil && res.RequeueAfter == 0 {
+				res.RequeueAfter = scheduleWait(v, now)
+			}
+		}()
+	}
 	var pod corev1.Pod
 	// From the API (the cache may lag); one an older operator started, without the label
 	// the cache selects on, is labelled so that its end wakes this backup.
-	err := r.unlabelledPod(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: render.VerifyPodName(eb.Name)}, &eb, &pod)
+	err = r.unlabelledPod(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: render.VerifyPodName(eb.Name)}, &eb, &pod)
 	if err == nil {
 		return r.finishVerification(ctx, &eb, &pod, now)
 	}

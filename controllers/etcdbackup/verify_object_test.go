@@ -1,3 +1,5 @@
+//go:build integration
+
 package etcdbackup
 
 import (
@@ -13,6 +15,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/backupselect"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 )
 
@@ -23,7 +26,7 @@ import (
 func TestVerificationOfS3VerifiesTheBackupsOwnNewestObject(t *testing.T) {
 	srv := miniotest.Start(t)
 	srv.MakeBucket(t, "bkt")
-	data := map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}
+	data := fixture.AWSSecretData(srv)
 	creds, err := backup.ParseAWSSecret(data)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +60,7 @@ func TestVerificationOfS3VerifiesTheBackupsOwnNewestObject(t *testing.T) {
 	put(20, at.Add(time.Hour), "other") // newer, same prefix, another EtcdBackup's
 
 	h := newHarness(t, newBackup("nightly"), append(mainCluster("v-s3"), secret)...)
-	if _, err := h.r.reconcileVerification(h.ctx, ctrl.Request{NamespacedName: h.key}); err != nil {
+	if _, err := h.verifier().Reconcile(h.ctx, ctrl.Request{NamespacedName: h.key}); err != nil {
 		t.Fatal(err)
 	}
 	p := h.verifyPod()
@@ -70,7 +73,7 @@ func TestVerificationOfS3VerifiesTheBackupsOwnNewestObject(t *testing.T) {
 	}
 
 	h = newHarness(t, newBackup("stranger"), append(mainCluster("v-s3"), secret)...)
-	if _, err := h.r.reconcileVerification(h.ctx, ctrl.Request{NamespacedName: h.key}); err != nil {
+	if _, err := h.verifier().Reconcile(h.ctx, ctrl.Request{NamespacedName: h.key}); err != nil {
 		t.Fatal(err)
 	}
 	if h.verifyPod() != nil {

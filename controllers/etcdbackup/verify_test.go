@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -251,5 +252,28 @@ func TestVerifyOutcome(t *testing.T) {
 		if done != tc.done || out.Reason != tc.reason || !strings.Contains(out.Error, tc.contains) {
 			t.Errorf("%s: done %v, %+v", name, done, out)
 		}
+	}
+}
+
+// TestScheduledVerificationWakesItself: the verification controller is not woken by the
+// backup controller's timers, so after an attempt that ends without a pod (here: no
+// usable etcd version recorded) it asks to be woken at the schedule's next slot itself.
+func TestScheduledVerificationWakesItself(t *testing.T) {
+	eb := pvcBackup("verify-wake", 0)
+	eb.CreationTimestamp = metav1.NewTime(testStart.Add(-2 * time.Hour))
+	eb.Annotations = map[string]string{etcdv1beta2.BackupVerifyScheduleAnnotation: "@hourly"}
+	eb.Status = etcdv1beta2.EtcdBackupStatus{Succeeded: true, EtcdVersion: "unknown", LastSuccessDate: metav1.NewTime(testStart.Add(-time.Hour)),
+		Conditions: []metav1.Condition{{Type: etcdv1beta2.BackupConditionSucceeded, Status: metav1.ConditionTrue, Reason: etcdv1beta2.ReasonBackupSucceeded,
+			ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(testStart)}}}
+	h := newHarness(t, eb, mainCluster("verify-wake")...)
+	res, err := h.verifier().Reconcile(h.ctx, ctrl.Request{NamespacedName: h.key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := h.verified(); c == nil || c.Reason != etcdv1beta2.ReasonVerificationFailed || !strings.Contains(c.Message, "status.etcdVersion") {
+		t.Fatalf("condition %+v, want %s naming status.etcdVersion", c, etcdv1beta2.ReasonVerificationFailed)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > time.Hour {
+		t.Errorf("requeue %v, want the next slot within the hour", res.RequeueAfter)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build integration
+
 package etcdcluster
 
 import (
@@ -18,7 +20,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
-	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
 const lossBucket = "backups"
@@ -38,16 +40,7 @@ func s3Backup(name, cluster, path, endpoint string) *etcdv1beta2.EtcdBackup {
 // candidates. The member's pod restores exactly that object with the EtcdBackup's own
 // credentials, under a token of its own, and carries the record's marker.
 func TestTotalLossRestoreRecordsTheNewestRestorableBackupFirst(t *testing.T) {
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, lossBucket)
-	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: lossBucket, ForcePathStyle: true, Credentials: creds})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := fixture.MinIOStore(t, lossBucket)
 	ctx := context.Background()
 	snap := etcdtest.Snapshot(t, 5)
 	put := func(key string, data []byte) {

@@ -12,6 +12,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/pinsign"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
 // newTestReconciler is NewReconciler(settings), as SetupWithManager builds it, without a
@@ -53,14 +54,4 @@ func signedFor(t *testing.T, c *etcdv1beta2.EtcdCluster, p *corev1.Pod) *corev1.
 }
 
 // drain returns the events recorded so far, oldest first, and leaves none.
-func drain(rec *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func drain(rec *record.FakeRecorder) []string { return fixture.DrainEvents(rec) }

@@ -1,3 +1,5 @@
+//go:build integration
+
 package etcdcluster
 
 import (
@@ -21,25 +23,15 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
-	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 )
 
 // lossStore is a MinIO bucket and the awsSecret "aws" of namespace "ns" that reads it.
 func lossStore(t *testing.T) (backup.Store, *corev1.Secret, string) {
 	t.Helper()
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, lossBucket)
-	data := map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}
-	creds, err := backup.ParseAWSSecret(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: lossBucket, ForcePathStyle: true, Credentials: creds})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return store, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "ns"}, Data: data}, srv.Endpoint()
+	srv, store := fixture.MinIOStore(t, lossBucket)
+	return store, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "ns"}, Data: fixture.AWSSecretData(srv)}, srv.Endpoint()
 }
 
 // lostObservation observes total loss of the fixture's cluster at now.

@@ -1,3 +1,5 @@
+//go:build integration
+
 package etcdrestore
 
 import (
@@ -15,7 +17,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
-	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
 // TestRestoreChoosesFromBackupRef: a restore naming an EtcdBackup takes the object its
@@ -23,16 +25,7 @@ import (
 // and creates the cluster from exactly that object with the backup's storage. A
 // selection that matches nothing, or a backupRef with an object key, touches nothing.
 func TestRestoreChoosesFromBackupRef(t *testing.T) {
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, restoreBucket)
-	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := fixture.MinIOStore(t, restoreBucket)
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	put := func(rev int64, at time.Time, owner string, keys int) backup.Object {

@@ -1,3 +1,5 @@
+//go:build integration
+
 package etcdrestore
 
 import (
@@ -20,7 +22,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
-	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 )
 
 // A replacement checks its backup in a bounded pod of the operator's image, never in the
@@ -30,16 +31,7 @@ import (
 // before the old cluster is deleted, and the new cluster restores exactly that object,
 // whatever is written to the prefix afterwards.
 func TestRestoreReplaceChecksInAPodAndPins(t *testing.T) {
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, restoreBucket)
-	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := fixture.MinIOStore(t, restoreBucket)
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 	put := func(key string, keys int) backup.Object {

@@ -1,3 +1,5 @@
+//go:build integration
+
 package etcdrestore
 
 import (
@@ -12,97 +14,18 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 )
 
 const restoreBucket = "backups"
-
-type restoreFixture struct {
-	c   client.Client
-	r   *Reconciler
-	rec *record.FakeRecorder
-}
-
-func newRestoreFixture(t *testing.T, objs ...client.Object) *restoreFixture {
-	t.Helper()
-	s := fixture.Scheme()
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
-		WithStatusSubresource(&etcdv1beta2.EtcdRestore{}, &etcdv1beta2.EtcdCluster{}).
-		WithInterceptorFuncs(interceptor.Funcs{Create: assignUID}).Build()
-	rec := record.NewFakeRecorder(100)
-	return &restoreFixture{c: c, rec: rec, r: &Reconciler{Client: c, APIReader: c, Recorder: rec, OperatorImage: "op:test", S3Access: testS3Access, Hasher: &snapshotcheck.Hasher{Await: true}}}
-}
-
-// reconcile reconciles the restore, playing the kubelet for any snapshot check pod the
-// reconcile starts (runCheckPods) and reconciling again until none is left to run.
-func (f *restoreFixture) reconcile(t *testing.T, name string) ctrl.Result {
-	t.Helper()
-	for range 5 {
-		res := f.reconcileOnce(t, name)
-		if f.runCheckPods(t) == 0 {
-			return res
-		}
-	}
-	t.Fatalf("reconcile %s: check pods keep being started", name)
-	return ctrl.Result{}
-}
-
-func (f *restoreFixture) reconcileOnce(t *testing.T, name string) ctrl.Result {
-	t.Helper()
-	res, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "default", Name: name}})
-	if err != nil {
-		t.Fatalf("reconcile %s: %v", name, err)
-	}
-	return res
-}
-
-func (f *restoreFixture) restore(t *testing.T, name string) *etcdv1beta2.EtcdRestore {
-	t.Helper()
-	var er etcdv1beta2.EtcdRestore
-	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &er); err != nil {
-		t.Fatal(err)
-	}
-	return &er
-}
-
-func (f *restoreFixture) wantCondition(t *testing.T, name string, status metav1.ConditionStatus, reason, mention string) *etcdv1beta2.EtcdRestore {
-	t.Helper()
-	er := f.restore(t, name)
-	c := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
-	if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, mention) {
-		t.Fatalf("%s: condition %+v, want %s/%s mentioning %q", name, c, status, reason, mention)
-	}
-	if er.Status.Succeeded != (status == metav1.ConditionTrue) {
-		t.Errorf("%s: succeeded=%v with condition %s", name, er.Status.Succeeded, status)
-	}
-	if status == metav1.ConditionFalse && er.Status.Reason != c.Message {
-		t.Errorf("%s: status.reason %q, want the condition message", name, er.Status.Reason)
-	}
-	return er
-}
-
-func (f *restoreFixture) clusters(t *testing.T) []etcdv1beta2.EtcdCluster {
-	t.Helper()
-	var l etcdv1beta2.EtcdClusterList
-	if err := f.c.List(context.Background(), &l); err != nil {
-		t.Fatal(err)
-	}
-	return l.Items
-}
 
 func TestRestoreRefusesATakenName(t *testing.T) {
 	taken := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 5}}
@@ -175,16 +98,7 @@ func TestRestoreUnsupportedStorage(t *testing.T) {
 // TestRestoreCreatesCluster runs against a real MinIO: exact keys, periodic prefixes,
 // missing backups, the spec annotation, and completion when the cluster is Available.
 func TestRestoreCreatesCluster(t *testing.T) {
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, restoreBucket)
-	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := fixture.MinIOStore(t, restoreBucket)
 	ctx := context.Background()
 	snap := etcdtest.Snapshot(t, 5)
 	put := func(key, version string) backup.Object {
@@ -349,16 +263,7 @@ func TestRestoreFromPVCCreatesCluster(t *testing.T) {
 // new cluster is created only once the old one and its pods are gone. A corrupted backup
 // or a PVC backup deletes nothing.
 func TestRestoreReplacesCluster(t *testing.T) {
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, restoreBucket)
-	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := fixture.MinIOStore(t, restoreBucket)
 	ctx := context.Background()
 	good, err := store.Put(ctx, "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}})
 	if err != nil {

@@ -1,3 +1,5 @@
+//go:build integration
+
 package etcdrestore
 
 import (
@@ -10,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -18,17 +19,8 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/restoreorigin"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
-	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
-
-// assignUID gives a created object a UID, as the API server does (the fake client
-// leaves it empty): a restore records the UID of the cluster it created.
-func assignUID(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-	if obj.GetUID() == "" {
-		obj.SetUID(uuid.NewUUID())
-	}
-	return c.Create(ctx, obj, opts...)
-}
 
 // TestRestoreKeepsItsClusterWhenTheBackupChanges: a restore that names an EtcdBackup and
 // may replace a cluster creates its cluster from the backup's storage as it was then.
@@ -37,17 +29,8 @@ func assignUID(ctx context.Context, c client.WithWatch, obj client.Object, opts 
 // or by the object pinned in status.backup) and never deletes it; nor when someone edits
 // the cluster's restore annotation afterwards.
 func TestRestoreKeepsItsClusterWhenTheBackupChanges(t *testing.T) {
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, restoreBucket)
-	awsData := map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}
-	creds, err := backup.ParseAWSSecret(awsData)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := fixture.MinIOStore(t, restoreBucket)
+	awsData := fixture.AWSSecretData(srv)
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	// The backup writes under c/per, later under c/moved: both hold a verifiable
@@ -116,7 +99,7 @@ func TestRestoreKeepsItsClusterWhenTheBackupChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	created["edited"] = edited
-	drainEvents(f)
+	fixture.DrainEvents(f.rec)
 
 	// The tenant rotates the backup's Secret and moves its path.
 	var live etcdv1beta2.EtcdBackup
@@ -143,7 +126,7 @@ func TestRestoreKeepsItsClusterWhenTheBackupChanges(t *testing.T) {
 	for _, name := range []string{"recorded", "unrecorded", "edited"} {
 		f.wantCondition(t, name, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting for it to become Available")
 	}
-	for _, e := range drainEvents(f) {
+	for _, e := range fixture.DrainEvents(f.rec) {
 		if strings.Contains(e, etcdv1beta2.EventReasonDeletedCluster) {
 			t.Errorf("event %q", e)
 		}

@@ -1,3 +1,5 @@
+//go:build integration
+
 package etcdrestore
 
 import (
@@ -88,7 +90,7 @@ func TestRestoreEncryptedBackup(t *testing.T) {
 	if n := len(f.clusters(t)); n != 0 {
 		t.Fatalf("%d clusters created without the right key", n)
 	}
-	for _, e := range drainEvents(f) {
+	for _, e := range fixture.DrainEvents(f.rec) {
 		if strings.Contains(e, string(keyHex[:16])) || strings.Contains(e, string(otherHex[:16])) {
 			t.Errorf("event shows a key: %s", e)
 		}
@@ -130,16 +132,7 @@ func TestRestoreEncryptedBackup(t *testing.T) {
 // --allow-ambient-s3-credentials the operator's own (here: its environment variables)
 // reads the backup; the members' restore step will use their own pod's identity.
 func TestRestoreWithAmbientCredentials(t *testing.T) {
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, restoreBucket)
-	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := fixture.MinIOStore(t, restoreBucket)
 	if _, err := store.Put(context.Background(), "c/one.db", bytes.NewReader(etcdtest.Snapshot(t, 3)), backup.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -180,32 +173,11 @@ func TestRestoreWithAmbientCredentials(t *testing.T) {
 	f.wantCondition(t, "ambient-bad", metav1.ConditionFalse, etcdv1beta2.ReasonAccessDenied, "")
 }
 
-func drainEvents(f *restoreFixture) []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 // A restore by backupRef reads the EtcdBackup's storage as the operator lends it: an
 // EtcdBackup with credentialsSource Environment is refused without
 // --allow-ambient-s3-credentials and read with the operator's identity with it.
 func TestRestoreByBackupRefWithAmbientCredentials(t *testing.T) {
-	srv := miniotest.Start(t)
-	srv.MakeBucket(t, restoreBucket)
-	creds, err := backup.ParseAWSSecret(map[string][]byte{"credentials": []byte(srv.AWSCredentialsFile())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := backup.NewS3(backup.S3Config{Endpoint: srv.Endpoint(), Bucket: restoreBucket, ForcePathStyle: true, Credentials: creds})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, store := fixture.MinIOStore(t, restoreBucket)
 	md := map[string]string{"etcd-backup-namespace": "default", "etcd-backup-name": "ambient", "etcd-revision": "0"}
 	obj, err := store.Put(context.Background(), backup.PeriodicKey("c/per", 7, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)),
 		bytes.NewReader(etcdtest.Snapshot(t, 3)), backup.PutOptions{Metadata: md})
