@@ -63,7 +63,7 @@ build: ## Build the operator and the bench command into bin/.
 # long ones need more than go test's default 10-minute timeout; backupcrypt's is pure Go).
 TEST_SPLIT       := ./controllers/...
 TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/runbundle/... ./internal/ociimage \
-                    ./internal/test/poll ./internal/cmd/... \
+                    ./internal/test/poll ./internal/cmd/... ./internal/apart ./internal/snapshotcheck \
                     ./internal/planner/... ./internal/render ./internal/test/testenv ./internal/operatorimage \
                     ./internal/backupstorage ./internal/restoreorigin ./internal/test/fixture \
                     ./internal/backupschedule ./internal/backupcrypt ./internal/backupselect ./internal/tlsproof ./internal/pinsign \
