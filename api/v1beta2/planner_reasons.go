@@ -187,6 +187,9 @@ const (
 	// ReasonUpgradeBackupSkipped: the cluster opted out (upgrade-backup=skip); recorded in
 	// status.upgradeBackup.skipped.
 	ReasonUpgradeBackupSkipped = "UpgradeBackupSkipped"
+	// EventReasonUpgradeBackupTaken: the backup before a minor step holds its snapshot
+	// (recorded in status.upgradeBackup).
+	EventReasonUpgradeBackupTaken = "UpgradeBackupTaken"
 	// ReasonUpgrading: a member is restarted on the new version, or leadership moved off
 	// the leader first (also the Upgrading condition's reason).
 	ReasonUpgrading = "Upgrading"
