@@ -10,7 +10,8 @@ const (
 	// minor upgrade step: "auto" (the default, also when absent or empty) takes one to the
 	// cluster's configured EtcdBackup target and proceeds without one, saying so, when no
 	// EtcdBackup names the cluster; "required" refuses the step without a target; "skip"
-	// takes none (the opt-out). v1's spec.upgradeBackup is stored as this annotation.
+	// takes none (the opt-out). The same annotation in both API versions (v1 has no field
+	// for it).
 	UpgradeBackupAnnotation = "etcd.database.coreos.com/upgrade-backup"
 
 	// UpgradeBackupOfLabel marks the one-shot EtcdBackup the operator creates before a
