@@ -208,3 +208,50 @@ func TestUpgradeBackupNotTheOperators(t *testing.T) {
 		t.Errorf("without a target: %+v (%v)", ub, err)
 	}
 }
+
+// TestUpgradeBackupNoTarget: without a target (upgrade-backup auto) the first follower
+// moves, and status.upgradeBackup says no backup was taken, with a warning event, once.
+// With upgrade-backup required the step waits instead.
+func TestUpgradeBackupNoTarget(t *testing.T) {
+	s := fixture.Scheme()
+	cluster := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up"},
+		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
+		Status:     etcdv1beta2.EtcdClusterStatus{CurrentVersion: "3.6.16"},
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster).Build()
+	rec := record.NewFakeRecorder(10)
+	now := time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)
+	r := newTestClusterReconciler(t, c, rec, func() time.Time { return now })
+	ctx := context.Background()
+	ub, eb, err := r.observeUpgradeBackup(ctx, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &observation{planner: upgradingObserved(now), upgradeBackup: eb}
+	o.planner.UpgradeBackup = ub
+	a := planner.Plan(desiredFromSpec(cluster, r.MinQuorumLossGrace), o.planner)
+	if a.Kind != planner.UpgradeMember || a.StepBackup == nil || a.StepBackup.Skipped != etcdv1beta2.ReasonNoBackupTarget {
+		t.Fatalf("without a target: %s (%+v), want UpgradeMember saying NoBackupTarget", a, a.StepBackup)
+	}
+	for range 2 {
+		r.recordUpgradeBackup(cluster, o, &plannedStep{action: a, ran: true})
+	}
+	if got := cluster.Status.UpgradeBackup; got == nil || got.Skipped != etcdv1beta2.ReasonNoBackupTarget || got.Version != "3.7.3" || got.FromVersion != "3.6.16" || got.Backup != "" {
+		t.Errorf("status.upgradeBackup %+v", got)
+	}
+	if evs := drain(rec); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+etcdv1beta2.ReasonNoBackupTarget) {
+		t.Errorf("events %q, want one NoBackupTarget warning", evs)
+	}
+
+	required := cluster.DeepCopy()
+	required.Annotations = map[string]string{etcdv1beta2.UpgradeBackupAnnotation: etcdv1beta2.UpgradeBackupRequired}
+	if a := planner.Plan(desiredFromSpec(required, r.MinQuorumLossGrace), o.planner); a.Kind != planner.Wait || a.Reason != etcdv1beta2.ReasonNoBackupTarget {
+		t.Errorf("required without a target: %s %s, want Wait(NoBackupTarget)", a, a.Reason)
+	}
+	bogus := cluster.DeepCopy()
+	bogus.Annotations = map[string]string{etcdv1beta2.UpgradeBackupAnnotation: "maybe"}
+	if m, warning := upgradeBackupMode(bogus); m != planner.UpgradeBackupAuto || !strings.Contains(warning, "maybe") {
+		t.Errorf("an unknown value: mode %q, warning %q", m, warning)
+	}
+}
