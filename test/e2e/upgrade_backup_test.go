@@ -97,7 +97,7 @@ func TestUpgradeBackupRollback(t *testing.T) {
 	old := e.Cluster(name)
 	e.Create(&etcdv1beta2.EtcdRestore{
 		ObjectMeta: metav1.ObjectMeta{Name: "rollback", Annotations: map[string]string{
-			etcdv1beta2.RestoreBackupRefAnnotation:      rec.Backup,
+			etcdv1beta2.RestoreBackupRefAnnotation:       rec.Backup,
 			etcdrestore.ReplaceExistingClusterAnnotation: "true",
 		}},
 		Spec: etcdv1beta2.EtcdRestoreSpec{EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: name}, BackupStorageType: etcdv1beta2.BackupStorageTypeS3},
