@@ -73,6 +73,7 @@ func TestUpgradeBackupRollback(t *testing.T) {
 		rec.Revision == 0 || rec.Time == nil || !strings.HasSuffix(rec.Key, ".before-3.7.3") {
 		t.Fatalf("status.upgradeBackup %+v: want the backup taken before the step", rec)
 	}
+	t.Logf("status.upgradeBackup: %s %s revision %d, taken %s on %s", rec.Backup, rec.Key, rec.Revision, rec.Time.UTC().Format(time.RFC3339), rec.FromVersion)
 	var eb etcdv1beta2.EtcdBackup
 	if err := e.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: rec.Backup}, &eb); err != nil {
 		t.Fatalf("the recorded backup %s: %v", rec.Backup, err)
