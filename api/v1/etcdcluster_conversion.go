@@ -132,6 +132,7 @@ func (src *EtcdCluster) ConvertTo(hub conversion.Hub) error {
 		}
 	}
 	dst.Status.VersionSince = versionSinceToHub(st.VersionSince)
+	dst.Status.UpgradeBackup = st.UpgradeBackup.DeepCopy()
 	dst.Status.Maintenance = maintenanceStatusToHub(st.Maintenance)
 	dst.Status.BackupRestore = backupRestoreToHub(st.BackupRestore)
 	return putConversionData(&dst.ObjectMeta, &lost)
@@ -224,6 +225,7 @@ func (dst *EtcdCluster) ConvertFrom(hub conversion.Hub) error {
 		}
 	}
 	dst.Status.VersionSince = versionSinceFromHub(st.VersionSince)
+	dst.Status.UpgradeBackup = st.UpgradeBackup.DeepCopy()
 	dst.Status.Maintenance = maintenanceStatusFromHub(st.Maintenance)
 	dst.Status.BackupRestore = backupRestoreFromHub(st.BackupRestore)
 	return putConversionData(&dst.ObjectMeta, &lost)

@@ -420,6 +420,10 @@ type EtcdClusterStatus struct {
 	// (checked before a 3.6 → 3.7 step).
 	// +optional
 	VersionSince *VersionSince `json:"versionSince,omitempty"`
+	// UpgradeBackup is the backup taken before the last minor upgrade step (or why none
+	// was): the snapshot to roll back to.
+	// +optional
+	UpgradeBackup *v1beta2.UpgradeBackupStatus `json:"upgradeBackup,omitempty"`
 	// Selector is the label selector of the cluster's member pods, in string form: the
 	// scale subresource's selector, for `kubectl scale` and autoscalers.
 	// +optional

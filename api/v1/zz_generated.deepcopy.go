@@ -456,6 +456,11 @@ func (in *EtcdClusterStatus) DeepCopyInto(out *EtcdClusterStatus) {
 		*out = new(VersionSince)
 		**out = **in
 	}
+	if in.UpgradeBackup != nil {
+		in, out := &in.UpgradeBackup, &out.UpgradeBackup
+		*out = new(v1beta2.UpgradeBackupStatus)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.BootstrapMembers != nil {
 		in, out := &in.BootstrapMembers, &out.BootstrapMembers
 		*out = make([]string, len(*in))

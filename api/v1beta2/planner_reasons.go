@@ -172,6 +172,24 @@ const (
 	// minor (etcd 3.7 cannot replay 3.5's log entries); also the Upgrading condition's
 	// reason then.
 	ReasonUpgradeWaitsForSnapshot = "UpgradeWaitsForSnapshot"
+	// ReasonUpgradeBackupPending: a minor step waits for the backup the operator takes
+	// before it (the one-shot EtcdBackup <cluster>-before-<version>-<uid>); also the
+	// Upgrading condition's reason then.
+	ReasonUpgradeBackupPending = "UpgradeBackupPending"
+	// ReasonUpgradeBackupFailed: the backup before a minor step failed (the message says
+	// why); no member is moved while it fails. The backup is retried with back-off;
+	// the annotation etcd.database.coreos.com/upgrade-backup=skip starts the step without it.
+	ReasonUpgradeBackupFailed = "UpgradeBackupFailed"
+	// ReasonNoBackupTarget: no EtcdBackup names the cluster in spec.clusterRef, so no
+	// backup is taken before a minor step: it proceeds (upgrade-backup auto, recorded in
+	// status.upgradeBackup.skipped) or waits (upgrade-backup required).
+	ReasonNoBackupTarget = "NoBackupTarget"
+	// ReasonUpgradeBackupSkipped: the cluster opted out (upgrade-backup=skip); recorded in
+	// status.upgradeBackup.skipped.
+	ReasonUpgradeBackupSkipped = "UpgradeBackupSkipped"
+	// EventReasonUpgradeBackupTaken: the backup before a minor step holds its snapshot
+	// (recorded in status.upgradeBackup).
+	EventReasonUpgradeBackupTaken = "UpgradeBackupTaken"
 	// ReasonUpgrading: a member is restarted on the new version, or leadership moved off
 	// the leader first (also the Upgrading condition's reason).
 	ReasonUpgrading = "Upgrading"

@@ -72,6 +72,8 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 		err = r.finishBackupRestore(ctx, c, o, a)
 	case planner.AbortBackupRestore:
 		err = r.abortBackupRestore(ctx, c, o, a)
+	case planner.TakeUpgradeBackup:
+		err = r.takeUpgradeBackup(ctx, c, a) // act_upgradebackup.go
 	default:
 		err = fmt.Errorf("unknown action %v", a.Kind)
 	}

@@ -243,6 +243,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if _, warning := quorumLossGrace(&c, r.MinQuorumLossGrace); warning != "" {
 		r.Recorder.Event(&c, corev1.EventTypeWarning, etcdv1beta2.EventReasonInvalidAnnotation, warning)
 	}
+	if _, warning := upgradeBackupMode(&c); warning != "" { // act_upgradebackup.go
+		r.Recorder.Event(&c, corev1.EventTypeWarning, etcdv1beta2.EventReasonInvalidAnnotation, warning)
+	}
 	desired := desiredFromSpec(&c, r.MinQuorumLossGrace)
 	desired.Maintenance = r.observeMaintenance(&c, obs)                     // act_maintenance.go
 	obs.planner.TLSRefused = r.proveTLSRotation(ctx, &c, obs.pods, r.Now()) // observe_tlsrotation.go
@@ -291,6 +294,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // desiredFromSpec translates the CR into the planner's terms.
 func desiredFromSpec(c *etcdv1beta2.EtcdCluster, minGrace time.Duration) planner.Desired {
 	grace, _ := quorumLossGrace(c, minGrace)
+	upgradeBackup, _ := upgradeBackupMode(c)
 	return planner.Desired{
 		ClusterName:        c.Name,
 		Size:               c.Spec.Size,
@@ -302,6 +306,7 @@ func desiredFromSpec(c *etcdv1beta2.EtcdCluster, minGrace time.Duration) planner
 		QuorumLossGrace:    grace,
 		PeerTLS:            render.PeerTLS(c),
 		ClientTLS:          render.ClientTLS(c),
+		UpgradeBackup:      upgradeBackup,
 	}
 }
 

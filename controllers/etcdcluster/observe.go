@@ -10,6 +10,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
@@ -46,6 +47,9 @@ type observation struct {
 	claimReport *storageReport
 	tlsRefusal  string
 	tlsProgress string
+	// upgradeBackup is the one-shot backup before the minor step to the spec's version,
+	// when it exists and is this cluster's (act_upgradebackup.go).
+	upgradeBackup *etcdv1beta2.EtcdBackup
 	// planned is what the reconcile planned and did, once it planned (nil before).
 	planned *plannedStep
 }
@@ -117,6 +121,13 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	if err := r.observeTotalLoss(ctx, c, o); err != nil { // observe_totalloss.go
 		o.close()
 		return nil, err
+	}
+	// act_upgradebackup.go. Failing to read the backups holds only a minor step.
+	if ub, eb, err := r.observeUpgradeBackup(ctx, c); err != nil {
+		o.planner.UpgradeBackup = &planner.UpgradeBackup{Target: "?", Name: upgradeBackupName(c, render.ClusterVersion(c.Spec)),
+			State: planner.UpgradeBackupFailed, Message: err.Error()}
+	} else {
+		o.planner.UpgradeBackup, o.upgradeBackup = ub, eb
 	}
 	return o, nil
 }

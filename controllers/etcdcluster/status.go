@@ -39,6 +39,7 @@ func (r *Reconciler) updateStatus(c *etcdv1beta2.EtcdCluster, o *observation) {
 	r.reportSpace(c, o, now)
 	r.reportCordon(c, o, now)      // status_cordon.go
 	r.reportFork(c, p.action, now) // status_fork.go
+	r.recordUpgradeBackup(c, o, p) // act_upgradebackup.go
 	if p.ran {
 		r.reportReconciled(c, etcdv1beta2.ReasonActionFailed, p.stepErr, false, now)
 		recordAction(c, p.action, p.actErr, p.waited)

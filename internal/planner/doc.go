@@ -97,7 +97,12 @@
 //     otherwise Done (upgrade.go). A minor step into 3.7 or later first waits
 //     (UpgradeWaitsForSnapshot) until every voter has applied its snapshot count
 //     past the raft index by which all members ran the previous minor, so each
-//     has a raft snapshot past the older log (snapshotgate.go).
+//     has a raft snapshot past the older log (snapshotgate.go). Before the first
+//     member of a minor step moves, the cluster is backed up to its configured
+//     EtcdBackup target (TakeUpgradeBackup, Wait(UpgradeBackupPending)); while that
+//     backup fails → Wait(UpgradeBackupFailed), no member moved; without a target the
+//     step starts saying no backup was taken (NoBackupTarget), or waits when the
+//     cluster requires one; opted out (skip) it starts without (upgradebackup.go).
 //  16. Maintenance, only when rule 15 is Done: NOSPACE remediation (Compact,
 //     Defragment every voter, DisarmAlarm once every database is 10% below its
 //     quota), then a recorded defragmentation run, a due schedule slot or a

@@ -183,6 +183,11 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 			if a.Kind == Wait && a.Reason == v1beta2.ReasonUpgradeWaitsForSnapshot { // snapshotgate.go
 				up.Status, up.Reason, up.Message = false, a.Reason, a.Message
 			}
+			// The backup before a minor step (upgradebackup.go): no member moves yet.
+			if a.Kind == TakeUpgradeBackup || a.Kind == Wait && (a.Reason == v1beta2.ReasonUpgradeBackupPending ||
+				a.Reason == v1beta2.ReasonUpgradeBackupFailed || a.Reason == v1beta2.ReasonNoBackupTarget) {
+				up.Status, up.Reason, up.Message = false, a.Reason, a.Message
+			}
 		}
 	}
 	s.Conditions = []Condition{avail, rec, scale, up}

@@ -74,6 +74,10 @@ type Desired struct {
 	// Secret is named). Compared with what the pods run, they tell a rotation of the
 	// Secrets from a change of scheme (tls.go).
 	PeerTLS, ClientTLS bool
+
+	// UpgradeBackup is the cluster's choice of a backup before each minor upgrade
+	// step (upgradebackup.go).
+	UpgradeBackup UpgradeBackupMode
 }
 
 // Observed is everything the controller saw in one reconcile, plus the few
@@ -169,6 +173,10 @@ type Observed struct {
 	// VersionSince is, as the controller recorded it, from which raft index on every
 	// member ran one minor version (snapshotgate.go); nil when not recorded.
 	VersionSince *VersionSince
+	// UpgradeBackup is the backup before a minor step to Desired.Version: its
+	// configured target and the one-shot backup's state (upgradebackup.go); nil: no
+	// target and none taken.
+	UpgradeBackup *UpgradeBackup
 	// AllLostSince is when the controller first saw no member answer and no member pod
 	// or claim exist, continuously since (zero: not seen, or not yet recorded, and the
 	// grace starts at Now).
@@ -341,6 +349,7 @@ const (
 	FinishBackupRestore
 	AbortBackupRestore
 	UpdatePeerURL
+	TakeUpgradeBackup
 )
 
 var kindNames = [...]string{
@@ -354,6 +363,7 @@ var kindNames = [...]string{
 	FinishMaintenance: "FinishMaintenance",
 	RestoreFromBackup: "RestoreFromBackup", FinishBackupRestore: "FinishBackupRestore",
 	AbortBackupRestore: "AbortBackupRestore", UpdatePeerURL: "UpdatePeerURL",
+	TakeUpgradeBackup: "TakeUpgradeBackup",
 }
 
 func (k Kind) String() string {
@@ -444,6 +454,9 @@ type Action struct {
 	// and cluster domain the running members use, not the spec's, which rule 17
 	// refuses or holds (asrunning.go).
 	AsRunning bool
+	// StepBackup, on the first UpgradeMember of a minor step: the backup taken before
+	// it, or why none was (upgradebackup.go).
+	StepBackup *StepBackup
 
 	ClearPending bool
 }
@@ -459,6 +472,8 @@ func (a Action) String() string {
 			asRunning = " as running"
 		}
 		s += fmt.Sprintf("{%s %x v%s%s}", a.Name, a.ID, a.Version, asRunning)
+	case TakeUpgradeBackup:
+		s += fmt.Sprintf("{%s v%s}", a.Name, a.Version)
 	case PromoteLearner, DeletePod:
 		s += fmt.Sprintf("{%s %x}", a.Name, a.ID)
 	case RemoveMember, ReplaceMember:

@@ -22,6 +22,8 @@ import (
 //   - a minor step waits until every database that reports a storage version is at
 //     the previous minor's (waitForStorage): etcd raises it only after the previous
 //     step has finished, and the next minor does not start on older storage.
+//   - before the first member of a minor step moves, a backup of the cluster to its
+//     configured EtcdBackup target (upgradebackup.go).
 //   - followers first, one at a time, by name → UpgradeMember; the leader last, after
 //     MoveLeader to an upgraded voter (one election instead of one per restart). A
 //     one-member cluster is restarted in place: there is nowhere to move leadership.
@@ -87,18 +89,27 @@ func (v *view) planUpgrade() Action {
 	if w, ok := v.waitForSnapshotPast(target, need); ok && !stepTaken { // snapshotgate.go
 		return w
 	}
-	// TODO(#29 item 3): before the first member of a minor step moves (!stepTaken), wait
-	// for a backup of the cluster to its configured EtcdBackup target, recorded in status,
-	// and refuse the step with a condition when it fails (opt-out per cluster).
+	var stepBackup *StepBackup
+	if !stepTaken {
+		w, sb, ok := v.backupBeforeStep(target, need) // upgradebackup.go
+		if ok {
+			return w
+		}
+		stepBackup = sb
+	}
 	sort.SliceStable(need, func(i, j int) bool { return need[i].m.Name < need[j].m.Name })
 	for _, s := range need {
 		if s.m != v.leader {
-			return v.upgradeAction(s.m, target)
+			a := v.upgradeAction(s.m, target)
+			a.StepBackup = stepBackup
+			return a
 		}
 	}
 	// Only the leader is left.
 	if len(v.voters) == 1 {
-		return v.upgradeAction(v.leader, target)
+		a := v.upgradeAction(v.leader, target)
+		a.StepBackup = stepBackup
+		return a
 	}
 	to := v.leaderTarget(v.leader, &target, nil)
 	if to == nil {
