@@ -127,4 +127,3 @@ func firstExpiry(m map[Kind]time.Time) time.Time {
 	}
 	return first
 }
-
