@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -44,6 +45,13 @@ const LabelBuiltinTLS = "etcd.database.coreos.com/builtin-tls"
 
 // builtinCASecret is the name of the cluster's CA Secret.
 func builtinCASecret(c *etcdv1beta2.EtcdCluster) string { return c.Name + "-builtin-tls-ca" }
+
+// BuiltinClientSecret is the Secret the cluster's clients mount: a client certificate
+// and the CA bundle of the generation in effect (keys etcd-client.crt, etcd-client.key,
+// etcd-client-ca.crt), kept under one name and updated in place, so a client that
+// rereads its mounted files follows renewals and CA rotations (the bundle holds the new
+// CA a whole roll-out before any member presents a certificate it signed).
+func BuiltinClientSecret(cluster string) string { return cluster + "-builtin-tls-client" }
 
 // builtinSecrets are the names of a generation's peer, server and client Secrets.
 func builtinSecrets(c *etcdv1beta2.EtcdCluster, gen int) (peer, server, client string) {
@@ -125,6 +133,9 @@ func (r *Reconciler) resolveBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdC
 		state = next
 	}
 	peer, server, operator := builtinSecrets(c, state.Generation)
+	if err := r.syncBuiltinClientSecret(ctx, c, operator); err != nil {
+		return err
+	}
 	c.Spec.TLS.Static = &etcdv1beta2.StaticTLS{
 		Member:         &etcdv1beta2.MemberSecret{PeerSecret: peer, ServerSecret: server},
 		OperatorSecret: operator,
@@ -301,4 +312,50 @@ func (r *Reconciler) builtinLeaves(ctx context.Context, c *etcdv1beta2.EtcdClust
 	// Read back as a whole: a generation whose Secrets were partly written before is
 	// judged (and renewed if need be) by what is there.
 	return r.builtinLeaves(ctx, c, state, st, now)
+}
+
+// syncBuiltinClientSecret makes BuiltinClientSecret hold generation's client Secret.
+func (r *Reconciler) syncBuiltinClientSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, generation string) error {
+	from, err := r.getOwnedSecret(ctx, c, generation)
+	if err != nil {
+		return err
+	}
+	if from == nil {
+		return fmt.Errorf("secret %q vanished", generation)
+	}
+	name := BuiltinClientSecret(c.Name)
+	cur, err := r.getOwnedSecret(ctx, c, name)
+	if err != nil {
+		return err
+	}
+	if cur == nil {
+		obj, err := r.newOwnedSecret(c, name, from.Data)
+		if err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("create secret %q: %w", name, err)
+		}
+		return nil
+	}
+	if sameData(cur.Data, from.Data) {
+		return nil
+	}
+	cur.Data = from.Data
+	if err := r.Client.Update(ctx, cur); err != nil {
+		return fmt.Errorf("update secret %q: %w", name, err)
+	}
+	return nil
+}
+
+func sameData(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
 }

@@ -114,7 +114,7 @@ func TestBuiltinTLSIssuesAndRenews(t *testing.T) {
 	if st == nil || st.Member.PeerSecret != "db-builtin-tls-1-peer" || st.Member.ServerSecret != "db-builtin-tls-1-server" || st.OperatorSecret != "db-builtin-tls-1-client" {
 		t.Fatalf("resolved static TLS %+v", st)
 	}
-	for _, name := range []string{"db-builtin-tls-ca", "db-builtin-tls-1-peer", "db-builtin-tls-1-server", "db-builtin-tls-1-client"} {
+	for _, name := range []string{"db-builtin-tls-ca", "db-builtin-tls-client", "db-builtin-tls-1-peer", "db-builtin-tls-1-server", "db-builtin-tls-1-client"} {
 		s := f.secret(name)
 		if s == nil {
 			t.Fatalf("secret %s not created", name)
@@ -163,6 +163,9 @@ func TestBuiltinTLSIssuesAndRenews(t *testing.T) {
 	}
 	if ev := strings.Join(drain(f.rec), "\n"); !strings.Contains(ev, etcdv1beta2.EventReasonCertificatesIssued) || !strings.Contains(ev, "peer certificate expires") {
 		t.Errorf("events %q", ev)
+	}
+	if cs := f.secret(BuiltinClientSecret("db")); cs == nil || !sameData(cs.Data, f.secret("db-builtin-tls-2-client").Data) || !metav1IsControlledBy(cs, f.cluster) {
+		t.Error("the clients' Secret does not hold generation 2's client certificate")
 	}
 	// Generation 1 stays as it was: members roll off it.
 	if f.secret("db-builtin-tls-1-peer") == nil {
