@@ -187,6 +187,9 @@ func TestDecide(t *testing.T) {
 	leavesNoIPs, _ := IssueLeaves(s, noIPs, st, t0)
 	other, _ := NewState("db", st, t0)
 	foreign, _ := IssueLeaves(other, names(), st, t0)
+	long := st
+	long.CertificateLifetime = 2 * time.Hour
+	longLeaves, _ := IssueLeaves(s, names(), long, t0)
 	mixed := leaves
 	mixed.Server = foreign.Server
 	ok := Observed{Leaves: leaves, RolledOut: true}
@@ -207,6 +210,7 @@ func TestDecide(t *testing.T) {
 		{"leaf of another CA", s, Observed{Leaves: mixed, RolledOut: true}, t0.Add(time.Minute), Renew, "server certificate is not signed"},
 		{"bundle not the CA's", s, Observed{Leaves: Leaves{Peer: leaves.Peer, Server: leaves.Server, Client: leaves.Client, Trust: other.Trust}, RolledOut: true}, t0.Add(time.Minute), Renew, "bundle"},
 		{"CA due", s, ok, caDue, BeginCARotation, "CA expires"},
+		{"lifetime shortened in the spec", s, Observed{Leaves: longLeaves, RolledOut: true}, t0.Add(time.Minute), Renew, "lives longer than the lifetime asked for (30m0s)"},
 		{"CA rotation requested", s, Observed{Leaves: leaves, RolledOut: true, RotationToken: "1"}, t0.Add(time.Minute), BeginCARotation, `"1"`},
 		{"CA rotation already handled", func() State { x := s; x.RotationToken = "1"; return x }(), Observed{Leaves: leaves, RolledOut: true, RotationToken: "1"}, t0.Add(time.Minute), Keep, ""},
 	} {

@@ -216,6 +216,10 @@ func leafDue(kind Kind, kp KeyPair, s State, n Names, st Settings, now time.Time
 	if due := cert.NotAfter.Add(-st.RenewBefore); !now.Before(due) {
 		return fmt.Sprintf("the %s certificate expires at %s", kind, cert.NotAfter.UTC().Format(time.RFC3339))
 	}
+	// A lifetime shortened in the spec applies at once, not when the old one runs out.
+	if cert.NotAfter.Sub(cert.NotBefore) > st.CertificateLifetime+backdate+time.Minute {
+		return fmt.Sprintf("the %s certificate lives longer than the lifetime asked for (%s)", kind, st.CertificateLifetime)
+	}
 	if err := Verify(kind, cert, s.CA.CertPEM, now); err != nil {
 		return fmt.Sprintf("the %s certificate is not signed by the CA", kind)
 	}
