@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/certissue"
@@ -19,16 +18,8 @@ import (
 
 // The CertificatesValid condition and the certificate expiry metric: what the TLS
 // Secrets the spec names (with built-in issuing, the generation in effect) are worth,
-// read at every reconcile of a TLS cluster.
-
-var certificateExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Name: "etcd_operator_certificate_expiry_seconds",
-	Help: "When the earliest certificate of a kind (peer, server, client, ca) of the TLS Secrets a cluster's spec names expires, as Unix time in seconds.",
-}, []string{"namespace", "cluster", "kind"})
-
-func init() { metrics.Registry.MustRegister(certificateExpiry) }
-
-func forgetCertificateMetrics(labels prometheus.Labels) { certificateExpiry.DeletePartialMatch(labels) }
+// read at every reconcile of a TLS cluster. The metric is declared in
+// metrics_certificates.go.
 
 // certificatesInUse reads the certificates of the spec's TLS Secrets, with the member
 // hosts peer and server certificates must name.
