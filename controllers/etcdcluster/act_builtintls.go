@@ -51,7 +51,7 @@ func builtinCASecret(c *etcdv1beta2.EtcdCluster) string { return c.Name + "-buil
 // etcd-client-ca.crt), kept under one name and updated in place, so a client that
 // rereads its mounted files follows renewals and CA rotations (the bundle holds the new
 // CA a whole roll-out before any member presents a certificate it signed).
-func BuiltinClientSecret(cluster string) string { return cluster + "-builtin-tls-client" }
+func BuiltinClientSecret(cluster string) string { return certissue.ClientSecretName(cluster) }
 
 // builtinSecrets are the names of a generation's peer, server and client Secrets.
 func builtinSecrets(c *etcdv1beta2.EtcdCluster, gen int) (peer, server, client string) {

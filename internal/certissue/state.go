@@ -31,6 +31,11 @@ type State struct {
 	RotationToken string
 }
 
+// ClientSecretName is the Secret the clients of a cluster with built-in issuing mount
+// (keys etcd-client.crt, etcd-client.key, etcd-client-ca.crt), which the operator keeps
+// on the generation in effect.
+func ClientSecretName(cluster string) string { return cluster + "-builtin-tls-client" }
+
 // Keys of the CA Secret.
 const (
 	StateCACert      = "ca.crt"
