@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -285,4 +286,76 @@ func TestBuiltinTLS(t *testing.T) {
 	res := verifyLoad(t, load)
 	t.Logf("TLS load through the renewals and the CA rotation: %s", res)
 	t.Logf("event reasons: %v", e.EventReasons(name))
+}
+
+// TestBuiltinTLSFromPlaintext turns built-in issuing on for a running 3-member plaintext
+// cluster (with claims) under writes: it takes the plaintext-to-TLS path of static
+// Secrets, three rolling steps; a plaintext writer runs until every member serves TLS
+// clients, then a TLS writer following the clients' Secret; no acknowledged write of
+// either fails or is lost, every member keeps its ID, and every peer URL ends https.
+func TestBuiltinTLSFromPlaintext(t *testing.T) {
+	e := framework.Setup(t)
+	const name = "autotlsmove"
+	c := newCluster(name, 3)
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}}
+	e.Create(c)
+	e.WaitAvailable(name, 3, 120*time.Second)
+	before, err := e.Members(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := e.StartLoad(name, loadRate)
+	flowing(t, plain, 2*loadRate)
+	start := time.Now()
+	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}} })
+	cfg := followClientSecret(t, e, name).config()
+
+	e.Eventually(420*time.Second, "every member serving TLS clients (step 2 under way)", func() error {
+		msg := conditionReason(e.Cluster(name), etcdv1beta2.ClusterConditionSpecApplied)
+		if !strings.Contains(msg, "step 2 of 3") && !strings.Contains(msg, "step 3 of 3") {
+			return fmt.Errorf("SpecApplied: %s", msg)
+		}
+		return nil
+	})
+	secure := e.StartLoadTLS(name, loadRate, cfg)
+	flowing(t, secure, 2*loadRate)
+	plainKeys := plain.AckedKeys()
+	plainRes := verifyLoad(t, plain)
+	e.Eventually(420*time.Second, "every member on TLS (peer URLs https, plaintext dropped)", func() error {
+		ms, err := e.MembersTLS(name, cfg)
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if len(m.PeerURLs) != 1 || !strings.HasPrefix(m.PeerURLs[0], "https://") {
+				return fmt.Errorf("member %s peer URLs %v", m.Name, m.PeerURLs)
+			}
+			for _, u := range m.ClientURLs {
+				if !strings.HasPrefix(u, "https://") {
+					return fmt.Errorf("member %s still advertises %s", m.Name, u)
+				}
+			}
+		}
+		if cl := e.Cluster(name); !framework.ConditionTrue(cl, etcdv1beta2.ClusterConditionSpecApplied) {
+			return fmt.Errorf("SpecApplied: %s", conditionReason(cl, etcdv1beta2.ClusterConditionSpecApplied))
+		}
+		return nil
+	})
+	t.Logf("plaintext to built-in TLS in %v; plaintext load %s", time.Since(start).Round(time.Second), plainRes)
+	after, err := e.MembersTLS(name, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(memberIDs(after)) != fmt.Sprint(framework.MemberIDs(before)) {
+		t.Errorf("members changed: %v -> %v (want every member restarted on its claim)", framework.MemberIDs(before), memberIDs(after))
+	}
+	if cl := e.Cluster(name); !framework.ConditionTrue(cl, etcdv1beta2.ClusterConditionCertificatesValid) {
+		t.Errorf("CertificatesValid: %s", conditionReason(cl, etcdv1beta2.ClusterConditionCertificatesValid))
+	}
+	checkKeysTLS(t, e, name, cfg, plainKeys)
+	flowing(t, secure, 2*loadRate)
+	t.Logf("TLS load: %s", verifyLoad(t, secure))
 }
