@@ -178,11 +178,22 @@ func (r *Reconciler) builtinNames(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	return n, nil
 }
 
+// secretReader reads built-in issuing's Secrets from the API server: the CA Secret is
+// the state, and a cached copy one write behind would issue a generation twice or point
+// members back at the one before (production never caches Secrets anyway,
+// controllers.NeverCacheSecrets; a manager set up otherwise, as in tests, might).
+func (r *Reconciler) secretReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
 // getOwnedSecret reads a Secret built-in issuing writes: nil when there is none, an
 // error when there is one the cluster does not control (never read nor overwritten).
 func (r *Reconciler) getOwnedSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) (*corev1.Secret, error) {
 	var s corev1.Secret
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &s)
+	err := r.secretReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &s)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -147,7 +147,7 @@ func waitOnGeneration(t *testing.T, e *framework.Env, cluster string, gen int, c
 	e.WaitAvailableTLS(cluster, 3, cfg, 120*time.Second)
 }
 
-// TestBuiltinTLS runs a 3-member cluster whose certificates the operator issues
+// TestBuiltinTLS runs a 3-member cluster (on claims) whose certificates the operator issues
 // (spec.TLS.auto): it forms over TLS with a client following the cluster's client
 // Secret, takes writes, reports CertificatesValid; a lifetime shortened in the spec
 // renews every certificate at once and a renewal at two thirds of the new lifetime
@@ -159,6 +159,11 @@ func TestBuiltinTLS(t *testing.T) {
 	const name = "autotls"
 	c := newCluster(name, 3)
 	c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}}
+	// On claims, members restart in place (same ID, same data) for each generation.
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}}
 	e.Create(c)
 
 	follow := followClientSecret(t, e, name)
