@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -242,5 +243,51 @@ func TestBuiltinTLSForeignSecret(t *testing.T) {
 	}
 	if f.secret("db-builtin-tls-1-peer") != nil {
 		t.Error("certificates issued without the cluster's CA Secret")
+	}
+}
+
+// staleSecrets serves Secrets as they were when it was made, as a cache one write behind.
+type staleSecrets struct {
+	client.Client
+	frozen map[string]*corev1.Secret
+}
+
+func (s staleSecrets) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	sec, ok := obj.(*corev1.Secret)
+	if !ok {
+		return s.Client.Get(ctx, key, obj, opts...)
+	}
+	f := s.frozen[key.Name]
+	if f == nil {
+		return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+	}
+	f.DeepCopyInto(sec)
+	return nil
+}
+
+// The CA Secret is read from the API server: a client whose Secrets lag a write behind
+// must not make the next reconcile see the generation before (and point members back
+// at it) or issue a generation twice.
+func TestBuiltinTLSReadsItsStateFromTheAPIServer(t *testing.T) {
+	f := newBuiltinFixture(t)
+	if _, err := f.resolve(); err != nil {
+		t.Fatal(err)
+	}
+	f.memberOn("db-aaaa", 1)
+	frozen := map[string]*corev1.Secret{}
+	for _, n := range []string{"db-builtin-tls-ca", "db-builtin-tls-client", builtinName(1, "peer"), builtinName(1, "server"), builtinName(1, "client")} {
+		frozen[n] = f.secret(n)
+	}
+	f.r.APIReader = f.c
+	f.r.Client = staleSecrets{Client: f.c, frozen: frozen}
+	f.now = f.now.Add(21 * time.Minute)
+	for i := 0; i < 2; i++ {
+		c, err := f.resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Spec.TLS.Static.Member.PeerSecret; got != builtinName(2, "peer") || f.state().Generation != 2 {
+			t.Fatalf("reconcile %d: spec points at %s, generation %d; want generation 2", i, got, f.state().Generation)
+		}
 	}
 }
