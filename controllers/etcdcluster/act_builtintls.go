@@ -81,7 +81,8 @@ func (e *builtinTLSError) Unwrap() error { return e.err }
 
 // resolveBuiltinTLS does built-in issuing's one step, if any, and points c's
 // spec.TLS.static at the generation in effect (c and the status writer's base, so the
-// status patch never carries it). It does nothing for a cluster without spec.TLS.auto.
+// status patch never carries it; the writer puts it back into c after each patch, which
+// reads back the stored object). It does nothing for a cluster without spec.TLS.auto.
 func (r *Reconciler) resolveBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster, w *statusWriter) error {
 	if c.Spec.TLS == nil || c.Spec.TLS.Auto == nil {
 		return nil
@@ -145,6 +146,7 @@ func (r *Reconciler) resolveBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdC
 			w.base.Spec.TLS = &etcdv1beta2.TLSPolicy{}
 		}
 		w.base.Spec.TLS.Static = c.Spec.TLS.Static.DeepCopy()
+		w.resolvedTLS = c.Spec.TLS.Static.DeepCopy()
 	}
 	return nil
 }

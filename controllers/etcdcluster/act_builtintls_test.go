@@ -291,3 +291,32 @@ func TestBuiltinTLSReadsItsStateFromTheAPIServer(t *testing.T) {
 		}
 	}
 }
+
+// A status write in the middle of a reconcile (the checkpoint before a bootstrap) reads
+// the stored object back into the cluster: the resolved Secrets must survive it, or the
+// pods created next would run without TLS.
+func TestBuiltinTLSSurvivesAStatusCheckpoint(t *testing.T) {
+	f := newBuiltinFixture(t)
+	var c etcdv1beta2.EtcdCluster
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.cluster), &c); err != nil {
+		t.Fatal(err)
+	}
+	w := f.r.statusWriterFor(&c)
+	if err := f.r.resolveBuiltinTLS(context.Background(), &c, w); err != nil {
+		t.Fatal(err)
+	}
+	c.Status.BootstrapMembers = []string{"db-aaaa"}
+	if err := w.checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c.Spec.TLS.Static == nil || c.Spec.TLS.Static.Member.PeerSecret != builtinName(1, "peer") {
+		t.Fatalf("after a checkpoint spec.TLS.static is %+v", c.Spec.TLS.Static)
+	}
+	var stored etcdv1beta2.EtcdCluster
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.cluster), &stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored.Spec.TLS.Static != nil || len(stored.Status.BootstrapMembers) != 1 {
+		t.Errorf("stored: spec TLS %+v, bootstrap members %v", stored.Spec.TLS, stored.Status.BootstrapMembers)
+	}
+}
