@@ -106,15 +106,21 @@ func (r *Reconciler) resolveBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdC
 		return err
 	}
 	peer, server, _ := builtinSecrets(c, state.Generation)
-	rolledOut := true
+	// Rolled out: every member pod runs the generation in effect, and there are as many
+	// as the spec asks for (a member whose pod is being recreated has not moved yet).
+	rolledOut, live := true, 0
 	for i := range pods {
 		p := &pods[i]
 		if p.DeletionTimestamp != nil || !metav1IsControlledBy(p, c) {
 			continue
 		}
+		live++
 		if render.PodSecretVolume(p, volumePeerTLS) != peer || render.PodSecretVolume(p, volumeServerTLS) != server {
 			rolledOut = false
 		}
+	}
+	if live > 0 && live < c.Spec.Size {
+		rolledOut = false
 	}
 	token := c.Annotations[etcdv1beta2.AnnotationRotateCA]
 	d := certissue.Decide(state, certissue.Observed{Leaves: leaves, RolledOut: rolledOut, RotationToken: token}, names, st, now)

@@ -104,6 +104,13 @@ func (f *builtinFixture) memberOn(name string, gen int) {
 	}
 }
 
+// allOn puts the cluster's three member pods on generation gen's Secrets.
+func (f *builtinFixture) allOn(gen int) {
+	for _, n := range []string{"db-aaaa", "db-bbbb", "db-cccc"} {
+		f.memberOn(n, gen)
+	}
+}
+
 func TestBuiltinTLSIssuesAndRenews(t *testing.T) {
 	f := newBuiltinFixture(t)
 	ctx := context.Background()
@@ -131,7 +138,7 @@ func TestBuiltinTLSIssuesAndRenews(t *testing.T) {
 	}
 
 	// The certificates name every member host and the client Service, and CertificatesValid says so.
-	f.memberOn("db-aaaa", 1)
+	f.allOn(1)
 	f.r.reportCertificates(ctx, c, nil)
 	if cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid); cond == nil || cond.Status != corev1.ConditionTrue || cond.Reason != etcdv1beta2.ReasonCertificatesValid {
 		t.Errorf("CertificatesValid %+v", cond)
@@ -173,12 +180,21 @@ func TestBuiltinTLSIssuesAndRenews(t *testing.T) {
 		t.Error("generation 1 removed while in use")
 	}
 
-	// Due again, but a member still runs generation 1: nothing until it moved.
+	// Due again, but a member still runs generation 1, or has no pod: nothing until it
+	// moved.
 	f.now = f.now.Add(25 * time.Minute)
+	f.memberOn("db-aaaa", 2)
+	f.memberOn("db-bbbb", 2)
 	if _, err := f.resolve(); err != nil || f.state().Generation != 2 {
 		t.Fatalf("rolling out: generation %d (%v)", f.state().Generation, err)
 	}
-	f.memberOn("db-aaaa", 2)
+	if err := f.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-cccc", Namespace: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.resolve(); err != nil || f.state().Generation != 2 {
+		t.Fatalf("a member without a pod: generation %d (%v)", f.state().Generation, err)
+	}
+	f.memberOn("db-cccc", 2)
 	if _, err := f.resolve(); err != nil || f.state().Generation != 3 {
 		t.Fatalf("rolled out: generation %d (%v)", f.state().Generation, err)
 	}
@@ -186,7 +202,7 @@ func TestBuiltinTLSIssuesAndRenews(t *testing.T) {
 	// A CA rotation asked for: the new CA is trusted beside the old in generation 4,
 	// signs in generation 5, is alone in generation 6, each once the one before is out.
 	oldCA := f.state().CA.CertPEM
-	f.memberOn("db-aaaa", 3)
+	f.allOn(3)
 	if err := f.c.Patch(ctx, &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"}},
 		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+etcdv1beta2.AnnotationRotateCA+`":"2026-03-01"}}}`))); err != nil {
 		t.Fatal(err)
@@ -207,7 +223,7 @@ func TestBuiltinTLSIssuesAndRenews(t *testing.T) {
 		if _, err := f.resolve(); err != nil || f.state().Generation != step.gen {
 			t.Fatalf("generation %d moved on before it was rolled out (%v)", step.gen, err)
 		}
-		f.memberOn("db-aaaa", step.gen)
+		f.allOn(step.gen)
 	}
 	if certissue.SameBundle(f.state().Trust, oldCA) {
 		t.Error("the old CA is still the CA after the rotation")
@@ -273,7 +289,7 @@ func TestBuiltinTLSReadsItsStateFromTheAPIServer(t *testing.T) {
 	if _, err := f.resolve(); err != nil {
 		t.Fatal(err)
 	}
-	f.memberOn("db-aaaa", 1)
+	f.allOn(1)
 	frozen := map[string]*corev1.Secret{}
 	for _, n := range []string{"db-builtin-tls-ca", "db-builtin-tls-client", builtinName(1, "peer"), builtinName(1, "server"), builtinName(1, "client")} {
 		frozen[n] = f.secret(n)
