@@ -96,6 +96,13 @@ func newFiller(t *testing.T, seed int64) *randfill.Filler {
 				cs.IPFamilyPolicy = nil
 			}
 		},
+		// An issuer names one (the schema's rule): tls.issuer {} is refused.
+		func(i *TLSIssuer, c randfill.Continue) {
+			c.FillNoCustom(i)
+			if i.Builtin == nil {
+				i.Builtin = &BuiltinIssuer{}
+			}
+		},
 		func(d *metav1.Duration, c randfill.Continue) {
 			d.Duration = randomDuration(c)
 		},

@@ -93,6 +93,7 @@ func (src *EtcdCluster) ConvertTo(hub conversion.Hub) error {
 				dst.Spec.TLS.Static.Member = &v1beta2.MemberSecret{PeerSecret: m.PeerSecret, ServerSecret: m.ServerSecret}
 			}
 		}
+		dst.Spec.TLS.Auto = issuerToAuto(t.Issuer)
 	}
 
 	for _, f := range etcdSettingsFields(s.Etcd) {
@@ -184,6 +185,7 @@ func (dst *EtcdCluster) ConvertFrom(hub conversion.Hub) error {
 				dst.Spec.TLS.Static.Member = &MemberSecret{PeerSecret: m.PeerSecret, ServerSecret: m.ServerSecret}
 			}
 		}
+		dst.Spec.TLS.Issuer = autoToIssuer(t.Auto)
 	}
 
 	knobs := dst.Spec.Pod

@@ -313,10 +313,14 @@ type ClientService struct {
 }
 
 // TLSPolicy configures TLS for the cluster.
+// +kubebuilder:validation:XValidation:rule="!(has(self.static) && has(self.issuer))",message="tls.static and tls.issuer are mutually exclusive"
 type TLSPolicy struct {
 	// Static uses certificates the user put in Secrets.
 	// +optional
 	Static *StaticTLS `json:"static,omitempty"`
+	// Issuer has certificates issued and renewed for the cluster (tls_issuer_types.go).
+	// +optional
+	Issuer *TLSIssuer `json:"issuer,omitempty"`
 }
 
 // StaticTLS names Secrets holding certificates.

@@ -183,10 +183,15 @@ type RefusedVolume struct {
 }
 
 // TLSPolicy configures TLS for the cluster.
+// +kubebuilder:validation:XValidation:rule="!(has(self.static) && has(self.auto))",message="TLS.static and TLS.auto are mutually exclusive"
 type TLSPolicy struct {
 	// Static uses certificates the user put in Secrets.
 	// +optional
 	Static *StaticTLS `json:"static,omitempty"`
+	// Auto has the operator issue and renew the certificates (tls_auto.go); not in
+	// CoreOS's operator.
+	// +optional
+	Auto *AutoTLS `json:"auto,omitempty"`
 }
 
 // StaticTLS names Secrets holding certificates.

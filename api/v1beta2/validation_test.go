@@ -128,6 +128,31 @@ apiVersion: etcd.database.coreos.com/v1beta2
 kind: EtcdCluster
 metadata: {name: tls-other-half}
 spec: {size: 3, TLS: {static: {member: {peerSecret: p}, operatorSecret: o}}}`},
+		{"static and auto TLS", "spec.TLS", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-both}
+spec: {size: 3, TLS: {auto: {}, static: {member: {peerSecret: p}}}}`},
+		{"auto TLS lifetime below 5m", "spec.TLS.auto.certificateLifetime", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-short}
+spec: {size: 3, TLS: {auto: {certificateLifetime: 1m}}}`},
+		{"auto TLS renewal window as long as the lifetime", "spec.TLS.auto.renewBefore", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-renew}
+spec: {size: 3, TLS: {auto: {certificateLifetime: 10m, renewBefore: 10m}}}`},
+		{"auto TLS CA shorter than its certificates", "spec.TLS.auto.caLifetime", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-ca-short}
+spec: {size: 3, TLS: {auto: {caLifetime: 10m}}}`},
+		{"auto TLS lifetime not a duration", "spec.TLS.auto.certificateLifetime", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-junk}
+spec: {size: 3, TLS: {auto: {certificateLifetime: soon}}}`},
 		{"backup S3 without s3", "spec.s3", `
 apiVersion: etcd.database.coreos.com/v1beta2
 kind: EtcdBackup
@@ -158,6 +183,22 @@ spec: {etcdCluster: {name: ""}, backupStorageType: S3, s3: {path: b/k, awsSecret
 			}
 		})
 	}
+
+	t.Run("auto TLS accepted", func(t *testing.T) {
+		for _, doc := range []string{`
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-auto}
+spec: {size: 3, TLS: {auto: {}}}`, `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-auto-short}
+spec: {size: 3, TLS: {auto: {certificateLifetime: 6m, renewBefore: 3m, caLifetime: 30m, caRenewBefore: 12m}}}`} {
+			if err := c.Create(ctx, objectFromYAML(t, doc)); err != nil {
+				t.Errorf("rejected: %v\n%s", err, doc)
+			}
+		}
+	})
 
 	t.Run("defaults", func(t *testing.T) {
 		u := objectFromYAML(t, `

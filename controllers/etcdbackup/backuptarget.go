@@ -17,6 +17,7 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/backuptarget"
+	"github.com/etcd-operator/etcd-operator/internal/certissue"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
@@ -110,6 +111,12 @@ func (r *Reconciler) resolveTarget(ctx context.Context, eb *etcdv1beta2.EtcdBack
 				return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonClusterNotFound, Err: fmt.Errorf("spec.clusterRef.name: no EtcdCluster %q in namespace %s", ref.Name, eb.Namespace)}
 			}
 			return nil, err
+		}
+		if t := c.Spec.TLS; t != nil && t.Auto != nil && t.Static == nil {
+			// Built-in issuing: the members serve TLS to the clients' Secret the operator
+			// keeps (in memory only, as the cluster controller resolves it).
+			name := certissue.ClientSecretName(c.Name)
+			t.Static = &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{PeerSecret: name, ServerSecret: name}, OperatorSecret: name}
 		}
 		tlsSecret := eb.Spec.ClientTLSSecret
 		if tlsSecret == "" && render.ClientTLS(&c) {

@@ -93,18 +93,26 @@ func TestBackupDialsTheSchemeTheMembersServe(t *testing.T) {
 		serverTLS     []bool // per member pod: it mounts the server Secret
 		wantEndpoints string
 		wantTLSDir    bool
+		auto          bool // built-in issuing (spec.TLS.auto) rather than static Secrets
 	}{
 		{"no member serves TLS yet (step 1 starts, or refused)", []bool{false, false},
-			"http://10.0.0.1:2379,http://10.0.0.2:2379", false},
+			"http://10.0.0.1:2379,http://10.0.0.2:2379", false, false},
 		{"step 1 half-way", []bool{true, false},
-			"http://10.0.0.1:2379,http://10.0.0.2:2379", false},
+			"http://10.0.0.1:2379,http://10.0.0.2:2379", false, false},
 		{"every member serves TLS clients", []bool{true, true},
-			"https://main-0001.main.dial.svc.cluster.local:2379,https://main-0002.main.dial.svc.cluster.local:2379", true},
+			"https://main-0001.main.dial.svc.cluster.local:2379,https://main-0002.main.dial.svc.cluster.local:2379", true, false},
+		{"built-in issuing, every member serving TLS clients", []bool{true, true},
+			"https://main-0001.main.dial.svc.cluster.local:2379,https://main-0002.main.dial.svc.cluster.local:2379", true, true},
+		{"built-in issuing, a plaintext cluster moving to it", []bool{false, true},
+			"http://10.0.0.1:2379,http://10.0.0.2:2379", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "main", Namespace: "dial", UID: "main-uid"},
 				Spec: etcdv1beta2.EtcdClusterSpec{TLS: &etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{
 					Member: &etcdv1beta2.MemberSecret{PeerSecret: "peer", ServerSecret: "server"}, OperatorSecret: "op"}}}}
+			if tc.auto {
+				c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}}
+			}
 			objs := []client.Object{c}
 			for i, tls := range tc.serverTLS {
 				p := memberPodOf(c, fmt.Sprintf("main-%04d", i+1), fmt.Sprintf("10.0.0.%d", i+1))
@@ -126,6 +134,15 @@ func TestBackupDialsTheSchemeTheMembersServe(t *testing.T) {
 			}
 			if endpoints != tc.wantEndpoints || tlsDir != tc.wantTLSDir {
 				t.Errorf("backup pod dials %s (client certificate %v); want %s (%v)", endpoints, tlsDir, tc.wantEndpoints, tc.wantTLSDir)
+			}
+			if tc.auto && tc.wantTLSDir {
+				mounted := false
+				for _, v := range h.mustPod().Spec.Volumes {
+					mounted = mounted || (v.Secret != nil && v.Secret.SecretName == "main-builtin-tls-client")
+				}
+				if !mounted {
+					t.Errorf("backup pod of a cluster with built-in issuing does not mount main-builtin-tls-client: %+v", h.mustPod().Spec.Volumes)
+				}
 			}
 		})
 	}

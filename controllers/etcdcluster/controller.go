@@ -59,7 +59,7 @@ const (
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
@@ -225,6 +225,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	budget, err := r.ensureServices(ctx, &c) // act_resources.go
 	if err != nil {
 		return r.observeFailed(ctx, &c, err)
+	}
+	// Built-in issuing points spec.TLS.static at its Secrets (act_builtintls.go); the
+	// certificates in use are reported either way (status_certificates.go).
+	tlsErr := r.resolveBuiltinTLS(ctx, &c, status)
+	r.reportCertificates(ctx, &c, tlsErr)
+	if tlsErr != nil {
+		return r.observeFailed(ctx, &c, tlsErr)
 	}
 
 	obs, err := r.observe(ctx, &c)

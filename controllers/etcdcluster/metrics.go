@@ -65,6 +65,7 @@ func forgetClusterMetrics(namespace, name string) {
 	clusterAlarms.DeletePartialMatch(labels)
 	clusterReconciled.DeletePartialMatch(labels)
 	forgetDefragmentationMetrics(labels)
+	forgetCertificateMetrics(labels) // status_certificates.go
 }
 
 // recordReconciled exports the Reconciled condition as it is about to be written. Every

@@ -22,6 +22,9 @@ type statusWriter struct {
 	// scope is the reconcile's observation once it observed (nil before): what it found
 	// and planned is reported at the flush.
 	scope *observation
+	// resolvedTLS is spec.TLS.static as built-in issuing resolved it (act_builtintls.go),
+	// kept in c across writes: a patch reads back the stored object, which has none.
+	resolvedTLS *etcdv1beta2.StaticTLS
 }
 
 func (r *Reconciler) statusWriterFor(c *etcdv1beta2.EtcdCluster) *statusWriter {
@@ -72,6 +75,9 @@ func (w *statusWriter) patch(ctx context.Context) error {
 	}
 	if err := w.r.Status().Patch(ctx, w.c, client.RawPatch(p.Type(), data)); err != nil {
 		return err
+	}
+	if w.resolvedTLS != nil && w.c.Spec.TLS != nil && w.c.Spec.TLS.Auto != nil {
+		w.c.Spec.TLS.Static = w.resolvedTLS.DeepCopy()
 	}
 	w.r.wrote(w.c) // the next reconcile reads at least this version (memory_ownwrites.go)
 	w.base = w.c.DeepCopy()

@@ -128,6 +128,7 @@ func TestDashboardCoversTheBundle(t *testing.T) {
 		"etcd_operator_backup_last_success_timestamp_seconds", "etcd_operator_backup_size_bytes",
 		"etcd_operator_backup_duration_seconds_bucket", "etcd_operator_backups_total",
 		"etcd_operator_actions_total", "etcd_operator_etcdadmin_requests_total",
+		"etcd_operator_certificate_expiry_seconds",
 	} {
 		if !strings.Contains(all.String(), m) {
 			t.Errorf("no panel shows %s", m)

@@ -98,6 +98,7 @@ func TestRequiredAlertsExist(t *testing.T) {
 		"EtcdClusterUnavailable", "EtcdClusterQuorumLost", "EtcdClusterNoLeader",
 		"EtcdClusterMembersNotReady", "EtcdBackupTooOld", "EtcdBackupFailing", "EtcdBackupNotVerified",
 		"EtcdDatabaseNearQuota", "EtcdClusterNotReconciled", "EtcdOperatorDown",
+		"EtcdCertificateExpiringSoon", "EtcdCertificateExpired",
 	} {
 		if !slices.Contains(names, want) {
 			t.Errorf("no alert %s", want)

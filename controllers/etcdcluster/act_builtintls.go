@@ -1,0 +1,380 @@
+package etcdcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/certissue"
+	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+)
+
+// Built-in certificate issuing (spec.TLS.auto; v1's spec.tls.issuer.builtin), the
+// controller's part: observe the CA Secret, the Secrets of the generation in effect and
+// which generation the member pods run; plan with certissue.Decide; act by writing the
+// CA Secret and issuing the next generation's Secrets. The reconcile then goes on with
+// spec.TLS.static pointing at that generation's Secrets, in memory only: turning TLS on
+// for a plaintext cluster and rolling members onto new Secrets (after tlsproof proves
+// every pair trusts each other) are the static paths, unchanged (act_tlsenable.go,
+// observe_tlsrotation.go).
+//
+// The CA Secret is the state; a generation's Secrets are written once, after the CA
+// Secret names their generation, and never changed, so an operator stopped between any
+// two writes finds them missing and issues them from the state again.
+
+// Keys of the member Secrets' private keys, as the chart mounts them.
+const (
+	peerKeyKey   = "peer.key"
+	serverKeyKey = "server.key"
+)
+
+// LabelBuiltinTLS marks the Secrets built-in issuing writes.
+const LabelBuiltinTLS = "etcd.database.coreos.com/builtin-tls"
+
+// builtinCASecret is the name of the cluster's CA Secret.
+func builtinCASecret(c *etcdv1beta2.EtcdCluster) string { return c.Name + "-builtin-tls-ca" }
+
+// BuiltinClientSecret is the Secret the cluster's clients mount: a client certificate
+// and the CA bundle of the generation in effect (keys etcd-client.crt, etcd-client.key,
+// etcd-client-ca.crt), kept under one name and updated in place, so a client that
+// rereads its mounted files follows renewals and CA rotations (the bundle holds the new
+// CA a whole roll-out before any member presents a certificate it signed).
+func BuiltinClientSecret(cluster string) string { return certissue.ClientSecretName(cluster) }
+
+// builtinSecrets are the names of a generation's peer, server and client Secrets.
+func builtinSecrets(c *etcdv1beta2.EtcdCluster, gen int) (peer, server, client string) {
+	p := fmt.Sprintf("%s-builtin-tls-%d-", c.Name, gen)
+	return p + "peer", p + "server", p + "client"
+}
+
+func builtinSettings(a *etcdv1beta2.AutoTLS) certissue.Settings {
+	d := func(x *metav1.Duration) time.Duration {
+		if x == nil {
+			return 0
+		}
+		return x.Duration
+	}
+	return certissue.Settings{CertificateLifetime: d(a.CertificateLifetime), RenewBefore: d(a.RenewBefore),
+		CALifetime: d(a.CALifetime), CARenewBefore: d(a.CARenewBefore)}.WithDefaults()
+}
+
+// builtinTLSError is a failure of built-in issuing, for CertificatesValid's reason.
+type builtinTLSError struct {
+	reason string
+	err    error
+}
+
+func (e *builtinTLSError) Error() string { return e.err.Error() }
+func (e *builtinTLSError) Unwrap() error { return e.err }
+
+// resolveBuiltinTLS does built-in issuing's one step, if any, and points c's
+// spec.TLS.static at the generation in effect (c and the status writer's base, so the
+// status patch never carries it; the writer puts it back into c after each patch, which
+// reads back the stored object). It does nothing for a cluster without spec.TLS.auto.
+func (r *Reconciler) resolveBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster, w *statusWriter) error {
+	if c.Spec.TLS == nil || c.Spec.TLS.Auto == nil {
+		return nil
+	}
+	st := builtinSettings(c.Spec.TLS.Auto)
+	now := r.Now()
+	state, err := r.builtinState(ctx, c, st, now)
+	if err != nil {
+		return err
+	}
+	names, err := r.builtinNames(ctx, c, false)
+	if err != nil {
+		return err
+	}
+	leaves, err := r.builtinLeaves(ctx, c, state, st, now)
+	if err != nil {
+		return err
+	}
+	pods, err := r.listMemberPods(ctx, c)
+	if err != nil {
+		return err
+	}
+	peer, server, _ := builtinSecrets(c, state.Generation)
+	// Rolled out: every member pod runs the generation in effect, and there are as many
+	// as the spec asks for (a member whose pod is being recreated has not moved yet).
+	rolledOut, live := true, 0
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil || !metav1IsControlledBy(p, c) {
+			continue
+		}
+		live++
+		if render.PodSecretVolume(p, volumePeerTLS) != peer || render.PodSecretVolume(p, volumeServerTLS) != server {
+			rolledOut = false
+		}
+	}
+	if live > 0 && live < c.Spec.Size {
+		rolledOut = false
+	}
+	token := c.Annotations[etcdv1beta2.AnnotationRotateCA]
+	d := certissue.Decide(state, certissue.Observed{Leaves: leaves, RolledOut: rolledOut, RotationToken: token}, names, st, now)
+	if d.Step != certissue.Keep {
+		next, err := certissue.Apply(state, d, c.Name, st, token, now)
+		if err != nil {
+			return &builtinTLSError{etcdv1beta2.ReasonCertificateIssueFailed, err}
+		}
+		if err := r.writeBuiltinState(ctx, c, next); err != nil {
+			return err
+		}
+		if _, err := r.builtinLeaves(ctx, c, next, st, now); err != nil {
+			return err
+		}
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonCertificatesIssued,
+			"certificates generation %d (%s): %s", next.Generation, d.Step, d.Reason)
+		state = next
+	}
+	peer, server, operator := builtinSecrets(c, state.Generation)
+	if err := r.syncBuiltinClientSecret(ctx, c, operator); err != nil {
+		return err
+	}
+	c.Spec.TLS.Static = &etcdv1beta2.StaticTLS{
+		Member:         &etcdv1beta2.MemberSecret{PeerSecret: peer, ServerSecret: server},
+		OperatorSecret: operator,
+	}
+	if w != nil {
+		if w.base.Spec.TLS == nil {
+			w.base.Spec.TLS = &etcdv1beta2.TLSPolicy{}
+		}
+		w.base.Spec.TLS.Static = c.Spec.TLS.Static.DeepCopy()
+		w.resolvedTLS = c.Spec.TLS.Static.DeepCopy()
+	}
+	return nil
+}
+
+// builtinNames are the names the cluster's certificates must carry. The client
+// Service's cluster IPs come from the cache; fresh asks the API server when the cache
+// has no Service yet (a cluster being created: its Service was created a moment ago).
+func (r *Reconciler) builtinNames(ctx context.Context, c *etcdv1beta2.EtcdCluster, fresh bool) (certissue.Names, error) {
+	n := certissue.Names{Cluster: c.Name, Namespace: c.Namespace, Domain: render.ClusterDomain(c, r.ClusterDomain)}
+	var svc corev1.Service
+	key := client.ObjectKey{Namespace: c.Namespace, Name: render.ClientServiceName(c)}
+	err := r.Client.Get(ctx, key, &svc)
+	if apierrors.IsNotFound(err) && fresh && r.APIReader != nil {
+		err = r.APIReader.Get(ctx, key, &svc)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return n, nil
+	case err != nil:
+		return n, fmt.Errorf("get client service: %w", err)
+	}
+	ips := svc.Spec.ClusterIPs
+	if len(ips) == 0 && svc.Spec.ClusterIP != "" {
+		ips = []string{svc.Spec.ClusterIP}
+	}
+	for _, s := range ips {
+		if ip := net.ParseIP(s); ip != nil {
+			n.ServiceIPs = append(n.ServiceIPs, ip)
+		}
+	}
+	return n, nil
+}
+
+// secretReader reads built-in issuing's Secrets from the API server: the CA Secret is
+// the state, and a cached copy one write behind would issue a generation twice or point
+// members back at the one before (production never caches Secrets anyway,
+// controllers.NeverCacheSecrets; a manager set up otherwise, as in tests, might).
+func (r *Reconciler) secretReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
+// getOwnedSecret reads a Secret built-in issuing writes: nil when there is none, an
+// error when there is one the cluster does not control (never read nor overwritten).
+func (r *Reconciler) getOwnedSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) (*corev1.Secret, error) {
+	var s corev1.Secret
+	err := r.secretReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &s)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get secret %q: %w", name, err)
+	}
+	if !metav1IsControlledBy(&s, c) {
+		return nil, &builtinTLSError{etcdv1beta2.ReasonCertificateSecretInvalid,
+			fmt.Errorf("secret %q exists and is not this cluster's: built-in issuing writes it; rename or delete it", name)}
+	}
+	return &s, nil
+}
+
+func (r *Reconciler) newOwnedSecret(c *etcdv1beta2.EtcdCluster, name string, data map[string][]byte) (*corev1.Secret, error) {
+	labels := render.ClusterLabels(c.Name)
+	labels[LabelBuiltinTLS] = "true"
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: labels},
+		Type: corev1.SecretTypeOpaque, Data: data}
+	if err := controllerutil.SetControllerReference(c, s, r.Scheme); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// builtinState reads the cluster's CA Secret, creating a new CA when there is none.
+func (r *Reconciler) builtinState(ctx context.Context, c *etcdv1beta2.EtcdCluster, st certissue.Settings, now time.Time) (certissue.State, error) {
+	name := builtinCASecret(c)
+	s, err := r.getOwnedSecret(ctx, c, name)
+	if err != nil {
+		return certissue.State{}, err
+	}
+	if s != nil {
+		state, err := certissue.DecodeState(s.Data)
+		if err != nil {
+			return state, &builtinTLSError{etcdv1beta2.ReasonCertificateSecretInvalid, fmt.Errorf("secret %q: %w", name, err)}
+		}
+		return state, nil
+	}
+	state, err := certissue.NewState(c.Name, st, now)
+	if err != nil {
+		return state, &builtinTLSError{etcdv1beta2.ReasonCertificateIssueFailed, err}
+	}
+	// A rotation asked for before the CA existed is this CA.
+	state.RotationToken = c.Annotations[etcdv1beta2.AnnotationRotateCA]
+	obj, err := r.newOwnedSecret(c, name, state.Encode())
+	if err != nil {
+		return state, err
+	}
+	if err := r.Client.Create(ctx, obj); err != nil {
+		return state, fmt.Errorf("create secret %q: %w", name, err)
+	}
+	return state, nil
+}
+
+// writeBuiltinState writes the next state into the CA Secret, on the version read: a
+// concurrent writer makes it fail and the reconcile start over.
+func (r *Reconciler) writeBuiltinState(ctx context.Context, c *etcdv1beta2.EtcdCluster, next certissue.State) error {
+	name := builtinCASecret(c)
+	s, err := r.getOwnedSecret(ctx, c, name)
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		return fmt.Errorf("secret %q vanished", name)
+	}
+	if g, _ := strconv.Atoi(string(s.Data[certissue.StateGeneration])); g != next.Generation-1 {
+		return fmt.Errorf("secret %q moved to generation %d meanwhile", name, g)
+	}
+	s.Data = next.Encode()
+	if err := r.Client.Update(ctx, s); err != nil {
+		return fmt.Errorf("update secret %q: %w", name, err)
+	}
+	return nil
+}
+
+// builtinLeaves reads the Secrets of state's generation, issuing those missing.
+func (r *Reconciler) builtinLeaves(ctx context.Context, c *etcdv1beta2.EtcdCluster, state certissue.State, st certissue.Settings, now time.Time) (certissue.Leaves, error) {
+	peerName, serverName, clientName := builtinSecrets(c, state.Generation)
+	var l certissue.Leaves
+	var missing []string
+	read := func(name, certKey, keyKey, caKey string, kp *certissue.KeyPair) error {
+		s, err := r.getOwnedSecret(ctx, c, name)
+		if err != nil || s == nil {
+			if s == nil && err == nil {
+				missing = append(missing, name)
+			}
+			return err
+		}
+		*kp = certissue.KeyPair{CertPEM: s.Data[certKey], KeyPEM: s.Data[keyKey]}
+		if len(l.Trust) == 0 {
+			l.Trust = s.Data[caKey]
+		}
+		return nil
+	}
+	if err := errors.Join(
+		read(peerName, peerCertKey, peerKeyKey, peerCAKey, &l.Peer),
+		read(serverName, serverCertKey, serverKeyKey, serverCAKey, &l.Server),
+		read(clientName, etcdadmin.ClientCertKey, etcdadmin.ClientKeyKey, etcdadmin.ClientCAKey, &l.Client),
+	); err != nil {
+		return l, err
+	}
+	if len(missing) == 0 {
+		return l, nil
+	}
+	names, err := r.builtinNames(ctx, c, true)
+	if err != nil {
+		return l, err
+	}
+	issued, err := certissue.IssueLeaves(state, names, st, now)
+	if err != nil {
+		return l, &builtinTLSError{etcdv1beta2.ReasonCertificateIssueFailed, err}
+	}
+	data := map[string]map[string][]byte{
+		peerName:   {peerCertKey: issued.Peer.CertPEM, peerKeyKey: issued.Peer.KeyPEM, peerCAKey: issued.Trust},
+		serverName: {serverCertKey: issued.Server.CertPEM, serverKeyKey: issued.Server.KeyPEM, serverCAKey: issued.Trust},
+		clientName: {etcdadmin.ClientCertKey: issued.Client.CertPEM, etcdadmin.ClientKeyKey: issued.Client.KeyPEM, etcdadmin.ClientCAKey: issued.Trust},
+	}
+	for _, name := range missing {
+		obj, err := r.newOwnedSecret(c, name, data[name])
+		if err != nil {
+			return l, err
+		}
+		if err := r.Client.Create(ctx, obj); err != nil {
+			return l, fmt.Errorf("create secret %q: %w", name, err)
+		}
+	}
+	// Read back as a whole: a generation whose Secrets were partly written before is
+	// judged (and renewed if need be) by what is there.
+	return r.builtinLeaves(ctx, c, state, st, now)
+}
+
+// syncBuiltinClientSecret makes BuiltinClientSecret hold generation's client Secret.
+func (r *Reconciler) syncBuiltinClientSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, generation string) error {
+	from, err := r.getOwnedSecret(ctx, c, generation)
+	if err != nil {
+		return err
+	}
+	if from == nil {
+		return fmt.Errorf("secret %q vanished", generation)
+	}
+	name := BuiltinClientSecret(c.Name)
+	cur, err := r.getOwnedSecret(ctx, c, name)
+	if err != nil {
+		return err
+	}
+	if cur == nil {
+		obj, err := r.newOwnedSecret(c, name, from.Data)
+		if err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("create secret %q: %w", name, err)
+		}
+		return nil
+	}
+	if sameData(cur.Data, from.Data) {
+		return nil
+	}
+	cur.Data = from.Data
+	if err := r.Client.Update(ctx, cur); err != nil {
+		return fmt.Errorf("update secret %q: %w", name, err)
+	}
+	return nil
+}
+
+func sameData(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}

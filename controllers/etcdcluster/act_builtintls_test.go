@@ -1,0 +1,338 @@
+package etcdcluster
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/certissue"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
+)
+
+// builtinFixture is a cluster with spec.TLS.auto (30 minute certificates) over a fake
+// client, and a clock the test moves.
+type builtinFixture struct {
+	t       *testing.T
+	c       client.Client
+	r       *Reconciler
+	rec     *record.FakeRecorder
+	cluster *etcdv1beta2.EtcdCluster
+	now     time.Time
+}
+
+func newBuiltinFixture(t *testing.T, objs ...client.Object) *builtinFixture {
+	s := fixture.Scheme()
+	cluster := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default", UID: "uid-db"},
+		Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16", TLS: &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{
+			CertificateLifetime: &metav1.Duration{Duration: 30 * time.Minute}}}},
+	}
+	f := &builtinFixture{t: t, cluster: cluster, rec: record.NewFakeRecorder(50),
+		now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	f.c = fake.NewClientBuilder().WithScheme(s).WithObjects(append([]client.Object{cluster}, objs...)...).
+		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).Build()
+	f.r = newTestClusterReconciler(t, f.c, f.rec, func() time.Time { return f.now })
+	f.r.ClusterDomain = "cluster.local"
+	return f
+}
+
+// resolve runs built-in issuing on a fresh copy of the cluster, as a reconcile does,
+// and returns the copy (its spec.TLS.static as resolved).
+func (f *builtinFixture) resolve() (*etcdv1beta2.EtcdCluster, error) {
+	var c etcdv1beta2.EtcdCluster
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.cluster), &c); err != nil {
+		f.t.Fatal(err)
+	}
+	w := f.r.statusWriterFor(&c)
+	err := f.r.resolveBuiltinTLS(context.Background(), &c, w)
+	if err == nil && (w.base.Spec.TLS.Static == nil || *w.base.Spec.TLS.Static.Member != *c.Spec.TLS.Static.Member) {
+		f.t.Errorf("the status writer's base does not hold the resolved Secrets: the status patch would carry them")
+	}
+	return &c, err
+}
+
+func (f *builtinFixture) secret(name string) *corev1.Secret {
+	var s corev1.Secret
+	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &s); err != nil {
+		return nil
+	}
+	return &s
+}
+
+func (f *builtinFixture) state() certissue.State {
+	s, err := certissue.DecodeState(f.secret("db-builtin-tls-ca").Data)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return s
+}
+
+// memberOn puts member pod name on generation gen's Secrets.
+func (f *builtinFixture) memberOn(name string, gen int) {
+	peer, server, _ := builtinSecrets(f.cluster, gen)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: render.MemberLabels("db", name)},
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+			{Name: volumePeerTLS, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: peer}}},
+			{Name: volumeServerTLS, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: server}}},
+		}}}
+	if err := controllerutil.SetControllerReference(f.cluster, p, f.c.Scheme()); err != nil {
+		f.t.Fatal(err)
+	}
+	ctx := context.Background()
+	var old corev1.Pod
+	if f.c.Get(ctx, client.ObjectKeyFromObject(p), &old) == nil {
+		if err := f.c.Delete(ctx, &old); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	if err := f.c.Create(ctx, p); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// allOn puts the cluster's three member pods on generation gen's Secrets.
+func (f *builtinFixture) allOn(gen int) {
+	for _, n := range []string{"db-aaaa", "db-bbbb", "db-cccc"} {
+		f.memberOn(n, gen)
+	}
+}
+
+func TestBuiltinTLSIssuesAndRenews(t *testing.T) {
+	f := newBuiltinFixture(t)
+	ctx := context.Background()
+	c, err := f.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := c.Spec.TLS.Static
+	if st == nil || st.Member.PeerSecret != "db-builtin-tls-1-peer" || st.Member.ServerSecret != "db-builtin-tls-1-server" || st.OperatorSecret != "db-builtin-tls-1-client" {
+		t.Fatalf("resolved static TLS %+v", st)
+	}
+	for _, name := range []string{"db-builtin-tls-ca", "db-builtin-tls-client", "db-builtin-tls-1-peer", "db-builtin-tls-1-server", "db-builtin-tls-1-client"} {
+		s := f.secret(name)
+		if s == nil {
+			t.Fatalf("secret %s not created", name)
+		}
+		if !metav1IsControlledBy(s, f.cluster) || s.Labels[LabelBuiltinTLS] != "true" || s.Labels[render.LabelCluster] != "db" {
+			t.Errorf("secret %s: owners %v labels %v", name, s.OwnerReferences, s.Labels)
+		}
+	}
+	// The stored spec is untouched: spec.TLS.static exists in memory only.
+	var stored etcdv1beta2.EtcdCluster
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(f.cluster), &stored); err != nil || stored.Spec.TLS.Static != nil {
+		t.Fatalf("stored spec TLS %+v (%v)", stored.Spec.TLS, err)
+	}
+
+	// The certificates name every member host and the client Service, and CertificatesValid says so.
+	f.allOn(1)
+	f.r.reportCertificates(ctx, c, nil)
+	if cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid); cond == nil || cond.Status != corev1.ConditionTrue || cond.Reason != etcdv1beta2.ReasonCertificatesValid {
+		t.Errorf("CertificatesValid %+v", cond)
+	}
+	peer, _ := certissue.ParseCert(f.secret("db-builtin-tls-1-peer").Data[peerCertKey])
+	if got := testutil.ToFloat64(certificateExpiry.WithLabelValues("default", "db", "peer")); got != float64(peer.NotAfter.Unix()) {
+		t.Errorf("expiry metric %v, want %v", got, peer.NotAfter.Unix())
+	}
+	server, _ := certissue.ParseCert(f.secret("db-builtin-tls-1-server").Data[serverCertKey])
+	for _, h := range []string{render.MemberHost(c, "db-aaaa", "cluster.local"), "db-client.default.svc"} {
+		if err := server.VerifyHostname(h); err != nil {
+			t.Errorf("server certificate: %v", err)
+		}
+	}
+
+	// Again, nothing due: nothing new.
+	if _, err := f.resolve(); err != nil || f.state().Generation != 1 {
+		t.Fatalf("generation %d (%v)", f.state().Generation, err)
+	}
+	drain(f.rec)
+
+	// Two thirds of the lifetime gone, every member on generation 1: generation 2.
+	f.now = f.now.Add(20 * time.Minute)
+	c, err = f.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.state().Generation != 2 || c.Spec.TLS.Static.Member.PeerSecret != "db-builtin-tls-2-peer" || f.secret("db-builtin-tls-2-client") == nil {
+		t.Fatalf("after 20m: generation %d, static %+v", f.state().Generation, c.Spec.TLS.Static)
+	}
+	if ev := strings.Join(drain(f.rec), "\n"); !strings.Contains(ev, etcdv1beta2.EventReasonCertificatesIssued) || !strings.Contains(ev, "peer certificate expires") {
+		t.Errorf("events %q", ev)
+	}
+	if cs := f.secret(BuiltinClientSecret("db")); cs == nil || !sameData(cs.Data, f.secret("db-builtin-tls-2-client").Data) || !metav1IsControlledBy(cs, f.cluster) {
+		t.Error("the clients' Secret does not hold generation 2's client certificate")
+	}
+	// Generation 1 stays as it was: members roll off it.
+	if f.secret("db-builtin-tls-1-peer") == nil {
+		t.Error("generation 1 removed while in use")
+	}
+
+	// Due again, but a member still runs generation 1, or has no pod: nothing until it
+	// moved.
+	f.now = f.now.Add(25 * time.Minute)
+	f.memberOn("db-aaaa", 2)
+	f.memberOn("db-bbbb", 2)
+	if _, err := f.resolve(); err != nil || f.state().Generation != 2 {
+		t.Fatalf("rolling out: generation %d (%v)", f.state().Generation, err)
+	}
+	if err := f.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-cccc", Namespace: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.resolve(); err != nil || f.state().Generation != 2 {
+		t.Fatalf("a member without a pod: generation %d (%v)", f.state().Generation, err)
+	}
+	f.memberOn("db-cccc", 2)
+	if _, err := f.resolve(); err != nil || f.state().Generation != 3 {
+		t.Fatalf("rolled out: generation %d (%v)", f.state().Generation, err)
+	}
+
+	// A CA rotation asked for: the new CA is trusted beside the old in generation 4,
+	// signs in generation 5, is alone in generation 6, each once the one before is out.
+	oldCA := f.state().CA.CertPEM
+	f.allOn(3)
+	if err := f.c.Patch(ctx, &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+etcdv1beta2.AnnotationRotateCA+`":"2026-03-01"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		gen   int
+		phase certissue.Phase
+		cas   int
+	}{{4, certissue.PhaseTrusting, 2}, {5, certissue.PhaseSwitched, 2}, {6, certissue.PhaseSteady, 1}} {
+		if _, err := f.resolve(); err != nil {
+			t.Fatal(err)
+		}
+		s := f.state()
+		trust, _ := certissue.ParseBundle(f.secret(builtinName(step.gen, "peer")).Data[peerCAKey])
+		if s.Generation != step.gen || s.Phase != step.phase || len(trust) != step.cas {
+			t.Fatalf("CA rotation: generation %d phase %q with %d CAs, want %d %q %d", s.Generation, s.Phase, len(trust), step.gen, step.phase, step.cas)
+		}
+		if _, err := f.resolve(); err != nil || f.state().Generation != step.gen {
+			t.Fatalf("generation %d moved on before it was rolled out (%v)", step.gen, err)
+		}
+		f.allOn(step.gen)
+	}
+	if certissue.SameBundle(f.state().Trust, oldCA) {
+		t.Error("the old CA is still the CA after the rotation")
+	}
+	if _, err := f.resolve(); err != nil || f.state().Generation != 6 {
+		t.Errorf("a handled rotation request rotated again: generation %d (%v)", f.state().Generation, err)
+	}
+}
+
+func builtinName(gen int, role string) string {
+	p, s, c := builtinSecrets(&etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db"}}, gen)
+	return map[string]string{"peer": p, "server": s, "client": c}[role]
+}
+
+// A Secret of the name built-in issuing writes that the cluster does not own is neither
+// read nor overwritten: CertificatesValid False naming it, and the reconcile stops.
+func TestBuiltinTLSForeignSecret(t *testing.T) {
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-builtin-tls-ca", Namespace: "default"},
+		Data: map[string][]byte{"ca.crt": []byte("mine")}}
+	f := newBuiltinFixture(t, foreign)
+	c, err := f.resolve()
+	var be *builtinTLSError
+	if !errors.As(err, &be) || be.reason != etcdv1beta2.ReasonCertificateSecretInvalid || !strings.Contains(err.Error(), `"db-builtin-tls-ca"`) {
+		t.Fatalf("err %v", err)
+	}
+	f.r.reportCertificates(context.Background(), c, err)
+	cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid)
+	if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != etcdv1beta2.ReasonCertificateSecretInvalid {
+		t.Errorf("CertificatesValid %+v", cond)
+	}
+	if s := f.secret("db-builtin-tls-ca"); string(s.Data["ca.crt"]) != "mine" || len(s.OwnerReferences) != 0 {
+		t.Error("the foreign Secret was changed")
+	}
+	if f.secret("db-builtin-tls-1-peer") != nil {
+		t.Error("certificates issued without the cluster's CA Secret")
+	}
+}
+
+// staleSecrets serves Secrets as they were when it was made, as a cache one write behind.
+type staleSecrets struct {
+	client.Client
+	frozen map[string]*corev1.Secret
+}
+
+func (s staleSecrets) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	sec, ok := obj.(*corev1.Secret)
+	if !ok {
+		return s.Client.Get(ctx, key, obj, opts...)
+	}
+	f := s.frozen[key.Name]
+	if f == nil {
+		return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+	}
+	f.DeepCopyInto(sec)
+	return nil
+}
+
+// The CA Secret is read from the API server: a client whose Secrets lag a write behind
+// must not make the next reconcile see the generation before (and point members back
+// at it) or issue a generation twice.
+func TestBuiltinTLSReadsItsStateFromTheAPIServer(t *testing.T) {
+	f := newBuiltinFixture(t)
+	if _, err := f.resolve(); err != nil {
+		t.Fatal(err)
+	}
+	f.allOn(1)
+	frozen := map[string]*corev1.Secret{}
+	for _, n := range []string{"db-builtin-tls-ca", "db-builtin-tls-client", builtinName(1, "peer"), builtinName(1, "server"), builtinName(1, "client")} {
+		frozen[n] = f.secret(n)
+	}
+	f.r.APIReader = f.c
+	f.r.Client = staleSecrets{Client: f.c, frozen: frozen}
+	f.now = f.now.Add(21 * time.Minute)
+	for i := 0; i < 2; i++ {
+		c, err := f.resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Spec.TLS.Static.Member.PeerSecret; got != builtinName(2, "peer") || f.state().Generation != 2 {
+			t.Fatalf("reconcile %d: spec points at %s, generation %d; want generation 2", i, got, f.state().Generation)
+		}
+	}
+}
+
+// A status write in the middle of a reconcile (the checkpoint before a bootstrap) reads
+// the stored object back into the cluster: the resolved Secrets must survive it, or the
+// pods created next would run without TLS.
+func TestBuiltinTLSSurvivesAStatusCheckpoint(t *testing.T) {
+	f := newBuiltinFixture(t)
+	var c etcdv1beta2.EtcdCluster
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.cluster), &c); err != nil {
+		t.Fatal(err)
+	}
+	w := f.r.statusWriterFor(&c)
+	if err := f.r.resolveBuiltinTLS(context.Background(), &c, w); err != nil {
+		t.Fatal(err)
+	}
+	c.Status.BootstrapMembers = []string{"db-aaaa"}
+	if err := w.checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c.Spec.TLS.Static == nil || c.Spec.TLS.Static.Member.PeerSecret != builtinName(1, "peer") {
+		t.Fatalf("after a checkpoint spec.TLS.static is %+v", c.Spec.TLS.Static)
+	}
+	var stored etcdv1beta2.EtcdCluster
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.cluster), &stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored.Spec.TLS.Static != nil || len(stored.Status.BootstrapMembers) != 1 {
+		t.Errorf("stored: spec TLS %+v, bootstrap members %v", stored.Spec.TLS, stored.Status.BootstrapMembers)
+	}
+}
