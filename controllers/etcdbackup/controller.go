@@ -188,8 +188,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // change the scope's status, written once when Reconcile returns (status.go).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	defer r.busy.lock(req.NamespacedName)()
+	// Read from the API server, not the cache: the verification reconciler may have
+	// patched status just before releasing the lock, and this reconcile's one status
+	// patch (a merge patch replacing conditions and backups whole) would put a stale
+	// cached copy's lists back.
 	var eb etcdv1beta2.EtcdBackup
-	if err := r.Get(ctx, req.NamespacedName, &eb); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, &eb); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
 			r.mu.Lock()
