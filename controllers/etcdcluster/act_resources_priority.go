@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,14 +20,30 @@ const SystemPriorityClassPrefix = "system-"
 // class but Kubernetes' own system- ones. The operator creates member pods with its own
 // authority, so without this a tenant could make it create pods that preempt other
 // tenants' or the platform's. A cluster naming another class gets no new pods until the
-// spec or the setting changes. (The backup controller's backup and verification pods
-// inherit the cluster's class without this check: TODO.)
-func (r *Reconciler) checkPriorityClass(c *etcdv1beta2.EtcdCluster) error {
+// spec or the setting changes. A class the cluster's own member pods already run with
+// stays allowed: an operator upgrade (or a narrowed flag) must not turn a running cluster
+// Failed and stop its failover; the tenant gains nothing it did not already have. (The
+// backup controller's backup and verification pods inherit the cluster's class without
+// this check: TODO.)
+func (r *Reconciler) checkPriorityClass(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
 	k, err := render.PodKnobs(c)
 	if err != nil || k.PriorityClassName == "" {
 		return nil // ValidateCluster reports a bad value
 	}
-	return PriorityClassAllowed(k.PriorityClassName, r.PriorityClasses)
+	refused := PriorityClassAllowed(k.PriorityClassName, r.PriorityClasses)
+	if refused == nil {
+		return nil
+	}
+	pods, err := r.listMemberPods(ctx, c)
+	if err != nil {
+		return refused
+	}
+	for _, p := range ownPods(c, pods) {
+		if p.Spec.PriorityClassName == k.PriorityClassName {
+			return nil
+		}
+	}
+	return refused
 }
 
 // PriorityClassAllowed says whether member pods may run with PriorityClass name under

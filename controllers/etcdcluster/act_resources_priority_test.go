@@ -9,11 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
@@ -40,12 +42,48 @@ func TestCheckPriorityClass(t *testing.T) {
 			if tc.class != "" {
 				c.Annotations = map[string]string{etcdv1beta2.PodPriorityClassNameAnnotation: tc.class}
 			}
-			err := (&Reconciler{PriorityClasses: tc.allowed}).checkPriorityClass(c)
+			cl := fake.NewClientBuilder().WithScheme(fixture.Scheme()).Build()
+			err := (&Reconciler{Client: cl, PriorityClasses: tc.allowed}).checkPriorityClass(context.Background(), c)
 			if (err == nil) != tc.ok {
 				t.Fatalf("class %q allowed %v: %v, want allowed %v", tc.class, tc.allowed, err, tc.ok)
 			}
 			if err != nil && (!strings.Contains(err.Error(), "spec.pod.priorityClassName") || !strings.Contains(err.Error(), "--allowed-priority-classes")) {
 				t.Errorf("refusal %q names neither the field nor the flag", err)
+			}
+		})
+	}
+}
+
+// A class the cluster's own member pods already run with stays allowed (an operator
+// upgrade or a narrowed flag must not fail a running cluster); a pod of that class the
+// cluster does not control proves nothing.
+func TestCheckPriorityClassKeepsTheRunningClass(t *testing.T) {
+	const class = "system-cluster-critical"
+	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "uid-c",
+		Annotations: map[string]string{etcdv1beta2.PodPriorityClassNameAnnotation: class}}}
+	pod := func(name string, controlled bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: render.ClusterLabels("c")},
+			Spec: corev1.PodSpec{PriorityClassName: class}}
+		if controlled {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster",
+				Name: "c", UID: "uid-c", Controller: ptr.To(true)}}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pods []client.Object
+		ok   bool
+	}{
+		{"no pods", nil, false},
+		{"a tenant's pod with the class", []client.Object{pod("c-forged", false)}, false},
+		{"its own member runs with it", []client.Object{pod("c-0", true)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := fake.NewClientBuilder().WithScheme(fixture.Scheme()).WithObjects(tc.pods...).Build()
+			err := (&Reconciler{Client: cl}).checkPriorityClass(context.Background(), c)
+			if (err == nil) != tc.ok {
+				t.Fatalf("%v, want allowed %v", err, tc.ok)
 			}
 		})
 	}

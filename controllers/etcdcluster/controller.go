@@ -215,7 +215,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.checkClientServiceType(&c); err != nil {
 		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, err.Error())
 	}
-	if err := r.checkPriorityClass(&c); err != nil {
+	if err := r.checkPriorityClass(ctx, &c); err != nil {
 		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, err.Error())
 	}
 	if err := unsupportedVersion(&c); err != nil {
