@@ -187,7 +187,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile takes a backup when one is due and records the outcome: the phases below
 // change the scope's status, written once when Reconcile returns (status.go).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
-	defer r.busy.lock(req.NamespacedName)()
+	unlock, ok := r.busy.tryLock(req.NamespacedName)
+	if !ok {
+		return ctrl.Result{RequeueAfter: busyRetry}, nil
+	}
+	defer unlock()
 	// Read from the API server, not the cache: the verification reconciler may have
 	// patched status just before releasing the lock, and this reconcile's one status
 	// patch (a merge patch replacing conditions and backups whole) would put a stale

@@ -2,43 +2,39 @@ package etcdbackup
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// keyLock is a mutex per key, held while it is in use and forgotten after: the backup
-// and verification controllers each run one reconcile per EtcdBackup at a time, and this
-// keeps the two of one EtcdBackup from running at once.
+// keyLock keeps the backup and verification controllers from working on one EtcdBackup
+// at once (each already runs one reconcile per EtcdBackup at a time). It never waits: a
+// reconcile that finds its EtcdBackup busy is requeued after busyRetry, because a backup
+// holds the key for as long as it streams a snapshot to a tenant's endpoint, and a
+// waiting reconcile would hold a worker of the other controller all that time.
 type keyLock struct {
 	mu   sync.Mutex
-	held map[types.NamespacedName]*keyHold
+	held map[types.NamespacedName]bool
 }
 
-type keyHold struct {
-	mu    sync.Mutex
-	users int // holders and waiters
-}
+// busyRetry is how soon a reconcile that found its EtcdBackup busy runs again.
+const busyRetry = 5 * time.Second
 
-// lock waits for key and returns its unlock.
-func (l *keyLock) lock(key types.NamespacedName) (unlock func()) {
+// tryLock takes key if no one holds it and returns its unlock; ok is false (and unlock
+// nil) when it is held.
+func (l *keyLock) tryLock(key types.NamespacedName) (unlock func(), ok bool) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held[key] {
+		return nil, false
+	}
 	if l.held == nil {
-		l.held = map[types.NamespacedName]*keyHold{}
+		l.held = map[types.NamespacedName]bool{}
 	}
-	h := l.held[key]
-	if h == nil {
-		h = &keyHold{}
-		l.held[key] = h
-	}
-	h.users++
-	l.mu.Unlock()
-	h.mu.Lock()
+	l.held[key] = true
 	return func() {
-		h.mu.Unlock()
 		l.mu.Lock()
-		if h.users--; h.users == 0 {
-			delete(l.held, key)
-		}
+		delete(l.held, key)
 		l.mu.Unlock()
-	}
+	}, true
 }

@@ -70,23 +70,28 @@ func TestBackupReconcileWritesStatusOnce(t *testing.T) {
 	}
 }
 
-// TestKeyLockForgetsReleasedKeys: a key's lock is held by one holder at a time and kept
-// only while someone holds or waits for it.
+// The key lock never waits: a second taker of a held key is told so (and requeues),
+// another key is free, and a released key is forgotten.
 func TestKeyLockForgetsReleasedKeys(t *testing.T) {
 	var l keyLock
 	a, b := types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"}
-	unlockA := l.lock(a)
-	unlockB := l.lock(b) // another key does not wait
-	if len(l.held) != 2 {
-		t.Fatalf("%d keys held, want 2", len(l.held))
+	unlockA, ok := l.tryLock(a)
+	if !ok {
+		t.Fatal("a free key was refused")
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		l.lock(a)() // waits for the holder below, then releases at once
-	}()
+	unlockB, ok := l.tryLock(b)
+	if !ok {
+		t.Fatal("another key waits for a held one")
+	}
+	if _, ok := l.tryLock(a); ok {
+		t.Fatal("a held key was taken twice")
+	}
 	unlockA()
-	<-done
+	again, ok := l.tryLock(a)
+	if !ok {
+		t.Fatal("a released key stays held")
+	}
+	again()
 	unlockB()
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -81,7 +81,11 @@ func isVerifyPod(o client.Object) bool {
 // wrote decides whether one is due, and a pod already finished and deleted must not be
 // read twice.
 func (v *VerificationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	defer v.busy.lock(req.NamespacedName)()
+	unlock, ok := v.busy.tryLock(req.NamespacedName)
+	if !ok {
+		return ctrl.Result{RequeueAfter: busyRetry}, nil
+	}
+	defer unlock()
 	return v.reconcileVerification(ctx, req)
 }
 
