@@ -98,7 +98,7 @@ func (e *Env) StartOperator() {
 	// global logger, which otherwise prints a stack trace after 30 s to say it was never
 	// set: it writes to the operator log of the test that runs now.
 	globalLog.Store(&logTarget{w: logFile})
-	setGlobalLogger.Do(func() { ctrl.SetLogger(crzap.New(crzap.UseDevMode(true), crzap.WriteTo(globalLogWriter{}))) })
+	setGlobalLog()
 	mgr := e.newManager(logger, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -196,6 +196,12 @@ var (
 )
 
 type logTarget struct{ w io.Writer }
+
+// setGlobalLog points controller-runtime's global logger at globalLogWriter, once per
+// process; before StartOperator (envtest.InstallCRDs logs through it) nothing is written.
+func setGlobalLog() {
+	setGlobalLogger.Do(func() { ctrl.SetLogger(crzap.New(crzap.UseDevMode(true), crzap.WriteTo(globalLogWriter{}))) })
+}
 
 // globalLogWriter writes to the current test's operator log.
 type globalLogWriter struct{}

@@ -23,6 +23,7 @@ func SetupWithOptions(t testing.TB, opts bench.Options) *Env {
 	}
 	b := bench.NewForTest(t, opts)
 	e := &Env{t: t, Bench: b, C: b.Client(), scheme: s}
+	setGlobalLog() // else InstallCRDs' log line prints a stack trace saying no logger was set
 	if _, err := envtest.InstallCRDs(b.RestConfig(), envtest.CRDInstallOptions{
 		Paths:              []string{filepath.Join(RepoRoot(t), "config", "crd", "bases")},
 		ErrorIfPathMissing: true,
