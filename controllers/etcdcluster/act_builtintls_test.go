@@ -346,3 +346,54 @@ func TestBuiltinTLSSurvivesAStatusCheckpoint(t *testing.T) {
 		t.Errorf("stored: spec TLS %+v, bootstrap members %v", stored.Spec.TLS, stored.Status.BootstrapMembers)
 	}
 }
+
+// CertificatesValid and the expiry metric judge what the member pods mount, not only
+// what the spec names: a roll stuck with pods on an expired generation is False.
+func TestCertificatesValidSeesMountedGenerations(t *testing.T) {
+	f := newBuiltinFixture(t)
+	ctx := context.Background()
+	if _, err := f.resolve(); err != nil {
+		t.Fatal(err)
+	}
+	f.allOn(1)
+	f.now = f.now.Add(20 * time.Minute) // generation 1 due
+	c, err := f.resolve()
+	if err != nil || f.state().Generation != 2 {
+		t.Fatalf("generation %d (%v)", f.state().Generation, err)
+	}
+	f.memberOn("db-aaaa", 2) // the roll stops there
+	old, _ := certissue.ParseCert(f.secret("db-builtin-tls-1-peer").Data[peerCertKey])
+
+	f.r.reportCertificates(ctx, c, nil)
+	if got := testutil.ToFloat64(certificateExpiry.WithLabelValues("default", "db", "peer")); got != float64(old.NotAfter.Unix()) {
+		t.Errorf("peer expiry metric %v, want generation 1's %v", got, old.NotAfter.Unix())
+	}
+
+	f.now = old.NotAfter.Add(time.Minute) // generation 2 still has ~19m
+	f.r.reportCertificates(ctx, c, nil)
+	cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid)
+	if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != etcdv1beta2.ReasonCertificatesExpired ||
+		!strings.Contains(cond.Message, `"db-builtin-tls-1-peer"`) || !strings.Contains(cond.Message, `"db-builtin-tls-1-server"`) {
+		t.Fatalf("CertificatesValid %+v", cond)
+	}
+	if strings.Contains(cond.Message, "db-builtin-tls-2-") {
+		t.Errorf("generation 2 reported: %s", cond.Message)
+	}
+
+	// The roll done: only generation 2 is judged, and it is valid.
+	f.allOn(2)
+	f.r.reportCertificates(ctx, c, nil)
+	if cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid); cond == nil || cond.Status != corev1.ConditionTrue {
+		t.Errorf("after the roll: CertificatesValid %+v", cond)
+	}
+	// A mounted Secret gone from the API server is left out, not an error.
+	f.memberOn("db-bbbb", 1)
+	if err := f.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-builtin-tls-1-peer", Namespace: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(-2 * time.Minute) // generation 1's server certificate valid again
+	f.r.reportCertificates(ctx, c, nil)
+	if cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid); cond == nil || cond.Status != corev1.ConditionTrue || strings.Contains(cond.Message, "not found") {
+		t.Errorf("a mounted Secret deleted: CertificatesValid %+v", cond)
+	}
+}
