@@ -57,7 +57,8 @@ const AnnotationRotateCA = "etcd.database.coreos.com/rotate-ca"
 
 // ClusterConditionCertificatesValid reports the cluster's TLS certificates: True while
 // every certificate in use is valid for the cluster (reason CertificatesExpiringSoon
-// when one expires within 30 days, or, with built-in issuing, its renewal is overdue),
+// when one expires within 30 days; with built-in issuing, within min(30 days,
+// renewBefore/2), so a renewal on schedule never warns),
 // False when one has expired, does not name the members or the client Service, is not
 // signed by the CA bundle beside it, or cannot be issued or read.
 const ClusterConditionCertificatesValid ClusterConditionType = "CertificatesValid"

@@ -397,3 +397,24 @@ func TestCertificatesValidSeesMountedGenerations(t *testing.T) {
 		t.Errorf("a mounted Secret deleted: CertificatesValid %+v", cond)
 	}
 }
+
+// The warning's window, as the README states it: 30 days; with built-in issuing
+// min(30 days, renewBefore/2).
+func TestCertificatesWarnWithin(t *testing.T) {
+	day := 24 * time.Hour
+	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
+	for _, tc := range []struct {
+		tls  *etcdv1beta2.TLSPolicy
+		want time.Duration
+	}{
+		{&etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{PeerSecret: "p", ServerSecret: "s"}}}, 30 * day},
+		{&etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}}, 15 * day},
+		{&etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{CertificateLifetime: d(365 * day)}}, 30 * day},
+		{&etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{CertificateLifetime: d(30 * time.Minute), RenewBefore: d(12 * time.Minute)}}, 6 * time.Minute},
+	} {
+		c := &etcdv1beta2.EtcdCluster{Spec: etcdv1beta2.EtcdClusterSpec{TLS: tc.tls}}
+		if got := warnWithin(c); got != tc.want {
+			t.Errorf("%+v: %v, want %v", tc.tls, got, tc.want)
+		}
+	}
+}
