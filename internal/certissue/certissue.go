@@ -22,6 +22,8 @@
 //
 // A generation is only started once every member runs the one before (Decide), so at
 // most two generations are ever in use at once, and every pair of them trusts each other.
+// Steps 2 and 3 also wait Settings.CAStepDwell after the step before, for clients: they
+// follow the clients' Secret, which changes with each step, in their own time.
 package certissue
 
 import (
