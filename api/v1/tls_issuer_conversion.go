@@ -12,7 +12,7 @@ func issuerToAuto(i *TLSIssuer) *v1beta2.AutoTLS {
 	}
 	b := i.Builtin
 	return &v1beta2.AutoTLS{CertificateLifetime: b.CertificateLifetime, RenewBefore: b.RenewBefore,
-		CALifetime: b.CALifetime, CARenewBefore: b.CARenewBefore}
+		CALifetime: b.CALifetime, CARenewBefore: b.CARenewBefore, CAStepDwell: b.CAStepDwell}
 }
 
 func autoToIssuer(a *v1beta2.AutoTLS) *TLSIssuer {
@@ -20,5 +20,5 @@ func autoToIssuer(a *v1beta2.AutoTLS) *TLSIssuer {
 		return nil
 	}
 	return &TLSIssuer{Builtin: &BuiltinIssuer{CertificateLifetime: a.CertificateLifetime, RenewBefore: a.RenewBefore,
-		CALifetime: a.CALifetime, CARenewBefore: a.CARenewBefore}}
+		CALifetime: a.CALifetime, CARenewBefore: a.CARenewBefore, CAStepDwell: a.CAStepDwell}}
 }

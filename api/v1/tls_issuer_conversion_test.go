@@ -16,7 +16,7 @@ func TestBuiltinIssuerRoundTrip(t *testing.T) {
 	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
 	for _, b := range []*BuiltinIssuer{
 		{},
-		{CertificateLifetime: d(10 * time.Minute), RenewBefore: d(4 * time.Minute), CALifetime: d(time.Hour), CARenewBefore: d(20 * time.Minute)},
+		{CertificateLifetime: d(10 * time.Minute), RenewBefore: d(4 * time.Minute), CALifetime: d(time.Hour), CARenewBefore: d(20 * time.Minute), CAStepDwell: d(10 * time.Second)},
 	} {
 		src := &EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"},
 			Spec: EtcdClusterSpec{Size: 3, TLS: &TLSPolicy{Issuer: &TLSIssuer{Builtin: b}}}}
@@ -28,7 +28,7 @@ func TestBuiltinIssuerRoundTrip(t *testing.T) {
 		if a == nil || hub.Spec.TLS.Static != nil {
 			t.Fatalf("v1beta2 TLS %+v", hub.Spec.TLS)
 		}
-		if !equality.Semantic.DeepEqual(a.CertificateLifetime, b.CertificateLifetime) || !equality.Semantic.DeepEqual(a.CARenewBefore, b.CARenewBefore) {
+		if !equality.Semantic.DeepEqual(a.CertificateLifetime, b.CertificateLifetime) || !equality.Semantic.DeepEqual(a.CARenewBefore, b.CARenewBefore) || !equality.Semantic.DeepEqual(a.CAStepDwell, b.CAStepDwell) {
 			t.Errorf("auto %+v from builtin %+v", a, b)
 		}
 		var back EtcdCluster

@@ -21,6 +21,7 @@ type TLSIssuer struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.caLifetime) || duration(self.caLifetime) >= duration('5m')",message="caLifetime must be at least 5m",fieldPath=".caLifetime"
 // +kubebuilder:validation:XValidation:rule="!has(self.renewBefore) || duration(self.renewBefore) > duration('0s') && duration(self.renewBefore) < (has(self.certificateLifetime) ? duration(self.certificateLifetime) : duration('2160h'))",message="renewBefore must be positive and shorter than certificateLifetime (default 2160h)",fieldPath=".renewBefore"
 // +kubebuilder:validation:XValidation:rule="!has(self.caRenewBefore) || duration(self.caRenewBefore) > duration('0s') && duration(self.caRenewBefore) < (has(self.caLifetime) ? duration(self.caLifetime) : duration('43800h'))",message="caRenewBefore must be positive and shorter than caLifetime (default 43800h)",fieldPath=".caRenewBefore"
+// +kubebuilder:validation:XValidation:rule="!has(self.caStepDwell) || duration(self.caStepDwell) >= duration('1s')",message="caStepDwell must be at least 1s",fieldPath=".caStepDwell"
 // +kubebuilder:validation:XValidation:rule="(has(self.caLifetime) ? duration(self.caLifetime) : duration('43800h')) >= (has(self.certificateLifetime) ? duration(self.certificateLifetime) : duration('2160h'))",message="caLifetime must not be shorter than certificateLifetime",fieldPath=".caLifetime"
 type BuiltinIssuer struct {
 	// CertificateLifetime of the peer, server and client certificates (default 2160h,
@@ -46,4 +47,13 @@ type BuiltinIssuer struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	CARenewBefore *metav1.Duration `json:"caRenewBefore,omitempty"`
+	// CAStepDwell: the least time a CA rotation waits after trusting the new CA
+	// before it signs, and after it signs before the old CA is dropped (default 5m;
+	// at least 1s). Each step also waits for every member to roll. It is the time
+	// clients get to reread the Secret <cluster>-builtin-tls-client (the kubelet
+	// refreshes mounted Secrets about once a minute, plus its sync period).
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	CAStepDwell *metav1.Duration `json:"caStepDwell,omitempty"`
 }

@@ -14,6 +14,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.caLifetime) || duration(self.caLifetime) >= duration('5m')",message="caLifetime must be at least 5m",fieldPath=".caLifetime"
 // +kubebuilder:validation:XValidation:rule="!has(self.renewBefore) || duration(self.renewBefore) > duration('0s') && duration(self.renewBefore) < (has(self.certificateLifetime) ? duration(self.certificateLifetime) : duration('2160h'))",message="renewBefore must be positive and shorter than certificateLifetime (default 2160h)",fieldPath=".renewBefore"
 // +kubebuilder:validation:XValidation:rule="!has(self.caRenewBefore) || duration(self.caRenewBefore) > duration('0s') && duration(self.caRenewBefore) < (has(self.caLifetime) ? duration(self.caLifetime) : duration('43800h'))",message="caRenewBefore must be positive and shorter than caLifetime (default 43800h)",fieldPath=".caRenewBefore"
+// +kubebuilder:validation:XValidation:rule="!has(self.caStepDwell) || duration(self.caStepDwell) >= duration('1s')",message="caStepDwell must be at least 1s",fieldPath=".caStepDwell"
 // +kubebuilder:validation:XValidation:rule="(has(self.caLifetime) ? duration(self.caLifetime) : duration('43800h')) >= (has(self.certificateLifetime) ? duration(self.certificateLifetime) : duration('2160h'))",message="caLifetime must not be shorter than certificateLifetime",fieldPath=".caLifetime"
 type AutoTLS struct {
 	// CertificateLifetime of the peer, server and client certificates (default 2160h,
@@ -39,6 +40,15 @@ type AutoTLS struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	CARenewBefore *metav1.Duration `json:"caRenewBefore,omitempty"`
+	// CAStepDwell: the least time a CA rotation waits after trusting the new CA
+	// before it signs, and after it signs before the old CA is dropped (default 5m;
+	// at least 1s). Each step also waits for every member to roll. It is the time
+	// clients get to reread the Secret <cluster>-builtin-tls-client (the kubelet
+	// refreshes mounted Secrets about once a minute, plus its sync period).
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	CAStepDwell *metav1.Duration `json:"caStepDwell,omitempty"`
 }
 
 // AnnotationRotateCA asks for a CA rotation of a cluster with built-in issuing now: a
@@ -47,7 +57,8 @@ const AnnotationRotateCA = "etcd.database.coreos.com/rotate-ca"
 
 // ClusterConditionCertificatesValid reports the cluster's TLS certificates: True while
 // every certificate in use is valid for the cluster (reason CertificatesExpiringSoon
-// when one expires within 30 days, or, with built-in issuing, its renewal is overdue),
+// when one expires within 30 days; with built-in issuing, within min(30 days,
+// renewBefore/2), so a renewal on schedule never warns),
 // False when one has expired, does not name the members or the client Service, is not
 // signed by the CA bundle beside it, or cannot be issued or read.
 const ClusterConditionCertificatesValid ClusterConditionType = "CertificatesValid"

@@ -148,6 +148,11 @@ apiVersion: etcd.database.coreos.com/v1beta2
 kind: EtcdCluster
 metadata: {name: tls-ca-short}
 spec: {size: 3, TLS: {auto: {caLifetime: 10m}}}`},
+		{"auto TLS CA step dwell below 1s", "spec.TLS.auto.caStepDwell", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-dwell}
+spec: {size: 3, TLS: {auto: {caStepDwell: 0s}}}`},
 		{"auto TLS lifetime not a duration", "spec.TLS.auto.certificateLifetime", `
 apiVersion: etcd.database.coreos.com/v1beta2
 kind: EtcdCluster
@@ -193,7 +198,7 @@ spec: {size: 3, TLS: {auto: {}}}`, `
 apiVersion: etcd.database.coreos.com/v1beta2
 kind: EtcdCluster
 metadata: {name: tls-auto-short}
-spec: {size: 3, TLS: {auto: {certificateLifetime: 6m, renewBefore: 3m, caLifetime: 30m, caRenewBefore: 12m}}}`} {
+spec: {size: 3, TLS: {auto: {certificateLifetime: 6m, renewBefore: 3m, caLifetime: 30m, caRenewBefore: 12m, caStepDwell: 10s}}}`} {
 			if err := c.Create(ctx, objectFromYAML(t, doc)); err != nil {
 				t.Errorf("rejected: %v\n%s", err, doc)
 			}

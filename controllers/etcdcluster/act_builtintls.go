@@ -67,7 +67,7 @@ func builtinSettings(a *etcdv1beta2.AutoTLS) certissue.Settings {
 		return x.Duration
 	}
 	return certissue.Settings{CertificateLifetime: d(a.CertificateLifetime), RenewBefore: d(a.RenewBefore),
-		CALifetime: d(a.CALifetime), CARenewBefore: d(a.CARenewBefore)}.WithDefaults()
+		CALifetime: d(a.CALifetime), CARenewBefore: d(a.CARenewBefore), CAStepDwell: d(a.CAStepDwell)}.WithDefaults()
 }
 
 // builtinTLSError is a failure of built-in issuing, for CertificatesValid's reason.

@@ -224,6 +224,16 @@ func TestBuiltinTLSIssuesAndRenews(t *testing.T) {
 			t.Fatalf("generation %d moved on before it was rolled out (%v)", step.gen, err)
 		}
 		f.allOn(step.gen)
+		if step.phase == certissue.PhaseSteady {
+			continue
+		}
+		// Rolled out, but the clients' Secret changed less than caStepDwell (default
+		// 5m) ago: the next step waits for clients to reread it.
+		f.now = f.now.Add(certissue.DefaultCAStepDwell - time.Second)
+		if _, err := f.resolve(); err != nil || f.state().Generation != step.gen {
+			t.Fatalf("generation %d moved on within the CA step dwell (%v)", step.gen, err)
+		}
+		f.now = f.now.Add(time.Second)
 	}
 	if certissue.SameBundle(f.state().Trust, oldCA) {
 		t.Error("the old CA is still the CA after the rotation")
@@ -334,5 +344,77 @@ func TestBuiltinTLSSurvivesAStatusCheckpoint(t *testing.T) {
 	}
 	if stored.Spec.TLS.Static != nil || len(stored.Status.BootstrapMembers) != 1 {
 		t.Errorf("stored: spec TLS %+v, bootstrap members %v", stored.Spec.TLS, stored.Status.BootstrapMembers)
+	}
+}
+
+// CertificatesValid and the expiry metric judge what the member pods mount, not only
+// what the spec names: a roll stuck with pods on an expired generation is False.
+func TestCertificatesValidSeesMountedGenerations(t *testing.T) {
+	f := newBuiltinFixture(t)
+	ctx := context.Background()
+	if _, err := f.resolve(); err != nil {
+		t.Fatal(err)
+	}
+	f.allOn(1)
+	f.now = f.now.Add(20 * time.Minute) // generation 1 due
+	c, err := f.resolve()
+	if err != nil || f.state().Generation != 2 {
+		t.Fatalf("generation %d (%v)", f.state().Generation, err)
+	}
+	f.memberOn("db-aaaa", 2) // the roll stops there
+	old, _ := certissue.ParseCert(f.secret("db-builtin-tls-1-peer").Data[peerCertKey])
+
+	f.r.reportCertificates(ctx, c, nil)
+	if got := testutil.ToFloat64(certificateExpiry.WithLabelValues("default", "db", "peer")); got != float64(old.NotAfter.Unix()) {
+		t.Errorf("peer expiry metric %v, want generation 1's %v", got, old.NotAfter.Unix())
+	}
+
+	f.now = old.NotAfter.Add(time.Minute) // generation 2 still has ~19m
+	f.r.reportCertificates(ctx, c, nil)
+	cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid)
+	if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != etcdv1beta2.ReasonCertificatesExpired ||
+		!strings.Contains(cond.Message, `"db-builtin-tls-1-peer"`) || !strings.Contains(cond.Message, `"db-builtin-tls-1-server"`) {
+		t.Fatalf("CertificatesValid %+v", cond)
+	}
+	if strings.Contains(cond.Message, "db-builtin-tls-2-") {
+		t.Errorf("generation 2 reported: %s", cond.Message)
+	}
+
+	// The roll done: only generation 2 is judged, and it is valid.
+	f.allOn(2)
+	f.r.reportCertificates(ctx, c, nil)
+	if cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid); cond == nil || cond.Status != corev1.ConditionTrue {
+		t.Errorf("after the roll: CertificatesValid %+v", cond)
+	}
+	// A mounted Secret gone from the API server is left out, not an error.
+	f.memberOn("db-bbbb", 1)
+	if err := f.c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-builtin-tls-1-peer", Namespace: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(-2 * time.Minute) // generation 1's server certificate valid again
+	f.r.reportCertificates(ctx, c, nil)
+	if cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid); cond == nil || cond.Status != corev1.ConditionTrue || strings.Contains(cond.Message, "not found") {
+		t.Errorf("a mounted Secret deleted: CertificatesValid %+v", cond)
+	}
+}
+
+// The warning's window, as the README states it: 30 days; with built-in issuing
+// min(30 days, renewBefore/2).
+func TestCertificatesWarnWithin(t *testing.T) {
+	day := 24 * time.Hour
+	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
+	for _, tc := range []struct {
+		tls  *etcdv1beta2.TLSPolicy
+		want time.Duration
+	}{
+		{&etcdv1beta2.TLSPolicy{Static: &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{PeerSecret: "p", ServerSecret: "s"}}}, 30 * day},
+		{&etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}}, 15 * day},
+		{&etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{CertificateLifetime: d(365 * day)}}, 30 * day},
+		{&etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{CertificateLifetime: d(30 * time.Minute), RenewBefore: d(12 * time.Minute)}}, 6 * time.Minute},
+	} {
+		c := &etcdv1beta2.EtcdCluster{Spec: etcdv1beta2.EtcdClusterSpec{TLS: tc.tls}}
+		if got := warnWithin(c); got != tc.want {
+			t.Errorf("%+v: %v, want %v", tc.tls, got, tc.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -17,13 +18,63 @@ import (
 )
 
 // The CertificatesValid condition and the certificate expiry metric: what the TLS
-// Secrets the spec names (with built-in issuing, the generation in effect) are worth,
+// Secrets the spec names (with built-in issuing, the generation in effect), and the
+// member Secrets member pods still mount, are worth,
 // read at every reconcile of a TLS cluster. The metric is declared in
 // metrics_certificates.go.
 
 // certificatesInUse reads the certificates of the spec's TLS Secrets, with the member
-// hosts peer and server certificates must name.
+// hosts peer and server certificates must name, and of the member Secrets a member pod
+// still mounts that the spec no longer names (mid-roll, or a roll that is stuck: a pod
+// on an expiring generation is the real risk). Such a Secret gone from the API server
+// is left out (the kubelet keeps what it mounted; there is nothing to read).
 func (r *Reconciler) certificatesInUse(ctx context.Context, c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) ([]certissue.InUse, error) {
+	out, err := r.specCertificates(ctx, c, pods)
+	if err != nil {
+		return nil, err
+	}
+	type mounted struct {
+		kind            certissue.Kind
+		certKey, caKey  string
+		secret, current string
+	}
+	hostsOf := map[mounted][]string{}
+	var order []mounted
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil || !metav1IsControlledBy(p, c) {
+			continue
+		}
+		for _, m := range []mounted{
+			{certissue.KindPeer, peerCertKey, peerCAKey, render.PodSecretVolume(p, volumePeerTLS), specPeerSecret(c)},
+			{certissue.KindServer, serverCertKey, serverCAKey, render.PodSecretVolume(p, volumeServerTLS), specServerSecret(c)},
+		} {
+			if m.secret == "" || m.secret == m.current {
+				continue
+			}
+			if _, seen := hostsOf[m]; !seen {
+				order = append(order, m)
+			}
+			hostsOf[m] = append(hostsOf[m], render.MemberHost(c, p.Name, r.ClusterDomain))
+		}
+	}
+	for _, m := range order {
+		var s corev1.Secret
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: m.secret}, &s)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("secret %q: %w", m.secret, err)
+		}
+		out = append(out, certissue.InUse{Kind: m.kind, Secret: m.secret, CertKey: m.certKey, CAKey: m.caKey,
+			Cert: s.Data[m.certKey], Bundle: s.Data[m.caKey], Hosts: hostsOf[m]})
+	}
+	return out, nil
+}
+
+// specCertificates are the certificates of the spec's TLS Secrets.
+func (r *Reconciler) specCertificates(ctx context.Context, c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) ([]certissue.InUse, error) {
 	var hosts []string
 	for i := range pods {
 		if p := &pods[i]; p.DeletionTimestamp == nil && metav1IsControlledBy(p, c) {

@@ -22,6 +22,8 @@
 //
 // A generation is only started once every member runs the one before (Decide), so at
 // most two generations are ever in use at once, and every pair of them trusts each other.
+// Steps 2 and 3 also wait Settings.CAStepDwell after the step before, for clients: they
+// follow the clients' Secret, which changes with each step, in their own time.
 package certissue
 
 import (
@@ -56,6 +58,9 @@ const (
 const (
 	DefaultCertificateLifetime = 90 * 24 * time.Hour
 	DefaultCALifetime          = 5 * 365 * 24 * time.Hour
+	// DefaultCAStepDwell is how long a CA rotation waits, at the least, after each of
+	// its first two steps before taking the next (Settings.CAStepDwell).
+	DefaultCAStepDwell = 5 * time.Minute
 	// MinLifetime is the shortest lifetime accepted (admission says the same): shorter
 	// ones could not be rolled out member by member before they were due again.
 	MinLifetime = 5 * time.Minute
@@ -71,6 +76,13 @@ type Settings struct {
 	// CARenewBefore: the CA is rotated when less than this is left (default a third of
 	// CALifetime).
 	CARenewBefore time.Duration
+	// CAStepDwell: the least time between the steps of a CA rotation (default
+	// DefaultCAStepDwell), counted from the step's write, which is also when the
+	// clients' Secret changed. Clients that reread their mounted Secret (the kubelet
+	// refreshes Secret volumes about once a minute, plus its sync period) get this long
+	// to trust the new CA before members present its certificates, and to take a
+	// client certificate of the new CA before the old one is no longer trusted.
+	CAStepDwell time.Duration
 }
 
 // WithDefaults fills what is unset and clamps what cannot work: a renewal window as
@@ -82,6 +94,9 @@ func (s Settings) WithDefaults() Settings {
 	}
 	if s.CALifetime <= 0 {
 		s.CALifetime = DefaultCALifetime
+	}
+	if s.CAStepDwell <= 0 {
+		s.CAStepDwell = DefaultCAStepDwell
 	}
 	if s.CALifetime < s.CertificateLifetime {
 		s.CALifetime = s.CertificateLifetime

@@ -117,11 +117,11 @@ func TestSettingsDefaults(t *testing.T) {
 		in   Settings
 		want Settings
 	}{
-		{Settings{}, Settings{DefaultCertificateLifetime, DefaultCertificateLifetime / 3, DefaultCALifetime, DefaultCALifetime / 3}},
-		{Settings{CertificateLifetime: 9 * time.Minute, RenewBefore: 9 * time.Minute, CALifetime: time.Minute},
-			Settings{9 * time.Minute, 3 * time.Minute, 9 * time.Minute, 3 * time.Minute}},
+		{Settings{}, Settings{DefaultCertificateLifetime, DefaultCertificateLifetime / 3, DefaultCALifetime, DefaultCALifetime / 3, DefaultCAStepDwell}},
+		{Settings{CertificateLifetime: 9 * time.Minute, RenewBefore: 9 * time.Minute, CALifetime: time.Minute, CAStepDwell: 10 * time.Second},
+			Settings{9 * time.Minute, 3 * time.Minute, 9 * time.Minute, 3 * time.Minute, 10 * time.Second}},
 		{Settings{CertificateLifetime: time.Hour, RenewBefore: 10 * time.Minute, CALifetime: 2 * time.Hour},
-			Settings{time.Hour, 10 * time.Minute, 2 * time.Hour, time.Hour}},
+			Settings{time.Hour, 10 * time.Minute, 2 * time.Hour, time.Hour, DefaultCAStepDwell}},
 	} {
 		if got := tc.in.WithDefaults(); got != tc.want {
 			t.Errorf("%+v: %+v, want %+v", tc.in, got, tc.want)
@@ -159,7 +159,7 @@ func TestStateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Generation != 2 || got.Phase != PhaseTrusting || got.Next == nil || got.RotationToken != "tok" || !SameBundle(got.Trust, s2.Trust) {
+	if got.Generation != 2 || got.Phase != PhaseTrusting || got.Next == nil || got.RotationToken != "tok" || !SameBundle(got.Trust, s2.Trust) || !got.Since.Equal(t0) {
 		t.Errorf("decoded %+v", got)
 	}
 	for key, mutate := range map[string]func(map[string][]byte){
@@ -167,6 +167,7 @@ func TestStateRoundTrip(t *testing.T) {
 		StateCAKey:      func(d map[string][]byte) { d[StateCAKey] = s2.Next.KeyPEM },
 		StateTrust:      func(d map[string][]byte) { delete(d, StateTrust) },
 		StatePhase:      func(d map[string][]byte) { d[StatePhase] = []byte("Sideways") },
+		StateSince:      func(d map[string][]byte) { d[StateSince] = []byte("yesterday") },
 	} {
 		d := s2.Encode()
 		mutate(d)
@@ -193,6 +194,7 @@ func TestDecide(t *testing.T) {
 	mixed := leaves
 	mixed.Server = foreign.Server
 	ok := Observed{Leaves: leaves, RolledOut: true}
+	trusting, _ := Apply(s, Decision{Step: BeginCARotation}, "db", st, "", t0)
 	caDue := t0.Add(st.CALifetime - st.CARenewBefore)
 	for _, tc := range []struct {
 		name string
@@ -212,6 +214,9 @@ func TestDecide(t *testing.T) {
 		{"CA due", s, ok, caDue, BeginCARotation, "CA expires"},
 		{"lifetime shortened in the spec", s, Observed{Leaves: longLeaves, RolledOut: true}, t0.Add(time.Minute), Renew, "lives longer than the lifetime asked for (30m0s)"},
 		{"CA rotation requested", s, Observed{Leaves: leaves, RolledOut: true, RotationToken: "1"}, t0.Add(time.Minute), BeginCARotation, `"1"`},
+		{"switch: dwell not over", trusting, ok, t0.Add(2 * time.Minute), Keep, "clients have until"},
+		{"switch: dwell over", trusting, ok, t0.Add(st.CAStepDwell), SwitchCA, "new CA"},
+		{"switch: state without since", func() State { x := trusting; x.Since = time.Time{}; return x }(), ok, t0.Add(time.Minute), SwitchCA, "new CA"},
 		{"CA rotation already handled", func() State { x := s; x.RotationToken = "1"; return x }(), Observed{Leaves: leaves, RolledOut: true, RotationToken: "1"}, t0.Add(time.Minute), Keep, ""},
 	} {
 		d := Decide(tc.s, tc.o, names(), st, tc.now)
@@ -227,6 +232,14 @@ func TestDecide(t *testing.T) {
 	curLeaves, _ := IssueLeaves(s, names(), st, now)
 	steps := []Step{BeginCARotation, SwitchCA, DropOldCA, Keep}
 	for i, want := range steps {
+		if want == SwitchCA || want == DropOldCA {
+			// Rolled out, but the clients have not had CAStepDwell since the clients'
+			// Secret changed: nothing yet, whatever else is due.
+			if d := Decide(cur, Observed{Leaves: curLeaves, RolledOut: true}, names(), st, now.Add(st.CAStepDwell-time.Second)); d.Step != Keep || !strings.Contains(d.Reason, "clients have until") {
+				t.Fatalf("step %d within the dwell: %s (%s)", i, d.Step, d.Reason)
+			}
+			now = now.Add(st.CAStepDwell)
+		}
 		if d := Decide(cur, Observed{Leaves: curLeaves, RolledOut: false}, names(), st, now); d.Step != Keep {
 			t.Fatalf("step %d before roll-out: %s", i, d.Step)
 		}
@@ -260,8 +273,10 @@ func TestDecide(t *testing.T) {
 				}
 			}
 		}
+		if !next.Since.Equal(now) {
+			t.Fatalf("after %s: since %s, want %s", d.Step, next.Since, now)
+		}
 		cur, curLeaves = next, nextLeaves
-		now = now.Add(time.Minute)
 	}
 	if cur.Phase != PhaseSteady || cur.Next != nil {
 		t.Errorf("after the rotation: phase %q", cur.Phase)

@@ -29,6 +29,9 @@ type State struct {
 	Phase Phase
 	// RotationToken is the last CA rotation request handled (the cluster's annotation).
 	RotationToken string
+	// Since is when the generation in effect was started (zero: not recorded, as by an
+	// operator before the CA rotation's dwell; the dwell then counts as elapsed).
+	Since time.Time
 }
 
 // ClientSecretName is the Secret the clients of a cluster with built-in issuing mount
@@ -46,6 +49,7 @@ const (
 	StateGeneration  = "generation"
 	StatePhase       = "phase"
 	StateRotationTok = "rotation-token"
+	StateSince       = "since"
 )
 
 // Encode is the State as the CA Secret's data.
@@ -62,6 +66,9 @@ func (s State) Encode() map[string][]byte {
 	}
 	if s.RotationToken != "" {
 		d[StateRotationTok] = []byte(s.RotationToken)
+	}
+	if !s.Since.IsZero() {
+		d[StateSince] = []byte(s.Since.UTC().Format(time.RFC3339))
 	}
 	return d
 }
@@ -100,6 +107,13 @@ func DecodeState(d map[string][]byte) (State, error) {
 		return s, fmt.Errorf("key %s: unknown phase %q", StatePhase, s.Phase)
 	}
 	s.RotationToken = string(d[StateRotationTok])
+	if v := d[StateSince]; len(v) > 0 {
+		t, err := time.Parse(time.RFC3339, string(v))
+		if err != nil {
+			return s, fmt.Errorf("key %s is not an RFC 3339 time", StateSince)
+		}
+		s.Since = t
+	}
 	return s, nil
 }
 
@@ -109,7 +123,7 @@ func NewState(cluster string, st Settings, now time.Time) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	return State{Generation: 1, CA: ca, Trust: ca.CertPEM}, nil
+	return State{Generation: 1, CA: ca, Trust: ca.CertPEM, Since: now}, nil
 }
 
 // Leaves are one generation's certificates, with the bundle they trust.
@@ -177,10 +191,16 @@ type Decision struct {
 
 // Decide is the next step for a cluster's certificates. A new generation is started
 // only once every member runs the one in effect, and a CA rotation goes on before
-// anything else.
+// anything else, each of its later steps no sooner than st.CAStepDwell after the one
+// before (the clients' Secret changed then; clients reread it in their own time).
 func Decide(s State, o Observed, n Names, st Settings, now time.Time) Decision {
 	if !o.RolledOut {
 		return Decision{Keep, fmt.Sprintf("generation %d is rolling out", s.Generation)}
+	}
+	if s.Phase != PhaseSteady && !s.Since.IsZero() {
+		if until := s.Since.Add(st.CAStepDwell); now.Before(until) {
+			return Decision{Keep, fmt.Sprintf("CA rotation: clients have until %s to reread the clients' Secret of generation %d", until.UTC().Format(time.RFC3339), s.Generation)}
+		}
 	}
 	switch s.Phase {
 	case PhaseTrusting:
@@ -265,6 +285,6 @@ func Apply(s State, d Decision, cluster string, st Settings, token string, now t
 	case DropOldCA:
 		next.Trust, next.Phase = s.CA.CertPEM, PhaseSteady
 	}
-	next.Generation = s.Generation + 1
+	next.Generation, next.Since = s.Generation+1, now
 	return next, nil
 }

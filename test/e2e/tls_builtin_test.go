@@ -119,6 +119,20 @@ func builtinGeneration(t *testing.T, e *framework.Env, cluster string) (int, []b
 	return g, s.Data[certissue.StateTrust]
 }
 
+// builtinState is the cluster's CA Secret, decoded.
+func builtinState(t *testing.T, e *framework.Env, cluster string) certissue.State {
+	t.Helper()
+	var s corev1.Secret
+	if err := e.C.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: cluster + "-builtin-tls-ca"}, &s); err != nil {
+		t.Fatal(err)
+	}
+	st, err := certissue.DecodeState(s.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // waitOnGeneration waits until every member pod mounts generation gen's Secrets (or a
 // later one's), is Ready, and the cluster is available over TLS.
 func waitOnGeneration(t *testing.T, e *framework.Env, cluster string, gen int, cfg *tls.Config, timeout time.Duration) {
@@ -158,7 +172,10 @@ func TestBuiltinTLS(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "autotls"
 	c := newCluster(name, 3)
-	c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}}
+	// A CA rotation waits caStepDwell between its steps for clients to reread their
+	// Secret; short here, long enough to see it held.
+	dwell := &metav1.Duration{Duration: 45 * time.Second}
+	c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{CAStepDwell: dwell}}
 	// On claims, members restart in place (same ID, same data) for each generation.
 	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
@@ -205,7 +222,7 @@ func TestBuiltinTLS(t *testing.T) {
 		start := time.Now()
 		e.Update(name, func(c *etcdv1beta2.EtcdCluster) {
 			c.Spec.TLS.Auto = &etcdv1beta2.AutoTLS{CertificateLifetime: &metav1.Duration{Duration: 10 * time.Minute},
-				RenewBefore: &metav1.Duration{Duration: 6 * time.Minute}}
+				RenewBefore: &metav1.Duration{Duration: 6 * time.Minute}, CAStepDwell: dwell}
 		})
 		e.Eventually(60*time.Second, "a new generation", func() error {
 			if g, _ := builtinGeneration(t, e, name); g <= gen0 {
@@ -243,8 +260,12 @@ func TestBuiltinTLS(t *testing.T) {
 		})
 		// Three generations: both CAs trusted, the new one signing, the new one alone.
 		sawBoth := false
+		since := map[int]time.Time{} // when each generation started, as the CA Secret says
 		e.Eventually(900*time.Second, "the new CA alone in the bundle, every member on it", func() error {
 			g, trust := builtinGeneration(t, e, name)
+			if st := builtinState(t, e, name); !st.Since.IsZero() {
+				since[st.Generation] = st.Since
+			}
 			cas, err := certissue.ParseBundle(trust)
 			if err != nil {
 				return err
@@ -272,6 +293,20 @@ func TestBuiltinTLS(t *testing.T) {
 		t.Logf("CA rotated through generations %d..%d in %v", genStart+1, g, time.Since(start).Round(time.Second))
 		if !sawBoth {
 			t.Log("never sampled the bundle holding both CAs (generations moved faster than the poll)")
+		}
+		// Switching to the new CA and dropping the old one each waited the dwell after
+		// the step before (the CA Secret's times are the operator's own, second-precise).
+		for _, gen := range []int{genStart + 2, genStart + 3} {
+			a, okA := since[gen-1]
+			b, okB := since[gen]
+			switch {
+			case !okA || !okB:
+				t.Logf("did not sample the start of generations %d and %d", gen-1, gen)
+			case b.Sub(a) < dwell.Duration-time.Second:
+				t.Errorf("generation %d started %v after generation %d, within the CA step dwell %v", gen, b.Sub(a), gen-1, dwell.Duration)
+			default:
+				t.Logf("generation %d started %v after generation %d", gen, b.Sub(a), gen-1)
+			}
 		}
 		// The members now present certificates of the new CA only.
 		roots := x509.NewCertPool()
