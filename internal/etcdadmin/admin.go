@@ -49,6 +49,10 @@ type Config struct {
 	Endpoints []string
 	// TLS is used for every endpoint when set (client certificates and CA).
 	TLS *tls.Config
+	// Username and Password, when set, authenticate every request (etcd's user auth). A
+	// cluster with auth still off ignores them, so a client may carry them before auth is
+	// enabled. The password is never logged nor put in an error.
+	Username, Password string
 	// DialTimeout bounds establishing a connection (default 3s).
 	DialTimeout time.Duration
 	// CallTimeout bounds one request of a membership change (default 5s).
@@ -99,6 +103,9 @@ type Admin struct {
 	// open connections instead of dialling each of them again every time.
 	ones   map[string]*oneClient
 	closed bool
+	// authPending: credentials were configured but no member answered the authentication
+	// when the client was made, so it runs without them (AuthPending).
+	authPending bool
 
 	http *http.Client // for /version
 }
@@ -134,7 +141,7 @@ func New(cfg Config) (*Admin, error) {
 		cfg.ClientLog = zap.NewNop()
 	}
 	eps := slices.Clone(cfg.Endpoints)
-	c, err := clientv3.New(clientConfig(cfg, eps))
+	c, authPending, err := newClient(cfg, eps)
 	if err != nil {
 		return nil, fmt.Errorf("etcdadmin: creating client for %v: %w", eps, err)
 	}
@@ -144,7 +151,7 @@ func New(cfg Config) (*Admin, error) {
 	}
 	tr.ResponseHeaderTimeout = cfg.ProbeTimeout
 	tr.MaxResponseHeaderBytes = 64 << 10
-	return &Admin{cfg: cfg, log: cfg.Log, client: c, endpoints: eps, http: &http.Client{
+	return &Admin{cfg: cfg, log: cfg.Log, client: c, endpoints: eps, authPending: authPending, http: &http.Client{
 		Transport: cfg.Metrics.transport(tr),
 		// A member is whatever image the tenant chose: its answer is read, never
 		// followed elsewhere (a redirect would make the operator probe any address).
@@ -162,6 +169,8 @@ func clientConfig(cfg Config, eps []string) clientv3.Config {
 	return clientv3.Config{
 		Endpoints:   eps,
 		TLS:         cfg.TLS,
+		Username:    cfg.Username,
+		Password:    cfg.Password,
 		DialTimeout: cfg.DialTimeout,
 		// Keepalive notices a silently dead connection (a partitioned member).
 		DialKeepAliveTime:    10 * time.Second,
@@ -229,6 +238,8 @@ func (a *Admin) Client() *clientv3.Client { return a.client }
 type oneClient struct {
 	client      *clientv3.Client
 	maintenance clientv3.Maintenance
+	authPending bool      // made without the configured credentials (newClient)
+	made        time.Time // when it was dialled
 }
 
 // dialOne returns the client bound to exactly one endpoint, for requests that must reach
@@ -237,24 +248,58 @@ type oneClient struct {
 // or the Admin is closed: callers must not close it.
 func (a *Admin) dialOne(ep string) (*oneClient, error) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if a.closed {
+		a.mu.Unlock()
 		return nil, &Error{Op: "dial", Target: ep, Kind: ErrUnavailable, Err: errors.New("etcdadmin: closed"), Attempts: 1}
 	}
-	if o, ok := a.ones[ep]; ok {
-		return o, nil
+	prev, ok := a.ones[ep]
+	fresh := ok && (!prev.authPending || time.Since(prev.made) < authRedialInterval)
+	a.mu.Unlock()
+	if fresh {
+		return prev, nil
 	}
-	c, err := clientv3.New(clientConfig(a.cfg, []string{ep}))
+	// Dialled without the lock: with credentials, the client authenticates while it is
+	// made, which waits up to DialTimeout for a member that does not answer.
+	c, pending, err := newClient(a.cfg, []string{ep})
 	if err != nil {
+		if ok {
+			return prev, nil
+		}
 		return nil, &Error{Op: "dial", Target: ep, Kind: ErrUnavailable, Err: err, Attempts: 1}
 	}
-	o := &oneClient{client: c, maintenance: clientv3.NewMaintenanceFromMaintenanceClient(pb.NewMaintenanceClient(c.ActiveConnection()), c)}
+	o := &oneClient{client: c, authPending: pending, made: time.Now(),
+		maintenance: clientv3.NewMaintenanceFromMaintenanceClient(pb.NewMaintenanceClient(c.ActiveConnection()), c)}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cur, has := a.ones[ep]
+	switch {
+	case a.closed:
+		_ = c.Close()
+		return nil, &Error{Op: "dial", Target: ep, Kind: ErrUnavailable, Err: errors.New("etcdadmin: closed"), Attempts: 1}
+	case has && cur != prev, has && pending:
+		// Another call installed a client meanwhile, or this one is no better than the
+		// one kept (both without credentials): the kept one is used (a pending one's
+		// time restarts, so the next dial waits again).
+		_ = c.Close()
+		if cur.authPending && pending {
+			cur.made = o.made
+		}
+		return cur, nil
+	case has:
+		// The member answers the authentication now: its authenticated client replaces the
+		// one that ran without credentials.
+		_ = cur.client.Close()
+	}
 	if a.ones == nil {
 		a.ones = map[string]*oneClient{}
 	}
 	a.ones[ep] = o
 	return o, nil
 }
+
+// authRedialInterval is how long a per-endpoint client made without its credentials
+// (the member did not answer) is used before the next dial tries to authenticate again.
+const authRedialInterval = 10 * time.Second
 
 // FormatID renders a member ID the way etcd prints it (hex).
 func FormatID(id uint64) string { return strconv.FormatUint(id, 16) }
