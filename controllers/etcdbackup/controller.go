@@ -458,6 +458,9 @@ func (r *Reconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.EtcdBackup)
 		}
 		cfg.TLS = tlsCfg
 	}
+	if cfg.Username, cfg.Password, err = r.rootCredentials(ctx, eb.Namespace, target); err != nil { // auth.go
+		return nil, err
+	}
 	// The retry budget of opening the stream must leave time for the upload.
 	cfg.Retry.Budget = timeout / 3
 	admin, err := etcdadmin.New(cfg)
@@ -803,6 +806,7 @@ func (r *Reconciler) backupPod(eb *etcdv1beta2.EtcdBackup, target *backupTarget)
 				TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 				VolumeMounts:             mounts,
+				Env:                      rootPasswordEnv(target), // auth.go
 				SecurityContext:          render.ContainerSecurityContext(),
 			}},
 			Volumes: volumes,

@@ -46,6 +46,8 @@ type observation struct {
 	tlsProgress string
 	// planned is what the reconcile planned and did, once it planned (nil before).
 	planned *plannedStep
+	// auth is the cluster's etcd authentication as observed (act_auth.go).
+	auth authObservation
 }
 
 // plannedStep is the step a reconcile planned and what became of it, for updateStatus.
@@ -86,8 +88,9 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	o.warnings = r.kubeletWarnings(ctx, o.pods)
 
 	var answers etcdAnswers
+	o.auth = r.observeAuth(ctx, c) // act_auth.go
 	if len(endpoints) > 0 {
-		admin, err := r.connect(ctx, c, endpoints)
+		admin, err := r.connect(ctx, c, endpoints, &o.auth)
 		if err != nil {
 			return nil, err
 		}

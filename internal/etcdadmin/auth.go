@@ -18,6 +18,11 @@ const (
 	RootRole = "root"
 )
 
+// PasswordEnv is the environment variable the operator's pods that dial etcd (the PVC
+// backup pod) read the root password from; the pod spec names the Secret key, never the
+// value.
+const PasswordEnv = "ETCD_OPERATOR_ROOT_PASSWORD"
+
 // ErrAuthFailed: etcd refused the configured user name and password.
 var ErrAuthFailed = errors.New("etcd refused the user name and password")
 
