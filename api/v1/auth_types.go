@@ -7,7 +7,7 @@ package v1
 // Other users and roles are the cluster owner's (etcdctl user/role). v1beta2 stores it
 // as the annotations etcd.database.coreos.com/auth ("enabled") and
 // etcd.database.coreos.com/auth-root-secret. Once set it may not be removed.
-// +kubebuilder:validation:XValidation:rule="(has(self.rootSecret) ? self.rootSecret : ”) == (has(oldSelf.rootSecret) ? oldSelf.rootSecret : ”)",message="rootSecret is immutable: the root user's password is set once",fieldPath=".rootSecret"
+// +kubebuilder:validation:XValidation:rule="has(self.rootSecret) == has(oldSelf.rootSecret) && (!has(self.rootSecret) || self.rootSecret == oldSelf.rootSecret)",message="rootSecret is immutable: the root user's password is set once",fieldPath=".rootSecret"
 type Auth struct {
 	// RootSecret names a Secret in the cluster's namespace whose key "password" holds the
 	// root user's password. Unset: the operator creates <cluster>-etcd-root with a random
