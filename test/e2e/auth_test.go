@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -69,8 +70,7 @@ func TestEtcdAuth(t *testing.T) {
 		c := newCluster(name, 1)
 		c.Annotations = map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue}
 		b.Create(c)
-		b.WaitAvailable(name, 1, 120*time.Second)
-		waitAuthEnabled(t, b.Env, name, 90*time.Second)
+		waitAuthEnabled(t, b.Env, name, 120*time.Second)
 
 		var s corev1.Secret
 		if err := b.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: name + etcdv1beta2.AuthRootSecretSuffix}, &s); err != nil {
@@ -79,6 +79,10 @@ func TestEtcdAuth(t *testing.T) {
 		pw := string(s.Data[etcdv1beta2.AuthPasswordKey])
 		if len(pw) < 24 || !metav1.IsControlledBy(&s, b.Cluster(name)) {
 			t.Fatalf("root Secret: %d-byte password, owners %v", len(pw), s.OwnerReferences)
+		}
+		b.WaitAvailableAuth(name, 1, 60*time.Second, etcdadmin.RootUser, pw)
+		if _, err := authClient(t, b.Env, name, "", "").MemberList(ctx); !refused(err) {
+			t.Fatalf("member list without credentials: %v; want it refused", err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
@@ -106,7 +110,7 @@ func TestEtcdAuth(t *testing.T) {
 
 		// The operator's membership calls use the root user: a scale-up by one.
 		b.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 2 })
-		b.WaitAvailable(name, 2, 180*time.Second)
+		b.WaitAvailableAuth(name, 2, 180*time.Second, etcdadmin.RootUser, pw)
 		// And its backups.
 		b.Create(b.newBackup("au-once", name, "au/once.db", "aws", nil))
 		eb := b.waitCondition(t, "au-once", metav1.ConditionTrue, etcdv1beta2.ReasonBackupSucceeded, 90*time.Second)
@@ -115,6 +119,11 @@ func TestEtcdAuth(t *testing.T) {
 		}
 		if !framework.ConditionTrue(b.Cluster(name), etcdv1beta2.ClusterConditionAuthEnabled) {
 			t.Errorf("AuthEnabled not True after the scale-up: %v", b.Cluster(name).Status.Conditions)
+		}
+		// Nor does the operator's log.
+		logText, err := os.ReadFile(b.OperatorLogPath())
+		if err != nil || len(logText) == 0 || strings.Contains(string(logText), pw) {
+			t.Errorf("operator log: %d bytes (%v); holds the password: %v", len(logText), err, strings.Contains(string(logText), pw))
 		}
 	})
 
