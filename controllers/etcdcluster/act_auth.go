@@ -61,18 +61,33 @@ func (r *Reconciler) observeAuth(ctx context.Context, c *etcdv1beta2.EtcdCluster
 	if a.secret == "" { // on before, and the spec dropped it: the operator's Secret
 		a.secret = etcdv1beta2.OperatorRootSecretName(c)
 	}
-	a.password, a.secretErr = r.rootPassword(ctx, c, a.secret)
+	a.password, a.secretErr = r.rootPassword(ctx, c, a.secret, !a.wasOn)
 	return a
+}
+
+// blocking is the error that stops a reconcile before anything is planned: with auth on
+// and no usable credentials, etcd answers no member list, and a planner that saw no
+// members could take a healthy cluster for a broken one. Nil when the operator can work.
+func (a authObservation) blocking() error {
+	switch {
+	case a.rejected:
+		return fmt.Errorf("etcd refused the root user's password from Secret %s (key %q): nothing is changed until it holds root's password", a.secret, etcdv1beta2.AuthPasswordKey)
+	case a.wasOn && a.secretErr != nil:
+		return fmt.Errorf("etcd authentication is on and its root Secret %s is unusable (%v): nothing is changed until it is restored", a.secret, a.secretErr)
+	}
+	return nil
 }
 
 // rootPassword reads the password from the root Secret; the operator's own Secret is
 // created (with a random password, owned by the cluster) when it does not exist.
-func (r *Reconciler) rootPassword(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) (string, error) {
+// A Secret gone after auth was turned on is not made again (mayCreate false): a new
+// password would not be root's.
+func (r *Reconciler) rootPassword(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string, mayCreate bool) (string, error) {
 	var s corev1.Secret
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &s)
 	own := name == etcdv1beta2.OperatorRootSecretName(c)
 	switch {
-	case apierrors.IsNotFound(err) && own:
+	case apierrors.IsNotFound(err) && own && mayCreate:
 		if err := r.createRootSecret(ctx, c, name); err != nil {
 			return "", err
 		}

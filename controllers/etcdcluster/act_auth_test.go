@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,33 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
+
+// Once auth is on, a deleted root Secret is not made again (a new password would not be
+// root's), and the reconcile stops before planning: without credentials etcd lists no
+// members. A refused password stops it too.
+func TestAuthRootSecretGoneAfterAuthOn(t *testing.T) {
+	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default", UID: "uid-a",
+		Annotations: map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue}},
+		Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16"},
+		Status: etcdv1beta2.EtcdClusterStatus{Conditions: []etcdv1beta2.ClusterCondition{
+			{Type: etcdv1beta2.ClusterConditionAuthEnabled, Status: corev1.ConditionTrue, Reason: etcdv1beta2.ReasonAuthEnabled}}}}
+	fc := fake.NewClientBuilder().WithScheme(fixture.Scheme()).WithObjects(c).Build()
+	r := newTestClusterReconciler(t, fc, record.NewFakeRecorder(10), time.Now)
+	a := r.observeAuth(context.Background(), c)
+	if a.secretErr == nil || a.password != "" || a.blocking() == nil {
+		t.Fatalf("secret error %v, password set %v, blocking %v; want an error, none, blocking", a.secretErr, a.password != "", a.blocking())
+	}
+	var s corev1.Secret
+	if err := fc.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "a-etcd-root"}, &s); err == nil {
+		t.Fatal("the root Secret was made again after auth was on")
+	}
+	if (authObservation{wanted: true, rejected: true, secret: "x"}).blocking() == nil {
+		t.Fatal("a refused password does not stop the reconcile")
+	}
+	if (authObservation{wanted: true, secret: "x", secretErr: errors.New("gone")}).blocking() != nil {
+		t.Fatal("a Secret problem before auth is on stops the reconcile (auth is off: the operator can work)")
+	}
+}
 
 // The root Secret: the operator creates its own (random password, owned by the cluster,
 // announced without the password), reads a named one, and says what is wrong with a

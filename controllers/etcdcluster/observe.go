@@ -94,6 +94,9 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		if err != nil {
 			return nil, err
 		}
+		if err := o.auth.blocking(); err != nil { // act_auth.go
+			return nil, err
+		}
 		o.admin = admin
 		answers = askEtcd(ctx, admin, endpoints)
 	}
