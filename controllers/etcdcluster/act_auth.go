@@ -88,12 +88,7 @@ func (r *Reconciler) rootPassword(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	own := name == etcdv1beta2.OperatorRootSecretName(c)
 	switch {
 	case apierrors.IsNotFound(err) && own && mayCreate:
-		if err := r.createRootSecret(ctx, c, name); err != nil {
-			return "", err
-		}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &s); err != nil {
-			return "", fmt.Errorf("reading it after creating it: %w", err)
-		}
+		return r.createRootSecret(ctx, c, name)
 	case apierrors.IsNotFound(err):
 		return "", errors.New("not found: create it with the root user's password under key \"" + etcdv1beta2.AuthPasswordKey + "\"")
 	case err != nil:
@@ -110,28 +105,32 @@ func (r *Reconciler) rootPassword(ctx context.Context, c *etcdv1beta2.EtcdCluste
 }
 
 // createRootSecret creates <cluster>-etcd-root with a random password, owned by the
-// cluster (deleted with it).
-func (r *Reconciler) createRootSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) error {
+// cluster (deleted with it), and returns the password. One created meanwhile by another
+// reconcile is left as it is and read next time ("" now: auth waits a reconcile).
+func (r *Reconciler) createRootSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) (string, error) {
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
-		return err
+		return "", err
 	}
+	pw := base64.RawURLEncoding.EncodeToString(b)
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: name, Labels: render.ClusterLabels(c.Name)},
 		Type:       corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
-			etcdv1beta2.AuthPasswordKey: []byte(base64.RawURLEncoding.EncodeToString(b)),
+			etcdv1beta2.AuthPasswordKey: []byte(pw),
 			"username":                  []byte(etcdadmin.RootUser),
 		},
 	}
 	if err := controllerutil.SetControllerReference(c, s, r.Scheme); err != nil {
-		return err
+		return "", err
 	}
-	if err := r.Client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating it: %w", err)
+	if err := r.Client.Create(ctx, s); apierrors.IsAlreadyExists(err) {
+		return "", errors.New("created meanwhile; read on the next reconcile")
+	} else if err != nil {
+		return "", fmt.Errorf("creating it: %w", err)
 	}
 	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.ReasonAuthEnabling, "created root Secret %s for etcd authentication", name)
-	return nil
+	return pw, nil
 }
 
 // credentials are the user and password the operator's etcd client carries ("" none).

@@ -39,6 +39,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // Config says how to reach a cluster. Zero durations take the defaults.
@@ -106,6 +107,8 @@ type Admin struct {
 	// authPending: credentials were configured but no member answered the authentication
 	// when the client was made, so it runs without them (AuthPending).
 	authPending bool
+	// tok is the root user's token for the per-endpoint clients (auth.go).
+	tok tokenCache
 
 	http *http.Client // for /version
 }
@@ -238,8 +241,6 @@ func (a *Admin) Client() *clientv3.Client { return a.client }
 type oneClient struct {
 	client      *clientv3.Client
 	maintenance clientv3.Maintenance
-	authPending bool      // made without the configured credentials (newClient)
-	made        time.Time // when it was dialled
 }
 
 // dialOne returns the client bound to exactly one endpoint, for requests that must reach
@@ -248,58 +249,32 @@ type oneClient struct {
 // or the Admin is closed: callers must not close it.
 func (a *Admin) dialOne(ep string) (*oneClient, error) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.closed {
-		a.mu.Unlock()
 		return nil, &Error{Op: "dial", Target: ep, Kind: ErrUnavailable, Err: errors.New("etcdadmin: closed"), Attempts: 1}
 	}
-	prev, ok := a.ones[ep]
-	fresh := ok && (!prev.authPending || time.Since(prev.made) < authRedialInterval)
-	a.mu.Unlock()
-	if fresh {
-		return prev, nil
+	if o, ok := a.ones[ep]; ok {
+		return o, nil
 	}
-	// Dialled without the lock: with credentials, the client authenticates while it is
-	// made, which waits up to DialTimeout for a member that does not answer.
-	c, pending, err := newClient(a.cfg, []string{ep})
+	// Without the user and password: a learner refuses to authenticate anyone, and
+	// clientv3 would authenticate with the endpoint itself. The Admin's token, which every
+	// member knows, goes with each request instead (auth.go).
+	cc := clientConfig(a.cfg, []string{ep})
+	cc.Username, cc.Password = "", ""
+	if a.cfg.Username != "" {
+		cc.DialOptions = append(slices.Clone(cc.DialOptions), grpc.WithPerRPCCredentials(tokenCredentials{a}))
+	}
+	c, err := clientv3.New(cc)
 	if err != nil {
-		if ok {
-			return prev, nil
-		}
 		return nil, &Error{Op: "dial", Target: ep, Kind: ErrUnavailable, Err: err, Attempts: 1}
 	}
-	o := &oneClient{client: c, authPending: pending, made: time.Now(),
-		maintenance: clientv3.NewMaintenanceFromMaintenanceClient(pb.NewMaintenanceClient(c.ActiveConnection()), c)}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	cur, has := a.ones[ep]
-	switch {
-	case a.closed:
-		_ = c.Close()
-		return nil, &Error{Op: "dial", Target: ep, Kind: ErrUnavailable, Err: errors.New("etcdadmin: closed"), Attempts: 1}
-	case has && cur != prev, has && pending:
-		// Another call installed a client meanwhile, or this one is no better than the
-		// one kept (both without credentials): the kept one is used (a pending one's
-		// time restarts, so the next dial waits again).
-		_ = c.Close()
-		if cur.authPending && pending {
-			cur.made = o.made
-		}
-		return cur, nil
-	case has:
-		// The member answers the authentication now: its authenticated client replaces the
-		// one that ran without credentials.
-		_ = cur.client.Close()
-	}
+	o := &oneClient{client: c, maintenance: clientv3.NewMaintenanceFromMaintenanceClient(pb.NewMaintenanceClient(c.ActiveConnection()), c)}
 	if a.ones == nil {
 		a.ones = map[string]*oneClient{}
 	}
 	a.ones[ep] = o
 	return o, nil
 }
-
-// authRedialInterval is how long a per-endpoint client made without its credentials
-// (the member did not answer) is used before the next dial tries to authenticate again.
-const authRedialInterval = 10 * time.Second
 
 // FormatID renders a member ID the way etcd prints it (hex).
 func FormatID(id uint64) string { return strconv.FormatUint(id, 16) }

@@ -3,6 +3,8 @@ package etcdadmin
 import (
 	"context"
 	"errors"
+	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -101,6 +103,83 @@ func (a *Admin) EnableAuth(ctx context.Context, password string) error {
 			return err
 		}
 	}
+	a.dropToken() // auth is on now: the next per-endpoint request gets a token
 	a.log.Info("etcd authentication enabled", "user", RootUser)
 	return nil
 }
+
+// tokenCache is the root user's auth token, got from the cluster through the balanced
+// client. etcd hands tokens out through raft, so every member (a learner too, which
+// refuses to authenticate anyone itself) accepts one; the per-endpoint clients send it
+// with each request (tokenCredentials).
+type tokenCache struct {
+	mu    sync.Mutex
+	token string
+	at    time.Time
+	known bool
+}
+
+// Refresh intervals: a token is renewed after tokenMaxAge (etcd drops a simple token
+// unused for its TTL, 5 minutes by default, and all of a restarted member's); "auth is
+// off" is asked again after authOffMaxAge, so that auth turned on is noticed soon.
+const (
+	tokenMaxAge   = time.Minute
+	authOffMaxAge = 3 * time.Second
+)
+
+// authToken is the token to send ("" while auth is off or no credentials are set).
+func (a *Admin) authToken(ctx context.Context) (string, error) {
+	if a.cfg.Username == "" {
+		return "", nil
+	}
+	t := &a.tok
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	age := time.Since(t.at)
+	if t.known && (t.token != "" && age < tokenMaxAge || t.token == "" && age < authOffMaxAge) {
+		return t.token, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.DialTimeout)
+	defer cancel()
+	resp, err := a.client.Authenticate(ctx, a.cfg.Username, a.cfg.Password)
+	switch {
+	case err == nil:
+		t.token = resp.Token
+	case errors.Is(err, rpctypes.ErrAuthNotEnabled) || errors.Is(rpctypes.Error(err), rpctypes.ErrAuthNotEnabled):
+		t.token = ""
+	case errors.Is(err, rpctypes.ErrAuthFailed) || errors.Is(rpctypes.Error(err), rpctypes.ErrAuthFailed):
+		return "", ErrAuthFailed
+	default:
+		return "", err
+	}
+	t.at, t.known = time.Now(), true
+	return t.token, nil
+}
+
+// dropToken forgets the token, e.g. after a member refused it (restarted, it forgot it).
+func (a *Admin) dropToken() {
+	a.tok.mu.Lock()
+	a.tok.known = false
+	a.tok.mu.Unlock()
+}
+
+// refusedToken reports whether err is etcd refusing a request's token (or its absence).
+func refusedToken(err error) bool {
+	err = rpctypes.Error(err)
+	return errors.Is(err, rpctypes.ErrUserEmpty) || errors.Is(err, rpctypes.ErrInvalidAuthToken) || errors.Is(err, rpctypes.ErrAuthOldRevision)
+}
+
+// tokenCredentials puts the Admin's token on every request of a per-endpoint client.
+type tokenCredentials struct{ a *Admin }
+
+func (c tokenCredentials) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
+	tok, err := c.a.authToken(ctx)
+	if err != nil || tok == "" {
+		// The request goes without: a cluster with auth off needs none, and one with auth
+		// on refuses it, which the caller sees as any refusal.
+		return nil, nil //nolint:nilerr
+	}
+	return map[string]string{rpctypes.TokenFieldNameGRPC: tok}, nil
+}
+
+func (tokenCredentials) RequireTransportSecurity() bool { return false }
