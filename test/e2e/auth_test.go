@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,12 +23,13 @@ import (
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
-// authClient is a client of the cluster's member pods with the given credentials ("" none).
-func authClient(t *testing.T, e *framework.Env, name, user, password string) *clientv3.Client {
+// authClient is a client of the cluster's member pods (but skip) with the given
+// credentials ("" none).
+func authClient(t *testing.T, e *framework.Env, name, user, password string, skip ...string) *clientv3.Client {
 	t.Helper()
 	var eps []string
 	for _, p := range e.MemberPods(name) {
-		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+		if p.Status.PodIP != "" && p.DeletionTimestamp == nil && !slices.Contains(skip, p.Name) {
 			eps = append(eps, fmt.Sprintf("http://%s:%d", p.Status.PodIP, etcdv1beta2.EtcdClientPort))
 		}
 	}
@@ -59,8 +62,9 @@ func waitAuthEnabled(t *testing.T, e *framework.Env, name string, timeout time.D
 // creates the root Secret, the root user and role); a client without credentials is
 // refused and one with root's works; the operator's own calls carry the credentials
 // (a scale-up adds and promotes a member, a backup takes its snapshot). Then auth is
-// turned on on a running plaintext cluster under writes that carry credentials from the
-// start: not one write fails.
+// turned on on a running plaintext cluster: refused while a member is down (condition
+// MembersUnhealthy), then, the member back, on under writes that carry credentials from
+// the start: not one write fails.
 func TestEtcdAuth(t *testing.T) {
 	b := startBackupStore(t, framework.Setup(t))
 	ctx := context.Background()
@@ -133,6 +137,35 @@ func TestEtcdAuth(t *testing.T) {
 			Data: map[string][]byte{etcdv1beta2.AuthPasswordKey: []byte(pw)}})
 		b.Create(newCluster(name, 3))
 		b.WaitAvailable(name, 3, 120*time.Second)
+
+		// A member is down (frozen): turning auth on is refused, with a condition saying why.
+		var frozen atomic.Value
+		for p := range b.MemberPods(name) {
+			frozen.Store(p)
+			break
+		}
+		if err := b.Bench.Faults().StopPod("default", frozen.Load().(string)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Bench.Faults().ContinuePod("default", frozen.Load().(string)) })
+		b.Update(name, func(c *etcdv1beta2.EtcdCluster) {
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			c.Annotations[etcdv1beta2.AuthAnnotation] = etcdv1beta2.AuthEnabledValue
+			c.Annotations[etcdv1beta2.AuthRootSecretAnnotation] = "pl-root"
+		})
+		b.Eventually(60*time.Second, "AuthEnabled=False MembersUnhealthy while a member is down", func() error {
+			for _, cond := range b.Cluster(name).Status.Conditions {
+				if cond.Type == etcdv1beta2.ClusterConditionAuthEnabled && cond.Status == corev1.ConditionFalse && cond.Reason == etcdv1beta2.ReasonAuthMembersUnhealthy {
+					return nil
+				}
+			}
+			return fmt.Errorf("conditions %v", b.Cluster(name).Status.Conditions)
+		})
+
+		// Writers carry the credentials from the start (etcd ignores them while auth is
+		// off); they leave the frozen member out until it is back.
 		load, err := framework.StartLoad(framework.LoadOptions{Rate: 20, Prefix: "auth-load/", Username: etcdadmin.RootUser, Password: pw,
 			Endpoints: func() []string {
 				var eps []string
@@ -141,7 +174,7 @@ func TestEtcdAuth(t *testing.T) {
 					return nil
 				}
 				for _, p := range pods {
-					if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
+					if p.Status.PodIP != "" && p.DeletionTimestamp == nil && p.Name != frozen.Load().(string) {
 						eps = append(eps, fmt.Sprintf("http://%s:%d", p.Status.PodIP, etcdv1beta2.EtcdClientPort))
 					}
 				}
@@ -154,19 +187,19 @@ func TestEtcdAuth(t *testing.T) {
 		if err := load.WaitAcked(50, 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		b.Update(name, func(c *etcdv1beta2.EtcdCluster) {
-			if c.Annotations == nil {
-				c.Annotations = map[string]string{}
-			}
-			c.Annotations[etcdv1beta2.AuthAnnotation] = etcdv1beta2.AuthEnabledValue
-			c.Annotations[etcdv1beta2.AuthRootSecretAnnotation] = "pl-root"
-		})
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if _, err := authClient(t, b.Env, name, "", "", frozen.Load().(string)).Put(cctx, "/anon-before", "x"); err != nil {
+			t.Fatalf("put without credentials while turning auth on was refused: %v", err)
+		}
+		if err := b.Bench.Faults().ContinuePod("default", frozen.Load().(string)); err != nil {
+			t.Fatal(err)
+		}
+		frozen.Store("")
 		waitAuthEnabled(t, b.Env, name, 90*time.Second)
 		if err := load.WaitAcked(100, 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
 		if _, err := authClient(t, b.Env, name, "", "").Put(cctx, "/anon", "x"); !refused(err) {
 			t.Fatalf("put without credentials after auth on: %v; want permission denied", err)
 		}
