@@ -13,7 +13,8 @@ import (
 
 // TestGeneratedRBACSecretsNeverListed: the operator's cluster-wide role may read a Secret
 // it is told about, never list or watch them all, nor delete or patch one. It may create
-// and update Secrets for built-in certificate issuing (the CA and certificate Secrets of
+// Secrets for etcd auth (the root password Secret) and create and update them for
+// built-in certificate issuing (the CA and certificate Secrets of
 // a cluster, in its namespace, controlled by it: act_builtintls.go updates only a Secret
 // the cluster controls).
 func TestGeneratedRBACSecretsNeverListed(t *testing.T) {

@@ -283,6 +283,10 @@ func randomClusterAnnotations(meta *metav1.ObjectMeta, c randfill.Continue) {
 		"NodePort", "LoadBalancer", "Local", "SingleStack", "high-priority", "v1"}
 	randomAnnotations(meta, c, append(append([]string{}, v1beta2.PodKnobAnnotations...), v1beta2.ClientServiceAnnotations...),
 		func() string { return knobValues[c.Intn(len(knobValues))] })
+	// spec.auth: "enabled", other text, Secret names.
+	authValues := []string{v1beta2.AuthEnabledValue, "Enabled", "true", "root-pw", ""}
+	randomAnnotations(meta, c, []string{v1beta2.AuthAnnotation, v1beta2.AuthRootSecretAnnotation},
+		func() string { return authValues[c.Intn(len(authValues))] })
 }
 
 // randomRestoreAnnotations does the same for EtcdRestore's selection: names, times in

@@ -104,6 +104,9 @@ func (src *EtcdCluster) ConvertTo(hub conversion.Hub) error {
 		fieldToAnnotation(&dst.ObjectMeta, f, &lost.annotatedFields)
 	}
 	lost.EmptyMaintenance = s.Maintenance != nil && *s.Maintenance == (Maintenance{})
+	for _, f := range authFields(s.Auth) {
+		fieldToAnnotation(&dst.ObjectMeta, f, &lost.annotatedFields)
+	}
 
 	st := &in.Status
 	dst.Status = v1beta2.EtcdClusterStatus{
@@ -198,6 +201,7 @@ func (dst *EtcdCluster) ConvertFrom(hub conversion.Hub) error {
 	dst.Spec.ClientService = clientServiceFromAnnotations(&dst.ObjectMeta, kept)
 	dst.Spec.Etcd = etcdSettingsFromAnnotations(&dst.ObjectMeta, kept)
 	dst.Spec.Maintenance = maintenanceFromAnnotations(&dst.ObjectMeta, kept)
+	dst.Spec.Auth = authFromAnnotations(&dst.ObjectMeta, kept)
 
 	st := &in.Status
 	dst.Status = EtcdClusterStatus{

@@ -10,6 +10,7 @@ import (
 // EtcdClusterSpec is the desired state of an etcd cluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.tls.static) || !has(self.tls.static.member) || ((has(self.tls.static.member.serverSecret) && size(self.tls.static.member.serverSecret) > 0) == (has(self.tls.static.operatorSecret) && size(self.tls.static.operatorSecret) > 0))",message="tls.static.operatorSecret must be set if and only if tls.static.member.serverSecret is set",fieldPath=".tls.static.operatorSecret"
 // +kubebuilder:validation:XValidation:rule="!has(self.etcd) || !has(self.pod) || !has(self.pod.env) || !self.pod.env.exists(e, (has(self.etcd.quotaBackendBytes) && e.name == 'ETCD_QUOTA_BACKEND_BYTES') || (has(self.etcd.autoCompactionMode) && e.name == 'ETCD_AUTO_COMPACTION_MODE') || (has(self.etcd.autoCompactionRetention) && e.name == 'ETCD_AUTO_COMPACTION_RETENTION'))",message="a setting of spec.etcd may not be set through spec.pod.env as well",fieldPath=".etcd"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.auth) || has(self.auth)",message="auth may not be removed: etcd authentication stays on once enabled",fieldPath=".auth"
 type EtcdClusterSpec struct {
 	// Size is the number of voting members. Odd sizes from 1 to 7 are recommended: an even
 	// size tolerates no more failures than the odd size below it. Sizes above 7 are
@@ -63,6 +64,10 @@ type EtcdClusterSpec struct {
 	// NodePort, LoadBalancer), annotations, labels and traffic settings.
 	// +optional
 	ClientService *ClientService `json:"clientService,omitempty"`
+
+	// Auth turns on etcd's user authentication (auth_types.go).
+	// +optional
+	Auth *Auth `json:"auth,omitempty"`
 }
 
 // EtcdSettings are etcd's space settings: the quota at which it raises NOSPACE and stops

@@ -98,6 +98,8 @@ type backupTarget struct {
 	// Inherit is what the backup pod takes from the cluster's member pods (pull
 	// secrets, priority class, tolerations); nothing for external endpoints.
 	Inherit render.Inherited
+	// RootSecret is the cluster's etcd auth root Secret ("" = no auth; auth.go).
+	RootSecret string
 }
 
 // resolveTarget finds what a backup may dial: the members of the cluster spec.clusterRef
@@ -174,7 +176,7 @@ func (r *Reconciler) memberTarget(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	if render.ClientTLS(c) && !useTLS {
 		tlsSecret = ""
 	}
-	t := &backupTarget{TLSSecret: tlsSecret, Cluster: c.Name, Inherit: render.InheritedFrom(c)}
+	t := &backupTarget{TLSSecret: tlsSecret, Cluster: c.Name, Inherit: render.InheritedFrom(c), RootSecret: clusterRootSecret(c)}
 	for _, p := range pods {
 		t.Endpoints = append(t.Endpoints, render.MemberDialURL(c, p, r.ClusterDomain, useTLS))
 	}

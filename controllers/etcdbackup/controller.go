@@ -436,6 +436,9 @@ func (r *Reconciler) takeBackup(ctx context.Context, eb *etcdv1beta2.EtcdBackup)
 		}
 		cfg.TLS = tlsCfg
 	}
+	if cfg.Username, cfg.Password, err = r.rootCredentials(ctx, eb.Namespace, target); err != nil { // auth.go
+		return nil, err
+	}
 	// The retry budget of opening the stream must leave time for the upload.
 	cfg.Retry.Budget = timeout / 3
 	admin, err := etcdadmin.New(cfg)

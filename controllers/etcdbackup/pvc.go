@@ -246,6 +246,7 @@ func (r *Reconciler) backupPod(eb *etcdv1beta2.EtcdBackup, target *backupTarget)
 				TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 				VolumeMounts:             mounts,
+				Env:                      rootPasswordEnv(target), // auth.go
 				SecurityContext:          render.ContainerSecurityContext(),
 			}},
 			Volumes: volumes,

@@ -292,6 +292,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	} else {
 		r.backoff.succeed(clusterKey(&c), step)
 	}
+	result = r.reconcileAuth(ctx, &c, obs, action, result) // act_auth.go
 	// Reported, and the step counted, by the deferred flush (updateStatus, status.go).
 	obs.planned = &plannedStep{action: action, summary: summary, at: now,
 		ran: true, actErr: actErr, stepErr: stepErr, waited: waited}

@@ -17,7 +17,7 @@ import (
 // every cluster; a kept client probes on open connections. There is at most one entry
 // per cluster the operator manages: it is dropped when the cluster is deleted or leaves
 // the operator's scope, and replaced when the cluster (its UID) or the operator's client
-// certificate changes. Its endpoints follow the pods' (SetEndpoints).
+// certificate or etcd credentials change. Its endpoints follow the pods' (SetEndpoints).
 type adminCache struct {
 	mu sync.Mutex
 	m  map[string]*cachedAdmin
@@ -26,16 +26,22 @@ type adminCache struct {
 type cachedAdmin struct {
 	uid   types.UID
 	tls   *tls.Config
+	creds adminCreds
 	admin *etcdadmin.Admin
 }
 
+// adminCreds are the etcd user and password a client carries (etcd auth; "" none).
+type adminCreds struct{ user, password string }
+
 // get returns the cluster's admin client pointed at endpoints, dialled by dial when there
 // is none for this cluster and certificate yet.
-func (c *adminCache) get(key string, uid types.UID, endpoints []string, tlsCfg *tls.Config, dial func() (*etcdadmin.Admin, error)) (*etcdadmin.Admin, error) {
+func (c *adminCache) get(key string, uid types.UID, endpoints []string, tlsCfg *tls.Config, creds adminCreds, dial func() (*etcdadmin.Admin, error)) (*etcdadmin.Admin, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.m[key]; ok {
-		if e.uid == uid && sameClientTLS(e.tls, tlsCfg) {
+		// A client whose credentials no member could check when it was made runs without
+		// them: it is made again until one can (etcdadmin.AuthPending).
+		if e.uid == uid && sameClientTLS(e.tls, tlsCfg) && e.creds == creds && !e.admin.AuthPending() {
 			e.admin.SetEndpoints(endpoints...)
 			return e.admin, nil
 		}
@@ -49,7 +55,7 @@ func (c *adminCache) get(key string, uid types.UID, endpoints []string, tlsCfg *
 	if c.m == nil {
 		c.m = map[string]*cachedAdmin{}
 	}
-	c.m[key] = &cachedAdmin{uid: uid, tls: tlsCfg, admin: a}
+	c.m[key] = &cachedAdmin{uid: uid, tls: tlsCfg, creds: creds, admin: a}
 	return a, nil
 }
 

@@ -31,11 +31,11 @@ func TestAdminCacheKeepsOneClientPerCluster(t *testing.T) {
 	eps1 := []string{"http://10.0.0.1:2379"}
 	eps2 := []string{"http://10.0.0.1:2379", "http://10.0.0.2:2379"}
 
-	a1, err := c.get("ns/a", "uid-1", eps1, nil, dialCounting(t, &dials, eps1))
+	a1, err := c.get("ns/a", "uid-1", eps1, nil, adminCreds{}, dialCounting(t, &dials, eps1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := c.get("ns/a", "uid-1", eps2, nil, dialCounting(t, &dials, eps2))
+	again, err := c.get("ns/a", "uid-1", eps2, nil, adminCreds{}, dialCounting(t, &dials, eps2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,18 +45,23 @@ func TestAdminCacheKeepsOneClientPerCluster(t *testing.T) {
 	if !slices.Equal(a1.Endpoints(), eps2) {
 		t.Fatalf("endpoints %v, want %v", a1.Endpoints(), eps2)
 	}
-	if _, err := c.get("ns/b", "uid-2", eps1, nil, dialCounting(t, &dials, eps1)); err != nil || dials != 2 || c.len() != 2 {
+	if _, err := c.get("ns/b", "uid-2", eps1, nil, adminCreds{}, dialCounting(t, &dials, eps1)); err != nil || dials != 2 || c.len() != 2 {
 		t.Fatalf("another cluster: err %v, %d dials, %d entries; want its own client", err, dials, c.len())
 	}
 
-	recreated, _ := c.get("ns/a", "uid-3", eps1, nil, dialCounting(t, &dials, eps1))
+	recreated, _ := c.get("ns/a", "uid-3", eps1, nil, adminCreds{}, dialCounting(t, &dials, eps1))
 	if recreated == a1 || !closed(a1) || dials != 3 {
 		t.Fatalf("cluster recreated under the same name: new client %v, old closed %v", recreated != a1, closed(a1))
 	}
-	withTLS, _ := c.get("ns/a", "uid-3", eps1, &tls.Config{ServerName: "x"}, dialCounting(t, &dials, eps1))
+	withTLS, _ := c.get("ns/a", "uid-3", eps1, &tls.Config{ServerName: "x"}, adminCreds{}, dialCounting(t, &dials, eps1))
 	if withTLS == recreated || !closed(recreated) {
 		t.Fatal("a changed client certificate kept the old client")
 	}
+	withAuth, _ := c.get("ns/a", "uid-3", eps1, &tls.Config{ServerName: "x"}, adminCreds{"root", "pw"}, dialCounting(t, &dials, eps1))
+	if withAuth == withTLS || !closed(withTLS) {
+		t.Fatal("etcd credentials that came with auth kept the client without them")
+	}
+	withTLS = withAuth
 
 	c.forget("ns/a")
 	if !closed(withTLS) || c.len() != 1 {

@@ -43,7 +43,7 @@ func remember(t *testing.T, m *memory, cluster, uid string, now time.Time) {
 	m.backoff.fail(cluster, "step", 1, now)
 	m.backoff.waitOnEtcd(cluster, "step", 1, now)
 	var dials int
-	if _, err := m.admins.get(cluster, "uid", []string{"http://127.0.0.1:1"}, nil, dialCounting(t, &dials, []string{"http://127.0.0.1:1"})); err != nil {
+	if _, err := m.admins.get(cluster, "uid", []string{"http://127.0.0.1:1"}, nil, adminCreds{}, dialCounting(t, &dials, []string{"http://127.0.0.1:1"})); err != nil {
 		t.Fatal(err)
 	}
 	m.ownWrites.set(cluster, "42")

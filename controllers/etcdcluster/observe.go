@@ -52,6 +52,8 @@ type observation struct {
 	upgradeBackup *etcdv1beta2.EtcdBackup
 	// planned is what the reconcile planned and did, once it planned (nil before).
 	planned *plannedStep
+	// auth is the cluster's etcd authentication as observed (act_auth.go).
+	auth authObservation
 }
 
 // plannedStep is the step a reconcile planned and what became of it, for updateStatus.
@@ -92,9 +94,13 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	o.warnings = r.kubeletWarnings(ctx, o.pods)
 
 	var answers etcdAnswers
+	o.auth = r.observeAuth(ctx, c) // act_auth.go
 	if len(endpoints) > 0 {
-		admin, err := r.connect(ctx, c, endpoints)
+		admin, err := r.connect(ctx, c, endpoints, &o.auth)
 		if err != nil {
+			return nil, err
+		}
+		if err := o.auth.blocking(); err != nil { // act_auth.go
 			return nil, err
 		}
 		o.admin = admin

@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -78,8 +79,9 @@ func (r *Reconciler) memberEndpoint(c *etcdv1beta2.EtcdCluster, p *corev1.Pod) s
 }
 
 // connect is an etcd admin client for the endpoints, with the operator's client
-// certificate when the cluster requires one.
-func (r *Reconciler) connect(ctx context.Context, c *etcdv1beta2.EtcdCluster, endpoints []string) (*etcdadmin.Admin, error) {
+// certificate when the cluster requires one and the root user's credentials when it has
+// etcd auth (auth; a refused password is recorded there and the client made without it).
+func (r *Reconciler) connect(ctx context.Context, c *etcdv1beta2.EtcdCluster, endpoints []string, auth *authObservation) (*etcdadmin.Admin, error) {
 	var tlsCfg *tls.Config
 	if strings.HasPrefix(endpoints[0], "https://") {
 		cfg, err := r.operatorTLS(ctx, c)
@@ -88,13 +90,25 @@ func (r *Reconciler) connect(ctx context.Context, c *etcdv1beta2.EtcdCluster, en
 		}
 		tlsCfg = cfg
 	}
+	user, password := auth.credentials()
+	admin, err := r.dialAdmin(c, endpoints, tlsCfg, user, password)
+	if errors.Is(err, etcdadmin.ErrAuthFailed) {
+		auth.rejected = true
+		admin, err = r.dialAdmin(c, endpoints, tlsCfg, "", "")
+	}
+	return admin, err
+}
+
+func (r *Reconciler) dialAdmin(c *etcdv1beta2.EtcdCluster, endpoints []string, tlsCfg *tls.Config, user, password string) (*etcdadmin.Admin, error) {
 	// The client outlives this reconcile (memory_admins.go): it logs with the controller's
 	// logger, not this reconcile's (whose reconcileID would label every later one).
 	lg := r.etcdLog.WithValues("EtcdCluster", clusterKey(c))
-	return r.admins.get(clusterKey(c), c.UID, endpoints, tlsCfg, func() (*etcdadmin.Admin, error) {
+	return r.admins.get(clusterKey(c), c.UID, endpoints, tlsCfg, adminCreds{user, password}, func() (*etcdadmin.Admin, error) {
 		admin, err := etcdadmin.New(etcdadmin.Config{
 			Endpoints:    endpoints,
 			TLS:          tlsCfg,
+			Username:     user,
+			Password:     password,
 			DialTimeout:  2 * time.Second,
 			CallTimeout:  3 * time.Second,
 			ProbeTimeout: 2 * time.Second,

@@ -91,7 +91,13 @@ func (r *Reconciler) observePaused(ctx context.Context, c *etcdv1beta2.EtcdClust
 	endpoints, _ := r.dialTargets(c, own, r.recoveryUnderway(c, pods))
 	var ans etcdAnswers
 	if len(endpoints) > 0 {
-		admin, err := r.connect(ctx, c, endpoints)
+		// With auth on, the root credentials (read only: a cluster whose auth is on never
+		// has its Secret created, so observing creates nothing); off, none are needed.
+		var auth authObservation
+		if conditionTrue(c, etcdv1beta2.ClusterConditionAuthEnabled) {
+			auth = r.observeAuth(ctx, c)
+		}
+		admin, err := r.connect(ctx, c, endpoints, &auth)
 		if err != nil {
 			log.FromContext(ctx).V(1).Info("paused: no etcd client", "err", err.Error())
 			return

@@ -39,6 +39,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // Config says how to reach a cluster. Zero durations take the defaults.
@@ -49,6 +50,10 @@ type Config struct {
 	Endpoints []string
 	// TLS is used for every endpoint when set (client certificates and CA).
 	TLS *tls.Config
+	// Username and Password, when set, authenticate every request (etcd's user auth). A
+	// cluster with auth still off ignores them, so a client may carry them before auth is
+	// enabled. The password is never logged nor put in an error.
+	Username, Password string
 	// DialTimeout bounds establishing a connection (default 3s).
 	DialTimeout time.Duration
 	// CallTimeout bounds one request of a membership change (default 5s).
@@ -99,6 +104,11 @@ type Admin struct {
 	// open connections instead of dialling each of them again every time.
 	ones   map[string]*oneClient
 	closed bool
+	// authPending: credentials were configured but no member answered the authentication
+	// when the client was made, so it runs without them (AuthPending).
+	authPending bool
+	// tok is the root user's token for the per-endpoint clients (auth.go).
+	tok tokenCache
 
 	http *http.Client // for /version
 }
@@ -134,7 +144,7 @@ func New(cfg Config) (*Admin, error) {
 		cfg.ClientLog = zap.NewNop()
 	}
 	eps := slices.Clone(cfg.Endpoints)
-	c, err := clientv3.New(clientConfig(cfg, eps))
+	c, authPending, err := newClient(cfg, eps)
 	if err != nil {
 		return nil, fmt.Errorf("etcdadmin: creating client for %v: %w", eps, err)
 	}
@@ -144,7 +154,7 @@ func New(cfg Config) (*Admin, error) {
 	}
 	tr.ResponseHeaderTimeout = cfg.ProbeTimeout
 	tr.MaxResponseHeaderBytes = 64 << 10
-	return &Admin{cfg: cfg, log: cfg.Log, client: c, endpoints: eps, http: &http.Client{
+	return &Admin{cfg: cfg, log: cfg.Log, client: c, endpoints: eps, authPending: authPending, http: &http.Client{
 		Transport: cfg.Metrics.transport(tr),
 		// A member is whatever image the tenant chose: its answer is read, never
 		// followed elsewhere (a redirect would make the operator probe any address).
@@ -162,6 +172,8 @@ func clientConfig(cfg Config, eps []string) clientv3.Config {
 	return clientv3.Config{
 		Endpoints:   eps,
 		TLS:         cfg.TLS,
+		Username:    cfg.Username,
+		Password:    cfg.Password,
 		DialTimeout: cfg.DialTimeout,
 		// Keepalive notices a silently dead connection (a partitioned member).
 		DialKeepAliveTime:    10 * time.Second,
@@ -244,7 +256,15 @@ func (a *Admin) dialOne(ep string) (*oneClient, error) {
 	if o, ok := a.ones[ep]; ok {
 		return o, nil
 	}
-	c, err := clientv3.New(clientConfig(a.cfg, []string{ep}))
+	// Without the user and password: a learner refuses to authenticate anyone, and
+	// clientv3 would authenticate with the endpoint itself. The Admin's token, which every
+	// member knows, goes with each request instead (auth.go).
+	cc := clientConfig(a.cfg, []string{ep})
+	cc.Username, cc.Password = "", ""
+	if a.cfg.Username != "" {
+		cc.DialOptions = append(slices.Clone(cc.DialOptions), grpc.WithPerRPCCredentials(tokenCredentials{a}))
+	}
+	c, err := clientv3.New(cc)
 	if err != nil {
 		return nil, &Error{Op: "dial", Target: ep, Kind: ErrUnavailable, Err: err, Attempts: 1}
 	}

@@ -66,6 +66,9 @@ func (a *Admin) statusOf(ctx context.Context, ep string) EndpointStatus {
 		r, err = o.maintenance.Status(ctx, ep)
 	}
 	if err != nil {
+		if refusedToken(err) {
+			a.dropToken() // auth.go: a fresh one for the next request
+		}
 		kind, _ := classify(context.Background(), err)
 		err = a.withDiagnosis(context.WithoutCancel(ctx), err, ep)
 		return EndpointStatus{Endpoint: ep, Err: &Error{Op: "Status", Target: ep, Kind: kind, Err: err, Attempts: 1}}

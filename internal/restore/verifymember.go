@@ -82,6 +82,9 @@ func RestoreForVerification(ctx context.Context, o Options, expectFile string) V
 		// A fresh emptyDir never holds a data directory: something else wrote it.
 		return VerifyResult{Key: o.Key, Reason: etcdv1beta2.ReasonVerificationFailed, Error: "the data directory existed before the restore"}
 	}
+	if err := disableAuth(o.DataDir); err != nil { // verify_auth.go
+		return VerifyResult{Key: res.Key, Reason: etcdv1beta2.ReasonVerificationFailed, Error: err.Error()}
+	}
 	rev, n, hasCount := backup.RecordedFacts(res.Metadata)
 	exp := Expectation{Key: res.Key, Revision: rev, SHA256: res.Read}
 	if hasCount {

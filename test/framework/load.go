@@ -45,6 +45,9 @@ type LoadOptions struct {
 	AttemptTimeout time.Duration
 	// TLS, if set, is the client's TLS configuration (endpoints are then https URLs).
 	TLS *tls.Config
+	// Username and Password, if set, are etcd credentials (ignored by etcd while its
+	// auth is off, so a load may carry them before auth is turned on).
+	Username, Password string
 	// Workers is the number of concurrent writers (default 4×Rate, at most
 	// 1000), so puts stuck in retries through a few seconds of election do not
 	// stall the rate: ticks find no free worker only beyond that.
@@ -116,7 +119,7 @@ func StartLoad(opts LoadOptions) (*Load, error) {
 	// network keeps its TCP connections open (nothing answers, nothing resets), and
 	// without pings the balancer keeps sending requests there. 5 s is the shortest
 	// interval etcd's server accepts by default (--grpc-keepalive-min-time).
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: opts.TLS, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: opts.TLS, Username: opts.Username, Password: opts.Password, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
 		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 2 * time.Second, PermitWithoutStream: true})
 	if err != nil {
 		return nil, fmt.Errorf("load: client: %w", err)

@@ -134,6 +134,9 @@ func Run(args []string) int {
 			return fail(etcdv1beta2.ReasonSecretError, err)
 		}
 	}
+	if pw := os.Getenv(etcdadmin.PasswordEnv); pw != "" { // a cluster with etcd auth
+		cfg.Username, cfg.Password = etcdadmin.RootUser, pw
+	}
 	admin, err := etcdadmin.New(cfg)
 	if err != nil {
 		return fail(etcdv1beta2.ReasonSnapshotFailed, err)

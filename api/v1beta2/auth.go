@@ -1,0 +1,79 @@
+package v1beta2
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// etcd authentication (v1 spec.auth). v1beta2 has no field for it: these annotations
+// hold it, and convert to and from v1 without loss.
+const (
+	// AuthAnnotation "enabled" turns on etcd's user authentication with a root user
+	// (v1 spec.auth). Once on, it stays on: the annotation may not be removed.
+	AuthAnnotation = "etcd.database.coreos.com/auth"
+	// AuthRootSecretAnnotation names a Secret in the cluster's namespace whose key
+	// "password" is the root user's password (v1 spec.auth.rootSecret). Unset: the
+	// operator creates <cluster>-etcd-root and keeps it.
+	AuthRootSecretAnnotation = "etcd.database.coreos.com/auth-root-secret"
+	// AuthEnabledValue is AuthAnnotation's only value.
+	AuthEnabledValue = "enabled"
+	// AuthPasswordKey is the root Secret's key holding the password.
+	AuthPasswordKey = "password"
+	// AuthRootSecretSuffix names the Secret the operator creates: <cluster>-etcd-root.
+	AuthRootSecretSuffix = "-etcd-root"
+)
+
+// ClusterConditionAuthEnabled is True once etcd's authentication is on with the root user
+// the operator uses; False with a reason while it is being turned on, is refused (a
+// member down) or the root Secret is unusable. Not set on a cluster without spec.auth.
+const ClusterConditionAuthEnabled ClusterConditionType = "AuthEnabled"
+
+// Reasons of AuthEnabled.
+const (
+	// ReasonAuthEnabled: authentication is on; the operator's calls use the root user.
+	ReasonAuthEnabled = "AuthEnabled"
+	// ReasonAuthEnabling: the cluster is forming or the root user is being created.
+	ReasonAuthEnabling = "AuthEnabling"
+	// ReasonAuthMembersUnhealthy: turning auth on waits until every member is healthy.
+	ReasonAuthMembersUnhealthy = "MembersUnhealthy"
+	// ReasonAuthSecretError: the root Secret is missing, has no password or is not the
+	// operator's to create.
+	ReasonAuthSecretError = "AuthSecretError"
+	// ReasonAuthRejected: etcd refused the root user's password from the Secret.
+	ReasonAuthRejected = "AuthRejected"
+)
+
+// AuthOf says whether the cluster wants etcd authentication and which Secret holds the
+// root password (the operator's own when the spec names none).
+func AuthOf(c *EtcdCluster) (on bool, rootSecret string) {
+	a := c.Annotations
+	if a[AuthAnnotation] != AuthEnabledValue {
+		return false, ""
+	}
+	if s := a[AuthRootSecretAnnotation]; s != "" {
+		return true, s
+	}
+	return true, OperatorRootSecretName(c)
+}
+
+// OperatorRootSecretName is the root Secret the operator creates: <cluster>-etcd-root.
+func OperatorRootSecretName(c *EtcdCluster) string { return c.Name + AuthRootSecretSuffix }
+
+// ValidateAuth checks the auth annotations: what admission and the AuthEnabled condition
+// report (naming the annotation).
+func ValidateAuth(c *EtcdCluster) error {
+	a := c.Annotations
+	if v, ok := a[AuthAnnotation]; ok && v != AuthEnabledValue {
+		return fmt.Errorf("annotation %s: %q is not %q", AuthAnnotation, v, AuthEnabledValue)
+	}
+	if s, ok := a[AuthRootSecretAnnotation]; ok {
+		if errs := validation.IsDNS1123Subdomain(s); len(errs) > 0 {
+			return fmt.Errorf("annotation %s: %q is not a Secret name: %v", AuthRootSecretAnnotation, s, errs)
+		}
+		if a[AuthAnnotation] != AuthEnabledValue {
+			return fmt.Errorf("annotation %s needs %s: %s", AuthRootSecretAnnotation, AuthAnnotation, AuthEnabledValue)
+		}
+	}
+	return nil
+}
