@@ -51,10 +51,32 @@ func recordVersionSince(st *etcdv1beta2.EtcdClusterStatus, o planner.Observed) {
 		}
 		highest = max(highest, m.RaftIndex)
 	}
-	if st.VersionSince != nil && st.VersionSince.Minor == minor {
+	if st.VersionSince != nil && st.VersionSince.Minor == minor && !logRestarted(st, highest) {
 		return
 	}
 	st.VersionSince = &etcdv1beta2.VersionSince{Minor: minor, RaftIndex: int64(highest)}
+}
+
+// logRestarted reports that the members' log is not the one the record was taken on: a
+// raft index never goes down within one log, so every member below the recorded index
+// means a new log, begun by a restore from backup after total loss or by a quorum-loss
+// recovery (internal/restore writes a data directory whose log restarts near index =
+// member count). The record is then taken again as for a cluster first seen on the
+// minor: at the highest index now, with every member on the minor and its storage raised
+// to it. Not 0, though the restored log holds no entry of the old one: its first entries
+// were written by members the operator has not yet seen all on the minor with their
+// storage raised (the restore seeds a member from the backup's database, whose storage
+// version may be older), exactly the case the highest-index record covers; and the
+// restored log is short, so the conservative record costs one snapshot-count of writes,
+// where the stale one asked for the old log's whole length again.
+// Not while a recovery or restore is in progress: the member answering then belongs to
+// the cluster being seeded, and an aborted recovery returns to the old log, whose record
+// must stay.
+func logRestarted(st *etcdv1beta2.EtcdClusterStatus, highest uint64) bool {
+	if st.Recovery != nil || st.BackupRestore.InProgress() || st.VersionSince.RaftIndex <= 0 {
+		return false
+	}
+	return highest < uint64(st.VersionSince.RaftIndex)
 }
 
 // podsMinor is the one minor version every pod names, if they agree.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
@@ -61,6 +62,25 @@ func TestRecordVersionSince(t *testing.T) {
 			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true, VersionSince: &etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50}},
 			func() planner.Observed { return members("3.6.16", "3.6.0", 900, 1200, 1100) },
 			&etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50}},
+		{"restored (log restarted below the record): recorded again at the highest index now",
+			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true, VersionSince: &etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50000},
+				BackupRestore: &etcdv1beta2.BackupRestoreStatus{FinishedAt: &metav1.Time{}}},
+			func() planner.Observed { return members("3.6.16", "3.6.0", 4, 5, 5) },
+			&etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 5}},
+		{"restored, storage not yet raised: the stale record stays until it is",
+			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true, VersionSince: &etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50000}},
+			func() planner.Observed { return members("3.6.16", "3.5.0", 4, 5, 5) },
+			&etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50000}},
+		{"during a quorum-loss recovery the seeded member's low index moves nothing",
+			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true, VersionSince: &etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50000},
+				Recovery: &etcdv1beta2.RecoveryStatus{Member: "c-0004"}},
+			func() planner.Observed { return members("3.6.16", "3.6.0", 3) },
+			&etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50000}},
+		{"during a restore from backup nothing moves either",
+			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true, VersionSince: &etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50000},
+				BackupRestore: &etcdv1beta2.BackupRestoreStatus{Member: "c-0004"}},
+			func() planner.Observed { return members("3.6.16", "3.6.0", 3) },
+			&etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50000}},
 		{"adopted on 3.6 with no record: its index then",
 			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true},
 			func() planner.Observed { return members("3.6.16", "3.6.0", 700) },
