@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -106,18 +107,37 @@ func TestPodSnapshotCount(t *testing.T) {
 			{Name: render.ContainerName, Args: args, Env: env},
 		}}}
 	}
+	withEnvFrom := func(p *corev1.Pod, prefix string) *corev1.Pod {
+		p.Spec.Containers[1].EnvFrom = []corev1.EnvFromSource{{Prefix: prefix,
+			ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "knobs"}}}}
+		return p
+	}
+	fromConfigMap := corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", ValueFrom: &corev1.EnvVarSource{
+		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "knobs"}, Key: "count"}}}
 	for _, c := range []struct {
-		p    *corev1.Pod
-		want uint64
+		name   string
+		p      *corev1.Pod
+		want   uint64
+		unread string // a part of the reason; empty: none
 	}{
-		{pod(nil), 0},
-		{pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}), 200},
-		{pod([]string{"--snapshot-count=300"}, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}), 300},
-		{pod([]string{"--snapshot-count", "400"}), 400},
-		{pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "lots"}), 0},
+		{"not set", pod(nil), 0, ""},
+		{"env value", pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}), 200, ""},
+		{"the argument wins over env", pod([]string{"--snapshot-count=300"}, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}), 300, ""},
+		{"argument in two words", pod([]string{"--snapshot-count", "400"}), 400, ""},
+		{"the last argument wins", pod([]string{"--snapshot-count=400", "--snapshot-count=500"}), 500, ""},
+		{"the last env entry wins", pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "250"}), 250, ""},
+		{"not a number", pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "lots"}), 0, "ETCD_SNAPSHOT_COUNT is not a number"},
+		{"an argument not a number", pod([]string{"--snapshot-count=$(N)"}), 0, "--snapshot-count argument is not a number"},
+		{"valueFrom", pod(nil, fromConfigMap), 0, "ETCD_SNAPSHOT_COUNT is set through valueFrom"},
+		{"valueFrom after a value", pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}, fromConfigMap), 0, "valueFrom"},
+		{"envFrom without a prefix", withEnvFrom(pod(nil), ""), 0, "envFrom, which may set ETCD_SNAPSHOT_COUNT"},
+		{"envFrom with a prefix of the name", withEnvFrom(pod(nil), "ETCD_"), 0, "envFrom"},
+		{"envFrom with another prefix cannot set it", withEnvFrom(pod(nil), "APP_"), 0, ""},
+		{"env overrides envFrom", withEnvFrom(pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}), ""), 200, ""},
 	} {
-		if got := podSnapshotCount(c.p); got != c.want {
-			t.Errorf("podSnapshotCount(args %v env %v) = %d, want %d", c.p.Spec.Containers[1].Args, c.p.Spec.Containers[1].Env, got, c.want)
+		got, unread := podSnapshotCount(c.p)
+		if got != c.want || (c.unread == "") != (unread == "") || !strings.Contains(unread, c.unread) {
+			t.Errorf("%s: podSnapshotCount = %d, %q; want %d, %q", c.name, got, unread, c.want, c.unread)
 		}
 	}
 }
