@@ -270,10 +270,12 @@ type MembersStatus struct {
 	Unready []string `json:"unready,omitempty"`
 	// Leader is the name of the member etcd answered is the leader; empty when none is
 	// known.
+	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	Leader string `json:"leader,omitempty"`
 	// Details are every member's ID, role, version, database sizes and health, by name,
-	// refreshed while the cluster is paused too.
+	// refreshed while the cluster is paused too; at most spec.size + 8, the first by name.
+	// +kubebuilder:validation:MaxItems=128
 	// +optional
 	Details []MemberDetail `json:"details,omitempty"`
 }

@@ -14,16 +14,20 @@ const (
 // MemberDetail is one etcd member as the operator last observed it. Kept beside
 // status.members.ready/unready, which CoreOS's clients read, rather than in their place.
 type MemberDetail struct {
-	// Name of the member (and of its pod).
+	// Name of the member (and of its pod); its ID when etcd answers a name that is no
+	// DNS label.
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 	// ID is etcd's member ID in hex.
+	// +kubebuilder:validation:MaxLength=16
 	ID string `json:"id"`
 	// Role is Leader, Follower or Learner; empty when the member did not answer and no
 	// role was known before.
 	// +optional
 	Role MemberRole `json:"role,omitempty"`
 	// Version is the etcd version the member answered with (the last known one while it
-	// does not answer).
+	// does not answer); "unknown" when the answer is no semantic version.
+	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Version string `json:"version,omitempty"`
 	// DBSize is the size of the member's database file, rounded down to a whole KiB

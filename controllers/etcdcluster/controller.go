@@ -200,17 +200,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	status := r.statusWriterFor(&c)
 	defer func() { err = status.flush(ctx, err) }()
 
-	if c.Spec.Paused {
-		c.Status.ControlPaused = true
-		r.observePaused(ctx, &c) // status_members.go: observing changes nothing
-		return ctrl.Result{RequeueAfter: steadyResync}, nil
-	}
-	c.Status.ControlPaused = false
-
-	// Input the API server's schema cannot judge (names, env clashing with flags) is
-	// reported on the resource; nothing is created or changed until it is fixed.
+	// Input the API server's schema cannot judge (names, env clashing with flags, a
+	// cluster domain stored before its pattern existed) is reported on the resource;
+	// nothing is created, changed or dialled until it is fixed, paused or not: a paused
+	// cluster is still observed, and its member names lead to the addresses dialled.
+	c.Status.ControlPaused = c.Spec.Paused
 	if err := render.ValidateCluster(&c); err != nil {
 		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, strings.TrimPrefix(err.Error(), "render: "))
+	}
+	if c.Spec.Paused {
+		r.observePaused(ctx, &c) // status_members.go: observing changes nothing
+		return ctrl.Result{RequeueAfter: steadyResync}, nil
 	}
 	if err := r.checkClientServiceType(&c); err != nil {
 		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, err.Error())

@@ -140,7 +140,7 @@ func (j joiner) joinPods(o *observation, podOfMember map[uint64]string, seen map
 		}
 		pp.Terminated, pp.CrashLooping = etcdContainerState(p)
 		pp.Image, pp.EtcdRunning, pp.EtcdNeverRan = etcdContainerFacts(p)
-		pp.SnapshotCount = podSnapshotCount(p) // status_versionsince.go
+		pp.SnapshotCount, pp.SnapshotCountUnread = podSnapshotCount(p) // status_versionsince.go
 		if j.marker != nil {
 			pp.RecoveryToken = j.marker(p)
 		}

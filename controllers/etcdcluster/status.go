@@ -78,7 +78,7 @@ func (r *Reconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *observation, s 
 	st.ServiceName = render.ClientServiceName(c)
 	st.ClientPort = etcdv1beta2.EtcdClientPort
 	st.Members.Ready, st.Members.Unready = s.ReadyMembers, s.UnreadyMembers
-	reportMembers(&st.Members, o.members, o.statuses) // status_members.go
+	reportMembers(&st.Members, o.members, o.statuses, memberDetailsLimit(c.Spec.Size)) // status_members.go
 	if s.CurrentVersion != "" {
 		st.CurrentVersion = s.CurrentVersion
 	}

@@ -2,9 +2,11 @@ package etcdcluster
 
 import (
 	"context"
+	"regexp"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -14,19 +16,65 @@ import (
 // status.members.leader and status.members.details: each member as etcd answered in the
 // last observation, in every reconcile, paused or not (observing changes nothing).
 
+// The answers come from etcd, whose image the tenant chooses, and reach status: they are
+// bounded before they do (and the schema bounds them too, api/*/members_types.go).
+const (
+	// maxMemberDetails bounds status.members.details whatever the size (the schema's
+	// MaxItems): above spec.size's maximum of 99 with room for a scale-down.
+	maxMemberDetails = 128
+	// memberDetailsMargin is how many more members than spec.size are listed: a
+	// scale-down in progress, a member being added or replaced.
+	memberDetailsMargin = 8
+	// unknownVersion stands for a version answer that is not a semantic version.
+	unknownVersion = "unknown"
+)
+
+// memberDetailsLimit is how many members status.members.details lists for a cluster of
+// the given size.
+func memberDetailsLimit(size int) int {
+	return min(max(size, 0)+memberDetailsMargin, maxMemberDetails)
+}
+
+// semver is what a version answer must look like to be reported (at most 63 bytes, within
+// the schema's 64).
+var semver = regexp.MustCompile(`^v?[0-9]{1,6}\.[0-9]{1,6}\.[0-9]{1,6}(-[0-9A-Za-z.-]{1,24})?(\+[0-9A-Za-z.-]{1,16})?$`)
+
+// reportedVersion is a member's version answer as status shows it: itself when it is a
+// semantic version, else "unknown"; empty stays empty.
+func reportedVersion(v string) string {
+	if v == "" || semver.MatchString(v) {
+		return v
+	}
+	return unknownVersion
+}
+
+// reportedName is a member's name as status shows it: itself when it is a DNS label (as
+// the pod names the operator gives members are), else its ID; empty stays empty (a
+// member not yet started).
+func reportedName(name string, id uint64) string {
+	if name == "" || len(validation.IsDNS1123Label(name)) == 0 {
+		return name
+	}
+	return etcdadmin.FormatID(id)
+}
+
 // reportMembers sets the leader and the per-member list from one observation's answers:
 // members is etcd's member list (nil when none answered), statuses each endpoint's
-// status answer. Without a member list the members last reported stay listed, none of
-// them healthy and no leader known: what the operator cannot see is not dropped.
-func reportMembers(st *etcdv1beta2.MembersStatus, members []etcdadmin.Member, statuses []etcdadmin.EndpointStatus) {
+// status answer; at most limit members are listed (memberDetailsLimit), the first by
+// name. Without a member list the members last reported stay listed, none of them
+// healthy and no leader known: what the operator cannot see is not dropped.
+func reportMembers(st *etcdv1beta2.MembersStatus, members []etcdadmin.Member, statuses []etcdadmin.EndpointStatus, limit int) {
 	prev := map[string]etcdv1beta2.MemberDetail{}
 	for _, d := range st.Details {
 		prev[d.Name] = d
 	}
 	if members == nil {
 		st.Leader = ""
+		// As last reported, bounded again: a record an older operator wrote is not.
+		st.Details = st.Details[:min(len(st.Details), max(limit, 0))]
 		for i := range st.Details {
 			st.Details[i].Healthy = false
+			st.Details[i].Version = reportedVersion(st.Details[i].Version)
 		}
 		return
 	}
@@ -44,10 +92,10 @@ func reportMembers(st *etcdv1beta2.MembersStatus, members []etcdadmin.Member, st
 	st.Leader = ""
 	details := make([]etcdv1beta2.MemberDetail, 0, len(members))
 	for _, m := range members {
-		name := memberName(m)
+		name := reportedName(memberName(m), m.ID)
 		d := etcdv1beta2.MemberDetail{Name: name, ID: etcdadmin.FormatID(m.ID), Role: etcdv1beta2.MemberRoleFollower}
 		if old, ok := prev[name]; ok && old.ID == d.ID {
-			d.Version, d.DBSize, d.DBSizeInUse = old.Version, old.DBSize, old.DBSizeInUse
+			d.Version, d.DBSize, d.DBSizeInUse = reportedVersion(old.Version), old.DBSize, old.DBSizeInUse
 		}
 		switch {
 		case m.IsLearner:
@@ -57,14 +105,14 @@ func reportMembers(st *etcdv1beta2.MembersStatus, members []etcdadmin.Member, st
 			st.Leader = name
 		}
 		if s, ok := statusOf[m.ID]; ok {
-			d.Version = s.Version
+			d.Version = reportedVersion(s.Version)
 			d.DBSize, d.DBSizeInUse = roundedSize(s.DBSize), roundedSize(s.DBSizeInUse)
 			d.Healthy = s.Leader != 0
 		}
 		details = append(details, d)
 	}
 	sort.Slice(details, func(i, j int) bool { return details[i].Name < details[j].Name })
-	st.Details = details
+	st.Details = details[:min(len(details), max(limit, 0))]
 }
 
 // roundedSize is a database size rounded down to a whole MiB, or KiB below 1 MiB: every
@@ -104,5 +152,5 @@ func (r *Reconciler) observePaused(ctx context.Context, c *etcdv1beta2.EtcdClust
 		}
 		ans = askMembers(ctx, admin, endpoints)
 	}
-	reportMembers(&c.Status.Members, ans.members, ans.statuses)
+	reportMembers(&c.Status.Members, ans.members, ans.statuses, memberDetailsLimit(c.Spec.Size))
 }

@@ -2,6 +2,8 @@ package etcdcluster
 
 import (
 	"errors"
+	"maps"
+	"strings"
 	"testing"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -20,7 +22,7 @@ func TestReportMembers(t *testing.T) {
 		{Endpoint: "http://3", Err: errors.New("deadline exceeded")},
 	}
 	var st etcdv1beta2.MembersStatus
-	reportMembers(&st, members, statuses)
+	reportMembers(&st, members, statuses, 10)
 	if st.Leader != "c-a" {
 		t.Errorf("leader %q, want c-a", st.Leader)
 	}
@@ -50,7 +52,7 @@ func TestReportMembers(t *testing.T) {
 	// The leader's own answer is lost next time: c-b answers, names no leader, and is
 	// no longer healthy; c-a keeps the version and sizes last seen.
 	statuses = []etcdadmin.EndpointStatus{{Endpoint: "http://1", MemberID: 0xa, Version: "3.6.16", DBSize: 6 << 20, DBSizeInUse: 3 << 20}}
-	reportMembers(&st, members, statuses)
+	reportMembers(&st, members, statuses, 10)
 	if st.Leader != "" {
 		t.Errorf("leader %q with no member naming one", st.Leader)
 	}
@@ -62,11 +64,51 @@ func TestReportMembers(t *testing.T) {
 	}
 
 	// No member list at all: the members stay listed, none healthy, no leader.
-	reportMembers(&st, []etcdadmin.Member{{ID: 0xa, Name: "c-b"}}, statuses)
+	reportMembers(&st, []etcdadmin.Member{{ID: 0xa, Name: "c-b"}}, statuses, 10)
 	st.Details[0].Healthy = true
-	reportMembers(&st, nil, nil)
+	reportMembers(&st, nil, nil, 10)
 	if len(st.Details) != 1 || st.Details[0].Healthy || st.Leader != "" {
 		t.Errorf("without a member list: leader %q, %+v", st.Leader, st.Details)
+	}
+}
+
+// What a tenant's etcd answers reaches status bounded: a name that is no DNS label is
+// replaced by the member's ID, a version that is no semantic version by "unknown", and
+// the list stops at the limit.
+func TestReportMembersBoundsAnswers(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	members := []etcdadmin.Member{
+		{ID: 0x1, Name: "c-a"},
+		{ID: 0x2, Name: "<script>"},
+		{ID: 0x3, Name: long},
+		{ID: 0x4, Name: "c-d"},
+	}
+	statuses := []etcdadmin.EndpointStatus{
+		{MemberID: 0x1, Leader: 0x2, Version: "3.6.0-alpha.0"},
+		{MemberID: 0x2, Leader: 0x2, Version: strings.Repeat("9", 100)},
+		{MemberID: 0x3, Leader: 0x2, Version: "3.6.16 (patched)"},
+		{MemberID: 0x4, Leader: 0x2, Version: "v3.7.0+build.5"},
+	}
+	var st etcdv1beta2.MembersStatus
+	reportMembers(&st, members, statuses, 10)
+	got := map[string]string{}
+	for _, d := range st.Details {
+		got[d.Name] = d.Version
+	}
+	want := map[string]string{"c-a": "3.6.0-alpha.0", etcdadmin.FormatID(2): unknownVersion, etcdadmin.FormatID(3): unknownVersion, "c-d": "v3.7.0+build.5"}
+	if !maps.Equal(got, want) {
+		t.Errorf("details (name: version) %v, want %v", got, want)
+	}
+	if st.Leader != etcdadmin.FormatID(2) {
+		t.Errorf("leader %q, want the ID of the member with the bad name", st.Leader)
+	}
+
+	reportMembers(&st, members, statuses, 2)
+	if len(st.Details) != 2 {
+		t.Errorf("%d details with a limit of 2", len(st.Details))
+	}
+	if memberDetailsLimit(3) != 3+memberDetailsMargin || memberDetailsLimit(99) != 99+memberDetailsMargin || memberDetailsLimit(1000) != maxMemberDetails {
+		t.Errorf("limits: %d %d %d", memberDetailsLimit(3), memberDetailsLimit(99), memberDetailsLimit(1000))
 	}
 }
 

@@ -1,9 +1,11 @@
 package etcdcluster
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
@@ -61,6 +63,25 @@ func TestRecordVersionSince(t *testing.T) {
 			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true, VersionSince: &etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50}},
 			func() planner.Observed { return members("3.6.16", "3.6.0", 900, 1200, 1100) },
 			&etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50}},
+		{"restored (log restarted below the record): recorded again at the highest index now",
+			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true, VersionSince: &etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50000},
+				BackupRestore: &etcdv1beta2.BackupRestoreStatus{FinishedAt: &metav1.Time{}}},
+			func() planner.Observed { return members("3.6.16", "3.6.0", 4, 5, 5) },
+			&etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 5}},
+		{"restored, storage not yet raised: the stale record stays until it is",
+			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true, VersionSince: &etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50000}},
+			func() planner.Observed { return members("3.6.16", "3.5.0", 4, 5, 5) },
+			&etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50000}},
+		{"during a quorum-loss recovery the seeded member's low index moves nothing",
+			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true, VersionSince: &etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50000},
+				Recovery: &etcdv1beta2.RecoveryStatus{Member: "c-0004"}},
+			func() planner.Observed { return members("3.6.16", "3.6.0", 3) },
+			&etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50000}},
+		{"during a restore from backup nothing moves either",
+			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true, VersionSince: &etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50000},
+				BackupRestore: &etcdv1beta2.BackupRestoreStatus{Member: "c-0004"}},
+			func() planner.Observed { return members("3.6.16", "3.6.0", 3) },
+			&etcdv1beta2.VersionSince{Minor: "3.6", RaftIndex: 50000}},
 		{"adopted on 3.6 with no record: its index then",
 			etcdv1beta2.EtcdClusterStatus{Bootstrapped: true},
 			func() planner.Observed { return members("3.6.16", "3.6.0", 700) },
@@ -86,18 +107,37 @@ func TestPodSnapshotCount(t *testing.T) {
 			{Name: render.ContainerName, Args: args, Env: env},
 		}}}
 	}
+	withEnvFrom := func(p *corev1.Pod, prefix string) *corev1.Pod {
+		p.Spec.Containers[1].EnvFrom = []corev1.EnvFromSource{{Prefix: prefix,
+			ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "knobs"}}}}
+		return p
+	}
+	fromConfigMap := corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", ValueFrom: &corev1.EnvVarSource{
+		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "knobs"}, Key: "count"}}}
 	for _, c := range []struct {
-		p    *corev1.Pod
-		want uint64
+		name   string
+		p      *corev1.Pod
+		want   uint64
+		unread string // a part of the reason; empty: none
 	}{
-		{pod(nil), 0},
-		{pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}), 200},
-		{pod([]string{"--snapshot-count=300"}, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}), 300},
-		{pod([]string{"--snapshot-count", "400"}), 400},
-		{pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "lots"}), 0},
+		{"not set", pod(nil), 0, ""},
+		{"env value", pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}), 200, ""},
+		{"the argument wins over env", pod([]string{"--snapshot-count=300"}, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}), 300, ""},
+		{"argument in two words", pod([]string{"--snapshot-count", "400"}), 400, ""},
+		{"the last argument wins", pod([]string{"--snapshot-count=400", "--snapshot-count=500"}), 500, ""},
+		{"the last env entry wins", pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "250"}), 250, ""},
+		{"not a number", pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "lots"}), 0, "ETCD_SNAPSHOT_COUNT is not a number"},
+		{"an argument not a number", pod([]string{"--snapshot-count=$(N)"}), 0, "--snapshot-count argument is not a number"},
+		{"valueFrom", pod(nil, fromConfigMap), 0, "ETCD_SNAPSHOT_COUNT is set through valueFrom"},
+		{"valueFrom after a value", pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}, fromConfigMap), 0, "valueFrom"},
+		{"envFrom without a prefix", withEnvFrom(pod(nil), ""), 0, "envFrom, which may set ETCD_SNAPSHOT_COUNT"},
+		{"envFrom with a prefix of the name", withEnvFrom(pod(nil), "ETCD_"), 0, "envFrom"},
+		{"envFrom with another prefix cannot set it", withEnvFrom(pod(nil), "APP_"), 0, ""},
+		{"env overrides envFrom", withEnvFrom(pod(nil, corev1.EnvVar{Name: "ETCD_SNAPSHOT_COUNT", Value: "200"}), ""), 200, ""},
 	} {
-		if got := podSnapshotCount(c.p); got != c.want {
-			t.Errorf("podSnapshotCount(args %v env %v) = %d, want %d", c.p.Spec.Containers[1].Args, c.p.Spec.Containers[1].Env, got, c.want)
+		got, unread := podSnapshotCount(c.p)
+		if got != c.want || (c.unread == "") != (unread == "") || !strings.Contains(unread, c.unread) {
+			t.Errorf("%s: podSnapshotCount = %d, %q; want %d, %q", c.name, got, unread, c.want, c.unread)
 		}
 	}
 }

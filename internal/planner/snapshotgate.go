@@ -64,7 +64,13 @@ func (v *view) waitForSnapshotPast(target Version, need []upgradeStep) (Action, 
 	}
 	for _, m := range v.voters {
 		count := DefaultSnapshotCount
-		if p := v.podOf[m.ID]; p != nil && p.SnapshotCount > 0 {
+		if p := v.podOf[m.ID]; p != nil && p.SnapshotCountUnread != "" {
+			// Taking etcd's default for a count the pod sets some other way could open
+			// the gate before the member has its snapshot.
+			return wait(v1beta2.ReasonUpgradeWaitsForSnapshot, fmt.Sprintf(
+				"%s waits until every member has taken a raft snapshot on %s past raft index %d, and the snapshot count of %s cannot be read: %s; set ETCD_SNAPSHOT_COUNT as a plain value in spec.pod.etcdEnv",
+				target, prev, since.RaftIndex, m.Name, p.SnapshotCountUnread), requeueWait), true
+		} else if p != nil && p.SnapshotCount > 0 {
 			count = p.SnapshotCount
 		}
 		need := since.RaftIndex + count + 1

@@ -42,6 +42,16 @@ func TestSnapshotGate(t *testing.T) {
 			}
 			return o
 		}, want{kind: Wait, reason: gated, check: wantMessage(mname(3) + " has applied 5200 of 5201")}},
+		{"a snapshot count the operator cannot read holds the step, naming the variable", size(3), func() Observed {
+			o := since("3.6", 5000, 15001, 15001, 15001)()
+			o.Pods[1].SnapshotCountUnread = "ETCD_SNAPSHOT_COUNT is set through valueFrom"
+			return o
+		}, want{kind: Wait, reason: gated, check: wantMessage("snapshot count of " + mname(2) + " cannot be read: ETCD_SNAPSHOT_COUNT is set through valueFrom")}},
+		{"an unread snapshot count does not hold a cluster created on 3.6", size(3), func() Observed {
+			o := since("3.6", 0)()
+			o.Pods[1].SnapshotCountUnread = "ETCD_SNAPSHOT_COUNT is set through valueFrom"
+			return o
+		}, want{kind: UpgradeMember, id: 2, version: v37}},
 		{"a step already taken is finished, not gated", size(3), func() Observed {
 			o := upgrading(3, 1, 2)()
 			o.VersionSince = &VersionSince{Minor: "3.6", RaftIndex: 5000}

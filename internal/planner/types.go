@@ -285,6 +285,9 @@ type Pod struct {
 	PeerTLS, ClientTLS bool
 	// SnapshotCount is the pod's ETCD_SNAPSHOT_COUNT (0: not set, etcd's default).
 	SnapshotCount uint64
+	// SnapshotCountUnread says why the pod's snapshot count cannot be read off it (set
+	// through valueFrom or envFrom, or not a number); empty when SnapshotCount is it.
+	SnapshotCountUnread string
 	// PeerServesTLS: the pod's etcd listens for peers over https; ClientPlaintext: it
 	// serves plaintext clients on the client port (read off its arguments). Both tell
 	// how far a member got while a plaintext cluster moves to TLS (tlsenable.go).
