@@ -192,7 +192,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	var er etcdv1beta2.EtcdRestore
 	if err := r.Get(ctx, req.NamespacedName, &er); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.lookups.forgetRestore(req.String()) // deleted: nothing of it is kept
+			// Deleted: nothing of it is kept.
+			r.lookups.forgetRestore(req.String())
+			r.hasher().ForgetPrefix(hashIDPrefix(req.Namespace, req.Name))
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
