@@ -63,8 +63,10 @@ func (l *lossClock) forgetCluster(cluster string) {
 func (l *lostBackupCache) forgetCluster(cluster string) {
 	// A listing still running keeps its result to itself.
 	l.queue().ForgetIf(func(key string) bool { return strings.HasPrefix(key, cluster+"/") })
+	l.ownerQueue().ForgetIf(func(key string) bool { return strings.HasPrefix(key, cluster+"/") })
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	deleteCluster(l.failures, cluster)
+	deleteCluster(l.owned, cluster)
 	l.checks.forgetCluster(cluster)
 }

@@ -31,8 +31,9 @@ func mapEntries(path string, v reflect.Value, out map[string]int) {
 }
 
 // notPerCluster are maps of memory keyed by something other than a cluster, each with
-// a test of its own: the listing goroutines per namespace (TestForgottenListingStillCounts).
-var notPerCluster = map[string]bool{"memory.lostBackups.listings.running": true}
+// a test of its own: the listing and metadata-reading goroutines per namespace
+// (TestForgottenListingStillCounts).
+var notPerCluster = map[string]bool{"memory.lostBackups.listings.running": true, "memory.lostBackups.owners.running": true}
 
 // remember fills every part of m for cluster (namespace/name) with the UID uid, as
 // reconciles of a cluster that lost everything, failed a step and announced it do.
@@ -55,6 +56,14 @@ func remember(t *testing.T, m *memory, cluster, uid string, now time.Time) {
 	q.Begin(cluster+"/"+uid, nil, now)
 	q.PerNamespace = 1
 	q.Begin(cluster+"/"+uid+"-waiting", nil, now)
+	// A choice's metadata reads: what they read, one running, one waiting, one done.
+	m.lostBackups.putOwners(cluster+"/"+uid, map[string]ownership{"uid-b/bucket/key": {own: true}})
+	oq := m.lostBackups.ownerQueue()
+	oq.PerNamespace = 100
+	oq.Begin(cluster+"/"+uid+"/owners/running", nil, now)
+	oq.PerNamespace = 1
+	oq.Begin(cluster+"/"+uid+"/owners/waiting", nil, now)
+	oq.Put(cluster+"/"+uid+"/owners/done", ownerReads{}, now)
 	m.lostBackups.checks.put(cluster+"/"+uid, "bucket/key", checkedBackup{})
 	m.lostBackups.chose(cluster+"/"+uid, now, errors.New("no backup"))
 }

@@ -68,8 +68,13 @@ type lostBackupCache struct {
 	// the latest listings by cluster key.
 	listings apart.Queue[*etcdv1beta2.EtcdCluster, lostBackups]
 
+	// owners read the candidates' metadata apart from the workers during a choice
+	// (act_totalloss_owners.go); owned is what they read, per cluster key and object.
+	owners apart.Queue[[]backupObject, ownerReads]
+
 	mu       sync.Mutex
 	failures map[string]chooseFailure
+	owned    map[string]map[string]ownership
 	// checks are the candidates' finished snapshot checks (act_totalloss_check.go).
 	checks backupChecks
 }
@@ -150,6 +155,7 @@ func (l *lostBackupCache) chose(key string, now time.Time, err error) {
 // forget drops what was kept of a cluster that is no longer lost.
 func (l *lostBackupCache) forget(key string) {
 	l.queue().Forget(key) // a listing still running keeps its result to itself
+	l.forgetOwners(key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.failures, key)
@@ -237,7 +243,9 @@ func (r *Reconciler) chooseBackup(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	if _, pending := errors.AsType[*backupCheckPending](err); !pending {
 		r.lostBackups.chose(key, now, err)
 		if err != nil {
-			r.lostBackups.checks.forget(key) // the next choice checks every candidate again
+			// The next choice reads and checks every candidate again.
+			r.lostBackups.checks.forget(key)
+			r.lostBackups.forgetOwners(key)
 		}
 	}
 	return chosen, err
@@ -247,20 +255,26 @@ func (r *Reconciler) chooseWithin(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	found := r.listLostBackups(ctx, c, now)
 	problems := append([]string(nil), found.problems...)
 	budget := cmp.Or(r.lostBackups.chooseBudget, backupChooseBudget)
-	cctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
+	cluster := clusterKey(c) + "/" + string(c.UID)
 	for i, b := range found.objs {
-		if cctx.Err() != nil {
-			problems = append(problems, fmt.Sprintf("checking the backups took longer than %s (%d of %d checked)", budget, i, len(found.objs)))
-			break
+		// Whose object it is: read apart from the workers (act_totalloss_owners.go).
+		own, read := r.lostBackups.ownerOf(cluster, b)
+		if !read {
+			if err := r.readOwners(ctx, cluster, found.objs[i:]); err != nil {
+				return nil, err // *backupCheckPending
+			}
+			if own, read = r.lostBackups.ownerOf(cluster, b); !read {
+				problems = append(problems, fmt.Sprintf("checking the backups took longer than %s (%d of %d checked)", budget, i, len(found.objs)))
+				break
+			}
 		}
-		if _, ok, err := backupselect.DescribeOwn(cctx, b.src, b.key); err != nil || !ok {
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("s3://%s: %v", b.path, err))
+		if own.err != nil || !own.own {
+			if own.err != nil {
+				problems = append(problems, fmt.Sprintf("s3://%s: %v", b.path, own.err))
 			}
 			continue // another EtcdBackup's object, unfinished, or gone: never restored from
 		}
-		sha, revision, err := r.checkCandidate(cctx, c, b) // act_totalloss_check.go: in a pod
+		sha, revision, err := r.checkCandidate(ctx, c, b) // act_totalloss_check.go: in a pod
 		if _, pending := errors.AsType[*backupCheckPending](err); pending {
 			return nil, err
 		}

@@ -8,8 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -363,4 +368,95 @@ func TestForgottenListingStillCounts(t *testing.T) {
 	if n := l.queue().Running("team-a"); n != 1 {
 		t.Errorf("team-a counts %d running listings, want 1 (the re-listing of c1)", n)
 	}
+}
+
+// hangingReads is an S3 endpoint in front of target that answers listings and holds
+// every object read (its metadata included) until the caller gives up: a tenant's
+// endpoint that lists at once and then hangs. reads counts the object reads held.
+func hangingReads(t *testing.T, target string) (endpoint string, reads func() int32) {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int32
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && !r.URL.Query().Has("list-type") && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1 {
+			n.Add(1)
+			<-r.Context().Done()
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, n.Load
+}
+
+// Choosing a lost cluster's backup reads each candidate's metadata at the tenant's
+// endpoint; against an endpoint that lists at once and then hangs, the choice holds no
+// worker: it returns at once saying the reads run apart, and once the reads' budget is
+// spent a later choice fails saying so.
+func TestTotalLossChoiceLeavesTheWorker(t *testing.T) {
+	store, secret, target := lossStore(t)
+	ctx := context.Background()
+	key := backup.PeriodicKey("c/per", 10, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	md := map[string]string{backupselect.MetaBackupNamespace: "ns", backupselect.MetaBackupName: "b"}
+	if _, err := store.Put(ctx, key, bytes.NewReader(etcdtest.Snapshot(t, 1)), backup.PutOptions{Metadata: md}); err != nil {
+		t.Fatal(err)
+	}
+	endpoint, reads := hangingReads(t, target)
+	f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) {
+		c.Annotations = map[string]string{etcdv1beta2.AnnotationAllowRestoreFromBackup: "true"}
+		c.Status.Bootstrapped = true
+	}, secret, s3Backup("b", "c", lossBucket+"/c/per", endpoint))
+	f.r.lostBackups.awaitListings = false // as in production
+	f.r.lostBackups.listTimeout = time.Second
+	f.r.lostBackups.chooseBudget = 20 * time.Second
+
+	// The listing (its own metadata read cut at its deadline) lists the object.
+	poll.Eventually(t, time.Minute, 50*time.Millisecond, "the listing's result", func() error {
+		if found := f.r.listLostBackups(ctx, f.cluster, f.r.Now()); len(found.objs) != 1 {
+			return fmt.Errorf("listed %d objects (%q)", len(found.objs), found.problems)
+		}
+		return nil
+	})
+	// choose returns the choice's error, failing the test if the choice does not return
+	// well within the reads' budget (a worker held by the endpoint).
+	choose := func() error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() {
+			_, err := f.r.chooseBackup(ctx, f.cluster)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("the choice is still running: the endpoint holds the worker")
+			return nil
+		}
+	}
+	held := reads()
+	err := choose()
+	if p, ok := errors.AsType[*backupCheckPending](err); !ok || !strings.Contains(p.msg, "apart from the reconcile workers") {
+		t.Fatalf("first choice: %v, want pending while the metadata is read apart", err)
+	}
+	poll.Eventually(t, time.Minute, 20*time.Millisecond, "the metadata read held at the endpoint", func() error {
+		if reads() == held {
+			return errors.New("no read yet")
+		}
+		return nil
+	})
+	poll.Eventually(t, time.Minute, 100*time.Millisecond, "the choice's failure past the budget", func() error {
+		err := choose()
+		if _, pending := errors.AsType[*backupCheckPending](err); pending {
+			return err
+		}
+		if err == nil || !strings.Contains(err.Error(), "checking the backups took longer than 20s (0 of 1 checked)") {
+			t.Fatalf("choice: %v, want the budget's failure", err)
+		}
+		return nil
+	})
 }

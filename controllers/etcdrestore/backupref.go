@@ -114,14 +114,33 @@ func (r *Reconciler) resolveBackupRef(ctx context.Context, er *etcdv1beta2.EtcdR
 		return pinned, store, eb, nil
 	}
 	sel, _ := selectorOf(er) // checked by checkSelection
-	chosen, err := backupselect.Pick(ctx, backupselect.Source{Store: store, Key: key, Namespace: eb.Namespace, Name: eb.Name}, sel)
-	if errors.Is(err, backupselect.ErrNoMatch) {
-		return nil, nil, nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonNoBackupMatches,
-			Err: fmt.Errorf("EtcdBackup %s: %w; nothing was created or deleted", eb.Name, err)}
-	}
+	// The listing and metadata reads run apart from the workers (lookup.go), keyed by
+	// the backup as read (its UID and generation) and the selection.
+	inputs := struct {
+		S3         *etcdv1beta2.S3BackupSource
+		UID        string
+		Generation int64
+		Sel        backupselect.Selector
+	}{eb.Spec.S3, string(eb.UID), eb.Generation, sel}
+	var chosen backupselect.Entry
+	found, err := r.lookups.find(ctx, lookupID(er, inputs), "of EtcdBackup "+eb.Name, func(ctx context.Context) lookupResult {
+		e, err := backupselect.Pick(ctx, backupselect.Source{Store: store, Key: key, Namespace: eb.Namespace, Name: eb.Name}, sel)
+		if errors.Is(err, backupselect.ErrNoMatch) {
+			return lookupResult{err: &backupstorage.Error{Reason: etcdv1beta2.ReasonNoBackupMatches,
+				Err: fmt.Errorf("EtcdBackup %s: %w; nothing was created or deleted", eb.Name, err)}}
+		}
+		if err != nil {
+			return lookupResult{err: &backupstorage.Error{Reason: backupstorage.Reason(err), Err: err}}
+		}
+		return lookupResult{key: e.Key, entry: e}
+	})
 	if err != nil {
-		return nil, nil, nil, &backupstorage.Error{Reason: backupstorage.Reason(err), Err: err}
+		return nil, nil, nil, err
 	}
+	if found.err != nil {
+		return nil, nil, nil, found.err
+	}
+	chosen = found.entry
 	if err := r.recordChosen(ctx, er, chosen); err != nil {
 		return nil, nil, nil, err
 	}

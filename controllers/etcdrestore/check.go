@@ -152,7 +152,7 @@ func (r *Reconciler) checkedObject(ctx context.Context, er *etcdv1beta2.EtcdRest
 // *snapshotcheck.HashPending while that read runs).
 func (r *Reconciler) judge(ctx context.Context, er *etcdv1beta2.EtcdRestore, s3 *etcdv1beta2.S3BackupSource, store backup.Store, res restore.VerifyResult) (*verifiedObject, error) {
 	bucket, key, _ := backup.SplitS3Path(s3.Path)
-	id := fmt.Sprintf("%s/%s/%s/%d/%s/%s", er.Namespace, er.Name, er.UID, er.Generation, s3.Endpoint, s3.Path)
+	id := hashIDPrefix(er.Namespace, er.Name) + fmt.Sprintf("%s/%d/%s/%s", er.UID, er.Generation, s3.Endpoint, s3.Path)
 	obj, sum, err := r.hasher().Confirm(ctx, id, store, key, sourceOf(s3), res)
 	if err != nil {
 		return nil, err
@@ -160,6 +160,13 @@ func (r *Reconciler) judge(ctx context.Context, er *etcdv1beta2.EtcdRestore, s3 
 	log.FromContext(ctx).Info("backup verified", "backup", sourceOf(s3), "sha256", sum, "storedChecksum", obj.SHA256 != "", "revision", res.Revision, "keys", res.KeyCount)
 	return &verifiedObject{Generation: er.Generation, Bucket: bucket, Endpoint: s3.Endpoint, Key: key, SHA256: sum,
 		Revision: res.Revision, EtcdVersion: obj.Metadata["etcd-version"]}, nil
+}
+
+// hashIDPrefix starts the ids of a restore's reads in the Hasher, which the cluster
+// controller shares: "restore:" (no cluster name holds a colon) keeps them apart from a
+// cluster's of the same name, the namespace first bounds them per namespace.
+func hashIDPrefix(namespace, name string) string {
+	return namespace + "/restore:" + name + "/"
 }
 
 // recordVerified writes VerifiedObjectAnnotation.

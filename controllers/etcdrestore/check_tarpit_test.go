@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -225,4 +226,150 @@ func TestSlowDripHashLeavesTheWorker(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// hangingS3 accepts connections and never answers: a tenant's endpoint that hangs.
+// dialled counts the connections it took.
+func hangingS3(t *testing.T) (endpoint string, dialled func() int) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return "http://" + l.Addr().String(), func() int { mu.Lock(); defer mu.Unlock(); return len(conns) }
+}
+
+// Finding a restore's object (whether spec.s3.path exists, the newest periodic backup,
+// a backupRef's selection) at an endpoint that never answers holds no reconcile worker:
+// each reconcile returns at once saying the lookup runs apart, another namespace's
+// restore goes on to its check meanwhile, and the lookup's overall deadline ends in
+// reason Timeout. A deleted restore's lookup results are forgotten.
+func TestBackupLookupLeavesTheWorker(t *testing.T) {
+	srv, store := fixture.MinIOStore(t, restoreBucket)
+	ctx := context.Background()
+	obj, err := store.Put(ctx, "c/one.db", bytes.NewReader([]byte("a snapshot")), backup.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hanging, dialled := hangingS3(t)
+
+	var objs []client.Object
+	for _, ns := range []string{"team-a", "team-b"} {
+		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: ns}, Data: map[string][]byte{
+			"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})
+	}
+	slow := fixture.S3Restore("slow", "slow", restoreBucket+"/c/per")
+	slow.Namespace, slow.Spec.S3.Endpoint = "team-a", hanging
+	eb := &etcdv1beta2.EtcdBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "team-a", UID: "uid-nightly"},
+		Spec: etcdv1beta2.EtcdBackupSpec{StorageType: etcdv1beta2.BackupStorageTypeS3, ClusterRef: &etcdv1beta2.EtcdClusterRef{Name: "c"},
+			BackupSource: etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3BackupSource{Path: restoreBucket + "/c/per", AWSSecret: "aws",
+				Endpoint: hanging, ForcePathStyle: true}}},
+	}
+	ref := &etcdv1beta2.EtcdRestore{
+		ObjectMeta: metav1.ObjectMeta{Name: "ref", Namespace: "team-a", UID: "uid-ref",
+			Annotations: map[string]string{etcdv1beta2.RestoreBackupRefAnnotation: "nightly"}},
+		Spec: etcdv1beta2.EtcdRestoreSpec{EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: "ref"}, BackupStorageType: etcdv1beta2.BackupStorageTypeS3},
+	}
+	fast := fixture.S3Restore("fast", "fast", restoreBucket+"/"+obj.Key)
+	fast.Namespace, fast.Spec.S3.Endpoint = "team-b", srv.Endpoint()
+	f := newRestoreFixture(t, append(objs, eb, slow, ref, fast)...)
+	f.r.lookups = lookups{timeout: 3 * time.Second} // as in production: nobody waits for the lookup
+
+	// reconcile returns the restore's condition after one reconcile, failing the test if
+	// the reconcile does not return well within the endpoint's per-request limit (30s).
+	reconcile := func(er *etcdv1beta2.EtcdRestore) *metav1.Condition {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() {
+			_, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(er)})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("reconcile %s: %v", er.Name, err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("reconcile of %s/%s still running: the endpoint holds the worker", er.Namespace, er.Name)
+		}
+		var got etcdv1beta2.EtcdRestore
+		if err := f.c.Get(ctx, client.ObjectKeyFromObject(er), &got); err != nil {
+			t.Fatal(err)
+		}
+		return meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
+	}
+	for _, er := range []*etcdv1beta2.EtcdRestore{slow, ref} {
+		if c := reconcile(er); c == nil || c.Status != metav1.ConditionUnknown || !strings.Contains(c.Message, "looking for backup") {
+			t.Fatalf("%s: condition %+v, want Unknown saying the lookup runs apart", er.Name, c)
+		}
+	}
+	poll.Eventually(t, time.Minute, 20*time.Millisecond, "the hanging endpoint dialled by both lookups", func() error {
+		if n := dialled(); n < 2 {
+			return fmt.Errorf("%d connections", n)
+		}
+		return nil
+	})
+	// Another namespace's restore finds its object and starts its check meanwhile.
+	poll.Eventually(t, time.Minute, 50*time.Millisecond, "team-b's check pod", func() error {
+		reconcile(fast)
+		var pods corev1.PodList
+		if err := f.c.List(ctx, &pods, client.InNamespace("team-b"), client.HasLabels{render.LabelSnapshotCheck}); err != nil || len(pods.Items) != 1 {
+			return fmt.Errorf("check pods %d (%v)", len(pods.Items), err)
+		}
+		return nil
+	})
+	// Past the lookup's deadline: reason Timeout, saying so.
+	for _, er := range []*etcdv1beta2.EtcdRestore{slow, ref} {
+		poll.Eventually(t, time.Minute, 100*time.Millisecond, er.Name+"'s Timeout", func() error {
+			c := reconcile(er)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != etcdv1beta2.ReasonTimeout || !strings.Contains(c.Message, "took longer than 3s") {
+				return fmt.Errorf("condition %+v", c)
+			}
+			return nil
+		})
+	}
+
+	// The found object of team-b's restore is kept for it, and forgotten once it is deleted.
+	var got etcdv1beta2.EtcdRestore
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(fast), &got); err != nil {
+		t.Fatal(err)
+	}
+	id := lookupID(&got, got.Spec.S3)
+	if r, _, ok := f.r.lookups.queue().Result(id); !ok || r.key != obj.Key {
+		t.Fatalf("team-b's lookup result %+v %v, want %s kept", r, ok, obj.Key)
+	}
+	if err := f.c.Delete(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(fast)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := f.r.lookups.queue().Result(id); ok {
+		t.Error("a deleted restore's lookup result is kept")
+	}
 }

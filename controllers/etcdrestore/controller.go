@@ -123,6 +123,9 @@ type Reconciler struct {
 	// Hasher reads a checked object's SHA-256 apart from the workers (nil: one of the
 	// package's own).
 	Hasher *snapshotcheck.Hasher
+
+	// lookups finds the restores' objects apart from the workers (lookup.go).
+	lookups lookups
 }
 
 // SetupWithManager watches EtcdRestores, the EtcdClusters they create (a cluster
@@ -188,9 +191,15 @@ func restoreOfCluster(_ context.Context, o client.Object) []reconcile.Request {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	var er etcdv1beta2.EtcdRestore
 	if err := r.Get(ctx, req.NamespacedName, &er); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted: nothing of it is kept.
+			r.lookups.forgetRestore(req.String())
+			r.hasher().ForgetPrefix(hashIDPrefix(req.Namespace, req.Name))
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !er.DeletionTimestamp.IsZero() {
+		r.lookups.forgetRestore(req.String())
 		return ctrl.Result{}, nil
 	}
 	before := er.Status.DeepCopy()
@@ -630,24 +639,40 @@ func (r *Reconciler) resolveObject(ctx context.Context, er *etcdv1beta2.EtcdRest
 		pinned.Path = bucket + "/" + v.Key
 		return &pinned, store, nil, nil
 	}
+	// The endpoint is the tenant's: looked up apart from the workers (lookup.go).
+	found, err := r.lookups.find(ctx, lookupID(er, s3), sourceOf(s3), func(ctx context.Context) lookupResult {
+		return findObject(ctx, store, key)
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if found.err != nil {
+		return nil, nil, nil, found.err
+	}
+	pinned.Path = bucket + "/" + found.key
+	return &pinned, store, nil, nil
+}
+
+// findObject is key if an object exists there, else the newest periodic backup of key.
+// Only metadata is read, never the data.
+func findObject(ctx context.Context, store backup.Store, key string) lookupResult {
 	rc, _, err := store.Get(ctx, key)
 	switch {
 	case err == nil:
 		rc.Close() // it exists; its data is the check pod's to read
+		return lookupResult{key: key}
 	case errors.Is(err, backup.ErrNotFound):
 		latest, lerr := backup.Latest(ctx, store, key)
 		if errors.Is(lerr, backup.ErrNotFound) {
-			return nil, nil, nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupNotFound, Err: fmt.Errorf("%s: no backup %q and no periodic backup %s_v<revision>_<time>", store, key, key)}
+			return lookupResult{err: &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupNotFound, Err: fmt.Errorf("%s: no backup %q and no periodic backup %s_v<revision>_<time>", store, key, key)}}
 		}
 		if lerr != nil {
-			return nil, nil, nil, &backupstorage.Error{Reason: backupstorage.Reason(lerr), Err: lerr}
+			return lookupResult{err: &backupstorage.Error{Reason: backupstorage.Reason(lerr), Err: lerr}}
 		}
-		key = latest.Key
+		return lookupResult{key: latest.Key}
 	default:
-		return nil, nil, nil, &backupstorage.Error{Reason: backupstorage.Reason(err), Err: err}
+		return lookupResult{err: &backupstorage.Error{Reason: backupstorage.Reason(err), Err: err}}
 	}
-	pinned.Path = bucket + "/" + key
-	return &pinned, store, nil, nil
 }
 
 func orNone(s string) string {

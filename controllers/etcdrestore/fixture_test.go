@@ -34,7 +34,7 @@ func newRestoreFixture(t *testing.T, objs ...client.Object) *restoreFixture {
 		WithStatusSubresource(&etcdv1beta2.EtcdRestore{}, &etcdv1beta2.EtcdCluster{}).
 		WithInterceptorFuncs(interceptor.Funcs{Create: assignUID}).Build()
 	rec := record.NewFakeRecorder(100)
-	return &restoreFixture{c: c, rec: rec, r: &Reconciler{Client: c, APIReader: c, Recorder: rec, OperatorImage: "op:test", S3Access: testS3Access, Hasher: &snapshotcheck.Hasher{Await: true}}}
+	return &restoreFixture{c: c, rec: rec, r: &Reconciler{Client: c, APIReader: c, Recorder: rec, OperatorImage: "op:test", S3Access: testS3Access, Hasher: &snapshotcheck.Hasher{Await: true}, lookups: lookups{await: true}}}
 }
 
 // reconcile reconciles the restore, playing the kubelet for any snapshot check pod the

@@ -3,6 +3,7 @@ package snapshotcheck
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,6 +119,12 @@ func (h *Hasher) Hash(ctx context.Context, id string, store backup.Store, key, l
 		}
 	}
 	return Hashed{}, &HashPending{Loc: loc, After: hashPoll}
+}
+
+// ForgetPrefix drops the results and waiters of every read whose id starts with prefix
+// (their owner was deleted); a read still running keeps its result to itself.
+func (h *Hasher) ForgetPrefix(prefix string) {
+	h.queue().ForgetIf(func(id string) bool { return strings.HasPrefix(id, prefix) })
 }
 
 // hashTimeout is a read cut at the Hasher's deadline (reason Timeout).

@@ -106,3 +106,19 @@ func TestHasherReadsApartWithADeadline(t *testing.T) {
 		t.Errorf("team-c runs %d reads for a failed check", n)
 	}
 }
+
+// ForgetPrefix drops the reads of one owner (a deleted restore) and keeps another's,
+// even one whose name starts alike.
+func TestHasherForgetPrefix(t *testing.T) {
+	var h Hasher
+	now := time.Now()
+	h.queue().Put("ns/r/uid-1/1/x", Hashed{SHA256: "a"}, now)
+	h.queue().Put("ns/r2/uid-2/1/x", Hashed{SHA256: "b"}, now)
+	h.ForgetPrefix("ns/r/")
+	if _, _, ok := h.queue().Result("ns/r/uid-1/1/x"); ok {
+		t.Error("the forgotten owner's read is kept")
+	}
+	if _, _, ok := h.queue().Result("ns/r2/uid-2/1/x"); !ok {
+		t.Error("another owner's read was dropped")
+	}
+}
