@@ -4,7 +4,9 @@
 // once; the job runs on a goroutine and its result is read by a later reconcile.
 //
 // A Queue bounds the jobs: at most PerNamespace at a time per namespace (the key's
-// first "/"-separated part) and Total in all. A job asked for while its namespace is
+// first "/"-separated part) and Total in all, except that a namespace's only job may run
+// beyond Total (up to Reserve more in all), so busy namespaces cannot starve an idle
+// one. A job asked for while its namespace is
 // busy waits; the goroutine that finishes one of the namespace's jobs takes the
 // namespace's waiter that has waited longest next, in the same step as it records its
 // result (no other job slips in between), so each waiter gets its turn within one job
@@ -30,7 +32,10 @@ import (
 // PerNamespace, Total and MaxIdle (or use the defaults: 2, 4 and one hour).
 type Queue[V, R any] struct {
 	PerNamespace, Total int
-	MaxIdle             time.Duration
+	// Reserve is how many jobs beyond Total may run, each the only one of its
+	// namespace (default 16; see acquire).
+	Reserve int
+	MaxIdle time.Duration
 
 	mu sync.Mutex
 	// inflight are the jobs running, by key; slots bounds them in all (a goroutine
@@ -40,6 +45,7 @@ type Queue[V, R any] struct {
 	waiting  map[string]waiter[V]
 	running  map[string]int
 	slots    chan struct{}
+	reserve  chan struct{}
 	results  map[string]result[R]
 }
 
@@ -252,11 +258,10 @@ func (q *Queue[V, R]) run(ctx context.Context, key string, v V, done chan struct
 	}
 }
 
-// work runs one job in one of Total slots, a panic becoming job.Panicked's result.
+// work runs one job in one of Total slots (or a reserve slot, see acquire), a panic
+// becoming job.Panicked's result.
 func (q *Queue[V, R]) work(ctx context.Context, key string, v V, job Job[V, R]) (r R) {
-	slots := q.slotsChan()
-	slots <- struct{}{}
-	defer func() { <-slots }()
+	defer q.acquire(Namespace(key))()
 	defer func() {
 		if p := recover(); p != nil {
 			log.FromContext(ctx).Error(fmt.Errorf("%v", p), "work apart from the reconcile workers panicked", "key", key, "stack", string(debug.Stack()))
@@ -266,6 +271,44 @@ func (q *Queue[V, R]) work(ctx context.Context, key string, v V, job Job[V, R]) 
 		}
 	}()
 	return job.Work(ctx, key, v)
+}
+
+// acquire takes a slot for a job of namespace ns and returns its release. Total slots
+// are shared; when they are all taken, a namespace's only running job may take one of
+// Reserve more instead of waiting: two busy namespaces (each at PerNamespace jobs on a
+// slow endpoint of its own choosing) would otherwise hold every slot for as long as
+// their jobs' deadlines, and a third namespace, with nothing running, would wait behind
+// them. Reserve still bounds the jobs in all (Total + Reserve).
+func (q *Queue[V, R]) acquire(ns string) (release func()) {
+	slots, reserve := q.slotsChan(), q.reserveChan()
+	select {
+	case slots <- struct{}{}:
+		return func() { <-slots }
+	default:
+	}
+	if q.Running(ns) <= 1 {
+		select {
+		case slots <- struct{}{}:
+			return func() { <-slots }
+		case reserve <- struct{}{}:
+			return func() { <-reserve }
+		}
+	}
+	slots <- struct{}{}
+	return func() { <-slots }
+}
+
+func (q *Queue[V, R]) reserveChan() chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.reserve == nil {
+		n := q.Reserve
+		if n <= 0 {
+			n = 16
+		}
+		q.reserve = make(chan struct{}, n)
+	}
+	return q.reserve
 }
 
 func (q *Queue[V, R]) slotsChan() chan struct{} {

@@ -66,3 +66,48 @@ func TestAskRunsApartPerNamespace(t *testing.T) {
 		t.Errorf("a counts %d running goroutines after all ended", n)
 	}
 }
+
+// Two busy namespaces cannot starve an idle one: with every shared slot taken, a
+// namespace's only job runs in a reserve slot; the reserve is bounded too, and a busy
+// namespace's second job never takes it.
+func TestIdleNamespaceIsNotStarvedByBusyOnes(t *testing.T) {
+	q := &Queue[string, string]{PerNamespace: 2, Total: 1, Reserve: 1}
+	release := make(chan struct{})
+	started := make(chan string, 8)
+	job := Job[string, string]{Work: func(_ context.Context, key string, v string) string {
+		started <- key
+		if v == "block" {
+			<-release
+		}
+		return v + " done"
+	}}
+	ctx := context.Background()
+	first := q.Ask(ctx, "a/1", "block", job)
+	if got := <-started; got != "a/1" {
+		t.Fatalf("started %s, want a/1", got)
+	}
+	q.Ask(ctx, "a/2", "block", job) // a's second: waits for the shared slot
+	idle := q.Ask(ctx, "b/1", "fast", job)
+	select {
+	case <-idle:
+	case <-time.After(10 * time.Second):
+		t.Fatal("b's only job waited behind a's jobs")
+	}
+	if got := <-started; got != "b/1" {
+		t.Fatalf("started %s, want b/1 (a's second job must not take the reserve)", got)
+	}
+	// The reserve is free again; hold it with c's job, then d's only job waits.
+	q.Ask(ctx, "c/1", "block", job)
+	if got := <-started; got != "c/1" {
+		t.Fatalf("started %s, want c/1", got)
+	}
+	d := q.Ask(ctx, "d/1", "fast", job)
+	select {
+	case <-d:
+		t.Fatal("d's job ran beyond Total + Reserve")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	<-first
+	<-d
+}
