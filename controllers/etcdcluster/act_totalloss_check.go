@@ -123,7 +123,9 @@ func (r *Reconciler) checkCandidate(ctx context.Context, c *etcdv1beta2.EtcdClus
 	}
 	// The operator's own read of the object runs apart from the workers (a tenant's
 	// slow-drip endpoint holds none of them); the pod stays until it is done.
-	_, sum, err := r.Hasher.Confirm(ctx, cluster+"/"+b.path, b.src.Store, b.key, loc, res)
+	// The id names the check pod, whose report the read confirms (a read left from a
+	// pod deleted before its result was taken pairs with no other pod's report).
+	_, sum, err := r.Hasher.Confirm(ctx, cluster+"/"+string(pod.UID)+"/"+b.path, b.src.Store, b.key, loc, res)
 	if hp, ok := errors.AsType[*snapshotcheck.HashPending](err); ok {
 		return "", 0, &backupCheckPending{msg: hp.Error(), after: hp.After}
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -128,7 +129,7 @@ func (r *Reconciler) checkedObject(ctx context.Context, er *etcdv1beta2.EtcdRest
 		return nil, &checkPending{after: deadline.Sub(now),
 			msg: fmt.Sprintf("checking backup %s in pod %s (the operator's image; gives up at %s)", sourceOf(s3), pod.Name, deadline.UTC().Format(time.RFC3339))}
 	}
-	v, err := r.judge(ctx, er, s3, store, res)
+	v, err := r.judge(ctx, er, s3, store, res, pod.UID)
 	if hp, ok := errors.AsType[*snapshotcheck.HashPending](err); ok {
 		// The operator's own read runs apart from the workers; the pod stays until it
 		// is done.
@@ -150,9 +151,11 @@ func (r *Reconciler) checkedObject(ctx context.Context, er *etcdv1beta2.EtcdRest
 // (Hasher.Confirm: a passed check counts only if the object's SHA-256, as the operator
 // reads it now, apart from its workers, is the one the pod reported; a
 // *snapshotcheck.HashPending while that read runs).
-func (r *Reconciler) judge(ctx context.Context, er *etcdv1beta2.EtcdRestore, s3 *etcdv1beta2.S3BackupSource, store backup.Store, res restore.VerifyResult) (*verifiedObject, error) {
+// The read's id names the check pod: its result pairs with that pod's report only (a
+// read left from a pod deleted before its result was taken is never another's).
+func (r *Reconciler) judge(ctx context.Context, er *etcdv1beta2.EtcdRestore, s3 *etcdv1beta2.S3BackupSource, store backup.Store, res restore.VerifyResult, checkPod types.UID) (*verifiedObject, error) {
 	bucket, key, _ := backup.SplitS3Path(s3.Path)
-	id := hashIDPrefix(er.Namespace, er.Name) + fmt.Sprintf("%s/%d/%s/%s", er.UID, er.Generation, s3.Endpoint, s3.Path)
+	id := hashIDPrefix(er.Namespace, er.Name) + fmt.Sprintf("%s/%d/%s/%s/%s", er.UID, er.Generation, checkPod, s3.Endpoint, s3.Path)
 	obj, sum, err := r.hasher().Confirm(ctx, id, store, key, sourceOf(s3), res)
 	if err != nil {
 		return nil, err
