@@ -24,8 +24,8 @@ import (
 // The backup before a minor upgrade step (internal/planner/upgradebackup.go). The
 // configured target is the EtcdBackup whose spec.clusterRef names the cluster (the first
 // by name when several do; S3 or PVC storage only). Before the step the operator creates
-// a one-shot EtcdBackup <cluster>-before-<version>-<uid> with the target's storage, its
-// path suffixed ".before-<version>", and the EtcdBackup controller takes it as any other
+// a one-shot EtcdBackup <cluster>-before-<version>-<id> with the target's storage, its
+// path suffixed ".before-<version>-<id>" (upgradeBackupID), and the EtcdBackup controller takes it as any other
 // backup. It is labelled with the cluster's name and UID but not owned by the cluster: a
 // rollback (an EtcdRestore replacing the cluster) deletes the cluster, and the backup it
 // restores from must stay. The target's retention (maxBackups, maxAgeInSecond) counts
@@ -33,16 +33,31 @@ import (
 
 // upgradeBackupName is the one-shot backup's name for the step of cluster c to version:
 // per cluster incarnation (its UID), so a cluster recreated under the same name never
-// takes an older one's backup as its own. At most 63 characters.
+// takes an older one's backup as its own, and per attempt (the spec's generation), so a
+// step asked for again later (after a downgrade, or a version reverted and re-applied)
+// takes a new backup instead of counting an old one as the snapshot to roll back to. At
+// most 63 characters.
 func upgradeBackupName(c *etcdv1beta2.EtcdCluster, version string) string {
-	h := fnv.New32a()
-	h.Write([]byte(c.UID))
-	suffix := fmt.Sprintf("-before-%s-%08x", strings.ReplaceAll(version, "+", "-"), h.Sum32())
+	suffix := fmt.Sprintf("-before-%s-%s", strings.ReplaceAll(version, "+", "-"), upgradeBackupID(c))
 	base := c.Name
 	if len(base)+len(suffix) > 63 {
 		base = strings.TrimRight(base[:max(1, 63-len(suffix))], "-.")
 	}
 	return strings.ToLower(base + suffix)
+}
+
+// upgradeBackupID tells one cluster incarnation's attempt from every other: a hash of its
+// UID and the spec generation that asked for the step. It ends the one-shot backup's name
+// and its storage path, so two clusters sharing a target path never write one key.
+func upgradeBackupID(c *etcdv1beta2.EtcdCluster) string {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s/%d", c.UID, c.Generation)
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// upgradeBackupSuffix ends the one-shot backup's storage path (after the target's).
+func upgradeBackupSuffix(c *etcdv1beta2.EtcdCluster, version string) string {
+	return ".before-" + version + "-" + upgradeBackupID(c)
 }
 
 // upgradeBackupTarget is the cluster's configured EtcdBackup target, nil when none.
@@ -95,7 +110,8 @@ func (r *Reconciler) observeUpgradeBackup(ctx context.Context, c *etcdv1beta2.Et
 		return nil, nil, fmt.Errorf("get EtcdBackup %s: %w", name, err)
 	}
 	ub.Target = name // the one-shot backup decides from now on, whatever the target
-	if eb.Labels[etcdv1beta2.UpgradeBackupOfLabel] != c.Name || eb.Labels[etcdv1beta2.UpgradeBackupUIDLabel] != string(c.UID) {
+	if eb.Labels[etcdv1beta2.UpgradeBackupOfLabel] != c.Name || eb.Labels[etcdv1beta2.UpgradeBackupUIDLabel] != string(c.UID) ||
+		!isUpgradeBackupOf(&eb, c, render.ClusterVersion(c.Spec)) {
 		ub.State = planner.UpgradeBackupFailed
 		ub.Message = fmt.Sprintf("EtcdBackup %s exists but was not created by the operator for this cluster (labels %s and %s); delete or rename it",
 			name, etcdv1beta2.UpgradeBackupOfLabel, etcdv1beta2.UpgradeBackupUIDLabel)
@@ -114,6 +130,25 @@ func (r *Reconciler) observeUpgradeBackup(ctx context.Context, c *etcdv1beta2.Et
 		ub.Message = fmt.Sprintf("%s: %s", cond.Reason, cond.Message)
 	}
 	return ub, &eb, nil
+}
+
+// isUpgradeBackupOf reports whether eb backs up cluster c to the path the operator gave
+// the step to version: labels are anyone's to write, so an EtcdBackup of another cluster
+// or another path, given this step's name and labels, is not taken as its backup.
+// (Whoever may write EtcdBackup status could still forge its success: TODO sign the
+// record with the pin key.)
+func isUpgradeBackupOf(eb *etcdv1beta2.EtcdBackup, c *etcdv1beta2.EtcdCluster, version string) bool {
+	if eb.Spec.ClusterRef == nil || eb.Spec.ClusterRef.Name != c.Name || len(eb.Spec.EtcdEndpoints) != 0 {
+		return false
+	}
+	suffix := upgradeBackupSuffix(c, version)
+	switch {
+	case eb.Spec.StorageType == etcdv1beta2.BackupStorageTypeS3 && eb.Spec.S3 != nil:
+		return strings.HasSuffix(eb.Spec.S3.Path, suffix)
+	case eb.Spec.StorageType == etcdv1beta2.BackupStorageTypePVC && eb.Spec.PVC != nil:
+		return strings.HasSuffix(eb.Spec.PVC.Path, suffix)
+	}
+	return false
 }
 
 // takeUpgradeBackup executes TakeUpgradeBackup: creates the one-shot EtcdBackup a.Name
@@ -162,7 +197,7 @@ func upgradeBackupFor(c *etcdv1beta2.EtcdCluster, target *etcdv1beta2.EtcdBackup
 	if p := target.Spec.BackupPolicy; p != nil && p.TimeoutInSecond > 0 {
 		eb.Spec.BackupPolicy = &etcdv1beta2.BackupPolicy{TimeoutInSecond: p.TimeoutInSecond}
 	}
-	suffix := ".before-" + version
+	suffix := upgradeBackupSuffix(c, version)
 	switch {
 	case target.Spec.S3 != nil && target.Spec.StorageType == etcdv1beta2.BackupStorageTypeS3:
 		s3 := target.Spec.S3.DeepCopy()

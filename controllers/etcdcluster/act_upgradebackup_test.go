@@ -97,7 +97,7 @@ func TestUpgradeBackupRefusesStepWhenBackupFails(t *testing.T) {
 	if !strings.HasPrefix(eb.Name, "up-before-3.7.3-") {
 		t.Errorf("one-shot backup named %s", eb.Name)
 	}
-	if eb.Spec.S3 == nil || eb.Spec.S3.Path != "bucket/up/nightly.before-3.7.3" || eb.Spec.S3.AWSSecret != "aws" || eb.Spec.S3.Endpoint != target.Spec.S3.Endpoint {
+	if eb.Spec.S3 == nil || eb.Spec.S3.Path != "bucket/up/nightly.before-3.7.3-"+upgradeBackupID(cluster) || eb.Spec.S3.AWSSecret != "aws" || eb.Spec.S3.Endpoint != target.Spec.S3.Endpoint {
 		t.Errorf("one-shot storage %+v, want the target's with the path suffixed", eb.Spec.S3)
 	}
 	if eb.Spec.ClusterRef == nil || eb.Spec.ClusterRef.Name != "up" || eb.Spec.BackupPolicy == nil ||
@@ -194,6 +194,30 @@ func TestUpgradeBackupNotTheOperators(t *testing.T) {
 	}
 	if other := upgradeBackupName(&etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "up", UID: "uid-old"}}, "3.7.3"); other == name {
 		t.Errorf("two incarnations share the backup name %s", name)
+	}
+	// A later attempt at the same step (the spec changed since: a downgrade and the same
+	// upgrade again, or a reverted version re-applied) names a new backup and path.
+	later := cluster.DeepCopy()
+	later.Generation++
+	if upgradeBackupName(later, "3.7.3") == name || upgradeBackupSuffix(later, "3.7.3") == upgradeBackupSuffix(cluster, "3.7.3") {
+		t.Errorf("a later attempt reuses the backup name %s or its path", name)
+	}
+	// Labels are anyone's to write: the operator's labels on a backup of another cluster,
+	// or of another path, are not this step's backup.
+	forged := stale.DeepCopy()
+	forged.Labels[etcdv1beta2.UpgradeBackupUIDLabel] = "uid-new"
+	forged.Spec.S3.Path = "bucket/x" + upgradeBackupSuffix(cluster, "3.7.3")
+	forged.Spec.ClusterRef.Name = "another"
+	if isUpgradeBackupOf(forged, cluster, "3.7.3") {
+		t.Error("a backup of another cluster with this step's name and labels was taken as its backup")
+	}
+	forged.Spec.ClusterRef.Name = "up"
+	if !isUpgradeBackupOf(forged, cluster, "3.7.3") {
+		t.Error("the operator's own one-shot backup was not recognised")
+	}
+	forged.Spec.S3.Path = "bucket/elsewhere"
+	if isUpgradeBackupOf(forged, cluster, "3.7.3") {
+		t.Error("a backup to another path with this step's name and labels was taken as its backup")
 	}
 	long := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 63), UID: "u"}}
 	if n := upgradeBackupName(long, "3.7.3"); len(n) > 63 || !strings.Contains(n, "-before-3.7.3-") {
