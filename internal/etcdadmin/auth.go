@@ -66,8 +66,9 @@ func (a *Admin) AuthEnabled(ctx context.Context) (bool, error) {
 
 // EnableAuth creates the root user with password and the root role, grants the role to
 // the user and turns authentication on. Each step tolerates having been done before (a
-// controller may crash between them); a root user that exists keeps its password (which
-// the client's credentials must then match). The password is never logged.
+// controller may crash between them); a root user that exists gets password (else a root
+// made earlier by someone else would lock the operator out once auth is on). The
+// password is never logged.
 func (a *Admin) EnableAuth(ctx context.Context, password string) error {
 	steps := []struct {
 		op  string
@@ -76,8 +77,14 @@ func (a *Admin) EnableAuth(ctx context.Context, password string) error {
 	}{
 		{"UserAdd", func(ctx context.Context) error {
 			_, err := a.client.UserAdd(ctx, RootUser, password)
+			if errors.Is(err, rpctypes.ErrUserAlreadyExist) || errors.Is(rpctypes.Error(err), rpctypes.ErrUserAlreadyExist) {
+				// A root user made before (by a tenant, an older tool, or in restored
+				// data) would keep a password the operator does not hold, and turning
+				// auth on would lock the operator out: root gets the Secret's password.
+				_, err = a.client.UserChangePassword(ctx, RootUser, password)
+			}
 			return err
-		}, rpctypes.ErrUserAlreadyExist},
+		}, nil},
 		{"RoleAdd", func(ctx context.Context) error {
 			_, err := a.client.RoleAdd(ctx, RootRole)
 			return err

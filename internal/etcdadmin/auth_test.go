@@ -33,6 +33,10 @@ func TestEnableAuthWithRootCredentials(t *testing.T) {
 	if on, err := a.AuthEnabled(ctx); err != nil || on {
 		t.Fatalf("AuthEnabled before enabling = %v, %v; want false, nil", on, err)
 	}
+	// Someone made root earlier with a password the operator does not hold.
+	if _, err := a.Client().UserAdd(ctx, RootUser, "the-tenants-password"); err != nil {
+		t.Fatal(err)
+	}
 	if err := a.EnableAuth(ctx, pw); err != nil {
 		t.Fatal(err)
 	}
