@@ -16,6 +16,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.caRenewBefore) || duration(self.caRenewBefore) > duration('0s') && duration(self.caRenewBefore) < (has(self.caLifetime) ? duration(self.caLifetime) : duration('43800h'))",message="caRenewBefore must be positive and shorter than caLifetime (default 43800h)",fieldPath=".caRenewBefore"
 // +kubebuilder:validation:XValidation:rule="!has(self.caStepDwell) || duration(self.caStepDwell) >= duration('1s')",message="caStepDwell must be at least 1s",fieldPath=".caStepDwell"
 // +kubebuilder:validation:XValidation:rule="(has(self.caLifetime) ? duration(self.caLifetime) : duration('43800h')) >= (has(self.certificateLifetime) ? duration(self.certificateLifetime) : duration('2160h'))",message="caLifetime must not be shorter than certificateLifetime",fieldPath=".caLifetime"
+// +kubebuilder:validation:XValidation:rule="(has(self.caStepDwell) ? duration(self.caStepDwell) : duration('5m')) + (has(self.caStepDwell) ? duration(self.caStepDwell) : duration('5m')) < (has(self.certificateLifetime) ? duration(self.certificateLifetime) : duration('2160h'))",message="twice caStepDwell (default 5m) must be shorter than certificateLifetime (default 2160h): no certificate is renewed while a CA rotation waits",fieldPath=".caStepDwell"
 type AutoTLS struct {
 	// CertificateLifetime of the peer, server and client certificates (default 2160h,
 	// 90 days; at least 5m).

@@ -153,6 +153,11 @@ apiVersion: etcd.database.coreos.com/v1beta2
 kind: EtcdCluster
 metadata: {name: tls-dwell}
 spec: {size: 3, TLS: {auto: {caStepDwell: 0s}}}`},
+		{"auto TLS CA step dwells longer than a certificate lives", "spec.TLS.auto.caStepDwell", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-dwell-long}
+spec: {size: 3, TLS: {auto: {certificateLifetime: 6m}}}`},
 		{"auto TLS lifetime not a duration", "spec.TLS.auto.certificateLifetime", `
 apiVersion: etcd.database.coreos.com/v1beta2
 kind: EtcdCluster
