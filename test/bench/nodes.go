@@ -167,6 +167,11 @@ func (b *Bench) bootNode(n *realNode) error {
 		"--config="+n.paths.KubeletConfig,
 		"--kubeconfig="+b.nodeKubeconfig,
 		"--root-dir="+n.paths.KubeletRoot,
+		// Its own serving certificate: the default cert dir, /var/lib/kubelet/pki, is
+		// one tmpfs shared by the bench's nodes (privateNodeDirs), and kubelets starting
+		// together each wrote a self-signed pair there, one's key beside another's
+		// certificate ("private key does not match public key": the node never started).
+		"--cert-dir="+filepath.Join(n.paths.KubeletRoot, "pki"),
 		"--hostname-override="+n.net.Name,
 		"--node-ip="+n.net.nodeIPs(),
 		"--node-labels="+"topology.kubernetes.io/zone="+n.zone,
