@@ -60,12 +60,24 @@ func TestEtcd35(t *testing.T) {
 	})
 
 	t.Run("deleted member pod replaced", func(t *testing.T) {
-		var victim string
-		for pod := range e.MemberPods(name) {
-			victim = pod
-			break
+		// A member of etcd's list whose pod exists: right after the scale-down above, the
+		// removed member's pod may still be listed (terminating) though it is no member.
+		ms, err := e.Members(name)
+		if err != nil {
+			t.Fatal(err)
 		}
-		gone := memberByName(t, e, name, victim)
+		pods := e.MemberPods(name)
+		var gone *framework.EtcdMember
+		for _, m := range ms {
+			if _, ok := pods[m.Name]; ok {
+				gone = m
+				break
+			}
+		}
+		if gone == nil {
+			t.Fatalf("no member of %v has a pod among %d", framework.MemberIDs(ms), len(pods))
+		}
+		victim := gone.Name
 		if err := e.C.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: victim, Namespace: "default"}}); err != nil {
 			t.Fatal(err)
 		}
