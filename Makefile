@@ -80,8 +80,9 @@ BENCHMARKS       := ./test/benchmark/...
 E2E_SHARDS       ?= 3
 
 .PHONY: test
-test: tools verify test-tiers ## All three tiers below (each runs even if an earlier one failed).
-	$(MAKE) --no-print-directory -k test-unit test-integration test-e2e
+test: tools verify test-tiers ## All three tiers below at once on E2E_SHARDS workers (each runs even if another failed).
+	hack/go-test-shards.sh $(E2E_SHARDS) "$(GO_TEST_FLAGS)" ./test/e2e $(filter-out ./test/e2e,$(TEST_E2E)) \
+	  -- "$(MAKE) --no-print-directory test-unit" "$(MAKE) --no-print-directory test-integration"
 
 .PHONY: test-unit
 test-unit: ## Pure Go unit tests: no tools, no root; under a minute once compiled.

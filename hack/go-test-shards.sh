@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs one package's top-level tests, and the other packages, in SHARDS worker processes
-# at the same time. The end-to-end tests spend most of their time waiting on pods and
+# Runs one package's top-level tests, the other packages, and any commands given after
+# `--`, in SHARDS worker processes at the same time. The end-to-end tests spend most of their time waiting on pods and
 # elections, each on a bench of its own, so several workers share two cores well.
-#   hack/go-test-shards.sh SHARDS 'GO TEST FLAGS' SHARDED_PACKAGE [OTHER_PACKAGES...]
+#   hack/go-test-shards.sh SHARDS 'GO TEST FLAGS' SHARDED_PACKAGE [OTHER_PACKAGES...] [-- COMMAND...]
 # The package's test binary is built once; every top-level test (as `go test -list` names
 # them) then runs in a process of its own, taken from one queue by whichever worker is
 # free, so the workers finish within about one test of each other (a fixed split by name
@@ -12,12 +12,14 @@
 # of the 128 a user gets by default. After them the queue holds the tests
 # hack/e2e-durations.txt lists as slowest first (tests it does not know first of all), so
 # a long test never starts last. Each entry's result and duration are printed as
-# `=== shard result: NAME ok|FAIL SECONDS`; output lines are prefixed with their worker;
+# `=== shard result: NAME ok|FAIL SECONDS`; each COMMAND (a shell command line, e.g. the
+# unit and integration tiers) is one entry queued first, so `make test` keeps SHARDS
+# processes busy instead of running the other tiers while two cores idle on one; output lines are prefixed with their worker;
 # the exit status is non-zero if any test or the other packages failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-(($# >= 3)) || { echo "usage: $0 SHARDS 'GO TEST FLAGS' SHARDED_PACKAGE [OTHER_PACKAGES...]" >&2; exit 2; }
+(($# >= 3)) || { echo "usage: $0 SHARDS 'GO TEST FLAGS' SHARDED_PACKAGE [OTHER_PACKAGES...] [-- COMMAND...]" >&2; exit 2; }
 shards=$1 flags=$2 sharded=$3
 shift 3
 ((shards >= 1)) || { echo "$0: SHARDS must be at least 1" >&2; exit 2; }
@@ -57,8 +59,11 @@ for t in "${tests[@]}"; do
   d=$(awk -v t="$t" '$2 == t {s = $1} END {print s}' "$durations")
   echo "${d:-999999} $t"
 done | sort -k1,1nr -k2 | awk '{print $2}' >"$work/queue.tests"
-others=("$@")
+others=() commands=()
+while (($#)) && [[ $1 != -- ]]; do others+=("$1"); shift; done
+(($# == 0)) || { shift; commands=("$@"); }
 {
+  for i in "${!commands[@]}"; do echo "@command$i"; done
   ((${#others[@]} == 0)) || echo "@other"
   cat "$work/queue.tests"
 } >"$work/queue"
@@ -80,7 +85,10 @@ worker() { # worker PREFIX: runs queued tests until none is left; fails if any f
     local rc=0 name start status
     while name=$(take) && [[ -n $name ]]; do
       start=$SECONDS
-      if [[ $name == @other ]]; then
+      if [[ $name == @command* ]]; then
+        if bash -c "${commands[${name#@command}]}"; then status=ok; else status=FAIL rc=1; fi
+        name=${commands[${name#@command}]}
+      elif [[ $name == @other ]]; then
         # shellcheck disable=SC2086 # flags are words
         if go test $flags -p 1 "${others[@]}"; then status=ok; else status=FAIL rc=1; fi
       # go test runs a package's tests in its directory; so does this.
