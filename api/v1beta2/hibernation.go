@@ -28,3 +28,14 @@ const (
 	// EventReasonBackupSkipped: a due backup run was skipped (its cluster is hibernated).
 	EventReasonBackupSkipped = "BackupSkipped"
 )
+
+// BackupConditionSkipped is the EtcdBackup condition that reports a due run skipped because
+// its cluster is hibernated; it is removed by the next attempt, stored or failed. The
+// Succeeded condition keeps reporting the last attempt.
+const BackupConditionSkipped = "Skipped"
+
+// Hibernates reports whether the spec asks for hibernation: size 0 with claims. Size 0
+// without claims is refused at admission and by the planner, never a hibernation.
+func (s *EtcdClusterSpec) Hibernates() bool {
+	return s.Size == 0 && s.Pod != nil && s.Pod.PersistentVolumeClaimSpec != nil
+}
