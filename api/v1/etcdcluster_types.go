@@ -11,11 +11,16 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.tls.static) || !has(self.tls.static.member) || ((has(self.tls.static.member.serverSecret) && size(self.tls.static.member.serverSecret) > 0) == (has(self.tls.static.operatorSecret) && size(self.tls.static.operatorSecret) > 0))",message="tls.static.operatorSecret must be set if and only if tls.static.member.serverSecret is set",fieldPath=".tls.static.operatorSecret"
 // +kubebuilder:validation:XValidation:rule="!has(self.etcd) || !has(self.pod) || !has(self.pod.env) || !self.pod.env.exists(e, (has(self.etcd.quotaBackendBytes) && e.name == 'ETCD_QUOTA_BACKEND_BYTES') || (has(self.etcd.autoCompactionMode) && e.name == 'ETCD_AUTO_COMPACTION_MODE') || (has(self.etcd.autoCompactionRetention) && e.name == 'ETCD_AUTO_COMPACTION_RETENTION'))",message="a setting of spec.etcd may not be set through spec.pod.env as well",fieldPath=".etcd"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.auth) || has(self.auth)",message="auth may not be removed: etcd authentication stays on once enabled",fieldPath=".auth"
+// +kubebuilder:validation:XValidation:rule="self.size > 0 || (has(self.pod) && has(self.pod.persistentVolumeClaimSpec))",message="size 0 (hibernation) needs pod.persistentVolumeClaimSpec: members keep their data only on claims, and without them stopping the pods would delete it",fieldPath=".size"
 type EtcdClusterSpec struct {
 	// Size is the number of voting members. Odd sizes from 1 to 7 are recommended: an even
 	// size tolerates no more failures than the odd size below it. Sizes above 7 are
 	// accepted with a warning; above 99 they are refused, as in v1beta2.
-	// +kubebuilder:validation:Minimum=1
+	// 0 hibernates a cluster whose members keep their data on claims
+	// (pod.persistentVolumeClaimSpec; refused without): every member pod is stopped, the
+	// claims and the membership are kept, and status.phase reads Hibernated. Raising the
+	// size brings the same members back on their data first, then scales to the new size.
+	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=99
 	Size int `json:"size"`
 
@@ -390,7 +395,7 @@ type MembersStatus struct {
 
 // EtcdClusterStatus is the observed state of an etcd cluster.
 type EtcdClusterStatus struct {
-	// Phase is "", Creating, Running or Failed.
+	// Phase is "", Creating, Running, Failed, or Hibernated (spec.size 0, no member pod running).
 	// +optional
 	Phase ClusterPhase `json:"phase,omitempty"`
 	// Reason explains a Failed phase.

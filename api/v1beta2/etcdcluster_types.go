@@ -21,13 +21,18 @@ const (
 
 // EtcdClusterSpec is the desired state of an etcd cluster.
 // +kubebuilder:validation:XValidation:rule="!has(self.TLS) || !has(self.TLS.static) || !has(self.TLS.static.member) || ((has(self.TLS.static.member.serverSecret) && size(self.TLS.static.member.serverSecret) > 0) == (has(self.TLS.static.operatorSecret) && size(self.TLS.static.operatorSecret) > 0))",message="TLS.static.operatorSecret must be set if and only if TLS.static.member.serverSecret is set",fieldPath=".TLS.static.operatorSecret"
+// +kubebuilder:validation:XValidation:rule="self.size > 0 || (has(self.pod) && has(self.pod.persistentVolumeClaimSpec))",message="size 0 (hibernation) needs pod.persistentVolumeClaimSpec: members keep their data only on claims, and without them stopping the pods would delete it",fieldPath=".size"
 type EtcdClusterSpec struct {
 	// Size is the number of voting members. Odd sizes from 1 to 7 are recommended: an even
 	// size tolerates no more failures than the odd size below it. Sizes above 7 are
 	// accepted with a warning, as CoreOS's operator did; above 99 they are refused: every
 	// write waits for a majority, so such a cluster is only slower, and a typo (or a
 	// hostile tenant) must not ask for thousands of pods.
-	// +kubebuilder:validation:Minimum=1
+	// 0 hibernates a cluster whose members keep their data on claims
+	// (pod.persistentVolumeClaimSpec; refused without): every member pod is stopped, the
+	// claims and the membership are kept, and status.phase reads Hibernated. Raising the
+	// size brings the same members back on their data first, then scales to the new size.
+	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=99
 	Size int `json:"size"`
 
@@ -282,7 +287,7 @@ type MembersStatus struct {
 
 // EtcdClusterStatus is the observed state of an etcd cluster.
 type EtcdClusterStatus struct {
-	// Phase is "", Creating, Running or Failed. Always serialised, as CoreOS did: clients
+	// Phase is "", Creating, Running, Failed, or Hibernated (spec.size 0, no member pod running). Always serialised, as CoreOS did: clients
 	// written for its operator read status.phase without checking that it is there.
 	// +optional
 	Phase ClusterPhase `json:"phase"`

@@ -7,7 +7,8 @@ package v1beta2
 const (
 	// ReasonPaused: spec.paused is set; nothing is changed.
 	ReasonPaused = "Paused"
-	// ReasonInvalidSpec: the size is below one, or the version cannot be bootstrapped.
+	// ReasonInvalidSpec: the size is negative (or 0 without claims), or the version cannot be
+	// bootstrapped.
 	ReasonInvalidSpec = "InvalidSpec"
 
 	// ReasonForked: answering members disagree on the cluster ID or the membership for

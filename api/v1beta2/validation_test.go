@@ -88,7 +88,7 @@ func TestCRDAdmission(t *testing.T) {
 	rejected := []struct {
 		name, field, doc string
 	}{
-		{"size zero", "spec.size", `
+		{"size zero without claims", "spec.size", `
 apiVersion: etcd.database.coreos.com/v1beta2
 kind: EtcdCluster
 metadata: {name: size-zero}

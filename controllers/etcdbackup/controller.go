@@ -275,6 +275,11 @@ func (r *Reconciler) reconcileBackup(ctx context.Context, s *scope) (ctrl.Result
 	if wait := r.retryWait(key, eb.Generation, now); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
+	if name, err := r.hibernatedCluster(ctx, eb); err != nil {
+		return ctrl.Result{}, err
+	} else if name != "" {
+		return r.skipHibernated(s, name), nil // hibernated.go
+	}
 	if eb.Spec.StorageType == etcdv1beta2.BackupStorageTypePVC {
 		return r.reconcilePVC(ctx, s, now, interval)
 	}

@@ -64,6 +64,7 @@ func (r *Reconciler) succeed(ctx context.Context, s *scope, now time.Time, res b
 	}
 	eb.Status.Succeeded = true
 	eb.Status.Reason = ""
+	clearSkipped(eb) // hibernated.go
 	if res.Version != "" || res.Revision != 0 {
 		eb.Status.EtcdVersion = res.Version
 		eb.Status.EtcdRevision = res.Revision
@@ -104,6 +105,7 @@ func (r *Reconciler) fail(s *scope, reason, msg string) {
 	}
 	eb.Status.Succeeded = false
 	eb.Status.Reason = msg
+	skipped := clearSkipped(eb) // hibernated.go
 	// A backup-now request is answered by this attempt, failed or not: the next value
 	// asks again.
 	eb.Status.LastBackupNow = eb.Annotations[etcdv1beta2.BackupNowAnnotation]
@@ -111,7 +113,7 @@ func (r *Reconciler) fail(s *scope, reason, msg string) {
 		Type: etcdv1beta2.BackupConditionSucceeded, Status: metav1.ConditionFalse, Reason: reason,
 		Message: msg, ObservedGeneration: eb.Generation,
 	})
-	if !changed && before.Reason == msg && !before.Succeeded && before.LastBackupNow == eb.Status.LastBackupNow {
+	if !changed && !skipped && before.Reason == msg && !before.Succeeded && before.LastBackupNow == eb.Status.LastBackupNow {
 		return
 	}
 	s.write = true

@@ -306,6 +306,7 @@ func desiredFromSpec(c *etcdv1beta2.EtcdCluster, minGrace time.Duration) planner
 	return planner.Desired{
 		ClusterName:        c.Name,
 		Size:               c.Spec.Size,
+		DataOnClaims:       c.Spec.Pod != nil && c.Spec.Pod.PersistentVolumeClaimSpec != nil, // hibernation needs it
 		Version:            render.ClusterVersion(c.Spec),
 		Image:              render.Image(c.Spec, render.ClusterVersion(c.Spec)),
 		Paused:             c.Spec.Paused,

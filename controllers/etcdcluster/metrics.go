@@ -66,6 +66,7 @@ func forgetClusterMetrics(namespace, name string) {
 	clusterReconciled.DeletePartialMatch(labels)
 	forgetDefragmentationMetrics(labels)
 	forgetCertificateMetrics(labels) // status_certificates.go
+	clusterHibernated.DeletePartialMatch(labels)
 }
 
 // recordReconciled exports the Reconciled condition as it is about to be written. Every
@@ -108,6 +109,7 @@ func recordAction(c *etcdv1beta2.EtcdCluster, a planner.Action, err error, waite
 		available = 1
 	}
 	clusterAvailableGauge.WithLabelValues(c.Namespace, c.Name).Set(available)
+	recordHibernation(c) // metrics_hibernation.go
 }
 
 // recordSpace exports the database sizes, the quota and the alarms of one observation;

@@ -64,7 +64,7 @@ func (r *Reconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *observation, s 
 	}
 	// Keep "Creating" until the cluster has formed, as CoreOS did.
 	switch {
-	case !st.Bootstrapped && s.Phase != planner.PhaseFailed:
+	case !st.Bootstrapped && s.Phase != planner.PhaseFailed && s.Phase != string(etcdv1beta2.ClusterPhaseHibernated):
 		st.Phase = etcdv1beta2.ClusterPhaseCreating
 	default:
 		st.Phase = etcdv1beta2.ClusterPhase(s.Phase)
@@ -179,7 +179,7 @@ func plannerCondition(cond planner.Condition, prev *etcdv1beta2.ClusterCondition
 	}
 	u.Reason = cmp.Or(u.Reason, string(u.Type))
 	u.Recovered = cond.Status
-	if !cond.Status {
+	if !cond.Status && !hibernationReason(cond.Reason) { // stopped on purpose: no failure (metrics_hibernation.go)
 		u.Fail = string(etcdv1beta2.ClusterConditionAvailable) + "=False"
 		u.EventMessage = fmt.Sprintf("%s=False: %s", u.Type, u.Message)
 		u.announcedByCaller = prev == nil || prev.Status != corev1.ConditionTrue

@@ -34,8 +34,14 @@
 //     outside the largest agreeing group. A member image may force a new cluster; every
 //     rule below reasons about one cluster, so nothing is removed, replaced, recovered
 //     or deleted until they agree (fork.go).
-//  2. Size < 1 → Wait(InvalidSpec): there is no safe move towards an
+//  2. Size < 0 → Wait(InvalidSpec): there is no safe move towards an
 //     impossible target (planner.go).
+//     2b. Size 0, after rule 3's records: hibernation. With claims, every member pod
+//     is stopped (DeletePod with KeepClaim, followers first, the leader last), the
+//     claims, etcd's membership and status's records kept; then Wait(Hibernated).
+//     Without claims → Wait(InvalidSpec); a pod without its claim →
+//     Wait(HibernationRefused), nothing stopped. No rule below runs at size 0; a
+//     size above 0 brings the members back through rule 5 (hibernate.go).
 //  3. A recorded quorum-loss recovery is finished (FinishRecovery), retried
 //     (ForceNewCluster) or abandoned (AbortRecovery) before anything else;
 //     nothing of the old cluster is deleted before the new one serves

@@ -28,10 +28,9 @@ func planRules(d Desired, o Observed) Action {
 	if a, ok := planFork(d, o); ok {
 		return a
 	}
-	// 2. Invalid size: there is no safe move towards an impossible target; a
-	// zero-member cluster would destroy the data.
-	if d.Size < 1 {
-		return wait(v1beta2.ReasonInvalidSpec, fmt.Sprintf("size %d: a cluster needs at least one member", d.Size), 0)
+	// 2. Invalid size: there is no safe move towards an impossible target.
+	if d.Size < 0 {
+		return wait(v1beta2.ReasonInvalidSpec, fmt.Sprintf("size %d: a cluster needs at least one member, or 0 to hibernate", d.Size), 0)
 	}
 	// 3. A recorded recovery is finished before anything else.
 	if o.Recovery != nil {
@@ -39,6 +38,11 @@ func planRules(d Desired, o Observed) Action {
 	}
 	if o.BackupRestore != nil { // 3b. likewise a restore from backup (totalloss.go)
 		return planBackupRestore(d, o)
+	}
+	// 2b. Size 0: hibernation stops the pods and keeps the claims and the membership;
+	// no rule below runs at size 0 (hibernate.go).
+	if d.Size == 0 {
+		return planHibernate(d, o)
 	}
 	// No endpoint answered MemberList (a serializable list answers without quorum, so
 	// no etcd process is reachable at all): rules 4 to 6.

@@ -201,6 +201,24 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		}
 		return
 	}
+	if dd.Size == 0 && o.BackupRestore == nil {
+		// Hibernation (hibernate.go): pods stopped on their claims, and nothing else.
+		switch {
+		case a.Kind == Wait:
+		case a.Kind == DeletePod && a.KeepClaim && a.Reason == "Hibernating":
+			if p := podNamed(a.Name); !d.DataOnClaims || p == nil || p.Deleting || !slices.Contains(o.Claims, a.Name) {
+				fail("stops a pod for hibernation that is not a running pod with a claim")
+			}
+			for _, q := range o.Pods {
+				if !q.Deleting && !slices.Contains(o.Claims, q.Name) {
+					fail("stops a pod for hibernation while pod %s has no claim", q.Name)
+				}
+			}
+		default:
+			fail("at size 0 does more than stop pods on their claims")
+		}
+		return
+	}
 	if a.Kind == DeletePod && a.KeepClaim {
 		// Only a finished pod of a started voter with a claim, named like it; without a
 		// member list, of a recorded member with a claim.
@@ -473,6 +491,7 @@ func randomState(r *rand.Rand) (Desired, Observed) {
 		Version:            pick(r, v37, v37, v37, v36, "3.7.4", "3.5.21", "3.8.0", "v3.7.3", "bogus"),
 		Paused:             r.Intn(10) == 0,
 		QuorumLossRecovery: r.Intn(2) == 0,
+		DataOnClaims:       r.Intn(2) == 0,
 		PeerTLS:            r.Intn(2) == 0,
 		ClientTLS:          r.Intn(2) == 0,
 	}

@@ -191,6 +191,9 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		}
 	}
 	s.Conditions = []Condition{avail, rec, scale, up}
+	if d.Size == 0 {
+		summarizeHibernation(a, &s) // hibernate.go
+	}
 	return s
 }
 

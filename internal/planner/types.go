@@ -43,8 +43,11 @@ const (
 type Desired struct {
 	// ClusterName prefixes every generated member name.
 	ClusterName string
-	// Size is the number of voting members wanted (>= 1).
+	// Size is the number of voting members wanted (>= 1); 0 hibernates (hibernate.go).
 	Size int
+	// DataOnClaims: the spec gives members claims (spec.pod.persistentVolumeClaimSpec), so
+	// their data outlives their pods; hibernation needs it.
+	DataOnClaims bool
 	// Version is the etcd version wanted ("3.7.3"; a leading "v" is ignored).
 	Version string
 	// Paused stops all actions.

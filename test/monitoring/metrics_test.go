@@ -166,6 +166,7 @@ func catalogue(t *testing.T) metricCatalogue {
 var metricsFiles = []string{
 	"controllers/etcdcluster/metrics.go",
 	"controllers/etcdcluster/metrics_certificates.go",
+	"controllers/etcdcluster/metrics_hibernation.go",
 	"controllers/etcdbackup/metrics.go",
 	"controllers/etcdbackup/verify_metrics.go",
 	"internal/etcdadmin/metrics.go",

@@ -1,0 +1,133 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
+)
+
+// Rule 2b: hibernation (spec.size 0).
+//
+// Size 0 on a cluster whose members keep their data on claims stops every member pod and
+// keeps everything else: the claims (their data), etcd's membership (no member is
+// removed: the members are only stopped), and the records in status, which is how the
+// same members come back: the member names (KnownMembers, kept while no member answers),
+// a learner in flight (Pending) and an unfinished bootstrap's initial members.
+//   - No claims in the spec (Desired.DataOnClaims false) → Wait(InvalidSpec): a member's
+//     data lives only as long as its pod. Admission refuses size 0 without claims; this
+//     is the backstop for an object stored before that rule, and nothing is stopped.
+//   - A member pod without its claim (it predates the claims) → Wait(HibernationRefused)
+//     naming them: stopping it would lose its data, so no pod is stopped.
+//   - A pod still running → DeletePod with KeepClaim, one per plan: followers first, the
+//     leader last, so leadership moves at most once and the last pod to stop holds the
+//     newest log. No quorum is needed: nothing of the membership changes, and a member
+//     stopped without quorum restarts on the same data.
+//   - Pods still terminating → Wait(Hibernating); none left → Wait(Hibernated).
+//
+// A size above 0 again is the ordinary path: with no member answering, rule 5 gives every
+// recorded member with a claim its pod back (recreate.go), same name, same member ID,
+// same data; once they answer, a size that differs from the members' number is reached by
+// the scale rules, one member at a time (rules 12 and 14). A cluster that never formed
+// bootstraps at the new size (rule 4).
+//
+// It comes after a recorded recovery or restore (rule 3), which is finished or abandoned
+// first: stopping the pods under it would leave its record unprovable.
+func planHibernate(d Desired, o Observed) Action {
+	if !d.DataOnClaims {
+		return wait(v1beta2.ReasonInvalidSpec, "spec.size 0 (hibernation) needs spec.pod.persistentVolumeClaimSpec: without claims a member's data lives only as long as its pod; nothing is stopped", 0)
+	}
+	claims := map[string]bool{}
+	for _, c := range o.Claims {
+		claims[c] = true
+	}
+	var unclaimed, terminating []string
+	for _, p := range o.Pods {
+		if !claims[p.Name] && !p.Deleting {
+			unclaimed = append(unclaimed, p.Name)
+		}
+	}
+	if len(unclaimed) > 0 {
+		sort.Strings(unclaimed)
+		return wait(v1beta2.ReasonHibernationRefused, fmt.Sprintf("spec.size 0 (hibernation): member pods %s have no claim (they predate spec.pod.persistentVolumeClaimSpec) and would lose their data; nothing is stopped",
+			strings.Join(unclaimed, ", ")), requeueLong)
+	}
+	leader := hibernationLeaderPod(o)
+	var next *Pod
+	for i := range o.Pods {
+		p := &o.Pods[i]
+		if p.Deleting {
+			terminating = append(terminating, p.Name)
+			continue
+		}
+		if next == nil || stopsBefore(p, next, leader) {
+			next = p
+		}
+	}
+	if next != nil {
+		return Action{Kind: DeletePod, Name: next.Name, ID: next.MemberID, KeepClaim: true, Reason: v1beta2.ReasonHibernating,
+			Message: fmt.Sprintf("spec.size 0 (hibernation): stopping member pod %s; its claim and membership are kept", next.Name)}
+	}
+	if len(terminating) > 0 {
+		sort.Strings(terminating)
+		return wait(v1beta2.ReasonHibernating, fmt.Sprintf("spec.size 0 (hibernation): waiting for pods %s to stop", strings.Join(terminating, ", ")), requeueWait)
+	}
+	return wait(v1beta2.ReasonHibernated, hibernatedMessage(o), requeueLong)
+}
+
+// stopsBefore orders the pods hibernation stops: followers first, by name; the leader's
+// pod last.
+func stopsBefore(p, q *Pod, leader string) bool {
+	if (p.Name == leader) != (q.Name == leader) {
+		return q.Name == leader
+	}
+	return p.Name < q.Name
+}
+
+// hibernatedMessage says what a size above 0 brings back.
+func hibernatedMessage(o Observed) string {
+	members := recordedMembers(o.KnownMembers)
+	if len(members) == 0 {
+		return "spec.size 0 (hibernation): no member pod runs; a size above 0 creates the cluster"
+	}
+	return fmt.Sprintf("spec.size 0 (hibernation): no member pod runs; members %s keep their data on their claims and come back when spec.size is raised",
+		strings.Join(members, ", "))
+}
+
+// hibernationLeaderPod is the name of the leader's pod ("" when no leader is known).
+func hibernationLeaderPod(o Observed) string {
+	if o.LeaderID == 0 {
+		return ""
+	}
+	for _, p := range o.Pods {
+		if p.MemberID == o.LeaderID {
+			return p.Name
+		}
+	}
+	for _, m := range o.Members {
+		if m.ID == o.LeaderID {
+			return m.Name
+		}
+	}
+	return ""
+}
+
+// summarizeHibernation replaces the conditions of a cluster at size 0 whose pods are
+// being stopped or are stopped: it is unavailable on purpose, which is no failure
+// (Available False with reason Hibernating or Hibernated, announced by no warning), nothing
+// is repaired, scaled or upgraded, and once no pod runs the phase is Hibernated.
+func summarizeHibernation(a Action, s *Summary) {
+	if a.Reason != v1beta2.ReasonHibernating && a.Reason != v1beta2.ReasonHibernated {
+		return
+	}
+	if a.Reason == v1beta2.ReasonHibernated {
+		s.Phase = string(v1beta2.ClusterPhaseHibernated)
+	}
+	s.Conditions = []Condition{
+		{Type: ConditionAvailable, Reason: a.Reason, Message: a.Message},
+		{Type: ConditionRecovering, Reason: v1beta2.ReasonNothingToRepair, Message: "no member is being repaired"},
+		{Type: ConditionScaling, Status: a.Reason == v1beta2.ReasonHibernating, Reason: a.Reason, Message: a.Message},
+		{Type: ConditionUpgrading, Reason: a.Reason, Message: "no member runs while the cluster is hibernated"},
+	}
+}
