@@ -148,7 +148,8 @@ func (v *view) downgradeAction(m *Member, target Version) Action {
 }
 
 // checkDowngrade says whether a member running cur may be downgraded to to through
-// etcd's downgrade procedure: the same major, exactly one minor down, from 3.6 or later.
+// etcd's downgrade procedure: the same major, exactly one minor down, from 3.6 or later,
+// to a patch of the older minor that etcd pairs with the newer one.
 func checkDowngrade(cur, to Version) error {
 	switch {
 	case cur.Major != to.Major:
@@ -157,6 +158,13 @@ func checkDowngrade(cur, to Version) error {
 		return fmt.Errorf("downgrade %s -> %s skips a minor version; etcd downgrades one minor at a time: set spec.version to %d.%d.x first", cur, to, cur.Major, cur.Minor-1)
 	case cur.Minor < minDowngradeFromMinor:
 		return fmt.Errorf("downgrade %s -> %s is not supported: etcd has a downgrade procedure from %d.%d on; restore a backup taken before the upgrade instead", cur, to, cur.Major, minDowngradeFromMinor)
+	}
+	// The older minor's patch must be one etcd pairs with the newer minor: the patch
+	// from which it allows the upgrade (minPatchBeforeMinor) is also the oldest that
+	// reads what the newer minor wrote (3.5.32's v2store checks for 3.6 data).
+	if min, ok := minPatchBeforeMinor[[2]int{to.Major, to.Minor}]; ok && (to.Patch < min || to.Patch == min && to.Pre != "") {
+		return fmt.Errorf("downgrade %s -> %s needs %d.%d.%d or later as the target (the oldest %d.%d patch etcd pairs with %d.%d)",
+			cur, to, to.Major, to.Minor, min, to.Major, to.Minor, cur.Major, cur.Minor)
 	}
 	return nil
 }

@@ -107,6 +107,8 @@ func TestPlanDowngrade(t *testing.T) {
 		{"3.6 → 3.4 refused", to("3.4.30"), on36("3.6.0", nil), want{kind: RefuseUpgrade, reason: "DowngradeRefused"}},
 		{"3.5 → 3.4: etcd 3.5 has no storage-migrating downgrade, refused", to("3.4.30"), on36("", nil, 1, 2, 3),
 			want{kind: RefuseUpgrade, reason: "DowngradeRefused", check: wantMessage("restore a backup")}},
+		{"a target patch older than the one etcd pairs with 3.6 is refused", to("3.5.21"), on36("3.6.0", nil),
+			want{kind: RefuseUpgrade, reason: "DowngradeRefused", check: wantMessage("3.5.32 or later")}},
 		{"a major change down is refused", to("2.3.8"), on36("3.6.0", nil), want{kind: RefuseUpgrade, reason: "DowngradeRefused", check: wantMessage("major")}},
 		{"an unhealthy member holds the downgrade (rule 13 first)", to(v35), func() Observed {
 			o := on36("3.5.0", enabled)()
