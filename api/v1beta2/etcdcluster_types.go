@@ -43,8 +43,9 @@ type EtcdClusterSpec struct {
 	Repository string `json:"repository,omitempty"`
 
 	// Version is the etcd version to run, e.g. 3.6.16; a leading "v" is accepted and
-	// ignored. Changing it performs a rolling upgrade, one member at a time. Downgrades and
-	// skipping a minor version are refused with a status condition.
+	// ignored. Changing it performs a rolling upgrade, one member at a time; one minor down
+	// from 3.6 or later is a rolling downgrade through etcd's downgrade API. Skipping a minor
+	// version either way is refused with a status condition.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^v?[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`
 	// +kubebuilder:validation:MaxLength=64

@@ -74,6 +74,8 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 		err = r.abortBackupRestore(ctx, c, o, a)
 	case planner.TakeUpgradeBackup:
 		err = r.takeUpgradeBackup(ctx, c, a) // act_upgradebackup.go
+	case planner.EnableDowngrade, planner.CancelDowngrade:
+		err = r.actDowngrade(ctx, c, o, a) // act_downgrade.go
 	default:
 		err = fmt.Errorf("unknown action %v", a.Kind)
 	}

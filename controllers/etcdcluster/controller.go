@@ -219,6 +219,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, err.Error())
 	}
 	if err := unsupportedVersion(&c); err != nil {
+		if res, ok := r.adoptOldCoreOSCluster(ctx, &c); ok { // observe_oldversion.go: read-only
+			return res, nil
+		}
 		return r.refuseSpec(&c, etcdv1beta2.ReasonUnsupportedVersion, err.Error())
 	}
 

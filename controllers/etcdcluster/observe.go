@@ -119,6 +119,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	}
 	j.join(o, answers, epOfPod)
 	o.statuses = answers.statuses
+	observeDowngrade(o) // act_downgrade.go
 	if o.planner.NoNodeToLeaveTo, err = r.noNodeToLeaveTo(ctx, c, o); err != nil {
 		o.close()
 		return nil, err

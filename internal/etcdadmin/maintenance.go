@@ -31,6 +31,9 @@ type EndpointStatus struct {
 	DBSizeQuota      int64 // the member's quota-backend-bytes; 0 from etcd < 3.6
 	Version          string
 	StorageVersion   string // etcd >= 3.6
+	// DowngradeEnabled, DowngradeTarget: etcd's downgrade state (etcd >= 3.6; downgrade.go).
+	DowngradeEnabled bool
+	DowngradeTarget  string
 	IsLearner        bool
 	Errors           []string // alarms and errors the member reports (e.g. NOSPACE)
 	Err              error
@@ -86,6 +89,9 @@ func (a *Admin) statusOf(ctx context.Context, ep string) EndpointStatus {
 		StorageVersion:   r.StorageVersion,
 		IsLearner:        r.IsLearner,
 		Errors:           append([]string(nil), r.Errors...),
+	}
+	if d := r.DowngradeInfo; d != nil {
+		s.DowngradeEnabled, s.DowngradeTarget = d.Enabled, d.TargetVersion
 	}
 	if r.Header != nil {
 		s.ClusterID = r.Header.ClusterId

@@ -109,6 +109,11 @@
 //     backup fails → Wait(UpgradeBackupFailed), no member moved; without a target the
 //     step starts saying no backup was taken (NoBackupTarget), or waits when the
 //     cluster requires one; opted out (skip) it starts without (upgradebackup.go).
+//     A version one minor down from 3.6 or later goes through etcd's downgrade API
+//     instead: the same backup, EnableDowngrade, Wait(Downgrading) until etcd has
+//     migrated every member's storage, then the members one at a time as above; etcd's
+//     downgrade enabled while spec.version is not its target → CancelDowngrade; any
+//     other minor or major step down → RefuseUpgrade(DowngradeRefused) (downgrade.go).
 //  16. Maintenance, only when rule 15 is Done: NOSPACE remediation (Compact,
 //     Defragment every voter, DisarmAlarm once every database is 10% below its
 //     quota), then a recorded defragmentation run, a due schedule slot or a

@@ -421,8 +421,10 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 		if len(inflight) > 0 || voters != dd.Size || aliveVoters != voters {
 			fail("upgrade while not fully healthy at size (%d alive of %d, size %d, in flight %v)", aliveVoters, voters, dd.Size, inflight)
 		}
-		if err := CheckUpgrade(d, o); err != nil {
+		if err := CheckUpgrade(d, o); err != nil && !downgradeAllowed(d, o) {
 			fail("upgrade despite skew: %v", err)
+		} else if err != nil && !downgradeUnderway(d, o) {
+			fail("downgrades a member before etcd's downgrade is enabled or any member runs the target minor")
 		}
 		if a.ID == o.LeaderID && voters > 1 {
 			fail("upgrades the leader without moving leadership")
@@ -915,4 +917,24 @@ func TestPlanConvergesUnderRandomFaults(t *testing.T) {
 			t.Fatalf("converged with %d members, want %d", len(o.Members), to)
 		}
 	}
+}
+
+// downgradeUnderway: etcd's downgrade is enabled, or a member already runs the target
+// minor (the cluster version is then at most the target), so a member may restart on
+// the target; and no database reports a storage version above the target.
+func downgradeUnderway(d Desired, o Observed) bool {
+	t, err := ParseVersion(d.Version)
+	if err != nil {
+		return false
+	}
+	ok := o.Downgrade != nil
+	for _, m := range o.Members {
+		if v, err := ParseVersion(m.Version); err == nil && v.Major == t.Major && v.Minor == t.Minor {
+			ok = true
+		}
+		if sv, err := ParseVersion(m.StorageVersion); err == nil && (sv.Major > t.Major || sv.Major == t.Major && sv.Minor > t.Minor) {
+			return false
+		}
+	}
+	return ok
 }

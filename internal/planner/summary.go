@@ -165,7 +165,7 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 	up := Condition{Type: ConditionUpgrading, Reason: v1beta2.ReasonMembersUnknown, Message: "no etcd endpoint answered"}
 	if known {
 		up.Reason, up.Message = v1beta2.ReasonUpToDate, "every member runs "+s.TargetVersion
-		if err := CheckUpgrade(d, o); err != nil {
+		if err := CheckUpgrade(d, o); err != nil && !downgradeAllowed(d, o) { // downgrade.go
 			up.Reason, up.Message = v1beta2.ReasonUpgradeRefused, err.Error()
 		} else if tv, err := ParseVersion(d.Version); err == nil {
 			var behind []string
@@ -179,6 +179,9 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 				sort.Strings(behind)
 				up.Status, up.Reason = true, v1beta2.ReasonUpgrading
 				up.Message = fmt.Sprintf("%d member(s) not yet on %s: %v", len(behind), tv, behind)
+			}
+			if len(behind) > 0 && downgradeAllowed(d, o) {
+				up.Reason = v1beta2.ReasonDowngrading
 			}
 			if a.Kind == Wait && a.Reason == v1beta2.ReasonUpgradeWaitsForSnapshot { // snapshotgate.go
 				up.Status, up.Reason, up.Message = false, a.Reason, a.Message

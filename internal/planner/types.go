@@ -184,6 +184,9 @@ type Observed struct {
 	// or claim exist, continuously since (zero: not seen, or not yet recorded, and the
 	// grace starts at Now).
 	AllLostSince time.Time
+	// Downgrade is etcd's downgrade in progress as the members report it; nil: none
+	// reported (downgrade.go).
+	Downgrade *Downgrade
 }
 
 // Member is one entry of etcd's MemberList, joined with that member's own
@@ -356,6 +359,8 @@ const (
 	AbortBackupRestore
 	UpdatePeerURL
 	TakeUpgradeBackup
+	EnableDowngrade
+	CancelDowngrade
 )
 
 var kindNames = [...]string{
@@ -370,6 +375,7 @@ var kindNames = [...]string{
 	RestoreFromBackup: "RestoreFromBackup", FinishBackupRestore: "FinishBackupRestore",
 	AbortBackupRestore: "AbortBackupRestore", UpdatePeerURL: "UpdatePeerURL",
 	TakeUpgradeBackup: "TakeUpgradeBackup",
+	EnableDowngrade:   "EnableDowngrade", CancelDowngrade: "CancelDowngrade",
 }
 
 func (k Kind) String() string {
@@ -432,6 +438,8 @@ type NewMember struct {
 //	FinishBackupRestore  Name, ID: the restored member serves; mark the record finished
 //	AbortBackupRestore   Name, DeletePod: forget the restore, deleting its own member's
 //	                pod only if DeletePod
+//	EnableDowngrade Version (MAJOR.MINOR): enable etcd's downgrade to it (downgrade.go)
+//	CancelDowngrade Version (etcd's target): cancel etcd's downgrade in progress
 //
 // Reason is a CamelCase code usable as a condition reason; Message is for
 // humans. ClearPending asks the controller to forget Observed.Pending before
@@ -480,6 +488,8 @@ func (a Action) String() string {
 		s += fmt.Sprintf("{%s %x v%s%s}", a.Name, a.ID, a.Version, asRunning)
 	case TakeUpgradeBackup:
 		s += fmt.Sprintf("{%s v%s}", a.Name, a.Version)
+	case EnableDowngrade, CancelDowngrade:
+		s += fmt.Sprintf("{v%s}", a.Version)
 	case PromoteLearner, DeletePod:
 		s += fmt.Sprintf("{%s %x}", a.Name, a.ID)
 	case RemoveMember, ReplaceMember:

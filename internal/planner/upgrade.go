@@ -34,6 +34,9 @@ func (v *view) planUpgrade() Action {
 	if err != nil {
 		return Action{Kind: RefuseUpgrade, Reason: v1beta2.ReasonInvalidVersion, Message: err.Error()}
 	}
+	if a, ok := v.planDowngrade(target); ok { // downgrade.go
+		return a
+	}
 	// A minor step some member has already taken (under an older operator, which did
 	// not know the minimum patch) is finished: neither going back nor staying mixed is
 	// better than completing it.

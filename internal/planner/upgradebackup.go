@@ -72,7 +72,7 @@ type StepBackup struct {
 func (v *view) backupBeforeStep(target Version, need []upgradeStep) (w Action, step *StepBackup, ok bool) {
 	minorStep := false
 	for _, s := range need {
-		if s.run.Major == target.Major && s.run.Minor < target.Minor {
+		if s.run.Major == target.Major && s.run.Minor != target.Minor { // up, or down (downgrade.go)
 			minorStep = true
 		}
 	}

@@ -90,7 +90,10 @@ func CheckSkew(cur, to Version) error {
 	case cur.Major != to.Major:
 		return fmt.Errorf("major version change %s -> %s is not supported", cur, to)
 	case to.Minor < cur.Minor:
-		return fmt.Errorf("downgrade %s -> %s is not supported (minor downgrades need etcd's downgrade procedure)", cur, to)
+		if err := checkDowngrade(cur, to); err != nil { // downgrade.go
+			return err
+		}
+		return fmt.Errorf("downgrade %s -> %s goes through etcd's downgrade procedure, not a plain restart", cur, to)
 	case to.Minor > cur.Minor+1:
 		return fmt.Errorf("upgrade %s -> %s skips a minor version; upgrade to %d.%d.x first", cur, to, cur.Major, cur.Minor+1)
 	case to.Minor == cur.Minor+1:

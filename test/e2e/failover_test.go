@@ -529,14 +529,15 @@ func upgradeRefused(c *etcdv1beta2.EtcdCluster) (bool, string) {
 	return false, ""
 }
 
-// TestRefusedUpgrade: a skipped minor version (3.6 → 3.8) and a minor downgrade
-// (3.7 → 3.6) are refused with a condition and a warning event, and no pod is touched
-// (3.8.0 has no binary on the bench: touching a pod would break it).
+// TestRefusedUpgrade: a skipped minor version (3.6 → 3.8) and a downgrade that skips a
+// minor (3.7 → 3.5; etcd downgrades one minor at a time) are refused with a condition and
+// a warning event, and no pod is touched (3.8.0 has no binary on the bench: touching a
+// pod would break it).
 func TestRefusedUpgrade(t *testing.T) {
 	e := framework.Setup(t)
 	cases := []struct{ cluster, from, to string }{
 		{"skip", "3.6.16", "3.8.0"},
-		{"down", "3.7.3", "3.6.16"},
+		{"down", "3.7.3", "3.5.36"},
 	}
 	for _, tc := range cases {
 		c := newCluster(tc.cluster, 3)
@@ -558,8 +559,8 @@ func TestRefusedUpgrade(t *testing.T) {
 				if ok, _ := upgradeRefused(c); !ok || c.Status.ObservedGeneration != c.Generation {
 					return fmt.Errorf("conditions %+v", c.Status.Conditions)
 				}
-				if !framework.HasAny(e.EventReasons(tc.cluster), "UpgradeRefused") {
-					return fmt.Errorf("no UpgradeRefused event: %v", e.EventReasons(tc.cluster))
+				if !framework.HasAny(e.EventReasons(tc.cluster), "UpgradeRefused", "DowngradeRefused") {
+					return fmt.Errorf("no UpgradeRefused or DowngradeRefused event: %v", e.EventReasons(tc.cluster))
 				}
 				return nil
 			})
