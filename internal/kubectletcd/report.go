@@ -107,11 +107,7 @@ func (p *Plugin) Report(ctx context.Context, name string, o ReportOptions) (*Rep
 	if err := p.C.List(ctx, &restoreList, client.InNamespace(c.Namespace)); err != nil {
 		b.fail("EtcdRestores: %v", err)
 	}
-	for _, r := range restoreList.Items {
-		if r.Spec.EtcdCluster.Name == c.Name {
-			restores = append(restores, r)
-		}
-	}
+	restores = restoresOf(c, backups, restoreList.Items)
 
 	// The screen `status` shows, then the objects themselves.
 	st := summarize(c, pods, backups)
@@ -174,6 +170,21 @@ func (p *Plugin) Report(ctx context.Context, name string, o ReportOptions) (*Rep
 	}
 	sort.Strings(res.Files)
 	return res, nil
+}
+
+// restoresOf are the restores into the cluster and those from its backups.
+func restoresOf(c *etcdv1beta2.EtcdCluster, backups []etcdv1beta2.EtcdBackup, all []etcdv1beta2.EtcdRestore) []etcdv1beta2.EtcdRestore {
+	ours := map[string]bool{}
+	for _, eb := range backups {
+		ours[eb.Name] = true
+	}
+	var out []etcdv1beta2.EtcdRestore
+	for _, r := range all {
+		if r.Namespace == c.Namespace && (r.Spec.EtcdCluster.Name == c.Name || ours[r.Annotations[etcdv1beta2.RestoreBackupRefAnnotation]]) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // addOwned adds the cluster's Services, PVCs and PodDisruptionBudget-free view of what
