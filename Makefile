@@ -74,7 +74,7 @@ TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/runbundle/... ./internal/o
                     ./test/cmd/pause ./test/monitoring $(TEST_SPLIT)
 TEST_INTEGRATION := . ./api/v1beta2 ./hack/catalog/... ./internal/backup \
                     ./internal/etcdadmin ./internal/test/etcdtest ./internal/render/runtest \
-                    ./internal/restore ./internal/webhook/... ./internal/webhookcert ./internal/pinkey ./test/bench \
+                    ./internal/restore ./internal/webhook/... ./internal/webhookcert ./internal/pinkey ./internal/kubectletcd/etcdctltest ./test/bench \
                     ./test/bench/clusterdns ./test/bench/images ./test/bench/olm ./test/olm
 TEST_E2E         := ./test/e2e ./test/bench/e2e ./test/cmd/bench
 BENCHMARKS       := ./test/benchmark/...
