@@ -36,6 +36,7 @@ type ClusterStatus struct {
 	Members        []Member        `json:"members"`
 	Alarms         []Alarm         `json:"alarms"`
 	Backups        []BackupSummary `json:"backups"`
+	BackupsError   string          `json:"backupsError,omitempty"`
 	Conditions     []Condition     `json:"conditions"`
 	LastDefragment *time.Time      `json:"lastDefragmentation,omitempty"`
 }
@@ -183,11 +184,16 @@ func (p *Plugin) Status(ctx context.Context, name string) (*ClusterStatus, error
 	if err != nil {
 		return nil, err
 	}
-	backups, err := p.clusterBackups(ctx, c)
-	if err != nil {
-		return nil, err
+	// A user who may read the cluster but not its backups still gets the screen.
+	backups, berr := p.clusterBackups(ctx, c)
+	if berr != nil && !apierrors.IsForbidden(berr) {
+		return nil, berr
 	}
-	return summarize(c, pods, backups), nil
+	st := summarize(c, pods, backups)
+	if berr != nil {
+		st.BackupsError = berr.Error()
+	}
+	return st, nil
 }
 
 // summarize is the status screen of c: pure, so tests feed it objects.
@@ -371,7 +377,9 @@ func PrintStatus(w io.Writer, format string, st *ClusterStatus, now time.Time) e
 	}
 
 	fmt.Fprintln(w, "\nBackups:")
-	if len(st.Backups) == 0 {
+	if st.BackupsError != "" {
+		fmt.Fprintf(w, "  not readable: %s\n", st.BackupsError)
+	} else if len(st.Backups) == 0 {
 		fmt.Fprintln(w, "  none name this cluster (kubectl etcd backup NAME --one-shot ... takes one)")
 	} else {
 		t := newTable(w, "  NAME", "STORAGE", "SCHEDULE", "LAST SUCCESS", "REVISION", "LAST VERIFIED", "VERIFIED", "PROBLEM")

@@ -8,7 +8,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
@@ -144,4 +147,30 @@ func TestMemberListPrints(t *testing.T) {
 	if len(lines) != 4 || !strings.Contains(lines[0], "ROLE") || !strings.Contains(lines[2], "Leader") || !strings.Contains(lines[1], "Running") {
 		t.Errorf("member table:\n%s", buf.String())
 	}
+}
+
+// Without permission to list EtcdBackups the screen still shows, saying so.
+func TestStatusWithoutBackupPermission(t *testing.T) {
+	p := newTestPlugin(t, testCluster())
+	p.C = forbidBackups{p.C}
+	st, err := p.Status(context.Background(), "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := PrintStatus(&buf, OutputTable, st, now); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "Backups:\n  not readable: list EtcdBackups:") || !strings.Contains(buf.String(), "leader demo-b") {
+		t.Errorf("screen:\n%s", buf.String())
+	}
+}
+
+type forbidBackups struct{ client.Client }
+
+func (f forbidBackups) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*etcdv1beta2.EtcdBackupList); ok {
+		return apierrors.NewForbidden(schema.GroupResource{Group: "etcd.database.coreos.com", Resource: "etcdbackups"}, "", nil)
+	}
+	return f.Client.List(ctx, list, opts...)
 }
