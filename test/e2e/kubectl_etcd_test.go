@@ -24,7 +24,7 @@ import (
 // TestKubectlEtcd runs every `kubectl etcd` subcommand, as a user would (kubeconfig,
 // namespace and output flags), against a 3-member cluster with a periodic S3 EtcdBackup
 // in MinIO: status and member list show the three members with one leader and the
-// backup; backup runs backup-now and waits for it; defrag defragments every member,
+// backup; backup runs backup-now and waits for it, and takes a one-shot; defrag defragments every member,
 // the leader last; restore creates an EtcdRestore that the operator completes into a
 // new cluster holding the keys; report writes a bundle with the objects, events, logs
 // and etcdctl's endpoint status of each member, and no Secret data.
@@ -105,6 +105,17 @@ func TestKubectlEtcd(t *testing.T) {
 	}
 	if got := b.getBackup(t, backupName).Status.LastBackupNow; got != br.BackupNow {
 		t.Errorf("status.lastBackupNow %q, want %q", got, br.BackupNow)
+	}
+
+	// backup --one-shot: a new one-shot EtcdBackup beside the periodic one's objects.
+	var one kubectletcd.BackupResult
+	decode(run("backup", cluster, "--one-shot", "--wait", "--timeout", "2m", "-o", "json"), &one)
+	if one.Action != "created" || !one.Succeeded || one.Revision < br.Revision ||
+		!strings.HasPrefix(one.Storage, "s3://"+backupBucket+"/kp/periodic-manual-") {
+		t.Errorf("one-shot result %+v", one)
+	}
+	if got := b.getBackup(t, one.Backup); got.Spec.ClusterRef == nil || got.Spec.ClusterRef.Name != cluster || got.Spec.BackupPolicy != nil {
+		t.Errorf("one-shot EtcdBackup spec %+v", got.Spec)
 	}
 
 	// defrag: every member, the leader last.
