@@ -70,6 +70,9 @@ func (p *Plugin) Backup(ctx context.Context, name string, o BackupOptions) (*Bac
 		if chosen == nil && len(backups) == 1 {
 			chosen = &backups[0]
 		}
+		if chosen == nil && len(backups) > 1 && o.S3Path == "" && o.PVCClaim == "" {
+			return nil, fmt.Errorf("cluster %s has %d EtcdBackups (%s): name the one whose storage the one-shot copies with --backup, or give --s3-path or --pvc-claim", name, len(backups), names(backups))
+		}
 		eb, err := oneShot(c, chosen, o, p.Now())
 		if err != nil {
 			return nil, err

@@ -48,6 +48,9 @@ func TestBackupChoosesAmongSeveral(t *testing.T) {
 	if _, err := run(p.Plugin, nil, "backup", "demo"); err == nil || !strings.Contains(err.Error(), "has 2 EtcdBackups (hourly, nightly): name one with --backup") {
 		t.Errorf("err %v", err)
 	}
+	if _, err := run(p.Plugin, nil, "backup", "demo", "--one-shot"); err == nil || !strings.Contains(err.Error(), "name the one whose storage the one-shot copies with --backup") {
+		t.Errorf("one-shot among several: %v", err)
+	}
 	if _, err := run(p.Plugin, nil, "backup", "demo", "--backup", "hourly"); err != nil {
 		t.Fatal(err)
 	}
