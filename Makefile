@@ -44,9 +44,13 @@ verify: generate manifests bundle ## Fail if generated files are stale or code i
 	go vet -tags integration $(TEST_SPLIT)
 
 .PHONY: build
-build: ## Build the operator and the bench command into bin/.
+build: kubectl-etcd ## Build the operator, the bench command and the kubectl etcd plugin into bin/.
 	go build -o bin/etcd-operator .
 	go build -o bin/bench ./test/cmd/bench
+
+.PHONY: kubectl-etcd
+kubectl-etcd: ## Build the kubectl plugin bin/kubectl-etcd (copy it onto PATH: kubectl etcd ...).
+	go build -o bin/kubectl-etcd ./internal/cmd/kubectl-etcd
 
 ##@ Test
 
@@ -66,11 +70,11 @@ TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/runbundle/... ./internal/o
                     ./internal/test/poll ./internal/cmd/... ./internal/apart ./internal/snapshotcheck \
                     ./internal/planner/... ./internal/render ./internal/test/testenv ./internal/operatorimage \
                     ./internal/backupstorage ./internal/restoreorigin ./internal/test/fixture \
-                    ./internal/backupschedule ./internal/backupcrypt ./internal/backupselect ./internal/tlsproof ./internal/certissue ./internal/pinsign ./internal/etcdauth \
+                    ./internal/backupschedule ./internal/backupcrypt ./internal/backupselect ./internal/tlsproof ./internal/certissue ./internal/pinsign ./internal/etcdauth ./internal/kubectletcd \
                     ./test/cmd/pause ./test/monitoring $(TEST_SPLIT)
 TEST_INTEGRATION := . ./api/v1beta2 ./hack/catalog/... ./internal/backup \
                     ./internal/etcdadmin ./internal/test/etcdtest ./internal/render/runtest \
-                    ./internal/restore ./internal/webhook/... ./internal/webhookcert ./internal/pinkey ./test/bench \
+                    ./internal/restore ./internal/webhook/... ./internal/webhookcert ./internal/pinkey ./internal/kubectletcd/etcdctltest ./test/bench \
                     ./test/bench/clusterdns ./test/bench/images ./test/bench/olm ./test/olm
 TEST_E2E         := ./test/e2e ./test/bench/e2e ./test/cmd/bench
 BENCHMARKS       := ./test/benchmark/...
