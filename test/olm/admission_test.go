@@ -195,7 +195,7 @@ func TestAuthAnnotationsAdmission(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	const (
-		auth = "etcd.database.coreos.com/auth"
+		auth       = "etcd.database.coreos.com/auth"
 		rootSecret = "etcd.database.coreos.com/auth-root-secret"
 	)
 	clusters := dc.Resource(schema.GroupVersionResource{Group: "etcd.database.coreos.com", Version: "v1beta2", Resource: "etcdclusters"}).Namespace("default")
