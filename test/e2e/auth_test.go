@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
@@ -128,6 +129,36 @@ func TestEtcdAuth(t *testing.T) {
 		logText, err := os.ReadFile(b.OperatorLogPath())
 		if err != nil || len(logText) == 0 || strings.Contains(string(logText), pw) {
 			t.Errorf("operator log: %d bytes (%v); holds the password: %v", len(logText), err, strings.Contains(string(logText), pw))
+		}
+
+		// Replaced from that backup (the rollback path): the data holds etcd's auth with
+		// root's password from the root Secret, which the new cluster keeps, with auth.
+		old := b.Cluster(name)
+		b.Create(&etcdv1beta2.EtcdRestore{
+			ObjectMeta: metav1.ObjectMeta{Name: "au-back", Annotations: map[string]string{
+				etcdrestore.ReplaceExistingClusterAnnotation: "true",
+				etcdrestore.RestoreClusterSpecAnnotation:     `{"size":1}`,
+			}},
+			Spec: etcdv1beta2.EtcdRestoreSpec{EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: name}, BackupStorageType: etcdv1beta2.BackupStorageTypeS3,
+				RestoreSource: etcdv1beta2.RestoreSource{S3: b.newBackup("", name, "au/once.db", "aws", nil).Spec.S3}},
+		})
+		waitRestore(t, b.Env, "au-back", metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, 3*time.Minute)
+		waitAuthEnabled(t, b.Env, name, 60*time.Second)
+		restored := b.WaitAvailableAuth(name, 1, 60*time.Second, etcdadmin.RootUser, pw)
+		if restored.UID == old.UID {
+			t.Fatalf("cluster %s was not replaced", name)
+		}
+		if err := b.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: name + etcdv1beta2.AuthRootSecretSuffix}, &s); err != nil ||
+			string(s.Data[etcdv1beta2.AuthPasswordKey]) != pw || !metav1.IsControlledBy(&s, restored) || len(s.OwnerReferences) != 1 {
+			t.Fatalf("root Secret after the replacement: %v, owners %v, password kept %v", err, s.OwnerReferences, string(s.Data[etcdv1beta2.AuthPasswordKey]) == pw)
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+		defer rcancel()
+		if r, err := authClient(t, b.Env, name, etcdadmin.RootUser, pw).Get(rctx, "/root"); err != nil || len(r.Kvs) != 1 {
+			t.Errorf("the backup's key as root after the replacement: %v", err)
+		}
+		if _, err := authClient(t, b.Env, name, "", "").Put(rctx, "/anon", "x"); !refused(err) {
+			t.Errorf("put without credentials after the replacement: %v; want permission denied", err)
 		}
 	})
 
