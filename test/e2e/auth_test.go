@@ -62,7 +62,9 @@ func waitAuthEnabled(t *testing.T, e *framework.Env, name string, timeout time.D
 // TestEtcdAuth: a cluster created with etcd auth comes up with it on (the operator
 // creates the root Secret, the root user and role); a client without credentials is
 // refused and one with root's works; the operator's own calls carry the credentials
-// (a scale-up adds and promotes a member, a backup takes its snapshot). Then auth is
+// (a scale-up adds and promotes a member, a backup takes its snapshot), and a replace
+// from that backup brings it back with auth and the same root Secret; with built-in TLS
+// too, the operator still changes members after auth is on. Then auth is
 // turned on on a running plaintext cluster: refused while a member is down (condition
 // MembersUnhealthy), then, the member back, on under writes that carry credentials from
 // the start: not one write fails.
@@ -160,6 +162,27 @@ func TestEtcdAuth(t *testing.T) {
 		if _, err := authClient(t, b.Env, name, "", "").Put(rctx, "/anon", "x"); !refused(err) {
 			t.Errorf("put without credentials after the replacement: %v; want permission denied", err)
 		}
+	})
+
+	t.Run("with built-in TLS, the operator's member changes after auth is on", func(t *testing.T) {
+		// Over client TLS a member takes a tokenless request's certificate name as its
+		// user: the operator's client, made before auth was on, is made again to carry
+		// root's token, or adding a member (root's permission) fails.
+		const name = "aut"
+		c := newCluster(name, 1)
+		c.Annotations = map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue}
+		c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}}
+		b.Create(c)
+		waitAuthEnabled(t, b.Env, name, 120*time.Second)
+		b.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 2 })
+		b.Eventually(180*time.Second, name+" Available with 2 members, auth on", func() error {
+			c := b.Cluster(name)
+			if !framework.AvailableWith(c, 2) || framework.ConditionTrue(c, etcdv1beta2.ClusterConditionScaling) ||
+				!framework.ConditionTrue(c, etcdv1beta2.ClusterConditionAuthEnabled) {
+				return fmt.Errorf("status: ready=%v unready=%v conditions=%v", c.Status.Members.Ready, c.Status.Members.Unready, c.Status.Conditions)
+			}
+			return nil
+		})
 	})
 
 	t.Run("enabled on a running cluster under writes", func(t *testing.T) {
