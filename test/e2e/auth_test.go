@@ -150,6 +150,7 @@ func TestEtcdAuth(t *testing.T) {
 		if restored.UID == old.UID {
 			t.Fatalf("cluster %s was not replaced", name)
 		}
+		t.Logf("replaced from its backup: uid %s -> %s, auth on", old.UID, restored.UID)
 		if err := b.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: name + etcdv1beta2.AuthRootSecretSuffix}, &s); err != nil ||
 			string(s.Data[etcdv1beta2.AuthPasswordKey]) != pw || !metav1.IsControlledBy(&s, restored) || len(s.OwnerReferences) != 1 {
 			t.Fatalf("root Secret after the replacement: %v, owners %v, password kept %v", err, s.OwnerReferences, string(s.Data[etcdv1beta2.AuthPasswordKey]) == pw)
