@@ -72,6 +72,10 @@ const (
 	ReasonCertificatesMismatched   = "CertificatesMismatched"
 	ReasonCertificateSecretInvalid = "CertificateSecretInvalid"
 	ReasonCertificateIssueFailed   = "CertificateIssueFailed"
+	// ReasonCASecretMissing: built-in issuing's CA Secret is gone while members run
+	// certificates it signed; no new CA is made (the members would not trust it) and
+	// nothing is renewed until the Secret is restored.
+	ReasonCASecretMissing = "CASecretMissing"
 	// EventReasonCertificatesIssued: built-in issuing wrote a new generation.
 	EventReasonCertificatesIssued = "CertificatesIssued"
 )

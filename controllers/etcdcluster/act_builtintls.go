@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,31 +80,44 @@ type builtinTLSError struct {
 func (e *builtinTLSError) Error() string { return e.err.Error() }
 func (e *builtinTLSError) Unwrap() error { return e.err }
 
+func (e *caLostError) Unwrap() error { return e.err }
+
 // resolveBuiltinTLS does built-in issuing's one step, if any, and points c's
 // spec.TLS.static at the generation in effect (c and the status writer's base, so the
 // status patch never carries it; the writer puts it back into c after each patch, which
 // reads back the stored object). It does nothing for a cluster without spec.TLS.auto.
-func (r *Reconciler) resolveBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster, w *statusWriter) error {
+// due is when the next step falls due with time alone (certissue.NextDue; zero: none):
+// the reconcile is requeued for then.
+func (r *Reconciler) resolveBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster, w *statusWriter) (due time.Time, err error) {
 	if c.Spec.TLS == nil || c.Spec.TLS.Auto == nil {
-		return nil
+		return time.Time{}, nil
 	}
 	st := builtinSettings(c.Spec.TLS.Auto)
 	now := r.Now()
-	state, err := r.builtinState(ctx, c, st, now)
+	pods, err := r.listMemberPods(ctx, c)
 	if err != nil {
-		return err
+		return time.Time{}, err
+	}
+	state, err := r.builtinState(ctx, c, pods, st, now)
+	var lost *caLostError
+	if errors.As(err, &lost) {
+		// The members go on with the certificates they run, so failover and scaling
+		// still work; nothing is issued until the CA is back.
+		if lost.generation > 0 {
+			useBuiltinGeneration(c, w, lost.generation)
+		}
+		return time.Time{}, err
+	}
+	if err != nil {
+		return time.Time{}, err
 	}
 	names, err := r.builtinNames(ctx, c, false)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	leaves, err := r.builtinLeaves(ctx, c, state, st, now)
 	if err != nil {
-		return err
-	}
-	pods, err := r.listMemberPods(ctx, c)
-	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	peer, server, _ := builtinSecrets(c, state.Generation)
 	// Rolled out: every member pod runs the generation in effect, and there are as many
@@ -127,22 +141,30 @@ func (r *Reconciler) resolveBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdC
 	if d.Step != certissue.Keep {
 		next, err := certissue.Apply(state, d, c.Name, st, token, now)
 		if err != nil {
-			return &builtinTLSError{etcdv1beta2.ReasonCertificateIssueFailed, err}
+			return time.Time{}, &builtinTLSError{reason: etcdv1beta2.ReasonCertificateIssueFailed, err: err}
 		}
 		if err := r.writeBuiltinState(ctx, c, next); err != nil {
-			return err
+			return time.Time{}, err
 		}
-		if _, err := r.builtinLeaves(ctx, c, next, st, now); err != nil {
-			return err
+		if leaves, err = r.builtinLeaves(ctx, c, next, st, now); err != nil {
+			return time.Time{}, err
 		}
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonCertificatesIssued,
 			"certificates generation %d (%s): %s", next.Generation, d.Step, d.Reason)
 		state = next
 	}
-	peer, server, operator := builtinSecrets(c, state.Generation)
+	_, _, operator := builtinSecrets(c, state.Generation)
 	if err := r.syncBuiltinClientSecret(ctx, c, operator); err != nil {
-		return err
+		return time.Time{}, err
 	}
+	useBuiltinGeneration(c, w, state.Generation)
+	return certissue.NextDue(state, leaves, st), nil
+}
+
+// useBuiltinGeneration points c's spec.TLS.static (and w's base, if any) at generation
+// gen's Secrets.
+func useBuiltinGeneration(c *etcdv1beta2.EtcdCluster, w *statusWriter, gen int) {
+	peer, server, operator := builtinSecrets(c, gen)
 	c.Spec.TLS.Static = &etcdv1beta2.StaticTLS{
 		Member:         &etcdv1beta2.MemberSecret{PeerSecret: peer, ServerSecret: server},
 		OperatorSecret: operator,
@@ -154,8 +176,66 @@ func (r *Reconciler) resolveBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdC
 		w.base.Spec.TLS.Static = c.Spec.TLS.Static.DeepCopy()
 		w.resolvedTLS = c.Spec.TLS.Static.DeepCopy()
 	}
-	return nil
 }
+
+// observeBuiltinTLS points a paused cluster's spec.TLS.static at the generation in
+// effect, as its CA Secret records it, and writes nothing: a paused cluster is observed
+// over the scheme and with the client certificate its members serve. Without a readable
+// CA Secret the generation the member pods mount is taken.
+func (r *Reconciler) observeBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster, w *statusWriter, pods []corev1.Pod) {
+	if c.Spec.TLS == nil || c.Spec.TLS.Auto == nil {
+		return
+	}
+	gen := 0
+	if s, err := r.getOwnedSecret(ctx, c, builtinCASecret(c)); err == nil && s != nil {
+		if state, err := certissue.DecodeState(s.Data); err == nil {
+			gen = state.Generation
+		}
+	}
+	if gen == 0 {
+		gen = mountedBuiltinGeneration(c, pods)
+	}
+	if gen > 0 {
+		useBuiltinGeneration(c, w, gen)
+	}
+}
+
+// mountedBuiltinGeneration is the newest built-in issuing generation whose peer Secret a
+// member pod of c mounts (0: none).
+func mountedBuiltinGeneration(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) int {
+	prefix := c.Name + "-builtin-tls-"
+	newest := 0
+	for i := range pods {
+		p := &pods[i]
+		if !metav1IsControlledBy(p, c) {
+			continue
+		}
+		name := render.PodSecretVolume(p, volumePeerTLS)
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		num, ok := strings.CutSuffix(rest, "-peer")
+		if !ok {
+			continue
+		}
+		if g, err := strconv.Atoi(num); err == nil && g > newest {
+			if peer, _, _ := builtinSecrets(c, g); peer == name {
+				newest = g
+			}
+		}
+	}
+	return newest
+}
+
+// caLostError: the CA Secret is gone while certificates it signed are in use.
+type caLostError struct {
+	// generation the member pods mount (0: none found).
+	generation int
+	err        error
+}
+
+func (e *caLostError) Error() string { return e.err.Error() }
 
 // builtinNames are the names the cluster's certificates must carry. The client
 // Service's cluster IPs come from the cache; fresh asks the API server when the cache
@@ -209,8 +289,8 @@ func (r *Reconciler) getOwnedSecret(ctx context.Context, c *etcdv1beta2.EtcdClus
 		return nil, fmt.Errorf("get secret %q: %w", name, err)
 	}
 	if !metav1IsControlledBy(&s, c) {
-		return nil, &builtinTLSError{etcdv1beta2.ReasonCertificateSecretInvalid,
-			fmt.Errorf("secret %q exists and is not this cluster's: built-in issuing writes it; rename or delete it", name)}
+		return nil, &builtinTLSError{reason: etcdv1beta2.ReasonCertificateSecretInvalid,
+			err: fmt.Errorf("secret %q exists and is not this cluster's: built-in issuing writes it; rename or delete it", name)}
 	}
 	return &s, nil
 }
@@ -226,8 +306,12 @@ func (r *Reconciler) newOwnedSecret(c *etcdv1beta2.EtcdCluster, name string, dat
 	return s, nil
 }
 
-// builtinState reads the cluster's CA Secret, creating a new CA when there is none.
-func (r *Reconciler) builtinState(ctx context.Context, c *etcdv1beta2.EtcdCluster, st certissue.Settings, now time.Time) (certissue.State, error) {
+// builtinState reads the cluster's CA Secret, creating a new CA when there is none and
+// none was ever used. A CA Secret deleted after it signed the certificates the members
+// run (the clients' Secret exists, or a member pod mounts a generation's Secrets) is not
+// made anew: members would not trust a new CA, and the generation Secrets signed by the
+// old one stay where they are. That is a caLostError: the user restores the Secret.
+func (r *Reconciler) builtinState(ctx context.Context, c *etcdv1beta2.EtcdCluster, pods []corev1.Pod, st certissue.Settings, now time.Time) (certissue.State, error) {
 	name := builtinCASecret(c)
 	s, err := r.getOwnedSecret(ctx, c, name)
 	if err != nil {
@@ -236,13 +320,27 @@ func (r *Reconciler) builtinState(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	if s != nil {
 		state, err := certissue.DecodeState(s.Data)
 		if err != nil {
-			return state, &builtinTLSError{etcdv1beta2.ReasonCertificateSecretInvalid, fmt.Errorf("secret %q: %w", name, err)}
+			return state, &builtinTLSError{reason: etcdv1beta2.ReasonCertificateSecretInvalid, err: fmt.Errorf("secret %q: %w", name, err)}
 		}
 		return state, nil
 	}
+	gen := mountedBuiltinGeneration(c, pods)
+	client, err := r.getOwnedSecret(ctx, c, BuiltinClientSecret(c.Name))
+	if err != nil {
+		return certissue.State{}, err
+	}
+	if gen > 0 || client != nil {
+		in := "the clients' Secret " + BuiltinClientSecret(c.Name) + " exists"
+		if gen > 0 {
+			in = fmt.Sprintf("members run generation %d, which it signed", gen)
+		}
+		return certissue.State{}, &caLostError{generation: gen, err: &builtinTLSError{reason: etcdv1beta2.ReasonCASecretMissing,
+			err: fmt.Errorf("the CA Secret %s is gone while %s: no new CA is made, as members and clients trust only the old one; "+
+				"nothing is renewed until the Secret is restored (from a copy of it), and the members go on with the certificates they have", name, in)}}
+	}
 	state, err := certissue.NewState(c.Name, st, now)
 	if err != nil {
-		return state, &builtinTLSError{etcdv1beta2.ReasonCertificateIssueFailed, err}
+		return state, &builtinTLSError{reason: etcdv1beta2.ReasonCertificateIssueFailed, err: err}
 	}
 	// A rotation asked for before the CA existed is this CA.
 	state.RotationToken = c.Annotations[etcdv1beta2.AnnotationRotateCA]
@@ -312,7 +410,7 @@ func (r *Reconciler) builtinLeaves(ctx context.Context, c *etcdv1beta2.EtcdClust
 	}
 	issued, err := certissue.IssueLeaves(state, names, st, now)
 	if err != nil {
-		return l, &builtinTLSError{etcdv1beta2.ReasonCertificateIssueFailed, err}
+		return l, &builtinTLSError{reason: etcdv1beta2.ReasonCertificateIssueFailed, err: err}
 	}
 	data := map[string]map[string][]byte{
 		peerName:   {peerCertKey: issued.Peer.CertPEM, peerKeyKey: issued.Peer.KeyPEM, peerCAKey: issued.Trust},

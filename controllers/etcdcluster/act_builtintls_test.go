@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -58,7 +59,7 @@ func (f *builtinFixture) resolve() (*etcdv1beta2.EtcdCluster, error) {
 		f.t.Fatal(err)
 	}
 	w := f.r.statusWriterFor(&c)
-	err := f.r.resolveBuiltinTLS(context.Background(), &c, w)
+	_, err := f.r.resolveBuiltinTLS(context.Background(), &c, w)
 	if err == nil && (w.base.Spec.TLS.Static == nil || *w.base.Spec.TLS.Static.Member != *c.Spec.TLS.Static.Member) {
 		f.t.Errorf("the status writer's base does not hold the resolved Secrets: the status patch would carry them")
 	}
@@ -328,7 +329,7 @@ func TestBuiltinTLSSurvivesAStatusCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := f.r.statusWriterFor(&c)
-	if err := f.r.resolveBuiltinTLS(context.Background(), &c, w); err != nil {
+	if _, err := f.r.resolveBuiltinTLS(context.Background(), &c, w); err != nil {
 		t.Fatal(err)
 	}
 	c.Status.BootstrapMembers = []string{"db-aaaa"}
@@ -416,5 +417,149 @@ func TestCertificatesWarnWithin(t *testing.T) {
 		if got := warnWithin(c); got != tc.want {
 			t.Errorf("%+v: %v, want %v", tc.tls, got, tc.want)
 		}
+	}
+}
+
+// The reconcile is requeued for the moment built-in issuing's next step falls due: the
+// renewal of a generation's leaves, and each CA rotation step's dwell end, not the
+// periodic resync after it.
+func TestBuiltinTLSWakesWhenTheNextStepIsDue(t *testing.T) {
+	f := newBuiltinFixture(t)
+	f.cluster.Spec.TLS.Auto.CAStepDwell = &metav1.Duration{Duration: 20 * time.Second}
+	if err := f.c.Update(context.Background(), f.cluster); err != nil {
+		t.Fatal(err)
+	}
+	resolve := func() time.Time {
+		t.Helper()
+		var c etcdv1beta2.EtcdCluster
+		if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.cluster), &c); err != nil {
+			t.Fatal(err)
+		}
+		due, err := f.r.resolveBuiltinTLS(context.Background(), &c, f.r.statusWriterFor(&c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return due
+	}
+	due := resolve()
+	peer, _ := certissue.ParseCert(f.secret("db-builtin-tls-1-peer").Data[peerCertKey])
+	if want := peer.NotAfter.Add(-10 * time.Minute); !due.Equal(want) { // renewBefore: a third of 30m
+		t.Errorf("steady: due %s, want the leaves' renewal at %s", due, want)
+	}
+	f.allOn(1)
+	if err := f.c.Patch(context.Background(), &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+etcdv1beta2.AnnotationRotateCA+`":"r1"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if due := resolve(); f.state().Phase != certissue.PhaseTrusting || !due.Equal(f.now.Add(20*time.Second)) {
+		t.Errorf("CA rotation begun: phase %q, due %s, want the dwell's end %s", f.state().Phase, due, f.now.Add(20*time.Second))
+	}
+	for _, tc := range []struct {
+		name   string
+		result time.Duration
+		due    time.Time
+		want   time.Duration
+	}{
+		{"due before the resync", steadyResync, f.now.Add(20 * time.Second), 20 * time.Second},
+		{"due after the resync", steadyResync, f.now.Add(time.Hour), steadyResync},
+		{"no requeue asked", 0, f.now.Add(time.Hour), time.Hour},
+		{"nothing due", steadyResync, time.Time{}, steadyResync},
+		{"due already (a roll-out's pods wake it)", steadyResync, f.now.Add(-time.Second), steadyResync},
+	} {
+		if got := wakeBy(ctrl.Result{RequeueAfter: tc.result}, tc.due, f.now); got.RequeueAfter != tc.want {
+			t.Errorf("%s: requeue after %s, want %s", tc.name, got.RequeueAfter, tc.want)
+		}
+	}
+}
+
+// A paused cluster with built-in issuing is observed as its members serve: over https,
+// with the client certificate of the generation in effect, and nothing is issued.
+func TestBuiltinTLSPausedObservedOverTLS(t *testing.T) {
+	f := newBuiltinFixture(t)
+	if _, err := f.resolve(); err != nil {
+		t.Fatal(err)
+	}
+	f.allOn(1)
+	ctx := context.Background()
+	var pods corev1.PodList
+	if err := f.c.List(ctx, &pods); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		p.Status.PodIP = "127.0.0.1"
+		if err := f.c.Status().Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var c etcdv1beta2.EtcdCluster
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(f.cluster), &c); err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.Paused = true
+	if err := f.c.Update(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	f.now = f.now.Add(25 * time.Minute) // a renewal is due: a paused cluster gets none
+	if _, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.cluster)}); err != nil {
+		t.Fatal(err)
+	}
+	e := f.r.admins.m[clusterKey(f.cluster)]
+	if e == nil || e.tls == nil {
+		t.Fatalf("paused cluster observed without TLS (client %v)", e)
+	}
+	for _, ep := range e.admin.Endpoints() {
+		if !strings.HasPrefix(ep, "https://") {
+			t.Errorf("paused cluster dialled at %s, want https", ep)
+		}
+	}
+	if g := f.state().Generation; g != 1 || f.secret("db-builtin-tls-2-peer") != nil {
+		t.Errorf("a paused cluster was issued generation %d", g)
+	}
+}
+
+// A CA Secret deleted while the members run certificates it signed is not made anew (the
+// members would not trust a new CA): CertificatesValid says so with CASecretMissing, and
+// the cluster goes on with the generation its members mount.
+func TestBuiltinTLSLostCASecret(t *testing.T) {
+	f := newBuiltinFixture(t)
+	ctx := context.Background()
+	if _, err := f.resolve(); err != nil {
+		t.Fatal(err)
+	}
+	f.allOn(1)
+	f.now = f.now.Add(25 * time.Minute) // a renewal is due
+	if _, err := f.resolve(); err != nil || f.state().Generation != 2 {
+		t.Fatalf("generation %d (%v)", f.state().Generation, err)
+	}
+	f.allOn(2)
+	if err := f.c.Delete(ctx, f.secret("db-builtin-tls-ca")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.resolve()
+	var lost *caLostError
+	if !errors.As(err, &lost) || lost.generation != 2 {
+		t.Fatalf("resolve with the CA Secret gone: %v, want the lost CA with generation 2", err)
+	}
+	if f.secret("db-builtin-tls-ca") != nil || f.secret("db-builtin-tls-3-peer") != nil {
+		t.Error("a new CA or generation was made while members run the old CA's certificates")
+	}
+	if st := c.Spec.TLS.Static; st == nil || st.Member.PeerSecret != "db-builtin-tls-2-peer" || st.OperatorSecret != "db-builtin-tls-2-client" {
+		t.Errorf("static TLS %+v, want generation 2's Secrets", st)
+	}
+	f.r.reportCertificates(ctx, c, err)
+	if cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid); cond == nil || cond.Status != corev1.ConditionFalse ||
+		cond.Reason != etcdv1beta2.ReasonCASecretMissing || !strings.Contains(cond.Message, "db-builtin-tls-ca") {
+		t.Errorf("CertificatesValid %+v", cond)
+	}
+
+	// No member pod left, the clients' Secret still there: still no new CA.
+	for _, n := range []string{"db-aaaa", "db-bbbb", "db-cccc"} {
+		if err := f.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "default"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.resolve(); !errors.As(err, &lost) || lost.generation != 0 || f.secret("db-builtin-tls-ca") != nil {
+		t.Errorf("no pods, clients' Secret left: %v (CA Secret made: %v)", err, f.secret("db-builtin-tls-ca") != nil)
 	}
 }

@@ -209,7 +209,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, strings.TrimPrefix(err.Error(), "render: "))
 	}
 	if c.Spec.Paused {
-		r.observePaused(ctx, &c) // status_members.go: observing changes nothing
+		r.observePaused(ctx, &c, status) // status_members.go: observing changes nothing
 		return ctrl.Result{RequeueAfter: steadyResync}, nil
 	}
 	if err := r.checkClientServiceType(&c); err != nil {
@@ -231,9 +231,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	// Built-in issuing points spec.TLS.static at its Secrets (act_builtintls.go); the
 	// certificates in use are reported either way (status_certificates.go).
-	tlsErr := r.resolveBuiltinTLS(ctx, &c, status)
+	tlsDue, tlsErr := r.resolveBuiltinTLS(ctx, &c, status)
 	r.reportCertificates(ctx, &c, tlsErr)
-	if tlsErr != nil {
+	if lost, ok := errors.AsType[*caLostError](tlsErr); tlsErr != nil && (!ok || lost.generation == 0) {
 		return r.observeFailed(ctx, &c, tlsErr)
 	}
 
@@ -272,7 +272,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if delay, backingOff := r.backoff.wait(clusterKey(&c), step, c.Generation, r.Now()); backingOff {
 		lg.V(1).Info("step backing off", "action", action.String(), "retryIn", delay.String())
 		obs.planned = &plannedStep{action: action, summary: summary, at: r.Now()} // reported by the deferred flush
-		return ctrl.Result{RequeueAfter: delay}, nil
+		return wakeBy(ctrl.Result{RequeueAfter: delay}, tlsDue, r.Now()), nil
 	}
 	result, actErr := r.act(ctx, &c, obs, action)
 	if hook := r.AfterAction; hook != nil && actErr == nil {
@@ -299,7 +299,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// Reported, and the step counted, by the deferred flush (updateStatus, status.go).
 	obs.planned = &plannedStep{action: action, summary: summary, at: now,
 		ran: true, actErr: actErr, stepErr: stepErr, waited: waited}
-	return result, nil
+	return wakeBy(result, tlsDue, now), nil
+}
+
+// wakeBy requeues no later than due (zero: no such time): a built-in issuing step falls
+// due then (a CA rotation's dwell ends, a certificate is to be renewed) and is taken on
+// time rather than at the next periodic resync. A time already past is left to the
+// events that will unblock its step (a roll-out's pods).
+func wakeBy(result ctrl.Result, due, now time.Time) ctrl.Result {
+	if due.IsZero() || !due.After(now) {
+		return result
+	}
+	if d := due.Sub(now); result.RequeueAfter == 0 || d < result.RequeueAfter {
+		result.RequeueAfter = d
+	}
+	return result
 }
 
 // desiredFromSpec translates the CR into the planner's terms.

@@ -128,13 +128,16 @@ func roundedSize(b int64) *resource.Quantity {
 }
 
 // observePaused refreshes status.members of a paused cluster: the member pods are
-// listed and etcd asked, as in every observation, and nothing else is done.
-func (r *Reconciler) observePaused(ctx context.Context, c *etcdv1beta2.EtcdCluster) {
+// listed and etcd asked, as in every observation, and nothing else is done. A cluster
+// with built-in issuing is dialled over the scheme and with the client certificate of
+// the generation it runs, read without issuing anything (act_builtintls.go).
+func (r *Reconciler) observePaused(ctx context.Context, c *etcdv1beta2.EtcdCluster, w *statusWriter) {
 	pods, err := r.listMemberPods(ctx, c)
 	if err != nil {
 		log.FromContext(ctx).V(1).Info("paused: member pods not listed", "err", err.Error())
 		return
 	}
+	r.observeBuiltinTLS(ctx, c, w, pods)
 	own := ownPods(c, pods)
 	endpoints, _ := r.dialTargets(c, own, r.recoveryUnderway(c, pods))
 	var ans etcdAnswers

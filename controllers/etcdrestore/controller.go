@@ -240,6 +240,8 @@ func (r *Reconciler) reconcile(ctx context.Context, er *etcdv1beta2.EtcdRestore)
 			if replaceRequested(er) {
 				return r.replaceCluster(ctx, er, &existing)
 			}
+		} else if err := r.handOverRootSecret(ctx, er, &existing); err != nil { // replace_auth.go
+			return ctrl.Result{}, err
 		}
 		return r.followCluster(ctx, er, &existing)
 	case !apierrors.IsNotFound(err):
@@ -280,6 +282,9 @@ func (r *Reconciler) reconcile(ctx context.Context, er *etcdv1beta2.EtcdRestore)
 		return ctrl.Result{}, fmt.Errorf("create EtcdCluster %s: %w", name, err)
 	}
 	if err := r.recordCreated(ctx, er, c); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.handOverRootSecret(ctx, er, c); err != nil {
 		return ctrl.Result{}, err
 	}
 	src, _ := render.Restore(c)
@@ -323,6 +328,11 @@ func replaceRequested(er *etcdv1beta2.EtcdRestore) bool {
 type replacedCluster struct {
 	Name string `json:"name"`
 	UID  string `json:"uid"`
+	// Auth are the replaced cluster's etcd auth annotations, given to the new cluster
+	// (replace_auth.go).
+	Auth map[string]string `json:"auth,omitempty"`
+	// RootSecret is the operator's root Secret kept from the replaced cluster.
+	RootSecret string `json:"rootSecret,omitempty"`
 }
 
 // replacedNote is a sentence for status messages naming the cluster this restore
@@ -370,8 +380,14 @@ func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRes
 		return r.backupFailed(ctx, er, untouched(err, old))
 	}
 	src, _ := render.Restore(c)
-	// On record before the delete, so it survives an operator restart right after it.
-	rec, _ := json.Marshal(replacedCluster{Name: old.Name, UID: string(old.UID)})
+	// On record before the delete, so it survives an operator restart right after it;
+	// with it the old cluster's auth, and its root Secret is kept (replace_auth.go).
+	carried := authCarried(old)
+	rootSecret, err := r.keepRootSecret(ctx, er, old, carried)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	rec, _ := json.Marshal(replacedCluster{Name: old.Name, UID: string(old.UID), Auth: carried, RootSecret: rootSecret})
 	if er.Annotations[ReplacedClusterAnnotation] != string(rec) {
 		if err := r.setAnnotation(ctx, er, ReplacedClusterAnnotation, string(rec)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("record the cluster to replace on EtcdRestore %s: %w", er.Name, err)
@@ -608,6 +624,7 @@ func (r *Reconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore
 		ObjectMeta: metav1.ObjectMeta{Name: er.Spec.EtcdCluster.Name, Namespace: er.Namespace, Annotations: ann},
 		Spec:       spec,
 	}
+	carryAuth(er, c) // replace_auth.go
 	// Refuse here what the renderer would refuse later, with the restore's own status.
 	if err := render.ValidateCluster(c); err != nil {
 		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}

@@ -501,3 +501,119 @@ func TestRestoreDoesNotAdoptAForgedCluster(t *testing.T) {
 	f.reconcile(t, "r1")
 	f.wantCondition(t, "r1", metav1.ConditionFalse, etcdv1beta2.ReasonClusterExists, "was not created by this restore")
 }
+
+// TestRestoreReplacesAnAuthCluster: replacing a cluster with etcd auth on gives the new
+// cluster the old one's auth annotations and keeps the operator's root Secret, whose
+// password the backup's root user has: the restore becomes a second owner of it before
+// the delete (so the garbage collector, played here, only drops the old cluster's
+// reference), then hands it to the new cluster, unchanged.
+func TestRestoreReplacesAnAuthCluster(t *testing.T) {
+	srv, store := fixture.MinIOStore(t, restoreBucket)
+	ctx := context.Background()
+	if _, err := store.Put(ctx, "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}}); err != nil {
+		t.Fatal(err)
+	}
+	aws := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
+		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
+	prod := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-old-prod",
+		Finalizers:  []string{"test/hold"},
+		Annotations: map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue}}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+	yes := true
+	root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd-root", Namespace: "default", OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster", Name: "prod", UID: "uid-old-prod", Controller: &yes, BlockOwnerDeletion: &yes}}},
+		Data: map[string][]byte{etcdv1beta2.AuthPasswordKey: []byte("old-root-pw")}}
+	er := fixture.S3Restore("rollback", "prod", restoreBucket+"/c/good.db")
+	er.Spec.S3.Endpoint = srv.Endpoint()
+	er.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true"}
+	f := newRestoreFixture(t, aws, prod, root, er)
+	getRoot := func() *corev1.Secret {
+		var s corev1.Secret
+		if err := f.c.Get(ctx, client.ObjectKeyFromObject(root), &s); err != nil {
+			t.Fatalf("root Secret: %v", err)
+		}
+		return &s
+	}
+
+	f.reconcile(t, "rollback")
+	f.wantCondition(t, "rollback", metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, "deleting EtcdCluster prod")
+	rc, ok := replacedRecord(f.restore(t, "rollback"))
+	if !ok || rc.RootSecret != "prod-etcd-root" || rc.Auth[etcdv1beta2.AuthAnnotation] != etcdv1beta2.AuthEnabledValue {
+		t.Fatalf("replaced-cluster record %+v", rc)
+	}
+	s := getRoot()
+	if !ownedBy(s, f.restore(t, "rollback")) || !metav1.IsControlledBy(s, prod) {
+		t.Fatalf("root Secret owners %+v: want the old cluster's and the restore's", s.OwnerReferences)
+	}
+
+	// The old cluster goes; the garbage collector deletes what only it owned and drops
+	// its reference from what has another owner.
+	var old etcdv1beta2.EtcdCluster
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &old); err != nil {
+		t.Fatal(err)
+	}
+	old.Finalizers = nil
+	if err := f.c.Update(ctx, &old); err != nil {
+		t.Fatal(err)
+	}
+	var secrets corev1.SecretList
+	if err := f.c.List(ctx, &secrets); err != nil {
+		t.Fatal(err)
+	}
+	for i := range secrets.Items {
+		sec := &secrets.Items[i]
+		var rest []metav1.OwnerReference
+		for _, ref := range sec.OwnerReferences {
+			if ref.UID != "uid-old-prod" {
+				rest = append(rest, ref)
+			}
+		}
+		switch {
+		case len(rest) == len(sec.OwnerReferences):
+		case len(rest) == 0:
+			if err := f.c.Delete(ctx, sec); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			sec.OwnerReferences = rest
+			if err := f.c.Update(ctx, sec); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	f.reconcile(t, "rollback")
+	f.wantCondition(t, "rollback", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "deleted the earlier EtcdCluster prod")
+	var c etcdv1beta2.EtcdCluster
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &c); err != nil {
+		t.Fatal(err)
+	}
+	if on, secret := etcdv1beta2.AuthOf(&c); !on || secret != "prod-etcd-root" {
+		t.Errorf("new cluster: auth %v with Secret %q, want on with prod-etcd-root", on, secret)
+	}
+	s = getRoot()
+	if !metav1.IsControlledBy(s, &c) || len(s.OwnerReferences) != 1 || string(s.Data[etcdv1beta2.AuthPasswordKey]) != "old-root-pw" {
+		t.Errorf("root Secret after the restore: owners %+v, password kept %v", s.OwnerReferences, string(s.Data[etcdv1beta2.AuthPasswordKey]) == "old-root-pw")
+	}
+}
+
+// The auth a replaced cluster carries: on by its annotation or by its AuthEnabled
+// condition, with the Secret it names; nothing without auth.
+func TestAuthCarried(t *testing.T) {
+	on := map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue}
+	named := map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue, etcdv1beta2.AuthRootSecretAnnotation: "mine"}
+	for _, tc := range []struct {
+		name string
+		c    etcdv1beta2.EtcdCluster
+		want map[string]string
+	}{
+		{"no auth", etcdv1beta2.EtcdCluster{}, nil},
+		{"annotation", etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Annotations: on}}, on},
+		{"named Secret", etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Annotations: named}}, named},
+		{"on, annotation dropped", etcdv1beta2.EtcdCluster{Status: etcdv1beta2.EtcdClusterStatus{Conditions: []etcdv1beta2.ClusterCondition{
+			{Type: etcdv1beta2.ClusterConditionAuthEnabled, Status: corev1.ConditionTrue}}}}, on},
+	} {
+		if got := authCarried(&tc.c); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

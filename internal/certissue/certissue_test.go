@@ -285,3 +285,49 @@ func TestDecide(t *testing.T) {
 		t.Errorf("after the rotation the bundle holds %d CAs (the old one: %v)", len(certs), SameBundle(cur.Trust, s.Trust))
 	}
 }
+
+// NextDue is the moment Decide's answer turns from Keep to a step: a second before it
+// nothing is due, at it the step is, for a renewal, each CA rotation step's dwell and the
+// CA's own renewal.
+func TestNextDue(t *testing.T) {
+	st := Settings{CertificateLifetime: 30 * time.Minute, CALifetime: 24 * time.Hour, CAStepDwell: 20 * time.Second}.WithDefaults()
+	s, _ := NewState("db", st, t0)
+	leaves, _ := IssueLeaves(s, names(), st, t0)
+	trusting, _ := Apply(s, Decision{Step: BeginCARotation}, "db", st, "", t0.Add(time.Minute))
+	trustingLeaves, _ := IssueLeaves(trusting, names(), st, t0.Add(time.Minute))
+	switched, _ := Apply(trusting, Decision{Step: SwitchCA}, "db", st, "", t0.Add(2*time.Minute))
+	switchedLeaves, _ := IssueLeaves(switched, names(), st, t0.Add(2*time.Minute))
+	// A CA that is due before the leaves it signed.
+	longSt := Settings{CertificateLifetime: 30 * time.Minute, CALifetime: 40 * time.Minute}.WithDefaults()
+	shortCA, _ := NewState("db", longSt, t0)
+	shortCALeaves, _ := IssueLeaves(shortCA, names(), longSt, t0)
+	for _, tc := range []struct {
+		name string
+		s    State
+		l    Leaves
+		st   Settings
+		want time.Time
+		step Step
+	}{
+		{"leaf renewal", s, leaves, st, t0.Add(20 * time.Minute), Renew},
+		{"trusting dwell", trusting, trustingLeaves, st, t0.Add(time.Minute + st.CAStepDwell), SwitchCA},
+		{"switched dwell", switched, switchedLeaves, st, t0.Add(2*time.Minute + st.CAStepDwell), DropOldCA},
+		{"CA renewal first", shortCA, shortCALeaves, longSt, t0.Add(longSt.CALifetime - longSt.CARenewBefore), BeginCARotation},
+	} {
+		got := NextDue(tc.s, tc.l, tc.st)
+		if !got.Equal(tc.want) {
+			t.Errorf("%s: NextDue %s, want %s", tc.name, got, tc.want)
+			continue
+		}
+		o := Observed{Leaves: tc.l, RolledOut: true}
+		if d := Decide(tc.s, o, names(), tc.st, got.Add(-time.Second)); d.Step != Keep {
+			t.Errorf("%s: a second before NextDue: %s (%s), want Keep", tc.name, d.Step, d.Reason)
+		}
+		if d := Decide(tc.s, o, names(), tc.st, got); d.Step != tc.step {
+			t.Errorf("%s: at NextDue: %s (%s), want %s", tc.name, d.Step, d.Reason, tc.step)
+		}
+	}
+	if got := NextDue(State{Phase: PhaseTrusting}, Leaves{}, st); !got.IsZero() {
+		t.Errorf("a rotation step without since (dwell counted as elapsed): NextDue %s, want zero", got)
+	}
+}

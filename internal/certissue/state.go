@@ -288,3 +288,32 @@ func Apply(s State, d Decision, cluster string, st Settings, token string, now t
 	next.Generation, next.Since = s.Generation+1, now
 	return next, nil
 }
+
+// NextDue is when Decide's answer for s and its generation's leaves l changes on its own
+// (time passing, nothing else): the end of a CA rotation step's dwell, else the earliest
+// of the CA's and the leaves' renewal times. The controller wakes then rather than on its
+// periodic resync, so a step is taken when it is due, not up to a resync later. Zero when
+// nothing is due (a leaf that does not parse is due now: Decide renews it).
+func NextDue(s State, l Leaves, st Settings) time.Time {
+	if s.Phase != PhaseSteady {
+		if s.Since.IsZero() {
+			return time.Time{}
+		}
+		return s.Since.Add(st.CAStepDwell)
+	}
+	var due time.Time
+	earliest := func(t time.Time) {
+		if due.IsZero() || t.Before(due) {
+			due = t
+		}
+	}
+	if ca, err := ParseCert(s.CA.CertPEM); err == nil {
+		earliest(ca.NotAfter.Add(-st.CARenewBefore))
+	}
+	for _, kp := range []KeyPair{l.Peer, l.Server, l.Client} {
+		if cert, err := ParseCert(kp.CertPEM); err == nil {
+			earliest(cert.NotAfter.Add(-st.RenewBefore))
+		}
+	}
+	return due
+}

@@ -49,9 +49,14 @@ func newClient(cfg Config, eps []string) (c *clientv3.Client, pending bool, err 
 }
 
 // AuthPending reports whether credentials were configured but the client runs without
-// them: no member answered the authentication when it was made. Such an Admin should be
-// replaced (New) once the cluster answers, or requests of an auth-enabled cluster fail.
-func (a *Admin) AuthPending() bool { return a.authPending }
+// them: no member answered the authentication when it was made, or it turned auth on
+// itself (EnableAuth). Such an Admin should be replaced (New) once the cluster answers,
+// or requests of an auth-enabled cluster fail.
+func (a *Admin) AuthPending() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.authPending
+}
 
 // AuthEnabled asks the cluster whether authentication is on (etcd 3.5 and later).
 func (a *Admin) AuthEnabled(ctx context.Context) (bool, error) {
@@ -111,6 +116,14 @@ func (a *Admin) EnableAuth(ctx context.Context, password string) error {
 		}
 	}
 	a.dropToken() // auth is on now: the next per-endpoint request gets a token
+	// The balanced client was made while auth was off, so it holds no token. Over
+	// plaintext etcd answers its next request "user name is empty" and clientv3 fetches
+	// one; over client TLS (--client-cert-auth) etcd takes the certificate's common name
+	// as the user instead ("user name not found"), and clientv3 never does: the client
+	// is to be made again, as one made while no member answered.
+	a.mu.Lock()
+	a.authPending = true
+	a.mu.Unlock()
 	a.log.Info("etcd authentication enabled", "user", RootUser)
 	return nil
 }

@@ -84,3 +84,82 @@ func TestNewWithCredentialsWhileNoMemberAnswers(t *testing.T) {
 		t.Fatal("AuthPending false for a client no member authenticated")
 	}
 }
+
+// Client-certificate authentication as the members run it (client TLS with
+// --client-cert-auth, as the chart starts them): once the operator has turned auth on, a
+// client presenting a certificate of the cluster's CA and no user or password acts as
+// the etcd user its common name names, with that user's roles; a name that is no user
+// gets nothing; the operator's own client (its certificate's name is no user) keeps
+// working with the root password.
+func TestClientCertificateAuthAsCommonName(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.StartClusterWithOptions(t, 1, etcdtest.Options{TLS: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const pw = "s3cret-root-password"
+	a, err := New(Config{Endpoints: c.Endpoints(), TLS: c.ClientTLS(), Username: RootUser, Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.EnableAuth(ctx, pw); err != nil {
+		t.Fatal(err)
+	}
+	// Made while auth was off, the client has no token, and over client TLS etcd takes
+	// its certificate's name as the user: it is to be made again (the operator's cache
+	// does so for an AuthPending client).
+	if _, err := a.Client().Put(ctx, "/k", "v"); err == nil {
+		t.Log("the client made before auth was on still writes")
+	}
+	if !a.AuthPending() {
+		t.Fatal("after EnableAuth the client made while auth was off is not AuthPending: it stays without a token")
+	}
+	a2, err := New(Config{Endpoints: c.Endpoints(), TLS: c.ClientTLS(), Username: RootUser, Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a2.Close()
+	if a2.AuthPending() {
+		t.Fatal("a client made with auth on is AuthPending")
+	}
+	// The user's part (README: etcdctl user/role): a user without a password, for
+	// certificates only, allowed /app/.
+	root := a2.Client()
+	if _, err := root.UserAddWithOptions(ctx, "app", "", &clientv3.UserAddOptions{NoPassword: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.RoleAdd(ctx, "app-rw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.RoleGrantPermission(ctx, "app-rw", "/app/", clientv3.GetPrefixRangeEnd("/app/"), clientv3.PermissionType(clientv3.PermReadWrite)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.UserGrantRole(ctx, "app", "app-rw"); err != nil {
+		t.Fatal(err)
+	}
+	asCert := func(cn string) *clientv3.Client {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), TLS: c.ClientTLSAs(cn), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cli.Close() })
+		return cli
+	}
+	deniedErr := func(err error) bool {
+		return errors.Is(rpctypes.Error(err), rpctypes.ErrPermissionDenied) || errors.Is(rpctypes.Error(err), rpctypes.ErrUserEmpty) ||
+			errors.Is(rpctypes.Error(err), rpctypes.ErrUserNotFound)
+	}
+	app := asCert("app")
+	if _, err := app.Put(ctx, "/app/k", "v"); err != nil {
+		t.Fatalf("put under /app/ as the certificate's CN app: %v", err)
+	}
+	if _, err := app.Put(ctx, "/other", "v"); !deniedErr(err) {
+		t.Fatalf("put outside /app/ as app: %v; want permission denied", err)
+	}
+	if _, err := asCert("nobody").Put(ctx, "/app/k", "v"); !deniedErr(err) {
+		t.Fatalf("put as a CN that is no user: %v; want it refused", err)
+	}
+	if _, err := root.Put(ctx, "/other", "v"); err != nil {
+		t.Fatalf("the operator's client (root password) after: %v", err)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
@@ -61,7 +62,9 @@ func waitAuthEnabled(t *testing.T, e *framework.Env, name string, timeout time.D
 // TestEtcdAuth: a cluster created with etcd auth comes up with it on (the operator
 // creates the root Secret, the root user and role); a client without credentials is
 // refused and one with root's works; the operator's own calls carry the credentials
-// (a scale-up adds and promotes a member, a backup takes its snapshot). Then auth is
+// (a scale-up adds and promotes a member, a backup takes its snapshot), and a replace
+// from that backup brings it back with auth and the same root Secret; with built-in TLS
+// too, the operator still changes members after auth is on. Then auth is
 // turned on on a running plaintext cluster: refused while a member is down (condition
 // MembersUnhealthy), then, the member back, on under writes that carry credentials from
 // the start: not one write fails.
@@ -129,6 +132,58 @@ func TestEtcdAuth(t *testing.T) {
 		if err != nil || len(logText) == 0 || strings.Contains(string(logText), pw) {
 			t.Errorf("operator log: %d bytes (%v); holds the password: %v", len(logText), err, strings.Contains(string(logText), pw))
 		}
+
+		// Replaced from that backup (the rollback path): the data holds etcd's auth with
+		// root's password from the root Secret, which the new cluster keeps, with auth.
+		old := b.Cluster(name)
+		b.Create(&etcdv1beta2.EtcdRestore{
+			ObjectMeta: metav1.ObjectMeta{Name: "au-back", Annotations: map[string]string{
+				etcdrestore.ReplaceExistingClusterAnnotation: "true",
+				etcdrestore.RestoreClusterSpecAnnotation:     `{"size":1}`,
+			}},
+			Spec: etcdv1beta2.EtcdRestoreSpec{EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: name}, BackupStorageType: etcdv1beta2.BackupStorageTypeS3,
+				RestoreSource: etcdv1beta2.RestoreSource{S3: b.newBackup("", name, "au/once.db", "aws", nil).Spec.S3}},
+		})
+		waitRestore(t, b.Env, "au-back", metav1.ConditionTrue, etcdv1beta2.ReasonRestoreComplete, 3*time.Minute)
+		waitAuthEnabled(t, b.Env, name, 60*time.Second)
+		restored := b.WaitAvailableAuth(name, 1, 60*time.Second, etcdadmin.RootUser, pw)
+		if restored.UID == old.UID {
+			t.Fatalf("cluster %s was not replaced", name)
+		}
+		t.Logf("replaced from its backup: uid %s -> %s, auth on", old.UID, restored.UID)
+		if err := b.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: name + etcdv1beta2.AuthRootSecretSuffix}, &s); err != nil ||
+			string(s.Data[etcdv1beta2.AuthPasswordKey]) != pw || !metav1.IsControlledBy(&s, restored) || len(s.OwnerReferences) != 1 {
+			t.Fatalf("root Secret after the replacement: %v, owners %v, password kept %v", err, s.OwnerReferences, string(s.Data[etcdv1beta2.AuthPasswordKey]) == pw)
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+		defer rcancel()
+		if r, err := authClient(t, b.Env, name, etcdadmin.RootUser, pw).Get(rctx, "/root"); err != nil || len(r.Kvs) != 1 {
+			t.Errorf("the backup's key as root after the replacement: %v", err)
+		}
+		if _, err := authClient(t, b.Env, name, "", "").Put(rctx, "/anon", "x"); !refused(err) {
+			t.Errorf("put without credentials after the replacement: %v; want permission denied", err)
+		}
+	})
+
+	t.Run("with built-in TLS, the operator's member changes after auth is on", func(t *testing.T) {
+		// Over client TLS a member takes a tokenless request's certificate name as its
+		// user: the operator's client, made before auth was on, is made again to carry
+		// root's token, or adding a member (root's permission) fails.
+		const name = "aut"
+		c := newCluster(name, 1)
+		c.Annotations = map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue}
+		c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}}
+		b.Create(c)
+		waitAuthEnabled(t, b.Env, name, 120*time.Second)
+		b.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 2 })
+		b.Eventually(180*time.Second, name+" Available with 2 members, auth on", func() error {
+			c := b.Cluster(name)
+			if !framework.AvailableWith(c, 2) || framework.ConditionTrue(c, etcdv1beta2.ClusterConditionScaling) ||
+				!framework.ConditionTrue(c, etcdv1beta2.ClusterConditionAuthEnabled) {
+				return fmt.Errorf("status: ready=%v unready=%v conditions=%v", c.Status.Members.Ready, c.Status.Members.Unready, c.Status.Conditions)
+			}
+			return nil
+		})
 	})
 
 	t.Run("enabled on a running cluster under writes", func(t *testing.T) {

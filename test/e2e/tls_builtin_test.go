@@ -173,8 +173,8 @@ func TestBuiltinTLS(t *testing.T) {
 	const name = "autotls"
 	c := newCluster(name, 3)
 	// A CA rotation waits caStepDwell between its steps for clients to reread their
-	// Secret; short here, long enough to see it held.
-	dwell := &metav1.Duration{Duration: 45 * time.Second}
+	// Secret; short here, long enough to see it held (the operator wakes when it ends).
+	dwell := &metav1.Duration{Duration: 20 * time.Second}
 	c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{CAStepDwell: dwell}}
 	// On claims, members restart in place (same ID, same data) for each generation.
 	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
@@ -221,8 +221,11 @@ func TestBuiltinTLS(t *testing.T) {
 	t.Run("a shorter lifetime renews at once, then again at two thirds of it", func(t *testing.T) {
 		start := time.Now()
 		e.Update(name, func(c *etcdv1beta2.EtcdCluster) {
-			c.Spec.TLS.Auto = &etcdv1beta2.AutoTLS{CertificateLifetime: &metav1.Duration{Duration: 10 * time.Minute},
-				RenewBefore: &metav1.Duration{Duration: 6 * time.Minute}, CAStepDwell: dwell}
+			// The shortest lifetime admission allows (5m, more than twice the dwell),
+			// renewed with 4 minutes left: the unprompted renewal is due a minute after
+			// the issue, by the time the generation has rolled out.
+			c.Spec.TLS.Auto = &etcdv1beta2.AutoTLS{CertificateLifetime: &metav1.Duration{Duration: 5 * time.Minute},
+				RenewBefore: &metav1.Duration{Duration: 4 * time.Minute}, CAStepDwell: dwell}
 		})
 		e.Eventually(60*time.Second, "a new generation", func() error {
 			if g, _ := builtinGeneration(t, e, name); g <= gen0 {
@@ -235,7 +238,7 @@ func TestBuiltinTLS(t *testing.T) {
 		t.Logf("generation %d rolled out %v after the lifetime changed", gen1, time.Since(start).Round(time.Second))
 		sameMembers(t)
 		flowing(t, load, 2*loadRate)
-		// Issued with 10 minutes to live and renewed with 6 left: 4 minutes on.
+		// Issued with 5 minutes to live and renewed with 4 left: a minute on.
 		e.Eventually(420*time.Second, "a renewal nobody asked for", func() error {
 			if g, _ := builtinGeneration(t, e, name); g <= gen1 {
 				return fmt.Errorf("generation %d", g)
@@ -257,6 +260,10 @@ func TestBuiltinTLS(t *testing.T) {
 				c.Annotations = map[string]string{}
 			}
 			c.Annotations[etcdv1beta2.AnnotationRotateCA] = "e2e"
+			// Back to a lifetime that asks for no renewal while the rotation and the
+			// checks after it run (a rotation goes before any renewal, and none is made
+			// during one): the members are not rolled once a minute meanwhile.
+			c.Spec.TLS.Auto = &etcdv1beta2.AutoTLS{CertificateLifetime: &metav1.Duration{Duration: time.Hour}, CAStepDwell: dwell}
 		})
 		// Three generations: both CAs trusted, the new one signing, the new one alone.
 		sawBoth := false

@@ -121,11 +121,18 @@ func TestSizeWarnings(t *testing.T) {
 	}
 
 	// The chart's policy is the same policy.
+	sameInChart(t, policy)
+}
+
+// sameInChart: the chart renders each of config/admission's objects given (by kind and
+// name, the chart's names prefixed with the release's) with the same spec.
+func sameInChart(t *testing.T, policy []*unstructured.Unstructured) {
+	t.Helper()
 	r := mustRender(t, nil)
 	for _, want := range policy {
 		found := false
 		for _, o := range r.objs {
-			if o.GetKind() != want.GetKind() {
+			if o.GetKind() != want.GetKind() || !strings.HasSuffix(o.GetName(), "-"+want.GetName()) {
 				continue
 			}
 			found = true
@@ -138,7 +145,7 @@ func TestSizeWarnings(t *testing.T) {
 			}
 		}
 		if !found {
-			t.Errorf("the chart has no %s", want.GetKind())
+			t.Errorf("the chart has no %s %s", want.GetKind(), want.GetName())
 		}
 	}
 }
@@ -161,4 +168,127 @@ func without(m map[string]any, key string) map[string]any {
 		}
 	}
 	return out
+}
+
+// TestAuthAnnotationsAdmission applies config/admission's auth policy to a real API
+// server: a v1beta2 EtcdCluster whose auth annotations v1's spec.auth schema would
+// refuse is refused, naming the annotation (a value other than "enabled", a root Secret
+// that is no Secret name or without auth, auth removed, the root Secret changed once auth
+// is on); a valid one and unrelated changes pass, and so does an update of an object
+// stored with bad annotations before the policy that leaves them as they are (it can
+// still be deleted, its finalizers removed). The chart carries the same policy.
+func TestAuthAnnotationsAdmission(t *testing.T) {
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{chartDir + "/crds"},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: testenv.EnvtestAssets(t),
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start envtest: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	const (
+		auth       = "etcd.database.coreos.com/auth"
+		rootSecret = "etcd.database.coreos.com/auth-root-secret"
+	)
+	clusters := dc.Resource(schema.GroupVersionResource{Group: "etcd.database.coreos.com", Version: "v1beta2", Resource: "etcdclusters"}).Namespace("default")
+	n := 0
+	obj := func(ann map[string]any) *unstructured.Unstructured {
+		n++
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdCluster",
+			"metadata": map[string]any{"name": fmt.Sprintf("a%d", n), "namespace": "default", "annotations": ann},
+			"spec":     map[string]any{"size": int64(3), "version": "3.6.16"},
+		}}
+	}
+	// Stored before the policy, with a value the policy refuses.
+	legacy, err := clusters.Create(ctx, obj(map[string]any{auth: "yes"}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	policy := readObjects(t, readFile(t, filepath.Join(root, "config/admission/auth_annotations.yaml")))
+	for _, o := range policy {
+		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1",
+			Resource: map[string]string{"ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+				"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}[o.GetKind()]}
+		if _, err := dc.Resource(gvr).Create(ctx, o, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create %s: %v", o.GetKind(), err)
+		}
+	}
+	refused := func(err error, annotation string) error {
+		switch {
+		case err == nil:
+			return fmt.Errorf("accepted; want a refusal naming %s", annotation)
+		case !strings.Contains(err.Error(), "metadata.annotations["+annotation+"]"):
+			return fmt.Errorf("refusal does not name %s: %v", annotation, err)
+		}
+		return nil
+	}
+	// The policy takes effect a moment after it is created.
+	poll.Eventually(t, time.Minute, 200*time.Millisecond, "a bad auth value refused", func() error {
+		_, err := clusters.Create(ctx, obj(map[string]any{auth: "true"}), metav1.CreateOptions{})
+		return refused(err, auth)
+	})
+	for _, tc := range []struct {
+		name string
+		ann  map[string]any
+		want string // the annotation named; "": accepted
+	}{
+		{"root Secret not a name", map[string]any{auth: "enabled", rootSecret: "Bad_Name"}, rootSecret},
+		{"root Secret without auth", map[string]any{rootSecret: "root-pw"}, rootSecret},
+		{"empty auth", map[string]any{auth: ""}, auth},
+		{"auth with the operator's Secret", map[string]any{auth: "enabled"}, ""},
+		{"auth with a named Secret", map[string]any{auth: "enabled", rootSecret: "root-pw"}, ""},
+	} {
+		_, err := clusters.Create(ctx, obj(tc.ann), metav1.CreateOptions{})
+		if tc.want == "" && err != nil {
+			t.Errorf("%s: refused: %v", tc.name, err)
+		}
+		if tc.want != "" {
+			if err := refused(err, tc.want); err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+		}
+	}
+
+	on, err := clusters.Create(ctx, obj(map[string]any{auth: "enabled", rootSecret: "root-pw"}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := func(o *unstructured.Unstructured, change func(ann map[string]string)) error {
+		cur, err := clusters.Get(ctx, o.GetName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ann := cur.GetAnnotations()
+		change(ann)
+		cur.SetAnnotations(ann)
+		_, err = clusters.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}
+	if err := refused(update(on, func(a map[string]string) { delete(a, auth); delete(a, rootSecret) }), auth); err != nil {
+		t.Errorf("auth removed: %v", err)
+	}
+	if err := refused(update(on, func(a map[string]string) { a[rootSecret] = "other-pw" }), rootSecret); err != nil {
+		t.Errorf("root Secret changed: %v", err)
+	}
+	if err := update(on, func(a map[string]string) { a["team"] = "storage" }); err != nil {
+		t.Errorf("an unrelated annotation added: %v", err)
+	}
+	if err := update(legacy, func(a map[string]string) { a["team"] = "storage" }); err != nil {
+		t.Errorf("an object stored with a bad value, updated without touching it: %v", err)
+	}
+	if err := refused(update(legacy, func(a map[string]string) { a[auth] = "on" }), auth); err != nil {
+		t.Errorf("the stored bad value changed to another: %v", err)
+	}
+
+	sameInChart(t, policy)
 }

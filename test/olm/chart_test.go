@@ -182,9 +182,10 @@ func TestChartDefaultInstall(t *testing.T) {
 		}
 	}
 	// Two Roles and bindings: leader election, and the webhook certificate Secret; one
-	// Service: the conversion webhook's.
+	// Service: the conversion webhook's; two admission policies: size warnings and the
+	// v1beta2 auth annotations.
 	want := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1,
-		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1, "NetworkPolicy": 1}
+		"ValidatingAdmissionPolicy": 2, "ValidatingAdmissionPolicyBinding": 2, "NetworkPolicy": 1}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Errorf("rendered kinds %v, want %v", kinds, want)
 	}

@@ -223,6 +223,16 @@ func (c *Cluster) ClientTLS() *tls.Config {
 	return c.ca.clientTLS(c.t, fmt.Sprintf("client-%d", c.ca.Serial()+1))
 }
 
+// ClientTLSAs is ClientTLS with a client certificate whose common name is cn: with
+// etcd auth on, members started with --client-cert-auth take it as the user name of a
+// request that carries no other credentials. Nil for a cluster without TLS.
+func (c *Cluster) ClientTLSAs(cn string) *tls.Config {
+	if c.ca == nil {
+		return nil
+	}
+	return c.ca.clientTLS(c.t, cn)
+}
+
 // NewMember allocates an address and a data dir for a member without starting
 // it: a joining member's peer URL must be added to the cluster before it starts.
 func (c *Cluster) NewMember(name, version string) *Member {

@@ -1,0 +1,155 @@
+package etcdrestore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+)
+
+// Replacing a cluster with etcd authentication on (v1 spec.auth, the v1beta2 auth
+// annotations). The backup holds etcd's auth state: the root user, with the password the
+// old cluster's root Secret holds. So the new cluster gets the old one's auth annotations,
+// and the operator's root Secret <cluster>-etcd-root, which the old cluster owns and
+// would take with it, is kept: before the delete the EtcdRestore becomes a second owner
+// of it (the garbage collector then only drops the old cluster's reference), and once
+// the new cluster exists it becomes the Secret's controller and the restore lets go.
+// The Secret is never copied, so its password exists in one object only and is read by
+// no one here. A root Secret the user named (auth-root-secret) is not the cluster's and
+// is left alone.
+
+// Secrets are read uncached and updated to move their ownership (nothing else of them is
+// changed).
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;update
+
+// authCarried are the annotations a replaced cluster's auth is carried in: auth on when
+// its spec asks for it or its AuthEnabled condition says it is on (it stays on when the
+// spec drops it), and the root Secret it names, if any.
+func authCarried(old *etcdv1beta2.EtcdCluster) map[string]string {
+	on, _ := etcdv1beta2.AuthOf(old)
+	if !on && !authWasOn(old) {
+		return nil
+	}
+	a := map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue}
+	if s := old.Annotations[etcdv1beta2.AuthRootSecretAnnotation]; s != "" {
+		a[etcdv1beta2.AuthRootSecretAnnotation] = s
+	}
+	return a
+}
+
+func authWasOn(c *etcdv1beta2.EtcdCluster) bool {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == etcdv1beta2.ClusterConditionAuthEnabled && cond.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// keepRootSecret makes er a second owner of the operator's root Secret of old, before
+// old is deleted, and returns the Secret's name ("" when there is none to keep: auth
+// off, a Secret the user named, or none made yet).
+func (r *Reconciler) keepRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRestore, old *etcdv1beta2.EtcdCluster, carried map[string]string) (string, error) {
+	if carried == nil || carried[etcdv1beta2.AuthRootSecretAnnotation] != "" {
+		return "", nil
+	}
+	name := etcdv1beta2.OperatorRootSecretName(old)
+	var s corev1.Secret
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: old.Namespace, Name: name}, &s)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("get root Secret %s: %w", name, err)
+	}
+	if ownedBy(&s, er) {
+		return name, nil // kept already, by this restore before a restart
+	}
+	if !metav1.IsControlledBy(&s, old) {
+		return "", nil // not the operator's: not deleted with the cluster either
+	}
+	if err := controllerutil.SetOwnerReference(er, &s, r.Scheme()); err != nil {
+		return "", err
+	}
+	if err := r.Update(ctx, &s); err != nil {
+		return "", fmt.Errorf("keep root Secret %s for the new cluster: %w", name, err)
+	}
+	return name, nil
+}
+
+// handOverRootSecret makes the cluster the restore created (c) the controller of the
+// root Secret kept from the cluster it replaced, and drops the restore's reference. It
+// waits (nothing done) while the replaced cluster still holds the Secret.
+func (r *Reconciler) handOverRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) error {
+	rc, ok := replacedRecord(er)
+	if !ok || rc.RootSecret == "" || rc.RootSecret != etcdv1beta2.OperatorRootSecretName(c) {
+		return nil
+	}
+	var s corev1.Secret
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: rc.RootSecret}, &s)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get root Secret %s: %w", rc.RootSecret, err)
+	}
+	if !ownedBy(&s, er) {
+		return nil // handed over already, or never kept by this restore
+	}
+	if ctl := metav1.GetControllerOf(&s); ctl != nil && ctl.UID != c.UID {
+		return nil // the replaced cluster's reference is not dropped yet
+	}
+	if err := controllerutil.SetControllerReference(c, &s, r.Scheme()); err != nil {
+		return err
+	}
+	if err := controllerutil.RemoveOwnerReference(er, &s, r.Scheme()); err != nil {
+		return err
+	}
+	if err := r.Update(ctx, &s); err != nil {
+		return fmt.Errorf("hand root Secret %s over to EtcdCluster %s: %w", rc.RootSecret, c.Name, err)
+	}
+	return nil
+}
+
+func ownedBy(o metav1.Object, er *etcdv1beta2.EtcdRestore) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.UID == er.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// replacedRecord is ReplacedClusterAnnotation's value.
+func replacedRecord(er *etcdv1beta2.EtcdRestore) (replacedCluster, bool) {
+	var rc replacedCluster
+	raw, ok := er.Annotations[ReplacedClusterAnnotation]
+	if !ok || json.Unmarshal([]byte(raw), &rc) != nil {
+		return rc, false
+	}
+	return rc, true
+}
+
+// carryAuth puts the replaced cluster's auth annotations, as recorded, on the cluster
+// to create. Only those two keys are taken from the record.
+func carryAuth(er *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) {
+	rc, ok := replacedRecord(er)
+	if !ok || rc.Auth == nil {
+		return
+	}
+	for _, k := range []string{etcdv1beta2.AuthAnnotation, etcdv1beta2.AuthRootSecretAnnotation} {
+		if v, ok := rc.Auth[k]; ok {
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			c.Annotations[k] = v
+		}
+	}
+}
