@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
 // withClaims records a data claim for each named member.
@@ -173,7 +175,7 @@ func TestOutageOnClaimsRestartsFromClaims(t *testing.T) {
 				s := Summarize(d, o, a)
 				status = append(append([]string(nil), s.ReadyMembers...), s.UnreadyMembers...)
 				t.Logf("%s: %v %s: %s (status members %v)", what, a.Kind, a.Reason, a.Message, status)
-				if a.Kind == QuorumLost || s.Phase == PhaseFailed {
+				if a.Kind == QuorumLost || s.Phase == v1beta2.ClusterPhaseFailed {
 					t.Fatalf("%s: reported lost: %v", what, a)
 				}
 				return a
