@@ -131,12 +131,12 @@ func TestPlanRecreateWithoutMemberList(t *testing.T) {
 			pod(&o, mname(3)).Deleting = true
 			return o
 		}, want{kind: CreatePod, reason: "RecreatingPod", name: mname(2)}},
-		{"a pod being deleted beside a pod that may yet answer: rule 6 decides", size(3), func() Observed {
+		{"a pod being deleted beside a pod that may yet answer: the no-members rule decides", size(3), func() Observed {
 			o := noMemberAnswers(3)
 			pod(&o, mname(1)).Deleting = true
 			return o
 		}, want{kind: QuorumLost, reason: "NoEndpoint"}},
-		{"a pod being deleted, its claim not a recorded member's: rule 6 decides", size(1), func() Observed {
+		{"a pod being deleted, its claim not a recorded member's: the no-members rule decides", size(1), func() Observed {
 			o := noMemberAnswers(1)
 			o.KnownMembers = nil
 			o.Pods[0].Deleting = true

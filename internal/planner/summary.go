@@ -81,7 +81,7 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		}
 	} else {
 		// No member answers: the members recorded last are still the cluster's, none of
-		// them ready. Keeping them is what lets rule 5 put their pods back on their claims
+		// them ready. Keeping them is what lets the recreate rule put their pods back on their claims
 		// once the pods are gone (KnownMembers is read back from this list).
 		s.UnreadyMembers = recordedMembers(o.KnownMembers)
 	}
