@@ -182,7 +182,7 @@ func TestSlowDripHashLeavesTheWorker(t *testing.T) {
 	if err := f.c.List(ctx, &pods, client.HasLabels{render.LabelSnapshotCheck}); err != nil || len(pods.Items) != 2 {
 		t.Fatalf("check pods %d (%v), want 2", len(pods.Items), err)
 	}
-	report := restore.VerifyResult{Key: obj.Key, SHA256: obj.SHA256, Revision: 7}
+	report := restore.CheckResult{Key: obj.Key, SHA256: obj.SHA256, Revision: 7}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		p.Status.Phase = corev1.PodSucceeded

@@ -179,12 +179,12 @@ func TestCheckSnapshotChild(t *testing.T) {
 }
 
 // childResult finds the child's result line.
-func childResult(out []byte) (VerifyResult, bool) {
+func childResult(out []byte) (CheckResult, bool) {
 	for _, line := range strings.Split(string(out), "\n") {
 		if rest, ok := strings.CutPrefix(line, childResultPrefix); ok {
-			r, err := ParseVerifyResult(rest)
+			r, err := ParseCheckResult(rest)
 			return r, err == nil
 		}
 	}
-	return VerifyResult{}, false
+	return CheckResult{}, false
 }

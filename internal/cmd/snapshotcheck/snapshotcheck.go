@@ -2,7 +2,7 @@
 // (`<operator> verify snapshot [flags]`, render.SnapshotCheckPod; internal/snapshotcheck
 // runs it): download one object into the pod's emptyDir and check it as a member's
 // restore step will (restore.CheckSnapshot), so that the operator never parses a
-// tenant's snapshot in its own process. It writes a restore.VerifyResult as JSON to its
+// tenant's snapshot in its own process. It writes a restore.CheckResult as JSON to its
 // termination message.
 package snapshotcheck
 
@@ -102,7 +102,7 @@ func Run(args []string) int {
 func run(o Options) int {
 	lg, _ := uzap.NewProduction()
 	defer lg.Sync() //nolint:errcheck
-	report := func(r restore.VerifyResult) int {
+	report := func(r restore.CheckResult) int {
 		inpod.WriteResult(lg, o.ResultFile, r.Encode())
 		if r.Reason != "" {
 			lg.Error("snapshot check failed", uzap.String("reason", r.Reason), uzap.String("error", r.Error))
@@ -131,10 +131,10 @@ func run(o Options) int {
 		err = errors.New("give exactly one of --s3-path and --dir")
 	}
 	if errors.As(err, new(inpod.CredentialsError)) {
-		return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonSecretError, Error: err.Error()})
+		return report(restore.CheckResult{Reason: etcdv1beta2.ReasonSecretError, Error: err.Error()})
 	}
 	if err != nil {
-		return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: err.Error()})
+		return report(restore.CheckResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: err.Error()})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()

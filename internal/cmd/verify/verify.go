@@ -6,7 +6,7 @@
 //	verify check    the check container: wait for the etcd container (loopback only) and
 //	                compare its revision and key count with that expectation
 //
-// Each writes a restore.VerifyResult as JSON to its termination message. (`verify
+// Each writes a restore.CheckResult as JSON to its termination message. (`verify
 // snapshot`, the snapshot check pod, is internal/cmd/snapshotcheck.)
 package verify
 
@@ -153,7 +153,7 @@ func Run(args []string) int {
 func runRestore(o RestoreOptions) int {
 	lg, _ := uzap.NewProduction()
 	defer lg.Sync() //nolint:errcheck
-	report := func(r restore.VerifyResult) int {
+	report := func(r restore.CheckResult) int {
 		inpod.WriteResult(lg, o.ResultFile, r.Encode())
 		if r.Reason != "" {
 			lg.Error("verification restore failed", uzap.String("reason", r.Reason), uzap.String("error", r.Error))
@@ -163,7 +163,7 @@ func runRestore(o RestoreOptions) int {
 		return 0
 	}
 	invalid := func(err error) int {
-		return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: err.Error()})
+		return report(restore.CheckResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: err.Error()})
 	}
 	if o.DataDir == "" || o.ExpectFile == "" {
 		return invalid(errors.New("--data-dir and --expect-file are required"))
@@ -182,7 +182,7 @@ func runRestore(o RestoreOptions) int {
 		err = errors.New("give exactly one of --s3-path and --dir")
 	}
 	if errors.As(err, new(inpod.CredentialsError)) {
-		return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonSecretError, Error: err.Error()})
+		return report(restore.CheckResult{Reason: etcdv1beta2.ReasonSecretError, Error: err.Error()})
 	}
 	if err != nil {
 		return invalid(err)
@@ -199,9 +199,9 @@ func runRestore(o RestoreOptions) int {
 func runCheck(o CheckOptions) int {
 	lg, _ := uzap.NewProduction()
 	defer lg.Sync() //nolint:errcheck
-	var r restore.VerifyResult
+	var r restore.CheckResult
 	if want, err := restore.ReadExpectation(o.ExpectFile); err != nil {
-		r = restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: fmt.Sprintf("read the expectation: %v", err)}
+		r = restore.CheckResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: fmt.Sprintf("read the expectation: %v", err)}
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 		r = restore.CheckMember(ctx, o.Endpoint, want)
