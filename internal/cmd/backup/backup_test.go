@@ -2,7 +2,6 @@ package backup
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,18 +13,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/cmd/inpod"
 )
 
-func parseErr(args []string) (Options, error) {
-	var w strings.Builder
-	o, ok := parse(&w, args)
-	if !ok {
-		return o, errors.New(w.String())
-	}
-	return o, nil
-}
-
 func TestFlagsRoundTrip(t *testing.T) {
 	cmdtest.RoundTrip(t, cmdtest.Program[Options]{
-		Args: Args, Parse: parseErr, Flags: flags(new(Options)),
+		Args: Args, Parse: cmdtest.Parser(flags), Flags: flags(new(Options)),
 		Defaults: Options{Timeout: DefaultTimeout, ResultFile: inpod.DefaultResultFile},
 		Full: Options{
 			Endpoints: []string{"https://a:2379", "https://b:2379"}, TLSDir: "/tls", Dir: "/backup", Key: "db/snap",

@@ -4,11 +4,14 @@
 package cmdtest
 
 import (
+	"errors"
 	"flag"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/etcd-operator/etcd-operator/internal/cmd/inpod"
 )
 
 // Program is what RoundTrip needs of one program (or one step of it).
@@ -25,6 +28,19 @@ type Program[O any] struct {
 	Defaults O
 	// Full sets every field, none to its default.
 	Full O
+}
+
+// Parser is Program.Parse for a program whose flags are defined by flags: it parses
+// as the program's Run does (inpod.ParseOptions), its one-line report as the error.
+func Parser[O any](flags func(*O) *flag.FlagSet) func([]string) (O, error) {
+	return func(args []string) (O, error) {
+		var w strings.Builder
+		o, ok := inpod.ParseOptions(&w, flags, args)
+		if !ok {
+			return o, errors.New(w.String())
+		}
+		return o, nil
+	}
 }
 
 // RoundTrip checks p: no flags parse to Defaults, and so do the rendered zero Options

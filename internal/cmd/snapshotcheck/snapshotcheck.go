@@ -11,8 +11,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	uzap "go.uber.org/zap"
@@ -71,14 +69,6 @@ func flags(o *Options) *flag.FlagSet {
 	return fs
 }
 
-// parse reads args (after Step) into Options (with every default filled in),
-// reporting a bad flag as one line on w.
-func parse(w io.Writer, args []string) (Options, bool) {
-	var o Options
-	ok := inpod.Parse(w, flags(&o), args)
-	return o, ok
-}
-
 // Parse is the inverse of Args: it reads args (Step and the flags) into Options, with
 // every default filled in. Tests that play a check pod read its arguments with it.
 func Parse(args []string) (Options, error) {
@@ -91,17 +81,9 @@ func Parse(args []string) (Options, error) {
 }
 
 // Run runs the program with args (after Step) and returns its exit code.
-func Run(args []string) int {
-	o, ok := parse(os.Stderr, args)
-	if !ok {
-		return 2
-	}
-	return run(o)
-}
+func Run(args []string) int { return inpod.Main(args, flags, run) }
 
-func run(o Options) int {
-	lg, _ := uzap.NewProduction()
-	defer lg.Sync() //nolint:errcheck
+func run(lg *uzap.Logger, o Options) int {
 	report := func(r restore.CheckResult) int {
 		inpod.WriteResult(lg, o.ResultFile, r.Encode())
 		if r.Reason != "" {

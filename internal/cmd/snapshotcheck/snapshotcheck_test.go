@@ -2,7 +2,6 @@ package snapshotcheck
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,15 +16,7 @@ import (
 
 func TestFlagsRoundTrip(t *testing.T) {
 	cmdtest.RoundTrip(t, cmdtest.Program[Options]{
-		Args: Args, Skip: 1, Flags: flags(new(Options)),
-		Parse: func(args []string) (Options, error) {
-			var w strings.Builder
-			o, ok := parse(&w, args)
-			if !ok {
-				return o, errors.New(w.String())
-			}
-			return o, nil
-		},
+		Args: Args, Skip: 1, Flags: flags(new(Options)), Parse: cmdtest.Parser(flags),
 		Defaults: Options{Source: inpod.Source{AWSSecretDir: inpod.DefaultAWSSecretDir}, Timeout: DefaultTimeout,
 			MaxObjectBytes: backup.DefaultMaxObjectBytes, ResultFile: inpod.DefaultResultFile},
 		Full: Options{

@@ -128,10 +128,10 @@ func parse(w io.Writer, args []string) (step string, r RestoreOptions, c CheckOp
 	}
 	switch step = args[0]; step {
 	case RestoreStep:
-		ok = inpod.Parse(w, restoreFlags(&r), args[1:])
+		r, ok = inpod.ParseOptions(w, restoreFlags, args[1:])
 		return step, r, c, ok
 	case CheckStep:
-		ok = inpod.Parse(w, checkFlags(&c), args[1:])
+		c, ok = inpod.ParseOptions(w, checkFlags, args[1:])
 		return step, r, c, ok
 	}
 	fmt.Fprintf(w, "verify: unknown step %q (restore, check or snapshot)\n", args[0])
@@ -145,14 +145,12 @@ func Run(args []string) int {
 	case !ok:
 		return 2
 	case step == CheckStep:
-		return runCheck(c)
+		return inpod.WithLogger(c, runCheck)
 	}
-	return runRestore(r)
+	return inpod.WithLogger(r, runRestore)
 }
 
-func runRestore(o RestoreOptions) int {
-	lg, _ := uzap.NewProduction()
-	defer lg.Sync() //nolint:errcheck
+func runRestore(lg *uzap.Logger, o RestoreOptions) int {
 	report := func(r restore.CheckResult) int {
 		inpod.WriteResult(lg, o.ResultFile, r.Encode())
 		if r.Reason != "" {
@@ -196,9 +194,7 @@ func runRestore(o RestoreOptions) int {
 	}, o.ExpectFile))
 }
 
-func runCheck(o CheckOptions) int {
-	lg, _ := uzap.NewProduction()
-	defer lg.Sync() //nolint:errcheck
+func runCheck(lg *uzap.Logger, o CheckOptions) int {
 	var r restore.CheckResult
 	if want, err := restore.ReadExpectation(o.ExpectFile); err != nil {
 		r = restore.CheckResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: fmt.Sprintf("read the expectation: %v", err)}
