@@ -4,14 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +15,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 )
 
@@ -59,46 +53,13 @@ func TestTotalLossBackupProblemsAndAmbientCredentials(t *testing.T) {
 	}
 }
 
-// silentS3 accepts connections and never answers: a tenant's endpoint that hangs. accepted
-// counts the connections it took, i.e. the listings tried against it.
-func silentS3(t *testing.T) (url string, accepted func() int) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return "http://" + l.Addr().String(), func() int { mu.Lock(); defer mu.Unlock(); return len(conns) }
-}
-
 // A hanging S3 endpoint holds a worker only for the listing's deadline, the listing is
 // repeated at most once per interval while the cluster stays lost (the result is kept),
 // and the timeout is reported.
 func TestTotalLossListingHasADeadlineAndIsKept(t *testing.T) {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "ns"}, Data: map[string][]byte{
 		"credentials": []byte("[default]\naws_access_key_id = a\naws_secret_access_key = b\n")}}
-	endpoint, listings := silentS3(t)
+	endpoint, listings := fixture.SilentS3(t)
 	f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) { c.Status.Bootstrapped = true },
 		secret, s3Backup("b", "c", lossBucket+"/c/per", endpoint))
 	f.r.lostBackups.listTimeout = 500 * time.Millisecond
@@ -171,7 +132,7 @@ func TestRecordedRestoreReadsItsRestoreStep(t *testing.T) {
 func TestTotalLossListingLeavesTheWorker(t *testing.T) {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "ns"}, Data: map[string][]byte{
 		"credentials": []byte("[default]\naws_access_key_id = a\naws_secret_access_key = b\n")}}
-	endpoint, listings := silentS3(t)
+	endpoint, listings := fixture.SilentS3(t)
 	f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) { c.Status.Bootstrapped = true },
 		secret, s3Backup("b", "c", lossBucket+"/c/per", endpoint))
 	f.r.lostBackups.listTimeout = 2 * time.Second
@@ -284,27 +245,4 @@ func TestForgottenListingStillCounts(t *testing.T) {
 	if n := l.queue().Running("team-a"); n != 1 {
 		t.Errorf("team-a counts %d running listings, want 1 (the re-listing of c1)", n)
 	}
-}
-
-// hangingReads is an S3 endpoint in front of target that answers listings and holds
-// every object read (its metadata included) until the caller gives up: a tenant's
-// endpoint that lists at once and then hangs. reads counts the object reads held.
-func hangingReads(t *testing.T, target string) (endpoint string, reads func() int32) {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n atomic.Int32
-	rp := httputil.NewSingleHostReverseProxy(u)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && !r.URL.Query().Has("list-type") && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1 {
-			n.Add(1)
-			<-r.Context().Done()
-			return
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, n.Load
 }

@@ -112,7 +112,7 @@ func TestTotalLossChoiceLeavesTheWorker(t *testing.T) {
 	if _, err := store.Put(ctx, key, bytes.NewReader(etcdtest.Snapshot(t, 1)), backup.PutOptions{Metadata: md}); err != nil {
 		t.Fatal(err)
 	}
-	endpoint, reads := hangingReads(t, target)
+	endpoint, reads := fixture.HangingReadsS3(t, target)
 	f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) {
 		c.Annotations = map[string]string{etcdv1beta2.AnnotationAllowRestoreFromBackup: "true"}
 		c.Status.Bootstrapped = true
