@@ -47,11 +47,7 @@ func coreOSCRD() *apiextensionsv1.CustomResourceDefinition {
 // guards its status, so nothing of the running cluster's record is lost by the switch.
 func TestCoreOSCRDReplacedInPlace(t *testing.T) {
 	env := &envtest.Environment{CRDs: []*apiextensionsv1.CustomResourceDefinition{coreOSCRD()}, BinaryAssetsDirectory: testenv.EnvtestAssets(t)}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := testenv.StartEnvtest(t, env)
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(scheme); err != nil {

@@ -54,11 +54,7 @@ func TestCRDUpgradeOnAPIServer(t *testing.T) {
 		initial = append(initial, c.DeepCopy())
 	}
 	env := &envtest.Environment{CRDs: initial, BinaryAssetsDirectory: testenv.EnvtestAssets(t)}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := testenv.StartEnvtest(t, env)
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(scheme); err != nil {
