@@ -229,3 +229,28 @@ func TestREADMENamesRealTests(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMELayoutPathsExist keeps the README's layout section a map that leads
+// somewhere: every path it names in backquotes (a folder or a file, written from the
+// repository root) exists, so the section's paths from a question to the code (how a
+// scheduled backup is taken, how a restore checks a snapshot) survive renames.
+func TestREADMELayoutPathsExist(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Layout\n")
+	if !ok {
+		t.Fatal("README.md has no ## Layout section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	named := regexp.MustCompile("`([a-zA-Z0-9_.-]+(?:/[a-zA-Z0-9_.-]+)+/?)`").FindAllStringSubmatch(section, -1)
+	if len(named) < 10 {
+		t.Fatalf("the layout section names %d paths; the pattern no longer reads it", len(named))
+	}
+	for _, m := range named {
+		if _, err := os.Stat("../" + m[1]); err != nil {
+			t.Errorf("README.md's layout section names `%s`, which does not exist", m[1])
+		}
+	}
+}

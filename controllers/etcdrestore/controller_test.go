@@ -301,12 +301,12 @@ func TestRestoreReplacesCluster(t *testing.T) {
 	}
 }
 
-// TestRestoreReplaceVerifiesSnapshot: before replace-existing-cluster deletes anything,
+// TestRestoreReplaceChecksSnapshot: before replace-existing-cluster deletes anything,
 // the backup is downloaded and checked as the restore step will check it. Objects
 // uploaded as CoreOS's operator did (no checksum of ours) are judged by etcd's integrity
 // hash and bbolt alone: garbage and a truncated snapshot delete nothing, a valid one
 // replaces the cluster.
-func TestRestoreReplaceVerifiesSnapshot(t *testing.T) {
+func TestRestoreReplaceChecksSnapshot(t *testing.T) {
 	srv := miniotest.Start(t)
 	srv.MakeBucket(t, restoreBucket)
 	ctx := context.Background()
