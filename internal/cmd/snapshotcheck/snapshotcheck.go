@@ -98,19 +98,15 @@ func run(lg *uzap.Logger, o Options) int {
 		objKey string
 		err    error
 	)
-	switch fromS3, fromDir := o.Source.Given(); {
+	switch {
 	case o.DownloadDir == "":
 		err = errors.New("--download-dir is required")
 	case o.Source.Latest:
 		err = errors.New("a snapshot check is of one exact object: --latest is not accepted")
-	case fromS3 && !fromDir:
-		// The operator's own bounds: a gzip bomb stops at the ratio instead of filling
-		// the pod's scratch volume up to its limit.
-		store, objKey, err = o.Source.S3Store(backup.OperatorLimits(o.MaxObjectBytes))
-	case fromDir && !fromS3:
-		store, objKey, err = o.Source.FSStore()
 	default:
-		err = errors.New("give exactly one of --s3-path and --dir")
+		// The operator's own bounds (on S3): a gzip bomb stops at the ratio instead of
+		// filling the pod's scratch volume up to its limit.
+		store, objKey, err = o.Source.Open(backup.OperatorLimits(o.MaxObjectBytes))
 	}
 	if errors.As(err, new(inpod.CredentialsError)) {
 		return report(restore.CheckResult{Reason: etcdv1beta2.ReasonSecretError, Error: err.Error()})

@@ -22,7 +22,6 @@ import (
 	uzap "go.uber.org/zap"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/inpod"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 )
@@ -166,19 +165,7 @@ func runRestore(lg *uzap.Logger, o RestoreOptions) int {
 	if o.DataDir == "" || o.ExpectFile == "" {
 		return invalid(errors.New("--data-dir and --expect-file are required"))
 	}
-	var (
-		store  backup.Store
-		objKey string
-		err    error
-	)
-	switch fromS3, fromDir := o.Source.Given(); {
-	case fromS3 && !fromDir:
-		store, objKey, err = o.Source.S3Store(nil)
-	case fromDir && !fromS3:
-		store, objKey, err = o.Source.FSStore()
-	default:
-		err = errors.New("give exactly one of --s3-path and --dir")
-	}
+	store, objKey, err := o.Source.Open(nil)
 	if errors.As(err, new(inpod.CredentialsError)) {
 		return report(restore.CheckResult{Reason: etcdv1beta2.ReasonSecretError, Error: err.Error()})
 	}
