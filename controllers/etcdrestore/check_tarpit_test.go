@@ -71,24 +71,7 @@ func TestSlowDripHashLeavesTheWorker(t *testing.T) {
 	// the reconcile does not return (a worker held by the endpoint).
 	reconcile := func(er *etcdv1beta2.EtcdRestore) *metav1.Condition {
 		t.Helper()
-		done := make(chan error, 1)
-		go func() {
-			_, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(er)})
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("reconcile %s: %v", er.Name, err)
-			}
-		case <-time.After(time.Minute):
-			t.Fatalf("reconcile of %s/%s still running: the endpoint holds the worker", er.Namespace, er.Name)
-		}
-		var got etcdv1beta2.EtcdRestore
-		if err := f.c.Get(ctx, client.ObjectKeyFromObject(er), &got); err != nil {
-			t.Fatal(err)
-		}
-		return meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
+		return f.reconcileWithin(t, er, time.Minute)
 	}
 	verified := func(er *etcdv1beta2.EtcdRestore) bool {
 		var got etcdv1beta2.EtcdRestore
@@ -192,24 +175,7 @@ func TestBackupLookupLeavesTheWorker(t *testing.T) {
 	// the reconcile does not return well within the endpoint's per-request limit (30s).
 	reconcile := func(er *etcdv1beta2.EtcdRestore) *metav1.Condition {
 		t.Helper()
-		done := make(chan error, 1)
-		go func() {
-			_, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(er)})
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("reconcile %s: %v", er.Name, err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Fatalf("reconcile of %s/%s still running: the endpoint holds the worker", er.Namespace, er.Name)
-		}
-		var got etcdv1beta2.EtcdRestore
-		if err := f.c.Get(ctx, client.ObjectKeyFromObject(er), &got); err != nil {
-			t.Fatal(err)
-		}
-		return meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
+		return f.reconcileWithin(t, er, 15*time.Second)
 	}
 	for _, er := range []*etcdv1beta2.EtcdRestore{slow, ref} {
 		if c := reconcile(er); c == nil || c.Status != metav1.ConditionUnknown || !strings.Contains(c.Message, "looking for backup") {
@@ -260,4 +226,29 @@ func TestBackupLookupLeavesTheWorker(t *testing.T) {
 	if _, _, ok := f.r.lookups.queue().Result(id); ok {
 		t.Error("a deleted restore's lookup result is kept")
 	}
+}
+
+// reconcileWithin reconciles er once and returns its Succeeded condition, failing the
+// test if the reconcile has not returned within limit (a worker held by the endpoint).
+func (f *restoreFixture) reconcileWithin(t *testing.T, er *etcdv1beta2.EtcdRestore, limit time.Duration) *metav1.Condition {
+	t.Helper()
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(er)})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("reconcile %s: %v", er.Name, err)
+		}
+	case <-time.After(limit):
+		t.Fatalf("reconcile of %s/%s still running: the endpoint holds the worker", er.Namespace, er.Name)
+	}
+	var got etcdv1beta2.EtcdRestore
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(er), &got); err != nil {
+		t.Fatal(err)
+	}
+	return meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
 }
