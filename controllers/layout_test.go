@@ -159,8 +159,6 @@ func TestClusterControllerFileNames(t *testing.T) {
 	const dir = "etcdcluster"
 	scheme := regexp.MustCompile(`^(observe|act|status|memory|watch|metrics)(_[a-z0-9_]+)?\.go$`)
 	wiring := map[string]bool{"controller.go": true, "scope.go": true}
-	// TODO(#28): still on its old name while its snapshot check moves out of the operator.
-	oldName := map[string]bool{"totalloss_backups.go": true}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +171,7 @@ func TestClusterControllerFileNames(t *testing.T) {
 		case !strings.HasSuffix(name, ".go"):
 		case strings.HasSuffix(name, "_test.go"):
 			tests = append(tests, name)
-		case scheme.MatchString(name) || wiring[name] || oldName[name]:
+		case scheme.MatchString(name) || wiring[name]:
 			stems[strings.TrimSuffix(name, ".go")] = true
 		default:
 			t.Errorf("%s/%s: name it observe_*, act_*, status_* or memory_* after the phase it belongs to", dir, name)
