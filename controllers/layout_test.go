@@ -159,8 +159,6 @@ func TestClusterControllerFileNames(t *testing.T) {
 	const dir = "etcdcluster"
 	scheme := regexp.MustCompile(`^(observe|act|status|memory|watch|metrics)(_[a-z0-9_]+)?\.go$`)
 	wiring := map[string]bool{"controller.go": true, "scope.go": true}
-	// TODO(#28): still on its old name while its snapshot check moves out of the operator.
-	oldName := map[string]bool{"totalloss_backups.go": true}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +171,7 @@ func TestClusterControllerFileNames(t *testing.T) {
 		case !strings.HasSuffix(name, ".go"):
 		case strings.HasSuffix(name, "_test.go"):
 			tests = append(tests, name)
-		case scheme.MatchString(name) || wiring[name] || oldName[name]:
+		case scheme.MatchString(name) || wiring[name]:
 			stems[strings.TrimSuffix(name, ".go")] = true
 		default:
 			t.Errorf("%s/%s: name it observe_*, act_*, status_* or memory_* after the phase it belongs to", dir, name)
@@ -226,6 +224,31 @@ func TestREADMENamesRealTests(t *testing.T) {
 	for _, m := range named {
 		if !defined[m[1]] {
 			t.Errorf("README.md names %s, which no test file defines", m[1])
+		}
+	}
+}
+
+// TestREADMELayoutPathsExist keeps the README's layout section a map that leads
+// somewhere: every path it names in backquotes (a folder or a file, written from the
+// repository root) exists, so the section's paths from a question to the code (how a
+// scheduled backup is taken, how a restore checks a snapshot) survive renames.
+func TestREADMELayoutPathsExist(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Layout\n")
+	if !ok {
+		t.Fatal("README.md has no ## Layout section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	named := regexp.MustCompile("`([a-zA-Z0-9_.-]+(?:/[a-zA-Z0-9_.-]+)+/?)`").FindAllStringSubmatch(section, -1)
+	if len(named) < 10 {
+		t.Fatalf("the layout section names %d paths; the pattern no longer reads it", len(named))
+	}
+	for _, m := range named {
+		if _, err := os.Stat("../" + m[1]); err != nil {
+			t.Errorf("README.md's layout section names `%s`, which does not exist", m[1])
 		}
 	}
 }

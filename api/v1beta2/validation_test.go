@@ -27,11 +27,7 @@ func startAPIServer(t *testing.T) client.Client {
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: testenv.EnvtestAssets(t),
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := testenv.StartEnvtest(t, env)
 	scheme := runtime.NewScheme()
 	if err := etcdv1beta2.AddToScheme(scheme); err != nil {
 		t.Fatal(err)

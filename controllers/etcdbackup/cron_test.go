@@ -102,13 +102,7 @@ func TestBackupNow(t *testing.T) {
 	if h.pod() != nil {
 		t.Fatal("a scheduled backup ran at creation")
 	}
-	annotate := func(v string) {
-		eb := h.backup()
-		eb.Annotations[etcdv1beta2.BackupNowAnnotation] = v
-		if err := h.c.Update(h.ctx, eb); err != nil {
-			t.Fatal(err)
-		}
-	}
+	annotate := h.backupNow
 	annotate("1")
 	h.reconcile()
 	h.succeedPod(storedResult())
@@ -138,13 +132,7 @@ func TestBackupNow(t *testing.T) {
 func TestDefaultBackupNowSpacing(t *testing.T) {
 	h := newHarness(t, cronBackup("now", "0 2 * * *", "Europe/Berlin"), mainCluster("now")...)
 	h.reconcile()
-	annotate := func(v string) {
-		eb := h.backup()
-		eb.Annotations[etcdv1beta2.BackupNowAnnotation] = v
-		if err := h.c.Update(h.ctx, eb); err != nil {
-			t.Fatal(err)
-		}
-	}
+	annotate := h.backupNow
 	annotate("1")
 	h.reconcile()
 	h.succeedPod(storedResult())
@@ -222,5 +210,15 @@ func TestCronBackupPodIsPeriodic(t *testing.T) {
 	args := strings.Join(h.mustPod().Spec.Containers[0].Args, " ")
 	if !strings.Contains(args, "--periodic") || !strings.Contains(args, "--max-backups=3") || !strings.Contains(args, "--max-age=168h0m0s") {
 		t.Errorf("backup pod args %q, want --periodic --max-backups=3 --max-age=168h0m0s", args)
+	}
+}
+
+// backupNow sets the backup-now annotation to v, as a user asking for one more run does.
+func (h *harness) backupNow(v string) {
+	h.t.Helper()
+	eb := h.backup()
+	eb.Annotations[etcdv1beta2.BackupNowAnnotation] = v
+	if err := h.c.Update(h.ctx, eb); err != nil {
+		h.t.Fatal(err)
 	}
 }

@@ -61,15 +61,9 @@ func (r *Reconciler) reconcilePVC(ctx context.Context, s *scope, now time.Time, 
 		err = r.unlabelledPod(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: backupPodName(eb)}, eb, &pod)
 	}
 	if apierrors.IsNotFound(err) {
-		// The cache may lag behind our own status write of a just-finished backup:
-		// check against the API before starting another one.
-		var fresh etcdv1beta2.EtcdBackup
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(eb), &fresh); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
-		if wait, due := backupDue(&fresh, now); !due {
-			return ctrl.Result{RequeueAfter: wait}, nil
-		}
+		// No pod: start one. Whether a backup is due was decided on s.eb, which Reconcile
+		// read from the API server under the per-backup lock, so a cache lagging behind
+		// our own status write of a just-finished backup cannot start a second one.
 		target, err := r.resolveTarget(ctx, eb)
 		if err != nil {
 			return r.failed(ctx, s, interval, err, 0)

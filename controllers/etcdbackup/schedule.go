@@ -7,12 +7,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/backupschedule"
+	"github.com/etcd-operator/etcd-operator/internal/schedule"
 )
 
 // cronScheduleOf is eb's cron schedule (v1's spec.backupPolicy.schedule and timeZone,
 // stored as annotations), or nil when it has none.
-func cronScheduleOf(eb *etcdv1beta2.EtcdBackup) (*backupschedule.Schedule, error) {
+func cronScheduleOf(eb *etcdv1beta2.EtcdBackup) (*schedule.Schedule, error) {
 	expr, tz := eb.Annotations[etcdv1beta2.BackupScheduleAnnotation], eb.Annotations[etcdv1beta2.BackupTimeZoneAnnotation]
 	if expr == "" {
 		if tz != "" {
@@ -20,7 +20,7 @@ func cronScheduleOf(eb *etcdv1beta2.EtcdBackup) (*backupschedule.Schedule, error
 		}
 		return nil, nil
 	}
-	s, err := backupschedule.Parse(expr, tz)
+	s, err := schedule.Parse(expr, tz)
 	if err != nil {
 		return nil, fmt.Errorf("spec.backupPolicy.schedule (annotation %s): %w", etcdv1beta2.BackupScheduleAnnotation, err)
 	}
@@ -49,7 +49,7 @@ func manualRunDue(eb *etcdv1beta2.EtcdBackup) bool {
 // cronDue is backupDue for a backup with a cron schedule: a failed run is retried (with
 // the usual back-off); otherwise the next run is the schedule's first after the last
 // scheduled run, or after the backup's creation for the first one.
-func cronDue(eb *etcdv1beta2.EtcdBackup, s *backupschedule.Schedule, now time.Time) (time.Duration, bool) {
+func cronDue(eb *etcdv1beta2.EtcdBackup, s *schedule.Schedule, now time.Time) (time.Duration, bool) {
 	if failedThisGeneration(eb) {
 		return 0, true
 	}

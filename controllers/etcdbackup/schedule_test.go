@@ -170,7 +170,8 @@ func TestOneShotBackupNotRerunAfterSuccess(t *testing.T) {
 }
 
 // The cache may not yet hold the status write of a backup that just succeeded; before
-// starting a pod the reconciler asks the API, so a one-shot backup is not run twice.
+// deciding whether a backup is due the reconciler reads the EtcdBackup from the API, so a
+// one-shot backup is not run twice.
 func TestOneShotBackupNotRerunWhenCacheLags(t *testing.T) {
 	stale := pvcBackup("lag", 0)
 	h := newHarness(t, stale, mainCluster("lag")...)

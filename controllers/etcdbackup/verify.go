@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/backupschedule"
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/schedule"
 )
 
 // Verified backups: after each backup, or on a schedule of their own, the newest backup
@@ -92,7 +92,7 @@ func (v *VerificationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 // verification is when an EtcdBackup's backups are verified.
 type verification struct {
 	afterEach bool
-	schedule  *backupschedule.Schedule
+	schedule  *schedule.Schedule
 }
 
 func (v verification) enabled() bool { return v.afterEach || v.schedule != nil }
@@ -115,7 +115,7 @@ func verificationOf(eb *etcdv1beta2.EtcdBackup) (verification, error) {
 		}
 		return v, nil
 	}
-	s, err := backupschedule.Parse(expr, tz)
+	s, err := schedule.Parse(expr, tz)
 	if err != nil {
 		return v, fmt.Errorf("spec.verification.schedule (annotation %s): %w", etcdv1beta2.BackupVerifyScheduleAnnotation, err)
 	}

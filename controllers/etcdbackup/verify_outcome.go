@@ -14,7 +14,7 @@ import (
 // verifyOutcomeResult is a verification's outcome: the step's result (Reason empty when
 // the backup verified).
 type verifyOutcomeResult struct {
-	restore.VerifyResult
+	restore.CheckResult
 }
 
 // message says what was verified or what failed, naming the object.
@@ -51,7 +51,7 @@ func verifyOutcome(pod *corev1.Pod, pastDeadline bool) (verifyOutcomeResult, boo
 		return out, true
 	}
 	if pod.Status.Phase == corev1.PodFailed || pastDeadline {
-		return verifyOutcomeResult{restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed,
+		return verifyOutcomeResult{restore.CheckResult{Reason: etcdv1beta2.ReasonVerificationFailed,
 			Error: "the verification pod did not finish in time: " + stuckOn(pod)}}, true
 	}
 	return verifyOutcomeResult{}, false
@@ -60,7 +60,7 @@ func verifyOutcome(pod *corev1.Pod, pastDeadline bool) (verifyOutcomeResult, boo
 // stepResult is the result a step wrote, or what its log's tail says when it died
 // before writing one.
 func stepResult(t *corev1.ContainerStateTerminated, step string) verifyOutcomeResult {
-	r, err := restore.ParseVerifyResult(t.Message)
+	r, err := restore.ParseCheckResult(t.Message)
 	if err == nil {
 		return verifyOutcomeResult{r}
 	}
@@ -68,7 +68,7 @@ func stepResult(t *corev1.ContainerStateTerminated, step string) verifyOutcomeRe
 	if t.Message != "" {
 		msg += ": " + render.LastMessageLine(t.Message)
 	}
-	return verifyOutcomeResult{restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: msg}}
+	return verifyOutcomeResult{restore.CheckResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: msg}}
 }
 
 func terminated(sts []corev1.ContainerStatus, name string) *corev1.ContainerStateTerminated {

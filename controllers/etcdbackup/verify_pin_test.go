@@ -26,7 +26,7 @@ func TestVerificationIsNeverSigned(t *testing.T) {
 			h := verifiedPVCBackup(t, "verify-pin-"+strings.ReplaceAll(tc.name, " ", "-"))
 			h.r.PinKey = tc.key
 			h.clock.Advance(20 * time.Second)
-			h.endVerifyStep(render.VerifyCheckContainer, 0, string(restore.VerifyResult{Key: "etcd.db", Revision: 42, SHA256: sha, ServedRevision: 42}.Encode()))
+			h.endVerifyStep(render.VerifyCheckContainer, 0, string(restore.CheckResult{Key: "etcd.db", Revision: 42, SHA256: sha, ServedRevision: 42}.Encode()))
 			h.reconcile()
 			st := h.backup().Status
 			if st.LastVerifiedSHA256 != sha || st.LastVerifiedRevision != 42 {

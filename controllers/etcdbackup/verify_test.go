@@ -92,7 +92,7 @@ func TestVerificationAfterEachBackup(t *testing.T) {
 	}
 
 	h.clock.Advance(20 * time.Second)
-	h.endVerifyStep(render.VerifyCheckContainer, 0, string(restore.VerifyResult{Key: "etcd.db", Revision: 42, ServedRevision: 42, KeyCount: 9, KeyCountChecked: true}.Encode()))
+	h.endVerifyStep(render.VerifyCheckContainer, 0, string(restore.CheckResult{Key: "etcd.db", Revision: 42, ServedRevision: 42, KeyCount: 9, KeyCountChecked: true}.Encode()))
 	h.reconcile()
 	st := h.backup().Status
 	if st.LastVerifiedTime == nil || !st.LastVerifiedTime.Time.Equal(h.clock.Now()) || st.LastVerifiedKey != "etcd.db" || st.LastVerifiedRevision != 42 {
@@ -125,7 +125,7 @@ func TestVerificationFailureKeepsLastVerified(t *testing.T) {
 	if err := h.c.Status().Update(h.ctx, eb); err != nil {
 		t.Fatal(err)
 	}
-	h.endVerifyStep(render.VerifyRestoreContainer, 1, string(restore.VerifyResult{Key: "etcd.db", Reason: etcdv1beta2.ReasonChecksumMismatch,
+	h.endVerifyStep(render.VerifyRestoreContainer, 1, string(restore.CheckResult{Key: "etcd.db", Reason: etcdv1beta2.ReasonChecksumMismatch,
 		Error: "etcd.db: checksum mismatch: the stored backup is corrupted"}.Encode()))
 	h.reconcile()
 	c := h.verified()
@@ -234,7 +234,7 @@ func TestVerifyOutcome(t *testing.T) {
 	term := func(name string, code int32, msg string) corev1.ContainerStatus {
 		return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Message: msg}}}
 	}
-	didNotStart := string(restore.VerifyResult{Reason: etcdv1beta2.ReasonEtcdDidNotStart, Error: "did not serve"}.Encode())
+	didNotStart := string(restore.CheckResult{Reason: etcdv1beta2.ReasonEtcdDidNotStart, Error: "did not serve"}.Encode())
 	for name, tc := range map[string]struct {
 		init, containers []corev1.ContainerStatus
 		pastDeadline     bool

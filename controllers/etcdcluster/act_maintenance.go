@@ -11,10 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/backupschedule"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/schedule"
 )
 
 // Space maintenance glue: the settings into the planner's Desired, the recorded run and
@@ -35,7 +35,7 @@ const (
 // maintenanceSettings reads the v1beta2 annotations: the planner's settings, the schedule
 // (nil when none), and a warning for each annotation that is not used as written. A bad
 // annotation disables only what it sets: membership repair never waits on it.
-func maintenanceSettings(c *etcdv1beta2.EtcdCluster) (planner.MaintenanceSpec, *backupschedule.Schedule, []string) {
+func maintenanceSettings(c *etcdv1beta2.EtcdCluster) (planner.MaintenanceSpec, *schedule.Schedule, []string) {
 	spec := planner.MaintenanceSpec{QuotaBackendBytes: render.QuotaBackendBytes(c)}
 	var warnings []string
 	a := c.Annotations
@@ -48,9 +48,9 @@ func maintenanceSettings(c *etcdv1beta2.EtcdCluster) (planner.MaintenanceSpec, *
 			spec.DefragThresholdPercent = n
 		}
 	}
-	var sched *backupschedule.Schedule
+	var sched *schedule.Schedule
 	if v := a[etcdv1beta2.DefragmentationScheduleAnnotation]; v != "" {
-		s, err := backupschedule.Parse(v, a[etcdv1beta2.DefragmentationTimeZoneAnnotation])
+		s, err := schedule.Parse(v, a[etcdv1beta2.DefragmentationTimeZoneAnnotation])
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("%s / %s: %v; no scheduled defragmentation",
 				etcdv1beta2.DefragmentationScheduleAnnotation, etcdv1beta2.DefragmentationTimeZoneAnnotation, err))
@@ -63,7 +63,7 @@ func maintenanceSettings(c *etcdv1beta2.EtcdCluster) (planner.MaintenanceSpec, *
 
 // observeMaintenance fills the planner's SpaceObserved: the alarms, the run recorded in
 // status, and whether a schedule slot is due (the slot is kept for act to record).
-func (o *observation) observeMaintenance(c *etcdv1beta2.EtcdCluster, sched *backupschedule.Schedule, now time.Time) {
+func (o *observation) observeMaintenance(c *etcdv1beta2.EtcdCluster, sched *schedule.Schedule, now time.Time) {
 	s := &o.planner.Space
 	s.AlarmsKnown = o.space.alarmsKnown
 	for _, al := range o.space.alarms {

@@ -17,9 +17,9 @@ import (
 )
 
 // Rolling reconfiguration, the controller's part: how a member pod differs from the
-// current spec (its drift, which planner rule 17 rolls out), and the one step that
+// current spec (its drift, which the planner's rollout rule rolls out), and the one step that
 // changes a running pod in place, its metadata. A pod that needs a new pod is deleted
-// (DeletePod with KeepClaim) and recreated by rule 5, or replaced through a learner;
+// (DeletePod with KeepClaim) and recreated by the recreate rule, or replaced through a learner;
 // those steps are the existing ones.
 
 // metadataFields reach a running pod by a patch: nothing restarts.

@@ -135,7 +135,7 @@ func TestPatchPodMetadataOnlyOnControlledPods(t *testing.T) {
 }
 
 // A rollout's DeletePod deletes the drifted pod only, with a UID precondition, and
-// keeps its claim for rule 5 to recreate the pod on.
+// keeps its claim for the recreate rule to recreate the pod on.
 func TestReconfigureDeletesThePodKeepsTheClaim(t *testing.T) {
 	f := newProofFixture(t, withClaims, ownedMemberPod("c-a", "uid-c"), memberClaim("c-a", "uid-c"))
 	a := planner.Action{Kind: planner.DeletePod, Name: "c-a", ID: 1, KeepClaim: true, Reason: etcdv1beta2.ReasonReconfiguring,

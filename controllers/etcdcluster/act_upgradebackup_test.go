@@ -130,7 +130,7 @@ func TestUpgradeBackupRefusesStepWhenBackupFails(t *testing.T) {
 	}
 	sum := planner.Summarize(d, o.planner, a)
 	up := sum.Conditions[3]
-	if up.Type != planner.ConditionUpgrading || up.Status || up.Reason != etcdv1beta2.ReasonUpgradeBackupFailed || !strings.Contains(up.Message, "connection refused") {
+	if up.Type != etcdv1beta2.ClusterConditionUpgrading || up.Status || up.Reason != etcdv1beta2.ReasonUpgradeBackupFailed || !strings.Contains(up.Message, "connection refused") {
 		t.Errorf("Upgrading condition %+v, want False UpgradeBackupFailed naming the failure", up)
 	}
 	if _, err := r.act(ctx, cluster, o, a); err != nil {

@@ -12,8 +12,6 @@
 //   - memory.go, memory_*.go: what is kept of each cluster from one reconcile to the next;
 //   - wiring: controller.go (Reconciler, NewReconciler, Reconcile), watch_*.go, metrics*.go,
 //     scope.go (which clusters this instance manages).
-//
-// totalloss_backups.go (the backups a total loss is restored from) still has its old name.
 package etcdcluster
 
 import (

@@ -17,12 +17,44 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
+// specFixture is a fake API server holding a cluster whose spec the reconciler must
+// refuse (stored before admission refused it), and the reconciler on it.
+type specFixture struct {
+	ctx context.Context
+	c   client.Client
+	rec *record.FakeRecorder
+	r   *Reconciler
+	key client.ObjectKey
+}
+
+func newSpecFixture(t *testing.T, cluster *etcdv1beta2.EtcdCluster, objs ...client.Object) *specFixture {
+	t.Helper()
+	s := fixture.Scheme()
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(append([]client.Object{cluster}, objs...)...).
+		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).Build()
+	rec := record.NewFakeRecorder(10)
+	r := newTestReconciler(t, Reconciler{Client: c, Scheme: s, Recorder: rec, Now: time.Now})
+	return &specFixture{ctx: context.Background(), c: c, rec: rec, r: r, key: client.ObjectKeyFromObject(cluster)}
+}
+
+// reconcile reconciles the cluster once and returns it as stored afterwards.
+func (f *specFixture) reconcile(t *testing.T) etcdv1beta2.EtcdCluster {
+	t.Helper()
+	if _, err := f.r.Reconcile(f.ctx, ctrl.Request{NamespacedName: f.key}); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	var got etcdv1beta2.EtcdCluster
+	if err := f.c.Get(f.ctx, f.key, &got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 // TestReconcileRefusesIdentityEnv: a cluster stored before the CRD refused such
 // variables (e.g. a CoreOS CR) and asking for ETCD_FORCE_NEW_CLUSTER is reported as
 // InvalidSpec naming the variable, with a warning event, and nothing is created,
 // changed or deleted.
 func TestReconcileRefusesIdentityEnv(t *testing.T) {
-	s := fixture.Scheme()
 	cluster := &etcdv1beta2.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "default", UID: "uid-old"},
 		Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16", Pod: &etcdv1beta2.PodPolicy{
@@ -30,24 +62,14 @@ func TestReconcileRefusesIdentityEnv(t *testing.T) {
 	}
 	member := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old-0000", Namespace: "default",
 		Labels: map[string]string{"app": "etcd", "etcd_cluster": "old"}}}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, member).
-		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).Build()
-	rec := record.NewFakeRecorder(10)
-	r := newTestReconciler(t, Reconciler{Client: c, Scheme: s, Recorder: rec, Now: time.Now})
-	ctx := context.Background()
+	f := newSpecFixture(t, cluster, member)
+	ctx, c := f.ctx, f.c
 	var before corev1.PodList
 	if err := c.List(ctx, &before); err != nil {
 		t.Fatal(err)
 	}
 
-	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cluster)}); err != nil {
-		t.Fatalf("reconcile: %v", err)
-	}
-
-	var got etcdv1beta2.EtcdCluster
-	if err := c.Get(ctx, client.ObjectKeyFromObject(cluster), &got); err != nil {
-		t.Fatal(err)
-	}
+	got := f.reconcile(t)
 	if !strings.Contains(got.Status.Reason, "spec.pod.etcdEnv: ETCD_FORCE_NEW_CLUSTER") {
 		t.Errorf("status.reason %q does not name spec.pod.etcdEnv and the variable", got.Status.Reason)
 	}
@@ -59,7 +81,7 @@ func TestReconcileRefusesIdentityEnv(t *testing.T) {
 		t.Errorf("no %s condition naming the variable: %+v", etcdv1beta2.ReasonInvalidSpec, got.Status.Conditions)
 	}
 	select {
-	case e := <-rec.Events:
+	case e := <-f.rec.Events:
 		if !strings.Contains(e, "Warning "+etcdv1beta2.ReasonInvalidSpec) || !strings.Contains(e, "ETCD_FORCE_NEW_CLUSTER") {
 			t.Errorf("event %q", e)
 		}
@@ -84,28 +106,18 @@ func TestReconcileRefusesIdentityEnv(t *testing.T) {
 // etcd would not take (v1 refuses the same at admission) is reported as InvalidSpec
 // naming the annotation, and nothing is created.
 func TestReconcileRefusesInvalidSettings(t *testing.T) {
-	s := fixture.Scheme()
 	cluster := &etcdv1beta2.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "quota", Namespace: "default", UID: "uid-quota",
 			Annotations: map[string]string{etcdv1beta2.QuotaBackendBytesAnnotation: "2Gi"}},
 		Spec: etcdv1beta2.EtcdClusterSpec{Size: 1, Version: "3.6.16"},
 	}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster).
-		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).Build()
-	r := newTestReconciler(t, Reconciler{Client: c, Scheme: s, Recorder: record.NewFakeRecorder(10), Now: time.Now})
-	ctx := context.Background()
-	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cluster)}); err != nil {
-		t.Fatalf("reconcile: %v", err)
-	}
-	var got etcdv1beta2.EtcdCluster
-	if err := c.Get(ctx, client.ObjectKeyFromObject(cluster), &got); err != nil {
-		t.Fatal(err)
-	}
+	f := newSpecFixture(t, cluster)
+	got := f.reconcile(t)
 	if got.Status.Phase != etcdv1beta2.ClusterPhaseFailed || !strings.Contains(got.Status.Reason, etcdv1beta2.QuotaBackendBytesAnnotation) {
 		t.Errorf("status %q %q: want Failed naming the annotation", got.Status.Phase, got.Status.Reason)
 	}
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods); err != nil || len(pods.Items) != 0 {
+	if err := f.c.List(f.ctx, &pods); err != nil || len(pods.Items) != 0 {
 		t.Errorf("pods %d, %v", len(pods.Items), err)
 	}
 }

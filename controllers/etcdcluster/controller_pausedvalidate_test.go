@@ -1,20 +1,13 @@
 package etcdcluster
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
 // TestReconcilePausedInvalidSpecDialsNothing: a paused cluster stored before the CRD's
@@ -22,7 +15,6 @@ import (
 // an address of the tenant's choosing, is refused (InvalidSpec naming the field) before
 // anything is dialled: no etcd client is made for it, while paused or not.
 func TestReconcilePausedInvalidSpecDialsNothing(t *testing.T) {
-	s := fixture.Scheme()
 	cluster := &etcdv1beta2.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "default", UID: "uid-old"},
 		Spec: etcdv1beta2.EtcdClusterSpec{Size: 1, Version: "3.6.16", Paused: true,
@@ -36,20 +28,10 @@ func TestReconcilePausedInvalidSpecDialsNothing(t *testing.T) {
 				Name: "old", UID: "uid-old", Controller: &yes}}},
 		Status: corev1.PodStatus{PodIP: "127.0.0.1"},
 	}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, member).
-		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).Build()
-	r := newTestReconciler(t, Reconciler{Client: c, Scheme: s, Recorder: record.NewFakeRecorder(10), Now: time.Now})
-	ctx := context.Background()
-
-	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cluster)}); err != nil {
-		t.Fatalf("reconcile: %v", err)
-	}
-	if n := r.admins.len(); n != 0 {
+	f := newSpecFixture(t, cluster, member)
+	got := f.reconcile(t)
+	if n := f.r.admins.len(); n != 0 {
 		t.Errorf("%d etcd clients made for a cluster whose spec is refused, want none", n)
-	}
-	var got etcdv1beta2.EtcdCluster
-	if err := c.Get(ctx, client.ObjectKeyFromObject(cluster), &got); err != nil {
-		t.Fatal(err)
 	}
 	if !strings.Contains(got.Status.Reason, "spec.pod.ClusterDomain") {
 		t.Errorf("status.reason %q does not name spec.pod.ClusterDomain", got.Status.Reason)

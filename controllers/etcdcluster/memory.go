@@ -20,7 +20,7 @@ type memory struct {
 	// must show before a reconcile reads it there (memory_ownwrites.go).
 	ownWrites versionMemo
 	// loss times total losses (observe_totalloss.go); lostBackups keeps what was found
-	// to restore them from (totalloss_backups.go).
+	// to restore them from (observe_totalloss_backups.go).
 	loss        lossClock
 	lostBackups lostBackupCache
 }
@@ -59,7 +59,7 @@ func (l *lossClock) forgetCluster(cluster string) {
 }
 
 // forgetCluster drops the listings and failed choices of every UID of cluster
-// (namespace/name); forget (totalloss_backups.go) drops one UID's when its loss is over.
+// (namespace/name); forget (observe_totalloss_backups.go) drops one UID's when its loss is over.
 func (l *lostBackupCache) forgetCluster(cluster string) {
 	// A listing still running keeps its result to itself.
 	l.queue().ForgetIf(func(key string) bool { return strings.HasPrefix(key, cluster+"/") })

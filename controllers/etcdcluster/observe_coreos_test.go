@@ -38,11 +38,11 @@ func TestAdoptionOfACoreOSClusterIsAnnouncedOnce(t *testing.T) {
 	r, rec := f.r, f.rec
 	o := adoptionObservation(coreOSMemberPod(t, c, "co-b4x2kq9wzt"), coreOSMemberPod(t, c, "co-fm7p2dnlrx"))
 
-	r.applySummary(c, o, planner.Summary{Phase: planner.PhaseRunning}, planner.Action{Kind: planner.Done})
+	r.applySummary(c, o, planner.Summary{Phase: etcdv1beta2.ClusterPhaseRunning}, planner.Action{Kind: planner.Done})
 	if !c.Status.Bootstrapped || c.Status.ClusterID != "c1d" {
 		t.Errorf("status after adoption: bootstrapped %v, clusterID %q", c.Status.Bootstrapped, c.Status.ClusterID)
 	}
-	r.applySummary(c, o, planner.Summary{Phase: planner.PhaseRunning}, planner.Action{Kind: planner.Done})
+	r.applySummary(c, o, planner.Summary{Phase: etcdv1beta2.ClusterPhaseRunning}, planner.Action{Kind: planner.Done})
 
 	var adopted []string
 	for len(rec.Events) > 0 {
@@ -69,7 +69,7 @@ func TestNoAdoptionAnnouncedWithoutCoreOSPodsOrAMemberList(t *testing.T) {
 			cl := c.DeepCopy()
 			f := newClusterFixture(t, nil)
 			r, rec := f.r, f.rec
-			r.applySummary(cl, o, planner.Summary{Phase: planner.PhaseRunning}, planner.Action{Kind: planner.Done})
+			r.applySummary(cl, o, planner.Summary{Phase: etcdv1beta2.ClusterPhaseRunning}, planner.Action{Kind: planner.Done})
 			for len(rec.Events) > 0 {
 				if e := <-rec.Events; strings.Contains(e, etcdv1beta2.EventReasonAdoptedCoreOSCluster) {
 					t.Errorf("unexpected %q", e)

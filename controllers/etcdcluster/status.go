@@ -64,10 +64,10 @@ func (r *Reconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *observation, s 
 	}
 	// Keep "Creating" until the cluster has formed, as CoreOS did.
 	switch {
-	case !st.Bootstrapped && s.Phase != planner.PhaseFailed && s.Phase != string(etcdv1beta2.ClusterPhaseHibernated):
+	case !st.Bootstrapped && s.Phase != etcdv1beta2.ClusterPhaseFailed && s.Phase != etcdv1beta2.ClusterPhaseHibernated:
 		st.Phase = etcdv1beta2.ClusterPhaseCreating
 	default:
-		st.Phase = etcdv1beta2.ClusterPhase(s.Phase)
+		st.Phase = s.Phase
 	}
 	st.Reason = s.Reason
 	st.Size = len(o.planner.Members)
@@ -87,8 +87,7 @@ func (r *Reconciler) applySummary(c *etcdv1beta2.EtcdCluster, o *observation, s 
 		st.TargetVersion = s.TargetVersion
 	}
 	for _, cond := range s.Conditions {
-		t := etcdv1beta2.ClusterConditionType(cond.Type)
-		r.setCondition(c, plannerCondition(cond, findCondition(c, t)), now)
+		r.setCondition(c, plannerCondition(cond, findCondition(c, cond.Type)), now)
 	}
 }
 
@@ -173,7 +172,7 @@ func conditionStatus(b bool) corev1.ConditionStatus {
 // so that Available turning True is announced in every case. The other three report
 // progress, which the steps' own events announce: no event of their own.
 func plannerCondition(cond planner.Condition, prev *etcdv1beta2.ClusterCondition) conditionUpdate {
-	u := conditionUpdate{Type: etcdv1beta2.ClusterConditionType(cond.Type), Status: cond.Status, Reason: cond.Reason, Message: cond.Message}
+	u := conditionUpdate{Type: cond.Type, Status: cond.Status, Reason: cond.Reason, Message: cond.Message}
 	if u.Type != etcdv1beta2.ClusterConditionAvailable {
 		return u
 	}

@@ -65,8 +65,8 @@ func TestPlannerCondition(t *testing.T) {
 	was := func(s corev1.ConditionStatus) *etcdv1beta2.ClusterCondition {
 		return &etcdv1beta2.ClusterCondition{Type: etcdv1beta2.ClusterConditionAvailable, Status: s}
 	}
-	unavailable := planner.Condition{Type: planner.ConditionAvailable, Reason: etcdv1beta2.ReasonNoQuorum, Message: "1 of 3"}
-	available := planner.Condition{Type: planner.ConditionAvailable, Status: true, Reason: etcdv1beta2.ReasonQuorumAvailable}
+	unavailable := planner.Condition{Type: etcdv1beta2.ClusterConditionAvailable, Reason: etcdv1beta2.ReasonNoQuorum, Message: "1 of 3"}
+	available := planner.Condition{Type: etcdv1beta2.ClusterConditionAvailable, Status: true, Reason: etcdv1beta2.ReasonQuorumAvailable}
 	for _, tc := range []struct {
 		name                    string
 		cond                    planner.Condition
@@ -78,7 +78,7 @@ func TestPlannerCondition(t *testing.T) {
 		{"Available False while forming: remembered", unavailable, nil, true, true, false, "Available=False: 1 of 3"},
 		{"Available still False: remembered", unavailable, was(corev1.ConditionFalse), true, true, false, "Available=False: 1 of 3"},
 		{"Available True: over", available, was(corev1.ConditionFalse), false, false, true, ""},
-		{"Scaling: no event", planner.Condition{Type: planner.ConditionScaling, Status: true, Reason: etcdv1beta2.ReasonScalingUp}, nil, false, false, false, ""},
+		{"Scaling: no event", planner.Condition{Type: etcdv1beta2.ClusterConditionScaling, Status: true, Reason: etcdv1beta2.ReasonScalingUp}, nil, false, false, false, ""},
 	} {
 		u := plannerCondition(tc.cond, tc.prev)
 		if (u.Fail != "") != tc.fail || u.announcedByCaller != tc.silent || u.Recovered != tc.recovered || u.EventMessage != tc.eventMessage {

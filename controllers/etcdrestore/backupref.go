@@ -25,7 +25,7 @@ import (
 // spec.backupRef) instead of an object: it then reads that backup's storage and takes
 // one of the objects the backup wrote, chosen by backupselect (restore-newest-before,
 // restore-min-revision; v1 spec.select). The chosen object is recorded in
-// status.backup before it is downloaded, verified, or anything is created or deleted.
+// status.backup before it is downloaded, checked, or anything is created or deleted.
 
 // selectorOf reads the selection annotations; an error names the annotation.
 func selectorOf(er *etcdv1beta2.EtcdRestore) (backupselect.Selector, error) {
@@ -92,7 +92,7 @@ func (r *Reconciler) referencedBackup(ctx context.Context, er *etcdv1beta2.EtcdR
 }
 
 // resolveBackupRef chooses the object among the referenced backup's and records it in
-// status (unless this generation's verified object is on record: it is kept). It returns
+// status (unless this generation's checked object is on record: it is kept). It returns
 // the S3 source pinned to that object (the backup's Secret, endpoint and addressing), the
 // opened bucket and the EtcdBackup as read. The object is checked by checkedObject.
 func (r *Reconciler) resolveBackupRef(ctx context.Context, er *etcdv1beta2.EtcdRestore) (*etcdv1beta2.S3BackupSource, backup.Store, *etcdv1beta2.EtcdBackup, error) {

@@ -32,27 +32,27 @@ import (
 // checks itself: it streams the object through SHA-256 (backup.HashObject: bounded by
 // --max-backup-bytes and --backup-hash-timeout, nothing written to disk, nothing parsed;
 // on a goroutine apart from the reconcile workers, snapshotcheck.Hasher, so a slow-drip
-// endpoint holds none of them) and requires the pod's SHA-256 to equal its own. Only then is the object verified: its key and SHA-256 are
-// recorded in VerifiedObjectAnnotation before the old cluster is deleted (replace) or
+// endpoint holds none of them) and requires the pod's SHA-256 to equal its own. Only then has the object passed: its key and SHA-256 are
+// recorded in CheckedObjectAnnotation before the old cluster is deleted (replace) or
 // the new one created, and every later step restores exactly that object: the new
 // cluster's members are pinned to that SHA-256, so an object replaced in the bucket
 // after the check fails the restore (ChecksumMismatch in the restore step) instead of
 // restoring other data.
 
-// VerifiedObjectAnnotation is written by the operator on an EtcdRestore once its object
-// is verified: {"generation", "bucket", "endpoint", "key", "sha256", "revision",
+// CheckedObjectAnnotation is written by the operator on an EtcdRestore once its object
+// passed its snapshot check: {"generation", "bucket", "endpoint", "key", "sha256", "revision",
 // "etcdVersion"}. It holds for the restore's generation and that bucket and endpoint
 // only; a spec change checks again. Like everything on an EtcdRestore it is the tenant's
 // to edit: a forged record only skips the pre-check of the tenant's own restore (the
 // members still run every snapshot check against the recorded SHA-256; nothing signed is
-// derived from it).
-const VerifiedObjectAnnotation = "etcd.database.coreos.com/restore-verified-object"
+// derived from it). The value keeps the name it was released under.
+const CheckedObjectAnnotation = "etcd.database.coreos.com/restore-verified-object"
 
 // checkPodSuffix names the pod <restore>-check.
 const checkPodSuffix = "check"
 
-// verifiedObject is the value of VerifiedObjectAnnotation.
-type verifiedObject struct {
+// checkedSnapshot is the value of CheckedObjectAnnotation.
+type checkedSnapshot struct {
 	Generation  int64  `json:"generation"`
 	Bucket      string `json:"bucket"`
 	Endpoint    string `json:"endpoint,omitempty"`
@@ -62,14 +62,14 @@ type verifiedObject struct {
 	EtcdVersion string `json:"etcdVersion,omitempty"`
 }
 
-// recordedObject is the object verified for er's current generation in bucket at
+// recordedObject is the object checked for er's current generation in bucket at
 // endpoint, or nil.
-func recordedObject(er *etcdv1beta2.EtcdRestore, bucket, endpoint string) *verifiedObject {
-	raw, ok := er.Annotations[VerifiedObjectAnnotation]
+func recordedObject(er *etcdv1beta2.EtcdRestore, bucket, endpoint string) *checkedSnapshot {
+	raw, ok := er.Annotations[CheckedObjectAnnotation]
 	if !ok {
 		return nil
 	}
-	var v verifiedObject
+	var v checkedSnapshot
 	if json.Unmarshal([]byte(raw), &v) != nil || v.Generation != er.Generation || v.Bucket != bucket || v.Endpoint != endpoint ||
 		v.Key == "" || len(v.SHA256) != 64 {
 		return nil
@@ -86,11 +86,11 @@ type checkPending struct {
 
 func (p *checkPending) Error() string { return p.msg }
 
-// checkedObject returns the verified record of the object s3 names (an exact
+// checkedObject returns the checked record of the object s3 names (an exact
 // <bucket>/<key>), running its check pod and hashing the object when it has none: a
 // *checkPending while the pod runs, a *backupstorage.Error when the object failed (the
 // pod is deleted, nothing else touched).
-func (r *Reconciler) checkedObject(ctx context.Context, er *etcdv1beta2.EtcdRestore, s3 *etcdv1beta2.S3BackupSource, store backup.Store) (*verifiedObject, error) {
+func (r *Reconciler) checkedObject(ctx context.Context, er *etcdv1beta2.EtcdRestore, s3 *etcdv1beta2.S3BackupSource, store backup.Store) (*checkedSnapshot, error) {
 	bucket, key, err := backup.SplitS3Path(s3.Path)
 	if err != nil {
 		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
@@ -137,7 +137,7 @@ func (r *Reconciler) checkedObject(ctx context.Context, er *etcdv1beta2.EtcdRest
 	}
 	if v != nil {
 		// On record before the pod goes: a failed write reads the pod again.
-		if err := r.recordVerified(ctx, er, v); err != nil {
+		if err := r.recordChecked(ctx, er, v); err != nil {
 			return nil, err
 		}
 	}
@@ -147,13 +147,13 @@ func (r *Reconciler) checkedObject(ctx context.Context, er *etcdv1beta2.EtcdRest
 	return v, err
 }
 
-// judge turns a finished check into the verified record, or the failure to report
+// judge turns a finished check into the checked record, or the failure to report
 // (Hasher.Confirm: a passed check counts only if the object's SHA-256, as the operator
 // reads it now, apart from its workers, is the one the pod reported; a
 // *snapshotcheck.HashPending while that read runs).
 // The read's id names the check pod: its result pairs with that pod's report only (a
 // read left from a pod deleted before its result was taken is never another's).
-func (r *Reconciler) judge(ctx context.Context, er *etcdv1beta2.EtcdRestore, s3 *etcdv1beta2.S3BackupSource, store backup.Store, res restore.VerifyResult, checkPod types.UID) (*verifiedObject, error) {
+func (r *Reconciler) judge(ctx context.Context, er *etcdv1beta2.EtcdRestore, s3 *etcdv1beta2.S3BackupSource, store backup.Store, res restore.CheckResult, checkPod types.UID) (*checkedSnapshot, error) {
 	bucket, key, _ := backup.SplitS3Path(s3.Path)
 	id := hashIDPrefix(er.Namespace, er.Name) + fmt.Sprintf("%s/%d/%s/%s/%s", er.UID, er.Generation, checkPod, s3.Endpoint, s3.Path)
 	obj, sum, err := r.hasher().Confirm(ctx, id, store, key, sourceOf(s3), res)
@@ -161,7 +161,7 @@ func (r *Reconciler) judge(ctx context.Context, er *etcdv1beta2.EtcdRestore, s3 
 		return nil, err
 	}
 	log.FromContext(ctx).Info("backup verified", "backup", sourceOf(s3), "sha256", sum, "storedChecksum", obj.SHA256 != "", "revision", res.Revision, "keys", res.KeyCount)
-	return &verifiedObject{Generation: er.Generation, Bucket: bucket, Endpoint: s3.Endpoint, Key: key, SHA256: sum,
+	return &checkedSnapshot{Generation: er.Generation, Bucket: bucket, Endpoint: s3.Endpoint, Key: key, SHA256: sum,
 		Revision: res.Revision, EtcdVersion: obj.Metadata["etcd-version"]}, nil
 }
 
@@ -172,13 +172,13 @@ func hashIDPrefix(namespace, name string) string {
 	return namespace + "/restore:" + name + "/"
 }
 
-// recordVerified writes VerifiedObjectAnnotation.
-func (r *Reconciler) recordVerified(ctx context.Context, er *etcdv1beta2.EtcdRestore, v *verifiedObject) error {
+// recordChecked writes CheckedObjectAnnotation.
+func (r *Reconciler) recordChecked(ctx context.Context, er *etcdv1beta2.EtcdRestore, v *checkedSnapshot) error {
 	b, _ := json.Marshal(v)
-	if er.Annotations[VerifiedObjectAnnotation] == string(b) {
+	if er.Annotations[CheckedObjectAnnotation] == string(b) {
 		return nil
 	}
-	if err := r.setAnnotation(ctx, er, VerifiedObjectAnnotation, string(b)); err != nil {
+	if err := r.setAnnotation(ctx, er, CheckedObjectAnnotation, string(b)); err != nil {
 		return fmt.Errorf("record the verified object on EtcdRestore %s: %w", er.Name, err)
 	}
 	return nil

@@ -7,15 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,75 +26,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 )
-
-// dripRate is the tarpit's speed: above the operator's slowest accepted transfer
-// (backup.OperatorLimits' MinRate, 64 KiB/s), so no per-read bound ends the read.
-const dripRate = 96 << 10
-
-// dripProxy is an S3 endpoint in front of target that sends object bodies at dripRate
-// (a slow-drip tenant endpoint: minutes for 16 MiB, hours for a real backup) until
-// released; listings and other requests pass at full speed.
-type dripProxy struct {
-	URL     string
-	drips   atomic.Int32 // object reads being dripped now
-	release chan struct{}
-	once    sync.Once
-}
-
-func startDripProxy(t *testing.T, target string) *dripProxy {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &dripProxy{release: make(chan struct{})}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.FlushInterval = -1
-	rp.ModifyResponse = func(resp *http.Response) error {
-		r := resp.Request
-		if r.Method == http.MethodGet && !r.URL.Query().Has("list-type") && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1 {
-			resp.Body = &dripBody{rc: resp.Body, d: d, ctx: r.Context()}
-		}
-		return nil
-	}
-	srv := httptest.NewServer(rp)
-	t.Cleanup(srv.Close)
-	t.Cleanup(d.Release)
-	d.URL = srv.URL
-	return d
-}
-
-// Release lets every dripped body flow at full speed.
-func (d *dripProxy) Release() { d.once.Do(func() { close(d.release) }) }
-
-type dripBody struct {
-	rc      io.ReadCloser
-	d       *dripProxy
-	ctx     context.Context
-	started bool
-}
-
-func (b *dripBody) Read(p []byte) (int, error) {
-	if !b.started {
-		b.started = true
-		b.d.drips.Add(1)
-	}
-	select {
-	case <-b.d.release:
-		return b.rc.Read(p)
-	case <-b.ctx.Done():
-		return 0, b.ctx.Err()
-	case <-time.After(50 * time.Millisecond):
-		return b.rc.Read(p[:min(len(p), dripRate/20)])
-	}
-}
-
-func (b *dripBody) Close() error {
-	if b.started {
-		b.d.drips.Add(-1)
-	}
-	return b.rc.Close()
-}
 
 // A restore whose endpoint drips its backup (above every per-read bound) does not hold a reconcile worker
 // while the operator reads the object's SHA-256 itself: the reconcile returns at once
@@ -130,7 +53,7 @@ func TestSlowDripHashLeavesTheWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tarpit := startDripProxy(t, srv.Endpoint())
+	tarpit := fixture.StartDripS3(t, srv.Endpoint())
 
 	var objs []client.Object
 	for _, ns := range []string{"team-a", "team-b"} {
@@ -148,24 +71,7 @@ func TestSlowDripHashLeavesTheWorker(t *testing.T) {
 	// the reconcile does not return (a worker held by the endpoint).
 	reconcile := func(er *etcdv1beta2.EtcdRestore) *metav1.Condition {
 		t.Helper()
-		done := make(chan error, 1)
-		go func() {
-			_, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(er)})
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("reconcile %s: %v", er.Name, err)
-			}
-		case <-time.After(time.Minute):
-			t.Fatalf("reconcile of %s/%s still running: the endpoint holds the worker", er.Namespace, er.Name)
-		}
-		var got etcdv1beta2.EtcdRestore
-		if err := f.c.Get(ctx, client.ObjectKeyFromObject(er), &got); err != nil {
-			t.Fatal(err)
-		}
-		return meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
+		return f.reconcileWithin(t, er, time.Minute)
 	}
 	verified := func(er *etcdv1beta2.EtcdRestore) bool {
 		var got etcdv1beta2.EtcdRestore
@@ -182,7 +88,7 @@ func TestSlowDripHashLeavesTheWorker(t *testing.T) {
 	if err := f.c.List(ctx, &pods, client.HasLabels{render.LabelSnapshotCheck}); err != nil || len(pods.Items) != 2 {
 		t.Fatalf("check pods %d (%v), want 2", len(pods.Items), err)
 	}
-	report := restore.VerifyResult{Key: obj.Key, SHA256: obj.SHA256, Revision: 7}
+	report := restore.CheckResult{Key: obj.Key, SHA256: obj.SHA256, Revision: 7}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		p.Status.Phase = corev1.PodSucceeded
@@ -198,7 +104,7 @@ func TestSlowDripHashLeavesTheWorker(t *testing.T) {
 		t.Fatalf("slow: condition %+v, want Unknown saying the operator reads the object apart", c)
 	}
 	poll.Eventually(t, time.Minute, 20*time.Millisecond, "the operator's read of the slow object at the tarpit", func() error {
-		if tarpit.drips.Load() == 0 {
+		if tarpit.Drips() == 0 {
 			return fmt.Errorf("no read dripping yet")
 		}
 		return nil
@@ -211,7 +117,7 @@ func TestSlowDripHashLeavesTheWorker(t *testing.T) {
 		}
 		return nil
 	})
-	if tarpit.drips.Load() == 0 || verified(slow) {
+	if tarpit.Drips() == 0 || verified(slow) {
 		t.Fatal("team-a's read finished before team-b's restore was verified; the test shows nothing")
 	}
 	if c := reconcile(slow); c == nil || c.Status != metav1.ConditionUnknown {
@@ -228,41 +134,6 @@ func TestSlowDripHashLeavesTheWorker(t *testing.T) {
 	})
 }
 
-// hangingS3 accepts connections and never answers: a tenant's endpoint that hangs.
-// dialled counts the connections it took.
-func hangingS3(t *testing.T) (endpoint string, dialled func() int) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return "http://" + l.Addr().String(), func() int { mu.Lock(); defer mu.Unlock(); return len(conns) }
-}
-
 // Finding a restore's object (whether spec.s3.path exists, the newest periodic backup,
 // a backupRef's selection) at an endpoint that never answers holds no reconcile worker:
 // each reconcile returns at once saying the lookup runs apart, another namespace's
@@ -275,7 +146,7 @@ func TestBackupLookupLeavesTheWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hanging, dialled := hangingS3(t)
+	hanging, dialled := fixture.SilentS3(t)
 
 	var objs []client.Object
 	for _, ns := range []string{"team-a", "team-b"} {
@@ -304,24 +175,7 @@ func TestBackupLookupLeavesTheWorker(t *testing.T) {
 	// the reconcile does not return well within the endpoint's per-request limit (30s).
 	reconcile := func(er *etcdv1beta2.EtcdRestore) *metav1.Condition {
 		t.Helper()
-		done := make(chan error, 1)
-		go func() {
-			_, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(er)})
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("reconcile %s: %v", er.Name, err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Fatalf("reconcile of %s/%s still running: the endpoint holds the worker", er.Namespace, er.Name)
-		}
-		var got etcdv1beta2.EtcdRestore
-		if err := f.c.Get(ctx, client.ObjectKeyFromObject(er), &got); err != nil {
-			t.Fatal(err)
-		}
-		return meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
+		return f.reconcileWithin(t, er, 15*time.Second)
 	}
 	for _, er := range []*etcdv1beta2.EtcdRestore{slow, ref} {
 		if c := reconcile(er); c == nil || c.Status != metav1.ConditionUnknown || !strings.Contains(c.Message, "looking for backup") {
@@ -372,4 +226,29 @@ func TestBackupLookupLeavesTheWorker(t *testing.T) {
 	if _, _, ok := f.r.lookups.queue().Result(id); ok {
 		t.Error("a deleted restore's lookup result is kept")
 	}
+}
+
+// reconcileWithin reconciles er once and returns its Succeeded condition, failing the
+// test if the reconcile has not returned within limit (a worker held by the endpoint).
+func (f *restoreFixture) reconcileWithin(t *testing.T, er *etcdv1beta2.EtcdRestore, limit time.Duration) *metav1.Condition {
+	t.Helper()
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(er)})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("reconcile %s: %v", er.Name, err)
+		}
+	case <-time.After(limit):
+		t.Fatalf("reconcile of %s/%s still running: the endpoint holds the worker", er.Namespace, er.Name)
+	}
+	var got etcdv1beta2.EtcdRestore
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(er), &got); err != nil {
+		t.Fatal(err)
+	}
+	return meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
 }

@@ -73,7 +73,7 @@ func TestRestoreReplaceChecksInAPodAndPins(t *testing.T) {
 		if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &c); err != nil || c.UID != "uid-prod" || !c.DeletionTimestamp.IsZero() {
 			t.Fatalf("%s: prod was touched: %+v, %v", step, c.ObjectMeta, err)
 		}
-		if _, ok := f.restore(t, "r").Annotations[VerifiedObjectAnnotation]; ok {
+		if _, ok := f.restore(t, "r").Annotations[CheckedObjectAnnotation]; ok {
 			t.Fatalf("%s: an object was recorded as verified", step)
 		}
 	}
@@ -154,8 +154,8 @@ func TestRestoreReplaceChecksInAPodAndPins(t *testing.T) {
 	first = put(first.Key, 5)
 	f.reconcile(t, "r")
 	f.wantCondition(t, "r", metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, "deleting EtcdCluster prod (uid uid-prod")
-	var v verifiedObject
-	if err := json.Unmarshal([]byte(f.restore(t, "r").Annotations[VerifiedObjectAnnotation]), &v); err != nil ||
+	var v checkedSnapshot
+	if err := json.Unmarshal([]byte(f.restore(t, "r").Annotations[CheckedObjectAnnotation]), &v); err != nil ||
 		v.Key != first.Key || v.SHA256 != first.SHA256 || v.Bucket != restoreBucket || v.Generation != 1 {
 		t.Fatalf("verified object %+v (%v), want %s sha256 %s", v, err, first.Key, first.SHA256)
 	}

@@ -1,5 +1,5 @@
 // Package etcdrestore is the EtcdRestore controller: it creates a new EtcdCluster from a
-// verified backup, optionally replacing an existing one, and reports until the cluster
+// backup that passed its snapshot check, optionally replacing an existing one, and reports until the cluster
 // is Available.
 package etcdrestore
 
@@ -55,13 +55,13 @@ const RestoreClusterSpecAnnotation = "etcd.database.coreos.com/restore-cluster-s
 // an existing EtcdCluster of the name spec.etcdCluster.name and recreate it from the
 // backup (what CoreOS's operator always did). Without it a taken name is refused with
 // etcdv1beta2.ReasonClusterExists. The old cluster is deleted only after the backup is resolved
-// and verified as the restore step will verify it (its SHA-256 if it has one, and in
+// and checked as the restore step will check it (its SHA-256 if it has one, and in
 // every case etcd's integrity hash and a readable bbolt database: in a snapshot check
 // pod, check.go) and the object's key and SHA-256 are recorded in
-// VerifiedObjectAnnotation, so a restore that cannot succeed destroys nothing and the
-// new cluster restores exactly the object verified; deletion uses
+// CheckedObjectAnnotation, so a restore that cannot succeed destroys nothing and the
+// new cluster restores exactly the object checked; deletion uses
 // foreground propagation and the new cluster is created only once the old one and its
-// member pods are gone. Backups on a PVC cannot be verified by the operator beforehand
+// member pods are gone. Backups on a PVC cannot be checked by the operator beforehand
 // and are therefore refused for replacement (etcdv1beta2.ReasonBackupInvalidSpec).
 const ReplaceExistingClusterAnnotation = "etcd.database.coreos.com/replace-existing-cluster"
 
@@ -359,13 +359,13 @@ func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRes
 		return ctrl.Result{}, nil
 	}
 	if !old.DeletionTimestamp.IsZero() {
-		// Being deleted (by us, or by someone else meanwhile): the backup was verified
-		// before our delete; it is verified again when the new cluster is created.
+		// Being deleted (by us, or by someone else meanwhile): the backup was checked
+		// before our delete; it is checked again when the new cluster is created.
 		msg := fmt.Sprintf("EtcdCluster %s (uid %s) is being deleted; the restore creates it anew once it and its pods are gone.%s", old.Name, old.UID, replacedNote(er))
 		r.setStatus(er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
 		return ctrl.Result{RequeueAfter: replacePoll}, nil
 	}
-	// Resolve and verify the backup first: a restore that cannot succeed must not
+	// Resolve and check the backup first: a restore that cannot succeed must not
 	// destroy the cluster it would replace.
 	c, err := r.newCluster(ctx, er)
 	if p, ok := errors.AsType[*checkPending](err); ok {
@@ -580,12 +580,12 @@ func (r *Reconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore
 	var src render.RestoreSource
 	var backupVersion string
 	if er.Spec.BackupStorageType == etcdv1beta2.BackupStorageTypePVC {
-		// Not readable here; the init containers verify it (see the type's comment).
+		// Not readable here; the init containers check it (see the type's comment).
 		pvc := *er.Spec.PVC
 		src = render.RestoreSource{PVC: &pvc}
 	} else {
 		// Resolved, then checked in a pod and hashed by the operator (check.go); the
-		// members restore exactly the object recorded as verified, pinned to its SHA-256.
+		// members restore exactly the object recorded as checked, pinned to its SHA-256.
 		pinned, store, eb, err := r.resolveObject(ctx, er)
 		if err != nil {
 			return nil, err
@@ -633,7 +633,7 @@ func (r *Reconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore
 }
 
 // resolveObject names the S3 object to restore and opens its bucket: the one recorded
-// as verified for this generation if any (nothing is listed or chosen again), else, for a
+// as checked for this generation if any (nothing is listed or chosen again), else, for a
 // restore naming an EtcdBackup, the one its selection chooses (resolveBackupRef), else
 // spec.s3.path itself if an object exists at that key, else the newest periodic backup
 // of it. Only the object's metadata is read here, never its data. eb is the EtcdBackup a

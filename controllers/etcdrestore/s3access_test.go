@@ -136,29 +136,13 @@ func TestRestoreWithAmbientCredentials(t *testing.T) {
 	if _, err := store.Put(context.Background(), "c/one.db", bytes.NewReader(etcdtest.Snapshot(t, 3)), backup.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The chain's first provider; the others (a credentials file, instance metadata) are
-	// kept from answering first.
-	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	ambientCredentials(t, srv)
 	er := fixture.S3Restore("ambient", "from-ambient", restoreBucket+"/c/one.db")
 	er.Spec.S3.Endpoint, er.Spec.S3.AWSSecret, er.Spec.S3.CredentialsSource = srv.Endpoint(), "", etcdv1beta2.S3CredentialsEnvironment
 	f := newRestoreFixture(t, er)
 
-	f.reconcile(t, "ambient")
-	f.wantCondition(t, "ambient", metav1.ConditionFalse, etcdv1beta2.ReasonAmbientCredentialsRefused, "spec.s3.awsSecret")
-	if len(f.clusters(t)) != 0 {
-		t.Fatal("a cluster was created with the operator's identity without its consent")
-	}
-
-	f.r.S3Access = backupstorage.S3Access{AllowAmbient: true, AllowEndpoints: testS3Access.AllowEndpoints}
-	f.reconcile(t, "ambient")
-	f.wantCondition(t, "ambient", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting")
-	cs := f.clusters(t)
-	if len(cs) != 1 {
-		t.Fatalf("clusters %d, want 1", len(cs))
-	}
-	if src, err := render.Restore(&cs[0]); err != nil || src.S3.CredentialsSource != etcdv1beta2.S3CredentialsEnvironment || src.S3.AWSSecret != "" {
+	c := f.ambientRefusedThenAllowed(t, "ambient", "spec.s3.awsSecret")
+	if src, err := render.Restore(&c); err != nil || src.S3.CredentialsSource != etcdv1beta2.S3CredentialsEnvironment || src.S3.AWSSecret != "" {
 		t.Fatalf("restore source %+v (%v)", src, err)
 	}
 
@@ -184,9 +168,7 @@ func TestRestoreByBackupRefWithAmbientCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	ambientCredentials(t, srv)
 	eb := &etcdv1beta2.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: "ambient", Namespace: "default"},
 		Spec: etcdv1beta2.EtcdBackupSpec{StorageType: etcdv1beta2.BackupStorageTypeS3, ClusterRef: &etcdv1beta2.EtcdClusterRef{Name: "c"},
@@ -200,21 +182,38 @@ func TestRestoreByBackupRefWithAmbientCredentials(t *testing.T) {
 	}
 	f := newRestoreFixture(t, eb, er)
 
-	f.reconcile(t, "by-ref")
-	f.wantCondition(t, "by-ref", metav1.ConditionFalse, etcdv1beta2.ReasonAmbientCredentialsRefused, "allow-ambient-s3-credentials")
+	c := f.ambientRefusedThenAllowed(t, "by-ref", "allow-ambient-s3-credentials")
+	src, err := render.Restore(&c)
+	if err != nil || src.S3.CredentialsSource != etcdv1beta2.S3CredentialsEnvironment || src.S3.AWSSecret != "" || src.S3.Path != restoreBucket+"/"+obj.Key {
+		t.Fatalf("restore source %+v (%v), want %s with the pod's own identity", src, err, obj.Key)
+	}
+}
+
+// ambientCredentials gives the process srv's keys as the S3 SDK's ambient identity: the
+// chain's first provider; the others (a credentials file, instance metadata) are kept
+// from answering first.
+func ambientCredentials(t *testing.T, srv *miniotest.Server) {
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+}
+
+// ambientRefusedThenAllowed reconciles the restore name while the operator lends no
+// identity (refused, the message naming mention, no cluster created), then with
+// --allow-ambient-s3-credentials, and returns the one cluster it then creates.
+func (f *restoreFixture) ambientRefusedThenAllowed(t *testing.T, name, mention string) etcdv1beta2.EtcdCluster {
+	t.Helper()
+	f.reconcile(t, name)
+	f.wantCondition(t, name, metav1.ConditionFalse, etcdv1beta2.ReasonAmbientCredentialsRefused, mention)
 	if len(f.clusters(t)) != 0 {
 		t.Fatal("a cluster was created with the operator's identity without its consent")
 	}
-
 	f.r.S3Access = backupstorage.S3Access{AllowAmbient: true, AllowEndpoints: testS3Access.AllowEndpoints}
-	f.reconcile(t, "by-ref")
-	f.wantCondition(t, "by-ref", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting")
+	f.reconcile(t, name)
+	f.wantCondition(t, name, metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "waiting")
 	cs := f.clusters(t)
 	if len(cs) != 1 {
 		t.Fatalf("clusters %d, want 1", len(cs))
 	}
-	src, err := render.Restore(&cs[0])
-	if err != nil || src.S3.CredentialsSource != etcdv1beta2.S3CredentialsEnvironment || src.S3.AWSSecret != "" || src.S3.Path != restoreBucket+"/"+obj.Key {
-		t.Fatalf("restore source %+v (%v), want %s with the pod's own identity", src, err, obj.Key)
-	}
+	return cs[0]
 }

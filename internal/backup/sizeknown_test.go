@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,37 +98,17 @@ func TestS3PutOfWrongSize(t *testing.T) {
 func TestS3UploadOfKnownSizeHoldsNoParts(t *testing.T) {
 	s, _ := s3Store(t)
 	const size = 128 << 20
-	runtime.GC()
-	var base runtime.MemStats
-	runtime.ReadMemStats(&base)
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			if m.HeapInuse > peak.Load() {
-				peak.Store(m.HeapInuse)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
-	obj, err := s.Put(context.Background(), "big", io.LimitReader(&pseudoRandom{r: rand.New(rand.NewPCG(6, 6))}, size), backup.PutOptions{Size: size})
-	close(stop)
-	<-sampled
+	var obj backup.Object
+	var err error
+	growth := heapGrowthDuring(func() {
+		obj, err = s.Put(context.Background(), "big", io.LimitReader(&pseudoRandom{r: rand.New(rand.NewPCG(6, 6))}, size), backup.PutOptions{Size: size})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if obj.Size != size {
 		t.Fatalf("stored %d bytes, want %d", obj.Size, size)
 	}
-	growth := int64(peak.Load()) - int64(base.HeapInuse)
 	t.Logf("heap growth during a %d MiB upload of known size: %.1f MiB", size>>20, float64(growth)/(1<<20))
 	if growth > 10<<20 {
 		t.Errorf("heap grew by %.1f MiB: more than the part buffers a streamed PUT does without", float64(growth)/(1<<20))

@@ -1,10 +1,10 @@
 package planner
 
-// New pods while a change is refused or held. A change of the members' TLS that rule 17
+// New pods while a change is refused or held. A change of the members' TLS that the rollout rule
 // refuses (TLSRefusal), or a field it holds (Pod.Drift.Held: the cluster domain), is
 // kept from running members by restarting none of them. But a pod is also created
 // outside any rollout: a member's pod that went missing comes back on its claim (rule
-// 5), a learner is added to scale up or to replace a dead member (rules 11 and 14). Such
+// 5), a learner is added to scale up or to replace a dead member (the dead-member and scale-up rules). Such
 // a pod rendered from the spec would take the refused change up and join as a member
 // its peers cannot use: plaintext peers among TLS ones, certificates that do not
 // verify, a peer URL under another domain. So while something is refused or held, a

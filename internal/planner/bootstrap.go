@@ -9,7 +9,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// planBootstrap is rule 4: no member list and the cluster never formed.
+// planBootstrap is the bootstrap rule: no member list and the cluster never formed.
 //   - no pods → Bootstrap with all Size members at once in one initial cluster.
 //     Growing a new cluster one member at a time would make the first member a single
 //     point of failure and every later add a membership change. Recorded
@@ -26,7 +26,7 @@ import (
 //
 // The recorded members are used only if they are Size names of the cluster's naming
 // that cover every pod, and a pod with a member ID (bootstrap pods have none) means the
-// cluster formed, whatever status says (formedOnce; Plan then goes on to rule 5).
+// cluster formed, whatever status says (formedOnce; Plan then goes on to the recreate rule).
 func planBootstrap(d Desired, o Observed) Action {
 	ver, err := ParseVersion(d.Version)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Rule 4: a cluster that never formed is bootstrapped all at once, and nothing is
+// The bootstrap rule: a cluster that never formed is bootstrapped all at once, and nothing is
 // deleted while it forms.
 func TestPlanBootstrap(t *testing.T) {
 	runCases(t, []tcase{

@@ -8,7 +8,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// Moving members off cordoned nodes, part of rule 17 (reconfigure.go). A node drain
+// Moving members off cordoned nodes, part of the rollout rule (reconfigure.go). A node drain
 // cordons the node, then evicts its pods through the Eviction API, which the
 // PodDisruptionBudget may refuse (a one-member cluster, or a member already missing).
 // So that a drain neither waits forever nor takes redundancy away, a voter whose pod
@@ -16,9 +16,9 @@ import (
 // a learner (wayReplace), even with a claim: a claim on a node-local volume cannot
 // follow the member to another node, and a pod recreated on it would wait for the
 // cordon to be lifted. The learner's pod lands on another node (the scheduler skips
-// cordoned ones), rule 9 promotes it once caught up, and rule 12 then removes the
+// cordoned ones), the in-flight rule promotes it once caught up, and the scale-down rule then removes the
 // member on the cordoned node (moving leadership first if it leads), deleting its pod
-// and claim only once the new member votes. Rule 17's own limits hold: one member at a
+// and claim only once the new member votes. The rollout rule's own limits hold: one member at a
 // time, only while every member is healthy and Ready, nothing while paused.
 //
 // When the controller found no other schedulable node for the new member's pod
@@ -38,7 +38,7 @@ func (v *view) leaveNodeAction(m *Member) Action {
 			name, m.Name, v.podOf[m.ID].Drift.LeaveNode)}
 }
 
-// stuckOnCordonedNode is rule 17's answer when no member is to be renewed: a Wait that
+// stuckOnCordonedNode is the rollout rule's answer when no member is to be renewed: a Wait that
 // names the voters left on cordoned nodes because no other node could take them.
 func (v *view) stuckOnCordonedNode() (Action, bool) {
 	if !v.o.NoNodeToLeaveTo {

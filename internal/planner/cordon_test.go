@@ -34,7 +34,7 @@ func withNewVoter(o *Observed) {
 	o.Pods = append(o.Pods, Pod{Name: "c-new", MemberID: 9, Phase: PodRunning, Ready: true, Version: v37, CreatedAt: t0.Add(-time.Minute)})
 }
 
-// Rule 17, members on cordoned nodes: add before remove, one at a time.
+// The rollout rule, members on cordoned nodes: add before remove, one at a time.
 func TestPlanLeaveCordonedNode(t *testing.T) {
 	runCases(t, []tcase{
 		{"one member: a learner is added elsewhere", size(1), onCordonedNode(1, 1, false, 1),

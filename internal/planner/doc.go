@@ -25,27 +25,32 @@
 //
 // Plan (planner.go) applies the rules in this order and the first that
 // applies wins. Each file opens its rule with the full text; the reasons
-// actions carry are constants in api/v1beta2/planner_reasons.go.
+// actions carry are constants in api/v1beta2/planner_reasons.go. A rule is
+// called by its name (the word that opens its entry below: the paused, fork,
+// size, recovery, backup-restore, bootstrap, recreate, no-members, quorum,
+// orphan, in-flight, alive-quorum, dead-member, corrupt, scale-down, grace,
+// scale-up, upgrade, maintenance and rollout rules), never by its place in the
+// list, which moves when a rule is added (TestRulesNamedNotNumbered).
 //
 //  1. Paused → Wait. Nothing is touched, not even orphan pods (planner.go).
-//     1b. Fork: the answering members disagree on the cluster ID (Status and
+//     Fork: the answering members disagree on the cluster ID (Status and
 //     MemberList response headers) or on the set of members in their own lists →
 //     Wait(MembershipUnsettled) for ForkSettle, then Wait(Forked) naming the members
 //     outside the largest agreeing group. A member image may force a new cluster; every
 //     rule below reasons about one cluster, so nothing is removed, replaced, recovered
 //     or deleted until they agree (fork.go).
-//  2. Size < 0 → Wait(InvalidSpec): there is no safe move towards an
+//  2. Size: Size < 0 → Wait(InvalidSpec): there is no safe move towards an
 //     impossible target (planner.go).
-//     2b. Size 0, after rule 3's records: hibernation. With claims, every member pod
-//     is stopped (DeletePod with KeepClaim, followers first, the leader last), the
-//     claims, etcd's membership and status's records kept; then Wait(Hibernated).
-//     Without claims → Wait(InvalidSpec); a pod without its claim →
-//     Wait(HibernationRefused), nothing stopped. No rule below runs at size 0; a
-//     size above 0 brings the members back through rule 5 (hibernate.go).
-//  3. A recorded quorum-loss recovery is finished (FinishRecovery), retried
+//     Hibernation: size 0, after the recovery records below. With claims, every
+//     member pod is stopped (DeletePod with KeepClaim, followers first, the leader
+//     last), the claims, etcd's membership and status's records kept; then
+//     Wait(Hibernated). Without claims → Wait(InvalidSpec); a pod without its claim →
+//     Wait(HibernationRefused), nothing stopped. No rule below runs at size 0; a size
+//     above 0 brings the members back through the recreate rule (hibernate.go).
+//  3. Recovery: a recorded quorum-loss recovery is finished (FinishRecovery), retried
 //     (ForceNewCluster) or abandoned (AbortRecovery) before anything else;
 //     nothing of the old cluster is deleted before the new one serves
-//     (recovery.go). Likewise a recorded restore from backup after total loss
+//     (recovery.go). Backup restore, likewise: a recorded restore from backup after total loss
 //     (FinishBackupRestore, RestoreFromBackup again, AbortBackupRestore;
 //     totalloss.go). A record is only the controller's word once its member's pod
 //     carries the controller's signed marker (Pod.RecoveryToken is set only then); a
@@ -53,15 +58,15 @@
 //     (before the pod) whose source is not the best survivor is forgotten, nothing
 //     deleted.
 //
-// Rules 4 to 6 apply when no endpoint answered MemberList:
+// Without a member list (no endpoint answered MemberList):
 //
-//  4. Never formed → Bootstrap all Size members at once, complete an
+//  4. Bootstrap: never formed → Bootstrap all Size members at once, complete an
 //     interrupted bootstrap, or make a bootstrap that never formed follow a
 //     corrected spec: a pod lacking a field only a new pod takes up, whose etcd
 //     never ran, is deleted (with its claim only if never bound and its spec
 //     changed) and created again; a pod's image is corrected in place. Nothing
 //     else is deleted (bootstrap.go).
-//  5. Pods back on their data: a member whose pod is missing while its data
+//  5. Recreate, pods back on their data: a member whose pod is missing while its data
 //     claim exists gets its pod back, same name and ID; a Failed or Succeeded
 //     pod of such a member is deleted first (not its claim). Without a member
 //     list the members are those status recorded (kept while none answers),
@@ -69,33 +74,33 @@
 //     deleted (nodes down) → Wait, never a loss. With a member list it
 //     runs first too, before the quorum rules: it changes no membership and
 //     may bring quorum back (recreate.go).
-//  6. Formed, no member answers → QuorumLost when no pod exists, else Wait
+//  6. No members: formed, no member answers → QuorumLost when no pod exists, else Wait
 //     (a QuorumLost report after QuorumLossGrace); nothing is destructive
 //     without a member list (nomembers.go). With no pod and no claim at all
 //     for QuorumLossGrace, the opt-in and a backup → RestoreFromBackup into one
 //     new member, which scale-up then regrows (totalloss.go).
 //
-// With a member list, after rule 5:
+// With a member list, after the recreate rule:
 //
 //  7. Quorum: fewer than a quorum of voters reachable, or no reachable leader
 //     → Wait, then QuorumLost, or ForceNewCluster from the best survivor with
 //     the opt-in. No rule below runs without quorum (quorum.go).
-//  8. Orphan pods: a pod that a majority of the voters' own member lists
+//  8. Orphan: a pod that a majority of the voters' own member lists
 //     agree has no member → DeletePod, one at a time (orphans.go).
-//  9. One membership change at a time: a learner, an unstarted member or the
+//  9. In-flight, one membership change at a time: a learner, an unstarted member or the
 //     Pending record is finished (CreatePod, PromoteLearner) or abandoned
 //     (RemoveMember) before any other change (inflight.go).
 //  10. Alive quorum: fewer alive voters than a quorum, or the leader not alive
 //     → Wait; every change below needs one (health.go).
-//  11. Dead members: a voter down past its grace → ReplaceMember, the one down
+//  11. Dead member: a voter down past its grace → ReplaceMember, the one down
 //     longest first, only if an alive quorum remains (replace.go). Then
-//     (11b) members etcd's CORRUPT alarm names → ReplaceMember (MoveLeader first
+//     corrupt: members etcd's CORRUPT alarm names → ReplaceMember (MoveLeader first
 //     if one leads), one at a time at full size, only while they are a minority
 //     and the others keep an alive quorum, never the last voter; DisarmAlarm
 //     once they are gone (maintenance.go).
 //  12. Scale down: voters > Size → RemoveMember (MoveLeader first if the
 //     victim leads) (scaledown.go).
-//  13. Members within their grace → Wait: their grace decides, not a
+//  13. Grace: members within their grace → Wait: their grace decides, not a
 //     scale-up or upgrade step (unhealthy.go).
 //  14. Scale up: voters < Size → AddLearner, one at a time (scaleup.go).
 //  15. Upgrade within the allowed skew, followers first and the leader last,
@@ -114,18 +119,18 @@
 //     migrated every member's storage, then the members one at a time as above; etcd's
 //     downgrade enabled while spec.version is not its target → CancelDowngrade; any
 //     other minor or major step down → RefuseUpgrade(DowngradeRefused) (downgrade.go).
-//  16. Maintenance, only when rule 15 is Done: NOSPACE remediation (Compact,
+//  16. Maintenance, only when the upgrade rule is Done: NOSPACE remediation (Compact,
 //     Defragment every voter, DisarmAlarm once every database is 10% below its
 //     quota), then a recorded defragmentation run, a due schedule slot or a
 //     member past the threshold → Defragment, one member at a time, followers
 //     first, the leader last after MoveLeader (maintenance.go).
-//  17. Rolling reconfiguration, once nothing is left to upgrade (or the upgrade
+//  17. Rollout, a rolling reconfiguration, once nothing is left to upgrade (or the upgrade
 //     is refused) and no maintenance step is due: member pods not on the current spec (Pod.Drift) get it one
 //     member at a time behind the upgrade's health gate: metadata patched in
 //     place (PatchPodMetadata); else followers first, the leader last after
 //     MoveLeader, a new pod on the member's claim (DeletePod with KeepClaim, then
-//     rule 5), or, without a claim or below three voters, a learner added first
-//     (AddLearner; rule 9 promotes it, rule 12 removes the drifted member)
+//     the recreate rule), or, without a claim or below three voters, a learner added first
+//     (AddLearner; the in-flight rule promotes it, the scale-down rule removes the drifted member)
 //     (reconfigure.go). A voter whose pod is on a cordoned node (a drain) is
 //     moved the same way, always through a learner, even with a claim; with no
 //     other node to go to → Wait(NoNodeToLeaveTo) (cordon.go). TLS first: a
@@ -142,10 +147,10 @@
 //
 // # Precedence decisions
 //
-// Membership repair (rules 9–11) comes before scaling, and scaling before
+// Membership repair (the in-flight, alive-quorum, dead-member and corrupt rules) comes before scaling, and scaling before
 // upgrading. A scale change made during a rolling upgrade is applied between
 // two upgrade steps: each step ends only when the restarted member is alive
-// again (rule 13), so a restart and a membership change are never in flight
+// again (the grace rule), so a restart and a membership change are never in flight
 // together. New members are created on the desired version when its skew is
 // allowed, otherwise on the highest version running, so a refused upgrade
 // never blocks repairs.

@@ -21,7 +21,7 @@ type Downgrade struct {
 // 3.5's downgrade targets 3.4, which this operator does not run (MinSupportedVersion).
 const minDowngradeFromMinor = 6
 
-// planDowngrade is part of rule 15 (upgrade.go), before the skew check: spec.version one
+// planDowngrade is part of the upgrade rule (upgrade.go), before the skew check: spec.version one
 // minor below what the members run, or etcd's downgrade enabled. Reached only with the
 // cluster fully healthy, at full size and nothing in flight:
 //   - etcd's downgrade enabled and spec.version not its target (the user went back up)

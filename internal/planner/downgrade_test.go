@@ -3,9 +3,11 @@ package planner
 import (
 	"testing"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// Rule 15, downgrades (downgrade.go): one minor down through etcd's downgrade API.
+// The upgrade rule, downgrades (downgrade.go): one minor down through etcd's downgrade API.
 func TestPlanDowngrade(t *testing.T) {
 	const v35 = "3.5.36"
 	to := func(v string) func() Desired { return func() Desired { d := desired(3); d.Version = v; return d } }
@@ -110,7 +112,7 @@ func TestPlanDowngrade(t *testing.T) {
 		{"a target patch older than the one etcd pairs with 3.6 is refused", to("3.5.21"), on36("3.6.0", nil),
 			want{kind: RefuseUpgrade, reason: "DowngradeRefused", check: wantMessage("3.5.32 or later")}},
 		{"a major change down is refused", to("2.3.8"), on36("3.6.0", nil), want{kind: RefuseUpgrade, reason: "DowngradeRefused", check: wantMessage("major")}},
-		{"an unhealthy member holds the downgrade (rule 13 first)", to(v35), func() Observed {
+		{"an unhealthy member holds the downgrade (the grace rule first)", to(v35), func() Observed {
 			o := on36("3.5.0", enabled)()
 			unreachable(&o, 3, t0.Add(-time.Second))
 			return o
@@ -151,7 +153,7 @@ func TestSummaryDowngrade(t *testing.T) {
 	}
 	s := Summarize(d, o, Plan(d, o))
 	for _, c := range s.Conditions {
-		if c.Type == ConditionUpgrading && (c.Reason != "Downgrading" || !c.Status) {
+		if c.Type == v1beta2.ClusterConditionUpgrading && (c.Reason != "Downgrading" || !c.Status) {
 			t.Fatalf("Upgrading condition = %+v, want True/Downgrading", c)
 		}
 	}

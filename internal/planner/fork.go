@@ -114,7 +114,7 @@ func DetectFork(o Observed) *Fork {
 // an orphan on its word alone. A membership the operator shrank itself is confirmed by a
 // quorum of the old one. Not while a recovery or a restore from backup is recorded: the
 // controller then observes only the new cluster, beside every old pod, on purpose (their
-// records are judged by rule 3 on the operator's signed markers).
+// records are judged by the recovery and backup-restore rules on the operator's signed markers).
 func unconfirmedShrink(o Observed, name func(uint64) string) *Fork {
 	if !o.MembersKnown || len(o.Members) == 0 || o.Recovery != nil || o.BackupRestore != nil {
 		return nil
@@ -226,7 +226,7 @@ func describe(groups map[string][]uint64, name func(uint64) string, format strin
 	return strings.Join(parts, "; ")
 }
 
-// planFork is rule 1b: while the answering members disagree on cluster ID or membership,
+// planFork is the fork rule: while the answering members disagree on cluster ID or membership,
 // Wait; nothing is created, removed or deleted. Within ForkSettle of the disagreement
 // first being seen (Observed.ForkSince) → Wait(MembershipUnsettled); after →
 // Wait(Forked), naming the members outside the largest agreeing group.

@@ -61,7 +61,7 @@ func naming(want ...string) func(t *testing.T, a Action) {
 	}
 }
 
-// Rule 1b: a fork stops every step, whichever rule would act on the cluster otherwise.
+// The fork rule: a fork stops every step, whichever rule would act on the cluster otherwise.
 // Each case is something today's rules act on destructively (a drifted member restarted,
 // a dead member replaced, an orphan deleted, a member removed, a new cluster forced),
 // with member 3 forked.

@@ -8,9 +8,9 @@ import (
 )
 
 // How the planner judges a member (see "Vocabulary" in the package documentation),
-// and rule 10, which needs the cluster alive before any change.
+// and the alive-quorum rule, which needs the cluster alive before any change.
 
-// planAliveQuorum is rule 10: fewer alive voters than a quorum, or the leader not
+// planAliveQuorum is the alive-quorum rule: fewer alive voters than a quorum, or the leader not
 // alive → Wait. Every change after this rule must leave an alive quorum, so it needs
 // one now.
 func (v *view) planAliveQuorum() (Action, bool) {
@@ -65,7 +65,7 @@ func (v *view) grace(m *Member) time.Duration {
 		return v.d.ReplaceGoneAfter
 	}
 	// A member whose data is on a claim gets its pod back once the old one is gone
-	// (rule 5); only if that does not happen (a pod stuck terminating on a lost node,
+	// (the recreate rule); only if that does not happen (a pod stuck terminating on a lost node,
 	// a claim that cannot be attached) is it replaced, after the long grace.
 	return v.d.ReplaceUnhealthyAfter
 }

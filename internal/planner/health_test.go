@@ -4,7 +4,7 @@ import (
 	"testing"
 )
 
-// Rule 10: no change without an alive quorum.
+// The alive-quorum rule: no change without an alive quorum.
 func TestPlanAliveQuorum(t *testing.T) {
 	runCases(t, []tcase{
 		{"reachable quorum but pods gone: degraded wait", size(3), func() Observed {

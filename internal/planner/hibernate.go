@@ -8,7 +8,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// Rule 2b: hibernation (spec.size 0).
+// The hibernation rule (spec.size 0).
 //
 // Size 0 on a cluster whose members keep their data on claims stops every member pod and
 // keeps everything else: the claims (their data), etcd's membership (no member is
@@ -26,13 +26,13 @@ import (
 //     stopped without quorum restarts on the same data.
 //   - Pods still terminating → Wait(Hibernating); none left → Wait(Hibernated).
 //
-// A size above 0 again is the ordinary path: with no member answering, rule 5 gives every
+// A size above 0 again is the ordinary path: with no member answering, the recreate rule gives every
 // recorded member with a claim its pod back (recreate.go), same name, same member ID,
 // same data; once they answer, a size that differs from the members' number is reached by
-// the scale rules, one member at a time (rules 12 and 14). A cluster that never formed
-// bootstraps at the new size (rule 4).
+// the scale rules, one member at a time (the scale-down and scale-up rules). A cluster that never formed
+// bootstraps at the new size (the bootstrap rule).
 //
-// It comes after a recorded recovery or restore (rule 3), which is finished or abandoned
+// It comes after a recorded recovery or restore (the recovery or backup-restore rule), which is finished or abandoned
 // first: stopping the pods under it would leave its record unprovable.
 func planHibernate(d Desired, o Observed) Action {
 	if !d.DataOnClaims {
@@ -122,12 +122,12 @@ func summarizeHibernation(a Action, s *Summary) {
 		return
 	}
 	if a.Reason == v1beta2.ReasonHibernated {
-		s.Phase = string(v1beta2.ClusterPhaseHibernated)
+		s.Phase = v1beta2.ClusterPhaseHibernated
 	}
 	s.Conditions = []Condition{
-		{Type: ConditionAvailable, Reason: a.Reason, Message: a.Message},
-		{Type: ConditionRecovering, Reason: v1beta2.ReasonNothingToRepair, Message: "no member is being repaired"},
-		{Type: ConditionScaling, Status: a.Reason == v1beta2.ReasonHibernating, Reason: a.Reason, Message: a.Message},
-		{Type: ConditionUpgrading, Reason: a.Reason, Message: "no member runs while the cluster is hibernated"},
+		{Type: v1beta2.ClusterConditionAvailable, Reason: a.Reason, Message: a.Message},
+		{Type: v1beta2.ClusterConditionRecovering, Reason: v1beta2.ReasonNothingToRepair, Message: "no member is being repaired"},
+		{Type: v1beta2.ClusterConditionScaling, Status: a.Reason == v1beta2.ReasonHibernating, Reason: a.Reason, Message: a.Message},
+		{Type: v1beta2.ClusterConditionUpgrading, Reason: a.Reason, Message: "no member runs while the cluster is hibernated"},
 	}
 }

@@ -3,10 +3,12 @@ package planner
 import (
 	"testing"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// Rule 2b: size 0 stops the pods on their claims, keeps the membership, and a size above
-// 0 brings the same members back through rule 5.
+// The hibernation rule: size 0 stops the pods on their claims, keeps the membership, and a size above
+// 0 brings the same members back through the recreate rule.
 
 func hibernating() Desired { d := desired(0); d.DataOnClaims = true; return d }
 
@@ -101,7 +103,7 @@ func TestPlanHibernate(t *testing.T) {
 		{"negative size is still invalid", func() Desired { d := desired(-1); d.DataOnClaims = true; return d }, claimed,
 			want{kind: Wait, reason: "InvalidSpec"}},
 
-		// Resume: rule 5 puts the recorded members back on their claims.
+		// Resume: the recreate rule puts the recorded members back on their claims.
 		{"resume: the first recorded member gets its pod back", func() Desired { d := desired(3); d.DataOnClaims = true; return d }, stopped,
 			want{kind: CreatePod, name: mname(1), reason: "RecreatingPod"}},
 		{"resume to a smaller size first brings every member back", func() Desired { d := desired(1); d.DataOnClaims = true; return d }, func() Observed {
@@ -126,7 +128,7 @@ func TestPlanHibernate(t *testing.T) {
 }
 
 func TestSummarizeHibernation(t *testing.T) {
-	cond := func(s Summary, typ string) Condition {
+	cond := func(s Summary, typ v1beta2.ClusterConditionType) Condition {
 		for _, c := range s.Conditions {
 			if c.Type == typ {
 				return c
@@ -142,16 +144,16 @@ func TestSummarizeHibernation(t *testing.T) {
 	if s.Phase != "Hibernated" || s.Reason != "Hibernated" {
 		t.Errorf("stopped: phase %q reason %q, want Hibernated", s.Phase, s.Reason)
 	}
-	if av := cond(s, ConditionAvailable); av.Status || av.Reason != "Hibernated" {
+	if av := cond(s, v1beta2.ClusterConditionAvailable); av.Status || av.Reason != "Hibernated" {
 		t.Errorf("stopped: Available %+v, want False/Hibernated", av)
 	}
-	if sc := cond(s, ConditionScaling); sc.Status || sc.Reason != "Hibernated" {
+	if sc := cond(s, v1beta2.ClusterConditionScaling); sc.Status || sc.Reason != "Hibernated" {
 		t.Errorf("stopped: Scaling %+v, want False/Hibernated", sc)
 	}
-	if rec := cond(s, ConditionRecovering); rec.Status {
+	if rec := cond(s, v1beta2.ClusterConditionRecovering); rec.Status {
 		t.Errorf("stopped: Recovering %+v, want False", rec)
 	}
-	// The record rule 5 reads back: the members stay listed while none runs.
+	// The record the recreate rule reads back: the members stay listed while none runs.
 	if got := s.UnreadyMembers; len(got) != 3 || got[0] != mname(1) {
 		t.Errorf("stopped: unready members %v, want the three recorded", got)
 	}
@@ -161,10 +163,10 @@ func TestSummarizeHibernation(t *testing.T) {
 	if s.Phase != "Running" {
 		t.Errorf("stopping: phase %q, want Running until every pod is gone", s.Phase)
 	}
-	if sc := cond(s, ConditionScaling); !sc.Status || sc.Reason != "Hibernating" {
+	if sc := cond(s, v1beta2.ClusterConditionScaling); !sc.Status || sc.Reason != "Hibernating" {
 		t.Errorf("stopping: Scaling %+v, want True/Hibernating", sc)
 	}
-	if av := cond(s, ConditionAvailable); av.Status || av.Reason != "Hibernating" {
+	if av := cond(s, v1beta2.ClusterConditionAvailable); av.Status || av.Reason != "Hibernating" {
 		t.Errorf("stopping: Available %+v, want False/Hibernating", av)
 	}
 
@@ -174,7 +176,7 @@ func TestSummarizeHibernation(t *testing.T) {
 	if s.Phase != "Running" || s.Reason != "HibernationRefused" {
 		t.Errorf("refused: phase %q reason %q", s.Phase, s.Reason)
 	}
-	if av := cond(s, ConditionAvailable); !av.Status {
+	if av := cond(s, v1beta2.ClusterConditionAvailable); !av.Status {
 		t.Errorf("refused: Available %+v, want True (nothing stopped)", av)
 	}
 }

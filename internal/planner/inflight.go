@@ -8,13 +8,13 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// planInFlight is rule 9: one membership change at a time. A learner, a member that
+// planInFlight is the in-flight rule: one membership change at a time. A learner, a member that
 // has not started, or the Pending record is an in-flight change. It is finished or
 // abandoned before any other membership change, in this order:
 //   - a learner no longer needed (voters that are not dead >= Size) → RemoveMember;
 //     dead voters are about to be replaced, so a learner in flight when a voter died
-//     still fills the gap. A learner that replaces a drifted voter in a rollout (rule
-//     16) is needed: it is finished, and rule 12 then removes the drifted voter.
+//     still fills the gap. A learner that replaces a drifted voter in a rollout (the
+//     rollout rule) is needed: it is finished, and the scale-down rule then removes the drifted voter.
 //   - Pending older than LearnerTimeout → RemoveMember (stuck learner).
 //   - its pod gone for ReplaceGoneAfter → RemoveMember.
 //   - no pod, not started, name known from Pending → CreatePod (the pod joins the
@@ -27,7 +27,7 @@ import (
 //     leader's and at least 90% of it, etcd's own promotion check) → PromoteLearner;
 //     otherwise Wait.
 //
-// Removals and promotions also need rule 10's alive quorum. Removing a learner never
+// Removals and promotions also need the alive-quorum rule's alive quorum. Removing a learner never
 // changes the voter quorum, so abandoning one is always safe, and the next attempt uses
 // a new name. The Pending record is cleared (Action.ClearPending, decided in newView)
 // once its member is a started voter, or has been missing from the list for

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Rule 9: the in-flight learner is started, promoted or abandoned before any other
+// The in-flight rule: the in-flight learner is started, promoted or abandoned before any other
 // membership change.
 func TestPlanInFlight(t *testing.T) {
 	runCases(t, []tcase{

@@ -11,8 +11,8 @@ import (
 )
 
 // Space management: defragmentation on a schedule or past a threshold, NOSPACE
-// remediation (rule 16, planMaintenance) and the replacement of a member etcd found
-// CORRUPT (rule 11b, planCorrupt).
+// remediation (the maintenance rule, planMaintenance) and the replacement of a member etcd found
+// CORRUPT (the corrupt rule, planCorrupt).
 
 // Alarm types, as etcd's AlarmList names them.
 const (
@@ -86,7 +86,7 @@ type MaintenanceRun struct {
 	Done []uint64
 }
 
-// planMaintenance is rule 16, reached only when rule 15 found nothing to do: every member
+// planMaintenance is the maintenance rule, reached only when the upgrade rule found nothing to do: every member
 // healthy on the desired version, at full size, nothing in flight.
 //   - NOSPACE raised → compact at the current revision, defragment every voter whose
 //     database etcd reports over the disarm line (followers first, by name; the leader
@@ -299,9 +299,9 @@ func (v *view) maxRevision() int64 {
 	return rev
 }
 
-// planCorrupt is rule 11b: etcd's CORRUPT alarm names members whose data differs from
+// planCorrupt is the corrupt rule: etcd's CORRUPT alarm names members whose data differs from
 // their peers'. While it is raised the cluster takes no writes.
-//   - a named member still in the cluster is replaced (RemoveMember; rule 14 adds a new
+//   - a named member still in the cluster is replaced (RemoveMember; the scale-up rule adds a new
 //     learner that syncs from the leader), one at a time, only while the named members
 //     are a minority of the voters (the others hold the healthy copy), the alive voters
 //     not named keep a quorum of the voters left, and it is not the last voter; a named
@@ -331,7 +331,7 @@ func (v *view) planCorrupt() (Action, bool) {
 		}
 	}
 	if len(v.voters) < v.d.Size {
-		// A replacement is still to be added (rule 14): never two at a time.
+		// A replacement is still to be added (the scale-up rule): never two at a time.
 		return Action{}, false
 	}
 	if len(named) == 0 {

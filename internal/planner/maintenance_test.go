@@ -58,7 +58,7 @@ func full(o *Observed) {
 	}
 }
 
-// Rule 16: scheduled and threshold-triggered defragmentation.
+// The maintenance rule: scheduled and threshold-triggered defragmentation.
 func TestPlanDefragmentation(t *testing.T) {
 	due := func(o *Observed) { o.Space.ScheduleDue = true }
 	runCases(t, []tcase{
@@ -109,7 +109,7 @@ func TestPlanDefragmentation(t *testing.T) {
 	})
 }
 
-// Rule 16: NOSPACE remediation.
+// The maintenance rule: NOSPACE remediation.
 func TestPlanNoSpace(t *testing.T) {
 	rev := func(r int64) func(*Observed) {
 		return func(o *Observed) {
@@ -179,7 +179,7 @@ func TestPlanNoSpace(t *testing.T) {
 	})
 }
 
-// Rule 11b: a member etcd found CORRUPT is replaced from its healthy peers.
+// The corrupt rule: a member etcd found CORRUPT is replaced from its healthy peers.
 func TestPlanCorrupt(t *testing.T) {
 	corrupt := func(ids ...uint64) func(*Observed) { return func(o *Observed) { raise(o, AlarmCorrupt, ids...) } }
 	runCases(t, []tcase{

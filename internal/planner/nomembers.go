@@ -7,9 +7,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// planNoMembers is rule 6: a cluster that has formed (bootstrapped, or a pod proves
+// planNoMembers is the no-members rule: a cluster that has formed (bootstrapped, or a pod proves
 // it) of which no endpoint answered MemberList, and no pod to put back on its data
-// (rule 5).
+// (the recreate rule).
 //   - no pod at all → QuorumLost: the data is gone; only a restore can help, and
 //     re-bootstrapping would silently serve an empty cluster under the old name.
 //   - pods exist → Wait, or QuorumLost (a report only) once every pod has been unready

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Rule 6: a formed cluster of which no endpoint answers is waited for or reported
+// The no-members rule: a formed cluster of which no endpoint answers is waited for or reported
 // lost, never re-created.
 func TestPlanNoMembers(t *testing.T) {
 	runCases(t, []tcase{

@@ -6,7 +6,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// planOrphan is rule 8: a pod with no matching member that is not the pending member's
+// planOrphan is the orphan rule: a pod with no matching member that is not the pending member's
 // pod → one DeletePod at a time, and only when a majority of the voters, each asked for
 // its own member list (Observed.MemberLists), lists no member for the pod: never on one
 // member's word, which may be stale or wrong. Never before Bootstrapped; never a pod

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Rule 8: orphan pods go one at a time, only when a majority of the voters agree.
+// The orphan rule: orphan pods go one at a time, only when a majority of the voters agree.
 func TestPlanOrphans(t *testing.T) {
 	runCases(t, []tcase{
 		{"orphan pod is deleted", size(3), func() Observed {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Rules 1 and 2, and healthy clusters of every size, which pass every rule to Done.
+// The paused and size rules, and healthy clusters of every size, which pass every rule to Done.
 func TestPlanBasics(t *testing.T) {
 	runCases(t, []tcase{
 		{"paused healthy cluster", func() Desired { d := desired(3); d.Paused = true; return d },

@@ -117,7 +117,7 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 	leaderAlive := leader != nil && !leader.IsLearner && alive(leader)
 	membersKnown := o.MembersKnown && len(o.Members) > 0
 
-	// A rollout (rule 17) renews drifted pods only in a fully healthy cluster at its
+	// A rollout (the rollout rule) renews drifted pods only in a fully healthy cluster at its
 	// size with nothing in flight, and never while a field is held.
 	held, driftedVoter := false, false
 	for _, p := range o.Pods {
@@ -800,7 +800,7 @@ func perturbedState(r *rand.Rand) (Desired, Observed) {
 	} else {
 		witnessed(&o)
 	}
-	if r.Intn(5) == 0 && len(o.Pods) > 0 { // a pod not on the current spec: rule 17's input
+	if r.Intn(5) == 0 && len(o.Pods) > 0 { // a pod not on the current spec: the rollout rule's input
 		p := &o.Pods[r.Intn(len(o.Pods))]
 		p.Drift = pick(r, Drift{Fields: []string{"pod.labels"}, Metadata: true},
 			Drift{Fields: []string{"pod.resources"}, NewPod: true})

@@ -8,7 +8,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// planQuorum is rule 7: fewer than Quorum(voters) voters reachable, or no reachable
+// planQuorum is the quorum rule: fewer than Quorum(voters) voters reachable, or no reachable
 // leader.
 //   - a quorum is reachable but there is no leader → Wait: an election takes seconds.
 //   - the leader is reachable but fewer voters than a quorum → Wait
@@ -22,7 +22,7 @@ import (
 //     entry is on a majority of voters, so that voter holds everything that survived;
 //     learners are not in that majority and may lag, so they are never the source. The
 //     controller records the recovery (source, its revision, a new member name) before
-//     acting, and rule 3 takes over.
+//     acting, and the recovery rule takes over.
 //
 // A member list without a voting member is refused (Wait). Without quorum no
 // membership change is even possible, and guessing would risk the data, so no rule

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Rule 7: without a reachable quorum and leader the planner waits, reports, or with
+// The quorum rule: without a reachable quorum and leader the planner waits, reports, or with
 // the opt-in recovers from the best survivor.
 func TestPlanQuorumLoss(t *testing.T) {
 	optIn := func(n int) func() Desired {

@@ -8,10 +8,10 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// Rule 16: rolling reconfiguration. Member pods created from an older spec (their
+// The rollout rule: rolling reconfiguration. Member pods created from an older spec (their
 // Drift, which the controller derives from the spec fingerprint on each pod) are moved
 // onto the current spec one member at a time, with the upgrade's safety. It runs only
-// where rule 15 found nothing to upgrade (Done) or refused the upgrade, so the cluster
+// where the upgrade rule found nothing to upgrade (Done) or refused the upgrade, so the cluster
 // is fully healthy, at full size, with nothing in flight:
 //   - a voter that answers but names no leader, or whose pod is not Ready → Wait: the
 //     health gate between two steps, as between two upgrade restarts.
@@ -23,11 +23,11 @@ import (
 //   - a change only a new pod gets, followers first by name, the leader last after
 //     MoveLeader to a voter already on the current spec:
 //   - with a data claim, in a cluster that keeps its quorum without the member →
-//     DeletePod (KeepClaim): rule 5 gives the member its pod back on its claim, same
+//     DeletePod (KeepClaim): the recreate rule gives the member its pod back on its claim, same
 //     name, ID and data, rendered from the current spec;
 //   - otherwise (no claim, or one or two voters, which lose quorum when one restarts)
-//     → AddLearner under a new name; rule 9 keeps that learner and promotes it once
-//     caught up (learnerReplacesDrifted), and rule 12 then removes a drifted voter,
+//     → AddLearner under a new name; the in-flight rule keeps that learner and promotes it once
+//     caught up (learnerReplacesDrifted), and the scale-down rule then removes a drifted voter,
 //     moving leadership off it first (scaledown.go): add before remove, so redundancy
 //     never drops.
 //
@@ -79,7 +79,7 @@ func (v *view) heldFields() []string {
 	return out
 }
 
-// planReconfigure is rule 17 (see above).
+// planReconfigure is the rollout rule (see above).
 func (v *view) planReconfigure() (Action, bool) {
 	if a, held := v.tlsGate(); held { // tls.go
 		return a, true
@@ -182,8 +182,8 @@ func (v *view) drifted() map[uint64]bool {
 	return out
 }
 
-// learnerReplacesDrifted tells rule 9 that a learner beyond the size is the new member
-// of a rollout: exactly Size live voters, one of which rule 17 would replace through a
+// learnerReplacesDrifted tells the in-flight rule that a learner beyond the size is the new member
+// of a rollout: exactly Size live voters, one of which the rollout rule would replace through a
 // learner, and nothing held. Such a learner is finished (promoted), not abandoned; rule
 // 12 then removes the drifted voter.
 func (v *view) learnerReplacesDrifted(live int) bool {

@@ -49,7 +49,7 @@ func wantKeepClaim(t *testing.T, a Action) {
 	}
 }
 
-// Rule 16: rolling reconfiguration.
+// The rollout rule: rolling reconfiguration.
 func TestPlanReconfigure(t *testing.T) {
 	runCases(t, []tcase{
 		{"nothing drifted: done", size(3), func() Observed { return cluster(3) }, want{kind: Done}},

@@ -6,7 +6,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// planRecovery is rule 3: a recorded recovery (Observed.Recovery) is finished before
+// planRecovery is the recovery rule: a recorded recovery (Observed.Recovery) is finished before
 // anything else. The new member's pod copies the source's data (a snapshot streams
 // without quorum) and bootstraps a one-member cluster under a new token, so no old
 // member can join it; the controller dials only that member meanwhile.
@@ -15,7 +15,7 @@ import (
 //     later plans regrow by scale-up).
 //   - the opt-in was withdrawn, the new pod is gone, the source pod is gone while the
 //     new pod is still Pending (its copy step not done), or RecoveryTimeout has passed
-//     → AbortRecovery (delete the new pod, forget the recovery; rule 7 may then start
+//     → AbortRecovery (delete the new pod, forget the recovery; the quorum rule may then start
 //     another attempt).
 //   - no new pod yet → ForceNewCluster again with the recorded values.
 //   - otherwise Wait.
@@ -119,7 +119,7 @@ func recoveryRecordInvalid(d Desired, o Observed, newPod *Pod) string {
 	if m := v.byID[r.SourceID]; m == nil || m.IsLearner || m.Name != r.Source || !v.alive(m) {
 		return fmt.Sprintf("%s (%x) is not an alive voting member", r.Source, r.SourceID)
 	}
-	// The source is the one rule 7 picks (the survivor with the most data), never one a
+	// The source is the one the quorum rule picks (the survivor with the most data), never one a
 	// record chose: a lagging survivor would lose committed writes.
 	if a.From != r.SourceID {
 		return fmt.Sprintf("%s is not the survivor with the most data (that is %s)", r.Source, a.Name)

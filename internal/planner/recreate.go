@@ -8,7 +8,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// Rule 5: pods back on their data.
+// The recreate rule: pods back on their data.
 //
 // A started voter whose pod is missing while its data claim exists (a pod deleted or
 // evicted with a PersistentVolumeClaim) → CreatePod with the same name and member ID:
@@ -21,7 +21,7 @@ import (
 // replaced only after ReplaceUnhealthyAfter, not ReplaceGoneAfter (see view.grace):
 // normally its pod disappears first and this rule brings it back.
 
-// planRecreateKnown is rule 5 without a member list: the recorded members with a claim
+// planRecreateKnown is the recreate rule without a member list: the recorded members with a claim
 // get their pods back, so that a cluster whose pods all went (a drain, an eviction wave,
 // every node off) restarts on its data, all members together, as the same cluster.
 //   - no pod → CreatePod, one per plan (the next plan creates the next);
@@ -73,7 +73,7 @@ func planRecreateKnown(d Desired, o Observed) (Action, bool) {
 	}
 	for i := range o.Pods {
 		if !onClaim[o.Pods[i].Name] || !o.Pods[i].Deleting {
-			return Action{}, false // another pod may yet answer: rule 6 decides
+			return Action{}, false // another pod may yet answer: the no-members rule decides
 		}
 	}
 	return wait(v1beta2.ReasonRecreatingPod, fmt.Sprintf("no member answers; pods %s are being deleted (a node that is down keeps its pods until it returns); their members restart on their claims once they are gone",
@@ -81,7 +81,7 @@ func planRecreateKnown(d Desired, o Observed) (Action, bool) {
 }
 
 // planRecreate gives a started voter whose pod is missing (not merely failing) its pod
-// back when its data claim exists (rule 5 with a member list).
+// back when its data claim exists (the recreate rule with a member list).
 func (v *view) planRecreate() (Action, bool) {
 	for _, m := range v.voters {
 		if m.Name == "" || !v.hasClaim(m.Name) {

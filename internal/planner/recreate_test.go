@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
 // withClaims records a data claim for each named member.
@@ -129,12 +131,12 @@ func TestPlanRecreateWithoutMemberList(t *testing.T) {
 			pod(&o, mname(3)).Deleting = true
 			return o
 		}, want{kind: CreatePod, reason: "RecreatingPod", name: mname(2)}},
-		{"a pod being deleted beside a pod that may yet answer: rule 6 decides", size(3), func() Observed {
+		{"a pod being deleted beside a pod that may yet answer: the no-members rule decides", size(3), func() Observed {
 			o := noMemberAnswers(3)
 			pod(&o, mname(1)).Deleting = true
 			return o
 		}, want{kind: QuorumLost, reason: "NoEndpoint"}},
-		{"a pod being deleted, its claim not a recorded member's: rule 6 decides", size(1), func() Observed {
+		{"a pod being deleted, its claim not a recorded member's: the no-members rule decides", size(1), func() Observed {
 			o := noMemberAnswers(1)
 			o.KnownMembers = nil
 			o.Pods[0].Deleting = true
@@ -173,7 +175,7 @@ func TestOutageOnClaimsRestartsFromClaims(t *testing.T) {
 				s := Summarize(d, o, a)
 				status = append(append([]string(nil), s.ReadyMembers...), s.UnreadyMembers...)
 				t.Logf("%s: %v %s: %s (status members %v)", what, a.Kind, a.Reason, a.Message, status)
-				if a.Kind == QuorumLost || s.Phase == PhaseFailed {
+				if a.Kind == QuorumLost || s.Phase == v1beta2.ClusterPhaseFailed {
 					t.Fatalf("%s: reported lost: %v", what, a)
 				}
 				return a

@@ -8,7 +8,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// planDead is rule 11: a voter not alive for longer than its grace — ReplaceGoneAfter
+// planDead is the dead-member rule: a voter not alive for longer than its grace — ReplaceGoneAfter
 // when its pod is missing or gone, ReplaceUnhealthyAfter otherwise (crash-looping,
 // terminated, node not ready, Running but not answering) — is dead → ReplaceMember
 // (remove it and its pod; later plans add a fresh member under a new name, never the

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Rule 11: a voter down past its grace is replaced, the one down longest first.
+// The dead-member rule: a voter down past its grace is replaced, the one down longest first.
 func TestPlanDeadMembers(t *testing.T) {
 	runCases(t, []tcase{
 		{"pod missing beyond gone grace: replace", size(3), func() Observed {

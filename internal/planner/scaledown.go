@@ -7,9 +7,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// planScaleDown is rule 12: voters > Size → remove members that are not alive first
+// planScaleDown is the scale-down rule: voters > Size → remove members that are not alive first
 // (even within their grace: a removal is happening anyway), then members whose pod is
-// not on the current spec (rule 17 replaces such a member by adding one first;
+// not on the current spec (the rollout rule replaces such a member by adding one first;
 // followers by name, the leader last), then
 // the newest pod, then the highest name. If the victim is the leader → MoveLeader to an alive voter first
 // (removing the leader stalls writes for an election). Wait instead if the alive voters
@@ -24,7 +24,7 @@ func (v *view) planScaleDown() (Action, bool) {
 // scaleDown picks the voter to remove and removes it, or moves leadership off it first.
 func (v *view) scaleDown() Action {
 	cands := append([]*Member(nil), v.voters...)
-	drifted := v.drifted() // pods a rollout would renew go first (rule 17)
+	drifted := v.drifted() // pods a rollout would renew go first (the rollout rule)
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		aa, ba := v.alive(a), v.alive(b)

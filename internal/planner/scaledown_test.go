@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Rule 12: the least useful voter goes first, after leadership moved off it.
+// The scale-down rule: the least useful voter goes first, after leadership moved off it.
 func TestPlanScaleDown(t *testing.T) {
 	runCases(t, []tcase{
 		{"scale 5 to 3 removes the newest pod", size(3), func() Observed {

@@ -7,7 +7,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// planScaleUp is rule 14: voters < Size → AddLearner, one at a time. A learner does not
+// planScaleUp is the scale-up rule: voters < Size → AddLearner, one at a time. A learner does not
 // count for quorum while it catches up, so adding one cannot hurt availability.
 func (v *view) planScaleUp() (Action, bool) {
 	if len(v.voters) >= v.d.Size {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Rule 14: one learner at a time, under a name never used before.
+// The scale-up rule: one learner at a time, under a name never used before.
 func TestPlanScaleUp(t *testing.T) {
 	runCases(t, []tcase{
 		{"scale 3 to 5 adds one learner", size(5), func() Observed { return cluster(3) },

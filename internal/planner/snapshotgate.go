@@ -6,7 +6,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// Rule 15's snapshot gate (checked by planUpgrade after the storage wait): a minor step
+// The upgrade rule's snapshot gate (checked by planUpgrade after the storage wait): a minor step
 // into etcd 3.7 or later waits until every voter has taken a raft snapshot past the log
 // written before all members ran the previous minor.
 //

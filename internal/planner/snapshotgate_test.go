@@ -2,7 +2,7 @@ package planner
 
 import "testing"
 
-// Rule 15's snapshot gate: a step into 3.7 waits until every voter has a raft snapshot
+// The upgrade rule's snapshot gate: a step into 3.7 waits until every voter has a raft snapshot
 // past the index by which all members ran 3.6.
 func TestSnapshotGate(t *testing.T) {
 	since := func(minor string, index uint64, applied ...uint64) func() Observed {

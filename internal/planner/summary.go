@@ -8,24 +8,10 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// Condition types, as in the CoreOS v1beta2 status.
-const (
-	ConditionAvailable  = "Available"
-	ConditionRecovering = "Recovering"
-	ConditionScaling    = "Scaling"
-	ConditionUpgrading  = "Upgrading"
-)
-
-// Phases, as in the CoreOS v1beta2 status.
-const (
-	PhaseCreating = "Creating"
-	PhaseRunning  = "Running"
-	PhaseFailed   = "Failed"
-)
-
-// Condition is one status condition; timestamps are the controller's job.
+// Condition is one status condition; timestamps are the controller's job. Its type
+// and the summary's phase are spelled once, in api/v1beta2.
 type Condition struct {
-	Type    string
+	Type    v1beta2.ClusterConditionType
 	Status  bool
 	Reason  string
 	Message string
@@ -33,7 +19,7 @@ type Condition struct {
 
 // Summary is what the controller copies into the cluster status.
 type Summary struct {
-	Phase  string
+	Phase  v1beta2.ClusterPhase
 	Reason string
 	// Conditions always holds Available, Recovering, Scaling, Upgrading in
 	// that order.
@@ -66,7 +52,7 @@ func (v *view) readyVoters() int {
 // leader and quorum, and a quorum of voters have a Ready pod for clients to reach.
 func Summarize(d Desired, o Observed, a Action) Summary {
 	d = d.withDefaults()
-	s := Summary{Phase: PhaseRunning, TargetVersion: d.Version}
+	s := Summary{Phase: v1beta2.ClusterPhaseRunning, TargetVersion: d.Version}
 	if tv, err := ParseVersion(d.Version); err == nil {
 		s.TargetVersion = tv.String()
 	}
@@ -95,16 +81,16 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		}
 	} else {
 		// No member answers: the members recorded last are still the cluster's, none of
-		// them ready. Keeping them is what lets rule 5 put their pods back on their claims
+		// them ready. Keeping them is what lets the recreate rule put their pods back on their claims
 		// once the pods are gone (KnownMembers is read back from this list).
 		s.UnreadyMembers = recordedMembers(o.KnownMembers)
 	}
 
 	switch {
 	case a.Kind == QuorumLost:
-		s.Phase = PhaseFailed
+		s.Phase = v1beta2.ClusterPhaseFailed
 	case !o.Bootstrapped && !known:
-		s.Phase = PhaseCreating
+		s.Phase = v1beta2.ClusterPhaseCreating
 	}
 	if d.Paused {
 		s.Reason = v1beta2.ReasonPaused
@@ -112,7 +98,7 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		s.Reason = a.Reason
 	}
 
-	avail := Condition{Type: ConditionAvailable}
+	avail := Condition{Type: v1beta2.ClusterConditionAvailable}
 	switch {
 	case !known:
 		avail.Reason, avail.Message = v1beta2.ReasonMembersUnknown, "no etcd endpoint answered"
@@ -132,7 +118,7 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 
 	// The False states carry a reason and message too: a condition without one shows as
 	// null to kubectl and to scripts written for CoreOS's operator.
-	rec := Condition{Type: ConditionRecovering, Reason: v1beta2.ReasonNothingToRepair, Message: "no member is being repaired"}
+	rec := Condition{Type: v1beta2.ClusterConditionRecovering, Reason: v1beta2.ReasonNothingToRepair, Message: "no member is being repaired"}
 	switch a.Kind {
 	case ReplaceMember, ForceNewCluster, FinishRecovery, AbortRecovery, QuorumLost,
 		RestoreFromBackup, FinishBackupRestore, AbortBackupRestore:
@@ -146,7 +132,7 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		}
 	}
 
-	scale := Condition{Type: ConditionScaling, Reason: v1beta2.ReasonMembersUnknown, Message: "no etcd endpoint answered"}
+	scale := Condition{Type: v1beta2.ClusterConditionScaling, Reason: v1beta2.ReasonMembersUnknown, Message: "no etcd endpoint answered"}
 	if known {
 		learners := len(v.members) - len(v.voters)
 		scale.Reason, scale.Message = v1beta2.ReasonAtSize, fmt.Sprintf("%d of %d voting members", len(v.voters), d.Size)
@@ -162,7 +148,7 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 		scale.Status, scale.Reason, scale.Message = true, v1beta2.ReasonBootstrapping, a.Message
 	}
 
-	up := Condition{Type: ConditionUpgrading, Reason: v1beta2.ReasonMembersUnknown, Message: "no etcd endpoint answered"}
+	up := Condition{Type: v1beta2.ClusterConditionUpgrading, Reason: v1beta2.ReasonMembersUnknown, Message: "no etcd endpoint answered"}
 	if known {
 		up.Reason, up.Message = v1beta2.ReasonUpToDate, "every member runs "+s.TargetVersion
 		if err := CheckUpgrade(d, o); err != nil && !downgradeAllowed(d, o) { // downgrade.go

@@ -8,11 +8,11 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// Rule 17's TLS part. A pod running on other TLS Secrets than the spec names (Drift.TLS,
+// The rollout rule's TLS part. A pod running on other TLS Secrets than the spec names (Drift.TLS,
 // read off its volumes) is rolled out like any other change only the new pod gets, but
 // only when the change is a rotation, and a proven one:
 //   - rotation: the pod uses peer TLS and client TLS exactly as the spec wants, only
-//     through other Secrets. Rolled out by rule 17 (followers first, the leader last
+//     through other Secrets. Rolled out by the rollout rule (followers first, the leader last
 //     after MoveLeader, the health gate between members, never below quorum), once the
 //     controller proved that old and new certificates trust each other both ways
 //     (Observed.TLSRefused empty), since members on both run side by side meanwhile.
@@ -20,9 +20,9 @@ import (
 //     steps (tlsenable.go) where that can be done safely, else refused.
 //   - anything else changes a scheme: TLS to plaintext, or peer TLS without client TLS
 //     and the reverse. A new pod would advertise URLs its peers and clients cannot
-//     use, so rule 17 restarts nothing and says why (TLSChangeRefused).
+//     use, so the rollout rule restarts nothing and says why (TLSChangeRefused).
 //
-// A refusal holds every restart of rule 17, not only the TLS one: any new pod would be
+// A refusal holds every restart of the rollout rule, not only the TLS one: any new pod would be
 // rendered with the spec's TLS and take the refused change up.
 
 // TLSRefusal is why the pending change of the members' TLS is not rolled out, "" when
@@ -70,7 +70,7 @@ func podList(names []string) string {
 	return "pods " + strings.Join(names, ", ")
 }
 
-// tlsGate holds rule 17 while the members' TLS change is refused.
+// tlsGate holds the rollout rule while the members' TLS change is refused.
 func (v *view) tlsGate() (Action, bool) {
 	if msg := TLSRefusal(v.d, v.o); msg != "" {
 		return wait(v1beta2.ReasonTLSChangeRefused, msg, requeueLong), true

@@ -48,7 +48,7 @@ func plain(o *Observed, ids ...uint64) {
 	}
 }
 
-// Rule 17, TLS part (tls.go).
+// The rollout rule, TLS part (tls.go).
 func TestPlanTLSRotation(t *testing.T) {
 	runCases(t, []tcase{
 		{"proven rotation: a follower first, on its claim", tlsDesired(3), rotating(3, 1, true),

@@ -8,11 +8,11 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// Rule 17, turning TLS on for a running plaintext cluster (spec.TLS with a peer and a
+// The rollout rule, turning TLS on for a running plaintext cluster (spec.TLS with a peer and a
 // server Secret set on a cluster whose members run without). etcd serves plaintext and
 // TLS clients on one port when --listen-client-urls lists both, but a peer listener
 // has one scheme, and a member dials a peer at the URL the membership has for it. So
-// the move takes three steps, each one member at a time with rule 17's safety
+// the move takes three steps, each one member at a time with the rollout rule's safety
 // (followers first, the leader last after MoveLeader, the health gate between members,
 // on its claim so the member keeps its ID and data):
 //  1. every member restarted with the peer and server certificates, still listening

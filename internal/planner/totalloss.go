@@ -9,13 +9,13 @@ import (
 )
 
 // Recovery from total loss: every member's data is gone, so there is no survivor to copy
-// from (rule 7's ForceNewCluster needs one), and only a backup can bring the data back.
+// from (the quorum rule's ForceNewCluster needs one), and only a backup can bring the data back.
 //
 // Total loss is proven only by what cannot hide data: the cluster formed once
 // (Bootstrapped), no endpoint answers, no member pod exists in any state (running,
 // pending, terminating), no member data claim exists, and all of this has held for
 // QuorumLossGrace. A pod or a claim means a member's data may survive, and then nothing is
-// restored over it: pods come back on their claims (rule 5), or the loss is reported.
+// restored over it: pods come back on their claims (the recreate rule), or the loss is reported.
 // With the opt-in (Desired.RestoreFromBackup) and a backup found by the controller
 // (Observed.Backup) the cluster is restored in place: one member, under the cluster's
 // name and Services, bootstraps from the backup under a token of its own; the cluster
@@ -60,7 +60,7 @@ type BackupRestore struct {
 // on restored data), are still bounded by the shorter RecoveryTimeout.
 const DefaultBackupRestoreTimeout = time.Hour
 
-// planTotalLoss is rule 6 when no member pod exists at all.
+// planTotalLoss is the no-members rule when no member pod exists at all.
 //   - a member claim exists → QuorumLost: its data may survive; it is never restored over.
 //   - no opt-in → QuorumLost, naming the backup that could be restored and the opt-in.
 //   - no backup → QuorumLost: nothing to restore from.
@@ -70,7 +70,7 @@ const DefaultBackupRestoreTimeout = time.Hour
 func planTotalLoss(d Desired, o Observed) Action {
 	const lost = "the cluster was formed but no member answers and no member pod exists"
 	if !o.Bootstrapped {
-		// Rule 4 bootstraps a cluster that never formed; never a restore into it.
+		// The bootstrap rule bootstraps a cluster that never formed; never a restore into it.
 		return Action{Kind: QuorumLost, Reason: v1beta2.ReasonAllMembersLost, Message: lost}
 	}
 	if len(o.Claims) > 0 {
@@ -121,7 +121,7 @@ func backupProblemsNote(o Observed) string {
 	return "; passed over: " + strings.Join(o.BackupProblems, "; ")
 }
 
-// planBackupRestore is rule 3b: a recorded restore from backup is finished before
+// planBackupRestore is the backup-restore rule: a recorded restore from backup is finished before
 // anything else.
 //   - the restored member answers, alone, as its own leader, at the backup's revision or
 //     later → FinishBackupRestore; scale-up then regrows the cluster.
@@ -130,7 +130,7 @@ func backupProblemsNote(o Observed) string {
 //   - the opt-in was withdrawn, the member's pod is gone, or its time is up (see
 //     backupRestoreOverdue: DefaultBackupRestoreTimeout while the restore step runs,
 //     RecoveryTimeout otherwise) → AbortBackupRestore, deleting only that member's pod
-//     (it holds nothing but the backup's copy); rule 6 may then start another attempt.
+//     (it holds nothing but the backup's copy); the no-members rule may then start another attempt.
 //   - no pod yet → RestoreFromBackup again with the recorded member.
 //   - otherwise Wait (a failing restore step is reported by PodsHealthy meanwhile).
 func planBackupRestore(d Desired, o Observed) Action {

@@ -16,7 +16,7 @@ func restoreAllowed(n int) func() Desired {
 	return func() Desired { d := desired(n); d.RestoreFromBackup = true; return d }
 }
 
-// Rule 6 with no pod at all: a total loss is restored from a backup only with the
+// The no-members rule with no pod at all: a total loss is restored from a backup only with the
 // opt-in, a backup, no claim, after the grace; every other case is reported or waited.
 func TestPlanTotalLoss(t *testing.T) {
 	runCases(t, []tcase{
@@ -47,7 +47,7 @@ func TestPlanTotalLoss(t *testing.T) {
 		}, want{kind: QuorumLost, reason: "AllMembersLost", check: wantMessage("passed over: EtcdBackup other")}},
 		{"a member claim exists: its data may survive, never restored over", restoreAllowed(3), func() Observed {
 			o := lostCluster()
-			o.KnownMembers = nil // rule 5 would recreate a known member's pod on it
+			o.KnownMembers = nil // the recreate rule would recreate a known member's pod on it
 			o.Claims = []string{"c-old"}
 			return o
 		}, want{kind: QuorumLost, reason: "AllMembersLost", check: wantMessage("claims exist")}},
@@ -108,7 +108,7 @@ func restoring(podPhase PodPhase, token string) func() Observed {
 	}
 }
 
-// Rule 3b: a recorded restore from backup is carried out, finished or abandoned, and a
+// The backup-restore rule: a recorded restore from backup is carried out, finished or abandoned, and a
 // record the pods do not bear out is forgotten without deleting anything.
 func TestPlanBackupRestore(t *testing.T) {
 	serving := func() Observed {

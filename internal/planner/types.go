@@ -284,7 +284,7 @@ type Pod struct {
 	// recovery is in progress; empty on every other pod.
 	RecoveryToken string
 	// Drift is how the pod differs from the current spec (zero: it does not, or only in
-	// ways a rollout leaves alone); rule 17 rolls it out (reconfigure.go).
+	// ways a rollout leaves alone); the rollout rule rolls it out (reconfigure.go).
 	Drift Drift
 	// PeerTLS, ClientTLS: the pod mounts a peer / server TLS Secret, so its etcd runs
 	// with peer / client TLS (read off the pod's volumes, what it actually runs).
@@ -404,7 +404,7 @@ type NewMember struct {
 //	ReplaceMember   ID, Name, DeletePod (remove a dead member; a new one is
 //	                added by later plans under a new name)
 //	DeletePod       Name (orphan pod, with its claim); with KeepClaim, a finished
-//	                pod of a member with a claim (the pod alone, so rule 5 can
+//	                pod of a member with a claim (the pod alone, so the recreate rule can
 //	                recreate it); with Reason CorrectingBootstrap, a pod of a bootstrap
 //	                that never formed, recreated from the spec by Bootstrap (with its
 //	                claim unless KeepClaim)
@@ -465,7 +465,7 @@ type Action struct {
 	// Alarm, on DisarmAlarm: the alarm type (AlarmNoSpace, AlarmCorrupt).
 	Alarm string
 	// AsRunning, on CreatePod and AddLearner: render the new pod with the TLS Secrets
-	// and cluster domain the running members use, not the spec's, which rule 17
+	// and cluster domain the running members use, not the spec's, which the rollout rule
 	// refuses or holds (asrunning.go).
 	AsRunning bool
 	// StepBackup, on the first UpgradeMember of a minor step: the backup taken before
@@ -574,11 +574,11 @@ type Drift struct {
 	// running pod in place.
 	Metadata bool
 	// Held are fields a new pod would take up but whose change cannot be rolled out
-	// yet (TLS secrets, the cluster domain): while any pod has one, rule 17 restarts
+	// yet (TLS secrets, the cluster domain): while any pod has one, the rollout rule restarts
 	// no member.
 	Held []string
 	// TLS: the pod runs on other TLS Secrets than the spec names (tls.go decides whether
-	// that is a rotation rule 17 may roll out, or a change it refuses).
+	// that is a rotation the rollout rule may roll out, or a change it refuses).
 	TLS bool
 	// Claim: the pod's claim was created from another claim spec. Running members keep
 	// their claims; only a bootstrap that never formed recreates a claim that was never

@@ -7,9 +7,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// planWaitUnhealthy is rule 13: any voter down but still within its grace → Wait until
+// planWaitUnhealthy is the grace rule: any voter down but still within its grace → Wait until
 // the soonest grace ends: it may come back, and its grace decides, not an unrelated
-// scale-up or upgrade step. (Past its grace rule 11 has replaced it already.)
+// scale-up or upgrade step. (Past its grace the dead-member rule has replaced it already.)
 func (v *view) planWaitUnhealthy() (Action, bool) {
 	var soonest time.Duration
 	var names []string

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Rule 13: a voter down within its grace is waited for, until the grace ends.
+// The grace rule: a voter down within its grace is waited for, until the grace ends.
 func TestPlanWithinGrace(t *testing.T) {
 	runCases(t, []tcase{
 		{"no add while a member is down within grace", size(5), func() Observed {

@@ -8,7 +8,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// planUpgrade is rule 15, the last: some member's version differs from Version.
+// planUpgrade is the upgrade rule, the last of the membership rules: some member's version differs from Version.
 // Reached only with the cluster fully healthy, at full size and nothing in flight:
 //   - skew: no major change, no minor downgrade, no skipped minor (3.6 → 3.7 ok,
 //     3.5 → 3.7 refused; patch changes either way are fine) → otherwise RefuseUpgrade

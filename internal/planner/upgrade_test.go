@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Rule 15: a rolling upgrade within the allowed skew, followers first, the leader last.
+// The upgrade rule: a rolling upgrade within the allowed skew, followers first, the leader last.
 func TestPlanUpgrade(t *testing.T) {
 	to := func(v string) func() Desired { return func() Desired { d := desired(3); d.Version = v; return d } }
 	runCases(t, []tcase{

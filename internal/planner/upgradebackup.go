@@ -6,7 +6,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// Rule 15's backup before a minor step (checked by planUpgrade after the storage wait
+// The upgrade rule's backup before a minor step (checked by planUpgrade after the storage wait
 // and the snapshot gate, before the first member of a minor step moves): the operator
 // backs the cluster up to its configured EtcdBackup target, so the step can be rolled
 // back with an EtcdRestore from that snapshot.

@@ -6,7 +6,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
-// Rule 15's backup before a minor step: the first member moves only once the step's
+// The upgrade rule's backup before a minor step: the first member moves only once the step's
 // backup is taken (or none can or should be), never while it runs or fails.
 func TestBackupBeforeMinorStep(t *testing.T) {
 	const bname = "c-before-3.7.3-seed"

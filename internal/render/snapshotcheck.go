@@ -18,11 +18,11 @@ import (
 
 // A snapshot check pod runs the checks a member's restore step makes before it writes a
 // data directory (the stored SHA-256, etcd's integrity hash, bbolt's consistency and
-// every key read: restore.VerifyBackup) on one stored backup, so that the operator never
+// every key read: restore.CheckObject) on one stored backup, so that the operator never
 // downloads or parses a tenant's snapshot in its own process. One container
 // (SnapshotCheckContainer, the operator's image, `verify snapshot`) downloads the object
 // into an emptyDir bounded like the container's ephemeral storage, checks it and writes a
-// restore.VerifyResult (the key, the SHA-256 of the bytes checked, the revision) as its
+// restore.CheckResult (the key, the SHA-256 of the bytes checked, the revision) as its
 // termination message. The pod has CPU, memory and ephemeral-storage limits, a deadline,
 // no service-account token and the restricted Pod Security profile; it carries no
 // cluster's labels and no Service selects it.

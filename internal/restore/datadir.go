@@ -73,7 +73,7 @@ func parseNewCluster(lg *zap.Logger, o Options) (newCluster, error) {
 }
 
 // writeDataDir turns the snapshot at snapshotDB(dataDir) into a member's data directory:
-// the snapshot's integrity hash is cut off (it was checked before: VerifySnapshotFile,
+// the snapshot's integrity hash is cut off (it was checked before: CheckSnapshotFile,
 // or the operator's check of these very bytes), the database gets the new cluster's
 // membership, the bumped and compacted revision and the consistent index, and a WAL and
 // raft snapshot record the new cluster's bootstrap. etcd's storage code panics on a

@@ -40,7 +40,7 @@ func TestRestoreEncrypted(t *testing.T) {
 	if _, err := open(key).Put(ctx, "c/enc.db", bytes.NewReader(etcdtest.Snapshot(t, 20)), backup.PutOptions{Compression: backup.CompressionGzip}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := restore.VerifyBackup(ctx, open(key), "c/enc.db", t.TempDir())
+	v, err := restore.CheckObject(ctx, open(key), "c/enc.db", t.TempDir())
 	if err != nil || v.Status.TotalKey == 0 {
 		t.Fatalf("verify with the key: %+v, %v", v.Status, err)
 	}

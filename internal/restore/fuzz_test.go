@@ -121,7 +121,7 @@ func FuzzCheckSnapshot(f *testing.F) {
 		if len(ops) > 200 {
 			ops = ops[:200]
 		}
-		dir := t.TempDir()
+		dir, scratch := t.TempDir(), t.TempDir()
 		store, err := backup.NewFS(dir)
 		if err != nil {
 			t.Fatal(err)
@@ -134,7 +134,7 @@ func FuzzCheckSnapshot(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCheckSnapshotChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), checkChildEnv+"="+dir)
+		cmd.Env = append(os.Environ(), checkChildEnv+"="+dir, checkChildScratchEnv+"="+scratch)
 		out, runErr := cmd.Output()
 		if ctx.Err() != nil {
 			t.Fatalf("the check of mutation %x did not end within a minute", ops)
@@ -158,8 +158,14 @@ func FuzzCheckSnapshot(f *testing.F) {
 	})
 }
 
-// checkChildEnv names the store directory TestCheckSnapshotChild checks snap.db of.
-const checkChildEnv = "ETCD_OPERATOR_FUZZ_CHECK_DIR"
+// checkChildEnv names the store directory TestCheckSnapshotChild checks snap.db of;
+// checkChildScratchEnv the directory it downloads into. Both are the parent's t.TempDir:
+// a child that dies of a fault (the point of the fuzz test) runs no clean-up of its own,
+// so a t.TempDir of the child's would stay in /tmp.
+const (
+	checkChildEnv        = "ETCD_OPERATOR_FUZZ_CHECK_DIR"
+	checkChildScratchEnv = "ETCD_OPERATOR_FUZZ_CHECK_SCRATCH"
+)
 
 const childResultPrefix = "CHECK-RESULT "
 
@@ -174,17 +180,17 @@ func TestCheckSnapshotChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := CheckSnapshot(context.Background(), store, "snap.db", t.TempDir())
+	res := CheckSnapshot(context.Background(), store, "snap.db", os.Getenv(checkChildScratchEnv))
 	fmt.Printf("\n%s%s\n", childResultPrefix, res.Encode())
 }
 
 // childResult finds the child's result line.
-func childResult(out []byte) (VerifyResult, bool) {
+func childResult(out []byte) (CheckResult, bool) {
 	for _, line := range strings.Split(string(out), "\n") {
 		if rest, ok := strings.CutPrefix(line, childResultPrefix); ok {
-			r, err := ParseVerifyResult(rest)
+			r, err := ParseCheckResult(rest)
 			return r, err == nil
 		}
 	}
-	return VerifyResult{}, false
+	return CheckResult{}, false
 }

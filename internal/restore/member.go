@@ -16,7 +16,7 @@ import (
 // the source of a quorum-loss recovery. A member without quorum still streams a snapshot
 // of its own backend, so the surviving member with the most data can seed a new cluster.
 // There is no stored checksum here; the restore checks the hash etcd appends to every
-// snapshot it streams (VerifySnapshotFile).
+// snapshot it streams (CheckSnapshotFile).
 type MemberSource struct {
 	// Endpoint is the member's client URL.
 	Endpoint string

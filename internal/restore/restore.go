@@ -41,10 +41,10 @@ type Options struct {
 	Latest bool
 	// SHA256, if set, pins the exact backup the restore was planned with: it must equal
 	// the checksum recorded with the object, or for an object without one (e.g. written
-	// by CoreOS's operator) the SHA-256 of its bytes as read (VerifyBackup's Pin).
+	// by CoreOS's operator) the SHA-256 of its bytes as read (CheckObject's Pin).
 	SHA256 string
-	// PinVerified says SHA256 is a VerifyBackup's Pin: the operator ran
-	// VerifySnapshotFile on exactly the bytes with that SHA-256 before it planned the
+	// PinVerified says SHA256 is a CheckObject's Pin: the operator ran
+	// CheckSnapshotFile on exactly the bytes with that SHA-256 before it planned the
 	// restore. The snapshot checks (etcd's integrity hash, bbolt's consistency, every
 	// key read) are then not run again here, but only on proof that the bytes
 	// downloaded are those bytes (their SHA-256, as read, equals SHA256).
@@ -133,7 +133,7 @@ func Restore(ctx context.Context, o Options) (Result, error) {
 	// critical path of every member's start.
 	reused := o.PinVerified && pinProven
 	if !reused {
-		if _, err := VerifySnapshotFile(db.Name()); err != nil {
+		if _, err := CheckSnapshotFile(db.Name()); err != nil {
 			return Result{}, fmt.Errorf("%s: %w", got.from, err)
 		}
 	}

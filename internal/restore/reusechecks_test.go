@@ -43,7 +43,7 @@ func TestRestoreReusesChecksOnlyOnProof(t *testing.T) {
 		name       string
 		store      backup.Store
 		key        string
-		pin        string // "verify": VerifyBackup's pin
+		pin        string // "verify": CheckObject's pin
 		verified   bool
 		wantReused bool
 		wantErr    error
@@ -58,7 +58,7 @@ func TestRestoreReusesChecksOnlyOnProof(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pin := tc.pin
 			if pin == "verify" {
-				v, err := restore.VerifyBackup(ctx, tc.store, tc.key, t.TempDir())
+				v, err := restore.CheckObject(ctx, tc.store, tc.key, t.TempDir())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -96,7 +96,7 @@ func TestRestoreReusesChecksOnlyOnProof(t *testing.T) {
 // restorable snapshot are refused by the restore step's own checks unless the pin is
 // said to be verified; then writing the data directory is what refuses them (etcd's
 // backend panics on them; that is turned into an error), and still no data directory
-// is written. (The operator's VerifyBackup never pins such bytes.)
+// is written. (The operator's CheckObject never pins such bytes.)
 func TestRestoreRunsChecksOnUnverifiedBytes(t *testing.T) {
 	ctx := context.Background()
 	s, err := backup.NewFS(t.TempDir())

@@ -9,17 +9,17 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 )
 
-// CheckSnapshot is what a snapshot check pod runs (`verify snapshot`): VerifyBackup of
+// CheckSnapshot is what a snapshot check pod runs (`verify snapshot`): CheckObject of
 // the object at key, downloaded into dir, reported as a result whose Reason is the one an
 // EtcdRestore of that object reports (empty when it passed). A passed result carries the
-// key, the SHA-256 of the bytes checked (Verified.Pin) and the snapshot's revision and
+// key, the SHA-256 of the bytes checked (CheckedObject.Pin) and the snapshot's revision and
 // key count; the operator acts on the SHA-256 only after hashing the object itself.
-func CheckSnapshot(ctx context.Context, s backup.Store, key, dir string) VerifyResult {
-	v, err := VerifyBackup(ctx, s, key, dir)
+func CheckSnapshot(ctx context.Context, s backup.Store, key, dir string) CheckResult {
+	v, err := CheckObject(ctx, s, key, dir)
 	if err != nil {
-		return VerifyResult{Key: key, Reason: snapshotCheckReason(err), Error: err.Error()}
+		return CheckResult{Key: key, Reason: snapshotCheckReason(err), Error: err.Error()}
 	}
-	return VerifyResult{Key: key, SHA256: v.Pin, Revision: v.Status.Revision, KeyCount: int64(v.Status.TotalKey)}
+	return CheckResult{Key: key, SHA256: v.Pin, Revision: v.Status.Revision, KeyCount: int64(v.Status.TotalKey)}
 }
 
 // snapshotCheckReason names what a failed check found.

@@ -20,7 +20,7 @@ import (
 // checks what it serves. Its restore step (RestoreForVerification) writes the data
 // directory and an Expectation file beside it; etcd starts on the data directory,
 // listening on loopback only; its check step (CheckMember) compares what that member
-// serves with the expectation. Both report a VerifyResult as their container's
+// serves with the expectation. Both report a CheckResult as their container's
 // termination message, which the operator reads.
 
 // Expectation is what the restored member must serve: the revision and key count
@@ -34,9 +34,10 @@ type Expectation struct {
 	KeyCount *int64 `json:"keyCount,omitempty"`
 }
 
-// VerifyResult is the outcome of one verification step. Reason is empty on success, else
-// the Verified condition's reason, with Error saying what failed.
-type VerifyResult struct {
+// CheckResult is the outcome of one check in a pod: a step of an EtcdBackup's
+// verification or an EtcdRestore's snapshot check. Reason is empty on success, else the
+// condition's reason, with Error saying what failed.
+type CheckResult struct {
 	Key      string `json:"key,omitempty"`
 	Revision int64  `json:"revision,omitempty"`
 	// SHA256 is the SHA-256 of the bytes restored (Result.Read): what the operator signs
@@ -51,7 +52,7 @@ type VerifyResult struct {
 }
 
 // Encode is the JSON of r, short enough for a termination message (4096 bytes).
-func (r VerifyResult) Encode() []byte {
+func (r CheckResult) Encode() []byte {
 	if len(r.Error) > 3000 {
 		r.Error = r.Error[:3000] + "..."
 	}
@@ -59,11 +60,11 @@ func (r VerifyResult) Encode() []byte {
 	return b
 }
 
-// ParseVerifyResult reads a termination message written by Encode.
-func ParseVerifyResult(msg string) (VerifyResult, error) {
-	var r VerifyResult
+// ParseCheckResult reads a termination message written by Encode.
+func ParseCheckResult(msg string) (CheckResult, error) {
+	var r CheckResult
 	if err := json.Unmarshal([]byte(msg), &r); err != nil {
-		return VerifyResult{}, fmt.Errorf("verification result is not JSON: %w", err)
+		return CheckResult{}, fmt.Errorf("verification result is not JSON: %w", err)
 	}
 	return r, nil
 }
@@ -72,18 +73,18 @@ func ParseVerifyResult(msg string) (VerifyResult, error) {
 // stored checksum, etcd's integrity hash, the data directory) and writes the Expectation to
 // expectFile for the check step. A failure says which check failed, as a result whose
 // Reason is the one an EtcdRestore of that backup would report.
-func RestoreForVerification(ctx context.Context, o Options, expectFile string) VerifyResult {
+func RestoreForVerification(ctx context.Context, o Options, expectFile string) CheckResult {
 	o.KeepRevisions = true // the check reads the keyspace at the backup's own revision
 	res, err := Restore(ctx, o)
 	if err != nil {
-		return VerifyResult{Key: o.Key, Reason: restoreFailureReason(err), Error: err.Error()}
+		return CheckResult{Key: o.Key, Reason: restoreFailureReason(err), Error: err.Error()}
 	}
 	if res.Skipped {
 		// A fresh emptyDir never holds a data directory: something else wrote it.
-		return VerifyResult{Key: o.Key, Reason: etcdv1beta2.ReasonVerificationFailed, Error: "the data directory existed before the restore"}
+		return CheckResult{Key: o.Key, Reason: etcdv1beta2.ReasonVerificationFailed, Error: "the data directory existed before the restore"}
 	}
 	if err := disableAuth(o.DataDir); err != nil { // verify_auth.go
-		return VerifyResult{Key: res.Key, Reason: etcdv1beta2.ReasonVerificationFailed, Error: err.Error()}
+		return CheckResult{Key: res.Key, Reason: etcdv1beta2.ReasonVerificationFailed, Error: err.Error()}
 	}
 	rev, n, hasCount := backup.RecordedFacts(res.Metadata)
 	exp := Expectation{Key: res.Key, Revision: rev, SHA256: res.Read}
@@ -92,9 +93,9 @@ func RestoreForVerification(ctx context.Context, o Options, expectFile string) V
 	}
 	b, _ := json.Marshal(exp)
 	if err := os.WriteFile(expectFile, b, 0o600); err != nil {
-		return VerifyResult{Key: res.Key, Reason: etcdv1beta2.ReasonVerificationFailed, Error: fmt.Sprintf("write %s: %v", expectFile, err)}
+		return CheckResult{Key: res.Key, Reason: etcdv1beta2.ReasonVerificationFailed, Error: fmt.Sprintf("write %s: %v", expectFile, err)}
 	}
-	return VerifyResult{Key: res.Key, Revision: rev, SHA256: res.Read}
+	return CheckResult{Key: res.Key, Revision: rev, SHA256: res.Read}
 }
 
 // restoreFailureReason names what a failed restore found.
@@ -134,9 +135,9 @@ const memberPollInterval = 500 * time.Millisecond
 // CheckMember waits until the member at endpoint answers (until ctx ends: then
 // ReasonEtcdDidNotStart), then checks that it serves at least the expected revision and,
 // at that revision, the expected number of keys.
-func CheckMember(ctx context.Context, endpoint string, want Expectation) VerifyResult {
-	out := VerifyResult{Key: want.Key, Revision: want.Revision, SHA256: want.SHA256}
-	fail := func(reason, format string, args ...any) VerifyResult {
+func CheckMember(ctx context.Context, endpoint string, want Expectation) CheckResult {
+	out := CheckResult{Key: want.Key, Revision: want.Revision, SHA256: want.SHA256}
+	fail := func(reason, format string, args ...any) CheckResult {
 		out.Reason, out.Error = reason, fmt.Sprintf(format, args...)
 		return out
 	}

@@ -121,8 +121,8 @@ func TestVerifyBackupInRealMember(t *testing.T) {
 		}
 	})
 
-	enc := restore.VerifyResult{Key: "k", Reason: "X", Error: strings.Repeat("e", 10000)}.Encode()
-	if back, err := restore.ParseVerifyResult(string(enc)); len(enc) > 4096 || err != nil || back.Key != "k" || back.Reason != "X" {
+	enc := restore.CheckResult{Key: "k", Reason: "X", Error: strings.Repeat("e", 10000)}.Encode()
+	if back, err := restore.ParseCheckResult(string(enc)); len(enc) > 4096 || err != nil || back.Key != "k" || back.Reason != "X" {
 		t.Errorf("encoded %d bytes, parsed %+v (%v)", len(enc), back, err)
 	}
 }

@@ -142,7 +142,7 @@ func (e *hashTimeout) Unwrap() []error { return []error{e.err, context.DeadlineE
 
 // Confirm is the package function Confirm with the operator's read done apart by h: a
 // *HashPending while it runs. A check that failed needs no read.
-func (h *Hasher) Confirm(ctx context.Context, id string, store backup.Store, key, loc string, res restore.VerifyResult) (backup.Object, string, error) {
+func (h *Hasher) Confirm(ctx context.Context, id string, store backup.Store, key, loc string, res restore.CheckResult) (backup.Object, string, error) {
 	if err := reported(key, loc, res); err != nil {
 		return backup.Object{}, "", err
 	}

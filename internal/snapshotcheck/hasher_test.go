@@ -61,7 +61,7 @@ func (d *dripReader) Read(p []byte) (int, error) {
 func TestHasherReadsApartWithADeadline(t *testing.T) {
 	data := bytes.Repeat([]byte("etcd"), 1<<12) // 16 KiB: 5 minutes at the drip
 	sum := sha256.Sum256(data)
-	passed := restore.VerifyResult{Key: "k", SHA256: hex.EncodeToString(sum[:])}
+	passed := restore.CheckResult{Key: "k", SHA256: hex.EncodeToString(sum[:])}
 	h := &Hasher{Timeout: 2 * time.Second}
 	ctx := context.Background()
 	slow, fast := &tarpitStore{data: data, slow: true}, &tarpitStore{data: data}
@@ -98,7 +98,7 @@ func TestHasherReadsApartWithADeadline(t *testing.T) {
 		return nil
 	})
 	// A failed check needs no read at all.
-	failed := restore.VerifyResult{Reason: etcdv1beta2.ReasonInvalidSnapshot, Error: "bad"}
+	failed := restore.CheckResult{Reason: etcdv1beta2.ReasonInvalidSnapshot, Error: "bad"}
 	if _, _, err := h.Confirm(ctx, "team-c/r1", slow, "k", "s3://bucket/k", failed); errors.As(err, new(*HashPending)) {
 		t.Errorf("a failed check started a read: %v", err)
 	}

@@ -79,19 +79,19 @@ func Deadline(pod *corev1.Pod, spec render.SnapshotCheckSpec) time.Time {
 // is false while it runs and the deadline has not passed; a pod that failed without a
 // result (evicted, killed at its deadline, out of memory, a crash in the parser) or is
 // past its deadline is a failure (VerificationFailed) saying what happened to it.
-func Outcome(pod *corev1.Pod, pastDeadline bool) (restore.VerifyResult, bool) {
+func Outcome(pod *corev1.Pod, pastDeadline bool) (restore.CheckResult, bool) {
 	for _, cs := range pod.Status.ContainerStatuses {
 		t := cs.State.Terminated
 		if cs.Name != render.SnapshotCheckContainer || t == nil {
 			continue
 		}
-		res, err := restore.ParseVerifyResult(t.Message)
+		res, err := restore.ParseCheckResult(t.Message)
 		if err != nil {
 			msg := fmt.Sprintf("the snapshot check ended with exit code %d (%s) without a result", t.ExitCode, t.Reason)
 			if m := render.LastMessageLine(t.Message); m != "" {
 				msg += ": " + m
 			}
-			return restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: msg}, true
+			return restore.CheckResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: msg}, true
 		}
 		if res.Reason == "" && t.ExitCode != 0 {
 			res.Reason, res.Error = etcdv1beta2.ReasonVerificationFailed, fmt.Sprintf("the snapshot check exited with code %d", t.ExitCode)
@@ -103,10 +103,10 @@ func Outcome(pod *corev1.Pod, pastDeadline bool) (restore.VerifyResult, bool) {
 		if pod.Status.Phase == corev1.PodFailed {
 			what = "failed"
 		}
-		return restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed,
+		return restore.CheckResult{Reason: etcdv1beta2.ReasonVerificationFailed,
 			Error: fmt.Sprintf("the snapshot check pod %s %s: %s", pod.Name, what, podState(pod))}, true
 	}
-	return restore.VerifyResult{}, false
+	return restore.CheckResult{}, false
 }
 
 // podState describes a pod that did not report: its phase and reason, and what its
@@ -136,7 +136,7 @@ func podState(pod *corev1.Pod) string {
 // not the check's). The operator's read runs apart from the reconcile workers.
 
 // reported is the pod's own failure, or a report that is not a check of key.
-func reported(key, loc string, res restore.VerifyResult) error {
+func reported(key, loc string, res restore.CheckResult) error {
 	if res.Reason != "" {
 		return &backupstorage.Error{Reason: res.Reason, Err: fmt.Errorf("the snapshot check of %s failed: %s", loc, res.Error)}
 	}
@@ -148,7 +148,7 @@ func reported(key, loc string, res restore.VerifyResult) error {
 }
 
 // compare judges a passed check by the operator's own read of the object.
-func compare(h Hashed, loc string, res restore.VerifyResult) (backup.Object, string, error) {
+func compare(h Hashed, loc string, res restore.CheckResult) (backup.Object, string, error) {
 	obj, sum, err := h.Obj, h.SHA256, h.Err
 	if _, ok := errors.AsType[*hashTimeout](err); ok {
 		return obj, "", &backupstorage.Error{Reason: etcdv1beta2.ReasonTimeout, Err: err}

@@ -56,11 +56,7 @@ func startConversion(t *testing.T) client.Client {
 		Scheme:                scheme,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1"},
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := testenv.StartEnvtest(t, env)
 
 	wo := env.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

@@ -87,11 +87,7 @@ func TestSetupServerWithoutWebhooks(t *testing.T) {
 // certificate in the directory and the Secret before registering the webhooks.
 func TestSetupServerSelfSigned(t *testing.T) {
 	env := &envtest.Environment{BinaryAssetsDirectory: testenv.EnvtestAssets(t)}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := testenv.StartEnvtest(t, env)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)

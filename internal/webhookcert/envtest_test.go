@@ -47,18 +47,14 @@ const (
 func startAPIServer(t *testing.T) (admin, operator client.Client) {
 	t.Helper()
 	env := &envtest.Environment{BinaryAssetsDirectory: testenv.EnvtestAssets(t)}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := testenv.StartEnvtest(t, env)
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	admin, err = client.New(cfg, client.Options{Scheme: s})
+	admin, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,11 +28,7 @@ import (
 // controller would set.
 func TestProvisioner(t *testing.T) {
 	env := &envtest.Environment{BinaryAssetsDirectory: testenv.EnvtestAssets(t)}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := testenv.StartEnvtest(t, env)
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

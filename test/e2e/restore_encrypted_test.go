@@ -106,7 +106,7 @@ func TestEncryptedBackupRestore(t *testing.T) {
 	if err := os.WriteFile(p, stored, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := restore.VerifySnapshotFile(p); !errors.Is(err, restore.ErrNotRestorable) {
+	if _, err := restore.CheckSnapshotFile(p); !errors.Is(err, restore.ErrNotRestorable) {
 		t.Fatalf("the stored backup is an etcd snapshot (%v)", err)
 	}
 

@@ -244,8 +244,8 @@ func TestRestoreFromS3(t *testing.T) {
 			Key    string `json:"key"`
 			SHA256 string `json:"sha256"`
 		}
-		if err := json.Unmarshal([]byte(got.Annotations[etcdrestore.VerifiedObjectAnnotation]), &pinned); err != nil || pinned.Key == "" || len(pinned.SHA256) != 64 {
-			t.Errorf("verified-object record %q (%v)", got.Annotations[etcdrestore.VerifiedObjectAnnotation], err)
+		if err := json.Unmarshal([]byte(got.Annotations[etcdrestore.CheckedObjectAnnotation]), &pinned); err != nil || pinned.Key == "" || len(pinned.SHA256) != 64 {
+			t.Errorf("verified-object record %q (%v)", got.Annotations[etcdrestore.CheckedObjectAnnotation], err)
 		}
 		if src, err := render.Restore(c); err != nil || src == nil || src.S3 == nil || src.S3.Path != backupBucket+"/"+pinned.Key || src.SHA256 != pinned.SHA256 {
 			t.Errorf("new cluster restores %+v (%v), not the verified object %+v", src, err, pinned)

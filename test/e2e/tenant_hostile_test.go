@@ -302,7 +302,7 @@ func TestTenantHostile(t *testing.T) {
 			// Each of A's lost clusters used to list its EtcdBackups' S3 inside the
 			// EtcdCluster reconcile (up to 20 s, once a minute per cluster): eight lost
 			// clusters at a silent endpoint held the four shared workers (49 s against
-			// 12 s). Listings now run apart from the workers (totalloss_backups.go).
+			// 12 s). Listings now run apart from the workers (controllers/etcdcluster/observe_totalloss_backups.go).
 			t.Errorf("B's killed member took %v to replace under the attack, %v before it: A's work holds the workers B needs",
 				took.Round(time.Second), baseline.Round(time.Second))
 		}

@@ -253,7 +253,7 @@ func TestTLSTransition(t *testing.T) {
 		}
 
 		t.Run("a member pod deleted meanwhile comes back on the Secrets in use", func(t *testing.T) {
-			// Rule 5 recreates the pod on its claim at once; rendered from the spec it would
+			// The planner's recreate rule recreates the pod on its claim at once; rendered from the spec it would
 			// mount the foreign peer Secret, and its peers would refuse it.
 			cfg := pki.ClientConfig(t)
 			load := e.StartLoadTLS(name, loadRate, cfg)

@@ -51,11 +51,7 @@ func TestSizeWarnings(t *testing.T) {
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: testenv.EnvtestAssets(t),
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := testenv.StartEnvtest(t, env)
 	w := &warnings{}
 	wcfg := rest.CopyConfig(cfg)
 	wcfg.WarningHandler = w

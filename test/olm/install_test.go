@@ -33,11 +33,7 @@ func TestInstallOnAPIServer(t *testing.T) {
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: testenv.EnvtestAssets(t),
 	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := testenv.StartEnvtest(t, env)
 	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,6 @@
 package backup
 
 import (
-	"encoding/json"
-	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,18 +10,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/cmd/inpod"
 )
 
-func parseErr(args []string) (Options, error) {
-	var w strings.Builder
-	o, ok := parse(&w, args)
-	if !ok {
-		return o, errors.New(w.String())
-	}
-	return o, nil
-}
-
 func TestFlagsRoundTrip(t *testing.T) {
 	cmdtest.RoundTrip(t, cmdtest.Program[Options]{
-		Args: Args, Parse: parseErr, Flags: flags(new(Options)),
+		Args: Args, Parse: cmdtest.Parser(flags), Flags: flags(new(Options)),
 		Defaults: Options{Timeout: DefaultTimeout, ResultFile: inpod.DefaultResultFile},
 		Full: Options{
 			Endpoints: []string{"https://a:2379", "https://b:2379"}, TLSDir: "/tls", Dir: "/backup", Key: "db/snap",
@@ -37,22 +24,11 @@ func TestFlagsRoundTrip(t *testing.T) {
 
 // Missing required flags are reported in the result file with the invalid-spec reason.
 func TestRunReportsMissingFlags(t *testing.T) {
-	result := filepath.Join(t.TempDir(), "result")
-	if err := os.WriteFile(result, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	result := cmdtest.ResultFile(t)
 	if code := Run(Args(Options{Dir: t.TempDir(), ResultFile: result})); code != 1 {
 		t.Errorf("exit code %d, want 1", code)
 	}
-	b, err := os.ReadFile(result)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got struct{ Reason, Error string }
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatalf("result %q: %v", b, err)
-	}
-	if got.Reason != etcdv1beta2.ReasonBackupInvalidSpec || !strings.Contains(got.Error, "--endpoints") {
-		t.Errorf("result %+v: want %s naming --endpoints", got, etcdv1beta2.ReasonBackupInvalidSpec)
+	if reason, msg := cmdtest.ReadResult(t, result); reason != etcdv1beta2.ReasonBackupInvalidSpec || !strings.Contains(msg, "--endpoints") {
+		t.Errorf("result %s: %s: want %s naming --endpoints", reason, msg, etcdv1beta2.ReasonBackupInvalidSpec)
 	}
 }

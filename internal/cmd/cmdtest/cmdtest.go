@@ -4,11 +4,17 @@
 package cmdtest
 
 import (
+	"encoding/json"
+	"errors"
 	"flag"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/etcd-operator/etcd-operator/internal/cmd/inpod"
 )
 
 // Program is what RoundTrip needs of one program (or one step of it).
@@ -25,6 +31,44 @@ type Program[O any] struct {
 	Defaults O
 	// Full sets every field, none to its default.
 	Full O
+}
+
+// Parser is Program.Parse for a program whose flags are defined by flags: it parses
+// as the program's Run does (inpod.ParseOptions), its one-line report as the error.
+func Parser[O any](flags func(*O) *flag.FlagSet) func([]string) (O, error) {
+	return func(args []string) (O, error) {
+		var w strings.Builder
+		o, ok := inpod.ParseOptions(&w, flags, args)
+		if !ok {
+			return o, errors.New(w.String())
+		}
+		return o, nil
+	}
+}
+
+// ResultFile is a program's result file as the kubelet makes it: existing and empty
+// (inpod.WriteResult writes only into a file that exists).
+func ResultFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "result")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// ReadResult reads the reason and error of the JSON result a program wrote to path.
+func ReadResult(t *testing.T, path string) (reason, msg string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Reason, Error string }
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("result %q: %v", b, err)
+	}
+	return got.Reason, got.Error
 }
 
 // RoundTrip checks p: no flags parse to Defaults, and so do the rendered zero Options

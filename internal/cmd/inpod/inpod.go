@@ -36,6 +36,32 @@ func Parse(w io.Writer, fs *flag.FlagSet, args []string) bool {
 	return true
 }
 
+// ParseOptions reads args into new options through the flag set flags defines on them
+// (every default filled in), reporting a bad flag as one line on w (Parse).
+func ParseOptions[O any](w io.Writer, flags func(*O) *flag.FlagSet, args []string) (O, bool) {
+	var o O
+	ok := Parse(w, flags(&o), args)
+	return o, ok
+}
+
+// Main is every program's Run: args parsed by ParseOptions (a bad flag is one line on
+// stderr and exit code 2), then run with the options and a logger (WithLogger).
+func Main[O any](args []string, flags func(*O) *flag.FlagSet, run func(*uzap.Logger, O) int) int {
+	o, ok := ParseOptions(os.Stderr, flags, args)
+	if !ok {
+		return 2
+	}
+	return WithLogger(o, run)
+}
+
+// WithLogger runs run with o and the production logger the programs log with, flushed
+// when run returns; it returns run's exit code.
+func WithLogger[O any](o O, run func(*uzap.Logger, O) int) int {
+	lg, _ := uzap.NewProduction()
+	defer lg.Sync() //nolint:errcheck
+	return run(lg, o)
+}
+
 // WriteResult writes a step's result to its termination message file. The kubelet
 // creates that file before the container starts; where it does not exist (outside a
 // pod) the result is only logged rather than creating a stray file in /dev.

@@ -1,6 +1,7 @@
 package inpod
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -101,6 +102,18 @@ func (s Source) S3Store(limits *backup.Limits) (backup.Store, string, error) {
 func (s Source) FSStore() (backup.Store, string, error) {
 	store, err := backup.NewFS(s.Dir)
 	return store, s.Key, err
+}
+
+// Open opens the one store the flags name, S3 (with limits, S3Store) or a directory
+// (FSStore), and returns the object's key in it; both or neither given is an error.
+func (s Source) Open(limits *backup.Limits) (backup.Store, string, error) {
+	switch fromS3, fromDir := s.Given(); {
+	case fromS3 && !fromDir:
+		return s.S3Store(limits)
+	case fromDir && !fromS3:
+		return s.FSStore()
+	}
+	return nil, "", errors.New("give exactly one of --s3-path and --dir")
 }
 
 // s3Access fills in how a program reads S3: the mounted awsSecret unless the pod's own

@@ -10,8 +10,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -88,22 +86,10 @@ func flags(o *Options) *flag.FlagSet {
 	return fs
 }
 
-// parse reads args into Options (with every default filled in), reporting a bad flag
-// as one line on w.
-func parse(w io.Writer, args []string) (Options, bool) {
-	var o Options
-	ok := inpod.Parse(w, flags(&o), args)
-	return o, ok
-}
-
 // Run runs the step with args (after the subcommand) and returns its exit code.
-func Run(args []string) int {
-	o, ok := parse(os.Stderr, args)
-	if !ok {
-		return 2
-	}
-	lg, _ := uzap.NewProduction()
-	defer lg.Sync() //nolint:errcheck
+func Run(args []string) int { return inpod.Main(args, flags, run) }
+
+func run(lg *uzap.Logger, o Options) int {
 	fail := func(err error) int {
 		lg.Error("restore failed", uzap.Error(err))
 		return 1

@@ -1,7 +1,6 @@
 package restore
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,18 +9,9 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/cmd/inpod"
 )
 
-func parseErr(args []string) (Options, error) {
-	var w strings.Builder
-	o, ok := parse(&w, args)
-	if !ok {
-		return o, errors.New(w.String())
-	}
-	return o, nil
-}
-
 func TestFlagsRoundTrip(t *testing.T) {
 	cmdtest.RoundTrip(t, cmdtest.Program[Options]{
-		Args: Args, Parse: parseErr, Flags: flags(new(Options)),
+		Args: Args, Parse: cmdtest.Parser(flags), Flags: flags(new(Options)),
 		Defaults: Options{Source: inpod.Source{AWSSecretDir: inpod.DefaultAWSSecretDir}, Timeout: DefaultTimeout},
 		Full: Options{
 			Source: inpod.Source{

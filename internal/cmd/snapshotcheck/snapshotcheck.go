@@ -2,7 +2,7 @@
 // (`<operator> verify snapshot [flags]`, render.SnapshotCheckPod; internal/snapshotcheck
 // runs it): download one object into the pod's emptyDir and check it as a member's
 // restore step will (restore.CheckSnapshot), so that the operator never parses a
-// tenant's snapshot in its own process. It writes a restore.VerifyResult as JSON to its
+// tenant's snapshot in its own process. It writes a restore.CheckResult as JSON to its
 // termination message.
 package snapshotcheck
 
@@ -11,8 +11,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	uzap "go.uber.org/zap"
@@ -71,14 +69,6 @@ func flags(o *Options) *flag.FlagSet {
 	return fs
 }
 
-// parse reads args (after Step) into Options (with every default filled in),
-// reporting a bad flag as one line on w.
-func parse(w io.Writer, args []string) (Options, bool) {
-	var o Options
-	ok := inpod.Parse(w, flags(&o), args)
-	return o, ok
-}
-
 // Parse is the inverse of Args: it reads args (Step and the flags) into Options, with
 // every default filled in. Tests that play a check pod read its arguments with it.
 func Parse(args []string) (Options, error) {
@@ -91,18 +81,10 @@ func Parse(args []string) (Options, error) {
 }
 
 // Run runs the program with args (after Step) and returns its exit code.
-func Run(args []string) int {
-	o, ok := parse(os.Stderr, args)
-	if !ok {
-		return 2
-	}
-	return run(o)
-}
+func Run(args []string) int { return inpod.Main(args, flags, run) }
 
-func run(o Options) int {
-	lg, _ := uzap.NewProduction()
-	defer lg.Sync() //nolint:errcheck
-	report := func(r restore.VerifyResult) int {
+func run(lg *uzap.Logger, o Options) int {
+	report := func(r restore.CheckResult) int {
 		inpod.WriteResult(lg, o.ResultFile, r.Encode())
 		if r.Reason != "" {
 			lg.Error("snapshot check failed", uzap.String("reason", r.Reason), uzap.String("error", r.Error))
@@ -116,25 +98,21 @@ func run(o Options) int {
 		objKey string
 		err    error
 	)
-	switch fromS3, fromDir := o.Source.Given(); {
+	switch {
 	case o.DownloadDir == "":
 		err = errors.New("--download-dir is required")
 	case o.Source.Latest:
 		err = errors.New("a snapshot check is of one exact object: --latest is not accepted")
-	case fromS3 && !fromDir:
-		// The operator's own bounds: a gzip bomb stops at the ratio instead of filling
-		// the pod's scratch volume up to its limit.
-		store, objKey, err = o.Source.S3Store(backup.OperatorLimits(o.MaxObjectBytes))
-	case fromDir && !fromS3:
-		store, objKey, err = o.Source.FSStore()
 	default:
-		err = errors.New("give exactly one of --s3-path and --dir")
+		// The operator's own bounds (on S3): a gzip bomb stops at the ratio instead of
+		// filling the pod's scratch volume up to its limit.
+		store, objKey, err = o.Source.Open(backup.OperatorLimits(o.MaxObjectBytes))
 	}
 	if errors.As(err, new(inpod.CredentialsError)) {
-		return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonSecretError, Error: err.Error()})
+		return report(restore.CheckResult{Reason: etcdv1beta2.ReasonSecretError, Error: err.Error()})
 	}
 	if err != nil {
-		return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: err.Error()})
+		return report(restore.CheckResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: err.Error()})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()

@@ -1,10 +1,6 @@
 package snapshotcheck
 
 import (
-	"encoding/json"
-	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,15 +13,7 @@ import (
 
 func TestFlagsRoundTrip(t *testing.T) {
 	cmdtest.RoundTrip(t, cmdtest.Program[Options]{
-		Args: Args, Skip: 1, Flags: flags(new(Options)),
-		Parse: func(args []string) (Options, error) {
-			var w strings.Builder
-			o, ok := parse(&w, args)
-			if !ok {
-				return o, errors.New(w.String())
-			}
-			return o, nil
-		},
+		Args: Args, Skip: 1, Flags: flags(new(Options)), Parse: cmdtest.Parser(flags),
 		Defaults: Options{Source: inpod.Source{AWSSecretDir: inpod.DefaultAWSSecretDir}, Timeout: DefaultTimeout,
 			MaxObjectBytes: backup.DefaultMaxObjectBytes, ResultFile: inpod.DefaultResultFile},
 		Full: Options{
@@ -53,23 +41,12 @@ func TestFlagsRoundTrip(t *testing.T) {
 // A check is of one exact object: --latest is refused in the result, before any store
 // is opened.
 func TestRunRefusesLatest(t *testing.T) {
-	result := filepath.Join(t.TempDir(), "result")
-	if err := os.WriteFile(result, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	result := cmdtest.ResultFile(t)
 	args := Args(Options{Source: inpod.Source{S3Path: "b/k", Latest: true}, DownloadDir: t.TempDir(), ResultFile: result})
 	if code := Run(args[1:]); code != 1 {
 		t.Errorf("exit code %d, want 1", code)
 	}
-	b, err := os.ReadFile(result)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got struct{ Reason, Error string }
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatalf("result %q: %v", b, err)
-	}
-	if got.Reason != etcdv1beta2.ReasonVerificationFailed || !strings.Contains(got.Error, "--latest") {
-		t.Errorf("result %+v: want %s naming --latest", got, etcdv1beta2.ReasonVerificationFailed)
+	if reason, msg := cmdtest.ReadResult(t, result); reason != etcdv1beta2.ReasonVerificationFailed || !strings.Contains(msg, "--latest") {
+		t.Errorf("result %s: %s: want %s naming --latest", reason, msg, etcdv1beta2.ReasonVerificationFailed)
 	}
 }

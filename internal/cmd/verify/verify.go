@@ -6,7 +6,7 @@
 //	verify check    the check container: wait for the etcd container (loopback only) and
 //	                compare its revision and key count with that expectation
 //
-// Each writes a restore.VerifyResult as JSON to its termination message. (`verify
+// Each writes a restore.CheckResult as JSON to its termination message. (`verify
 // snapshot`, the snapshot check pod, is internal/cmd/snapshotcheck.)
 package verify
 
@@ -22,7 +22,6 @@ import (
 	uzap "go.uber.org/zap"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/inpod"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 )
@@ -128,10 +127,10 @@ func parse(w io.Writer, args []string) (step string, r RestoreOptions, c CheckOp
 	}
 	switch step = args[0]; step {
 	case RestoreStep:
-		ok = inpod.Parse(w, restoreFlags(&r), args[1:])
+		r, ok = inpod.ParseOptions(w, restoreFlags, args[1:])
 		return step, r, c, ok
 	case CheckStep:
-		ok = inpod.Parse(w, checkFlags(&c), args[1:])
+		c, ok = inpod.ParseOptions(w, checkFlags, args[1:])
 		return step, r, c, ok
 	}
 	fmt.Fprintf(w, "verify: unknown step %q (restore, check or snapshot)\n", args[0])
@@ -145,15 +144,13 @@ func Run(args []string) int {
 	case !ok:
 		return 2
 	case step == CheckStep:
-		return runCheck(c)
+		return inpod.WithLogger(c, runCheck)
 	}
-	return runRestore(r)
+	return inpod.WithLogger(r, runRestore)
 }
 
-func runRestore(o RestoreOptions) int {
-	lg, _ := uzap.NewProduction()
-	defer lg.Sync() //nolint:errcheck
-	report := func(r restore.VerifyResult) int {
+func runRestore(lg *uzap.Logger, o RestoreOptions) int {
+	report := func(r restore.CheckResult) int {
 		inpod.WriteResult(lg, o.ResultFile, r.Encode())
 		if r.Reason != "" {
 			lg.Error("verification restore failed", uzap.String("reason", r.Reason), uzap.String("error", r.Error))
@@ -163,26 +160,14 @@ func runRestore(o RestoreOptions) int {
 		return 0
 	}
 	invalid := func(err error) int {
-		return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: err.Error()})
+		return report(restore.CheckResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: err.Error()})
 	}
 	if o.DataDir == "" || o.ExpectFile == "" {
 		return invalid(errors.New("--data-dir and --expect-file are required"))
 	}
-	var (
-		store  backup.Store
-		objKey string
-		err    error
-	)
-	switch fromS3, fromDir := o.Source.Given(); {
-	case fromS3 && !fromDir:
-		store, objKey, err = o.Source.S3Store(nil)
-	case fromDir && !fromS3:
-		store, objKey, err = o.Source.FSStore()
-	default:
-		err = errors.New("give exactly one of --s3-path and --dir")
-	}
+	store, objKey, err := o.Source.Open(nil)
 	if errors.As(err, new(inpod.CredentialsError)) {
-		return report(restore.VerifyResult{Reason: etcdv1beta2.ReasonSecretError, Error: err.Error()})
+		return report(restore.CheckResult{Reason: etcdv1beta2.ReasonSecretError, Error: err.Error()})
 	}
 	if err != nil {
 		return invalid(err)
@@ -196,12 +181,10 @@ func runRestore(o RestoreOptions) int {
 	}, o.ExpectFile))
 }
 
-func runCheck(o CheckOptions) int {
-	lg, _ := uzap.NewProduction()
-	defer lg.Sync() //nolint:errcheck
-	var r restore.VerifyResult
+func runCheck(lg *uzap.Logger, o CheckOptions) int {
+	var r restore.CheckResult
 	if want, err := restore.ReadExpectation(o.ExpectFile); err != nil {
-		r = restore.VerifyResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: fmt.Sprintf("read the expectation: %v", err)}
+		r = restore.CheckResult{Reason: etcdv1beta2.ReasonVerificationFailed, Error: fmt.Sprintf("read the expectation: %v", err)}
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 		r = restore.CheckMember(ctx, o.Endpoint, want)

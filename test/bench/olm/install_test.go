@@ -29,11 +29,7 @@ import (
 func TestInstallOnAPIServer(t *testing.T) {
 	cache := requireChart(t)
 	env := &envtest.Environment{BinaryAssetsDirectory: testenv.EnvtestAssets(t)}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := testenv.StartEnvtest(t, env)
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -68,11 +68,7 @@ func BenchmarkOperatorHeapUnrelatedPods(b *testing.B) {
 		pods = n
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: testenv.EnvtestAssets(b)}
-	cfg, err := env.Start()
-	if err != nil {
-		b.Fatalf("start envtest: %v", err)
-	}
-	b.Cleanup(func() { _ = env.Stop() })
+	cfg := testenv.StartEnvtest(b, env)
 	scheme := k8sruntime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 

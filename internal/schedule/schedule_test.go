@@ -1,4 +1,4 @@
-package backupschedule
+package schedule
 
 import (
 	"strings"

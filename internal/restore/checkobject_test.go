@@ -32,8 +32,8 @@ func randomBytes(t *testing.T, n int) []byte {
 	return b
 }
 
-// TestVerifySnapshotFile checks real etcd snapshots and every way one can be broken.
-func TestVerifySnapshotFile(t *testing.T) {
+// TestCheckSnapshotFile checks real etcd snapshots and every way one can be broken.
+func TestCheckSnapshotFile(t *testing.T) {
 	const keys = 40
 	snap := etcdtest.Snapshot(t, keys)
 	db := snap[:len(snap)-sha256.Size]
@@ -47,7 +47,7 @@ func TestVerifySnapshotFile(t *testing.T) {
 		return p
 	}
 
-	st, err := restore.VerifySnapshotFile(write("good", snap))
+	st, err := restore.CheckSnapshotFile(write("good", snap))
 	if err != nil {
 		t.Fatalf("a real snapshot: %v", err)
 	}
@@ -79,7 +79,7 @@ func TestVerifySnapshotFile(t *testing.T) {
 		{"text", []byte("snapshot bytes"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := restore.VerifySnapshotFile(write(tc.name, tc.b))
+			_, err := restore.CheckSnapshotFile(write(tc.name, tc.b))
 			if !errors.Is(err, restore.ErrNotRestorable) {
 				t.Fatalf("got %v, want ErrNotRestorable", err)
 			}
@@ -88,12 +88,12 @@ func TestVerifySnapshotFile(t *testing.T) {
 			}
 		})
 	}
-	if _, err := restore.VerifySnapshotFile(filepath.Join(dir, "absent")); err == nil || errors.Is(err, restore.ErrNotRestorable) {
+	if _, err := restore.CheckSnapshotFile(filepath.Join(dir, "absent")); err == nil || errors.Is(err, restore.ErrNotRestorable) {
 		t.Errorf("a missing file: %v", err)
 	}
 	// Checking never changes the file (the restore step checks the file it restores).
 	p := write("unchanged", snap)
-	if _, err := restore.VerifySnapshotFile(p); err != nil {
+	if _, err := restore.CheckSnapshotFile(p); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(p); !bytes.Equal(b, snap) {
@@ -101,9 +101,9 @@ func TestVerifySnapshotFile(t *testing.T) {
 	}
 }
 
-// TestVerifyBackup: objects with our checksum and objects without (CoreOS's), good and
+// TestCheckObject: objects with our checksum and objects without (CoreOS's), good and
 // bad, through a store; nothing is left in the download directory.
-func TestVerifyBackup(t *testing.T) {
+func TestCheckObject(t *testing.T) {
 	snap := etcdtest.Snapshot(t, 10)
 	root := t.TempDir()
 	s, err := backup.NewFS(root)
@@ -148,7 +148,7 @@ func TestVerifyBackup(t *testing.T) {
 		{"absent.db", backup.ErrNotFound, false},
 	} {
 		t.Run(tc.key, func(t *testing.T) {
-			v, err := restore.VerifyBackup(ctx, s, tc.key, dl)
+			v, err := restore.CheckObject(ctx, s, tc.key, dl)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatal(err)
@@ -204,7 +204,7 @@ func TestRestorePinsObjectsWithoutChecksum(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	v, err := restore.VerifyBackup(ctx, s, "coreos.db", t.TempDir())
+	v, err := restore.CheckObject(ctx, s, "coreos.db", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,20 +1,10 @@
-//go:build integration
-
 package etcdcluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,22 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/backup"
-	"github.com/etcd-operator/etcd-operator/internal/backupselect"
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 )
-
-// lossStore is a MinIO bucket and the awsSecret "aws" of namespace "ns" that reads it.
-func lossStore(t *testing.T) (backup.Store, *corev1.Secret, string) {
-	t.Helper()
-	srv, store := fixture.MinIOStore(t, lossBucket)
-	return store, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "ns"}, Data: fixture.AWSSecretData(srv)}, srv.Endpoint()
-}
 
 // lostObservation observes total loss of the fixture's cluster at now.
 func lostObservation(t *testing.T, f *proofFixture, now time.Time) *observation {
@@ -48,41 +28,6 @@ func lostObservation(t *testing.T, f *proofFixture, now time.Time) *observation 
 		t.Fatal(err)
 	}
 	return o
-}
-
-// Two EtcdBackups writing the same prefix (two teams sharing a bucket, a copy-pasted
-// s3.path): cluster c restores only objects its own EtcdBackup wrote, by their metadata,
-// even when the other's object is newer and restorable.
-func TestTotalLossRestoresOnlyItsOwnBackupsObjects(t *testing.T) {
-	store, secret, endpoint := lossStore(t)
-	ctx := context.Background()
-	snap := etcdtest.Snapshot(t, 5)
-	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	put := func(key, owner string) {
-		t.Helper()
-		md := map[string]string{backupselect.MetaBackupNamespace: "ns", backupselect.MetaBackupName: owner}
-		if _, err := store.Put(ctx, key, bytes.NewReader(snap), backup.PutOptions{Metadata: md}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ours, theirs := backup.PeriodicKey("shared/per", 10, at), backup.PeriodicKey("shared/per", 20, at.Add(time.Hour))
-	put(ours, "b")
-	put(theirs, "o") // newer, same names, another cluster's EtcdBackup
-
-	f := newProofFixtureWith(t, recordCreates(new([]creation)), func(c *etcdv1beta2.EtcdCluster) {
-		c.Annotations = map[string]string{etcdv1beta2.AnnotationAllowRestoreFromBackup: "true"}
-		c.Status.Bootstrapped = true
-	}, secret, s3Backup("b", "c", lossBucket+"/shared/per", endpoint), s3Backup("o", "other", lossBucket+"/shared/per", endpoint))
-
-	o := lostObservation(t, f, proofNow)
-	if b := o.planner.Backup; b == nil || b.Backup != "b" || b.Path != lossBucket+"/"+ours {
-		t.Fatalf("candidate %+v, want EtcdBackup b's own %s", o.planner.Backup, ours)
-	}
-	a := planner.Action{Kind: planner.RestoreFromBackup, Name: "c-n", Version: "3.7.3", Revision: 10}
-	f.actChecked(t, o, a)
-	if rec := stored(t, f.c).Status.BackupRestore; rec == nil || rec.Backup != "b" || rec.Path != lossBucket+"/"+ours {
-		t.Fatalf("recorded %+v, want EtcdBackup b's own %s", rec, ours)
-	}
 }
 
 // The cluster controller opens a backup's store with what the operator lends
@@ -108,46 +53,13 @@ func TestTotalLossBackupProblemsAndAmbientCredentials(t *testing.T) {
 	}
 }
 
-// silentS3 accepts connections and never answers: a tenant's endpoint that hangs. accepted
-// counts the connections it took, i.e. the listings tried against it.
-func silentS3(t *testing.T) (url string, accepted func() int) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		<-done
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return "http://" + l.Addr().String(), func() int { mu.Lock(); defer mu.Unlock(); return len(conns) }
-}
-
 // A hanging S3 endpoint holds a worker only for the listing's deadline, the listing is
 // repeated at most once per interval while the cluster stays lost (the result is kept),
 // and the timeout is reported.
 func TestTotalLossListingHasADeadlineAndIsKept(t *testing.T) {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "ns"}, Data: map[string][]byte{
 		"credentials": []byte("[default]\naws_access_key_id = a\naws_secret_access_key = b\n")}}
-	endpoint, listings := silentS3(t)
+	endpoint, listings := fixture.SilentS3(t)
 	f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) { c.Status.Bootstrapped = true },
 		secret, s3Backup("b", "c", lossBucket+"/c/per", endpoint))
 	f.r.lostBackups.listTimeout = 500 * time.Millisecond
@@ -214,48 +126,13 @@ func TestRecordedRestoreReadsItsRestoreStep(t *testing.T) {
 	}
 }
 
-// A choice that found nothing restorable is not tried again (downloading candidates
-// again) for backupChooseRetry; the error says until when. A cluster no longer lost
-// forgets it.
-func TestFailedChoiceIsNotRetriedAtOnce(t *testing.T) {
-	store, secret, endpoint := lossStore(t)
-	key := backup.PeriodicKey("c/per", 10, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	md := map[string]string{backupselect.MetaBackupNamespace: "ns", backupselect.MetaBackupName: "b"}
-	if _, err := store.Put(context.Background(), key, strings.NewReader("not a snapshot"), backup.PutOptions{Metadata: md}); err != nil {
-		t.Fatal(err)
-	}
-	f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) {
-		c.Annotations = map[string]string{etcdv1beta2.AnnotationAllowRestoreFromBackup: "true"}
-		c.Status.Bootstrapped = true
-	}, secret, s3Backup("b", "c", lossBucket+"/c/per", endpoint))
-	now := proofNow
-	f.r.Now = func() time.Time { return now }
-
-	_, err := f.chooseChecked(t)
-	if err == nil || !strings.Contains(err.Error(), "s3://"+lossBucket+"/"+key) {
-		t.Fatalf("first choice: %v, want the object's failure", err)
-	}
-	// Restorable now: still not tried again within the retry gap.
-	if _, err := store.Put(context.Background(), key, bytes.NewReader(etcdtest.Snapshot(t, 1)), backup.PutOptions{Metadata: md}); err != nil {
-		t.Fatal(err)
-	}
-	now = proofNow.Add(backupChooseRetry - time.Second)
-	if _, err := f.r.chooseBackup(context.Background(), f.cluster); err == nil || !strings.Contains(err.Error(), "not tried again before") {
-		t.Fatalf("within the retry gap: %v", err)
-	}
-	now = proofNow.Add(backupChooseRetry)
-	if rec, err := f.chooseChecked(t); err != nil || rec.Path != lossBucket+"/"+key {
-		t.Fatalf("after the retry gap: %+v %v", rec, err)
-	}
-}
-
 // A lost cluster's listing against a hanging endpoint does not hold the worker: the
 // observation returns at once saying the listing runs apart, and a later observation
 // has its result (here the timeout).
 func TestTotalLossListingLeavesTheWorker(t *testing.T) {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "ns"}, Data: map[string][]byte{
 		"credentials": []byte("[default]\naws_access_key_id = a\naws_secret_access_key = b\n")}}
-	endpoint, listings := silentS3(t)
+	endpoint, listings := fixture.SilentS3(t)
 	f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) { c.Status.Bootstrapped = true },
 		secret, s3Backup("b", "c", lossBucket+"/c/per", endpoint))
 	f.r.lostBackups.listTimeout = 2 * time.Second
@@ -368,95 +245,4 @@ func TestForgottenListingStillCounts(t *testing.T) {
 	if n := l.queue().Running("team-a"); n != 1 {
 		t.Errorf("team-a counts %d running listings, want 1 (the re-listing of c1)", n)
 	}
-}
-
-// hangingReads is an S3 endpoint in front of target that answers listings and holds
-// every object read (its metadata included) until the caller gives up: a tenant's
-// endpoint that lists at once and then hangs. reads counts the object reads held.
-func hangingReads(t *testing.T, target string) (endpoint string, reads func() int32) {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n atomic.Int32
-	rp := httputil.NewSingleHostReverseProxy(u)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && !r.URL.Query().Has("list-type") && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1 {
-			n.Add(1)
-			<-r.Context().Done()
-			return
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, n.Load
-}
-
-// Choosing a lost cluster's backup reads each candidate's metadata at the tenant's
-// endpoint; against an endpoint that lists at once and then hangs, the choice holds no
-// worker: it returns at once saying the reads run apart, and once the reads' budget is
-// spent a later choice fails saying so.
-func TestTotalLossChoiceLeavesTheWorker(t *testing.T) {
-	store, secret, target := lossStore(t)
-	ctx := context.Background()
-	key := backup.PeriodicKey("c/per", 10, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	md := map[string]string{backupselect.MetaBackupNamespace: "ns", backupselect.MetaBackupName: "b"}
-	if _, err := store.Put(ctx, key, bytes.NewReader(etcdtest.Snapshot(t, 1)), backup.PutOptions{Metadata: md}); err != nil {
-		t.Fatal(err)
-	}
-	endpoint, reads := hangingReads(t, target)
-	f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) {
-		c.Annotations = map[string]string{etcdv1beta2.AnnotationAllowRestoreFromBackup: "true"}
-		c.Status.Bootstrapped = true
-	}, secret, s3Backup("b", "c", lossBucket+"/c/per", endpoint))
-	f.r.lostBackups.awaitListings = false // as in production
-	f.r.lostBackups.listTimeout = time.Second
-	f.r.lostBackups.chooseBudget = 20 * time.Second
-
-	// The listing (its own metadata read cut at its deadline) lists the object.
-	poll.Eventually(t, time.Minute, 50*time.Millisecond, "the listing's result", func() error {
-		if found := f.r.listLostBackups(ctx, f.cluster, f.r.Now()); len(found.objs) != 1 {
-			return fmt.Errorf("listed %d objects (%q)", len(found.objs), found.problems)
-		}
-		return nil
-	})
-	// choose returns the choice's error, failing the test if the choice does not return
-	// well within the reads' budget (a worker held by the endpoint).
-	choose := func() error {
-		t.Helper()
-		done := make(chan error, 1)
-		go func() {
-			_, err := f.r.chooseBackup(ctx, f.cluster)
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(10 * time.Second):
-			t.Fatal("the choice is still running: the endpoint holds the worker")
-			return nil
-		}
-	}
-	held := reads()
-	err := choose()
-	if p, ok := errors.AsType[*backupCheckPending](err); !ok || !strings.Contains(p.msg, "apart from the reconcile workers") {
-		t.Fatalf("first choice: %v, want pending while the metadata is read apart", err)
-	}
-	poll.Eventually(t, time.Minute, 20*time.Millisecond, "the metadata read held at the endpoint", func() error {
-		if reads() == held {
-			return errors.New("no read yet")
-		}
-		return nil
-	})
-	poll.Eventually(t, time.Minute, 100*time.Millisecond, "the choice's failure past the budget", func() error {
-		err := choose()
-		if _, pending := errors.AsType[*backupCheckPending](err); pending {
-			return err
-		}
-		if err == nil || !strings.Contains(err.Error(), "checking the backups took longer than 20s (0 of 1 checked)") {
-			t.Fatalf("choice: %v, want the budget's failure", err)
-		}
-		return nil
-	})
 }

@@ -30,12 +30,12 @@ const (
 	snapshotSector   = 512
 )
 
-// VerifySnapshotFile checks a snapshot file the way a restore depends on it, without
+// CheckSnapshotFile checks a snapshot file the way a restore depends on it, without
 // changing it: etcd's own integrity hash must be present and match the database before
 // it (a restore refuses a snapshot without one), and that database must pass
 // bbolt's consistency check and be readable by etcdutl's snapshot status. Every failure
 // wraps ErrNotRestorable and says which check failed.
-func VerifySnapshotFile(path string) (snapshot.Status, error) {
+func CheckSnapshotFile(path string) (snapshot.Status, error) {
 	if err := checkIntegrityHash(path); err != nil {
 		return snapshot.Status{}, err
 	}
@@ -110,8 +110,8 @@ func readableStatus(path string) (snapshot.Status, error) {
 	return st, err
 }
 
-// Verified describes a backup that passed VerifyBackup.
-type Verified struct {
+// CheckedObject describes a backup that passed CheckObject.
+type CheckedObject struct {
 	// Object is the stored object, with its stored SHA-256 if it has one.
 	Object backup.Object
 	// Status is what etcdutl reads from the snapshot (revision, keys, size).
@@ -121,15 +121,15 @@ type Verified struct {
 	Pin string
 }
 
-// VerifyBackup downloads the object at key into a temporary file in dir (removed
+// CheckObject downloads the object at key into a temporary file in dir (removed
 // before it returns) and checks it exactly as the restore step will before it writes
 // a data directory: the stored SHA-256 where the object has one (errors wrap
-// backup.ErrChecksumMismatch), then VerifySnapshotFile in every case (ErrNotRestorable).
+// backup.ErrChecksumMismatch), then CheckSnapshotFile in every case (ErrNotRestorable).
 // An object without a checksum of ours passes on the snapshot's own checks alone.
-func VerifyBackup(ctx context.Context, s backup.Store, key, dir string) (Verified, error) {
+func CheckObject(ctx context.Context, s backup.Store, key, dir string) (CheckedObject, error) {
 	f, err := os.CreateTemp(dir, ".snapshot-")
 	if err != nil {
-		return Verified{}, err
+		return CheckedObject{}, err
 	}
 	defer os.Remove(f.Name())
 	obj, read, err := download(ctx, s, key, "", f)
@@ -137,11 +137,11 @@ func VerifyBackup(ctx context.Context, s backup.Store, key, dir string) (Verifie
 		err = cerr
 	}
 	if err != nil {
-		return Verified{Object: obj}, err
+		return CheckedObject{Object: obj}, err
 	}
-	st, err := VerifySnapshotFile(f.Name())
+	st, err := CheckSnapshotFile(f.Name())
 	if err != nil {
-		return Verified{Object: obj}, fmt.Errorf("%s/%s: %w", s, key, err)
+		return CheckedObject{Object: obj}, fmt.Errorf("%s/%s: %w", s, key, err)
 	}
-	return Verified{Object: obj, Status: st, Pin: read}, nil
+	return CheckedObject{Object: obj, Status: st, Pin: read}, nil
 }

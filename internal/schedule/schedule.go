@@ -1,8 +1,9 @@
-// Package backupschedule decides when a periodic EtcdBackup runs: on a cron schedule
-// (five fields or a macro such as @hourly, in a time zone) or every fixed interval (the
-// v1beta2 backupIntervalInSecond CoreOS had). It is pure: the controller passes the
-// times it knows and acts on the answer.
-package backupschedule
+// Package schedule decides when periodic work runs: an EtcdBackup's backups and
+// verifications, a cluster's defragmentation. A schedule is a cron expression (five
+// fields or a macro such as @hourly, in a time zone) or a fixed interval (the v1beta2
+// backupIntervalInSecond CoreOS had). It is pure: the controller passes the times it
+// knows and acts on the answer.
+package schedule
 
 import (
 	"errors"
