@@ -21,6 +21,10 @@ tools: ## Build (once, cached outside the clone) kube-apiserver & co, etcd, MinI
 $(CONTROLLER_GEN) $(KUSTOMIZE):
 	hack/tools.sh gen
 
+.PHONY: helm
+helm: ## Build (once, cached) the helm CLI at go.mod's helm.sh/helm/v3 version; only the e2e tier runs it.
+	hack/tools.sh helm
+
 ##@ Development
 
 .PHONY: generate
@@ -94,7 +98,7 @@ test-integration: tools ## Tests against real processes: envtest, etcd, MinIO, C
 	exit $$rc
 
 .PHONY: test-e2e
-test-e2e: tools ## End-to-end tests on the local bench (real nodes); root. E2E_SHARDS=1 runs them one at a time.
+test-e2e: tools helm ## End-to-end tests on the local bench (real nodes); root. E2E_SHARDS=1 runs them one at a time.
 	hack/go-test-shards.sh $(E2E_SHARDS) "$(GO_TEST_FLAGS)" ./test/e2e $(filter-out ./test/e2e,$(TEST_E2E))
 
 .PHONY: test-tiers
