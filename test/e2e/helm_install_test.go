@@ -7,7 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +41,7 @@ import (
 // running members with their data.
 func TestHelmInstall(t *testing.T) {
 	root := framework.RepoRoot(t)
-	helm := helmCLI(t)
+	helm := helmCLI(t, root)
 	chart := filepath.Join(root, "helm-charts", "etcd-operator")
 
 	s := framework.NewScheme()
@@ -249,24 +249,19 @@ func TestHelmInstall(t *testing.T) {
 }
 
 // helmCLI is the helm binary hack/tools.sh builds from the helm.sh/helm/v3 release this
-// module requires: the one the operator's member chart is rendered with, read from the
-// test binary's own build information so the two cannot drift apart.
-func helmCLI(t *testing.T) string {
+// module requires: the one the operator's member chart is rendered with, read from
+// go.mod as the script reads it, so the two cannot drift apart.
+func helmCLI(t *testing.T, root string) string {
 	t.Helper()
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		t.Fatal("no build information in the test binary")
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, d := range bi.Deps {
-		if d.Path == "helm.sh/helm/v3" {
-			if d.Replace != nil {
-				d = d.Replace
-			}
-			return testenv.Require(t, filepath.Join("helm-"+d.Version, "helm"))
-		}
+	m := regexp.MustCompile(`(?m)^\s*helm\.sh/helm/v3 (v\S+)`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("go.mod does not require helm.sh/helm/v3")
 	}
-	t.Fatal("helm.sh/helm/v3 is not a dependency of the test binary")
-	return ""
+	return testenv.Require(t, filepath.Join("helm-"+string(m[1]), "helm"))
 }
 
 // helmRunner runs the helm CLI against the bench with its configuration, cache and data
