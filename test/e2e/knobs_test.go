@@ -279,7 +279,8 @@ func viaNodePort(t *testing.T, e *framework.Env, port int32, key, value string) 
 }
 
 // refusedPull runs a pod of image without a pull secret and waits for the kubelet to
-// report the pull refused (ErrImagePull, then ImagePullBackOff); the pod is removed.
+// report the pull refused by the registry (ErrImagePull with its 401, then
+// ImagePullBackOff); the pod is removed.
 func refusedPull(t *testing.T, e *framework.Env, image string) {
 	t.Helper()
 	ctx := context.Background()
@@ -293,6 +294,11 @@ func refusedPull(t *testing.T, e *framework.Env, image string) {
 		for _, cs := range p.Status.ContainerStatuses {
 			if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") {
 				t.Logf("without a pull secret: %s: %s", w.Reason, w.Message)
+				// Refused for the login, not for a missing image (after the first
+				// refusal the back-off's message no longer says why).
+				if w.Reason == "ErrImagePull" && !strings.Contains(w.Message, "401") {
+					t.Fatalf("the pull failed for another reason than the missing login: %s", w.Message)
+				}
 				return nil
 			}
 			if cs.State.Running != nil {
