@@ -21,6 +21,10 @@ tools: ## Build (once, cached outside the clone) kube-apiserver & co, etcd, MinI
 $(CONTROLLER_GEN) $(KUSTOMIZE):
 	hack/tools.sh gen
 
+.PHONY: helm
+helm: ## Build (once, cached) the helm CLI at go.mod's helm.sh/helm/v3 version; only the e2e tier runs it.
+	hack/tools.sh helm
+
 ##@ Development
 
 .PHONY: generate
@@ -84,7 +88,7 @@ BENCHMARKS       := ./test/benchmark/...
 E2E_SHARDS       ?= 3
 
 .PHONY: test
-test: tools verify test-tiers ## All three tiers below at once on E2E_SHARDS workers (each runs even if another failed).
+test: tools helm verify test-tiers ## All three tiers below at once on E2E_SHARDS workers (each runs even if another failed).
 	hack/go-test-shards.sh $(E2E_SHARDS) "$(GO_TEST_FLAGS)" ./test/e2e $(filter-out ./test/e2e,$(TEST_E2E)) \
 	  -- "$(MAKE) --no-print-directory test-unit" "$(MAKE) --no-print-directory test-integration"
 
@@ -99,7 +103,7 @@ test-integration: tools ## Tests against real processes: envtest, etcd, MinIO, C
 	exit $$rc
 
 .PHONY: test-e2e
-test-e2e: tools ## End-to-end tests on the local bench (real nodes); root. E2E_SHARDS=1 runs them one at a time.
+test-e2e: tools helm ## End-to-end tests on the local bench (real nodes); root. E2E_SHARDS=1 runs them one at a time.
 	hack/go-test-shards.sh $(E2E_SHARDS) "$(GO_TEST_FLAGS)" ./test/e2e $(filter-out ./test/e2e,$(TEST_E2E))
 
 .PHONY: test-tiers

@@ -3,7 +3,7 @@
 # from the Go module proxy, into a cache outside the clone keyed by version.
 # A warm cache makes this a no-op: each tool directory carries a .done stamp.
 #
-#   hack/tools.sh [all|k8s|node|coredns|packages|busybox|etcd|minio|olm|gen]    (default: all)
+#   hack/tools.sh [all|k8s|node|coredns|packages|busybox|etcd|minio|olm|helm|gen]    (default: all)
 #   hack/tools.sh path                        print the cache root
 set -euo pipefail
 
@@ -238,6 +238,33 @@ build_go_binary() {
   touch "$out/.done"
 }
 
+# build_helm: the helm CLI, at the helm.sh/helm/v3 version this repository's go.mod pins
+# (the library that renders the member chart), for the e2e test that installs the
+# operator chart as users do. Built in this module, not a scratch one, so its
+# dependencies resolve as the operator's do; -modfile keeps the extra requirements
+# cmd/helm brings (kubectl, oras, sql drivers) in a copy of go.mod, off the operator's.
+build_helm() {
+  local repo; repo=$(cd "$(dirname "$0")/.." && pwd)
+  local v; v=$(cd "$repo" && go list -m -f '{{.Version}}' helm.sh/helm/v3)
+  local out=$CACHE/helm-$v
+  [[ -f $out/.done ]] && return 0
+  log "building helm $v (this module's helm.sh/helm/v3; cold: ~3 min)"
+  local work; work=$(mktemp -d "$CACHE/.helm-build.XXXX")
+  cp "$repo/go.mod" "$work/go.mod"
+  cp "$repo/go.sum" "$work/go.sum"
+  (
+    cd "$repo"
+    go get -modfile="$work/go.mod" "helm.sh/helm/v3/cmd/helm@$v" >/dev/null 2>&1 ||
+      go get -modfile="$work/go.mod" "helm.sh/helm/v3/cmd/helm@$v"
+    go build -modfile="$work/go.mod" -trimpath \
+      -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$v" -o "$work/helm" helm.sh/helm/v3/cmd/helm
+  )
+  rm -rf "$out"; mkdir -p "$out"
+  mv "$work/helm" "$out/helm"
+  rm -rf "$work"
+  touch "$out/.done"
+}
+
 build_minio() {
   build_go_binary "$CACHE/minio-$MINIO_VERSION" minio github.com/minio/minio "$MINIO_VERSION" "cold: ~4 min"
 }
@@ -323,6 +350,7 @@ case $what in
   etcd) for v in $ETCD_VERSIONS; do build_etcd "$v"; done ;;
   minio) build_minio ;;
   olm) build_olm; build_opm ;;
+  helm) build_helm ;;
   gen) build_gen ;;
   all)
     node_packages
@@ -339,6 +367,6 @@ case $what in
     wait "$lane" || { log "etcd, CoreDNS or MinIO failed to build (see above)"; exit 1; }
     envtest_assets
     ;;
-  *) echo "usage: $0 [all|k8s|node|coredns|packages|busybox|etcd|minio|olm|gen|path]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|k8s|node|coredns|packages|busybox|etcd|minio|olm|helm|gen|path]" >&2; exit 2 ;;
 esac
 log "ready in $CACHE"

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-operator/etcd-operator/test/bench/images"
 )
@@ -26,7 +28,12 @@ var processRegistry = sync.OnceValues(func() (*images.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := images.Serve(l, images.RegistryOptions{})
+	creds, err := registryLogin()
+	if err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	reg, err := images.Serve(l, images.RegistryOptions{Private: &creds})
 	if err != nil {
 		return nil, err
 	}
@@ -48,6 +55,10 @@ var processRegistry = sync.OnceValues(func() (*images.Registry, error) {
 	}
 	return reg, nil
 })
+
+// registryLogin is the process registry's login to its private repositories
+// (images.PrivatePrefix), made once per process.
+var registryLogin = sync.OnceValues(images.NewCredentials)
 
 // processOLMImages pushes OLM's images (images.PushOLM) to the process's registry once,
 // for the first bench with Options.OLM: benches without OLM never pay for them.
@@ -92,4 +103,34 @@ func (b *Bench) PushImage(name string, img v1.Image) error {
 // should come from the bench, e.g. RegistryAddr()+"/etcd-operator-bundle:v0.2.0".
 func (b *Bench) RegistryAddr() string {
 	return fmt.Sprintf("%s:%d", controlPlaneIP, registryPort)
+}
+
+// PrivateImage copies image (a name as pods spell it, which the bench serves, e.g.
+// quay.io/coreos/etcd:v3.6.16) to the bench registry's private repositories and returns
+// the name pods pull it by (bench.local/private/coreos/etcd:v3.6.16): a pull of it
+// needs the login in PullSecret, as from a registry that requires authentication.
+func (b *Bench) PrivateImage(image string) (string, error) {
+	reg, err := processRegistry()
+	if err != nil {
+		return "", err
+	}
+	creds, err := registryLogin()
+	if err != nil {
+		return "", err
+	}
+	return images.CopyToPrivate(reg.Addr(), creds, image)
+}
+
+// PullSecret is a kubernetes.io/dockerconfigjson Secret with the login to the bench
+// registry's private images (PrivateImage), to name in imagePullSecrets.
+func (b *Bench) PullSecret(namespace, name string) (*corev1.Secret, error) {
+	creds, err := registryLogin()
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: creds.DockerConfigJSON()},
+	}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +26,8 @@ import (
 
 // TestPlatformOptions creates a 3-member cluster with claims and the options a platform
 // team sets (v1beta2 annotations; v1's fields convert to them): a PriorityClass, a pull
-// secret, a topology spread of one member per zone over the bench's three zones, and a
+// secret for etcd's image in a registry that requires a login (a pod without it is
+// refused the pull), a topology spread of one member per zone over the bench's three zones, and a
 // NodePort client Service. The members land in three zones with the priority resolved
 // by the API server, and etcd answers through a node's IP at the node port (the node's
 // kube-proxy). Then the priority class changes on the running cluster under a write
@@ -41,13 +43,21 @@ func TestPlatformOptions(t *testing.T) {
 	for class, value := range map[string]int32{"etcd-knobs-a": 1000, "etcd-knobs-b": 2000} {
 		e.Create(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Value: value})
 	}
-	// Credentials for a registry the bench does not use: the pods must carry them and
-	// still pull from the bench's mirror.
-	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "regcred", Namespace: "default"},
-		Type: corev1.SecretTypeDockerConfigJson,
-		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"registry.invalid":{"auth":"dXNlcjpwYXNz"}}}`)}})
+	// etcd from a registry that requires a login: the bench registry's private copy of
+	// the image, which a pod without the pull secret cannot pull.
+	image, err := e.Bench.PrivateImage(etcdv1beta2.DefaultRepository + ":v3.6.16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusedPull(t, e, image)
+	secret, err := e.Bench.PullSecret("default", "regcred")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Create(secret)
 
 	c := newCluster(name, 3)
+	c.Spec.Repository = strings.TrimSuffix(image, ":v3.6.16")
 	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
@@ -78,6 +88,9 @@ func TestPlatformOptions(t *testing.T) {
 			}
 			if len(s.ImagePullSecrets) != 1 || s.ImagePullSecrets[0].Name != "regcred" {
 				t.Errorf("pod %s: imagePullSecrets %v", n, s.ImagePullSecrets)
+			}
+			if s.Containers[0].Image != image {
+				t.Errorf("pod %s runs %s, want the private %s", n, s.Containers[0].Image, image)
 			}
 			if len(s.TopologySpreadConstraints) != 1 {
 				t.Errorf("pod %s: topologySpreadConstraints %v", n, s.TopologySpreadConstraints)
@@ -263,4 +276,38 @@ func viaNodePort(t *testing.T, e *framework.Env, port int32, key, value string) 
 		}
 		return nil
 	})
+}
+
+// refusedPull runs a pod of image without a pull secret and waits for the kubelet to
+// report the pull refused by the registry (ErrImagePull with its 401, then
+// ImagePullBackOff); the pod is removed.
+func refusedPull(t *testing.T, e *framework.Env, image string) {
+	t.Helper()
+	ctx := context.Background()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "no-pull-secret", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: image}}}}
+	e.Create(p)
+	e.Eventually(90*time.Second, "the pull without a pull secret refused", func() error {
+		if err := e.C.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") {
+				t.Logf("without a pull secret: %s: %s", w.Reason, w.Message)
+				// Refused for the login, not for a missing image (after the first
+				// refusal the back-off's message no longer says why).
+				if w.Reason == "ErrImagePull" && !strings.Contains(w.Message, "401") {
+					t.Fatalf("the pull failed for another reason than the missing login: %s", w.Message)
+				}
+				return nil
+			}
+			if cs.State.Running != nil {
+				t.Fatalf("pod %s pulled %s without a pull secret", p.Name, image)
+			}
+		}
+		return fmt.Errorf("pod %s: %+v", p.Status.Phase, p.Status.ContainerStatuses)
+	})
+	if err := e.C.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -34,6 +34,9 @@ type RegistryOptions struct {
 	BlobDir string
 	// Log receives one line per request; nil discards them.
 	Log io.Writer
+	// Private, when set, is the login every request for a repository under
+	// PrivatePrefix needs (see requireLogin).
+	Private *Credentials
 }
 
 // Serve serves a registry on l until Close. It takes ownership of l.
@@ -50,9 +53,13 @@ func Serve(l net.Listener, o RegistryOptions) (*Registry, error) {
 		}
 		opts = append(opts, registry.WithBlobHandler(registry.NewDiskBlobHandler(o.BlobDir)))
 	}
+	h := registry.New(opts...)
+	if o.Private != nil {
+		h = requireLogin(h, *o.Private)
+	}
 	r := &Registry{
 		srv: &http.Server{
-			Handler:  registry.New(opts...),
+			Handler:  h,
 			ErrorLog: log.New(w, "registry: ", log.LstdFlags),
 		},
 		addr: l.Addr().String(),
