@@ -137,7 +137,11 @@ func runManager(args []string) int {
 		LeaderElection:          *leaderElect,
 		LeaderElectionID:        "etcd-operator.etcd.database.coreos.com",
 		LeaderElectionNamespace: *leaderElectionNS,
-		WebhookServer:           etcdwebhook.NewServer(wh),
+		// The process exits as soon as the manager stops, so a leader that is shut down
+		// (pod deleted, rollout, helm upgrade) hands the Lease over at once instead of the
+		// standby waiting out the lease duration.
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 etcdwebhook.NewServer(wh),
 	}
 	controllers.RestrictToNamespace(&mgrOpts, *watchNamespace)
 	controllers.NeverCacheSecrets(&mgrOpts)
