@@ -60,6 +60,7 @@ const (
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
@@ -159,7 +160,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	*r = *built
 	r.etcdLog = mgr.GetLogger().WithName("etcdcluster").WithName("etcd")
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdCluster{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return r.Scope.Manages(o.GetAnnotations())
 		}))).
@@ -168,8 +169,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.PersistentVolumeClaim{}). // claims growing report progress
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Node{}, r.nodeCordonHandler(), builder.WithPredicates(cordonChanged)). // watch_cordon.go
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4})
+	if err := r.watchCertificates(mgr, b); err != nil { // act_tls_certmanager.go
+		return err
+	}
+	return b.Complete(r)
 }
 
 // Reconcile performs at most one membership step per call; each step is idempotent, so an
@@ -229,8 +233,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// Built-in issuing points spec.TLS.static at its Secrets (act_builtintls.go); the
 	// certificates in use are reported either way (status_certificates.go).
 	tlsErr := r.resolveBuiltinTLS(ctx, &c, status)
+	if tlsErr == nil {
+		tlsErr = r.resolveCertManagerTLS(ctx, &c, status) // act_tls_certmanager.go
+	}
 	r.reportCertificates(ctx, &c, tlsErr)
-	if tlsErr != nil {
+	if tlsErr != nil && !tlsPending(tlsErr) { // waiting on cert-manager: go on as things are
 		return r.observeFailed(ctx, &c, tlsErr)
 	}
 
