@@ -2,9 +2,11 @@ package etcdcluster
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -123,6 +126,9 @@ func certManagerRef(t *etcdv1beta2.CertManagerTLS) certmanager.Ref {
 // *certManagerPending. It does nothing for a cluster without spec.TLS.certManager.
 func (r *Reconciler) resolveCertManagerTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster, w *statusWriter) error {
 	if c.Spec.TLS == nil || c.Spec.TLS.CertManager == nil {
+		if r.cmSettle != nil {
+			r.cmSettle.forget(c.UID)
+		}
 		return nil
 	}
 	now := r.Now()
@@ -138,12 +144,24 @@ func (r *Reconciler) resolveCertManagerTLS(ctx context.Context, c *etcdv1beta2.E
 		}
 		cur = &l
 	}
-	in, pending, err := r.certManagerIssued(ctx, c, now)
+	in, issuing, pending, err := r.certManagerIssued(ctx, c, now)
 	if err != nil {
 		return err
 	}
 	if pending == nil {
 		d := certmanager.Decide(cur, since, in, r.certManagerRolledOut(ctx, c, gen), now, certmanager.CAStepDwell)
+		if d.Step != certmanager.Keep && d.Step != certmanager.DropOldCA && cur != nil {
+			// cert-manager renews each Certificate on its own: three renewed together
+			// land moments apart. What it wrote is taken once none is issuing and it
+			// has been still for certManagerQuiet, so they make one generation, not up
+			// to three (the Certificates' updates wake the reconcile).
+			if len(issuing) > 0 {
+				d = certmanager.Decision{Reason: fmt.Sprintf("cert-manager is issuing %v", issuing)}
+			} else if wait := r.cmSettle.still(c.UID, in, now); wait > 0 {
+				d = certmanager.Decision{Reason: "waiting for cert-manager's Secrets to settle", Wait: wait}
+			}
+		}
+		r.cmSettle.wake(c.UID, now, d.Wait)
 		if d.Step != certmanager.Keep {
 			if err := r.writeCertManagerGeneration(ctx, c, gen+1, d.Next, now); err != nil {
 				return err
@@ -176,41 +194,43 @@ func (r *Reconciler) resolveCertManagerTLS(ctx context.Context, c *etcdv1beta2.E
 
 // certManagerIssued keeps the cluster's three Certificates as the spec wants them and
 // reads what cert-manager wrote for them; pending says why that is not usable yet.
-func (r *Reconciler) certManagerIssued(ctx context.Context, c *etcdv1beta2.EtcdCluster, now time.Time) (certissue.Leaves, error, error) {
+func (r *Reconciler) certManagerIssued(ctx context.Context, c *etcdv1beta2.EtcdCluster, now time.Time) (in certissue.Leaves, issuing []string, pending, err error) {
 	names, err := r.builtinNames(ctx, c, true)
 	if err != nil {
-		return certissue.Leaves{}, nil, err
+		return in, nil, nil, err
 	}
 	ref := certManagerRef(c.Spec.TLS.CertManager)
-	var in certissue.Leaves
 	var bundles [][]byte
-	var pending []error
+	var notReady []error
 	for _, kind := range certmanager.Kinds {
 		name := certmanager.CertificateName(c.Name, kind)
 		cert, err := r.ensureCertificate(ctx, c, name, certmanager.Spec(kind, names, ref))
 		switch {
 		case meta.IsNoMatchError(err):
-			return in, &certManagerPending{etcdv1beta2.ReasonCertManagerNotInstalled, fmt.Errorf(
+			return in, nil, &certManagerPending{etcdv1beta2.ReasonCertManagerNotInstalled, fmt.Errorf(
 				"spec.tls.issuer.issuerRef: the API server serves no certificates.cert-manager.io/v1; install cert-manager")}, nil
 		case err != nil:
-			return in, nil, err
+			return in, nil, nil, err
 		}
 		if err := certmanager.Ready(cert); err != nil {
-			pending = append(pending, err)
+			notReady = append(notReady, err)
 			continue
+		}
+		if certmanager.Issuing(cert) {
+			issuing = append(issuing, name)
 		}
 		var s corev1.Secret
 		// cert-manager's Secret is not the cluster's: read, never written.
 		if err := r.secretReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: cert.Spec.SecretName}, &s); err != nil {
 			if !apierrors.IsNotFound(err) {
-				return in, nil, fmt.Errorf("get secret %q: %w", cert.Spec.SecretName, err)
+				return in, nil, nil, fmt.Errorf("get secret %q: %w", cert.Spec.SecretName, err)
 			}
-			pending = append(pending, &certmanager.NotReady{Certificate: name, Why: fmt.Sprintf("Secret %q not written yet", cert.Spec.SecretName)})
+			notReady = append(notReady, &certmanager.NotReady{Certificate: name, Why: fmt.Sprintf("Secret %q not written yet", cert.Spec.SecretName)})
 			continue
 		}
 		kp, bundle, err := certmanager.Read(name, kind, s.Data, names, now)
 		if err != nil {
-			pending = append(pending, err)
+			notReady = append(notReady, err)
 			continue
 		}
 		bundles = append(bundles, bundle)
@@ -223,15 +243,15 @@ func (r *Reconciler) certManagerIssued(ctx context.Context, c *etcdv1beta2.EtcdC
 			in.Client = kp
 		}
 	}
-	if len(pending) > 0 {
-		return in, &certManagerPending{etcdv1beta2.ReasonCertificateNotReady, errors.Join(pending...)}, nil
+	if len(notReady) > 0 {
+		return in, nil, &certManagerPending{etcdv1beta2.ReasonCertificateNotReady, errors.Join(notReady...)}, nil
 	}
 	trust, err := certissue.MergeBundle(bundles...)
 	if err != nil {
-		return in, nil, err
+		return in, nil, nil, err
 	}
 	in.Trust = trust
-	return in, nil, nil
+	return in, issuing, nil, nil
 }
 
 // ensureCertificate creates or updates the Certificate name with spec; one of that name
@@ -436,4 +456,83 @@ func certManagerWarnWithin(t *etcdv1beta2.CertManagerTLS) time.Duration {
 		renew = t.RenewBefore.Duration
 	}
 	return min(certissue.WarnWithin, renew/2)
+}
+
+// certManagerQuiet is how long what cert-manager wrote must stay unchanged before a
+// renewal takes it.
+const certManagerQuiet = 5 * time.Second
+
+// cmSettle remembers, per cluster, what cert-manager last wrote and since when, and when
+// the cluster wants to be looked at again (a settle or a CA step's dwell running out).
+// In memory only: an operator restarted waits the quiet period again.
+type cmSettle struct {
+	mu     sync.Mutex
+	seen   map[types.UID]cmSeen
+	wakeAt map[types.UID]time.Time
+}
+
+type cmSeen struct {
+	digest [sha256.Size]byte
+	since  time.Time
+}
+
+func newCMSettle() *cmSettle {
+	return &cmSettle{seen: map[types.UID]cmSeen{}, wakeAt: map[types.UID]time.Time{}}
+}
+
+// still is how much longer in must stay unchanged (0: it has been still long enough).
+// One record per cluster with cert-manager issuing, dropped when it has none.
+func (s *cmSettle) still(uid types.UID, in certissue.Leaves, now time.Time) time.Duration {
+	h := sha256.New()
+	for _, b := range [][]byte{in.Peer.CertPEM, in.Peer.KeyPEM, in.Server.CertPEM, in.Server.KeyPEM, in.Client.CertPEM, in.Client.KeyPEM, in.Trust} {
+		_, _ = fmt.Fprintf(h, "%d:", len(b))
+		h.Write(b)
+	}
+	var d [sha256.Size]byte
+	copy(d[:], h.Sum(nil))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen, ok := s.seen[uid]
+	if !ok || seen.digest != d {
+		s.seen[uid] = cmSeen{digest: d, since: now}
+		return certManagerQuiet
+	}
+	return max(certManagerQuiet-now.Sub(seen.since), 0)
+}
+
+// wake records when the cluster wants a reconcile (after is 0: no wish).
+func (s *cmSettle) wake(uid types.UID, now time.Time, after time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if after <= 0 {
+		delete(s.wakeAt, uid)
+		return
+	}
+	s.wakeAt[uid] = now.Add(after)
+}
+
+// forget drops what is remembered of a cluster.
+func (s *cmSettle) forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.seen, uid)
+	delete(s.wakeAt, uid)
+}
+
+// requeue brings result's requeue forward to the cluster's wish, if it has one.
+func (s *cmSettle) requeue(uid types.UID, now time.Time, result ctrl.Result) ctrl.Result {
+	if s == nil {
+		return result
+	}
+	s.mu.Lock()
+	at, ok := s.wakeAt[uid]
+	s.mu.Unlock()
+	if !ok {
+		return result
+	}
+	d := max(at.Sub(now), time.Second)
+	if result.RequeueAfter == 0 || d < result.RequeueAfter {
+		result.RequeueAfter = d
+	}
+	return result
 }

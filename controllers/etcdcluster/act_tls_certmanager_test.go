@@ -82,6 +82,14 @@ func (f *cmFixture) resolveOn(gen int) *etcdv1beta2.EtcdCluster {
 	return c
 }
 
+// settle resolves once on generation gen, which sees what cert-manager wrote and waits
+// for it to stay still, and moves the clock past that wait.
+func (f *cmFixture) settle(gen int) {
+	f.t.Helper()
+	f.resolveOn(gen)
+	f.now = f.now.Add(certManagerQuiet)
+}
+
 func (f *cmFixture) secret(name string) *corev1.Secret {
 	var s corev1.Secret
 	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &s); err != nil {
@@ -204,6 +212,7 @@ func TestCertManagerTLSWaitsThenIssuesRenewsAndRotatesCA(t *testing.T) {
 	f.forceRenewal()
 	f.resolveOn(1)
 	f.allOn(1)
+	f.settle(1)
 	f.resolveOn(2)
 	if string(f.leaf(2)) == string(f.leaf(1)) || len(f.trust(2)) != 1 || string(f.trust(2)[0]) != string(f.trust(1)[0]) {
 		t.Fatal("generation 2 is not a renewal by the same CA")
@@ -216,6 +225,7 @@ func TestCertManagerTLSWaitsThenIssuesRenewsAndRotatesCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.forceRenewal()
+	f.settle(2)
 	f.resolveOn(3)
 	if string(f.leaf(3)) != string(f.leaf(2)) || len(f.trust(3)) != 2 {
 		t.Fatalf("generation 3: want generation 2's certificates trusting both CAs, got %d CAs", len(f.trust(3)))

@@ -112,6 +112,8 @@ type Reconciler struct {
 	PinKey []byte
 
 	renderer *render.Renderer
+	// cmSettle is when cert-manager's Secrets were last seen changing (act_tls_certmanager.go).
+	cmSettle *cmSettle
 	etcdLog  logr.Logger
 	// memory is what is kept of each cluster across reconciles (memory.go).
 	*memory
@@ -134,6 +136,7 @@ func NewReconciler(settings Reconciler) (*Reconciler, error) {
 	}
 	r := settings
 	r.renderer = rd
+	r.cmSettle = newCMSettle()
 	r.memory = newMemory()
 	r.OperatorImage = operatorimage.Or(r.OperatorImage)
 	if r.Now == nil {
@@ -303,7 +306,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// Reported, and the step counted, by the deferred flush (updateStatus, status.go).
 	obs.planned = &plannedStep{action: action, summary: summary, at: now,
 		ran: true, actErr: actErr, stepErr: stepErr, waited: waited}
-	return result, nil
+	return r.cmSettle.requeue(c.UID, now, result), nil // act_tls_certmanager.go
 }
 
 // desiredFromSpec translates the CR into the planner's terms.

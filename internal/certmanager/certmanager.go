@@ -260,3 +260,13 @@ func missingFrom(have, want []byte) (bool, error) {
 	}
 	return !certissue.SameBundle(merged, have), nil
 }
+
+// Issuing reports whether cert-manager is issuing cert anew (its Issuing condition).
+func Issuing(cert *cmv1.Certificate) bool {
+	for _, c := range cert.Status.Conditions {
+		if c.Type == cmv1.CertificateConditionIssuing {
+			return c.Status == cmmeta.ConditionTrue
+		}
+	}
+	return false
+}
