@@ -9,10 +9,12 @@ import (
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -296,5 +298,39 @@ func TestCertManagerTLSChecksWhatCertManagerWrote(t *testing.T) {
 	c, err := f.resolve()
 	if !tlsPending(err) || !strings.Contains(err.Error(), `Certificate "db-cm-server"`) || c.Spec.TLS.Static != nil {
 		t.Fatalf("resolve with a server Secret holding a client certificate: %v (static %+v)", err, c.Spec.TLS.Static)
+	}
+}
+
+// Without cert-manager's CRDs the cluster says so and goes on as it is.
+func TestCertManagerTLSNotInstalled(t *testing.T) {
+	// What the API server's discovery answers for a kind it does not serve.
+	noKind := func(obj client.Object) error {
+		if _, ok := obj.(*cmv1.Certificate); ok {
+			return &meta.NoKindMatchError{GroupKind: certificateGVK.GroupKind(), SearchedVersions: []string{"v1"}}
+		}
+		return nil
+	}
+	f := newCMFixture(t)
+	f.c = fake.NewClientBuilder().WithScheme(fixture.Scheme()).WithObjects(f.cluster).
+		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := noKind(obj); err != nil {
+				return err
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := noKind(obj); err != nil {
+				return err
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	}).Build()
+	f.r = newTestClusterReconciler(t, f.c, record.NewFakeRecorder(100), func() time.Time { return f.now })
+	c, err := f.resolve()
+	var pending *certManagerPending
+	if !errors.As(err, &pending) || pending.reason != etcdv1beta2.ReasonCertManagerNotInstalled ||
+		!strings.Contains(err.Error(), "spec.tls.issuer.issuerRef") || c.Spec.TLS.Static != nil {
+		t.Fatalf("resolve without cert-manager: %v (static %+v)", err, c.Spec.TLS.Static)
 	}
 }
