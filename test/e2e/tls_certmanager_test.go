@@ -177,7 +177,10 @@ func TestCertManagerTLS(t *testing.T) {
 		serials := map[string]bool{}
 		for n, p := range e.MemberPods(name) {
 			d := &net.Dialer{Timeout: 5 * time.Second}
-			conn, err := tls.DialWithDialer(d, "tcp", net.JoinHostPort(p.Status.PodIP, "2379"), cfg.Clone())
+			// Dialled by IP, verified for the member's name (pod IPs are in no certificate).
+			mc := cfg.Clone()
+			mc.ServerName = fmt.Sprintf("%s.%s.default.svc.%s", n, name, framework.BenchClusterDomain)
+			conn, err := tls.DialWithDialer(d, "tcp", net.JoinHostPort(p.Status.PodIP, "2379"), mc)
 			if err != nil {
 				return "", fmt.Errorf("member %s: %w", n, err)
 			}

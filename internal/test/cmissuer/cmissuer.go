@@ -32,6 +32,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -74,7 +75,7 @@ func NewCA(cn string, lifetime time.Duration) (certPEM, keyPEM []byte, err error
 // Install creates (or updates) the Issuer and its CA Secret caSecret with a new CA; called
 // again, it rotates the CA (Certificates issued after that are signed by the new one).
 func (i *Issuer) Install(ctx context.Context, caSecret string) error {
-	cert, key, err := NewCA(fmt.Sprintf("%s test CA %d", i.Name, time.Now().UnixNano()), 24*time.Hour)
+	cert, key, err := NewCA(fmt.Sprintf("%s test CA %d", i.Name, time.Now().UnixNano()), 10*365*24*time.Hour)
 	if err != nil {
 		return err
 	}
@@ -103,12 +104,14 @@ func (i *Issuer) Install(ctx context.Context, caSecret string) error {
 // ForceRenewal asks for Certificate name to be issued again now, as `cmctl renew`
 // does: the Issuing condition set True with reason ManuallyTriggered.
 func ForceRenewal(ctx context.Context, c client.Client, namespace, name string) error {
-	var cert cmv1.Certificate
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &cert); err != nil {
-		return err
-	}
-	setCondition(&cert, cmv1.CertificateConditionIssuing, cmmeta.ConditionTrue, "ManuallyTriggered", "Certificate re-issuance manually triggered", time.Now())
-	return c.Status().Update(ctx, &cert)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cert cmv1.Certificate
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &cert); err != nil {
+			return err
+		}
+		setCondition(&cert, cmv1.CertificateConditionIssuing, cmmeta.ConditionTrue, "ManuallyTriggered", "Certificate re-issuance manually triggered", time.Now())
+		return c.Status().Update(ctx, &cert)
+	})
 }
 
 // Run fulfils Certificates until ctx ends: at each change of one (a watch) and every
