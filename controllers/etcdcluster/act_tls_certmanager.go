@@ -276,10 +276,22 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, c *etcdv1beta2.EtcdC
 		return nil, &builtinTLSError{etcdv1beta2.ReasonCertificateIssueFailed,
 			fmt.Errorf("Certificate %q exists and is not this cluster's: the operator makes it for spec.tls.issuer.issuerRef; rename or delete it", name)}
 	}
-	if apiequality.Semantic.DeepEqual(cur.Spec, spec) {
+	// Only the fields the operator sets are compared and written: a field defaulted by
+	// cert-manager's CRD or webhook must not make an update (and a new issuance) at
+	// every reconcile.
+	next := cur.Spec.DeepCopy()
+	next.SecretName, next.CommonName, next.IssuerRef = spec.SecretName, spec.CommonName, spec.IssuerRef
+	next.Usages, next.DNSNames, next.IPAddresses = spec.Usages, spec.DNSNames, spec.IPAddresses
+	next.Duration, next.RenewBefore = spec.Duration, spec.RenewBefore
+	if next.PrivateKey == nil {
+		next.PrivateKey = &cmv1.CertificatePrivateKey{}
+	}
+	next.PrivateKey.Algorithm, next.PrivateKey.Size, next.PrivateKey.RotationPolicy =
+		spec.PrivateKey.Algorithm, spec.PrivateKey.Size, spec.PrivateKey.RotationPolicy
+	if apiequality.Semantic.DeepEqual(cur.Spec, *next) {
 		return &cur, nil
 	}
-	cur.Spec = spec
+	cur.Spec = *next
 	if err := r.Client.Update(ctx, &cur); err != nil {
 		return nil, fmt.Errorf("update Certificate %q: %w", name, err)
 	}

@@ -334,3 +334,44 @@ func TestCertManagerTLSNotInstalled(t *testing.T) {
 		t.Fatalf("resolve without cert-manager: %v (static %+v)", err, c.Spec.TLS.Static)
 	}
 }
+
+// The Certificates are written when they differ in what the operator sets, and only
+// then: a field set by someone else (cert-manager's defaults) is kept and makes no update.
+func TestCertManagerTLSCertificateUpdates(t *testing.T) {
+	f := newCMFixture(t)
+	ctx := context.Background()
+	_, _ = f.resolve()
+	key := client.ObjectKey{Namespace: "default", Name: "db-cm-server"}
+	var cert cmv1.Certificate
+	if err := f.c.Get(ctx, key, &cert); err != nil {
+		t.Fatal(err)
+	}
+	cert.Spec.PrivateKey.Encoding = cmv1.PKCS8 // as a defaulting webhook might
+	if err := f.c.Update(ctx, &cert); err != nil {
+		t.Fatal(err)
+	}
+	rv := cert.ResourceVersion
+	_, _ = f.resolve()
+	if err := f.c.Get(ctx, key, &cert); err != nil {
+		t.Fatal(err)
+	}
+	if cert.ResourceVersion != rv {
+		t.Errorf("an unchanged Certificate was written again")
+	}
+	// The spec's lifetime changes: the Certificates follow, the other field kept.
+	var c etcdv1beta2.EtcdCluster
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(f.cluster), &c); err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.TLS.CertManager.CertificateLifetime = &metav1.Duration{Duration: 48 * time.Hour}
+	if err := f.c.Update(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.resolve()
+	if err := f.c.Get(ctx, key, &cert); err != nil {
+		t.Fatal(err)
+	}
+	if cert.Spec.Duration == nil || cert.Spec.Duration.Duration != 48*time.Hour || cert.Spec.PrivateKey.Encoding != cmv1.PKCS8 {
+		t.Errorf("after a lifetime change: duration %v, encoding %q", cert.Spec.Duration, cert.Spec.PrivateKey.Encoding)
+	}
+}
