@@ -199,9 +199,21 @@ func TestCertManagerTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := presented(); err != nil || got != leaf.SerialNumber.String() {
-		t.Errorf("a member presents serial %s (%v), cert-manager's server certificate is %s", got, err, leaf.SerialNumber)
+	// Polled: the member restarted last may still be starting to listen.
+	presents := func(t *testing.T, serial string) {
+		t.Helper()
+		e.Eventually(60*time.Second, "every member presenting serial "+serial, func() error {
+			got, err := presented()
+			if err != nil {
+				return err
+			}
+			if got != serial {
+				return fmt.Errorf("members present serial %s", got)
+			}
+			return nil
+		})
 	}
+	presents(t, leaf.SerialNumber.String())
 
 	t.Run("a forced renewal rolls every member onto new certificates", func(t *testing.T) {
 		start := time.Now()
@@ -248,9 +260,7 @@ func TestCertManagerTLS(t *testing.T) {
 		if renewed.SerialNumber.Cmp(leaf.SerialNumber) == 0 {
 			t.Fatal("the test issuer did not renew the server certificate")
 		}
-		if got, err := presented(); err != nil || got != renewed.SerialNumber.String() {
-			t.Errorf("a member presents serial %s (%v), the renewed certificate is %s", got, err, renewed.SerialNumber)
-		}
+		presents(t, renewed.SerialNumber.String())
 		var cert cmv1.Certificate
 		if err := e.C.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: certmanager.CertificateName(name, certissue.KindServer)}, &cert); err != nil {
 			t.Fatal(err)
