@@ -548,3 +548,18 @@ func (s *cmSettle) requeue(uid types.UID, now time.Time, result ctrl.Result) ctr
 	}
 	return result
 }
+
+// certManagerStatic is the spec.TLS.static of the generation in effect of a cluster with
+// cert-manager issuing, read only (nil when it has none yet, or no cert-manager
+// issuing): for observing a paused cluster over TLS without touching anything.
+func (r *Reconciler) certManagerStatic(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*etcdv1beta2.StaticTLS, error) {
+	if c.Spec.TLS == nil || c.Spec.TLS.CertManager == nil {
+		return nil, nil
+	}
+	gen, _, err := r.certManagerState(ctx, c)
+	if err != nil || gen == 0 {
+		return nil, err
+	}
+	peer, server, operator := certmanager.GenerationSecrets(c.Name, gen)
+	return &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{PeerSecret: peer, ServerSecret: server}, OperatorSecret: operator}, nil
+}

@@ -375,3 +375,20 @@ func TestCertManagerTLSCertificateUpdates(t *testing.T) {
 		t.Errorf("after a lifetime change: duration %v, encoding %q", cert.Spec.Duration, cert.Spec.PrivateKey.Encoding)
 	}
 }
+
+func TestCertManagerStatic(t *testing.T) {
+	f := newCMFixture(t)
+	ctx := context.Background()
+	if s, err := f.r.certManagerStatic(ctx, f.cluster); s != nil || err != nil {
+		t.Fatalf("before any generation: %+v %v", s, err)
+	}
+	_, _ = f.resolve()
+	if err := f.issuer.Install(ctx, "ca-key"); err != nil {
+		t.Fatal(err)
+	}
+	f.issue()
+	want := f.resolveOn(1).Spec.TLS.Static
+	if s, err := f.r.certManagerStatic(ctx, f.cluster); err != nil || s == nil || *s.Member != *want.Member || s.OperatorSecret != want.OperatorSecret {
+		t.Fatalf("certManagerStatic %+v %v, want %+v", s, err, want)
+	}
+}
