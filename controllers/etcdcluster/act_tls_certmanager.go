@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -127,7 +126,7 @@ func certManagerRef(t *etcdv1beta2.CertManagerTLS) certmanager.Ref {
 func (r *Reconciler) resolveCertManagerTLS(ctx context.Context, c *etcdv1beta2.EtcdCluster, w *statusWriter) error {
 	if c.Spec.TLS == nil || c.Spec.TLS.CertManager == nil {
 		if r.cmSettle != nil {
-			r.cmSettle.forget(c.UID)
+			r.cmSettle.forget(clusterKey(c))
 		}
 		return nil
 	}
@@ -157,11 +156,11 @@ func (r *Reconciler) resolveCertManagerTLS(ctx context.Context, c *etcdv1beta2.E
 			// to three (the Certificates' updates wake the reconcile).
 			if len(issuing) > 0 {
 				d = certmanager.Decision{Reason: fmt.Sprintf("cert-manager is issuing %v", issuing)}
-			} else if wait := r.cmSettle.still(c.UID, in, now); wait > 0 {
+			} else if wait := r.cmSettle.still(clusterKey(c), in, now); wait > 0 {
 				d = certmanager.Decision{Reason: "waiting for cert-manager's Secrets to settle", Wait: wait}
 			}
 		}
-		r.cmSettle.wake(c.UID, now, d.Wait)
+		r.cmSettle.wake(clusterKey(c), now, d.Wait)
 		if d.Step != certmanager.Keep {
 			if err := r.writeCertManagerGeneration(ctx, c, gen+1, d.Next, now); err != nil {
 				return err
@@ -479,8 +478,8 @@ const certManagerQuiet = 5 * time.Second
 // In memory only: an operator restarted waits the quiet period again.
 type cmSettle struct {
 	mu     sync.Mutex
-	seen   map[types.UID]cmSeen
-	wakeAt map[types.UID]time.Time
+	seen   map[string]cmSeen
+	wakeAt map[string]time.Time
 }
 
 type cmSeen struct {
@@ -489,12 +488,12 @@ type cmSeen struct {
 }
 
 func newCMSettle() *cmSettle {
-	return &cmSettle{seen: map[types.UID]cmSeen{}, wakeAt: map[types.UID]time.Time{}}
+	return &cmSettle{seen: map[string]cmSeen{}, wakeAt: map[string]time.Time{}}
 }
 
 // still is how much longer in must stay unchanged (0: it has been still long enough).
 // One record per cluster with cert-manager issuing, dropped when it has none.
-func (s *cmSettle) still(uid types.UID, in certissue.Leaves, now time.Time) time.Duration {
+func (s *cmSettle) still(key string, in certissue.Leaves, now time.Time) time.Duration {
 	h := sha256.New()
 	for _, b := range [][]byte{in.Peer.CertPEM, in.Peer.KeyPEM, in.Server.CertPEM, in.Server.KeyPEM, in.Client.CertPEM, in.Client.KeyPEM, in.Trust} {
 		_, _ = fmt.Fprintf(h, "%d:", len(b))
@@ -504,40 +503,43 @@ func (s *cmSettle) still(uid types.UID, in certissue.Leaves, now time.Time) time
 	copy(d[:], h.Sum(nil))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	seen, ok := s.seen[uid]
+	seen, ok := s.seen[key]
 	if !ok || seen.digest != d {
-		s.seen[uid] = cmSeen{digest: d, since: now}
+		s.seen[key] = cmSeen{digest: d, since: now}
 		return certManagerQuiet
 	}
 	return max(certManagerQuiet-now.Sub(seen.since), 0)
 }
 
 // wake records when the cluster wants a reconcile (after is 0: no wish).
-func (s *cmSettle) wake(uid types.UID, now time.Time, after time.Duration) {
+func (s *cmSettle) wake(key string, now time.Time, after time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if after <= 0 {
-		delete(s.wakeAt, uid)
+		delete(s.wakeAt, key)
 		return
 	}
-	s.wakeAt[uid] = now.Add(after)
+	s.wakeAt[key] = now.Add(after)
 }
 
-// forget drops what is remembered of a cluster.
-func (s *cmSettle) forget(uid types.UID) {
+// forget drops what is remembered of a cluster (namespace/name).
+func (s *cmSettle) forget(key string) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.seen, uid)
-	delete(s.wakeAt, uid)
+	delete(s.seen, key)
+	delete(s.wakeAt, key)
 }
 
 // requeue brings result's requeue forward to the cluster's wish, if it has one.
-func (s *cmSettle) requeue(uid types.UID, now time.Time, result ctrl.Result) ctrl.Result {
+func (s *cmSettle) requeue(key string, now time.Time, result ctrl.Result) ctrl.Result {
 	if s == nil {
 		return result
 	}
 	s.mu.Lock()
-	at, ok := s.wakeAt[uid]
+	at, ok := s.wakeAt[key]
 	s.mu.Unlock()
 	if !ok {
 		return result
