@@ -5,6 +5,7 @@ go 1.26.3
 require (
 	github.com/VictoriaMetrics/metricsql v0.87.3
 	github.com/blang/semver/v4 v4.0.0
+	github.com/cert-manager/cert-manager v1.21.2
 	github.com/go-logr/logr v1.4.4
 	github.com/google/go-containerregistry v0.21.1
 	github.com/google/pprof v0.0.0-20250403155104-27863c87afa6
@@ -30,7 +31,6 @@ require (
 
 require (
 	github.com/VictoriaMetrics/metrics v1.35.3 // indirect
-	github.com/cert-manager/cert-manager v1.21.2 // indirect
 	github.com/containerd/stargz-snapshotter/estargz v0.18.2 // indirect
 	github.com/docker/cli v29.5.1+incompatible // indirect
 	github.com/docker/distribution v2.8.3+incompatible // indirect
