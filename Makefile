@@ -74,7 +74,7 @@ TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/runbundle/... ./internal/o
                     ./internal/test/poll ./internal/cmd/... ./internal/apart ./internal/snapshotcheck \
                     ./internal/planner/... ./internal/render ./internal/test/testenv ./internal/operatorimage \
                     ./internal/backupstorage ./internal/restoreorigin ./internal/test/fixture \
-                    ./internal/schedule ./internal/backupcrypt ./internal/backupselect ./internal/tlsproof ./internal/certissue ./internal/pinsign ./internal/etcdauth ./internal/kubectletcd \
+                    ./internal/schedule ./internal/backupcrypt ./internal/backupselect ./internal/tlsproof ./internal/certissue ./internal/certmanager ./internal/pinsign ./internal/etcdauth ./internal/kubectletcd \
                     ./test/cmd/pause ./test/monitoring $(TEST_SPLIT)
 TEST_INTEGRATION := . ./api/v1beta2 ./hack/catalog/... ./internal/backup \
                     ./internal/etcdadmin ./internal/test/etcdtest ./internal/render/runtest \

@@ -17,6 +17,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"os"
 	"strings"
 
@@ -118,6 +119,9 @@ func runManager(args []string) int {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(etcdv1beta2.AddToScheme(scheme))
 	utilruntime.Must(etcdv1.AddToScheme(scheme))
+	// cert-manager's Certificates, made for clusters with spec.tls.issuer.issuerRef and
+	// watched only where the API server serves them.
+	utilruntime.Must(cmv1.AddToScheme(scheme))
 
 	metricsOpts := metricsserver.Options{BindAddress: *metricsAddr}
 	if *metricsSecure {

@@ -96,11 +96,17 @@ func newFiller(t *testing.T, seed int64) *randfill.Filler {
 				cs.IPFamilyPolicy = nil
 			}
 		},
-		// An issuer names one (the schema's rule): tls.issuer {} is refused.
+		// An issuer names exactly one (the schema's rules): tls.issuer {} is refused, and
+		// so are certificateLifetime and renewBefore without issuerRef.
 		func(i *TLSIssuer, c randfill.Continue) {
 			c.FillNoCustom(i)
-			if i.Builtin == nil {
+			if i.Builtin == nil && i.IssuerRef == nil {
 				i.Builtin = &BuiltinIssuer{}
+			}
+			if i.IssuerRef != nil {
+				i.Builtin = nil
+			} else {
+				i.CertificateLifetime, i.RenewBefore = nil, nil
 			}
 		},
 		func(d *metav1.Duration, c randfill.Continue) {

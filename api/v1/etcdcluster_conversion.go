@@ -94,6 +94,7 @@ func (src *EtcdCluster) ConvertTo(hub conversion.Hub) error {
 			}
 		}
 		dst.Spec.TLS.Auto = issuerToAuto(t.Issuer)
+		dst.Spec.TLS.CertManager = issuerToCertManager(t.Issuer)
 	}
 
 	for _, f := range etcdSettingsFields(s.Etcd) {
@@ -188,7 +189,7 @@ func (dst *EtcdCluster) ConvertFrom(hub conversion.Hub) error {
 				dst.Spec.TLS.Static.Member = &MemberSecret{PeerSecret: m.PeerSecret, ServerSecret: m.ServerSecret}
 			}
 		}
-		dst.Spec.TLS.Issuer = autoToIssuer(t.Auto)
+		dst.Spec.TLS.Issuer = tlsIssuerFrom(t.Auto, t.CertManager)
 	}
 
 	knobs := dst.Spec.Pod

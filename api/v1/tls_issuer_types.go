@@ -5,11 +5,30 @@ import (
 )
 
 // TLSIssuer says who issues the cluster's certificates. Exactly one issuer is set.
-// +kubebuilder:validation:XValidation:rule="has(self.builtin)",message="tls.issuer must name an issuer: builtin"
+// +kubebuilder:validation:XValidation:rule="has(self.builtin) != has(self.issuerRef)",message="tls.issuer must name exactly one issuer: builtin or issuerRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.certificateLifetime) || has(self.issuerRef)",message="tls.issuer.certificateLifetime is for issuerRef (builtin has its own)",fieldPath=".certificateLifetime"
+// +kubebuilder:validation:XValidation:rule="!has(self.renewBefore) || has(self.issuerRef)",message="tls.issuer.renewBefore is for issuerRef (builtin has its own)",fieldPath=".renewBefore"
+// +kubebuilder:validation:XValidation:rule="!has(self.certificateLifetime) || duration(self.certificateLifetime) >= duration('1h')",message="certificateLifetime must be at least 1h (cert-manager's least duration)",fieldPath=".certificateLifetime"
+// +kubebuilder:validation:XValidation:rule="!has(self.renewBefore) || duration(self.renewBefore) >= duration('5m') && duration(self.renewBefore) < (has(self.certificateLifetime) ? duration(self.certificateLifetime) : duration('2160h'))",message="renewBefore must be at least 5m and shorter than certificateLifetime (default 2160h)",fieldPath=".renewBefore"
 type TLSIssuer struct {
 	// Builtin: the operator issues and renews the certificates itself.
 	// +optional
 	Builtin *BuiltinIssuer `json:"builtin,omitempty"`
+	// IssuerRef: cert-manager issues and renews the certificates (tls_certmanager_types.go).
+	// +optional
+	IssuerRef *CertManagerIssuerRef `json:"issuerRef,omitempty"`
+	// CertificateLifetime of the Certificates made for issuerRef (their spec.duration;
+	// unset: cert-manager's default, 90 days). Only with issuerRef.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	CertificateLifetime *metav1.Duration `json:"certificateLifetime,omitempty"`
+	// RenewBefore of the Certificates made for issuerRef (their spec.renewBefore;
+	// unset: cert-manager's default, a third of the lifetime). Only with issuerRef.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
 }
 
 // BuiltinIssuer is the operator's own CA per cluster, kept in the Secret

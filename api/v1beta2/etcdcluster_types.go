@@ -189,7 +189,7 @@ type RefusedVolume struct {
 }
 
 // TLSPolicy configures TLS for the cluster.
-// +kubebuilder:validation:XValidation:rule="!(has(self.static) && has(self.auto))",message="TLS.static and TLS.auto are mutually exclusive"
+// +kubebuilder:validation:XValidation:rule="(has(self.static) ? 1 : 0) + (has(self.auto) ? 1 : 0) + (has(self.certManager) ? 1 : 0) <= 1",message="TLS.static, TLS.auto and TLS.certManager are mutually exclusive"
 type TLSPolicy struct {
 	// Static uses certificates the user put in Secrets.
 	// +optional
@@ -198,6 +198,10 @@ type TLSPolicy struct {
 	// CoreOS's operator.
 	// +optional
 	Auto *AutoTLS `json:"auto,omitempty"`
+	// CertManager has cert-manager issue the certificates (tls_certmanager.go); not in
+	// CoreOS's operator.
+	// +optional
+	CertManager *CertManagerTLS `json:"certManager,omitempty"`
 }
 
 // StaticTLS names Secrets holding certificates.

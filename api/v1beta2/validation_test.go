@@ -159,6 +159,31 @@ apiVersion: etcd.database.coreos.com/v1beta2
 kind: EtcdCluster
 metadata: {name: tls-junk}
 spec: {size: 3, TLS: {auto: {certificateLifetime: soon}}}`},
+		{"auto and cert-manager TLS", "spec.TLS", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-auto-cm}
+spec: {size: 3, TLS: {auto: {}, certManager: {issuerRef: {name: ca}}}}`},
+		{"cert-manager TLS issuer of another kind", "spec.TLS.certManager.issuerRef.kind", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-cm-kind}
+spec: {size: 3, TLS: {certManager: {issuerRef: {name: ca, kind: Vault}}}}`},
+		{"cert-manager TLS issuer without a name", "spec.TLS.certManager.issuerRef.name", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-cm-nameless}
+spec: {size: 3, TLS: {certManager: {issuerRef: {kind: Issuer}}}}`},
+		{"cert-manager TLS lifetime below 1h", "spec.TLS.certManager.certificateLifetime", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-cm-short}
+spec: {size: 3, TLS: {certManager: {issuerRef: {name: ca}, certificateLifetime: 30m}}}`},
+		{"cert-manager TLS renewal window as long as the lifetime", "spec.TLS.certManager.renewBefore", `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-cm-renew}
+spec: {size: 3, TLS: {certManager: {issuerRef: {name: ca}, certificateLifetime: 2h, renewBefore: 2h}}}`},
 		{"backup S3 without s3", "spec.s3", `
 apiVersion: etcd.database.coreos.com/v1beta2
 kind: EtcdBackup
@@ -199,7 +224,11 @@ spec: {size: 3, TLS: {auto: {}}}`, `
 apiVersion: etcd.database.coreos.com/v1beta2
 kind: EtcdCluster
 metadata: {name: tls-auto-short}
-spec: {size: 3, TLS: {auto: {certificateLifetime: 6m, renewBefore: 3m, caLifetime: 30m, caRenewBefore: 12m, caStepDwell: 10s}}}`} {
+spec: {size: 3, TLS: {auto: {certificateLifetime: 6m, renewBefore: 3m, caLifetime: 30m, caRenewBefore: 12m, caStepDwell: 10s}}}`, `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: tls-cm}
+spec: {size: 3, TLS: {certManager: {issuerRef: {name: ca, kind: ClusterIssuer, group: cert-manager.io}, certificateLifetime: 2h, renewBefore: 30m}}}`} {
 			if err := c.Create(ctx, objectFromYAML(t, doc)); err != nil {
 				t.Errorf("rejected: %v\n%s", err, doc)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/backuptarget"
 	"github.com/etcd-operator/etcd-operator/internal/certissue"
+	"github.com/etcd-operator/etcd-operator/internal/certmanager"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
@@ -118,6 +119,11 @@ func (r *Reconciler) resolveTarget(ctx context.Context, eb *etcdv1beta2.EtcdBack
 			// Built-in issuing: the members serve TLS to the clients' Secret the operator
 			// keeps (in memory only, as the cluster controller resolves it).
 			name := certissue.ClientSecretName(c.Name)
+			t.Static = &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{PeerSecret: name, ServerSecret: name}, OperatorSecret: name}
+		}
+		if t := c.Spec.TLS; t != nil && t.CertManager != nil && t.Static == nil {
+			// cert-manager issuing: likewise, the clients' Secret the operator keeps.
+			name := certmanager.ClientSecretName(c.Name)
 			t.Static = &etcdv1beta2.StaticTLS{Member: &etcdv1beta2.MemberSecret{PeerSecret: name, ServerSecret: name}, OperatorSecret: name}
 		}
 		tlsSecret := eb.Spec.ClientTLSSecret

@@ -165,17 +165,10 @@ func (r *Reconciler) resolveBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdC
 // gen's Secrets.
 func useBuiltinGeneration(c *etcdv1beta2.EtcdCluster, w *statusWriter, gen int) {
 	peer, server, operator := builtinSecrets(c, gen)
-	c.Spec.TLS.Static = &etcdv1beta2.StaticTLS{
+	useStaticTLS(c, w, &etcdv1beta2.StaticTLS{
 		Member:         &etcdv1beta2.MemberSecret{PeerSecret: peer, ServerSecret: server},
 		OperatorSecret: operator,
-	}
-	if w != nil {
-		if w.base.Spec.TLS == nil {
-			w.base.Spec.TLS = &etcdv1beta2.TLSPolicy{}
-		}
-		w.base.Spec.TLS.Static = c.Spec.TLS.Static.DeepCopy()
-		w.resolvedTLS = c.Spec.TLS.Static.DeepCopy()
-	}
+	})
 }
 
 // observeBuiltinTLS points a paused cluster's spec.TLS.static at the generation in

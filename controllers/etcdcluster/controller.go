@@ -58,6 +58,7 @@ const (
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch;list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
@@ -109,6 +110,8 @@ type Reconciler struct {
 	PinKey []byte
 
 	renderer *render.Renderer
+	// cmSettle is when cert-manager's Secrets were last seen changing (act_tls_certmanager.go).
+	cmSettle *cmSettle
 	etcdLog  logr.Logger
 	// memory is what is kept of each cluster across reconciles (memory.go).
 	*memory
@@ -131,6 +134,7 @@ func NewReconciler(settings Reconciler) (*Reconciler, error) {
 	}
 	r := settings
 	r.renderer = rd
+	r.cmSettle = newCMSettle()
 	r.memory = newMemory()
 	r.OperatorImage = operatorimage.Or(r.OperatorImage)
 	if r.Now == nil {
@@ -157,7 +161,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	*r = *built
 	r.etcdLog = mgr.GetLogger().WithName("etcdcluster").WithName("etcd")
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdCluster{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return r.Scope.Manages(o.GetAnnotations())
 		}))).
@@ -166,8 +170,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.PersistentVolumeClaim{}). // claims growing report progress
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Node{}, r.nodeCordonHandler(), builder.WithPredicates(cordonChanged)). // watch_cordon.go
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4})
+	if err := r.watchCertificates(mgr, b); err != nil { // act_tls_certmanager.go
+		return err
+	}
+	return b.Complete(r)
 }
 
 // Reconcile performs at most one membership step per call; each step is idempotent, so an
@@ -178,6 +185,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.getCluster(ctx, req.NamespacedName, &c); err != nil { // memory_ownwrites.go
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName.String()) // memory.go
+			r.cmSettle.forget(req.NamespacedName.String())
 			forgetClusterMetrics(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -230,8 +238,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// Built-in issuing points spec.TLS.static at its Secrets (act_builtintls.go); the
 	// certificates in use are reported either way (status_certificates.go).
 	tlsDue, tlsErr := r.resolveBuiltinTLS(ctx, &c, status)
+	if tlsErr == nil {
+		tlsErr = r.resolveCertManagerTLS(ctx, &c, status) // act_tls_certmanager.go
+	}
 	r.reportCertificates(ctx, &c, tlsErr)
-	if lost, ok := errors.AsType[*caLostError](tlsErr); tlsErr != nil && (!ok || lost.generation == 0) {
+	// Waiting on cert-manager: go on as things are; a lost CA whose generation members
+	// still mount: go on with it (act_builtintls.go).
+	if lost, ok := errors.AsType[*caLostError](tlsErr); tlsErr != nil && !tlsPending(tlsErr) && (!ok || lost.generation == 0) {
 		return r.observeFailed(ctx, &c, tlsErr)
 	}
 
@@ -297,7 +310,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// Reported, and the step counted, by the deferred flush (updateStatus, status.go).
 	obs.planned = &plannedStep{action: action, summary: summary, at: now,
 		ran: true, actErr: actErr, stepErr: stepErr, waited: waited}
-	return wakeBy(result, tlsDue, now), nil
+	return wakeBy(r.cmSettle.requeue(clusterKey(&c), now, result), tlsDue, now), nil // act_tls_certmanager.go
 }
 
 // wakeBy requeues no later than due (zero: no such time): a built-in issuing step falls

@@ -128,6 +128,9 @@ func warnWithin(c *etcdv1beta2.EtcdCluster) time.Duration {
 	if c.Spec.TLS != nil && c.Spec.TLS.Auto != nil {
 		return min(certissue.WarnWithin, builtinSettings(c.Spec.TLS.Auto).RenewBefore/2)
 	}
+	if c.Spec.TLS != nil && c.Spec.TLS.CertManager != nil {
+		return certManagerWarnWithin(c.Spec.TLS.CertManager) // act_tls_certmanager.go
+	}
 	return certissue.WarnWithin
 }
 
@@ -153,8 +156,11 @@ func (r *Reconciler) reportCertificates(ctx context.Context, c *etcdv1beta2.Etcd
 	if issueErr != nil {
 		reason := etcdv1beta2.ReasonCertificateIssueFailed
 		var be *builtinTLSError
+		var pe *certManagerPending
 		if errors.As(issueErr, &be) {
 			reason = be.reason
+		} else if errors.As(issueErr, &pe) {
+			reason = pe.reason
 		}
 		set(false, reason, issueErr.Error())
 		return

@@ -138,6 +138,7 @@ func (r *Reconciler) observePaused(ctx context.Context, c *etcdv1beta2.EtcdClust
 		return
 	}
 	r.observeBuiltinTLS(ctx, c, w, pods)
+	r.observeCertManagerTLS(ctx, c, w) // act_tls_certmanager.go
 	own := ownPods(c, pods)
 	endpoints, _ := r.dialTargets(c, own, r.recoveryUnderway(c, pods))
 	var ans etcdAnswers

@@ -76,7 +76,7 @@ func (w *statusWriter) patch(ctx context.Context) error {
 	if err := w.r.Status().Patch(ctx, w.c, client.RawPatch(p.Type(), data)); err != nil {
 		return err
 	}
-	if w.resolvedTLS != nil && w.c.Spec.TLS != nil && w.c.Spec.TLS.Auto != nil {
+	if w.resolvedTLS != nil && w.c.Spec.TLS != nil && (w.c.Spec.TLS.Auto != nil || w.c.Spec.TLS.CertManager != nil) {
 		w.c.Spec.TLS.Static = w.resolvedTLS.DeepCopy()
 	}
 	w.r.wrote(w.c) // the next reconcile reads at least this version (memory_ownwrites.go)

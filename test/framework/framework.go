@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"io"
 	"net/http"
 	"os"
@@ -80,6 +81,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(etcdv1beta2.AddToScheme(s))
+	utilruntime.Must(cmv1.AddToScheme(s)) // cert-manager issuing (as main.go)
 	return s
 }
 
