@@ -268,8 +268,8 @@ build_prometheus_cmd() {
   touch "$out/.done"
 }
 
-build_promtool() { build_prometheus_cmd promtool "rule checks and rule tests, cold: ~? min"; }
-build_prometheus() { build_prometheus_cmd prometheus "the bench's monitoring, cold: ~? min"; }
+build_promtool() { build_prometheus_cmd promtool "rule checks and rule tests, cold: ~9 min, mostly module downloads"; }
+build_prometheus() { build_prometheus_cmd prometheus "the bench's monitoring, cold: ~9 min, ~2 min after promtool"; }
 
 build_minio() {
   build_go_binary "$CACHE/minio-$MINIO_VERSION" minio github.com/minio/minio "$MINIO_VERSION" "cold: ~4 min"
