@@ -15,7 +15,7 @@ all: build
 ##@ Tools
 
 .PHONY: tools
-tools: ## Build (once, cached outside the clone) kube-apiserver & co, etcd, MinIO, controller-gen, kustomize.
+tools: ## Build (once, cached outside the clone) kube-apiserver & co, etcd, MinIO, promtool, prometheus, controller-gen, kustomize.
 	hack/tools.sh all
 
 $(CONTROLLER_GEN) $(KUSTOMIZE):
