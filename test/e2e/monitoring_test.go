@@ -42,7 +42,8 @@ const alertFor = 10 * time.Second
 // the shipped alert rules. Then, on one 3-member cluster: quorum loss fires
 // EtcdClusterUnavailable (and EtcdClusterQuorumLost), NOSPACE fires EtcdClusterAlarm, a
 // failing periodic backup fires EtcdBackupFailing, and each resolves once the fault is
-// repaired; finally every panel query of the Grafana dashboard returns data.
+// repaired; finally every panel query of the Grafana dashboard returns data (a second,
+// built-in-TLS cluster gives the certificate panel its series).
 func TestAlertsOnRealPrometheus(t *testing.T) {
 	root := framework.RepoRoot(t)
 	objs := kustomizeBuild(t, root, "config/default")
@@ -201,6 +202,14 @@ func TestAlertsOnRealPrometheus(t *testing.T) {
 		return nil
 	})
 
+	// A one-member cluster with the operator's built-in TLS, for the dashboard's
+	// certificate panel (only TLS clusters have certificate series); it starts while the
+	// faults below run on the other.
+	const tlsName = "mon-tls"
+	tlsCluster := newCluster(tlsName, 1)
+	tlsCluster.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}}
+	e.Create(tlsCluster)
+
 	t.Run("quorum loss", func(t *testing.T) {
 		pods := sortedKeys(e.MemberPods(name))
 		stopped := pods[:2]
@@ -228,8 +237,8 @@ func TestAlertsOnRealPrometheus(t *testing.T) {
 		resume()
 		repaired := time.Now()
 		e.WaitAvailable(name, 3, 3*time.Minute)
-		waitResolved(t, e, prom, "EtcdClusterUnavailable", repaired)
-		waitResolved(t, e, prom, "EtcdClusterQuorumLost", repaired)
+		waitResolved(t, e, prom, "EtcdClusterUnavailable", map[string]string{"cluster": name}, repaired)
+		waitResolved(t, e, prom, "EtcdClusterQuorumLost", map[string]string{"cluster": name}, repaired)
 	})
 
 	t.Run("NOSPACE", func(t *testing.T) {
@@ -289,7 +298,7 @@ func TestAlertsOnRealPrometheus(t *testing.T) {
 			}
 			return nil
 		})
-		waitResolved(t, e, prom, "EtcdClusterAlarm", repaired)
+		waitResolved(t, e, prom, "EtcdClusterAlarm", map[string]string{"cluster": name, "alarm": "NOSPACE"}, repaired)
 	})
 
 	t.Run("failing backup", func(t *testing.T) {
@@ -312,10 +321,16 @@ func TestAlertsOnRealPrometheus(t *testing.T) {
 		e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: "default"}, Data: map[string][]byte{
 			"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})
 		repaired := time.Now()
-		waitResolved(t, e, prom, "EtcdBackupFailing", repaired)
+		waitResolved(t, e, prom, "EtcdBackupFailing", map[string]string{"backup": bk}, repaired)
 	})
 
 	t.Run("dashboard", func(t *testing.T) {
+		e.Eventually(3*time.Minute, tlsName+" Available", func() error {
+			if cl := e.Cluster(tlsName); !framework.ConditionTrue(cl, etcdv1beta2.ClusterConditionAvailable) {
+				return fmt.Errorf("conditions %v", cl.Status.Conditions)
+			}
+			return nil
+		})
 		queries := dashboardQueries(t, filepath.Join(root, "config/grafana/etcd-operator-dashboard.json"))
 		vars := strings.NewReplacer(`$namespace`, ".*", `$cluster`, ".*", "$__rate_interval", "1m", "$__interval", "2s", "$__range", "1h")
 		// Rates need two samples in their window: poll, then report what stayed empty.
@@ -398,14 +413,14 @@ func waitAlert(t *testing.T, e *framework.Env, prom *promtest.Server, name strin
 }
 
 // waitResolved waits until the alert is neither pending nor firing.
-func waitResolved(t *testing.T, e *framework.Env, prom *promtest.Server, name string, repaired time.Time) {
+func waitResolved(t *testing.T, e *framework.Env, prom *promtest.Server, name string, want map[string]string, repaired time.Time) {
 	t.Helper()
 	e.Eventually(3*time.Minute, name+" resolved", func() error {
 		as, err := prom.Alerts(context.Background())
 		if err != nil {
 			return err
 		}
-		if a := matching(as, name, nil); a != nil {
+		if a := matching(as, name, want); a != nil {
 			return fmt.Errorf("%s %v", a.State, a.Labels)
 		}
 		t.Logf("%s resolved %v after the repair", name, time.Since(repaired).Round(time.Second))
