@@ -15,7 +15,7 @@ all: build
 ##@ Tools
 
 .PHONY: tools
-tools: ## Build (once, cached outside the clone) kube-apiserver & co, etcd, MinIO, controller-gen, kustomize.
+tools: ## Build (once, cached outside the clone) kube-apiserver & co, etcd, MinIO, promtool, prometheus, controller-gen, kustomize.
 	hack/tools.sh all
 
 $(CONTROLLER_GEN) $(KUSTOMIZE):
@@ -79,7 +79,8 @@ TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/runbundle/... ./internal/o
 TEST_INTEGRATION := . ./api/v1beta2 ./hack/catalog/... ./internal/backup \
                     ./internal/etcdadmin ./internal/test/etcdtest ./internal/render/runtest \
                     ./internal/restore ./internal/webhook/... ./internal/webhookcert ./internal/pinkey ./internal/kubectletcd/etcdctltest ./test/bench \
-                    ./test/bench/clusterdns ./test/bench/images ./test/bench/olm ./test/olm
+                    ./test/bench/clusterdns ./test/bench/images ./test/bench/olm ./test/olm \
+                    ./internal/test/promtest ./test/monitoring/promtool
 TEST_E2E         := ./test/e2e ./test/bench/e2e ./test/cmd/bench
 BENCHMARKS       := ./test/benchmark/...
 # The e2e tiers run on this many workers at once (each test has a bench of its own; they
@@ -97,7 +98,7 @@ test-unit: ## Pure Go unit tests: no tools, no root; under a minute once compile
 	go test $(GO_TEST_FLAGS) $(TEST_UNIT)
 
 .PHONY: test-integration
-test-integration: tools ## Tests against real processes: envtest, etcd, MinIO, CoreDNS, opm; root for namespaces.
+test-integration: tools ## Tests against real processes: envtest, etcd, MinIO, CoreDNS, opm, promtool; root for namespaces.
 	rc=0; go test $(GO_TEST_FLAGS) $(TEST_INTEGRATION) || rc=1; \
 	go test $(GO_TEST_FLAGS) -tags integration -run "$$(hack/integration-tests.sh $(TEST_SPLIT))" $(TEST_SPLIT) || rc=1; \
 	exit $$rc
