@@ -28,8 +28,10 @@ import (
 //
 // A size above 0 again is the ordinary path: with no member answering, rule 5 gives every
 // recorded member with a claim its pod back (recreate.go), same name, same member ID,
-// same data; once they answer, a size that differs from the members' number is reached by
-// the scale rules, one member at a time (rules 12 and 14). A cluster that never formed
+// same data, on the version they last ran (status.currentVersion), not on a spec.version
+// changed meanwhile; once they answer, a size that differs from the members' number is
+// reached by the scale rules, one member at a time (rules 12 and 14), and a changed
+// version by rule 15 with all its checks, as any upgrade or downgrade. A cluster that never formed
 // bootstraps at the new size (rule 4).
 //
 // It comes after a recorded recovery or restore (rule 3), which is finished or abandoned
