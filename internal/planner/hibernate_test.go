@@ -85,6 +85,33 @@ func TestPlanHibernate(t *testing.T) {
 			withClaims(&o, 1, 3)
 			return o
 		}, want{kind: Wait, reason: "HibernationRefused", check: wantMessage(mname(2))}},
+		{"a cluster domain change held: nothing is stopped (the resume would take it up all at once)", hibernating, func() Observed {
+			o := claimed()
+			pod(&o, mname(2)).Drift = Drift{Held: []string{"cluster domain"}}
+			return o
+		}, want{kind: Wait, reason: "HibernationRefused", check: wantMessage(mname(2) + " do not run the spec's TLS scheme or cluster domain")}},
+		{"TLS being turned on (pods still plaintext): nothing is stopped", func() Desired {
+			d := hibernating()
+			d.PeerTLS, d.ClientTLS = true, true
+			return d
+		}, func() Observed {
+			o := claimed()
+			for i := range o.Pods {
+				o.Pods[i].Drift = Drift{TLS: true}
+			}
+			return o
+		}, want{kind: Wait, reason: "HibernationRefused", check: wantMessage("nothing is stopped")}},
+		{"a proven rotation of the TLS Secrets pending: stopped as usual", func() Desired {
+			d := hibernating()
+			d.PeerTLS, d.ClientTLS = true, true
+			return d
+		}, func() Observed {
+			o := claimed()
+			for i := range o.Pods {
+				o.Pods[i].PeerTLS, o.Pods[i].ClientTLS, o.Pods[i].Drift = true, true, Drift{TLS: true}
+			}
+			return o
+		}, want{kind: DeletePod, name: mname(2), reason: "Hibernating"}},
 		{"no quorum: pods are still stopped, membership untouched", hibernating, func() Observed {
 			o := claimed()
 			unreachable(&o, 1, t0.Add(-time.Hour))
