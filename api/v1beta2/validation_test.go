@@ -235,6 +235,65 @@ spec: {size: 3, TLS: {certManager: {issuerRef: {name: ca, kind: ClusterIssuer, g
 		}
 	})
 
+	// Hibernated members all come back at once on the spec: TLS and the cluster domain
+	// may not change while size is 0, nor with the update that enters or leaves it (the
+	// version may: the members resume on the one they ran, then roll).
+	t.Run("TLS and cluster domain frozen across size 0", func(t *testing.T) {
+		const base = `
+apiVersion: etcd.database.coreos.com/v1beta2
+kind: EtcdCluster
+metadata: {name: NAME}
+spec: {size: SIZE, version: 3.6.16, pod: {ClusterDomain: cluster.local, persistentVolumeClaimSpec: {resources: {requests: {storage: 1Gi}}}}}`
+		create := func(t *testing.T, name, size string) *unstructured.Unstructured {
+			t.Helper()
+			u := objectFromYAML(t, strings.NewReplacer("NAME", name, "SIZE", size).Replace(base))
+			if err := c.Create(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+			return u
+		}
+		for _, tc := range []struct {
+			name, from, to string
+			change         func(u *unstructured.Unstructured)
+			refused        bool
+		}{
+			{"TLS turned on while hibernated", "0", "0", func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, map[string]any{}, "spec", "TLS", "auto")
+			}, true},
+			{"cluster domain changed while hibernated", "0", "0", func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, "example.org", "spec", "pod", "ClusterDomain")
+			}, true},
+			{"cluster domain changed with the resume", "0", "3", func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, "example.org", "spec", "pod", "ClusterDomain")
+			}, true},
+			{"TLS turned on with the hibernation", "3", "0", func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, map[string]any{}, "spec", "TLS", "auto")
+			}, true},
+			{"version changed while hibernated", "0", "0", func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, "3.7.3", "spec", "version")
+			}, false},
+			{"TLS turned on while running", "3", "3", func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, map[string]any{}, "spec", "TLS", "auto")
+			}, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				name := "frozen-" + strings.ToLower(strings.ReplaceAll(tc.name, " ", "-"))
+				u := create(t, name, tc.from)
+				_ = unstructured.SetNestedField(u.Object, map[string]int64{"0": 0, "3": 3}[tc.to], "spec", "size")
+				tc.change(u)
+				err := c.Update(ctx, u)
+				switch {
+				case tc.refused && err == nil:
+					t.Fatal("accepted")
+				case tc.refused && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.size") || !strings.Contains(err.Error(), "may not change while size is 0")):
+					t.Errorf("refused, but not naming spec.size and why: %v", err)
+				case !tc.refused && err != nil:
+					t.Errorf("refused: %v", err)
+				}
+			})
+		}
+	})
+
 	t.Run("defaults", func(t *testing.T) {
 		u := objectFromYAML(t, `
 apiVersion: etcd.database.coreos.com/v1beta2

@@ -2,9 +2,10 @@ package etcdbackup
 
 import (
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,6 +53,14 @@ func TestBackupSkipsHibernatedCluster(t *testing.T) {
 			if ev := h.drainEvents(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal BackupSkipped ") {
 				t.Errorf("events %v, want one normal BackupSkipped", ev)
 			}
+			// A skip is no attempt: the backup alerts (EtcdBackupFailing, EtcdBackupTooOld)
+			// read etcd_operator_backups_total as attempts and must stay quiet.
+			if got := testutil.ToFloat64(backupsTotal.WithLabelValues(eb.Namespace, eb.Name, etcdv1beta2.ReasonClusterHibernated)); got != 0 {
+				t.Errorf("a skip counted in etcd_operator_backups_total: %v", got)
+			}
+			if got := testutil.ToFloat64(backupSkipped.WithLabelValues(eb.Namespace, eb.Name)); got != 1 {
+				t.Errorf("etcd_operator_backup_skipped = %v while skipped, want 1", got)
+			}
 			h.clock.Advance(hibernatedRecheck)
 			h.reconcile()
 			if ev := h.drainEvents(); len(ev) != 0 {
@@ -76,6 +85,40 @@ func TestBackupSkipsHibernatedCluster(t *testing.T) {
 			}
 			if c := h.condition(); c == nil || c.Status != metav1.ConditionTrue {
 				t.Errorf("Succeeded %+v after the cluster came back", c)
+			}
+			if got := testutil.ToFloat64(backupSkipped.WithLabelValues(eb.Namespace, eb.Name)); got != 0 {
+				t.Errorf("etcd_operator_backup_skipped = %v after the cluster came back, want 0", got)
+			}
+		})
+	}
+}
+
+// A cluster at spec.size 0 whose member pods still run (hibernation refused because they
+// have no claims, or the cluster paused or mid-restore) is not hibernated: its due backup
+// is taken, not skipped as if its members were stopped.
+func TestBackupOfSizeZeroClusterWithRunningPodsIsTaken(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		eb   func() *etcdv1beta2.EtcdBackup
+	}{
+		{"by clusterRef", func() *etcdv1beta2.EtcdBackup { return pvcBackup("ns", 60) }},
+		{"by the client Service's name", func() *etcdv1beta2.EtcdBackup {
+			eb := pvcBackup("ns", 60)
+			eb.Spec.ClusterRef, eb.Spec.EtcdEndpoints = nil, []string{"http://main-client.ns.svc:2379"}
+			return eb
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := mainCluster("ns")
+			cluster := objs[0].(*etcdv1beta2.EtcdCluster)
+			cluster.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{}}
+			cluster.Status.Conditions = []etcdv1beta2.ClusterCondition{{Type: "Available", Status: "False", Reason: etcdv1beta2.ReasonHibernationRefused}}
+			h := newHarness(t, tc.eb(), cluster, objs[1]) // size 0, one member pod still running
+
+			h.reconcile()
+			h.mustPod()
+			if s := meta.FindStatusCondition(h.backup().Status.Conditions, etcdv1beta2.BackupConditionSkipped); s != nil {
+				t.Errorf("backup of a cluster whose pods run skipped: %+v", s)
 			}
 		})
 	}

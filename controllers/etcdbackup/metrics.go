@@ -12,8 +12,15 @@ import (
 var (
 	backupsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "etcd_operator_backups_total",
-		Help: "Backup attempts of an EtcdBackup, by result (the Succeeded condition's reason).",
+		Help: "Backup attempts of an EtcdBackup, by result (the Succeeded condition's reason). A run skipped for a hibernated cluster is no attempt and is not counted.",
 	}, []string{"namespace", "backup", "reason"})
+	// backupSkipped is 1 while the EtcdBackup's due runs are skipped (its Skipped
+	// condition is set): the backup alerts leave such a backup alone, since a hibernated
+	// cluster has nothing new to save and its last backup ageing is expected.
+	backupSkipped = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcd_operator_backup_skipped",
+		Help: "1 while the EtcdBackup's due runs are skipped because its cluster is hibernated (the Skipped condition), 0 otherwise.",
+	}, []string{"namespace", "backup"})
 	backupLastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "etcd_operator_backup_last_success_timestamp_seconds",
 		Help: "When the EtcdBackup last stored a backup (Unix time): alert on its age.",
@@ -30,7 +37,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(backupsTotal, backupLastSuccess, backupSize, backupDuration)
+	metrics.Registry.MustRegister(backupsTotal, backupLastSuccess, backupSize, backupDuration, backupSkipped)
 }
 
 // recordBackup counts one backup attempt; on success it records when and how big.
@@ -50,7 +57,7 @@ func forgetBackupMetrics(namespace, name string) {
 	labels := prometheus.Labels{"namespace": namespace, "backup": name}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{backupsTotal, backupLastSuccess, backupSize, backupDuration} {
+	}{backupsTotal, backupLastSuccess, backupSize, backupDuration, backupSkipped} {
 		v.DeletePartialMatch(labels)
 	}
 }

@@ -224,10 +224,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.checkPriorityClass(ctx, &c); err != nil {
 		return r.refuseSpec(&c, etcdv1beta2.ReasonInvalidSpec, err.Error())
 	}
+	// Before the version check: a cluster CoreOS left on 3.2–3.4 is adopted read-only
+	// whatever spec.version says while any of its pods runs such a version.
+	if res, ok := r.adoptOldCoreOSCluster(ctx, &c); ok { // observe_oldversion.go: read-only
+		return res, nil
+	}
 	if err := unsupportedVersion(&c); err != nil {
-		if res, ok := r.adoptOldCoreOSCluster(ctx, &c); ok { // observe_oldversion.go: read-only
-			return res, nil
-		}
 		return r.refuseSpec(&c, etcdv1beta2.ReasonUnsupportedVersion, err.Error())
 	}
 

@@ -40,6 +40,7 @@ func ownPods(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) map[string]*corev1.P
 // claims the cluster controls.
 func (r *Reconciler) observeClaims(ctx context.Context, c *etcdv1beta2.EtcdCluster, obs *planner.Observed) error {
 	obs.KnownMembers = append(append([]string(nil), c.Status.Members.Ready...), c.Status.Members.Unready...)
+	obs.RecordedVersion = c.Status.CurrentVersion
 	if c.Spec.Pod == nil || c.Spec.Pod.PersistentVolumeClaimSpec == nil {
 		return nil
 	}

@@ -3,6 +3,7 @@ package etcdcluster
 import (
 	"context"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,9 +25,12 @@ import (
 // Service, no member; the status is the only write.
 
 // adoptOldCoreOSCluster adopts c read-only when it is such a cluster: never formed under
-// this operator, spec.version older than the oldest run here, and member pods that
-// CoreOS made under its control. ok is false for anything else (a new cluster asking for
-// an old version is refused as before).
+// this operator, member pods that CoreOS made under its control, and spec.version older
+// than the oldest run here OR some CoreOS pod still on such a version. The second case is
+// an upgrade to 3.5 under CoreOS's operator still rolling out (spec.version already 3.5,
+// some pod still on 3.4): taking the cluster over then would have two operators restart
+// members of one cluster, and this one would restart a 3.4 member itself. ok is false for
+// anything else (a new cluster asking for an old version is refused as before).
 func (r *Reconciler) adoptOldCoreOSCluster(ctx context.Context, c *etcdv1beta2.EtcdCluster) (ctrl.Result, bool) {
 	if c.Status.Bootstrapped {
 		return ctrl.Result{}, false
@@ -35,19 +39,23 @@ func (r *Reconciler) adoptOldCoreOSCluster(ctx context.Context, c *etcdv1beta2.E
 	if err != nil {
 		return ctrl.Result{}, false
 	}
-	if _, _, old := planner.OldVersionPath(spec); !old {
-		return ctrl.Result{}, false
-	}
+	_, _, specOld := planner.OldVersionPath(spec)
 	pods, err := r.listMemberPods(ctx, c)
 	if err != nil {
 		return ctrl.Result{}, false
 	}
 	own := ownPods(c, pods)
-	coreOS := false
+	coreOS, podOld := false, false
 	for _, p := range own {
-		coreOS = coreOS || madeByCoreOS(p)
+		if madeByCoreOS(p) {
+			coreOS = true
+			if v, ok := oldestOfPod(p); ok {
+				_, _, old := planner.OldVersionPath(v)
+				podOld = podOld || old
+			}
+		}
 	}
-	if !coreOS {
+	if !coreOS || !specOld && !podOld {
 		return ctrl.Result{}, false
 	}
 
@@ -92,16 +100,68 @@ func (r *Reconciler) askOldMembers(ctx context.Context, c *etcdv1beta2.EtcdClust
 	return askMembers(ctx, admin, endpoints)
 }
 
+// oldestOfPod is the oldest etcd version a pod names: its version annotation, its etcd
+// container's image tag, and the image the kubelet reports that container running (which
+// lags the spec's while a CoreOS upgrade restarts the pod). ok is false when none parses.
+func oldestOfPod(p *corev1.Pod) (oldest planner.Version, ok bool) {
+	consider := func(s string) {
+		if v, err := planner.ParseVersion(s); err == nil && (!ok || v.Compare(oldest) < 0) {
+			oldest, ok = v, true
+		}
+	}
+	consider(p.Annotations[render.AnnotationVersion])
+	for _, ctr := range p.Spec.Containers {
+		if ctr.Name == etcdContainerName(p) {
+			consider(imageTag(ctr.Image))
+		}
+	}
+	for _, st := range p.Status.ContainerStatuses {
+		if st.Name == etcdContainerName(p) {
+			consider(imageTag(st.Image))
+		}
+	}
+	return oldest, ok
+}
+
+// etcdContainerName is the name of the pod's etcd container: "etcd", as both operators
+// name it, or the first container's.
+func etcdContainerName(p *corev1.Pod) string {
+	for _, ctr := range p.Spec.Containers {
+		if ctr.Name == "etcd" {
+			return ctr.Name
+		}
+	}
+	if len(p.Spec.Containers) > 0 {
+		return p.Spec.Containers[0].Name
+	}
+	return ""
+}
+
+// imageTag is the tag of an image reference ("" when it has none): what follows the last
+// ":" after the last "/", a digest cut off.
+func imageTag(image string) string {
+	if i := strings.IndexByte(image, '@'); i >= 0 {
+		image = image[:i]
+	}
+	if i := strings.LastIndexByte(image, ':'); i > strings.LastIndexByte(image, '/') {
+		return image[i+1:]
+	}
+	return ""
+}
+
 // oldClusterView is what status says of such a cluster: the members that answered
 // (ready) and the others (unready), by etcd's member list when one answered, else by the
 // pods' readiness; the oldest version running (etcd's answers, else the pods' version
-// annotation, else the spec's), from which the remaining steps count; the largest
+// annotation and image, else the spec's), from which the remaining steps count; the largest
 // database reported.
 func oldClusterView(spec planner.Version, own map[string]*corev1.Pod, ans etcdAnswers) (ready, unready []string, oldest planner.Version, dbSize int64) {
-	oldest = spec
+	// The oldest any member runs, whatever the spec says: starting from the spec would
+	// report a member newer than it (a rollout under CoreOS's operator ahead of a spec
+	// lowered since) as running the spec's version.
+	found := false
 	older := func(s string) {
-		if v, err := planner.ParseVersion(s); err == nil && v.Compare(oldest) < 0 {
-			oldest = v
+		if v, err := planner.ParseVersion(s); err == nil && (!found || v.Compare(oldest) < 0) {
+			oldest, found = v, true
 		}
 	}
 	answered := map[uint64]bool{}
@@ -132,7 +192,12 @@ func oldClusterView(spec planner.Version, own map[string]*corev1.Pod, ans etcdAn
 		}
 	}
 	for _, p := range own {
-		older(p.Annotations[render.AnnotationVersion])
+		if v, ok := oldestOfPod(p); ok {
+			older(v.String())
+		}
+	}
+	if !found {
+		oldest = spec
 	}
 	sort.Strings(ready)
 	sort.Strings(unready)

@@ -152,3 +152,65 @@ func TestNewClusterOnOldVersionStillRefused(t *testing.T) {
 		t.Errorf("writes for a refused cluster: %v", w.writes)
 	}
 }
+
+// spec.version already 3.5 while CoreOS's operator still rolls its pods from 3.4: the
+// cluster stays read-only (taking it over would have two operators restart its members,
+// this one a 3.4 member itself) until no CoreOS pod runs below 3.5, by its version
+// annotation, its image, or the image the kubelet reports running. status.currentVersion
+// is the oldest running, also when it is newer than the spec.
+func TestOldCoreOSClusterStaysReadOnlyMidRollout(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec string
+		pod        func(p *corev1.Pod) // changes pod c
+		oldest     string
+	}{
+		{"spec 3.5, one pod still annotated 3.4", "3.5.36", func(p *corev1.Pod) {
+			p.Annotations[render.AnnotationVersion] = "3.4.35"
+			p.Spec.Containers[0].Image = "quay.io/coreos/etcd:v3.4.35"
+		}, "3.4.35"},
+		{"spec 3.5, one pod patched to 3.5 but still running the 3.4 image", "3.5.36", func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: p.Spec.Containers[0].Name, Image: "quay.io/coreos/etcd:v3.4.35"}}
+		}, "3.4.35"},
+		{"spec lowered to 3.3 while the pods run 3.4: the oldest running is reported", "3.3.27", func(p *corev1.Pod) {
+			p.Annotations[render.AnnotationVersion] = "3.4.35"
+			p.Spec.Containers[0].Image = "quay.io/coreos/etcd:v3.4.35"
+		}, "3.4.35"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "roll" + strings.ReplaceAll(tc.spec, ".", "")
+			c := statusCluster(name, tc.spec)
+			c.Spec.Size = 3
+			objs := []client.Object{c}
+			podVersion := tc.spec
+			if tc.spec == "3.3.27" {
+				podVersion = "3.4.35"
+			}
+			for _, suffix := range []string{"a", "b", "c"} {
+				p := oldCoreOSPod(t, c, name+"-"+suffix, podVersion, true)
+				if suffix == "c" {
+					tc.pod(p)
+				}
+				objs = append(objs, p)
+			}
+			w := &writeCounter{}
+			f := newClusterFixture(t, w.funcs(), objs...)
+			f.reconcile(t, name)
+			if len(w.writes) != 0 {
+				t.Errorf("writes while CoreOS's operator still rolls the cluster: %v", w.writes)
+			}
+			got := f.cluster(t, name)
+			var avail *etcdv1beta2.ClusterCondition
+			for i := range got.Status.Conditions {
+				if got.Status.Conditions[i].Type == etcdv1beta2.ClusterConditionAvailable {
+					avail = &got.Status.Conditions[i]
+				}
+			}
+			if avail == nil || avail.Reason != etcdv1beta2.ReasonUpgradePathRequired || !strings.Contains(avail.Message, "pause it here") {
+				t.Fatalf("Available condition %+v, want reason %s telling to pause the cluster here", avail, etcdv1beta2.ReasonUpgradePathRequired)
+			}
+			if got.Status.CurrentVersion != tc.oldest || got.Status.Bootstrapped {
+				t.Errorf("status: currentVersion %q (want %s), bootstrapped %v", got.Status.CurrentVersion, tc.oldest, got.Status.Bootstrapped)
+			}
+		})
+	}
+}

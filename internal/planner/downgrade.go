@@ -52,7 +52,12 @@ func (v *view) planDowngrade(target Version) (Action, bool) {
 	}
 	var need []upgradeStep
 	above, onTarget := false, false
-	var restarting *Member // its pod names the target, it does not run it yet
+	// restarting: a member whose pod names another version than the one it runs is
+	// mid-restart (its pod was patched, the kubelet has not yet restarted etcd on it, or
+	// etcd has not started): whatever version the pod names, the target or the one a
+	// previous spec.version asked for (an upgrade reverted half-way). Restarting another
+	// member meanwhile could take two of three down.
+	var restarting *Member
 	for _, m := range v.voters {
 		run, rerr := ParseVersion(m.Version)
 		var podVersion string
@@ -77,7 +82,7 @@ func (v *view) planDowngrade(target Version) (Action, bool) {
 		if run.Major == target.Major && run.Minor == target.Minor {
 			onTarget = true
 		}
-		if spec.Compare(target) == 0 && run.Compare(target) != 0 && restarting == nil {
+		if rerr == nil && serr == nil && spec.Compare(run) != 0 && restarting == nil {
 			restarting = m
 		}
 		if spec.Compare(target) != 0 {
@@ -92,7 +97,7 @@ func (v *view) planDowngrade(target Version) (Action, bool) {
 		return Action{}, false // patch steps and upgrades: planUpgrade
 	}
 	if restarting != nil {
-		return wait(v1beta2.ReasonDowngrading, fmt.Sprintf("waiting for %s to run %s", restarting.Name, target), requeueShort), true
+		return wait(v1beta2.ReasonDowngrading, fmt.Sprintf("waiting for %s to run %s, the version its pod names, before the next restart", restarting.Name, v.podOf[restarting.ID].Version), requeueShort), true
 	}
 	for _, m := range v.voters {
 		if m.LeaderUnknown {

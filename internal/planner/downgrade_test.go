@@ -48,6 +48,15 @@ func TestPlanDowngrade(t *testing.T) {
 			pod(&o, mname(2)).Version = v35
 			return o
 		}, want{kind: Wait, reason: "Downgrading", check: wantMessage(mname(2))}},
+		{"3.6 → 3.7 reverted while a member restarts on 3.7: no second member restarts meanwhile", to(v36), func() Observed {
+			o := cluster(3) // every member on 3.7 ...
+			o.LeaderID = 3
+			for _, id := range []uint64{2, 3} { // ... but 2 and 3 still run 3.6
+				mem(&o, id).Version, pod(&o, mname(id)).Version = v36, v36
+			}
+			pod(&o, mname(2)).Version = v37 // patched to 3.7, etcd not restarted on it yet
+			return o
+		}, want{kind: Wait, reason: "Downgrading", check: wantMessage(mname(2) + " to run " + v37)}},
 		{"health gate: a restarted member's pod not Ready", to(v35), func() Observed {
 			o := on36("3.5.0", enabled, 2)()
 			pod(&o, mname(2)).Ready = false

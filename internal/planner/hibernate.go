@@ -28,9 +28,11 @@ import (
 //
 // A size above 0 again is the ordinary path: with no member answering, the recreate rule gives every
 // recorded member with a claim its pod back (recreate.go), same name, same member ID,
-// same data; once they answer, a size that differs from the members' number is reached by
-// the scale rules, one member at a time (the scale-down and scale-up rules). A cluster that never formed
-// bootstraps at the new size (the bootstrap rule).
+// same data, on the version they last ran (status.currentVersion), not on a spec.version
+// changed meanwhile; once they answer, a size that differs from the members' number is
+// reached one member at a time (the scale-down and scale-up rules), and a changed version
+// by the upgrade rule with all its checks, as any upgrade or downgrade. A cluster that
+// never formed bootstraps at the new size (the bootstrap rule).
 //
 // It comes after a recorded recovery or restore (the recovery or backup-restore rule), which is finished or abandoned
 // first: stopping the pods under it would leave its record unprovable.
@@ -53,6 +55,9 @@ func planHibernate(d Desired, o Observed) Action {
 		return wait(v1beta2.ReasonHibernationRefused, fmt.Sprintf("spec.size 0 (hibernation): member pods %s have no claim (they predate spec.pod.persistentVolumeClaimSpec) and would lose their data; nothing is stopped",
 			strings.Join(unclaimed, ", ")), requeueLong)
 	}
+	if why := hibernationHeld(d, o); why != "" {
+		return wait(v1beta2.ReasonHibernationRefused, fmt.Sprintf("spec.size 0 (hibernation): %s; hibernated members all come back at once on the spec's settings, so nothing is stopped: let the change roll out, or revert it, first", why), requeueLong)
+	}
 	leader := hibernationLeaderPod(o)
 	var next *Pod
 	for i := range o.Pods {
@@ -74,6 +79,32 @@ func planHibernate(d Desired, o Observed) Action {
 		return wait(v1beta2.ReasonHibernating, fmt.Sprintf("spec.size 0 (hibernation): waiting for pods %s to stop", strings.Join(terminating, ", ")), requeueWait)
 	}
 	return wait(v1beta2.ReasonHibernated, hibernatedMessage(o), requeueLong)
+}
+
+// hibernationHeld says why the running pods' TLS or cluster domain differ from the spec's
+// in a way the rollout rule does not (or not yet) roll out, "" when they do not: a refused or held
+// change (NewPodsAsRunning), or a TLS scheme a pod does not run yet (turning TLS on or
+// off half-way). Resumed members are created from the spec all at once, with no running
+// member to take the settings from, which is what the rollouts exist to avoid. (Admission
+// refuses such a change while the size is 0, so only one made before is caught here.)
+func hibernationHeld(d Desired, o Observed) string {
+	if r := TLSRefusal(d, o); r != "" {
+		return "the change of the members' TLS is refused (" + r + ")"
+	}
+	var pods []string
+	for _, p := range o.Pods {
+		if p.Deleting {
+			continue
+		}
+		if len(p.Drift.Held) > 0 || p.Drift.TLS && (p.PeerTLS != d.PeerTLS || p.ClientTLS != d.ClientTLS) {
+			pods = append(pods, p.Name)
+		}
+	}
+	if len(pods) == 0 {
+		return ""
+	}
+	sort.Strings(pods)
+	return fmt.Sprintf("member pods %s do not run the spec's TLS scheme or cluster domain yet", strings.Join(pods, ", "))
 }
 
 // stopsBefore orders the pods hibernation stops: followers first, by name; the leader's

@@ -27,6 +27,16 @@ func stopped() Observed {
 	return o
 }
 
+// resumeOn is a resume (size 3 again) with spec.version v.
+func resumeOn(v string) func() Desired {
+	return func() Desired { d := desired(3); d.DataOnClaims = true; d.Version = v; return d }
+}
+
+// stoppedOn is stopped with status.currentVersion v recorded.
+func stoppedOn(v string) func() Observed {
+	return func() Observed { o := stopped(); o.RecordedVersion = v; return o }
+}
+
 func deleting(o *Observed, ids ...uint64) {
 	for _, id := range ids {
 		pod(o, mname(id)).Deleting = true
@@ -77,6 +87,33 @@ func TestPlanHibernate(t *testing.T) {
 			withClaims(&o, 1, 3)
 			return o
 		}, want{kind: Wait, reason: "HibernationRefused", check: wantMessage(mname(2))}},
+		{"a cluster domain change held: nothing is stopped (the resume would take it up all at once)", hibernating, func() Observed {
+			o := claimed()
+			pod(&o, mname(2)).Drift = Drift{Held: []string{"cluster domain"}}
+			return o
+		}, want{kind: Wait, reason: "HibernationRefused", check: wantMessage(mname(2) + " do not run the spec's TLS scheme or cluster domain")}},
+		{"TLS being turned on (pods still plaintext): nothing is stopped", func() Desired {
+			d := hibernating()
+			d.PeerTLS, d.ClientTLS = true, true
+			return d
+		}, func() Observed {
+			o := claimed()
+			for i := range o.Pods {
+				o.Pods[i].Drift = Drift{TLS: true}
+			}
+			return o
+		}, want{kind: Wait, reason: "HibernationRefused", check: wantMessage("nothing is stopped")}},
+		{"a proven rotation of the TLS Secrets pending: stopped as usual", func() Desired {
+			d := hibernating()
+			d.PeerTLS, d.ClientTLS = true, true
+			return d
+		}, func() Observed {
+			o := claimed()
+			for i := range o.Pods {
+				o.Pods[i].PeerTLS, o.Pods[i].ClientTLS, o.Pods[i].Drift = true, true, Drift{TLS: true}
+			}
+			return o
+		}, want{kind: DeletePod, name: mname(2), reason: "Hibernating"}},
 		{"no quorum: pods are still stopped, membership untouched", hibernating, func() Observed {
 			o := claimed()
 			unreachable(&o, 1, t0.Add(-time.Hour))
@@ -119,6 +156,39 @@ func TestPlanHibernate(t *testing.T) {
 			unreachable(&o, 3, t0)
 			return o
 		}, want{kind: CreatePod, name: mname(2), id: 2, reason: "RecreatingPod"}},
+		// Resume with spec.version changed while hibernated: the members restart on the
+		// version recorded when they last answered; the upgrade rule moves them afterwards.
+		{"resume after spec.version went up a minor: back on the recorded version", resumeOn("3.8.0"), stoppedOn(v37),
+			want{kind: CreatePod, name: mname(1), version: v37, reason: "RecreatingPod"}},
+		{"resume after spec.version went down a minor: back on the recorded version", resumeOn(v36), stoppedOn(v37),
+			want{kind: CreatePod, name: mname(1), version: v37}},
+		{"resume after spec.version skipped two minors down: back on the recorded version", resumeOn("3.5.36"), stoppedOn(v37),
+			want{kind: CreatePod, name: mname(1), version: v37}},
+		{"resume after a patch change: back on the recorded patch", resumeOn("3.7.9"), stoppedOn(v37),
+			want{kind: CreatePod, name: mname(1), version: v37}},
+		{"resume, no version recorded (an older operator's status): spec.version", resumeOn(v36), stoppedOn(""),
+			want{kind: CreatePod, name: mname(1), version: v36}},
+		{"resume, a recorded version this operator does not run: spec.version", resumeOn(v36), stoppedOn("3.4.35"),
+			want{kind: CreatePod, name: mname(1), version: v36}},
+		{"resume with a member list, spec.version changed: the others on what the first runs", resumeOn("3.8.0"), func() Observed {
+			o := claimed()
+			o.RecordedVersion = v37
+			dropPod(&o, mname(2))
+			dropPod(&o, mname(3))
+			unreachable(&o, 2, t0)
+			unreachable(&o, 3, t0)
+			return o
+		}, want{kind: CreatePod, name: mname(2), id: 2, version: v37, reason: "RecreatingPod"}},
+		{"all back on the recorded version: then the upgrade rule rolls the patch, one member at a time", resumeOn("3.7.9"), func() Observed {
+			o := claimed()
+			o.RecordedVersion = v37
+			return o
+		}, want{kind: UpgradeMember, id: 2, version: "3.7.9"}},
+		{"all back on the recorded version: a minor step waits on the upgrade rule's checks", resumeOn("3.8.0"), func() Observed {
+			o := claimed()
+			o.RecordedVersion = v37
+			return o
+		}, want{kind: Wait, reason: "UpgradeWaitsForSnapshot"}},
 		{"resumed to a smaller size: scaled down once all are back", func() Desired { d := desired(1); d.DataOnClaims = true; return d }, func() Observed {
 			o := claimed()
 			o.LeaderID = 3

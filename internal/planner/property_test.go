@@ -34,6 +34,7 @@ func checkInvariants(t *testing.T, d Desired, o Observed, a Action) {
 	if DetectFork(o) != nil && a.Kind != Wait {
 		fail("acts while the answering members disagree on cluster ID or membership (a fork)")
 	}
+	checkVersionInvariants(d, o, a, fail)
 	dd := d.withDefaults()
 	if a.Kind == ForceNewCluster && !d.QuorumLossRecovery {
 		fail("force-new-cluster without the opt-in")
@@ -845,6 +846,7 @@ func TestPlanProperties(t *testing.T) {
 	t.Logf("seed %d (set PLANNER_PROPERTY_SEED to vary)", seed)
 	r := rand.New(rand.NewSource(seed))
 	rs := rand.New(rand.NewSource(seed + 1)) // space and alarms, apart so r's states stay the same
+	rv := rand.New(rand.NewSource(seed + 2)) // downgrade, storage and recorded versions, likewise
 	seen := map[Kind]int{}
 	for i := 0; i < iterations; i++ {
 		var d Desired
@@ -855,6 +857,7 @@ func TestPlanProperties(t *testing.T) {
 			d, o = perturbedState(r)
 		}
 		randomSpace(rs, &d, &o)
+		randomVersionState(rv, &o)
 		before := dump(o)
 		a := Plan(d, o)
 		if after := dump(o); after != before {
@@ -937,4 +940,76 @@ func downgradeUnderway(d Desired, o Observed) bool {
 		}
 	}
 	return ok
+}
+
+// randomVersionState adds what the version rules read besides the members' versions:
+// etcd's downgrade in progress, the members' storage versions, and the version status
+// recorded when they last answered.
+func randomVersionState(r *rand.Rand, o *Observed) {
+	if r.Intn(4) == 0 {
+		o.Downgrade = &Downgrade{Target: pick(r, "3.6.0", "3.5.0", "3.7.0", "bogus")}
+	}
+	if r.Intn(2) == 0 {
+		for i := range o.Members {
+			o.Members[i].StorageVersion = pick(r, "", "3.5.0", "3.6.0", "3.7.0")
+		}
+	}
+	if r.Intn(2) == 0 {
+		o.RecordedVersion = pick(r, "", v37, v36, "3.5.21", "3.4.35", "bogus")
+	}
+}
+
+// checkVersionInvariants: the downgrade API is only called as the spec asks, no member
+// restarts while another is mid-restart, and members put back on their claims without a
+// member list come back on the version recorded (a supported one), not on the spec's.
+func checkVersionInvariants(d Desired, o Observed, a Action, fail func(string, ...any)) {
+	target, terr := ParseVersion(d.Version)
+	switch a.Kind {
+	case EnableDowngrade:
+		if o.Downgrade != nil || terr != nil {
+			fail("enables a downgrade while one is in progress, or to a spec.version that does not parse")
+		}
+		if a.Version != fmt.Sprintf("%d.%d", target.Major, target.Minor) {
+			fail("enables a downgrade to %s, spec.version is %s", a.Version, d.Version)
+		}
+		above := false
+		for _, m := range o.Members {
+			if v, err := ParseVersion(m.Version); err == nil && v.Major == target.Major && v.Minor == target.Minor+1 {
+				above = true
+			}
+		}
+		if !above {
+			fail("enables a downgrade although no member runs the minor above spec.version")
+		}
+	case CancelDowngrade:
+		if o.Downgrade == nil {
+			fail("cancels a downgrade etcd does not report")
+		}
+		if dt, err := ParseVersion(o.Downgrade.Target); err == nil && terr == nil && dt.Major == target.Major && dt.Minor == target.Minor {
+			fail("cancels etcd's downgrade to %s, which spec.version %s asks for", o.Downgrade.Target, d.Version)
+		}
+	case UpgradeMember:
+		for _, m := range o.Members {
+			if m.IsLearner || m.Name == "" {
+				continue
+			}
+			for _, p := range o.Pods {
+				if p.MemberID != m.ID || p.Name != m.Name || p.Deleting {
+					continue
+				}
+				run, rerr := ParseVersion(m.Version)
+				spec, serr := ParseVersion(p.Version)
+				if rerr == nil && serr == nil && run.Compare(spec) != 0 {
+					fail("restarts %s while %s is mid-restart (its pod names %s, it runs %s)", a.Name, m.Name, p.Version, m.Version)
+				}
+			}
+		}
+	case CreatePod:
+		if a.Reason != "RecreatingPod" || o.MembersKnown {
+			break
+		}
+		if rv, ok := recordedVersion(o); ok && a.Version != rv.String() {
+			fail("puts a member back on its claim on %s, not on the recorded %s", a.Version, o.RecordedVersion)
+		}
+	}
 }

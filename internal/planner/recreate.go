@@ -24,6 +24,12 @@ import (
 // planRecreateKnown is the recreate rule without a member list: the recorded members with a claim
 // get their pods back, so that a cluster whose pods all went (a drain, an eviction wave,
 // every node off) restarts on its data, all members together, as the same cluster.
+// They restart on the version they last ran (Observed.RecordedVersion; spec.version only
+// when none was recorded), not on a spec.version changed meanwhile (while hibernated, say):
+// all members at once onto another version would skip what the upgrade and downgrade rules
+// check and do one member at a time (skew, etcd's downgrade, storage versions, the backup
+// before a minor step), and a version that cannot run would crash-loop every member. Once
+// they answer, the upgrade rule moves them to spec.version as any upgrade or downgrade.
 //   - no pod → CreatePod, one per plan (the next plan creates the next);
 //   - a Failed or Succeeded pod (evicted, or a node that came back after a restart) →
 //     DeletePod with KeepClaim: it never runs again, and its name must be free;
@@ -45,9 +51,12 @@ func planRecreateKnown(d Desired, o Observed) (Action, bool) {
 	}
 	known := append([]string(nil), o.KnownMembers...)
 	sort.Strings(known)
-	ver, err := ParseVersion(d.Version)
-	if err != nil {
-		return Action{}, false
+	ver, ok := recordedVersion(o)
+	if !ok {
+		var err error
+		if ver, err = ParseVersion(d.Version); err != nil {
+			return Action{}, false
+		}
 	}
 	onClaim := map[string]bool{}
 	var terminating []string
@@ -97,8 +106,41 @@ func (v *view) planRecreate() (Action, bool) {
 		if v.podOf[m.ID] != nil || v.podNameTaken(m.Name) {
 			continue
 		}
-		return Action{Kind: CreatePod, Name: m.Name, ID: m.ID, Version: v.newMemberVersion(), Reason: v1beta2.ReasonRecreatingPod,
+		return Action{Kind: CreatePod, Name: m.Name, ID: m.ID, Version: v.recreateVersion(), Reason: v1beta2.ReasonRecreatingPod,
 			Message: fmt.Sprintf("member %s (%x) has no pod but its claim holds its data; recreating the pod", m.Name, m.ID)}, true
 	}
 	return Action{}, false
+}
+
+// recreateVersion is the version a member put back on its data restarts on: the lowest
+// any member runs (the cluster's version, which every member's data can be read by: etcd
+// raises the storage version only once all run the newer minor), else the version
+// recorded when they last answered, else spec.version. Not spec.version while it differs:
+// a member restarted on its data on another version is an upgrade or downgrade step, which
+// the upgrade rule takes, with its checks, once the member answers (a cluster resuming from
+// hibernation with spec.version changed, or a pod lost while an upgrade waits).
+func (v *view) recreateVersion() string {
+	var lowest *Version
+	for _, m := range v.members {
+		if rv, err := ParseVersion(v.runningVersion(m)); err == nil && (lowest == nil || rv.Compare(*lowest) < 0) {
+			lowest = &rv
+		}
+	}
+	if lowest != nil {
+		return lowest.String()
+	}
+	if rv, ok := recordedVersion(v.o); ok {
+		return rv.String()
+	}
+	return v.newMemberVersion()
+}
+
+// recordedVersion is Observed.RecordedVersion when it is a version this operator runs (a
+// record an older operator or a person wrote may not be).
+func recordedVersion(o Observed) (Version, bool) {
+	if CheckSupported(o.RecordedVersion) != nil {
+		return Version{}, false
+	}
+	v, err := ParseVersion(o.RecordedVersion)
+	return v, err == nil
 }

@@ -36,6 +36,11 @@ func TestPlanRecreatePodOnClaim(t *testing.T) {
 			o.LeaderID = 0
 			return o
 		}, want{kind: CreatePod, reason: "RecreatingPod"}},
+		{"spec.version changed, upgrade not started: the pod comes back on the version the others run", func() Desired {
+			d := desired(3)
+			d.Version = "3.8.0"
+			return d
+		}, podMissing(2), want{kind: CreatePod, name: mname(2), id: 2, version: v37}},
 		{"missing for long: still recreated, never replaced", size(3), func() Observed {
 			o := podMissing(2)()
 			mem(&o, 2).UnhealthySince = t0.Add(-time.Hour)

@@ -144,6 +144,11 @@ type Observed struct {
 	// KnownMembers are the member names the controller last recorded (status); with no
 	// member list at all, they say which claims belong to members.
 	KnownMembers []string
+	// RecordedVersion is the lowest version the members ran when the controller last saw
+	// them answer (status.currentVersion, kept while none answers): what members put back
+	// on their claims with no member to ask (after hibernation or the loss of every pod)
+	// restart on, whatever spec.version says meanwhile ("" when never recorded).
+	RecordedVersion string
 
 	// Recovery is the quorum-loss recovery the controller recorded when it
 	// executed ForceNewCluster; nil when none is in progress. While it is set,

@@ -65,8 +65,11 @@ func (v *view) planUpgrade() Action {
 		if err := CheckSkew(run, target); err != nil && !(stepTaken && errors.Is(err, errBelowMinPatch)) {
 			return Action{Kind: RefuseUpgrade, Reason: v1beta2.ReasonUpgradeRefused, Message: fmt.Sprintf("member %s: %v", m.Name, err)}
 		}
-		if spec.Compare(target) == 0 && run.Compare(target) != 0 {
-			return wait(v1beta2.ReasonUpgradeInProgress, fmt.Sprintf("waiting for %s to run %s", m.Name, target), requeueShort)
+		// Its pod names another version than it runs: it is mid-restart, on the target or
+		// on a version an earlier spec.version asked for (a patch changed half-way). The
+		// next restart waits for it, or two members could be down at once.
+		if rerr == nil && serr == nil && spec.Compare(run) != 0 {
+			return wait(v1beta2.ReasonUpgradeInProgress, fmt.Sprintf("waiting for %s to run %s, the version its pod names", m.Name, spec), requeueShort)
 		}
 		if spec.Compare(target) != 0 {
 			need = append(need, upgradeStep{m, spec, run})

@@ -22,6 +22,12 @@ func TestPlanUpgrade(t *testing.T) {
 			pod(&o, mname(2)).Version = v37 // image changed, process not restarted yet
 			return o
 		}, want{kind: Wait, reason: "UpgradeInProgress"}},
+		{"a patch changed while a member restarts on the previous one: wait for it first", to("3.7.5"), func() Observed {
+			o := cluster(3)
+			o.LeaderID = 3
+			pod(&o, mname(2)).Version = "3.7.4" // patched for 3.7.4, still runs 3.7.3
+			return o
+		}, want{kind: Wait, reason: "UpgradeInProgress", check: wantMessage(mname(2) + " to run 3.7.4")}},
 		{"upgrade waits while the restarted member is down", size(3), func() Observed {
 			o := upgrading(3, 1)()
 			pod(&o, mname(2)).Version = v37

@@ -9,6 +9,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/VictoriaMetrics/metricsql"
+
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
@@ -166,5 +168,45 @@ func TestBackupReasonIsTheOperators(t *testing.T) {
 	}
 	if !found {
 		t.Error("no rule tells failed backups by their reason")
+	}
+}
+
+// TestBackupAlertsLeaveSkippedBackupsAlone: a backup whose cluster is hibernated is
+// skipped, not attempted, and its last success ages on purpose; the alerts about failing
+// and old backups must each end in "unless" the skipped gauge is 1 for that backup.
+func TestBackupAlertsLeaveSkippedBackupsAlone(t *testing.T) {
+	want := map[string]bool{"EtcdBackupFailing": false, "EtcdBackupTooOld": false}
+	for _, g := range loadRules(t).Spec.Groups {
+		for _, r := range g.Rules {
+			if _, ok := want[r.Alert]; !ok {
+				continue
+			}
+			want[r.Alert] = true
+			e, err := parsePromQL(r.Expr)
+			if err != nil {
+				t.Fatalf("%s: %v", r.Alert, err)
+			}
+			b, ok := e.(*metricsql.BinaryOpExpr)
+			if !ok || strings.ToLower(b.Op) != "unless" {
+				t.Errorf("%s: the expression is not \"... unless <skipped>\"", r.Alert)
+				continue
+			}
+			skipped := false
+			for _, s := range selectors(b.Right) {
+				skipped = skipped || s.name == "etcd_operator_backup_skipped"
+			}
+			on := b.GroupModifier.Args
+			if !skipped || strings.ToLower(b.GroupModifier.Op) != "on" || !slices.Contains(on, "namespace") || !slices.Contains(on, "backup") {
+				t.Errorf("%s: its last \"unless\" is not on (namespace, backup) etcd_operator_backup_skipped: %s", r.Alert, b.AppendString(nil))
+			}
+			if c, ok := b.Right.(*metricsql.BinaryOpExpr); !ok || c.Op != "==" {
+				t.Errorf("%s: the skipped gauge is not compared (== 1): a backup that is no longer skipped (0) would stay silenced", r.Alert)
+			}
+		}
+	}
+	for a, found := range want {
+		if !found {
+			t.Errorf("alert %s missing", a)
+		}
 	}
 }

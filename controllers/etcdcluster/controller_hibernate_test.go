@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
 // Hibernation through the reconciler against a fake API server (no etcd: the member pods
@@ -27,6 +28,7 @@ func TestReconcileHibernatesAndResumes(t *testing.T) {
 	c.Status.Bootstrapped = true
 	c.Status.Phase = etcdv1beta2.ClusterPhaseRunning
 	c.Status.Members.Ready = members
+	c.Status.CurrentVersion = c.Spec.Version // 3.6.16, what the members ran when they last answered
 	objs := []client.Object{c}
 	for i, m := range members {
 		c.Status.Members.Details = append(c.Status.Members.Details, etcdv1beta2.MemberDetail{Name: m, ID: []string{"a1", "b2", "c3"}[i]})
@@ -107,6 +109,7 @@ func TestReconcileHibernatesAndResumes(t *testing.T) {
 	// Resume: the recorded members come back, by name, on their claims.
 	cur := f.cluster(t, c.Name)
 	cur.Spec.Size = 3
+	cur.Spec.Version = "3.7.3" // changed while hibernated: the members come back on 3.6.16 first
 	if err := f.c.Update(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +118,15 @@ func TestReconcileHibernatesAndResumes(t *testing.T) {
 	}
 	if got := pods(); !slices.Equal(got, members) {
 		t.Errorf("pods after resume %v, want %v", got, members)
+	}
+	for _, m := range members {
+		var p corev1.Pod
+		if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: m}, &p); err != nil {
+			t.Fatal(err)
+		}
+		if v := p.Annotations[render.AnnotationVersion]; v != "3.6.16" {
+			t.Errorf("pod %s resumed on %q, want 3.6.16 (the version recorded; the upgrade rule upgrades afterwards)", m, v)
+		}
 	}
 	if now := claims(); !maps.Equal(now, claimsBefore) {
 		t.Errorf("claims after resume %v, were %v (new claims would mean new, empty members)", now, claimsBefore)
