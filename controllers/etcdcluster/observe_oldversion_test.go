@@ -205,7 +205,7 @@ func TestOldCoreOSClusterStaysReadOnlyMidRollout(t *testing.T) {
 					avail = &got.Status.Conditions[i]
 				}
 			}
-			if avail == nil || avail.Reason != etcdv1beta2.ReasonUpgradePathRequired || !strings.Contains(avail.Message, "pause it here") {
+			if avail == nil || avail.Reason != etcdv1beta2.ReasonUpgradePathRequired || !strings.Contains(avail.Message, "give it another scope") {
 				t.Fatalf("Available condition %+v, want reason %s telling to pause the cluster here", avail, etcdv1beta2.ReasonUpgradePathRequired)
 			}
 			if got.Status.CurrentVersion != tc.oldest || got.Status.Bootstrapped {

@@ -35,7 +35,7 @@ func OldVersionPath(from Version) (steps []string, message string, ok bool) {
 	}
 	message = fmt.Sprintf(
 		"etcd %s is older than the oldest version this operator runs (%s); the cluster is adopted read-only (status only: no pod, member or membership change). Minor steps left: %s (etcd upgrades one minor at a time). "+
-			"Either (1) upgrade it under CoreOS etcd-operator: first keep this operator off the cluster (pause it here, spec.paused: true, or give it another --scope-annotation scope), then, one minor at a time, set spec.version to the latest %s patch, wait until every member runs it, and so on up to %s; once every member runs it, let this operator act again and it takes the cluster over in place (it stays read-only while any member still runs an older version); "+
+			"Either (1) upgrade it under CoreOS etcd-operator: first keep this operator off the cluster (give it another scope: the etcd.database.coreos.com/scope annotation with --scope-annotation; not spec.paused, which pauses CoreOS's operator too), then, one minor at a time, set spec.version to the latest %s patch, wait until every member runs it, and so on up to %s; once every member runs it, let this operator act again and it takes the cluster over in place (it stays read-only while any member still runs an older version); "+
 			"or (2) take a snapshot of it (CoreOS's EtcdBackup, or etcdctl snapshot save) and restore it into a new cluster with an EtcdRestore whose annotation etcd.database.coreos.com/restore-cluster-spec names version %d.%d or later, then move the clients",
 		from, MinSupportedVersion, strings.Join(path, " → "), strings.Join(steps, ", then "), steps[len(steps)-1], min.Major, min.Minor)
 	return steps, message, true

@@ -16,7 +16,7 @@ func TestOldVersionPath(t *testing.T) {
 	}{
 		{"3.2.13", true, "3.3 3.4 3.5", []string{"3.2 → 3.3 → 3.4 → 3.5", "latest 3.3, then 3.4, then 3.5 patch", "restore-cluster-spec", "read-only"}},
 		{"3.3.27", true, "3.4 3.5", []string{"3.3 → 3.4 → 3.5", "CoreOS etcd-operator", "EtcdRestore"}},
-		{"3.4.35", true, "3.5", []string{"3.4 → 3.5", "up to 3.5", "first keep this operator off the cluster (pause it here, spec.paused: true"}},
+		{"3.4.35", true, "3.5", []string{"3.4 → 3.5", "up to 3.5", "first keep this operator off the cluster (give it another scope", "not spec.paused"}},
 		{"3.1.20", true, "3.2 3.3 3.4 3.5", []string{"3.1 → 3.2 → 3.3 → 3.4 → 3.5"}},
 		{"2.3.8", true, "", []string{"major version", "restore a snapshot"}},
 		{"3.5.0", false, "", nil},
