@@ -122,7 +122,7 @@ func (p *Plugin) Report(ctx context.Context, name string, o ReportOptions) (*Rep
 	redactCluster(cl)
 	b.addYAML("etcdcluster.yaml", cl)
 	for i := range backups {
-		redactMeta(&backups[i].ObjectMeta)
+		redactBackup(&backups[i])
 	}
 	b.addYAML("etcdbackups.yaml", backups)
 	for i := range restores {

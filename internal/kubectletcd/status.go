@@ -196,7 +196,9 @@ func (p *Plugin) Status(ctx context.Context, name string) (*ClusterStatus, error
 	return st, nil
 }
 
-// summarize is the status screen of c: pure, so tests feed it objects.
+// summarize is the status screen of c: pure, so tests feed it objects. Status text
+// (condition messages, backup reasons) is redacted: the screen goes into report bundles
+// and an error may quote an endpoint with user-info or a command line.
 func summarize(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod, backups []etcdv1beta2.EtcdBackup) *ClusterStatus {
 	st := &ClusterStatus{
 		Name: c.Name, Namespace: c.Namespace, Phase: string(c.Status.Phase), Size: c.Status.Size, DesiredSize: c.Spec.Size,
@@ -216,7 +218,7 @@ func summarize(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod, backups []etcdv1be
 		st.LastDefragment = &t
 	}
 	for _, cond := range c.Status.Conditions {
-		cd := Condition{Type: string(cond.Type), Status: string(cond.Status), Reason: cond.Reason, Message: cond.Message}
+		cd := Condition{Type: string(cond.Type), Status: string(cond.Status), Reason: cond.Reason, Message: redactText(cond.Message)}
 		if t, err := time.Parse(time.RFC3339, cond.LastTransitionTime); err == nil {
 			cd.Since = &t
 		}
@@ -225,9 +227,9 @@ func summarize(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod, backups []etcdv1be
 		if cond.Status == corev1.ConditionFalse {
 			switch cond.Type {
 			case etcdv1beta2.ClusterConditionSpaceAvailable:
-				st.Alarms = append(st.Alarms, Alarm{Alarm: "NOSPACE", Reason: cond.Reason, Message: cond.Message})
+				st.Alarms = append(st.Alarms, Alarm{Alarm: "NOSPACE", Reason: cond.Reason, Message: cd.Message})
 			case etcdv1beta2.ClusterConditionDataConsistent:
-				st.Alarms = append(st.Alarms, Alarm{Alarm: "CORRUPT", Reason: cond.Reason, Message: cond.Message})
+				st.Alarms = append(st.Alarms, Alarm{Alarm: "CORRUPT", Reason: cond.Reason, Message: cd.Message})
 			}
 		}
 	}
@@ -284,7 +286,7 @@ func mergeMembers(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) []Member {
 }
 
 func summarizeBackup(eb *etcdv1beta2.EtcdBackup) BackupSummary {
-	s := BackupSummary{Name: eb.Name, Storage: storageOf(eb), Succeeded: eb.Status.Succeeded, Reason: eb.Status.Reason,
+	s := BackupSummary{Name: eb.Name, Storage: storageOf(eb), Succeeded: eb.Status.Succeeded, Reason: redactText(eb.Status.Reason),
 		Revision: eb.Status.EtcdRevision, LastVerifiedKey: eb.Status.LastVerifiedKey, LastVerifiedRev: eb.Status.LastVerifiedRevision}
 	switch {
 	case eb.Annotations[etcdv1beta2.BackupScheduleAnnotation] != "":
@@ -307,7 +309,7 @@ func summarizeBackup(eb *etcdv1beta2.EtcdBackup) BackupSummary {
 		s.LastVerified = &tt
 	}
 	if c := meta.FindStatusCondition(eb.Status.Conditions, etcdv1beta2.BackupConditionSucceeded); c != nil && c.Reason != "" && !eb.Status.Succeeded {
-		s.Reason = c.Reason + ": " + c.Message
+		s.Reason = c.Reason + ": " + redactText(c.Message)
 	}
 	if c := meta.FindStatusCondition(eb.Status.Conditions, etcdv1beta2.BackupConditionVerified); c != nil {
 		s.Verified, s.VerifiedReason = string(c.Status), c.Reason
