@@ -94,7 +94,7 @@ func (p *Plugin) Report(ctx context.Context, name string, o ReportOptions) (*Rep
 	now := p.Now()
 	b := &bundle{files: map[string][]byte{}}
 
-	pods, err := p.memberPods(ctx, c)
+	pods, ignored, err := p.memberPods(ctx, c)
 	if err != nil {
 		b.fail("member pods: %v", err)
 	}
@@ -111,6 +111,7 @@ func (p *Plugin) Report(ctx context.Context, name string, o ReportOptions) (*Rep
 
 	// The screen `status` shows, then the objects themselves.
 	st := summarize(c, pods, backups)
+	st.IgnoredPods = ignored
 	var screen bytes.Buffer
 	if err := PrintStatus(&screen, OutputTable, st, now); err != nil {
 		b.fail("status: %v", err)
