@@ -207,7 +207,7 @@ func redactRestore(r *etcdv1beta2.EtcdRestore) {
 }
 
 // URL user-info (scheme://user:password@host) anywhere in text.
-var urlUserInfo = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@"'<>]+@`)
+var urlUserInfo = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/\s"'<>]+@`)
 
 // credentialFlagInText finds a credential-like flag and its value, as --flag=value or
 // --flag value, in a command line written out as text.

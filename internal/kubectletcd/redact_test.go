@@ -142,6 +142,7 @@ func TestRedactReviewGaps(t *testing.T) {
 		`dial https://AKIA:hunter2@s3.example/b: refused`: `dial https://` + Redacted + `@s3.example/b: refused`,
 		`sh -c "etcd --password 'hunter 2'"`:              `sh -c "etcd --password ` + Redacted + `"`,
 		`--password-file /etc/pw`:                         `--password-file /etc/pw`,
+		`get https://u:p@ss@host/x and mail a@b.c`:        `get https://` + Redacted + `@host/x and mail a@b.c`,
 		`member demo-a --name demo-a is healthy`:          `member demo-a --name demo-a is healthy`,
 	} {
 		if got := redactText(in); got != want {
