@@ -136,7 +136,10 @@ func NewCommand(connect Connector, out, errOut io.Writer) *cobra.Command {
 			"--min-revision; PVC: the file it wrote). Backups are snapshots: --at chooses a backup, it does not\n" +
 			"replay history to an arbitrary instant. An existing cluster NAME is refused unless --replace,\n" +
 			"with which the operator deletes it only after verifying the backup, and the new cluster keeps\n" +
-			"its spec (settings v1beta2 keeps in annotations, such as auth, do not carry over).",
+			"its spec (and its etcd auth: the operator carries the auth annotations and root Secret over).\n" +
+			"A backup of a cluster with etcd auth restored into any other cluster would leave the operator\n" +
+			"without root's password: refused unless --ignore-source-auth (then give the new cluster the\n" +
+			"auth annotations and a copy of the source's root Secret yourself).",
 		Example: "  kubectl etcd restore example-copy --from nightly --wait\n" +
 			"  kubectl etcd restore example --from nightly --at 2026-12-03T10:00:00Z --replace",
 		Args: exactlyOne("restore"),
@@ -159,6 +162,8 @@ func NewCommand(connect Connector, out, errOut io.Writer) *cobra.Command {
 	rf.StringVar(&ro.At, "at", "", "restore the newest backup taken at or before this RFC 3339 time")
 	rf.Int64Var(&ro.MinRevision, "min-revision", 0, "restore only a backup holding at least this etcd revision")
 	rf.IntVar(&ro.Size, "size", 0, "members of the restored cluster (default: the replaced cluster's, else 3)")
+	rf.BoolVar(&ro.IgnoreSourceAuth, "ignore-source-auth", false, "restore a backup of a cluster with etcd authentication into another name anyway;\n"+
+		"then annotate the new cluster with auth: enabled and auth-root-secret naming a copy of the source's root Secret")
 	rf.BoolVar(&ro.Replace, "replace", false, "replace an existing cluster NAME (deleted by the operator after it verified the backup)")
 	rf.BoolVar(&ro.Wait, "wait", false, "wait until the restored cluster is Available or the restore failed")
 	rf.DurationVar(&ro.Timeout, "timeout", 10*time.Minute, "how long --wait waits")

@@ -151,7 +151,7 @@ func (p *Plugin) Defrag(ctx context.Context, name string, o DefragOptions) ([]De
 	if why := defragUnsafe(c); why != "" && !o.Force {
 		return nil, fmt.Errorf("not defragmenting %s: %s (--force to defragment anyway)", name, why)
 	}
-	pods, err := p.memberPods(ctx, c)
+	pods, _, err := p.memberPods(ctx, c)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	kfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -66,10 +68,19 @@ func qty(s string) *resource.Quantity {
 	return &q
 }
 
+const demoUID = "0c1b2a39-demo"
+
+// ownedBy makes pod one the cluster demo controls, as the operator creates them.
+func ownedBy(pod *corev1.Pod, uid types.UID) *corev1.Pod {
+	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster",
+		Name: "demo", UID: uid, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	return pod
+}
+
 // testCluster is a 3-member cluster "demo" whose leader is demo-b.
 func testCluster() *etcdv1beta2.EtcdCluster {
 	return &etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"},
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns", UID: demoUID},
 		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16"},
 		Status: etcdv1beta2.EtcdClusterStatus{
 			Phase: etcdv1beta2.ClusterPhaseRunning, Size: 3, CurrentVersion: "3.6.16", ClusterID: "abc123",
@@ -87,7 +98,8 @@ func testCluster() *etcdv1beta2.EtcdCluster {
 	}
 }
 
-// memberPod is a running member pod of demo, its etcd flags as the chart renders them.
+// memberPod is a running member pod of demo (controlled by it), its etcd flags as the
+// operator renders them.
 func memberPod(name string, tls bool) *corev1.Pod {
 	scheme := "http"
 	args := []string{"--name=" + name, "--data-dir=/var/etcd/data"}
@@ -97,7 +109,7 @@ func memberPod(name string, tls bool) *corev1.Pod {
 			"--trusted-ca-file=/etc/etcd/server/server-ca.crt", "--client-cert-auth=true")
 	}
 	args = append(args, "--listen-client-urls="+scheme+"://0.0.0.0:2379")
-	return &corev1.Pod{
+	return ownedBy(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{"app": "etcd", "etcd_cluster": "demo"}},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{
 			Name: etcdContainer, Command: []string{"/usr/local/bin/etcd"}, Args: args,
@@ -111,7 +123,7 @@ func memberPod(name string, tls bool) *corev1.Pod {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
 			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: etcdContainer, RestartCount: 1}}},
-	}
+	}, demoUID)
 }
 
 // s3Backup is a periodic S3 EtcdBackup of demo.

@@ -5,9 +5,10 @@
 // objects (the version the operator stores and acts on), so it works on installs with
 // or without the conversion webhook.
 //
-// It never reads a Secret: what it prints or bundles cannot hold Secret data, and the
-// literal values of credential-like environment variables in pod specs are redacted
-// (redact.go).
+// It never reads a Secret's data (report asks for the metadata of the Secrets the
+// objects name, to say whether they exist): what it prints or bundles cannot hold Secret
+// data, and credentials found in pod specs, cluster specs, status text and logs are
+// redacted (redact.go).
 package kubectletcd
 
 import (

@@ -81,8 +81,9 @@ type ReportResult struct {
 
 // Report gathers a support bundle for the cluster name: its objects and those of its
 // backups and restores, events, member and operator logs, and etcdctl's view of each
-// member. Secrets are never read; credential-like values in pod specs, cluster specs
-// and logs are redacted (redact.go).
+// member. No Secret's data is read (addSecretRefs asks for metadata only);
+// credential-like values in pod specs, object specs, status text and logs are redacted
+// (redact.go).
 func (p *Plugin) Report(ctx context.Context, name string, o ReportOptions) (*ReportResult, error) {
 	c, err := p.getCluster(ctx, name)
 	if err != nil {
@@ -94,7 +95,7 @@ func (p *Plugin) Report(ctx context.Context, name string, o ReportOptions) (*Rep
 	now := p.Now()
 	b := &bundle{files: map[string][]byte{}}
 
-	pods, err := p.memberPods(ctx, c)
+	pods, ignored, err := p.memberPods(ctx, c)
 	if err != nil {
 		b.fail("member pods: %v", err)
 	}
@@ -111,6 +112,7 @@ func (p *Plugin) Report(ctx context.Context, name string, o ReportOptions) (*Rep
 
 	// The screen `status` shows, then the objects themselves.
 	st := summarize(c, pods, backups)
+	st.IgnoredPods = ignored
 	var screen bytes.Buffer
 	if err := PrintStatus(&screen, OutputTable, st, now); err != nil {
 		b.fail("status: %v", err)
@@ -122,7 +124,7 @@ func (p *Plugin) Report(ctx context.Context, name string, o ReportOptions) (*Rep
 	redactCluster(cl)
 	b.addYAML("etcdcluster.yaml", cl)
 	for i := range backups {
-		redactMeta(&backups[i].ObjectMeta)
+		redactBackup(&backups[i])
 	}
 	b.addYAML("etcdbackups.yaml", backups)
 	for i := range restores {
@@ -153,7 +155,8 @@ func (p *Plugin) Report(ctx context.Context, name string, o ReportOptions) (*Rep
 
 	b.add("README.txt", []byte(fmt.Sprintf(
 		"kubectl etcd report of EtcdCluster %s/%s, taken %s.\n"+
-			"No Secret was read: credential-like values in pod specs, cluster specs and logs read %s.\n"+
+			"No Secret's data was read (secrets.txt: existence, from metadata only). Credential-like values in specs,\n"+
+			"status text, events and logs read %s; redaction goes by names and shapes, so look the bundle over before sharing it.\n"+
 			"errors.txt lists what could not be gathered.\n", c.Namespace, c.Name, now.UTC().Format(time.RFC3339), Redacted)))
 	b.add("errors.txt", []byte(strings.Join(b.errors, "\n")+"\n"))
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,8 +39,12 @@ type RestoreOptions struct {
 	// Replace deletes an existing cluster of the name first (the operator does that only
 	// after it has verified the backup).
 	Replace bool
-	Wait    bool
-	Timeout time.Duration
+	// IgnoreSourceAuth restores a backup of a cluster with etcd authentication into a
+	// cluster that will not get the source's credentials (see sourceAuthRefusal); the
+	// user then gives it the auth annotations and a copy of the source's root Secret.
+	IgnoreSourceAuth bool
+	Wait             bool
+	Timeout          time.Duration
 }
 
 // RestoreResult is what `restore` did.
@@ -71,9 +76,51 @@ func parseAt(at string) (*metav1.Time, error) {
 	return &mt, nil
 }
 
+// hasAuth says whether etcd authentication is on in c, or was: its annotations ask for
+// it or its AuthEnabled condition says so (auth stays on in etcd, and so in its
+// backups, when the annotation is dropped from a stored object).
+func hasAuth(c *etcdv1beta2.EtcdCluster) bool {
+	if on, _ := etcdv1beta2.AuthOf(c); on {
+		return true
+	}
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == etcdv1beta2.ClusterConditionAuthEnabled && cond.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// sourceAuthRefusal says why restoring a backup of source into cluster would leave the
+// operator without credentials; "" when it would not. A backup of a cluster with etcd
+// authentication holds etcd's auth state: auth on, and a root user whose password is in
+// the source's root Secret. Only replacing the source itself carries that over (the
+// operator gives the new cluster the old one's auth annotations and keeps its root
+// Secret); a cluster of another name starts without auth annotations, and the operator's
+// calls to the restored members are refused. source is nil when the backed-up cluster
+// is not found (then nothing can be told).
+func sourceAuthRefusal(cluster string, eb *etcdv1beta2.EtcdBackup, existing, source *etcdv1beta2.EtcdCluster, o RestoreOptions) string {
+	if source == nil || !hasAuth(source) || o.IgnoreSourceAuth {
+		return ""
+	}
+	if existing != nil && o.Replace && existing.Name == source.Name {
+		return ""
+	}
+	_, secret := etcdv1beta2.AuthOf(source)
+	if secret == "" {
+		secret = etcdv1beta2.OperatorRootSecretName(source)
+	}
+	return fmt.Sprintf("EtcdBackup %s backs up EtcdCluster %s, which has etcd authentication on: the restored data keeps auth on with %s's root password (Secret %s), "+
+		"and cluster %s would not get it, so the operator could not talk to its members. Either restore into %s itself with --replace "+
+		"(the operator carries its auth annotations and root Secret over), or copy Secret %s to a Secret of your own, give --ignore-source-auth, "+
+		"and once the restore has created %s annotate it %s=%s and %s=<your copy>",
+		eb.Name, source.Name, source.Name, secret, cluster, source.Name, secret, cluster,
+		etcdv1beta2.AuthAnnotation, etcdv1beta2.AuthEnabledValue, etcdv1beta2.AuthRootSecretAnnotation)
+}
+
 // newRestore builds the EtcdRestore that restores cluster from eb as o says; existing
-// is the cluster of that name, if any.
-func newRestore(cluster string, eb *etcdv1beta2.EtcdBackup, existing *etcdv1beta2.EtcdCluster, o RestoreOptions, now time.Time) (*etcdv1beta2.EtcdRestore, error) {
+// is the cluster of that name, if any, and source the cluster eb backs up, if found.
+func newRestore(cluster string, eb *etcdv1beta2.EtcdBackup, existing, source *etcdv1beta2.EtcdCluster, o RestoreOptions, now time.Time) (*etcdv1beta2.EtcdRestore, error) {
 	at, err := parseAt(o.At)
 	if err != nil {
 		return nil, err
@@ -86,6 +133,9 @@ func newRestore(cluster string, eb *etcdv1beta2.EtcdBackup, existing *etcdv1beta
 	}
 	if existing != nil && !o.Replace {
 		return nil, fmt.Errorf("EtcdCluster %s exists: restore into a new name, or give --replace to have the operator delete it (only after it has verified the backup) and recreate it from the backup", cluster)
+	}
+	if why := sourceAuthRefusal(cluster, eb, existing, source, o); why != "" {
+		return nil, fmt.Errorf("%s", why)
 	}
 	er := &etcdv1beta2.EtcdRestore{
 		ObjectMeta: metav1.ObjectMeta{Name: truncateName(cluster + "-restore-" + now.UTC().Format("20060102-150405")),
@@ -117,9 +167,11 @@ func newRestore(cluster string, eb *etcdv1beta2.EtcdBackup, existing *etcdv1beta
 	default:
 		return nil, fmt.Errorf("EtcdBackup %s stores to %s, which cannot be restored", eb.Name, eb.Spec.StorageType)
 	}
-	// The new cluster's spec: the replaced cluster's (so TLS, pod policy and size stay;
-	// settings v1beta2 keeps in annotations, such as auth, do not carry over), else the
-	// operator's defaults (3 members, the backup's etcd version).
+	// The new cluster's spec: the replaced cluster's (so TLS, pod policy and size stay),
+	// else the operator's defaults (3 members, the backup's etcd version). Settings
+	// v1beta2 keeps in annotations are not in the spec: the operator itself carries a
+	// replaced cluster's auth annotations and root Secret over (controllers/etcdrestore,
+	// replace_auth.go); into another name auth does not carry (sourceAuthRefusal).
 	var spec etcdv1beta2.EtcdClusterSpec
 	if existing != nil {
 		spec = *existing.Spec.DeepCopy()
@@ -139,6 +191,34 @@ func newRestore(cluster string, eb *etcdv1beta2.EtcdBackup, existing *etcdv1beta
 		er.Annotations[replaceExistingClusterAnnotaton] = "true"
 	}
 	return er, nil
+}
+
+// backedUpCluster is the EtcdCluster eb backs up (by clusterRef, else by its endpoints,
+// as status lists a cluster's backups), nil when there is none (deleted since).
+func (p *Plugin) backedUpCluster(ctx context.Context, eb *etcdv1beta2.EtcdBackup, existing *etcdv1beta2.EtcdCluster) (*etcdv1beta2.EtcdCluster, error) {
+	if existing != nil && backsUp(existing, eb) {
+		return existing, nil
+	}
+	if r := eb.Spec.ClusterRef; r != nil {
+		var c etcdv1beta2.EtcdCluster
+		switch err := p.C.Get(ctx, client.ObjectKey{Namespace: eb.Namespace, Name: r.Name}, &c); {
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("get EtcdCluster %s, which EtcdBackup %s backs up: %w", r.Name, eb.Name, err)
+		}
+		return &c, nil
+	}
+	var list etcdv1beta2.EtcdClusterList
+	if err := p.C.List(ctx, &list, client.InNamespace(eb.Namespace)); err != nil {
+		return nil, fmt.Errorf("list EtcdClusters to find the one EtcdBackup %s backs up: %w", eb.Name, err)
+	}
+	for i := range list.Items {
+		if backsUp(&list.Items[i], eb) {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // Restore creates an EtcdRestore of cluster name from the EtcdBackup o.From.
@@ -161,7 +241,11 @@ func (p *Plugin) Restore(ctx context.Context, name string, o RestoreOptions) (*R
 	case !apierrors.IsNotFound(err):
 		return nil, err
 	}
-	er, err := newRestore(name, &eb, existing, o, p.Now())
+	source, err := p.backedUpCluster(ctx, &eb, existing)
+	if err != nil {
+		return nil, err
+	}
+	er, err := newRestore(name, &eb, existing, source, o, p.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,6 +23,7 @@ func TestNewRestore(t *testing.T) {
 	for name, tc := range map[string]struct {
 		backup   *etcdv1beta2.EtcdBackup
 		existing *etcdv1beta2.EtcdCluster
+		source   *etcdv1beta2.EtcdCluster
 		o        RestoreOptions
 		wantErr  string
 		wantAnn  map[string]string
@@ -31,11 +33,19 @@ func TestNewRestore(t *testing.T) {
 		"at, min revision, size": {backup: s3Backup("nightly"), o: RestoreOptions{At: "2026-12-03T12:00:00+02:00", MinRevision: 7, Size: 1},
 			wantAnn: map[string]string{etcdv1beta2.RestoreBackupRefAnnotation: "nightly", etcdv1beta2.RestoreNewestBeforeAnnotation: "2026-12-03T10:00:00Z",
 				etcdv1beta2.RestoreMinRevisionAnnotation: "7", restoreClusterSpecAnnotation: `{"size":1}`}},
-		"bad at":      {backup: s3Backup("nightly"), o: RestoreOptions{At: "2026-12-03 10:00"}, wantErr: "no replay to an arbitrary instant"},
-		"bad size":    {backup: s3Backup("nightly"), o: RestoreOptions{Size: 100}, wantErr: "--size 100"},
-		"exists":      {backup: s3Backup("nightly"), existing: existing, wantErr: "EtcdCluster demo exists"},
-		"pvc with at": {backup: pvc, o: RestoreOptions{At: "2026-12-03T10:00:00Z"}, wantErr: "stores on a PVC: its restore reads exactly the file at demo.db"},
-		"pvc replace": {backup: pvc, existing: existing, o: RestoreOptions{Replace: true}, wantErr: "cannot verify before deleting"},
+		"bad at":   {backup: s3Backup("nightly"), o: RestoreOptions{At: "2026-12-03 10:00"}, wantErr: "no replay to an arbitrary instant"},
+		"bad size": {backup: s3Backup("nightly"), o: RestoreOptions{Size: 100}, wantErr: "--size 100"},
+		"exists":   {backup: s3Backup("nightly"), existing: existing, wantErr: "EtcdCluster demo exists"},
+		// A backup of a cluster with etcd auth: only replacing that cluster carries the
+		// credentials over.
+		"auth source into a new name":   {backup: s3Backup("nightly"), source: authCluster("demo-src", true, false), wantErr: "EtcdCluster demo-src, which has etcd authentication on"},
+		"auth source by condition only": {backup: s3Backup("nightly"), source: authCluster("demo-src", false, true), wantErr: "--replace"},
+		"auth source replacing another": {backup: s3Backup("nightly"), existing: existing, source: authCluster("demo-src", true, false), o: RestoreOptions{Replace: true}, wantErr: "Secret demo-src-etcd-root"},
+		"auth source replaced":          {backup: s3Backup("nightly"), existing: authCluster("demo", true, false), source: authCluster("demo", true, false), o: RestoreOptions{Replace: true}},
+		"auth source acknowledged":      {backup: s3Backup("nightly"), source: authCluster("demo-src", true, false), o: RestoreOptions{IgnoreSourceAuth: true}},
+		"source without auth":           {backup: s3Backup("nightly"), source: authCluster("demo-src", false, false)},
+		"pvc with at":                   {backup: pvc, o: RestoreOptions{At: "2026-12-03T10:00:00Z"}, wantErr: "stores on a PVC: its restore reads exactly the file at demo.db"},
+		"pvc replace":                   {backup: pvc, existing: existing, o: RestoreOptions{Replace: true}, wantErr: "cannot verify before deleting"},
 		"pvc": {backup: pvc, check: func(t *testing.T, er *etcdv1beta2.EtcdRestore) {
 			if er.Spec.BackupStorageType != etcdv1beta2.BackupStorageTypePVC || er.Spec.PVC == nil || er.Spec.PVC.ClaimName != "claim" || er.Spec.PVC.Path != "demo.db" {
 				t.Errorf("spec %+v", er.Spec)
@@ -55,7 +65,7 @@ func TestNewRestore(t *testing.T) {
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			er, err := newRestore("demo", tc.backup, tc.existing, tc.o, now)
+			er, err := newRestore("demo", tc.backup, tc.existing, tc.source, tc.o, now)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)
@@ -112,5 +122,38 @@ func TestRestoreWaitReportsFailure(t *testing.T) {
 	var er etcdv1beta2.EtcdRestore
 	if err := p.C.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "copy-restore-20261206-120000"}, &er); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// authCluster is a cluster name with etcd auth asked for by annotation and/or reported
+// on by its AuthEnabled condition.
+func authCluster(name string, annotated, condition bool) *etcdv1beta2.EtcdCluster {
+	c := testCluster()
+	c.Name = name
+	if annotated {
+		c.Annotations = map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue}
+	}
+	if condition {
+		c.Status.Conditions = append(c.Status.Conditions, etcdv1beta2.ClusterCondition{Type: etcdv1beta2.ClusterConditionAuthEnabled, Status: corev1.ConditionTrue})
+	}
+	return c
+}
+
+// Restore finds the backed-up cluster itself (by clusterRef) and refuses a new name
+// when it has auth, before creating anything.
+func TestRestoreRefusesAuthSourceIntoANewName(t *testing.T) {
+	src := authCluster("demo", true, false)
+	p := newTestPlugin(t, src, s3Backup("nightly"))
+	_, err := run(p.Plugin, nil, "restore", "demo-copy", "--from", "nightly")
+	if err == nil || !strings.Contains(err.Error(), "EtcdCluster demo, which has etcd authentication on") ||
+		!strings.Contains(err.Error(), etcdv1beta2.AuthRootSecretAnnotation) {
+		t.Fatalf("err %v", err)
+	}
+	var list etcdv1beta2.EtcdRestoreList
+	if err := p.C.List(context.Background(), &list); err != nil || len(list.Items) != 0 {
+		t.Errorf("restores %v %v", list.Items, err)
+	}
+	if _, err := run(p.Plugin, nil, "restore", "demo-copy", "--from", "nightly", "--ignore-source-auth"); err != nil {
+		t.Errorf("--ignore-source-auth: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,19 +22,21 @@ import (
 
 // ClusterStatus is what `status` shows: one screen on a cluster.
 type ClusterStatus struct {
-	Name           string          `json:"name"`
-	Namespace      string          `json:"namespace"`
-	Phase          string          `json:"phase"`
-	Size           int             `json:"size"`
-	DesiredSize    int             `json:"desiredSize"`
-	Version        string          `json:"version"`
-	TargetVersion  string          `json:"targetVersion,omitempty"`
-	ClusterID      string          `json:"clusterID,omitempty"`
-	Leader         string          `json:"leader,omitempty"`
-	Paused         bool            `json:"paused,omitempty"`
-	TLS            bool            `json:"tls,omitempty"`
-	Auth           bool            `json:"auth,omitempty"`
-	Members        []Member        `json:"members"`
+	Name          string   `json:"name"`
+	Namespace     string   `json:"namespace"`
+	Phase         string   `json:"phase"`
+	Size          int      `json:"size"`
+	DesiredSize   int      `json:"desiredSize"`
+	Version       string   `json:"version"`
+	TargetVersion string   `json:"targetVersion,omitempty"`
+	ClusterID     string   `json:"clusterID,omitempty"`
+	Leader        string   `json:"leader,omitempty"`
+	Paused        bool     `json:"paused,omitempty"`
+	TLS           bool     `json:"tls,omitempty"`
+	Auth          bool     `json:"auth,omitempty"`
+	Members       []Member `json:"members"`
+	// IgnoredPods carry the member labels but are not controlled by the cluster.
+	IgnoredPods    []string        `json:"ignoredPods,omitempty"`
 	Alarms         []Alarm         `json:"alarms"`
 	Backups        []BackupSummary `json:"backups"`
 	BackupsError   string          `json:"backupsError,omitempty"`
@@ -118,14 +121,27 @@ func memberSelector(c *etcdv1beta2.EtcdCluster) labels.Selector {
 	return labels.SelectorFromSet(labels.Set{"app": "etcd", "etcd_cluster": c.Name})
 }
 
-// memberPods lists the cluster's member pods by name.
-func (p *Plugin) memberPods(ctx context.Context, c *etcdv1beta2.EtcdCluster) ([]corev1.Pod, error) {
+// memberPods lists the cluster's member pods by name: the pods the selector finds that
+// the EtcdCluster controls (the operator makes itself the controller of every member
+// pod it creates, and CoreOS etcd-operator did the same for the pods the operator
+// adopts). A pod that merely carries the labels, which anyone who may create pods in
+// the namespace can give one, is returned in ignored by name and is never exec'd into,
+// logged or counted as a member.
+func (p *Plugin) memberPods(ctx context.Context, c *etcdv1beta2.EtcdCluster) (own []corev1.Pod, ignored []string, err error) {
 	var pods corev1.PodList
 	if err := p.C.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabelsSelector{Selector: memberSelector(c)}); err != nil {
-		return nil, fmt.Errorf("list member pods: %w", err)
+		return nil, nil, fmt.Errorf("list member pods: %w", err)
 	}
-	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
-	return pods.Items, nil
+	for i := range pods.Items {
+		if metav1.IsControlledBy(&pods.Items[i], c) {
+			own = append(own, pods.Items[i])
+		} else {
+			ignored = append(ignored, pods.Items[i].Name)
+		}
+	}
+	sort.Slice(own, func(i, j int) bool { return own[i].Name < own[j].Name })
+	sort.Strings(ignored)
+	return own, ignored, nil
 }
 
 // backupsOf are the EtcdBackups of the namespace that back up the cluster: by
@@ -180,7 +196,7 @@ func (p *Plugin) Status(ctx context.Context, name string) (*ClusterStatus, error
 	if err != nil {
 		return nil, err
 	}
-	pods, err := p.memberPods(ctx, c)
+	pods, ignored, err := p.memberPods(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -190,13 +206,16 @@ func (p *Plugin) Status(ctx context.Context, name string) (*ClusterStatus, error
 		return nil, berr
 	}
 	st := summarize(c, pods, backups)
+	st.IgnoredPods = ignored
 	if berr != nil {
 		st.BackupsError = berr.Error()
 	}
 	return st, nil
 }
 
-// summarize is the status screen of c: pure, so tests feed it objects.
+// summarize is the status screen of c: pure, so tests feed it objects. Status text
+// (condition messages, backup reasons) is redacted: the screen goes into report bundles
+// and an error may quote an endpoint with user-info or a command line.
 func summarize(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod, backups []etcdv1beta2.EtcdBackup) *ClusterStatus {
 	st := &ClusterStatus{
 		Name: c.Name, Namespace: c.Namespace, Phase: string(c.Status.Phase), Size: c.Status.Size, DesiredSize: c.Spec.Size,
@@ -216,7 +235,7 @@ func summarize(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod, backups []etcdv1be
 		st.LastDefragment = &t
 	}
 	for _, cond := range c.Status.Conditions {
-		cd := Condition{Type: string(cond.Type), Status: string(cond.Status), Reason: cond.Reason, Message: cond.Message}
+		cd := Condition{Type: string(cond.Type), Status: string(cond.Status), Reason: cond.Reason, Message: redactText(cond.Message)}
 		if t, err := time.Parse(time.RFC3339, cond.LastTransitionTime); err == nil {
 			cd.Since = &t
 		}
@@ -225,9 +244,9 @@ func summarize(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod, backups []etcdv1be
 		if cond.Status == corev1.ConditionFalse {
 			switch cond.Type {
 			case etcdv1beta2.ClusterConditionSpaceAvailable:
-				st.Alarms = append(st.Alarms, Alarm{Alarm: "NOSPACE", Reason: cond.Reason, Message: cond.Message})
+				st.Alarms = append(st.Alarms, Alarm{Alarm: "NOSPACE", Reason: cond.Reason, Message: cd.Message})
 			case etcdv1beta2.ClusterConditionDataConsistent:
-				st.Alarms = append(st.Alarms, Alarm{Alarm: "CORRUPT", Reason: cond.Reason, Message: cond.Message})
+				st.Alarms = append(st.Alarms, Alarm{Alarm: "CORRUPT", Reason: cond.Reason, Message: cd.Message})
 			}
 		}
 	}
@@ -284,7 +303,7 @@ func mergeMembers(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) []Member {
 }
 
 func summarizeBackup(eb *etcdv1beta2.EtcdBackup) BackupSummary {
-	s := BackupSummary{Name: eb.Name, Storage: storageOf(eb), Succeeded: eb.Status.Succeeded, Reason: eb.Status.Reason,
+	s := BackupSummary{Name: eb.Name, Storage: storageOf(eb), Succeeded: eb.Status.Succeeded, Reason: redactText(eb.Status.Reason),
 		Revision: eb.Status.EtcdRevision, LastVerifiedKey: eb.Status.LastVerifiedKey, LastVerifiedRev: eb.Status.LastVerifiedRevision}
 	switch {
 	case eb.Annotations[etcdv1beta2.BackupScheduleAnnotation] != "":
@@ -307,7 +326,7 @@ func summarizeBackup(eb *etcdv1beta2.EtcdBackup) BackupSummary {
 		s.LastVerified = &tt
 	}
 	if c := meta.FindStatusCondition(eb.Status.Conditions, etcdv1beta2.BackupConditionSucceeded); c != nil && c.Reason != "" && !eb.Status.Succeeded {
-		s.Reason = c.Reason + ": " + c.Message
+		s.Reason = c.Reason + ": " + redactText(c.Message)
 	}
 	if c := meta.FindStatusCondition(eb.Status.Conditions, etcdv1beta2.BackupConditionVerified); c != nil {
 		s.Verified, s.VerifiedReason = string(c.Status), c.Reason
@@ -363,6 +382,9 @@ func PrintStatus(w io.Writer, format string, st *ClusterStatus, now time.Time) e
 	fmt.Fprintln(w, "\nMembers:")
 	if err := printMembers(w, st.Members); err != nil {
 		return err
+	}
+	if len(st.IgnoredPods) > 0 {
+		fmt.Fprintf(w, "  ignored (member labels, but not controlled by this EtcdCluster): %s\n", strings.Join(st.IgnoredPods, ", "))
 	}
 
 	fmt.Fprint(w, "\nAlarms:    ")

@@ -122,6 +122,9 @@ func plugin(t *testing.T, pod *corev1.Pod) *kubectletcd.Plugin {
 				{Name: "demo-a", ID: "1", Role: etcdv1beta2.MemberRoleLeader, DBSize: &q, Healthy: true}}},
 			Conditions: []etcdv1beta2.ClusterCondition{{Type: etcdv1beta2.ClusterConditionAvailable, Status: corev1.ConditionTrue}}},
 	}
+	// The member pod is the cluster's, as the operator makes it: controlled by it.
+	c.UID = "demo-uid"
+	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(c, etcdv1beta2.GroupVersion.WithKind("EtcdCluster"))}
 	cl := fake.NewClientBuilder().WithScheme(kubectletcd.Scheme()).WithObjects(c, pod).Build()
 	return &kubectletcd.Plugin{C: cl, Logs: kfake.NewClientset(pod.DeepCopy()), Exec: localExec{etcdctl: etcdtest.Binary(t, version, "etcdctl")},
 		Namespace: "ns", Out: &bytes.Buffer{}, Now: time.Now, Poll: 100 * time.Millisecond}
