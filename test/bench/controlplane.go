@@ -124,7 +124,7 @@ func (b *Bench) startControlPlane(ctx context.Context) error {
 		"--secure-port="+strconv.Itoa(kcmPort),
 		"--cert-dir="+filepath.Join(b.dir, "pki", "kcm"),
 		"--leader-elect=false",
-		"--controllers=*",
+		"--controllers=*,-csrsigning",
 		"--service-account-private-key-file="+p.SAKey,
 		"--root-ca-file="+p.CACert,
 		"--cluster-signing-cert-file="+p.CACert,
