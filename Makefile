@@ -89,7 +89,7 @@ BENCHMARKS       := ./test/benchmark/...
 E2E_SHARDS       ?= 3
 
 .PHONY: test
-test: tools helm verify test-tiers ## All three tiers below at once on E2E_SHARDS workers (each runs even if another failed).
+test: tools helm verify test-tiers ## All three tiers at once: unit then integration in one lane, e2e on E2E_SHARDS workers beside it.
 	hack/go-test-shards.sh $(E2E_SHARDS) "$(GO_TEST_FLAGS)" ./test/e2e $(filter-out ./test/e2e,$(TEST_E2E)) \
 	  -- "$(MAKE) --no-print-directory test-unit" "$(MAKE) --no-print-directory test-integration"
 

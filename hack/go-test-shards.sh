@@ -12,9 +12,10 @@
 # of the 128 a user gets by default. After them the queue holds the tests
 # hack/e2e-durations.txt lists as slowest first (tests it does not know first of all), so
 # a long test never starts last. Each entry's result and duration are printed as
-# `=== shard result: NAME ok|FAIL SECONDS`; each COMMAND (a shell command line, e.g. the
-# unit and integration tiers) is one entry queued first, so `make test` keeps SHARDS
-# processes busy instead of running the other tiers while two cores idle on one; output lines are prefixed with their worker;
+# `=== shard result: NAME ok|FAIL SECONDS`; the COMMANDs (shell command lines, e.g. the
+# unit and integration tiers, which start no bench) run one after another in a lane of
+# their own beside the SHARDS workers, so `make test` does not wait for them before the
+# first bench starts, and no more than SHARDS benches run at once; output lines are prefixed with their worker;
 # the exit status is non-zero if any test or the other packages failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +64,6 @@ others=() commands=()
 while (($#)) && [[ $1 != -- ]]; do others+=("$1"); shift; done
 (($# == 0)) || { shift; commands=("$@"); }
 {
-  for i in "${!commands[@]}"; do echo "@command$i"; done
   ((${#others[@]} == 0)) || echo "@other"
   cat "$work/queue.tests"
 } >"$work/queue"
@@ -85,10 +85,7 @@ worker() { # worker PREFIX: runs queued tests until none is left; fails if any f
     local rc=0 name start status
     while name=$(take) && [[ -n $name ]]; do
       start=$SECONDS
-      if [[ $name == @command* ]]; then
-        if bash -c "${commands[${name#@command}]}"; then status=ok; else status=FAIL rc=1; fi
-        name=${commands[${name#@command}]}
-      elif [[ $name == @other ]]; then
+      if [[ $name == @other ]]; then
         # shellcheck disable=SC2086 # flags are words
         if go test $flags -p 1 "${others[@]}"; then status=ok; else status=FAIL rc=1; fi
       # go test runs a package's tests in its directory; so does this.
@@ -104,7 +101,24 @@ worker() { # worker PREFIX: runs queued tests until none is left; fails if any f
   return "${PIPESTATUS[0]}"
 }
 
+commandlane() { # runs the COMMANDs in order; fails if any failed
+  {
+    local rc=0 c start status
+    for c in "${commands[@]}"; do
+      start=$SECONDS
+      if bash -c "$c"; then status=ok; else status=FAIL rc=1; fi
+      echo "=== shard result: $c $status $((SECONDS - start))"
+    done
+    exit $rc
+  } 2>&1 | sed -u "s|^|[commands] |"
+  return "${PIPESTATUS[0]}"
+}
+
 pids=()
+if ((${#commands[@]})); then
+  commandlane &
+  pids+=($!)
+fi
 for ((i = 1; i <= shards; i++)); do
   worker "${sharded#./}#$i" &
   pids+=($!)
