@@ -392,8 +392,33 @@ func TestRestoreReplaceChecksSnapshot(t *testing.T) {
 // cluster the old one's auth annotations and keeps the operator's root Secret, whose
 // password the backup's root user has: the restore becomes a second owner of it before
 // the delete (so the garbage collector, played here, only drops the old cluster's
-// reference), then hands it to the new cluster, unchanged.
+// reference), then hands it to the new cluster, unchanged. Kept is whatever Secret the
+// old cluster owns, also the operator's when its name is written out.
 func TestRestoreReplacesAnAuthCluster(t *testing.T) {
+	on := map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue}
+	for _, tc := range []struct {
+		name       string
+		ann        map[string]string
+		secret     string
+		controller bool // the old cluster (then the new one) controls the Secret
+	}{
+		{"the operator's Secret", on, "prod-etcd-root", true},
+		{"the operator's Secret named explicitly", withRoot(on, "prod-etcd-root"), "prod-etcd-root", true},
+		{"a named Secret the cluster owns", withRoot(on, "mine"), "mine", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { replaceAuthCluster(t, tc.ann, tc.secret, tc.controller) })
+	}
+}
+
+func withRoot(ann map[string]string, secret string) map[string]string {
+	out := map[string]string{etcdv1beta2.AuthRootSecretAnnotation: secret}
+	for k, v := range ann {
+		out[k] = v
+	}
+	return out
+}
+
+func replaceAuthCluster(t *testing.T, ann map[string]string, secret string, controller bool) {
 	srv, store := fixture.MinIOStore(t, restoreBucket)
 	ctx := context.Background()
 	if _, err := store.Put(ctx, "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}}); err != nil {
@@ -403,10 +428,10 @@ func TestRestoreReplacesAnAuthCluster(t *testing.T) {
 		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
 	prod := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-old-prod",
 		Finalizers:  []string{"test/hold"},
-		Annotations: map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue}}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+		Annotations: ann}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
 	yes := true
-	root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd-root", Namespace: "default", OwnerReferences: []metav1.OwnerReference{{
-		APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster", Name: "prod", UID: "uid-old-prod", Controller: &yes, BlockOwnerDeletion: &yes}}},
+	root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: "default", OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster", Name: "prod", UID: "uid-old-prod", Controller: &controller, BlockOwnerDeletion: &yes}}},
 		Data: map[string][]byte{etcdv1beta2.AuthPasswordKey: []byte("old-root-pw")}}
 	er := fixture.S3Restore("rollback", "prod", restoreBucket+"/c/good.db")
 	er.Spec.S3.Endpoint = srv.Endpoint()
@@ -423,11 +448,11 @@ func TestRestoreReplacesAnAuthCluster(t *testing.T) {
 	f.reconcile(t, "rollback")
 	f.wantCondition(t, "rollback", metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, "deleting EtcdCluster prod")
 	rc, ok := replacedRecord(f.restore(t, "rollback"))
-	if !ok || rc.RootSecret != "prod-etcd-root" || rc.Auth[etcdv1beta2.AuthAnnotation] != etcdv1beta2.AuthEnabledValue {
+	if !ok || rc.RootSecret != secret || rc.Auth[etcdv1beta2.AuthAnnotation] != etcdv1beta2.AuthEnabledValue {
 		t.Fatalf("replaced-cluster record %+v", rc)
 	}
 	s := getRoot()
-	if !ownedBy(s, f.restore(t, "rollback")) || !metav1.IsControlledBy(s, prod) {
+	if !ownedBy(s, f.restore(t, "rollback").UID) || !ownedBy(s, prod.UID) || metav1.IsControlledBy(s, prod) != controller {
 		t.Fatalf("root Secret owners %+v: want the old cluster's and the restore's", s.OwnerReferences)
 	}
 
@@ -473,11 +498,11 @@ func TestRestoreReplacesAnAuthCluster(t *testing.T) {
 	if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &c); err != nil {
 		t.Fatal(err)
 	}
-	if on, secret := etcdv1beta2.AuthOf(&c); !on || secret != "prod-etcd-root" {
-		t.Errorf("new cluster: auth %v with Secret %q, want on with prod-etcd-root", on, secret)
+	if on, got := etcdv1beta2.AuthOf(&c); !on || got != secret {
+		t.Errorf("new cluster: auth %v with Secret %q, want on with %s", on, got, secret)
 	}
 	s = getRoot()
-	if !metav1.IsControlledBy(s, &c) || len(s.OwnerReferences) != 1 || string(s.Data[etcdv1beta2.AuthPasswordKey]) != "old-root-pw" {
+	if !ownedBy(s, c.UID) || metav1.IsControlledBy(s, &c) != controller || len(s.OwnerReferences) != 1 || string(s.Data[etcdv1beta2.AuthPasswordKey]) != "old-root-pw" {
 		t.Errorf("root Secret after the restore: owners %+v, password kept %v", s.OwnerReferences, string(s.Data[etcdv1beta2.AuthPasswordKey]) == "old-root-pw")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -22,8 +23,8 @@ import (
 // of it (the garbage collector then only drops the old cluster's reference), and once
 // the new cluster exists it becomes the Secret's controller and the restore lets go.
 // The Secret is never copied, so its password exists in one object only and is read by
-// no one here. A root Secret the user named (auth-root-secret) is not the cluster's and
-// is left alone.
+// no one here. Whichever name the cluster gives it, the Secret is kept when the old
+// cluster owns it (its deletion would take it); one it does not own is left alone.
 
 // Secrets are read uncached and updated to move their ownership (nothing else of them is
 // changed).
@@ -53,14 +54,17 @@ func authWasOn(c *etcdv1beta2.EtcdCluster) bool {
 	return false
 }
 
-// keepRootSecret makes er a second owner of the operator's root Secret of old, before
-// old is deleted, and returns the Secret's name ("" when there is none to keep: auth
-// off, a Secret the user named, or none made yet).
+// keepRootSecret makes er a second owner of old's root Secret, before old is deleted,
+// and returns the Secret's name ("" when there is none to keep: auth off, none made yet,
+// or one old does not own, which its deletion leaves alone). Whether it is kept is
+// decided from the Secret itself, not from whether the name was written out: a user may
+// name <cluster>-etcd-root explicitly, and the Secret is then still the one the operator
+// made, owned by old and deleted with it.
 func (r *Reconciler) keepRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRestore, old *etcdv1beta2.EtcdCluster, carried map[string]string) (string, error) {
-	if carried == nil || carried[etcdv1beta2.AuthRootSecretAnnotation] != "" {
+	if carried == nil {
 		return "", nil
 	}
-	name := etcdv1beta2.OperatorRootSecretName(old)
+	name := rootSecretOf(old)
 	var s corev1.Secret
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: old.Namespace, Name: name}, &s)
 	switch {
@@ -69,11 +73,11 @@ func (r *Reconciler) keepRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRes
 	case err != nil:
 		return "", fmt.Errorf("get root Secret %s: %w", name, err)
 	}
-	if ownedBy(&s, er) {
+	if ownedBy(&s, er.UID) {
 		return name, nil // kept already, by this restore before a restart
 	}
-	if !metav1.IsControlledBy(&s, old) {
-		return "", nil // not the operator's: not deleted with the cluster either
+	if !ownedBy(&s, old.UID) {
+		return "", nil // not old's: not deleted with the cluster either
 	}
 	if err := controllerutil.SetOwnerReference(er, &s, r.Scheme()); err != nil {
 		return "", err
@@ -84,12 +88,23 @@ func (r *Reconciler) keepRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRes
 	return name, nil
 }
 
-// handOverRootSecret makes the cluster the restore created (c) the controller of the
-// root Secret kept from the cluster it replaced, and drops the restore's reference. It
-// waits (nothing done) while the replaced cluster still holds the Secret.
+// rootSecretOf is the root Secret c uses: the one it names, else the operator's (also
+// when auth is on by its condition only, as the cluster controller reads it).
+func rootSecretOf(c *etcdv1beta2.EtcdCluster) string {
+	if on, name := etcdv1beta2.AuthOf(c); on {
+		return name
+	}
+	return etcdv1beta2.OperatorRootSecretName(c)
+}
+
+// handOverRootSecret gives the cluster the restore created (c) the root Secret kept
+// from the cluster it replaced, and drops the restore's reference: c becomes its
+// controller when it has the operator's name (the cluster controller uses that name
+// only when c controls it), an owner otherwise. It waits (nothing done) while the
+// replaced cluster still holds the Secret.
 func (r *Reconciler) handOverRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) error {
 	rc, ok := replacedRecord(er)
-	if !ok || rc.RootSecret == "" || rc.RootSecret != etcdv1beta2.OperatorRootSecretName(c) {
+	if !ok || rc.RootSecret == "" {
 		return nil
 	}
 	var s corev1.Secret
@@ -100,13 +115,19 @@ func (r *Reconciler) handOverRootSecret(ctx context.Context, er *etcdv1beta2.Etc
 	if err != nil {
 		return fmt.Errorf("get root Secret %s: %w", rc.RootSecret, err)
 	}
-	if !ownedBy(&s, er) {
+	if !ownedBy(&s, er.UID) {
 		return nil // handed over already, or never kept by this restore
 	}
-	if ctl := metav1.GetControllerOf(&s); ctl != nil && ctl.UID != c.UID {
+	ctl := metav1.GetControllerOf(&s)
+	if ctl != nil && ctl.UID != c.UID {
 		return nil // the replaced cluster's reference is not dropped yet
 	}
-	if err := controllerutil.SetControllerReference(c, &s, r.Scheme()); err != nil {
+	if rc.RootSecret == etcdv1beta2.OperatorRootSecretName(c) {
+		err = controllerutil.SetControllerReference(c, &s, r.Scheme())
+	} else {
+		err = controllerutil.SetOwnerReference(c, &s, r.Scheme())
+	}
+	if err != nil {
 		return err
 	}
 	if err := controllerutil.RemoveOwnerReference(er, &s, r.Scheme()); err != nil {
@@ -118,9 +139,9 @@ func (r *Reconciler) handOverRootSecret(ctx context.Context, er *etcdv1beta2.Etc
 	return nil
 }
 
-func ownedBy(o metav1.Object, er *etcdv1beta2.EtcdRestore) bool {
+func ownedBy(o metav1.Object, uid types.UID) bool {
 	for _, ref := range o.GetOwnerReferences() {
-		if ref.UID == er.UID {
+		if ref.UID == uid {
 			return true
 		}
 	}
