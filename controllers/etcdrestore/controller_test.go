@@ -19,6 +19,7 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/pinsign"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
@@ -526,5 +527,138 @@ func TestAuthCarried(t *testing.T) {
 		if got := authCarried(&tc.c); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A replaced-cluster record on an EtcdRestore is anyone's to write: a restore that
+// replaces nothing, with a record naming auth and a Secret, creates its cluster without
+// them unless the operator signed that record for that restore.
+func TestForgedReplacedRecordCarriesNoAuth(t *testing.T) {
+	srv, store := fixture.MinIOStore(t, restoreBucket)
+	ctx := context.Background()
+	if _, err := store.Put(ctx, "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}}); err != nil {
+		t.Fatal(err)
+	}
+	aws := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
+		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
+	rec := `{"name":"new","uid":"made-up","auth":{"etcd.database.coreos.com/auth":"enabled","etcd.database.coreos.com/auth-root-secret":"victim-etcd-root"}}`
+	for _, tc := range []struct {
+		name, sig string
+		wantAuth  bool
+	}{
+		{"unsigned", "", false},
+		{"signed for another restore", pinsign.SignReplaced(testPinKey, "another-restore", rec), false},
+		{"signed by another key", pinsign.SignReplaced([]byte("a key the operator does not have!"), "uid-forged", rec), false},
+		{"signed by the operator for this restore", pinsign.SignReplaced(testPinKey, "uid-forged", rec), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			er := fixture.S3Restore("forged", "new", restoreBucket+"/c/good.db")
+			er.UID = "uid-forged"
+			er.Spec.S3.Endpoint = srv.Endpoint()
+			er.Annotations = map[string]string{ReplacedClusterAnnotation: rec, ReplacedClusterSignatureAnnotation: tc.sig}
+			f := newRestoreFixture(t, aws.DeepCopy(), er)
+			f.reconcile(t, "forged")
+			var c etcdv1beta2.EtcdCluster
+			if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "new"}, &c); err != nil {
+				t.Fatalf("cluster not created: %v", err)
+			}
+			on, secret := etcdv1beta2.AuthOf(&c)
+			if on != tc.wantAuth || (on && secret != "victim-etcd-root") {
+				t.Errorf("new cluster auth %v with Secret %q, want auth %v", on, secret, tc.wantAuth)
+			}
+		})
+	}
+}
+
+// The carried auth is checked before the old cluster is deleted: a replaced cluster
+// whose auth annotations the new one could not be created with (stored before admission
+// checked them) is left in place, and so is an auth cluster when the operator has no key
+// to sign the record the new cluster's auth is taken from.
+func TestReplaceRefusedBeforeDeleteForAuth(t *testing.T) {
+	srv, store := fixture.MinIOStore(t, restoreBucket)
+	ctx := context.Background()
+	if _, err := store.Put(ctx, "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}}); err != nil {
+		t.Fatal(err)
+	}
+	aws := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
+		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
+	authOn := []etcdv1beta2.ClusterCondition{{Type: etcdv1beta2.ClusterConditionAuthEnabled, Status: corev1.ConditionTrue}}
+	for _, tc := range []struct {
+		name    string
+		ann     map[string]string
+		noKey   bool
+		mention string
+	}{
+		{"root Secret annotation no Secret name", map[string]string{etcdv1beta2.AuthAnnotation: "yes", etcdv1beta2.AuthRootSecretAnnotation: "Bad_Name"}, false, etcdv1beta2.AuthRootSecretAnnotation},
+		{"no signing key", map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue}, true, "no signing key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prod := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-old-prod", Annotations: tc.ann},
+				Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}, Status: etcdv1beta2.EtcdClusterStatus{Conditions: authOn}}
+			er := fixture.S3Restore("rollback", "prod", restoreBucket+"/c/good.db")
+			er.Spec.S3.Endpoint = srv.Endpoint()
+			er.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true"}
+			f := newRestoreFixture(t, aws.DeepCopy(), prod, er)
+			if tc.noKey {
+				f.r.PinKey = nil
+			}
+			f.reconcile(t, "rollback")
+			f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, tc.mention)
+			var old etcdv1beta2.EtcdCluster
+			if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &old); err != nil || !old.DeletionTimestamp.IsZero() {
+				t.Fatalf("the old cluster was deleted (err %v, deletion %v)", err, old.DeletionTimestamp)
+			}
+		})
+	}
+}
+
+// Between the old cluster's deletion and the new one's creation the restore is the only
+// owner of the kept root Secret. A restore that then fails for good lets go of it (the
+// Secret stays, without owner, and the condition says so) instead of taking the
+// password of the restored data with it when it is deleted; a Secret another object
+// owns too is left as it is.
+func TestRootSecretReleasedOnTerminalFailure(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name         string
+		otherOwner   bool
+		wantReleased bool
+	}{
+		{"the restore the only owner", false, true},
+		{"another owner too", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			er := fixture.S3Restore("rollback", "prod", restoreBucket+"/c/good.db")
+			er.UID = "uid-rollback"
+			er.Spec.BackupStorageType = "Tape" // no retry fixes it
+			rec := `{"name":"prod","uid":"uid-old-prod","auth":{"etcd.database.coreos.com/auth":"enabled"},"rootSecret":"prod-etcd-root"}`
+			er.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true", ReplacedClusterAnnotation: rec,
+				ReplacedClusterSignatureAnnotation: pinsign.SignReplaced(testPinKey, "uid-rollback", rec)}
+			yes := true
+			refs := []metav1.OwnerReference{{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdRestore", Name: "rollback", UID: "uid-rollback", BlockOwnerDeletion: &yes}}
+			if tc.otherOwner {
+				refs = append(refs, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keeper", UID: "uid-keeper"})
+			}
+			root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd-root", Namespace: "default", OwnerReferences: refs},
+				Data: map[string][]byte{etcdv1beta2.AuthPasswordKey: []byte("old-root-pw")}}
+			f := newRestoreFixture(t, root, er)
+			f.reconcile(t, "rollback")
+			var s corev1.Secret
+			if err := f.c.Get(ctx, client.ObjectKeyFromObject(root), &s); err != nil {
+				t.Fatal(err)
+			}
+			if released := !ownedBy(&s, "uid-rollback"); released != tc.wantReleased {
+				t.Fatalf("root Secret owners %+v: released %v, want %v", s.OwnerReferences, released, tc.wantReleased)
+			}
+			if tc.wantReleased {
+				if len(s.OwnerReferences) != 0 || string(s.Data[etcdv1beta2.AuthPasswordKey]) != "old-root-pw" {
+					t.Errorf("released Secret: owners %+v, password kept %v", s.OwnerReferences, string(s.Data[etcdv1beta2.AuthPasswordKey]) == "old-root-pw")
+				}
+				f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "prod-etcd-root of the replaced cluster")
+				// Reconciled again (finished): nothing more happens, the note stays.
+				f.reconcile(t, "rollback")
+				f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "left without owner")
+			}
+		})
 	}
 }

@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/pinsign"
 )
 
 // Replacing a cluster with etcd authentication on (v1 spec.auth, the v1beta2 auth
@@ -139,6 +142,42 @@ func (r *Reconciler) handOverRootSecret(ctx context.Context, er *etcdv1beta2.Etc
 	return nil
 }
 
+// releaseRootSecretOnFailure lets go of the root Secret kept for a new cluster that will
+// not be created: once the restore has failed for good (a terminal reason) the
+// restore's owner reference is dropped, so the Secret, holding the root password of the
+// replaced cluster's data, is not deleted with the EtcdRestore; the condition says it is
+// left without owner. Only a Secret the restore is the sole owner of is touched (one
+// another object still owns is that object's to keep or delete).
+func (r *Reconciler) releaseRootSecretOnFailure(ctx context.Context, er *etcdv1beta2.EtcdRestore) error {
+	cond := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
+	if cond == nil || cond.Status != metav1.ConditionFalse || !terminalRestoreReason(cond.Reason) {
+		return nil
+	}
+	rc, ok := replacedRecord(er)
+	if !ok || rc.RootSecret == "" {
+		return nil
+	}
+	var s corev1.Secret
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: er.Namespace, Name: rc.RootSecret}, &s)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get root Secret %s: %w", rc.RootSecret, err)
+	}
+	refs := s.GetOwnerReferences()
+	if len(refs) != 1 || refs[0].UID != er.UID {
+		return nil
+	}
+	s.OwnerReferences = nil
+	if err := r.Update(ctx, &s); err != nil {
+		return fmt.Errorf("release root Secret %s: %w", rc.RootSecret, err)
+	}
+	r.setStatus(er, cond.Status, cond.Reason, fmt.Sprintf("%s. The root Secret %s of the replaced cluster (its root user's password, which the backup's "+
+		"data has) is left without owner: it is not deleted with this EtcdRestore; delete it yourself once no cluster needs it", strings.TrimSuffix(cond.Message, "."), rc.RootSecret))
+	return nil
+}
+
 func ownedBy(o metav1.Object, uid types.UID) bool {
 	for _, ref := range o.GetOwnerReferences() {
 		if ref.UID == uid {
@@ -158,15 +197,25 @@ func replacedRecord(er *etcdv1beta2.EtcdRestore) (replacedCluster, bool) {
 	return rc, true
 }
 
-// carryAuth puts the replaced cluster's auth annotations, as recorded, on the cluster
-// to create. Only those two keys are taken from the record.
-func carryAuth(er *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) {
+// trustedAuth is the auth the record carries, when the operator's signature of it for
+// this restore verifies; nil otherwise (no record, a record without auth, or one written
+// or changed by anyone else).
+func (r *Reconciler) trustedAuth(er *etcdv1beta2.EtcdRestore) map[string]string {
 	rc, ok := replacedRecord(er)
 	if !ok || rc.Auth == nil {
-		return
+		return nil
 	}
+	if !pinsign.VerifyReplaced(r.PinKey, string(er.UID), er.Annotations[ReplacedClusterAnnotation], er.Annotations[ReplacedClusterSignatureAnnotation]) {
+		return nil
+	}
+	return rc.Auth
+}
+
+// carryAuth puts the auth annotations carried from a replaced cluster on the cluster to
+// create. Only those two keys are taken.
+func carryAuth(c *etcdv1beta2.EtcdCluster, auth map[string]string) {
 	for _, k := range []string{etcdv1beta2.AuthAnnotation, etcdv1beta2.AuthRootSecretAnnotation} {
-		if v, ok := rc.Auth[k]; ok {
+		if v, ok := auth[k]; ok {
 			if c.Annotations == nil {
 				c.Annotations = map[string]string{}
 			}

@@ -55,12 +55,19 @@ func (r *Reconciler) flushStatus(ctx context.Context, er *etcdv1beta2.EtcdRestor
 // the server's metadata, leaving er.Status as the reconcile set it: the status is written
 // when the reconcile ends, and a patch's response would otherwise reset it.
 func (r *Reconciler) setAnnotation(ctx context.Context, er *etcdv1beta2.EtcdRestore, key, value string) error {
+	return r.setAnnotations(ctx, er, map[string]string{key: value})
+}
+
+// setAnnotations sets several annotations of er in one patch.
+func (r *Reconciler) setAnnotations(ctx context.Context, er *etcdv1beta2.EtcdRestore, kv map[string]string) error {
 	orig := er.DeepCopy()
 	cp := er.DeepCopy()
 	if cp.Annotations == nil {
 		cp.Annotations = map[string]string{}
 	}
-	cp.Annotations[key] = value
+	for k, v := range kv {
+		cp.Annotations[k] = v
+	}
 	if err := r.Patch(ctx, cp, client.MergeFrom(orig)); err != nil {
 		return err
 	}
