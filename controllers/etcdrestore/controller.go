@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -211,7 +212,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	if !er.DeletionTimestamp.IsZero() {
 		r.lookups.forgetRestore(req.String())
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.settleRootSecret(ctx, &er) // replace_auth.go
 	}
 	before := er.Status.DeepCopy()
 	defer func() {
@@ -221,7 +222,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}()
 	res, err := r.reconcile(ctx, &er)
 	if err == nil {
-		err = r.releaseRootSecretOnFailure(ctx, &er) // replace_auth.go
+		err = r.settleRootSecret(ctx, &er) // replace_auth.go
 	}
 	return res, err
 }
@@ -409,6 +410,11 @@ func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRes
 	rootSecret, err := r.keepRootSecret(ctx, er, old, carried)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if rootSecret != "" && !controllerutil.ContainsFinalizer(er, RootSecretFinalizer) {
+		if err := r.setFinalizer(ctx, er, true); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer %s to EtcdRestore %s: %w", RootSecretFinalizer, er.Name, err)
+		}
 	}
 	rec, _ := json.Marshal(replacedCluster{Name: old.Name, UID: string(old.UID), Auth: carried, RootSecret: rootSecret})
 	sig := pinsign.SignReplaced(r.PinKey, string(er.UID), string(rec))

@@ -8,12 +8,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -452,6 +454,9 @@ func replaceAuthCluster(t *testing.T, ann map[string]string, secret string, cont
 	if !ok || rc.RootSecret != secret || rc.Auth[etcdv1beta2.AuthAnnotation] != etcdv1beta2.AuthEnabledValue {
 		t.Fatalf("replaced-cluster record %+v", rc)
 	}
+	if fin := f.restore(t, "rollback").Finalizers; !slices.Contains(fin, RootSecretFinalizer) {
+		t.Fatalf("restore finalizers %v while it holds the root Secret", fin)
+	}
 	s := getRoot()
 	if !ownedBy(s, f.restore(t, "rollback").UID) || !ownedBy(s, prod.UID) || metav1.IsControlledBy(s, prod) != controller {
 		t.Fatalf("root Secret owners %+v: want the old cluster's and the restore's", s.OwnerReferences)
@@ -505,6 +510,9 @@ func replaceAuthCluster(t *testing.T, ann map[string]string, secret string, cont
 	s = getRoot()
 	if !ownedBy(s, c.UID) || metav1.IsControlledBy(s, &c) != controller || len(s.OwnerReferences) != 1 || string(s.Data[etcdv1beta2.AuthPasswordKey]) != "old-root-pw" {
 		t.Errorf("root Secret after the restore: owners %+v, password kept %v", s.OwnerReferences, string(s.Data[etcdv1beta2.AuthPasswordKey]) == "old-root-pw")
+	}
+	if fin := f.restore(t, "rollback").Finalizers; len(fin) != 0 {
+		t.Errorf("restore finalizers %v after the hand-over", fin)
 	}
 }
 
@@ -613,24 +621,28 @@ func TestReplaceRefusedBeforeDeleteForAuth(t *testing.T) {
 }
 
 // Between the old cluster's deletion and the new one's creation the restore is the only
-// owner of the kept root Secret. A restore that then fails for good lets go of it (the
-// Secret stays, without owner, and the condition says so) instead of taking the
-// password of the restored data with it when it is deleted; a Secret another object
-// owns too is left as it is.
+// owner of the kept root Secret (and has a finalizer). A restore that then fails for
+// good, or is deleted, lets go of it (the Secret stays, owned by nothing of the restore
+// or the replaced cluster; the condition or an event says so) instead of taking the
+// password of the restored data with it; then the finalizer goes.
 func TestRootSecretReleasedOnTerminalFailure(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name         string
-		otherOwner   bool
-		wantReleased bool
+		name       string
+		otherOwner bool
+		deleted    bool
 	}{
-		{"the restore the only owner", false, true},
-		{"another owner too", true, false},
+		{"failed, the restore the only owner", false, false},
+		{"failed, another owner too", true, false},
+		{"restore deleted", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			er := fixture.S3Restore("rollback", "prod", restoreBucket+"/c/good.db")
 			er.UID = "uid-rollback"
-			er.Spec.BackupStorageType = "Tape" // no retry fixes it
+			if !tc.deleted {
+				er.Spec.BackupStorageType = "Tape" // no retry fixes it
+			}
+			er.Finalizers = []string{RootSecretFinalizer}
 			rec := `{"name":"prod","uid":"uid-old-prod","auth":{"etcd.database.coreos.com/auth":"enabled"},"rootSecret":"prod-etcd-root"}`
 			er.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true", ReplacedClusterAnnotation: rec,
 				ReplacedClusterSignatureAnnotation: pinsign.SignReplaced(testPinKey, "uid-rollback", rec)}
@@ -642,23 +654,33 @@ func TestRootSecretReleasedOnTerminalFailure(t *testing.T) {
 			root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd-root", Namespace: "default", OwnerReferences: refs},
 				Data: map[string][]byte{etcdv1beta2.AuthPasswordKey: []byte("old-root-pw")}}
 			f := newRestoreFixture(t, root, er)
+			if tc.deleted {
+				if err := f.c.Delete(ctx, f.restore(t, "rollback")); err != nil {
+					t.Fatal(err)
+				}
+			}
 			f.reconcile(t, "rollback")
 			var s corev1.Secret
 			if err := f.c.Get(ctx, client.ObjectKeyFromObject(root), &s); err != nil {
 				t.Fatal(err)
 			}
-			if released := !ownedBy(&s, "uid-rollback"); released != tc.wantReleased {
-				t.Fatalf("root Secret owners %+v: released %v, want %v", s.OwnerReferences, released, tc.wantReleased)
+			if ownedBy(&s, "uid-rollback") || len(s.OwnerReferences) != map[bool]int{false: 0, true: 1}[tc.otherOwner] || string(s.Data[etcdv1beta2.AuthPasswordKey]) != "old-root-pw" {
+				t.Fatalf("root Secret owners %+v, password kept %v: want released by the restore, kept", s.OwnerReferences, string(s.Data[etcdv1beta2.AuthPasswordKey]) == "old-root-pw")
 			}
-			if tc.wantReleased {
-				if len(s.OwnerReferences) != 0 || string(s.Data[etcdv1beta2.AuthPasswordKey]) != "old-root-pw" {
-					t.Errorf("released Secret: owners %+v, password kept %v", s.OwnerReferences, string(s.Data[etcdv1beta2.AuthPasswordKey]) == "old-root-pw")
+			if tc.deleted {
+				var gone etcdv1beta2.EtcdRestore
+				if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "rollback"}, &gone); !apierrors.IsNotFound(err) {
+					t.Fatalf("deleted restore still there (finalizers %v): %v", gone.Finalizers, err)
 				}
-				f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "prod-etcd-root of the replaced cluster")
-				// Reconciled again (finished): nothing more happens, the note stays.
-				f.reconcile(t, "rollback")
-				f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "left without owner")
+				return
 			}
+			if fin := f.restore(t, "rollback").Finalizers; len(fin) != 0 {
+				t.Errorf("finalizers %v after the Secret was released", fin)
+			}
+			f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "prod-etcd-root of the replaced cluster")
+			// Reconciled again (finished): nothing more happens, the note stays.
+			f.reconcile(t, "rollback")
+			f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "not deleted with it")
 		})
 	}
 }

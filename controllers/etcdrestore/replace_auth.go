@@ -142,40 +142,72 @@ func (r *Reconciler) handOverRootSecret(ctx context.Context, er *etcdv1beta2.Etc
 	return nil
 }
 
-// releaseRootSecretOnFailure lets go of the root Secret kept for a new cluster that will
-// not be created: once the restore has failed for good (a terminal reason) the
-// restore's owner reference is dropped, so the Secret, holding the root password of the
-// replaced cluster's data, is not deleted with the EtcdRestore; the condition says it is
-// left without owner. Only a Secret the restore is the sole owner of is touched (one
-// another object still owns is that object's to keep or delete).
-func (r *Reconciler) releaseRootSecretOnFailure(ctx context.Context, er *etcdv1beta2.EtcdRestore) error {
-	cond := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
-	if cond == nil || cond.Status != metav1.ConditionFalse || !terminalRestoreReason(cond.Reason) {
-		return nil
+// RootSecretFinalizer is on an EtcdRestore while it holds a replaced cluster's root
+// Secret for the new cluster (from just before the old cluster's deletion until the
+// hand-over): deleting the restore in that window lets go of the Secret first, instead
+// of the garbage collector deleting it, and with it the root password of the data.
+const RootSecretFinalizer = "etcd.database.coreos.com/root-secret"
+
+// eventReasonRootSecretReleased: a restore deleted while it held the root Secret let go
+// of it.
+const eventReasonRootSecretReleased = "RootSecretReleased"
+
+// settleRootSecret runs after each reconcile of er (also of one being deleted). A
+// restore that holds the kept root Secret and has failed for good, or is being deleted,
+// lets go of it: its owner reference and the replaced cluster's (gone, or going with
+// this restore's delete) are dropped, so the Secret, holding the root password of the
+// replaced cluster's data, stays; the condition (or an event, when deleted) names it.
+// Once er holds no Secret, its finalizer is removed.
+func (r *Reconciler) settleRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRestore) error {
+	holds, err := r.releaseRootSecret(ctx, er)
+	if err != nil || holds || !controllerutil.ContainsFinalizer(er, RootSecretFinalizer) {
+		return err
 	}
+	return client.IgnoreNotFound(r.setFinalizer(ctx, er, false))
+}
+
+// releaseRootSecret drops er's hold on the kept root Secret when er failed for good or
+// is being deleted, and says whether er still holds it.
+func (r *Reconciler) releaseRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRestore) (holds bool, err error) {
 	rc, ok := replacedRecord(er)
 	if !ok || rc.RootSecret == "" {
-		return nil
+		return false, nil
 	}
 	var s corev1.Secret
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: er.Namespace, Name: rc.RootSecret}, &s)
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: er.Namespace, Name: rc.RootSecret}, &s)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("get root Secret %s: %w", rc.RootSecret, err)
+		return true, fmt.Errorf("get root Secret %s: %w", rc.RootSecret, err)
 	}
-	refs := s.GetOwnerReferences()
-	if len(refs) != 1 || refs[0].UID != er.UID {
-		return nil
+	if !ownedBy(&s, er.UID) {
+		return false, nil
 	}
-	s.OwnerReferences = nil
+	deleting := !er.DeletionTimestamp.IsZero()
+	cond := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
+	failed := cond != nil && cond.Status == metav1.ConditionFalse && terminalRestoreReason(cond.Reason)
+	if !deleting && !failed {
+		return true, nil
+	}
+	var rest []metav1.OwnerReference
+	for _, ref := range s.OwnerReferences {
+		if ref.UID != er.UID && string(ref.UID) != rc.UID {
+			rest = append(rest, ref)
+		}
+	}
+	s.OwnerReferences = rest
 	if err := r.Update(ctx, &s); err != nil {
-		return fmt.Errorf("release root Secret %s: %w", rc.RootSecret, err)
+		return true, fmt.Errorf("release root Secret %s: %w", rc.RootSecret, err)
 	}
-	r.setStatus(er, cond.Status, cond.Reason, fmt.Sprintf("%s. The root Secret %s of the replaced cluster (its root user's password, which the backup's "+
-		"data has) is left without owner: it is not deleted with this EtcdRestore; delete it yourself once no cluster needs it", strings.TrimSuffix(cond.Message, "."), rc.RootSecret))
-	return nil
+	note := fmt.Sprintf("The root Secret %s of the replaced cluster (its root user's password, which the backup's data has) is no longer "+
+		"owned by this EtcdRestore and is not deleted with it; delete it yourself once no cluster needs it", rc.RootSecret)
+	if deleting {
+		r.Recorder.Event(er, corev1.EventTypeWarning, eventReasonRootSecretReleased, "EtcdRestore deleted before the new cluster was created. "+note)
+	} else {
+		r.setStatus(er, cond.Status, cond.Reason, strings.TrimSuffix(cond.Message, ".")+". "+note)
+	}
+	return false, nil
 }
 
 func ownedBy(o metav1.Object, uid types.UID) bool {
