@@ -218,6 +218,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		OperatorImage: opts.OperatorImage,
 		S3Access:      s3,
 		Hasher:        hasher,
+		PinKey:        opts.PinKey,
 	}).SetupWithManager(mgr)
 }
 

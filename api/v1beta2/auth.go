@@ -3,6 +3,7 @@ package v1beta2
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -22,6 +23,12 @@ const (
 	AuthPasswordKey = "password"
 	// AuthRootSecretSuffix names the Secret the operator creates: <cluster>-etcd-root.
 	AuthRootSecretSuffix = "-etcd-root"
+	// AuthRootSecretForLabel on a Secret a user names as a root Secret says which
+	// cluster (its name) may use it: the operator sends the password to that cluster's
+	// members only. Without it (or an owner reference to the cluster) the Secret is not
+	// used: whoever can create an EtcdCluster could otherwise name any Secret of the
+	// namespace and have its password sent to members of their own image.
+	AuthRootSecretForLabel = "etcd.database.coreos.com/root-secret-for"
 )
 
 // ClusterConditionAuthEnabled is True once etcd's authentication is on with the root user
@@ -76,4 +83,30 @@ func ValidateAuth(c *EtcdCluster) error {
 		}
 	}
 	return nil
+}
+
+// CheckRootSecretOwner says why the Secret s may not be c's root Secret (nil when it may):
+// a Secret another object controls (another cluster's <name>-etcd-root, say) is never
+// used; the operator's own name must be controlled by c; any other Secret must name c in
+// its AuthRootSecretForLabel or have an owner reference to c. The password is sent to
+// c's members, so a Secret is used only when its owner said it is for c.
+func CheckRootSecretOwner(c *EtcdCluster, s metav1.Object) error {
+	if ctl := metav1.GetControllerOf(s); ctl != nil && ctl.UID != c.UID {
+		return fmt.Errorf("is controlled by %s %s, not by this cluster: a root Secret another object controls is never used", ctl.Kind, ctl.Name)
+	}
+	if s.GetName() == OperatorRootSecretName(c) {
+		if !metav1.IsControlledBy(s, c) {
+			return fmt.Errorf("exists but is not this cluster's: the operator uses only a Secret it created, or one labelled %s=%s", AuthRootSecretForLabel, c.Name)
+		}
+		return nil
+	}
+	if s.GetLabels()[AuthRootSecretForLabel] == c.Name {
+		return nil
+	}
+	for _, ref := range s.GetOwnerReferences() {
+		if ref.UID == c.UID {
+			return nil
+		}
+	}
+	return fmt.Errorf("has no label %s=%s: a Secret the cluster names is used only when it says it is for this cluster", AuthRootSecretForLabel, c.Name)
 }

@@ -221,6 +221,43 @@ func mountedBuiltinGeneration(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) int
 	return newest
 }
 
+// newestBuiltinGeneration is the newest generation whose peer and server Secrets exist
+// and are c's (0: none).
+func (r *Reconciler) newestBuiltinGeneration(ctx context.Context, c *etcdv1beta2.EtcdCluster) (int, error) {
+	var list corev1.SecretList
+	sel := render.ClusterLabels(c.Name)
+	sel[LabelBuiltinTLS] = "true"
+	if err := r.secretReader().List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels(sel)); err != nil {
+		return 0, fmt.Errorf("list built-in TLS secrets: %w", err)
+	}
+	have := map[string]bool{}
+	for i := range list.Items {
+		if metav1IsControlledBy(&list.Items[i], c) {
+			have[list.Items[i].Name] = true
+		}
+	}
+	prefix := c.Name + "-builtin-tls-"
+	newest := 0
+	for name := range have {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		num, ok := strings.CutSuffix(rest, "-peer")
+		if !ok {
+			continue
+		}
+		g, err := strconv.Atoi(num)
+		if err != nil || g <= newest {
+			continue
+		}
+		if peer, server, _ := builtinSecrets(c, g); peer == name && have[server] {
+			newest = g
+		}
+	}
+	return newest, nil
+}
+
 // caLostError: the CA Secret is gone while certificates it signed are in use.
 type caLostError struct {
 	// generation the member pods mount (0: none found).
@@ -318,14 +355,26 @@ func (r *Reconciler) builtinState(ctx context.Context, c *etcdv1beta2.EtcdCluste
 		return state, nil
 	}
 	gen := mountedBuiltinGeneration(c, pods)
+	mounted := gen > 0
+	if !mounted {
+		// No member pod mounts a generation (all pods lost, or a hibernated cluster
+		// resuming): the newest generation whose Secrets are still there is the one
+		// the members go on with, so they can be created at all.
+		if gen, err = r.newestBuiltinGeneration(ctx, c); err != nil {
+			return certissue.State{}, err
+		}
+	}
 	client, err := r.getOwnedSecret(ctx, c, BuiltinClientSecret(c.Name))
 	if err != nil {
 		return certissue.State{}, err
 	}
 	if gen > 0 || client != nil {
 		in := "the clients' Secret " + BuiltinClientSecret(c.Name) + " exists"
-		if gen > 0 {
+		switch {
+		case mounted:
 			in = fmt.Sprintf("members run generation %d, which it signed", gen)
+		case gen > 0:
+			in = fmt.Sprintf("generation %d's Secrets, which it signed, exist (no member pod mounts one now; members are created with them)", gen)
 		}
 		return certissue.State{}, &caLostError{generation: gen, err: &builtinTLSError{reason: etcdv1beta2.ReasonCASecretMissing,
 			err: fmt.Errorf("the CA Secret %s is gone while %s: no new CA is made, as members and clients trust only the old one; "+

@@ -553,13 +553,26 @@ func TestBuiltinTLSLostCASecret(t *testing.T) {
 		t.Errorf("CertificatesValid %+v", cond)
 	}
 
-	// No member pod left, the clients' Secret still there: still no new CA.
+	// No member pod left (all lost, or a hibernated cluster resuming): still no new
+	// CA, and the members are created with the newest generation whose Secrets are
+	// still there, not blocked for want of a pod that mounts one.
 	for _, n := range []string{"db-aaaa", "db-bbbb", "db-cccc"} {
 		if err := f.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "default"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.resolve(); !errors.As(err, &lost) || lost.generation != 0 || f.secret("db-builtin-tls-ca") != nil {
-		t.Errorf("no pods, clients' Secret left: %v (CA Secret made: %v)", err, f.secret("db-builtin-tls-ca") != nil)
+	c, err = f.resolve()
+	if !errors.As(err, &lost) || lost.generation != 2 || f.secret("db-builtin-tls-ca") != nil {
+		t.Fatalf("no pods, generation 2's Secrets left: %v (CA Secret made: %v)", err, f.secret("db-builtin-tls-ca") != nil)
+	}
+	if st := c.Spec.TLS.Static; st == nil || st.Member.PeerSecret != "db-builtin-tls-2-peer" || st.Member.ServerSecret != "db-builtin-tls-2-server" {
+		t.Errorf("no pods: static TLS %+v, want generation 2's Secrets", st)
+	}
+	// A generation missing its server Secret is not taken; nothing left: none at all.
+	if err := f.c.Delete(ctx, f.secret("db-builtin-tls-2-server")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.resolve(); !errors.As(err, &lost) || lost.generation == 2 {
+		t.Errorf("generation 2 without its server Secret: %v", err)
 	}
 }

@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/pinsign"
 )
 
 // Replacing a cluster with etcd authentication on (v1 spec.auth, the v1beta2 auth
@@ -22,8 +26,8 @@ import (
 // of it (the garbage collector then only drops the old cluster's reference), and once
 // the new cluster exists it becomes the Secret's controller and the restore lets go.
 // The Secret is never copied, so its password exists in one object only and is read by
-// no one here. A root Secret the user named (auth-root-secret) is not the cluster's and
-// is left alone.
+// no one here. Whichever name the cluster gives it, the Secret is kept when the old
+// cluster owns it (its deletion would take it); one it does not own is left alone.
 
 // Secrets are read uncached and updated to move their ownership (nothing else of them is
 // changed).
@@ -53,14 +57,17 @@ func authWasOn(c *etcdv1beta2.EtcdCluster) bool {
 	return false
 }
 
-// keepRootSecret makes er a second owner of the operator's root Secret of old, before
-// old is deleted, and returns the Secret's name ("" when there is none to keep: auth
-// off, a Secret the user named, or none made yet).
+// keepRootSecret makes er a second owner of old's root Secret, before old is deleted,
+// and returns the Secret's name ("" when there is none to keep: auth off, none made yet,
+// or one old does not own, which its deletion leaves alone). Whether it is kept is
+// decided from the Secret itself, not from whether the name was written out: a user may
+// name <cluster>-etcd-root explicitly, and the Secret is then still the one the operator
+// made, owned by old and deleted with it.
 func (r *Reconciler) keepRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRestore, old *etcdv1beta2.EtcdCluster, carried map[string]string) (string, error) {
-	if carried == nil || carried[etcdv1beta2.AuthRootSecretAnnotation] != "" {
+	if carried == nil {
 		return "", nil
 	}
-	name := etcdv1beta2.OperatorRootSecretName(old)
+	name := rootSecretOf(old)
 	var s corev1.Secret
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: old.Namespace, Name: name}, &s)
 	switch {
@@ -69,11 +76,11 @@ func (r *Reconciler) keepRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRes
 	case err != nil:
 		return "", fmt.Errorf("get root Secret %s: %w", name, err)
 	}
-	if ownedBy(&s, er) {
+	if ownedBy(&s, er.UID) {
 		return name, nil // kept already, by this restore before a restart
 	}
-	if !metav1.IsControlledBy(&s, old) {
-		return "", nil // not the operator's: not deleted with the cluster either
+	if !ownedBy(&s, old.UID) {
+		return "", nil // not old's: not deleted with the cluster either
 	}
 	if err := controllerutil.SetOwnerReference(er, &s, r.Scheme()); err != nil {
 		return "", err
@@ -84,12 +91,23 @@ func (r *Reconciler) keepRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRes
 	return name, nil
 }
 
-// handOverRootSecret makes the cluster the restore created (c) the controller of the
-// root Secret kept from the cluster it replaced, and drops the restore's reference. It
-// waits (nothing done) while the replaced cluster still holds the Secret.
+// rootSecretOf is the root Secret c uses: the one it names, else the operator's (also
+// when auth is on by its condition only, as the cluster controller reads it).
+func rootSecretOf(c *etcdv1beta2.EtcdCluster) string {
+	if on, name := etcdv1beta2.AuthOf(c); on {
+		return name
+	}
+	return etcdv1beta2.OperatorRootSecretName(c)
+}
+
+// handOverRootSecret gives the cluster the restore created (c) the root Secret kept
+// from the cluster it replaced, and drops the restore's reference: c becomes its
+// controller when it has the operator's name (the cluster controller uses that name
+// only when c controls it), an owner otherwise. It waits (nothing done) while the
+// replaced cluster still holds the Secret.
 func (r *Reconciler) handOverRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) error {
 	rc, ok := replacedRecord(er)
-	if !ok || rc.RootSecret == "" || rc.RootSecret != etcdv1beta2.OperatorRootSecretName(c) {
+	if !ok || rc.RootSecret == "" {
 		return nil
 	}
 	var s corev1.Secret
@@ -100,13 +118,19 @@ func (r *Reconciler) handOverRootSecret(ctx context.Context, er *etcdv1beta2.Etc
 	if err != nil {
 		return fmt.Errorf("get root Secret %s: %w", rc.RootSecret, err)
 	}
-	if !ownedBy(&s, er) {
+	if !ownedBy(&s, er.UID) {
 		return nil // handed over already, or never kept by this restore
 	}
-	if ctl := metav1.GetControllerOf(&s); ctl != nil && ctl.UID != c.UID {
+	ctl := metav1.GetControllerOf(&s)
+	if ctl != nil && ctl.UID != c.UID {
 		return nil // the replaced cluster's reference is not dropped yet
 	}
-	if err := controllerutil.SetControllerReference(c, &s, r.Scheme()); err != nil {
+	if rc.RootSecret == etcdv1beta2.OperatorRootSecretName(c) {
+		err = controllerutil.SetControllerReference(c, &s, r.Scheme())
+	} else {
+		err = controllerutil.SetOwnerReference(c, &s, r.Scheme())
+	}
+	if err != nil {
 		return err
 	}
 	if err := controllerutil.RemoveOwnerReference(er, &s, r.Scheme()); err != nil {
@@ -118,9 +142,77 @@ func (r *Reconciler) handOverRootSecret(ctx context.Context, er *etcdv1beta2.Etc
 	return nil
 }
 
-func ownedBy(o metav1.Object, er *etcdv1beta2.EtcdRestore) bool {
+// RootSecretFinalizer is on an EtcdRestore while it holds a replaced cluster's root
+// Secret for the new cluster (from just before the old cluster's deletion until the
+// hand-over): deleting the restore in that window lets go of the Secret first, instead
+// of the garbage collector deleting it, and with it the root password of the data.
+const RootSecretFinalizer = "etcd.database.coreos.com/root-secret"
+
+// eventReasonRootSecretReleased: a restore deleted while it held the root Secret let go
+// of it.
+const eventReasonRootSecretReleased = "RootSecretReleased"
+
+// settleRootSecret runs after each reconcile of er (also of one being deleted). A
+// restore that holds the kept root Secret and has failed for good, or is being deleted,
+// lets go of it: its owner reference and the replaced cluster's (gone, or going with
+// this restore's delete) are dropped, so the Secret, holding the root password of the
+// replaced cluster's data, stays; the condition (or an event, when deleted) names it.
+// Once er holds no Secret, its finalizer is removed.
+func (r *Reconciler) settleRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRestore) error {
+	holds, err := r.releaseRootSecret(ctx, er)
+	if err != nil || holds || !controllerutil.ContainsFinalizer(er, RootSecretFinalizer) {
+		return err
+	}
+	return client.IgnoreNotFound(r.setFinalizer(ctx, er, false))
+}
+
+// releaseRootSecret drops er's hold on the kept root Secret when er failed for good or
+// is being deleted, and says whether er still holds it.
+func (r *Reconciler) releaseRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRestore) (holds bool, err error) {
+	rc, ok := replacedRecord(er)
+	if !ok || rc.RootSecret == "" {
+		return false, nil
+	}
+	var s corev1.Secret
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: er.Namespace, Name: rc.RootSecret}, &s)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return true, fmt.Errorf("get root Secret %s: %w", rc.RootSecret, err)
+	}
+	if !ownedBy(&s, er.UID) {
+		return false, nil
+	}
+	deleting := !er.DeletionTimestamp.IsZero()
+	cond := meta.FindStatusCondition(er.Status.Conditions, etcdv1beta2.RestoreConditionSucceeded)
+	failed := cond != nil && cond.Status == metav1.ConditionFalse && terminalRestoreReason(cond.Reason)
+	if !deleting && !failed {
+		return true, nil
+	}
+	var rest []metav1.OwnerReference
+	for _, ref := range s.OwnerReferences {
+		if ref.UID != er.UID && string(ref.UID) != rc.UID {
+			rest = append(rest, ref)
+		}
+	}
+	s.OwnerReferences = rest
+	if err := r.Update(ctx, &s); err != nil {
+		return true, fmt.Errorf("release root Secret %s: %w", rc.RootSecret, err)
+	}
+	note := fmt.Sprintf("The root Secret %s of the replaced cluster (its root user's password, which the backup's data has) is no longer "+
+		"owned by this EtcdRestore and is not deleted with it; delete it yourself once no cluster needs it", rc.RootSecret)
+	if deleting {
+		r.Recorder.Event(er, corev1.EventTypeWarning, eventReasonRootSecretReleased, "EtcdRestore deleted before the new cluster was created. "+note)
+	} else {
+		r.setStatus(er, cond.Status, cond.Reason, strings.TrimSuffix(cond.Message, ".")+". "+note)
+	}
+	return false, nil
+}
+
+func ownedBy(o metav1.Object, uid types.UID) bool {
 	for _, ref := range o.GetOwnerReferences() {
-		if ref.UID == er.UID {
+		if ref.UID == uid {
 			return true
 		}
 	}
@@ -137,15 +229,25 @@ func replacedRecord(er *etcdv1beta2.EtcdRestore) (replacedCluster, bool) {
 	return rc, true
 }
 
-// carryAuth puts the replaced cluster's auth annotations, as recorded, on the cluster
-// to create. Only those two keys are taken from the record.
-func carryAuth(er *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) {
+// trustedAuth is the auth the record carries, when the operator's signature of it for
+// this restore verifies; nil otherwise (no record, a record without auth, or one written
+// or changed by anyone else).
+func (r *Reconciler) trustedAuth(er *etcdv1beta2.EtcdRestore) map[string]string {
 	rc, ok := replacedRecord(er)
 	if !ok || rc.Auth == nil {
-		return
+		return nil
 	}
+	if !pinsign.VerifyReplaced(r.PinKey, string(er.UID), er.Annotations[ReplacedClusterAnnotation], er.Annotations[ReplacedClusterSignatureAnnotation]) {
+		return nil
+	}
+	return rc.Auth
+}
+
+// carryAuth puts the auth annotations carried from a replaced cluster on the cluster to
+// create. Only those two keys are taken.
+func carryAuth(c *etcdv1beta2.EtcdCluster, auth map[string]string) {
 	for _, k := range []string{etcdv1beta2.AuthAnnotation, etcdv1beta2.AuthRootSecretAnnotation} {
-		if v, ok := rc.Auth[k]; ok {
+		if v, ok := auth[k]; ok {
 			if c.Annotations == nil {
 				c.Annotations = map[string]string{}
 			}
