@@ -186,6 +186,7 @@ func runManager(args []string) int {
 		ClientServiceMetadata:     *allowSvcMetadata,
 		BackupHashTimeout:         *backupHashTimeout,
 		PriorityClasses:           priorityClasses,
+		WatchNamespace:            *watchNamespace,
 	}); err != nil {
 		log.Error(err, "unable to set up controllers")
 		return 1

@@ -89,6 +89,9 @@ type Options struct {
 	// the snapshot checks that verification ran. Nil: nothing is signed or trusted, every
 	// restore runs the checks.
 	PinKey []byte
+	// WatchNamespace is the one namespace the operator manages (--watch-namespace, also
+	// given to RestrictToNamespace); empty: all.
+	WatchNamespace string
 }
 
 // RestrictToNamespace limits the manager's caches to one namespace (empty: all).
@@ -191,6 +194,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Scope:                 opts.Scope,
 		AfterAction:           opts.AfterAction,
 		PinKey:                opts.PinKey,
+		WatchNamespace:        opts.WatchNamespace,
 		S3Access:              s3,
 		Hasher:                hasher,
 	}).SetupWithManager(mgr); err != nil {

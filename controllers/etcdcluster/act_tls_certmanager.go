@@ -94,9 +94,8 @@ func (r *Reconciler) watchCertificates(mgr ctrl.Manager, b *builder.Builder) err
 		mgr.GetLogger().Info("cert-manager's Certificates are not served: not watching them", "reason", err.Error())
 		return nil
 	}
-	own, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		HTTPClient: mgr.GetHTTPClient(), DefaultLabelSelector: render.OwnedSelector(),
-		DefaultTransform: cache.TransformStripManagedFields()})
+	own, err := cache.New(mgr.GetConfig(), certificatesCacheOptions(r.WatchNamespace,
+		cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()}))
 	if err != nil {
 		return fmt.Errorf("certificates cache: %w", err)
 	}
@@ -106,6 +105,19 @@ func (r *Reconciler) watchCertificates(mgr ctrl.Manager, b *builder.Builder) err
 	b.WatchesRawSource(source.Kind(own, &cmv1.Certificate{},
 		handler.TypedEnqueueRequestForOwner[*cmv1.Certificate](mgr.GetScheme(), mgr.GetRESTMapper(), &etcdv1beta2.EtcdCluster{}, handler.OnlyControllerOwner())))
 	return nil
+}
+
+// certificatesCacheOptions is the Certificates cache's: only the operator's, and only
+// in the watched namespace when the operator has one (--watch-namespace), where a
+// namespaced Role is all it may be granted: a cluster-wide list would be refused, the
+// cache would never sync and the manager would not start.
+func certificatesCacheOptions(watchNamespace string, opts cache.Options) cache.Options {
+	opts.DefaultLabelSelector = render.OwnedSelector()
+	opts.DefaultTransform = cache.TransformStripManagedFields()
+	if watchNamespace != "" {
+		opts.DefaultNamespaces = map[string]cache.Config{watchNamespace: {}}
+	}
+	return opts
 }
 
 func certManagerRef(t *etcdv1beta2.CertManagerTLS) certmanager.Ref {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -390,5 +391,24 @@ func TestCertManagerStatic(t *testing.T) {
 	want := f.resolveOn(1).Spec.TLS.Static
 	if s, err := f.r.certManagerStatic(ctx, f.cluster); err != nil || s == nil || *s.Member != *want.Member || s.OperatorSecret != want.OperatorSecret {
 		t.Fatalf("certManagerStatic %+v %v, want %+v", s, err, want)
+	}
+}
+
+// With --watch-namespace the operator may be granted Certificates only in that
+// namespace: the Certificates cache must not list them cluster-wide (its sync would be
+// refused and the manager would never start).
+func TestCertificatesCacheOptionsKeepTheWatchNamespace(t *testing.T) {
+	opts := certificatesCacheOptions("tenant-a", cache.Options{})
+	if len(opts.DefaultNamespaces) != 1 {
+		t.Fatalf("DefaultNamespaces %v, want only tenant-a", opts.DefaultNamespaces)
+	}
+	if _, ok := opts.DefaultNamespaces["tenant-a"]; !ok {
+		t.Fatalf("DefaultNamespaces %v, want only tenant-a", opts.DefaultNamespaces)
+	}
+	if opts.DefaultLabelSelector == nil || opts.DefaultLabelSelector.String() != render.OwnedSelector().String() {
+		t.Errorf("label selector %v, want the operator's own", opts.DefaultLabelSelector)
+	}
+	if all := certificatesCacheOptions("", cache.Options{}); len(all.DefaultNamespaces) != 0 {
+		t.Errorf("without a watch namespace: DefaultNamespaces %v, want all", all.DefaultNamespaces)
 	}
 }

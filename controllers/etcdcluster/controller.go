@@ -98,6 +98,11 @@ type Reconciler struct {
 	// (act_resources_priority.go).
 	PriorityClasses []string
 
+	// WatchNamespace is the one namespace the operator manages (--watch-namespace);
+	// empty: all. The manager's caches get it from controllers.RestrictToNamespace; the
+	// Certificates cache, made apart (act_tls_certmanager.go), from here.
+	WatchNamespace string
+
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 	// AfterAction is a failpoint for tests: when set, it runs after every action that
