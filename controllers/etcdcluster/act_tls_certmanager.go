@@ -159,7 +159,11 @@ func (r *Reconciler) resolveCertManagerTLS(ctx context.Context, c *etcdv1beta2.E
 	if err != nil {
 		return err
 	}
-	if pending == nil {
+	if pending != nil {
+		// Waiting on cert-manager: the Certificates' updates wake the cluster, not a
+		// settle or dwell wish of an earlier look (which would be in the past soon).
+		r.cmSettle.wake(clusterKey(c), now, 0)
+	} else {
 		d := certmanager.Decide(cur, since, in, r.certManagerRolledOut(ctx, c, gen), now, certmanager.CAStepDwell)
 		if d.Step != certmanager.Keep && d.Step != certmanager.DropOldCA && cur != nil {
 			// cert-manager renews each Certificate on its own: three renewed together
@@ -569,6 +573,16 @@ func (s *cmSettle) requeue(key string, now time.Time, result ctrl.Result) ctrl.R
 	at, ok := s.wakeAt[key]
 	s.mu.Unlock()
 	if !ok {
+		return result
+	}
+	if !at.After(now) {
+		// A wish that is due was for this reconcile, which has looked: asking again in
+		// a second would look every second for as long as nothing else resets it.
+		s.mu.Lock()
+		if s.wakeAt[key].Equal(at) {
+			delete(s.wakeAt, key)
+		}
+		s.mu.Unlock()
 		return result
 	}
 	d := max(at.Sub(now), time.Second)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -410,5 +411,37 @@ func TestCertificatesCacheOptionsKeepTheWatchNamespace(t *testing.T) {
 	}
 	if all := certificatesCacheOptions("", cache.Options{}); len(all.DefaultNamespaces) != 0 {
 		t.Errorf("without a watch namespace: DefaultNamespaces %v, want all", all.DefaultNamespaces)
+	}
+}
+
+// A wake wish that is due is spent by the reconcile that asks for the requeue: it must
+// not turn into a requeue every second.
+func TestCMSettleRequeueDropsAWishThatIsDue(t *testing.T) {
+	s := newCMSettle()
+	now := time.Now()
+	s.wake("default/db", now, 5*time.Second)
+	if got := s.requeue("default/db", now, ctrl.Result{RequeueAfter: time.Minute}); got.RequeueAfter != 5*time.Second {
+		t.Fatalf("requeue before the wish: %v, want 5s", got.RequeueAfter)
+	}
+	later := now.Add(10 * time.Second)
+	if got := s.requeue("default/db", later, ctrl.Result{RequeueAfter: time.Minute}); got.RequeueAfter != time.Minute {
+		t.Fatalf("requeue after the wish: %v, want the reconcile's own 1m", got.RequeueAfter)
+	}
+	if got := s.requeue("default/db", later.Add(time.Second), ctrl.Result{}); got.RequeueAfter != 0 {
+		t.Fatalf("the spent wish came back: %v", got.RequeueAfter)
+	}
+}
+
+// While a Certificate is not Ready the cluster waits on cert-manager's updates: a
+// settle wish from an earlier look is dropped, not left to fall due.
+func TestCertManagerTLSPendingClearsTheWakeWish(t *testing.T) {
+	f := newCMFixture(t)
+	f.r.cmSettle.wake("default/db", f.now, time.Second)
+	if _, err := f.resolve(); !tlsPending(err) {
+		t.Fatalf("resolve before issuing: %v, want pending", err)
+	}
+	f.now = f.now.Add(time.Hour)
+	if got := f.r.cmSettle.requeue("default/db", f.now, ctrl.Result{}); got.RequeueAfter != 0 {
+		t.Fatalf("requeue while pending: %v, want none of the settle's", got.RequeueAfter)
 	}
 }
