@@ -56,6 +56,7 @@ func TestDecide(t *testing.T) {
 	a, b := leaves(t, oldCA), leaves(t, oldCA) // b: a renewal by the same CA
 	n := leaves(t, newCA)                      // a new CA's
 	both := merged(t, oldCA.CertPEM, newCA.CertPEM)
+	mixed := certissue.Leaves{Peer: n.Peer, Server: n.Server, Client: a.Client, Trust: both}
 	withTrust := func(l certissue.Leaves, trust []byte) *certissue.Leaves { l.Trust = trust; return &l }
 	long := now.Add(-CAStepDwell)
 	for _, tc := range []struct {
@@ -78,6 +79,11 @@ func TestDecide(t *testing.T) {
 		{"the new CA presented, members moving", withTrust(n, both), long, n, false, Keep, certissue.Leaves{}, nil},
 		{"the new CA presented: waits the dwell", withTrust(n, both), now, n, true, Keep, certissue.Leaves{}, nil},
 		{"the new CA presented, dwell over: the old dropped", withTrust(n, both), long, n, true, DropOldCA, n, newCA.CertPEM},
+		// cert-manager moved peer and server to the new CA, client not yet: the merged
+		// bundle {old,new} was trusted first; presenting the new CA's certificates
+		// still waits the dwell after that, though the bundle does not change.
+		{"some renewed by a new CA: trusted, waits the dwell", withTrust(a, both), now.Add(-time.Second), mixed, true, Keep, certissue.Leaves{}, nil},
+		{"some renewed by a new CA: dwell over, presented", withTrust(a, both), long, mixed, true, SwitchToNewCA, mixed, both},
 		{"renewed again mid-rotation, same new CA", withTrust(a, both), long, leaves(t, newCA), true, SwitchToNewCA, certissue.Leaves{}, both},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
