@@ -159,7 +159,7 @@ func Read(certificate string, kind certissue.Kind, data map[string][]byte, n cer
 	if _, err := certissue.ParseBundle(bundle); err != nil {
 		return bad(CAKey + ": " + err.Error())
 	}
-	if err := certissue.Verify(kind, leaf, bundle, now); err != nil {
+	if err := certissue.VerifyChain(kind, kp.CertPEM, bundle, now); err != nil {
 		return bad("certificate does not verify against " + CAKey + ": " + err.Error())
 	}
 	if kind != certissue.KindClient {
