@@ -119,17 +119,27 @@ func (f *cmFixture) forceRenewal() {
 	f.issue()
 }
 
-// allOn puts the three member pods on generation gen's Secrets.
+// allOn puts the three member pods on generation gen's Secrets (0: plaintext).
 func (f *cmFixture) allOn(gen int) {
 	f.t.Helper()
 	peer, server, _ := certmanager.GenerationSecrets("db", gen)
+	f.allOnSecrets(map[bool][2]string{true: {peer, server}}[gen > 0])
+}
+
+// allOnSecrets puts the three member pods on these peer and server Secrets (empty:
+// plaintext).
+func (f *cmFixture) allOnSecrets(s [2]string) {
+	f.t.Helper()
+	peer, server := s[0], s[1]
 	ctx := context.Background()
 	for _, n := range []string{"db-aaaa", "db-bbbb", "db-cccc"} {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "default", Labels: render.MemberLabels("db", n)},
-			Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "default", Labels: render.MemberLabels("db", n)}}
+		if peer != "" {
+			p.Spec.Volumes = []corev1.Volume{
 				{Name: volumePeerTLS, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: peer}}},
 				{Name: volumeServerTLS, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: server}}},
-			}}}
+			}
+		}
 		if err := controllerutil.SetControllerReference(f.cluster, p, f.c.Scheme()); err != nil {
 			f.t.Fatal(err)
 		}
@@ -443,5 +453,83 @@ func TestCertManagerTLSPendingClearsTheWakeWish(t *testing.T) {
 	f.now = f.now.Add(time.Hour)
 	if got := f.r.cmSettle.requeue("default/db", f.now, ctrl.Result{}); got.RequeueAfter != 0 {
 		t.Fatalf("requeue while pending: %v, want none of the settle's", got.RequeueAfter)
+	}
+}
+
+// startOn1 brings the fixture to generation 1 with every member on it.
+func (f *cmFixture) startOn1() {
+	f.t.Helper()
+	_, _ = f.resolve()
+	if err := f.issuer.Install(context.Background(), "ca-key"); err != nil {
+		f.t.Fatal(err)
+	}
+	f.issue()
+	f.resolveOn(1)
+	f.allOn(1)
+}
+
+// Members running built-in (or static) Secrets are not moved to cert-manager's CA,
+// which they do not trust: refused, named, nothing written.
+func TestCertManagerTLSRefusesASwitchFromOtherTLS(t *testing.T) {
+	f := newCMFixture(t)
+	if err := f.issuer.Install(context.Background(), "ca-key"); err != nil {
+		t.Fatal(err)
+	}
+	f.allOnSecrets([2]string{"db-builtin-tls-4-peer", "db-builtin-tls-4-server"})
+	_, _ = f.resolve()
+	f.issue()
+	_, err := f.resolve()
+	var be *builtinTLSError
+	if !errors.As(err, &be) || be.reason != etcdv1beta2.ReasonTLSChangeRefused || !strings.Contains(err.Error(), `"db-builtin-tls-4-peer"`) {
+		t.Fatalf("resolve on built-in members: %v, want TLSChangeRefused naming their Secret", err)
+	}
+	peer, _, _ := certmanager.GenerationSecrets("db", 1)
+	if f.secret(peer) != nil || f.secret(certmanager.StateSecretName("db")) != nil {
+		t.Fatal("a generation was written for members that would not trust it")
+	}
+}
+
+// A generation no member runs (members in plaintext, a state left from earlier) is
+// replaced by what cert-manager writes, even under a new CA, not waited on for ever.
+func TestCertManagerTLSReplacesAGenerationNoMemberRuns(t *testing.T) {
+	f := newCMFixture(t)
+	f.startOn1()
+	f.allOn(0)
+	if err := f.issuer.Install(context.Background(), "ca-key"); err != nil {
+		t.Fatal(err)
+	}
+	f.forceRenewal()
+	f.settle(1)
+	f.resolveOn(2)
+	if len(f.trust(2)) != 1 || string(f.trust(2)[0]) == string(f.trust(1)[0]) {
+		t.Fatal("generation 2: want cert-manager's new CA alone")
+	}
+}
+
+// With the state Secret lost while members run generation 1, the next generation is 2:
+// generation 1's Secrets, which members mount, are never rewritten; and a generation
+// number whose Secrets hold something else is skipped.
+func TestCertManagerTLSNeverRewritesAGeneration(t *testing.T) {
+	f := newCMFixture(t)
+	f.startOn1()
+	ctx := context.Background()
+	peer1, _, _ := certmanager.GenerationSecrets("db", 1)
+	before := f.secret(peer1).Data[peerCertKey]
+	if err := f.c.Delete(ctx, f.secret(certmanager.StateSecretName("db"))); err != nil {
+		t.Fatal(err)
+	}
+	// A leftover generation 2 Secret with other contents.
+	peer2, _, _ := certmanager.GenerationSecrets("db", 2)
+	if err := f.r.putCertManagerSecret(ctx, f.cluster, peer2, map[string][]byte{"x": []byte("y")}); err != nil {
+		t.Fatal(err)
+	}
+	f.forceRenewal()
+	f.settle(1)
+	f.resolveOn(3)
+	if string(f.secret(peer1).Data[peerCertKey]) != string(before) {
+		t.Fatal("generation 1's Secret, mounted by members, was rewritten")
+	}
+	if string(f.secret(peer2).Data["x"]) != "y" {
+		t.Fatal("the leftover generation 2 Secret was rewritten")
 	}
 }

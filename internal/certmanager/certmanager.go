@@ -267,6 +267,11 @@ func issuersChanged(cur, in certissue.Leaves) bool {
 	return false
 }
 
+// Same reports whether a and b hold the same certificates, keys and CA bundle.
+func Same(a, b certissue.Leaves) bool {
+	return sameLeaves(a, b) && certissue.SameBundle(a.Trust, b.Trust)
+}
+
 func sameLeaves(a, b certissue.Leaves) bool {
 	eq := func(x, y certissue.KeyPair) bool {
 		return bytes.Equal(x.CertPEM, y.CertPEM) && bytes.Equal(x.KeyPEM, y.KeyPEM)
