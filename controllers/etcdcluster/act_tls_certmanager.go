@@ -331,6 +331,18 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, c *etcdv1beta2.EtcdC
 	var cur cmv1.Certificate
 	err := r.secretReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &cur)
 	if apierrors.IsNotFound(err) {
+		// cert-manager writes the Certificate's Secret whatever is there: a Secret of
+		// that name it did not write for this Certificate (the tenant's, another
+		// tool's) would be overwritten. Refused before the Certificate exists.
+		var s corev1.Secret
+		switch err := r.secretReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: spec.SecretName}, &s); {
+		case err == nil && s.Annotations[cmv1.CertificateNameKey] != name:
+			return nil, &builtinTLSError{etcdv1beta2.ReasonCertificateSecretInvalid, fmt.Errorf(
+				"secret %q exists and was not written by cert-manager for Certificate %q: it would be overwritten; rename or delete it",
+				spec.SecretName, name)}
+		case err != nil && !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("get secret %q: %w", spec.SecretName, err)
+		}
 		obj := &cmv1.Certificate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: render.ClusterLabels(c.Name)}, Spec: spec}
 		if err := controllerutil.SetControllerReference(c, obj, r.Scheme); err != nil {
 			return nil, err

@@ -533,3 +533,29 @@ func TestCertManagerTLSNeverRewritesAGeneration(t *testing.T) {
 		t.Fatal("the leftover generation 2 Secret was rewritten")
 	}
 }
+
+// A Secret with a Certificate's secretName that cert-manager did not write for it is not
+// handed to cert-manager to overwrite: no Certificate, the Secret named.
+func TestCertManagerTLSRefusesAForeignSecretForACertificate(t *testing.T) {
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-cm-client", Namespace: "default"}, Data: map[string][]byte{"mine": []byte("x")}}
+	f := newCMFixture(t, foreign)
+	_, err := f.resolve()
+	var be *builtinTLSError
+	if !errors.As(err, &be) || be.reason != etcdv1beta2.ReasonCertificateSecretInvalid || !strings.Contains(err.Error(), `secret "db-cm-client"`) {
+		t.Fatalf("resolve with a foreign Secret: %v, want CertificateSecretInvalid naming it", err)
+	}
+	var cert cmv1.Certificate
+	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "db-cm-client"}, &cert); err == nil {
+		t.Fatal("a Certificate was made that would overwrite the foreign Secret")
+	}
+	// One cert-manager wrote for that Certificate (a Certificate deleted and made
+	// again) is fine.
+	foreign = f.secret("db-cm-client")
+	foreign.Annotations = map[string]string{cmv1.CertificateNameKey: "db-cm-client"}
+	if err := f.c.Update(context.Background(), foreign); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.resolve(); !tlsPending(err) {
+		t.Fatalf("resolve with cert-manager's own Secret: %v, want pending", err)
+	}
+}
