@@ -559,3 +559,28 @@ func TestCertManagerTLSRefusesAForeignSecretForACertificate(t *testing.T) {
 		t.Fatalf("resolve with cert-manager's own Secret: %v, want pending", err)
 	}
 }
+
+// Waiting on cert-manager with a generation in effect does not make CertificatesValid
+// False: the certificates in use are assessed (their expiry too), the wait is named.
+func TestCertManagerTLSPendingStillAssessesTheGenerationInEffect(t *testing.T) {
+	f := newCMFixture(t)
+	f.startOn1()
+	if err := f.c.Delete(context.Background(), f.secret("db-cm-server")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.resolve()
+	if !tlsPending(err) || c.Spec.TLS.Static == nil {
+		t.Fatalf("resolve with cert-manager's Secret gone: %v, static %+v; want pending on generation 1", err, c.Spec.TLS.Static)
+	}
+	f.r.reportCertificates(context.Background(), c, err)
+	cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid)
+	if cond == nil || cond.Status != corev1.ConditionTrue || !strings.Contains(cond.Message, `Secret "db-cm-server" not written yet`) {
+		t.Fatalf("CertificatesValid %+v, want True naming the wait", cond)
+	}
+	// The certificates in use expire: said though cert-manager is still not usable.
+	f.now = f.now.Add(48 * time.Hour)
+	f.r.reportCertificates(context.Background(), c, err)
+	if cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid); cond == nil || cond.Reason != etcdv1beta2.ReasonCertificatesExpired {
+		t.Fatalf("CertificatesValid %+v, want CertificatesExpired", cond)
+	}
+}
