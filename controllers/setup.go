@@ -89,6 +89,9 @@ type Options struct {
 	// the snapshot checks that verification ran. Nil: nothing is signed or trusted, every
 	// restore runs the checks.
 	PinKey []byte
+	// ClusterIssuers are the cert-manager ClusterIssuers clusters may name
+	// (etcdcluster.Reconciler.ClusterIssuers); empty: none, "*": any.
+	ClusterIssuers []string
 	// WatchNamespace is the one namespace the operator manages (--watch-namespace, also
 	// given to RestrictToNamespace); empty: all.
 	WatchNamespace string
@@ -195,6 +198,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		AfterAction:           opts.AfterAction,
 		PinKey:                opts.PinKey,
 		WatchNamespace:        opts.WatchNamespace,
+		ClusterIssuers:        opts.ClusterIssuers,
 		S3Access:              s3,
 		Hasher:                hasher,
 	}).SetupWithManager(mgr); err != nil {

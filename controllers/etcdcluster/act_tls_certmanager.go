@@ -121,6 +121,25 @@ func certificatesCacheOptions(watchNamespace string, opts cache.Options) cache.O
 	return opts
 }
 
+// checkClusterIssuer refuses a ClusterIssuer the operator does not lend
+// (Reconciler.ClusterIssuers); an Issuer, in the cluster's own namespace, is the
+// tenant's own and always allowed. Refused, the cluster is as if waiting on cert-manager:
+// no Certificate is made or changed, and a cluster already running a generation (the
+// flag narrowed since) goes on with it, the refusal said in CertificatesValid.
+func (r *Reconciler) checkClusterIssuer(t *etcdv1beta2.CertManagerTLS) error {
+	if t.IssuerRef.Kind != cmv1.ClusterIssuerKind {
+		return nil
+	}
+	for _, n := range r.ClusterIssuers {
+		if n == "*" || n == t.IssuerRef.Name {
+			return nil
+		}
+	}
+	return &certManagerPending{etcdv1beta2.ReasonClusterIssuerNotAllowed, fmt.Errorf(
+		"spec.tls.issuer.issuerRef: ClusterIssuer %q is not one the operator lends (--allowed-cluster-issuers); "+
+			"use an Issuer in the cluster's namespace, or ask the operator's administrator to allow it", t.IssuerRef.Name)}
+}
+
 func certManagerRef(t *etcdv1beta2.CertManagerTLS) certmanager.Ref {
 	ref := certmanager.Ref{Name: t.IssuerRef.Name, Kind: t.IssuerRef.Kind, Group: t.IssuerRef.Group}
 	if t.CertificateLifetime != nil {
@@ -188,9 +207,14 @@ func (r *Reconciler) resolveCertManagerTLS(ctx context.Context, c *etcdv1beta2.E
 // none) to what cert-manager wrote when safe, and points c at the generation in effect.
 // free: no member runs cur, so what cert-manager wrote replaces it in one step.
 func (r *Reconciler) resolveCertManagerFrom(ctx context.Context, c *etcdv1beta2.EtcdCluster, w *statusWriter, now time.Time, gen int, cur *certissue.Leaves, since time.Time, free bool) error {
-	in, issuing, pending, err := r.certManagerIssued(ctx, c, now)
-	if err != nil {
-		return err
+	var in certissue.Leaves
+	var issuing []string
+	pending := r.checkClusterIssuer(c.Spec.TLS.CertManager)
+	if pending == nil {
+		var err error
+		if in, issuing, pending, err = r.certManagerIssued(ctx, c, now); err != nil {
+			return err
+		}
 	}
 	if pending != nil {
 		// Waiting on cert-manager: the Certificates' updates wake the cluster, not a

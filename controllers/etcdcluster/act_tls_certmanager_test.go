@@ -584,3 +584,36 @@ func TestCertManagerTLSPendingStillAssessesTheGenerationInEffect(t *testing.T) {
 		t.Fatalf("CertificatesValid %+v, want CertificatesExpired", cond)
 	}
 }
+
+// A ClusterIssuer is used only when the operator lends it (--allowed-cluster-issuers):
+// otherwise no Certificate is made and CertificatesValid names the flag.
+func TestCertManagerTLSClusterIssuerNeedsTheOperatorsPermission(t *testing.T) {
+	f := newCMFixture(t)
+	f.cluster.Spec.TLS.CertManager.IssuerRef.Kind = cmv1.ClusterIssuerKind
+	if err := f.c.Update(context.Background(), f.cluster); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.resolve()
+	var pe *certManagerPending
+	if !errors.As(err, &pe) || pe.reason != etcdv1beta2.ReasonClusterIssuerNotAllowed || !strings.Contains(err.Error(), "--allowed-cluster-issuers") {
+		t.Fatalf("resolve with a ClusterIssuer not lent: %v", err)
+	}
+	var certs cmv1.CertificateList
+	if err := f.c.List(context.Background(), &certs); err != nil || len(certs.Items) != 0 {
+		t.Fatalf("Certificates made for a ClusterIssuer not lent: %d %v", len(certs.Items), err)
+	}
+	f.r.reportCertificates(context.Background(), c, err)
+	if cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid); cond == nil || cond.Status != corev1.ConditionFalse ||
+		cond.Reason != etcdv1beta2.ReasonClusterIssuerNotAllowed {
+		t.Fatalf("CertificatesValid %+v", cond)
+	}
+	for _, allowed := range [][]string{{"other", "ca"}, {"*"}} {
+		f.r.ClusterIssuers = allowed
+		if _, err := f.resolve(); errors.As(err, &pe) && pe.reason == etcdv1beta2.ReasonClusterIssuerNotAllowed {
+			t.Fatalf("allowed %v: %v", allowed, err)
+		}
+	}
+	if err := f.c.List(context.Background(), &certs); err != nil || len(certs.Items) != 3 {
+		t.Fatalf("allowed: %d Certificates, %v", len(certs.Items), err)
+	}
+}
