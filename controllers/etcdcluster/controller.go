@@ -97,6 +97,16 @@ type Reconciler struct {
 	// (--allowed-priority-classes); empty: any but Kubernetes' own system- classes
 	// (act_resources_priority.go).
 	PriorityClasses []string
+	// ClusterIssuers are the cert-manager ClusterIssuers clusters may name
+	// (--allowed-cluster-issuers; "*": any). Empty: none, only an Issuer in the cluster's
+	// own namespace: a ClusterIssuer is shared by every namespace, and what it signs for
+	// one cluster another cluster of the same issuer accepts on its client port.
+	ClusterIssuers []string
+
+	// WatchNamespace is the one namespace the operator manages (--watch-namespace);
+	// empty: all. The manager's caches get it from controllers.RestrictToNamespace; the
+	// Certificates cache, made apart (act_tls_certmanager.go), from here.
+	WatchNamespace string
 
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
