@@ -222,41 +222,41 @@ func mountedBuiltinGeneration(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) int
 }
 
 // newestBuiltinGeneration is the newest generation whose peer and server Secrets exist
-// and are c's (0: none).
+// and are c's (0: none). The Secrets are read one by one, never listed (the operator may
+// get Secrets, not list them): generations are numbered from 1 and the operator deletes
+// none, so the newest is the last of the run that starts at 1. A fresh cluster costs one
+// read (generation 1 is not there).
 func (r *Reconciler) newestBuiltinGeneration(ctx context.Context, c *etcdv1beta2.EtcdCluster) (int, error) {
-	var list corev1.SecretList
-	sel := render.ClusterLabels(c.Name)
-	sel[LabelBuiltinTLS] = "true"
-	if err := r.secretReader().List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels(sel)); err != nil {
-		return 0, fmt.Errorf("list built-in TLS secrets: %w", err)
-	}
-	have := map[string]bool{}
-	for i := range list.Items {
-		if metav1IsControlledBy(&list.Items[i], c) {
-			have[list.Items[i].Name] = true
-		}
-	}
-	prefix := c.Name + "-builtin-tls-"
 	newest := 0
-	for name := range have {
-		rest, ok := strings.CutPrefix(name, prefix)
-		if !ok {
-			continue
+	for g := 1; g <= maxBuiltinGenerationsProbed; g++ {
+		peer, server, _ := builtinSecrets(c, g)
+		p, err := r.getOwnedSecret(ctx, c, peer)
+		if err != nil {
+			if _, foreign := errors.AsType[*builtinTLSError](err); foreign {
+				break // not c's: the run of c's generations ends here
+			}
+			return 0, err
 		}
-		num, ok := strings.CutSuffix(rest, "-peer")
-		if !ok {
-			continue
+		if p == nil {
+			break
 		}
-		g, err := strconv.Atoi(num)
-		if err != nil || g <= newest {
-			continue
+		sv, err := r.getOwnedSecret(ctx, c, server)
+		if err != nil {
+			if _, foreign := errors.AsType[*builtinTLSError](err); foreign {
+				break
+			}
+			return 0, err
 		}
-		if peer, server, _ := builtinSecrets(c, g); peer == name && have[server] {
-			newest = g
+		if sv == nil {
+			break
 		}
+		newest = g
 	}
 	return newest, nil
 }
+
+// maxBuiltinGenerationsProbed bounds the reads of newestBuiltinGeneration.
+const maxBuiltinGenerationsProbed = 256
 
 // caLostError: the CA Secret is gone while certificates it signed are in use.
 type caLostError struct {

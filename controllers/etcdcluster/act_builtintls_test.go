@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -45,11 +46,21 @@ func newBuiltinFixture(t *testing.T, objs ...client.Object) *builtinFixture {
 	f := &builtinFixture{t: t, cluster: cluster, rec: record.NewFakeRecorder(50),
 		now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	f.c = fake.NewClientBuilder().WithScheme(s).WithObjects(append([]client.Object{cluster}, objs...)...).
-		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).Build()
+		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).WithInterceptorFuncs(secretsNeverListed).Build()
 	f.r = newTestClusterReconciler(t, f.c, f.rec, func() time.Time { return f.now })
 	f.r.ClusterDomain = "cluster.local"
 	return f
 }
+
+// secretsNeverListed refuses to list Secrets, as the operator's RBAC does (it may get,
+// create and update Secrets, never list or watch them): built-in issuing must find its
+// Secrets by name.
+var secretsNeverListed = interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*corev1.SecretList); ok {
+		return apierrors.NewForbidden(corev1.Resource("secrets"), "", errors.New("the operator may not list secrets"))
+	}
+	return cl.List(ctx, list, opts...)
+}}
 
 // resolve runs built-in issuing on a fresh copy of the cluster, as a reconcile does,
 // and returns the copy (its spec.TLS.static as resolved).
