@@ -631,10 +631,13 @@ func TestRootSecretReleasedOnTerminalFailure(t *testing.T) {
 		name       string
 		otherOwner bool
 		deleted    bool
+		oldAlive   bool // the old cluster's delete failed: it still runs and controls the Secret
 	}{
-		{"failed, the restore the only owner", false, false},
-		{"failed, another owner too", true, false},
-		{"restore deleted", false, true},
+		{"failed, the restore the only owner", false, false, false},
+		{"failed, another owner too", true, false, false},
+		{"restore deleted", false, true, false},
+		{"failed, the old cluster still alive", false, false, true},
+		{"restore deleted, the old cluster still alive", false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			er := fixture.S3Restore("rollback", "prod", restoreBucket+"/c/good.db")
@@ -651,9 +654,15 @@ func TestRootSecretReleasedOnTerminalFailure(t *testing.T) {
 			if tc.otherOwner {
 				refs = append(refs, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keeper", UID: "uid-keeper"})
 			}
+			objs := []client.Object{er}
+			if tc.oldAlive {
+				prod := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-old-prod"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+				refs = append(refs, metav1.OwnerReference{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster", Name: "prod", UID: "uid-old-prod", Controller: &yes, BlockOwnerDeletion: &yes})
+				objs = append(objs, prod)
+			}
 			root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd-root", Namespace: "default", OwnerReferences: refs},
 				Data: map[string][]byte{etcdv1beta2.AuthPasswordKey: []byte("old-root-pw")}}
-			f := newRestoreFixture(t, root, er)
+			f := newRestoreFixture(t, append([]client.Object{root}, objs...)...)
 			if tc.deleted {
 				if err := f.c.Delete(ctx, f.restore(t, "rollback")); err != nil {
 					t.Fatal(err)
@@ -664,8 +673,11 @@ func TestRootSecretReleasedOnTerminalFailure(t *testing.T) {
 			if err := f.c.Get(ctx, client.ObjectKeyFromObject(root), &s); err != nil {
 				t.Fatal(err)
 			}
-			if ownedBy(&s, "uid-rollback") || len(s.OwnerReferences) != map[bool]int{false: 0, true: 1}[tc.otherOwner] || string(s.Data[etcdv1beta2.AuthPasswordKey]) != "old-root-pw" {
+			if ownedBy(&s, "uid-rollback") || len(s.OwnerReferences) != map[bool]int{false: 0, true: 1}[tc.otherOwner || tc.oldAlive] || string(s.Data[etcdv1beta2.AuthPasswordKey]) != "old-root-pw" {
 				t.Fatalf("root Secret owners %+v, password kept %v: want released by the restore, kept", s.OwnerReferences, string(s.Data[etcdv1beta2.AuthPasswordKey]) == "old-root-pw")
+			}
+			if ctl := metav1.GetControllerOf(&s); tc.oldAlive && (ctl == nil || ctl.UID != "uid-old-prod") {
+				t.Fatalf("root Secret owners %+v: the live old cluster lost its controller reference", s.OwnerReferences)
 			}
 			if tc.deleted {
 				var gone etcdv1beta2.EtcdRestore
@@ -676,6 +688,10 @@ func TestRootSecretReleasedOnTerminalFailure(t *testing.T) {
 			}
 			if fin := f.restore(t, "rollback").Finalizers; len(fin) != 0 {
 				t.Errorf("finalizers %v after the Secret was released", fin)
+			}
+			if tc.oldAlive {
+				f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "keeps its root Secret prod-etcd-root")
+				return
 			}
 			f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "prod-etcd-root of the replaced cluster")
 			// Reconciled again (finished): nothing more happens, the note stays.

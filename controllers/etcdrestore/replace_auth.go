@@ -154,8 +154,8 @@ const eventReasonRootSecretReleased = "RootSecretReleased"
 
 // settleRootSecret runs after each reconcile of er (also of one being deleted). A
 // restore that holds the kept root Secret and has failed for good, or is being deleted,
-// lets go of it: its owner reference and the replaced cluster's (gone, or going with
-// this restore's delete) are dropped, so the Secret, holding the root password of the
+// lets go of it: its owner reference and the replaced cluster's (only when that cluster
+// is gone or being deleted; a live one keeps controlling its Secret) are dropped, so the Secret, holding the root password of the
 // replaced cluster's data, stays; the condition (or an event, when deleted) names it.
 // Once er holds no Secret, its finalizer is removed.
 func (r *Reconciler) settleRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRestore) error {
@@ -190,9 +190,16 @@ func (r *Reconciler) releaseRootSecret(ctx context.Context, er *etcdv1beta2.Etcd
 	if !deleting && !failed {
 		return true, nil
 	}
+	// The replaced cluster's reference is dropped only when that cluster is gone or
+	// going: its delete may have failed (the record and the kept Secret are written
+	// before it), and a live cluster whose root Secret lost its controller refuses it.
+	oldGone, err := r.replacedClusterGone(ctx, er.Namespace, rc)
+	if err != nil {
+		return true, err
+	}
 	var rest []metav1.OwnerReference
 	for _, ref := range s.OwnerReferences {
-		if ref.UID != er.UID && string(ref.UID) != rc.UID {
+		if ref.UID != er.UID && (!oldGone || string(ref.UID) != rc.UID) {
 			rest = append(rest, ref)
 		}
 	}
@@ -202,12 +209,30 @@ func (r *Reconciler) releaseRootSecret(ctx context.Context, er *etcdv1beta2.Etcd
 	}
 	note := fmt.Sprintf("The root Secret %s of the replaced cluster (its root user's password, which the backup's data has) is no longer "+
 		"owned by this EtcdRestore and is not deleted with it; delete it yourself once no cluster needs it", rc.RootSecret)
+	if !oldGone {
+		note = fmt.Sprintf("The replaced EtcdCluster %s was not deleted and keeps its root Secret %s", rc.Name, rc.RootSecret)
+	}
 	if deleting {
 		r.Recorder.Event(er, corev1.EventTypeWarning, eventReasonRootSecretReleased, "EtcdRestore deleted before the new cluster was created. "+note)
 	} else {
 		r.setStatus(er, cond.Status, cond.Reason, strings.TrimSuffix(cond.Message, ".")+". "+note)
 	}
 	return false, nil
+}
+
+// replacedClusterGone says whether the cluster the record names is gone (or another
+// cluster now has its name) or is being deleted; read uncached, since a stale "still
+// there" only keeps a reference, but a stale "gone" would orphan a live cluster's Secret.
+func (r *Reconciler) replacedClusterGone(ctx context.Context, ns string, rc replacedCluster) (bool, error) {
+	var old etcdv1beta2.EtcdCluster
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: rc.Name}, &old)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get replaced EtcdCluster %s: %w", rc.Name, err)
+	}
+	return string(old.UID) != rc.UID || !old.DeletionTimestamp.IsZero(), nil
 }
 
 func ownedBy(o metav1.Object, uid types.UID) bool {
