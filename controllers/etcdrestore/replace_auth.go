@@ -208,7 +208,8 @@ func (r *Reconciler) releaseRootSecret(ctx context.Context, er *etcdv1beta2.Etcd
 		return true, fmt.Errorf("release root Secret %s: %w", rc.RootSecret, err)
 	}
 	note := fmt.Sprintf("The root Secret %s of the replaced cluster (its root user's password, which the backup's data has) is no longer "+
-		"owned by this EtcdRestore and is not deleted with it; delete it yourself once no cluster needs it", rc.RootSecret)
+		"owned by this EtcdRestore and is not deleted with it; delete it yourself once no cluster needs it, or label it %s=%s "+
+		"for a cluster of that name to use it", rc.RootSecret, etcdv1beta2.AuthRootSecretForLabel, rc.Name)
 	if !oldGone {
 		note = fmt.Sprintf("The replaced EtcdCluster %s was not deleted and keeps its root Secret %s", rc.Name, rc.RootSecret)
 	}
