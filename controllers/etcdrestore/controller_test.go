@@ -538,9 +538,11 @@ func TestAuthCarried(t *testing.T) {
 	}
 }
 
-// A replaced-cluster record on an EtcdRestore is anyone's to write: a restore that
-// replaces nothing, with a record naming auth and a Secret, creates its cluster without
-// them unless the operator signed that record for that restore.
+// A replaced-cluster record on an EtcdRestore is anyone's to write: a record naming auth
+// and a Secret gives the cluster auth only when the operator signed it for that restore.
+// One whose signature does not verify fails the restore (InvalidSpec, naming the
+// signature) before anything is created: a cluster without the auth its restored data
+// has on would lock the operator out without a word.
 func TestForgedReplacedRecordCarriesNoAuth(t *testing.T) {
 	srv, store := fixture.MinIOStore(t, restoreBucket)
 	ctx := context.Background()
@@ -567,7 +569,15 @@ func TestForgedReplacedRecordCarriesNoAuth(t *testing.T) {
 			f := newRestoreFixture(t, aws.DeepCopy(), er)
 			f.reconcile(t, "forged")
 			var c etcdv1beta2.EtcdCluster
-			if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "new"}, &c); err != nil {
+			err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "new"}, &c)
+			if !tc.wantAuth {
+				if !apierrors.IsNotFound(err) {
+					t.Fatalf("cluster created (auth annotations %v) from a record whose signature does not verify: %v", c.Annotations, err)
+				}
+				f.wantCondition(t, "forged", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "signature")
+				return
+			}
+			if err != nil {
 				t.Fatalf("cluster not created: %v", err)
 			}
 			on, secret := etcdv1beta2.AuthOf(&c)

@@ -256,17 +256,22 @@ func replacedRecord(er *etcdv1beta2.EtcdRestore) (replacedCluster, bool) {
 }
 
 // trustedAuth is the auth the record carries, when the operator's signature of it for
-// this restore verifies; nil otherwise (no record, a record without auth, or one written
-// or changed by anyone else).
-func (r *Reconciler) trustedAuth(er *etcdv1beta2.EtcdRestore) map[string]string {
+// this restore verifies; nil without a record or with one without auth. A record that
+// carries auth but whose signature does not verify (written or changed by anyone else,
+// or the signing key changed) is an error: the restored data has auth on, and a cluster
+// created without it would lock the operator out without a word.
+func (r *Reconciler) trustedAuth(er *etcdv1beta2.EtcdRestore) (map[string]string, error) {
 	rc, ok := replacedRecord(er)
 	if !ok || rc.Auth == nil {
-		return nil
+		return nil, nil
 	}
 	if !pinsign.VerifyReplaced(r.PinKey, string(er.UID), er.Annotations[ReplacedClusterAnnotation], er.Annotations[ReplacedClusterSignatureAnnotation]) {
-		return nil
+		return nil, fmt.Errorf("annotation %s carries etcd authentication of the replaced EtcdCluster %s, but its signature (%s) does not verify "+
+			"with the operator's signing key: the cluster is not created without the auth its restored data has on. Delete this "+
+			"EtcdRestore and restore again, creating the cluster with its auth annotations yourself",
+			ReplacedClusterAnnotation, rc.Name, ReplacedClusterSignatureAnnotation)
 	}
-	return rc.Auth
+	return rc.Auth, nil
 }
 
 // carryAuth puts the auth annotations carried from a replaced cluster on the cluster to
