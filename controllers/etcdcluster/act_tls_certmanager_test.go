@@ -617,3 +617,40 @@ func TestCertManagerTLSClusterIssuerNeedsTheOperatorsPermission(t *testing.T) {
 		t.Fatalf("allowed: %d Certificates, %v", len(certs.Items), err)
 	}
 }
+
+// The refusal to move running members to cert-manager's CA (reachable by static → none →
+// certManager, two updates admission allows) is reported but does not stop the
+// reconcile: the cluster is still observed and planned (a dead member is still
+// replaced, as the running members run), as for any TLS change the planner refuses.
+func TestCertManagerTLSRefusalDoesNotFreezeTheReconcile(t *testing.T) {
+	f := newCMFixture(t)
+	if err := f.issuer.Install(context.Background(), "ca-key"); err != nil {
+		t.Fatal(err)
+	}
+	f.allOnSecrets([2]string{"db-static-peer", "db-static-server"})
+	_, _ = f.resolve()
+	f.issue()
+	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.cluster)}); err != nil {
+		t.Fatal(err)
+	}
+	var c etcdv1beta2.EtcdCluster
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.cluster), &c); err != nil {
+		t.Fatal(err)
+	}
+	want := map[etcdv1beta2.ClusterConditionType]string{
+		etcdv1beta2.ClusterConditionCertificatesValid: "False/" + etcdv1beta2.ReasonTLSChangeRefused, // reported
+		etcdv1beta2.ClusterConditionSpecApplied:       "False/" + etcdv1beta2.ReasonTLSChangeRefused, // the planner ran, restarting no member
+		etcdv1beta2.ClusterConditionReconciled:        "True/" + etcdv1beta2.ReasonReconciled,        // not frozen
+	}
+	for typ, w := range want {
+		got := "absent"
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == typ {
+				got = string(cond.Status) + "/" + cond.Reason + " (" + cond.Message + ")"
+			}
+		}
+		if !strings.HasPrefix(got, w+" ") {
+			t.Errorf("%s: %s, want %s", typ, got, w)
+		}
+	}
+}
