@@ -430,14 +430,30 @@ func TestCMSettleRequeueDropsAWishThatIsDue(t *testing.T) {
 	s := newCMSettle()
 	now := time.Now()
 	s.wake("default/db", now, 5*time.Second)
-	if got := s.requeue("default/db", now, ctrl.Result{RequeueAfter: time.Minute}); got.RequeueAfter != 5*time.Second {
+	if got := s.requeue("default/db", now, now, ctrl.Result{RequeueAfter: time.Minute}); got.RequeueAfter != 5*time.Second {
 		t.Fatalf("requeue before the wish: %v, want 5s", got.RequeueAfter)
 	}
 	later := now.Add(10 * time.Second)
-	if got := s.requeue("default/db", later, ctrl.Result{RequeueAfter: time.Minute}); got.RequeueAfter != time.Minute {
+	if got := s.requeue("default/db", later, later, ctrl.Result{RequeueAfter: time.Minute}); got.RequeueAfter != time.Minute {
 		t.Fatalf("requeue after the wish: %v, want the reconcile's own 1m", got.RequeueAfter)
 	}
-	if got := s.requeue("default/db", later.Add(time.Second), ctrl.Result{}); got.RequeueAfter != 0 {
+	if got := s.requeue("default/db", later.Add(time.Second), later.Add(time.Second), ctrl.Result{}); got.RequeueAfter != 0 {
+		t.Fatalf("the spent wish came back: %v", got.RequeueAfter)
+	}
+}
+
+// A wish that falls due while the reconcile acts (after it looked at the certificates)
+// has not been looked for: it is kept, as a requeue of a second, not lost.
+func TestCMSettleRequeueKeepsAWishThatFellDueWhileActing(t *testing.T) {
+	s := newCMSettle()
+	looked := time.Now()
+	s.wake("default/db", looked, 2*time.Second)
+	ended := looked.Add(3 * time.Second) // act took longer than the wish's wait
+	if got := s.requeue("default/db", looked, ended, ctrl.Result{RequeueAfter: time.Minute}); got.RequeueAfter != time.Second {
+		t.Fatalf("requeue of a wish due while acting: %v, want 1s", got.RequeueAfter)
+	}
+	next := ended.Add(time.Second) // the reconcile that wish brought looked: spent
+	if got := s.requeue("default/db", next, next, ctrl.Result{}); got.RequeueAfter != 0 {
 		t.Fatalf("the spent wish came back: %v", got.RequeueAfter)
 	}
 }
@@ -451,7 +467,7 @@ func TestCertManagerTLSPendingClearsTheWakeWish(t *testing.T) {
 		t.Fatalf("resolve before issuing: %v, want pending", err)
 	}
 	f.now = f.now.Add(time.Hour)
-	if got := f.r.cmSettle.requeue("default/db", f.now, ctrl.Result{}); got.RequeueAfter != 0 {
+	if got := f.r.cmSettle.requeue("default/db", f.now, f.now, ctrl.Result{}); got.RequeueAfter != 0 {
 		t.Fatalf("requeue while pending: %v, want none of the settle's", got.RequeueAfter)
 	}
 }

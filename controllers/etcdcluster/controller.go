@@ -249,6 +249,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	// Built-in issuing points spec.TLS.static at its Secrets (act_builtintls.go); the
 	// certificates in use are reported either way (status_certificates.go).
+	tlsLooked := r.Now() // the cert-manager settle's wishes due by now are looked at here
 	tlsDue, tlsErr := r.resolveBuiltinTLS(ctx, &c, status)
 	if tlsErr == nil {
 		tlsErr = r.resolveCertManagerTLS(ctx, &c, status) // act_tls_certmanager.go
@@ -320,7 +321,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// Reported, and the step counted, by the deferred flush (updateStatus, status.go).
 	obs.planned = &plannedStep{action: action, summary: summary, at: now,
 		ran: true, actErr: actErr, stepErr: stepErr, waited: waited}
-	return wakeBy(r.cmSettle.requeue(clusterKey(&c), now, result), tlsDue, now), nil // act_tls_certmanager.go
+	return wakeBy(r.cmSettle.requeue(clusterKey(&c), tlsLooked, now, result), tlsDue, now), nil // act_tls_certmanager.go
 }
 
 // wakeBy requeues no later than due (zero: no such time): a built-in issuing step falls
