@@ -710,3 +710,41 @@ func TestRootSecretReleasedOnTerminalFailure(t *testing.T) {
 		})
 	}
 }
+
+// A root Secret the restore let go of when it failed for good (owner-less) is taken back
+// for the cluster a retry of the restore creates, when the record the operator signed
+// names it; one something else owns, or a record not signed, leaves it alone.
+func TestHandOverRetakesAReleasedRootSecret(t *testing.T) {
+	ctx := context.Background()
+	rec := `{"name":"prod","uid":"uid-old-prod","auth":{"etcd.database.coreos.com/auth":"enabled"},"rootSecret":"prod-etcd-root"}`
+	for _, tc := range []struct {
+		name     string
+		sig      string
+		owners   []metav1.OwnerReference
+		wantTake bool
+	}{
+		{"released, signed record", pinsign.SignReplaced(testPinKey, "uid-rollback", rec), nil, true},
+		{"released, record not signed", "", nil, false},
+		{"owned by something else", pinsign.SignReplaced(testPinKey, "uid-rollback", rec), []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "keeper", UID: "uid-keeper"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			er := fixture.S3Restore("rollback", "prod", restoreBucket+"/c/good.db")
+			er.UID = "uid-rollback"
+			er.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true", ReplacedClusterAnnotation: rec, ReplacedClusterSignatureAnnotation: tc.sig}
+			root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd-root", Namespace: "default", OwnerReferences: tc.owners},
+				Data: map[string][]byte{etcdv1beta2.AuthPasswordKey: []byte("old-root-pw")}}
+			c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-new-prod"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+			f := newRestoreFixture(t, root, er, c)
+			if err := f.r.handOverRootSecret(ctx, f.restore(t, "rollback"), c); err != nil {
+				t.Fatal(err)
+			}
+			var s corev1.Secret
+			if err := f.c.Get(ctx, client.ObjectKeyFromObject(root), &s); err != nil {
+				t.Fatal(err)
+			}
+			if taken := metav1.IsControlledBy(&s, c); taken != tc.wantTake || len(s.OwnerReferences) != max(len(tc.owners), map[bool]int{true: 1}[tc.wantTake]) {
+				t.Fatalf("root Secret owners %+v: taken by the new cluster %v, want %v", s.OwnerReferences, taken, tc.wantTake)
+			}
+		})
+	}
+}

@@ -118,7 +118,7 @@ func (r *Reconciler) handOverRootSecret(ctx context.Context, er *etcdv1beta2.Etc
 	if err != nil {
 		return fmt.Errorf("get root Secret %s: %w", rc.RootSecret, err)
 	}
-	if !ownedBy(&s, er.UID) {
+	if !ownedBy(&s, er.UID) && !r.retakesReleased(er, c, &s, rc) {
 		return nil // handed over already, or never kept by this restore
 	}
 	ctl := metav1.GetControllerOf(&s)
@@ -133,13 +133,27 @@ func (r *Reconciler) handOverRootSecret(ctx context.Context, er *etcdv1beta2.Etc
 	if err != nil {
 		return err
 	}
-	if err := controllerutil.RemoveOwnerReference(er, &s, r.Scheme()); err != nil {
-		return err
+	if ownedBy(&s, er.UID) {
+		if err := controllerutil.RemoveOwnerReference(er, &s, r.Scheme()); err != nil {
+			return err
+		}
 	}
 	if err := r.Update(ctx, &s); err != nil {
 		return fmt.Errorf("hand root Secret %s over to EtcdCluster %s: %w", rc.RootSecret, c.Name, err)
 	}
 	return nil
+}
+
+// retakesReleased: s is the operator-named root Secret that this restore let go of when
+// it failed for good (no owner left), now taken back for the cluster a retry of the
+// restore created, as the record the operator signed for this restore names it. Only a
+// Secret nothing owns is taken: one anything else claims stays its own.
+func (r *Reconciler) retakesReleased(er *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, s *corev1.Secret, rc replacedCluster) bool {
+	if len(s.OwnerReferences) > 0 || rc.RootSecret != etcdv1beta2.OperatorRootSecretName(c) {
+		return false
+	}
+	auth, err := r.trustedAuth(er)
+	return err == nil && auth != nil
 }
 
 // RootSecretFinalizer is on an EtcdRestore while it holds a replaced cluster's root
