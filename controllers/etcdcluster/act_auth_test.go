@@ -85,6 +85,10 @@ func TestObserveAuthRootSecret(t *testing.T) {
 		{name: "named Secret without the key", ann: named, objs: []client.Object{forA(secret("mine", map[string][]byte{"pass": []byte("x")}))}, wantErr: `no key "password"`},
 		{name: "a Secret of the operator's name it did not create", ann: on,
 			objs: []client.Object{secret("a-etcd-root", map[string][]byte{"password": []byte("planted")})}, wantErr: "not this cluster's"},
+		{name: "a labelled Secret of the operator's name without controller (one a failed restore let go of)", ann: on,
+			objs: []client.Object{forA(secret("a-etcd-root", map[string][]byte{"password": []byte("kept")}))}, wantPW: "kept"},
+		{name: "named Secret a Secret syncer controls, labelled", ann: named,
+			objs: []client.Object{forA(ownedBy(secret("mine", map[string][]byte{"password": []byte("synced")}), "ExternalSecret", "mine", "uid-es", true))}, wantPW: "synced"},
 		{name: "invalid annotation", ann: map[string]string{etcdv1beta2.AuthAnnotation: "yes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

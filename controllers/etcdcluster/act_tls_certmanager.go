@@ -729,8 +729,9 @@ func (s *cmSettle) forget(key string) {
 	delete(s.wakeAt, key)
 }
 
-// requeue brings result's requeue forward to the cluster's wish, if it has one.
-func (s *cmSettle) requeue(key string, now time.Time, result ctrl.Result) ctrl.Result {
+// requeue brings result's requeue forward to the cluster's wish, if it has one. looked
+// is when this reconcile looked at the certificates (before acting), now when it ends.
+func (s *cmSettle) requeue(key string, looked, now time.Time, result ctrl.Result) ctrl.Result {
 	if s == nil {
 		return result
 	}
@@ -740,9 +741,11 @@ func (s *cmSettle) requeue(key string, now time.Time, result ctrl.Result) ctrl.R
 	if !ok {
 		return result
 	}
-	if !at.After(now) {
-		// A wish that is due was for this reconcile, which has looked: asking again in
-		// a second would look every second for as long as nothing else resets it.
+	if !at.After(looked) {
+		// A wish that was due when this reconcile looked was for it: asking again in a
+		// second would look every second for as long as nothing else resets it. One
+		// that fell due later (while acting) has not been looked for: it is kept, and
+		// asked for in a second at least.
 		s.mu.Lock()
 		if s.wakeAt[key].Equal(at) {
 			delete(s.wakeAt, key)

@@ -430,14 +430,30 @@ func TestCMSettleRequeueDropsAWishThatIsDue(t *testing.T) {
 	s := newCMSettle()
 	now := time.Now()
 	s.wake("default/db", now, 5*time.Second)
-	if got := s.requeue("default/db", now, ctrl.Result{RequeueAfter: time.Minute}); got.RequeueAfter != 5*time.Second {
+	if got := s.requeue("default/db", now, now, ctrl.Result{RequeueAfter: time.Minute}); got.RequeueAfter != 5*time.Second {
 		t.Fatalf("requeue before the wish: %v, want 5s", got.RequeueAfter)
 	}
 	later := now.Add(10 * time.Second)
-	if got := s.requeue("default/db", later, ctrl.Result{RequeueAfter: time.Minute}); got.RequeueAfter != time.Minute {
+	if got := s.requeue("default/db", later, later, ctrl.Result{RequeueAfter: time.Minute}); got.RequeueAfter != time.Minute {
 		t.Fatalf("requeue after the wish: %v, want the reconcile's own 1m", got.RequeueAfter)
 	}
-	if got := s.requeue("default/db", later.Add(time.Second), ctrl.Result{}); got.RequeueAfter != 0 {
+	if got := s.requeue("default/db", later.Add(time.Second), later.Add(time.Second), ctrl.Result{}); got.RequeueAfter != 0 {
+		t.Fatalf("the spent wish came back: %v", got.RequeueAfter)
+	}
+}
+
+// A wish that falls due while the reconcile acts (after it looked at the certificates)
+// has not been looked for: it is kept, as a requeue of a second, not lost.
+func TestCMSettleRequeueKeepsAWishThatFellDueWhileActing(t *testing.T) {
+	s := newCMSettle()
+	looked := time.Now()
+	s.wake("default/db", looked, 2*time.Second)
+	ended := looked.Add(3 * time.Second) // act took longer than the wish's wait
+	if got := s.requeue("default/db", looked, ended, ctrl.Result{RequeueAfter: time.Minute}); got.RequeueAfter != time.Second {
+		t.Fatalf("requeue of a wish due while acting: %v, want 1s", got.RequeueAfter)
+	}
+	next := ended.Add(time.Second) // the reconcile that wish brought looked: spent
+	if got := s.requeue("default/db", next, next, ctrl.Result{}); got.RequeueAfter != 0 {
 		t.Fatalf("the spent wish came back: %v", got.RequeueAfter)
 	}
 }
@@ -451,7 +467,7 @@ func TestCertManagerTLSPendingClearsTheWakeWish(t *testing.T) {
 		t.Fatalf("resolve before issuing: %v, want pending", err)
 	}
 	f.now = f.now.Add(time.Hour)
-	if got := f.r.cmSettle.requeue("default/db", f.now, ctrl.Result{}); got.RequeueAfter != 0 {
+	if got := f.r.cmSettle.requeue("default/db", f.now, f.now, ctrl.Result{}); got.RequeueAfter != 0 {
 		t.Fatalf("requeue while pending: %v, want none of the settle's", got.RequeueAfter)
 	}
 }
@@ -615,5 +631,42 @@ func TestCertManagerTLSClusterIssuerNeedsTheOperatorsPermission(t *testing.T) {
 	}
 	if err := f.c.List(context.Background(), &certs); err != nil || len(certs.Items) != 3 {
 		t.Fatalf("allowed: %d Certificates, %v", len(certs.Items), err)
+	}
+}
+
+// The refusal to move running members to cert-manager's CA (reachable by static → none →
+// certManager, two updates admission allows) is reported but does not stop the
+// reconcile: the cluster is still observed and planned (a dead member is still
+// replaced, as the running members run), as for any TLS change the planner refuses.
+func TestCertManagerTLSRefusalDoesNotFreezeTheReconcile(t *testing.T) {
+	f := newCMFixture(t)
+	if err := f.issuer.Install(context.Background(), "ca-key"); err != nil {
+		t.Fatal(err)
+	}
+	f.allOnSecrets([2]string{"db-static-peer", "db-static-server"})
+	_, _ = f.resolve()
+	f.issue()
+	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.cluster)}); err != nil {
+		t.Fatal(err)
+	}
+	var c etcdv1beta2.EtcdCluster
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.cluster), &c); err != nil {
+		t.Fatal(err)
+	}
+	want := map[etcdv1beta2.ClusterConditionType]string{
+		etcdv1beta2.ClusterConditionCertificatesValid: "False/" + etcdv1beta2.ReasonTLSChangeRefused, // reported
+		etcdv1beta2.ClusterConditionSpecApplied:       "False/" + etcdv1beta2.ReasonTLSChangeRefused, // the planner ran, restarting no member
+		etcdv1beta2.ClusterConditionReconciled:        "True/" + etcdv1beta2.ReasonReconciled,        // not frozen
+	}
+	for typ, w := range want {
+		got := "absent"
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == typ {
+				got = string(cond.Status) + "/" + cond.Reason + " (" + cond.Message + ")"
+			}
+		}
+		if !strings.HasPrefix(got, w+" ") {
+			t.Errorf("%s: %s, want %s", typ, got, w)
+		}
 	}
 }

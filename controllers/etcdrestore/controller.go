@@ -274,7 +274,12 @@ func (r *Reconciler) reconcile(ctx context.Context, er *etcdv1beta2.EtcdRestore)
 		return ctrl.Result{RequeueAfter: replacePoll}, nil
 	}
 
-	c, err := r.newCluster(ctx, er, r.trustedAuth(er)) // replace_auth.go
+	auth, err := r.trustedAuth(er) // replace_auth.go
+	if err != nil {
+		r.setStatus(er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, err.Error())
+		return ctrl.Result{}, nil
+	}
+	c, err := r.newCluster(ctx, er, auth)
 	if p, ok := errors.AsType[*checkPending](err); ok {
 		if failedBefore(er) {
 			return ctrl.Result{RequeueAfter: p.after}, nil // checked again; the failure stands until it passes

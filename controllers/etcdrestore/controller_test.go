@@ -538,9 +538,11 @@ func TestAuthCarried(t *testing.T) {
 	}
 }
 
-// A replaced-cluster record on an EtcdRestore is anyone's to write: a restore that
-// replaces nothing, with a record naming auth and a Secret, creates its cluster without
-// them unless the operator signed that record for that restore.
+// A replaced-cluster record on an EtcdRestore is anyone's to write: a record naming auth
+// and a Secret gives the cluster auth only when the operator signed it for that restore.
+// One whose signature does not verify fails the restore (InvalidSpec, naming the
+// signature) before anything is created: a cluster without the auth its restored data
+// has on would lock the operator out without a word.
 func TestForgedReplacedRecordCarriesNoAuth(t *testing.T) {
 	srv, store := fixture.MinIOStore(t, restoreBucket)
 	ctx := context.Background()
@@ -567,7 +569,15 @@ func TestForgedReplacedRecordCarriesNoAuth(t *testing.T) {
 			f := newRestoreFixture(t, aws.DeepCopy(), er)
 			f.reconcile(t, "forged")
 			var c etcdv1beta2.EtcdCluster
-			if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "new"}, &c); err != nil {
+			err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "new"}, &c)
+			if !tc.wantAuth {
+				if !apierrors.IsNotFound(err) {
+					t.Fatalf("cluster created (auth annotations %v) from a record whose signature does not verify: %v", c.Annotations, err)
+				}
+				f.wantCondition(t, "forged", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "signature")
+				return
+			}
+			if err != nil {
 				t.Fatalf("cluster not created: %v", err)
 			}
 			on, secret := etcdv1beta2.AuthOf(&c)
@@ -631,10 +641,13 @@ func TestRootSecretReleasedOnTerminalFailure(t *testing.T) {
 		name       string
 		otherOwner bool
 		deleted    bool
+		oldAlive   bool // the old cluster's delete failed: it still runs and controls the Secret
 	}{
-		{"failed, the restore the only owner", false, false},
-		{"failed, another owner too", true, false},
-		{"restore deleted", false, true},
+		{"failed, the restore the only owner", false, false, false},
+		{"failed, another owner too", true, false, false},
+		{"restore deleted", false, true, false},
+		{"failed, the old cluster still alive", false, false, true},
+		{"restore deleted, the old cluster still alive", false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			er := fixture.S3Restore("rollback", "prod", restoreBucket+"/c/good.db")
@@ -651,9 +664,15 @@ func TestRootSecretReleasedOnTerminalFailure(t *testing.T) {
 			if tc.otherOwner {
 				refs = append(refs, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keeper", UID: "uid-keeper"})
 			}
+			objs := []client.Object{er}
+			if tc.oldAlive {
+				prod := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-old-prod"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+				refs = append(refs, metav1.OwnerReference{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster", Name: "prod", UID: "uid-old-prod", Controller: &yes, BlockOwnerDeletion: &yes})
+				objs = append(objs, prod)
+			}
 			root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd-root", Namespace: "default", OwnerReferences: refs},
 				Data: map[string][]byte{etcdv1beta2.AuthPasswordKey: []byte("old-root-pw")}}
-			f := newRestoreFixture(t, root, er)
+			f := newRestoreFixture(t, append([]client.Object{root}, objs...)...)
 			if tc.deleted {
 				if err := f.c.Delete(ctx, f.restore(t, "rollback")); err != nil {
 					t.Fatal(err)
@@ -664,8 +683,11 @@ func TestRootSecretReleasedOnTerminalFailure(t *testing.T) {
 			if err := f.c.Get(ctx, client.ObjectKeyFromObject(root), &s); err != nil {
 				t.Fatal(err)
 			}
-			if ownedBy(&s, "uid-rollback") || len(s.OwnerReferences) != map[bool]int{false: 0, true: 1}[tc.otherOwner] || string(s.Data[etcdv1beta2.AuthPasswordKey]) != "old-root-pw" {
+			if ownedBy(&s, "uid-rollback") || len(s.OwnerReferences) != map[bool]int{false: 0, true: 1}[tc.otherOwner || tc.oldAlive] || string(s.Data[etcdv1beta2.AuthPasswordKey]) != "old-root-pw" {
 				t.Fatalf("root Secret owners %+v, password kept %v: want released by the restore, kept", s.OwnerReferences, string(s.Data[etcdv1beta2.AuthPasswordKey]) == "old-root-pw")
+			}
+			if ctl := metav1.GetControllerOf(&s); tc.oldAlive && (ctl == nil || ctl.UID != "uid-old-prod") {
+				t.Fatalf("root Secret owners %+v: the live old cluster lost its controller reference", s.OwnerReferences)
 			}
 			if tc.deleted {
 				var gone etcdv1beta2.EtcdRestore
@@ -677,10 +699,52 @@ func TestRootSecretReleasedOnTerminalFailure(t *testing.T) {
 			if fin := f.restore(t, "rollback").Finalizers; len(fin) != 0 {
 				t.Errorf("finalizers %v after the Secret was released", fin)
 			}
+			if tc.oldAlive {
+				f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "keeps its root Secret prod-etcd-root")
+				return
+			}
 			f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "prod-etcd-root of the replaced cluster")
 			// Reconciled again (finished): nothing more happens, the note stays.
 			f.reconcile(t, "rollback")
 			f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "not deleted with it")
+		})
+	}
+}
+
+// A root Secret the restore let go of when it failed for good (owner-less) is taken back
+// for the cluster a retry of the restore creates, when the record the operator signed
+// names it; one something else owns, or a record not signed, leaves it alone.
+func TestHandOverRetakesAReleasedRootSecret(t *testing.T) {
+	ctx := context.Background()
+	rec := `{"name":"prod","uid":"uid-old-prod","auth":{"etcd.database.coreos.com/auth":"enabled"},"rootSecret":"prod-etcd-root"}`
+	for _, tc := range []struct {
+		name     string
+		sig      string
+		owners   []metav1.OwnerReference
+		wantTake bool
+	}{
+		{"released, signed record", pinsign.SignReplaced(testPinKey, "uid-rollback", rec), nil, true},
+		{"released, record not signed", "", nil, false},
+		{"owned by something else", pinsign.SignReplaced(testPinKey, "uid-rollback", rec), []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "keeper", UID: "uid-keeper"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			er := fixture.S3Restore("rollback", "prod", restoreBucket+"/c/good.db")
+			er.UID = "uid-rollback"
+			er.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true", ReplacedClusterAnnotation: rec, ReplacedClusterSignatureAnnotation: tc.sig}
+			root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd-root", Namespace: "default", OwnerReferences: tc.owners},
+				Data: map[string][]byte{etcdv1beta2.AuthPasswordKey: []byte("old-root-pw")}}
+			c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-new-prod"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+			f := newRestoreFixture(t, root, er, c)
+			if err := f.r.handOverRootSecret(ctx, f.restore(t, "rollback"), c); err != nil {
+				t.Fatal(err)
+			}
+			var s corev1.Secret
+			if err := f.c.Get(ctx, client.ObjectKeyFromObject(root), &s); err != nil {
+				t.Fatal(err)
+			}
+			if taken := metav1.IsControlledBy(&s, c); taken != tc.wantTake || len(s.OwnerReferences) != max(len(tc.owners), map[bool]int{true: 1}[tc.wantTake]) {
+				t.Fatalf("root Secret owners %+v: taken by the new cluster %v, want %v", s.OwnerReferences, taken, tc.wantTake)
+			}
 		})
 	}
 }

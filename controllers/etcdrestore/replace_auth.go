@@ -118,7 +118,7 @@ func (r *Reconciler) handOverRootSecret(ctx context.Context, er *etcdv1beta2.Etc
 	if err != nil {
 		return fmt.Errorf("get root Secret %s: %w", rc.RootSecret, err)
 	}
-	if !ownedBy(&s, er.UID) {
+	if !ownedBy(&s, er.UID) && !r.retakesReleased(er, c, &s, rc) {
 		return nil // handed over already, or never kept by this restore
 	}
 	ctl := metav1.GetControllerOf(&s)
@@ -133,13 +133,27 @@ func (r *Reconciler) handOverRootSecret(ctx context.Context, er *etcdv1beta2.Etc
 	if err != nil {
 		return err
 	}
-	if err := controllerutil.RemoveOwnerReference(er, &s, r.Scheme()); err != nil {
-		return err
+	if ownedBy(&s, er.UID) {
+		if err := controllerutil.RemoveOwnerReference(er, &s, r.Scheme()); err != nil {
+			return err
+		}
 	}
 	if err := r.Update(ctx, &s); err != nil {
 		return fmt.Errorf("hand root Secret %s over to EtcdCluster %s: %w", rc.RootSecret, c.Name, err)
 	}
 	return nil
+}
+
+// retakesReleased: s is the operator-named root Secret that this restore let go of when
+// it failed for good (no owner left), now taken back for the cluster a retry of the
+// restore created, as the record the operator signed for this restore names it. Only a
+// Secret nothing owns is taken: one anything else claims stays its own.
+func (r *Reconciler) retakesReleased(er *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster, s *corev1.Secret, rc replacedCluster) bool {
+	if len(s.OwnerReferences) > 0 || rc.RootSecret != etcdv1beta2.OperatorRootSecretName(c) {
+		return false
+	}
+	auth, err := r.trustedAuth(er)
+	return err == nil && auth != nil
 }
 
 // RootSecretFinalizer is on an EtcdRestore while it holds a replaced cluster's root
@@ -154,8 +168,8 @@ const eventReasonRootSecretReleased = "RootSecretReleased"
 
 // settleRootSecret runs after each reconcile of er (also of one being deleted). A
 // restore that holds the kept root Secret and has failed for good, or is being deleted,
-// lets go of it: its owner reference and the replaced cluster's (gone, or going with
-// this restore's delete) are dropped, so the Secret, holding the root password of the
+// lets go of it: its owner reference and the replaced cluster's (only when that cluster
+// is gone or being deleted; a live one keeps controlling its Secret) are dropped, so the Secret, holding the root password of the
 // replaced cluster's data, stays; the condition (or an event, when deleted) names it.
 // Once er holds no Secret, its finalizer is removed.
 func (r *Reconciler) settleRootSecret(ctx context.Context, er *etcdv1beta2.EtcdRestore) error {
@@ -190,9 +204,16 @@ func (r *Reconciler) releaseRootSecret(ctx context.Context, er *etcdv1beta2.Etcd
 	if !deleting && !failed {
 		return true, nil
 	}
+	// The replaced cluster's reference is dropped only when that cluster is gone or
+	// going: its delete may have failed (the record and the kept Secret are written
+	// before it), and a live cluster whose root Secret lost its controller refuses it.
+	oldGone, err := r.replacedClusterGone(ctx, er.Namespace, rc)
+	if err != nil {
+		return true, err
+	}
 	var rest []metav1.OwnerReference
 	for _, ref := range s.OwnerReferences {
-		if ref.UID != er.UID && string(ref.UID) != rc.UID {
+		if ref.UID != er.UID && (!oldGone || string(ref.UID) != rc.UID) {
 			rest = append(rest, ref)
 		}
 	}
@@ -201,13 +222,32 @@ func (r *Reconciler) releaseRootSecret(ctx context.Context, er *etcdv1beta2.Etcd
 		return true, fmt.Errorf("release root Secret %s: %w", rc.RootSecret, err)
 	}
 	note := fmt.Sprintf("The root Secret %s of the replaced cluster (its root user's password, which the backup's data has) is no longer "+
-		"owned by this EtcdRestore and is not deleted with it; delete it yourself once no cluster needs it", rc.RootSecret)
+		"owned by this EtcdRestore and is not deleted with it; delete it yourself once no cluster needs it, or label it %s=%s "+
+		"for a cluster of that name to use it", rc.RootSecret, etcdv1beta2.AuthRootSecretForLabel, rc.Name)
+	if !oldGone {
+		note = fmt.Sprintf("The replaced EtcdCluster %s was not deleted and keeps its root Secret %s", rc.Name, rc.RootSecret)
+	}
 	if deleting {
 		r.Recorder.Event(er, corev1.EventTypeWarning, eventReasonRootSecretReleased, "EtcdRestore deleted before the new cluster was created. "+note)
 	} else {
 		r.setStatus(er, cond.Status, cond.Reason, strings.TrimSuffix(cond.Message, ".")+". "+note)
 	}
 	return false, nil
+}
+
+// replacedClusterGone says whether the cluster the record names is gone (or another
+// cluster now has its name) or is being deleted; read uncached, since a stale "still
+// there" only keeps a reference, but a stale "gone" would orphan a live cluster's Secret.
+func (r *Reconciler) replacedClusterGone(ctx context.Context, ns string, rc replacedCluster) (bool, error) {
+	var old etcdv1beta2.EtcdCluster
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: rc.Name}, &old)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get replaced EtcdCluster %s: %w", rc.Name, err)
+	}
+	return string(old.UID) != rc.UID || !old.DeletionTimestamp.IsZero(), nil
 }
 
 func ownedBy(o metav1.Object, uid types.UID) bool {
@@ -230,17 +270,22 @@ func replacedRecord(er *etcdv1beta2.EtcdRestore) (replacedCluster, bool) {
 }
 
 // trustedAuth is the auth the record carries, when the operator's signature of it for
-// this restore verifies; nil otherwise (no record, a record without auth, or one written
-// or changed by anyone else).
-func (r *Reconciler) trustedAuth(er *etcdv1beta2.EtcdRestore) map[string]string {
+// this restore verifies; nil without a record or with one without auth. A record that
+// carries auth but whose signature does not verify (written or changed by anyone else,
+// or the signing key changed) is an error: the restored data has auth on, and a cluster
+// created without it would lock the operator out without a word.
+func (r *Reconciler) trustedAuth(er *etcdv1beta2.EtcdRestore) (map[string]string, error) {
 	rc, ok := replacedRecord(er)
 	if !ok || rc.Auth == nil {
-		return nil
+		return nil, nil
 	}
 	if !pinsign.VerifyReplaced(r.PinKey, string(er.UID), er.Annotations[ReplacedClusterAnnotation], er.Annotations[ReplacedClusterSignatureAnnotation]) {
-		return nil
+		return nil, fmt.Errorf("annotation %s carries etcd authentication of the replaced EtcdCluster %s, but its signature (%s) does not verify "+
+			"with the operator's signing key: the cluster is not created without the auth its restored data has on. Delete this "+
+			"EtcdRestore and restore again, creating the cluster with its auth annotations yourself",
+			ReplacedClusterAnnotation, rc.Name, ReplacedClusterSignatureAnnotation)
 	}
-	return rc.Auth
+	return rc.Auth, nil
 }
 
 // carryAuth puts the auth annotations carried from a replaced cluster on the cluster to
