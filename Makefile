@@ -87,10 +87,13 @@ BENCHMARKS       := ./test/benchmark/...
 # mostly wait on pods and elections; three benches hold ~90 of the 128 inotify instances a
 # user gets by default).
 E2E_SHARDS       ?= 3
+# make test adds this many workers once its unit and integration lane has ended (four
+# benches hold ~110 of the 128 inotify instances; the lane's envtest processes are gone).
+E2E_LATE_SHARDS  ?= 1
 
 .PHONY: test
 test: tools helm verify test-tiers ## All three tiers at once: unit then integration in one lane, e2e on E2E_SHARDS workers beside it.
-	hack/go-test-shards.sh $(E2E_SHARDS) "$(GO_TEST_FLAGS)" ./test/e2e $(filter-out ./test/e2e,$(TEST_E2E)) \
+	hack/go-test-shards.sh $(E2E_SHARDS)+$(E2E_LATE_SHARDS) "$(GO_TEST_FLAGS)" ./test/e2e $(filter-out ./test/e2e,$(TEST_E2E)) \
 	  -- "$(MAKE) --no-print-directory test-unit" "$(MAKE) --no-print-directory test-integration"
 
 .PHONY: test-unit

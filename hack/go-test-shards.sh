@@ -17,12 +17,18 @@
 # their own beside the SHARDS workers, so `make test` does not wait for them before the
 # first bench starts, and no more than SHARDS benches run at once; output lines are prefixed with their worker;
 # the exit status is non-zero if any test or the other packages failed.
+# SHARDS may be written N+L: L more workers join the N once the command lane has ended
+# (at once when there are no COMMANDs). The command lane's tiers start envtest and etcd
+# processes and compile most of the tree; when they are done, their share of the machine
+# and of the inotify instances can carry one more bench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 (($# >= 3)) || { echo "usage: $0 SHARDS 'GO TEST FLAGS' SHARDED_PACKAGE [OTHER_PACKAGES...] [-- COMMAND...]" >&2; exit 2; }
-shards=$1 flags=$2 sharded=$3
+shards=${1%%+*} late=0 flags=$2 sharded=$3
+[[ $1 != *+* ]] || late=${1#*+}
 shift 3
+[[ $shards =~ ^[0-9]+$ && $late =~ ^[0-9]+$ ]] || { echo "$0: SHARDS must be N or N+L" >&2; exit 2; }
 ((shards >= 1)) || { echo "$0: SHARDS must be at least 1" >&2; exit 2; }
 
 work=$(mktemp -d)
@@ -114,9 +120,20 @@ commandlane() { # runs the COMMANDs in order; fails if any failed
   return "${PIPESTATUS[0]}"
 }
 
+latelane() { # the command lane (if any), then L more workers; fails if any part failed
+  local rc=0 p lp=()
+  if ((${#commands[@]})); then commandlane || rc=1; fi
+  for ((i = shards + 1; i <= shards + late; i++)); do
+    worker "${sharded#./}#$i" &
+    lp+=($!)
+  done
+  for p in "${lp[@]}"; do wait "$p" || rc=1; done
+  return $rc
+}
+
 pids=()
-if ((${#commands[@]})); then
-  commandlane &
+if ((${#commands[@]} || late)); then
+  latelane &
   pids+=($!)
 fi
 for ((i = 1; i <= shards; i++)); do
