@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,10 +119,13 @@ func NeverCacheSecrets(opts *ctrl.Options) {
 
 // CacheOnlyOwned makes the manager's informers for pods, claims, Services and
 // PodDisruptionBudgets list and watch only the objects the operator makes (labelled
-// render.OwnedSelector): a tenant's other pods, however many and however large, never
-// enter the operator's memory. Every cached object is stored without managedFields,
-// which the operator never reads. Reads of objects that may lack the label (a pod of
-// the operator's own, a pod an older operator made) go through the manager's APIReader.
+// render.OwnedSelector, which CoreOS's member pods, app=etcd, match too): a tenant's
+// other pods, however many and however large, never enter the operator's memory.
+// Every cached object is stored without what the operator never reads (stripUnread);
+// Nodes, the one kind watched whole (a cordon wakes the clusters on it), also without
+// their image lists and volume lists (stripNodeUnread). Reads of objects that may lack
+// the label (a pod of the operator's own, a pod an older operator made) go through the
+// manager's APIReader, and Secrets are never cached (NeverCacheSecrets).
 func CacheOnlyOwned(opts *ctrl.Options) {
 	if opts.Cache.ByObject == nil {
 		opts.Cache.ByObject = map[client.Object]cache.ByObject{}
@@ -130,7 +134,47 @@ func CacheOnlyOwned(opts *ctrl.Options) {
 	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.PersistentVolumeClaim{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
 		opts.Cache.ByObject[obj] = cache.ByObject{Label: sel}
 	}
-	opts.Cache.DefaultTransform = cache.TransformStripManagedFields()
+	opts.Cache.ByObject[&corev1.Node{}] = cache.ByObject{Transform: stripNodeUnread}
+	opts.Cache.DefaultTransform = stripUnread
+}
+
+// lastApplied is the annotation kubectl apply writes: a second copy of the object as
+// last applied (for an EtcdCluster, its whole spec again), which the operator never reads.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// stripUnread drops managedFields and kubectl's last-applied copy from an object before
+// the cache stores it. Safe because no cached object is written back whole: the
+// operator changes cached objects with merge patches computed against the same
+// stripped copy (which leave the dropped fields alone), and the objects it Updates
+// (Secrets, Certificates, an EtcdBackup's finalizer) are read from the API server.
+func stripUnread(in any) (any, error) {
+	if obj, err := meta.Accessor(in); err == nil {
+		// Nil-checked: setting nil on an object without them allocates nothing and
+		// keeps the informer from seeing a change.
+		if obj.GetManagedFields() != nil {
+			obj.SetManagedFields(nil)
+		}
+		if a := obj.GetAnnotations(); a != nil {
+			if _, ok := a[lastApplied]; ok {
+				delete(a, lastApplied)
+				obj.SetAnnotations(a)
+			}
+		}
+	}
+	return in, nil
+}
+
+// stripNodeUnread is stripUnread for Nodes, which also lose the lists of images they
+// hold and of volumes attached and in use (tens of KiB on a busy node, times every node
+// of the Kubernetes cluster). The operator reads a Node's name, labels, taints,
+// unschedulable and conditions (observe_cordon.go), nothing else.
+func stripNodeUnread(in any) (any, error) {
+	if n, ok := in.(*corev1.Node); ok {
+		n.Status.Images = nil
+		n.Status.VolumesInUse = nil
+		n.Status.VolumesAttached = nil
+	}
+	return stripUnread(in)
 }
 
 // s3Access is what every controller lends tenants to reach S3 from the operator's
