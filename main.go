@@ -87,6 +87,9 @@ func runManager(args []string) int {
 		allowAmbientS3   = fs.Bool("allow-ambient-s3-credentials", false, "let EtcdBackups and EtcdRestores with spec.s3.credentialsSource Environment use this operator's own S3 identity (environment, web identity token, instance role); off, they are refused and must name a Secret: a tenant could otherwise read and write every bucket the operator may")
 		kubeAPIQPS       = fs.Float64("kube-api-qps", 50, "requests per second the operator may make to the Kubernetes API server, sustained (client-go's own default, 20 with a burst of 30, throttles an operator managing ~100 clusters)")
 		kubeAPIBurst     = fs.Int("kube-api-burst", 100, "requests the operator may make to the Kubernetes API server in a burst above --kube-api-qps")
+		shardKey         = fs.String("shard-key", "", "label or annotation of EtcdClusters whose value splits a fleet between operator instances (e.g. etcd.database.coreos.com/shard); with --shard, this instance manages only the clusters whose value is its own (a label wins over an annotation of the same key). Default: no sharding")
+		shardValue       = fs.String("shard", "", "this instance's shard: the value of --shard-key on the clusters it manages (a DNS label: lowercase letters, digits, '-'); it also names the instance's leader-election Lease, so the shards elect their leaders apart")
+		shardDefault     = fs.Bool("shard-default", false, "with --shard-key: also manage the clusters without the key, and run the EtcdBackup and EtcdRestore controllers (which are not sharded). Start exactly one instance of a fleet with it")
 		allowExternal    = fs.Bool("allow-external-backup-endpoints", false, "let an EtcdBackup's spec.etcdEndpoints name etcd outside the backup's namespace (default: only EtcdClusters of its own namespace; a tenant who may create EtcdBackups could otherwise make the operator dial any address)")
 	)
 	var allowS3Endpoints stringList
@@ -117,6 +120,12 @@ func runManager(args []string) int {
 		return 2
 	}
 
+	shard, err := etcdcluster.ParseShard(*shardKey, *shardValue, *shardDefault)
+	if err != nil {
+		log.Error(err, "bad sharding flags")
+		return 2
+	}
+
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(etcdv1beta2.AddToScheme(scheme))
@@ -141,7 +150,7 @@ func runManager(args []string) int {
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  *probeAddr,
 		LeaderElection:          *leaderElect,
-		LeaderElectionID:        "etcd-operator.etcd.database.coreos.com",
+		LeaderElectionID:        shard.LeaseID("etcd-operator.etcd.database.coreos.com"),
 		LeaderElectionNamespace: *leaderElectionNS,
 		// The process exits as soon as the manager stops, so a leader that is shut down
 		// (pod deleted, rollout, helm upgrade) hands the Lease over at once instead of the
@@ -180,6 +189,7 @@ func runManager(args []string) int {
 	if err := controllers.SetupWithManager(mgr, controllers.Options{
 		ClusterDomain: *clusterDomain, OperatorImage: *operatorImage, AllowExternalBackupEndpoints: *allowExternal,
 		Scope:                     scope,
+		Shard:                     shard,
 		AllowAmbientS3Credentials: *allowAmbientS3,
 		AllowS3Endpoints:          allowS3Endpoints,
 		MaxBackupBytes:            *maxBackupBytes,
@@ -209,7 +219,8 @@ func runManager(args []string) int {
 		log.Error(err, "unable to set up the conversion webhook")
 		return 1
 	}
-	log.Info("starting manager", "version", version, "watchNamespace", *watchNamespace)
+	log.Info("starting manager", "version", version, "watchNamespace", *watchNamespace, "shard", shard.String(),
+		"backupsAndRestores", controllers.RunsBackups(shard))
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "manager exited with an error")
 		return 1

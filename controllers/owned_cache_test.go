@@ -19,9 +19,11 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1 "github.com/etcd-operator/etcd-operator/api/v1"
@@ -150,6 +152,8 @@ func TestOperatorCacheHoldsNoUnrelatedObjects(t *testing.T) {
 	rec := &recordingCache{}
 	opts := ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Logger: logr.Discard(),
+		// Another test of this package registers the controllers in this process too.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		NewCache: func(cfg *rest.Config, o cache.Options) (cache.Cache, error) {
 			c, err := cache.New(cfg, o)
 			rec.Cache = c

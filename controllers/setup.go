@@ -67,6 +67,12 @@ type Options struct {
 	// Scope selects, by CoreOS's scope annotation, which EtcdClusters this instance
 	// manages; empty means all.
 	Scope etcdcluster.Scope
+	// Shard selects, by a label or annotation value, which EtcdClusters this instance
+	// manages (--shard-key, --shard); the zero Shard means all. In a sharded fleet only
+	// the default shard's instance (--shard-default) runs the EtcdBackup and EtcdRestore
+	// controllers: those objects are not sharded, and one backup taken by every
+	// instance would be taken several times.
+	Shard etcdcluster.Shard
 	// AllowAmbientS3Credentials lets spec.s3.credentialsSource Environment use the
 	// operator's own S3 identity; by default such objects are refused.
 	AllowAmbientS3Credentials bool
@@ -239,6 +245,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		ClientServiceMetadata: opts.ClientServiceMetadata,
 		PriorityClasses:       opts.PriorityClasses,
 		Scope:                 opts.Scope,
+		Shard:                 opts.Shard,
 		AfterAction:           opts.AfterAction,
 		PinKey:                opts.PinKey,
 		WatchNamespace:        opts.WatchNamespace,
@@ -247,6 +254,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Hasher:                hasher,
 	}).SetupWithManager(mgr); err != nil {
 		return err
+	}
+	if !RunsBackups(opts.Shard) {
+		return nil
 	}
 	if err := (&etcdbackup.Reconciler{
 		Client:        mgr.GetClient(),
@@ -273,6 +283,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		PinKey:        opts.PinKey,
 	}).SetupWithManager(mgr)
 }
+
+// RunsBackups reports whether an instance of this shard runs the EtcdBackup and
+// EtcdRestore controllers: every unsharded instance, and the default shard's of a
+// sharded fleet.
+func RunsBackups(s etcdcluster.Shard) bool { return !s.Enabled() || s.Default }
 
 // detectClusterDomain reads the search list a kubelet writes into a pod's resolv.conf
 // ("<ns>.svc.<domain> svc.<domain> <domain>") and returns <domain>, or "" if absent.

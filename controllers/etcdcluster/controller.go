@@ -32,7 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
@@ -83,6 +82,9 @@ type Reconciler struct {
 	// Scope selects the clusters this instance manages by their scope annotation; empty
 	// means all (ScopeAll).
 	Scope Scope
+	// Shard selects the clusters this instance manages by a label or annotation value
+	// (shard.go); the zero Shard means all.
+	Shard Shard
 	// ClientServiceTypes are the client Service types a cluster may ask for beyond
 	// ClusterIP (the operator's setting: a NodePort or LoadBalancer Service exposes etcd
 	// outside the cluster, which a tenant who may create EtcdClusters but not Services
@@ -172,9 +174,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	*r = *built
 	r.etcdLog = mgr.GetLogger().WithName("etcdcluster").WithName("etcd")
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&etcdv1beta2.EtcdCluster{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return r.Scope.Manages(o.GetAnnotations())
-		}))).
+		For(&etcdv1beta2.EtcdCluster{}, builder.WithPredicates(r.managedPredicate())). // shard.go
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.PersistentVolumeClaim{}). // claims growing report progress
@@ -200,12 +200,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !r.Scope.Manages(c.Annotations) {
-		// Another instance manages it (CoreOS's scope annotation): nothing is touched, not
-		// even status. Events of its pods still arrive here through the owner watch.
+	if !r.manages(&c) { // shard.go
+		// Another instance manages it (CoreOS's scope annotation, or another shard):
+		// nothing is touched, not even status. Events of its pods still arrive here
+		// through the owner watch. A cluster that was this instance's until now (moved
+		// to another shard) is released: its etcd clients closed, its metrics and all
+		// kept of it dropped, so that nothing stale is acted on should it come back.
 		forgetClusterMetrics(req.Namespace, req.Name)
-		r.admins.forget(req.NamespacedName.String())
-		lg.V(1).Info("not managed by this instance's scope", "scope", r.Scope)
+		r.forget(req.NamespacedName.String()) // memory.go
+		r.cmSettle.forget(req.NamespacedName.String())
+		lg.V(1).Info("not managed by this instance", "scope", r.Scope, "shard", r.Shard.String())
 		return ctrl.Result{}, nil
 	}
 	if !c.DeletionTimestamp.IsZero() {
