@@ -11,7 +11,7 @@
 //     reconcile ends (status_writer.go);
 //   - memory.go, memory_*.go: what is kept of each cluster from one reconcile to the next;
 //   - wiring: controller.go (Reconciler, NewReconciler, Reconcile), watch_*.go, metrics*.go,
-//     scope.go (which clusters this instance manages).
+//     scope.go and shard.go (which clusters this instance manages).
 package etcdcluster
 
 import (
