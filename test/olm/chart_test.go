@@ -139,6 +139,7 @@ func allValues() map[string]any {
 		"clusterDomain":                "example.local",
 		"allowExternalBackupEndpoints": true,
 		"scopeAnnotation":              "clusterwide",
+		"shard":                        map[string]any{"key": "etcd.database.coreos.com/shard", "value": "eu-2", "default": true},
 		"allowAmbientS3Credentials":    true,
 		"clientServiceTypes":           []any{"NodePort", "LoadBalancer"},
 		"allowClientServiceMetadata":   true,
@@ -410,6 +411,10 @@ func TestChartValues(t *testing.T) {
 	if !contains(c.Args, "--scope-annotation=clusterwide") || slices.ContainsFunc(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--scope-annotation") }) {
 		t.Errorf("scopeAnnotation: args %q; the default must manage every cluster (no --scope-annotation)", c.Args)
 	}
+	if !contains(c.Args, "--shard-key=etcd.database.coreos.com/shard") || !contains(c.Args, "--shard=eu-2") || !contains(c.Args, "--shard-default") ||
+		slices.ContainsFunc(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--shard") }) {
+		t.Errorf("shard: args %q; the default must not shard (no --shard flags)", c.Args)
+	}
 	if !contains(c.Args, "--allow-ambient-s3-credentials=true") || !contains(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, "--allow-ambient-s3-credentials=false") {
 		t.Errorf("allowAmbientS3Credentials: args %q; the default must not lend the operator's S3 identity", c.Args)
 	}
@@ -620,6 +625,9 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 		"timeout without units": {"backupHashTimeout": "600"},
 		"zero qps":              {"kubeAPIQPS": 0},
 		"unknown scope":         {"scopeAnnotation": "all"},
+		"shard not a DNS label": {"shard": map[string]any{"key": "shard", "value": "Shard_2"}},
+		"shard key not a key":   {"shard": map[string]any{"key": "my shard", "value": "2"}},
+		"shard without a value": {"shard": map[string]any{"key": "shard"}},
 		"class not a name":      {"allowedPriorityClasses": []any{"Gold Class"}},
 		"issuer not a name":     {"allowedClusterIssuers": []any{"shared ca"}},
 	} {
