@@ -206,9 +206,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// through the owner watch. A cluster that was this instance's until now (moved
 		// to another shard) is released: its etcd clients closed, its metrics and all
 		// kept of it dropped, so that nothing stale is acted on should it come back.
-		forgetClusterMetrics(req.Namespace, req.Name)
-		r.forget(req.NamespacedName.String()) // memory.go
-		r.cmSettle.forget(req.NamespacedName.String())
+		r.release(req.NamespacedName)
 		lg.V(1).Info("not managed by this instance", "scope", r.Scope, "shard", r.Shard.String())
 		return ctrl.Result{}, nil
 	}
@@ -299,6 +297,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		lg.V(1).Info("step backing off", "action", action.String(), "retryIn", delay.String())
 		obs.planned = &plannedStep{action: action, summary: summary, at: r.Now()} // reported by the deferred flush
 		return wakeBy(ctrl.Result{RequeueAfter: delay}, tlsDue, r.Now()), nil
+	}
+	if r.movedAway(ctx, req.NamespacedName) { // shard.go
+		// Moved to another shard while this reconcile observed: the instance it joined
+		// acts from now on, and this one neither steps nor writes status.
+		status.discard()
+		r.release(req.NamespacedName)
+		lg.Info("moved to another instance before acting: released", "action", action.String(), "shard", r.Shard.String())
+		return ctrl.Result{}, nil
 	}
 	result, actErr := r.act(ctx, &c, obs, action)
 	if hook := r.AfterAction; hook != nil && actErr == nil {

@@ -1,13 +1,17 @@
 package etcdcluster
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
 // Shard splits a fleet of EtcdClusters between operator instances by the value of one
@@ -119,4 +123,28 @@ func (r *Reconciler) managedPredicate() predicate.Predicate {
 			return r.manages(e.ObjectNew) || (e.ObjectOld != nil && r.manages(e.ObjectOld))
 		},
 	}
+}
+
+// release drops all this instance kept of a cluster it does not (or no longer) manage:
+// its etcd clients, metrics and memory. Nothing is written or deleted: the pods and
+// members are the instance's that manages the cluster now.
+func (r *Reconciler) release(key types.NamespacedName) {
+	forgetClusterMetrics(key.Namespace, key.Name)
+	r.forget(key.String()) // memory.go
+	r.cmSettle.forget(key.String())
+}
+
+// movedAway reports whether the cluster, as the cache holds it now, is no longer this
+// instance's: checked right before a step, it narrows the time two instances may act on
+// one cluster being moved to that of the one step already under way. A cluster the cache
+// cannot show (deleted meanwhile) is left to the step's own checks.
+func (r *Reconciler) movedAway(ctx context.Context, key types.NamespacedName) bool {
+	if !r.Shard.Enabled() && (r.Scope == ScopeAll || r.Scope == "") {
+		return false
+	}
+	var now etcdv1beta2.EtcdCluster
+	if err := r.Get(ctx, key, &now); err != nil {
+		return false
+	}
+	return !r.manages(&now)
 }

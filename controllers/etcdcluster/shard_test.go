@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -219,4 +220,56 @@ func (r *Reconciler) keepsAnything(key string) bool {
 	defer r.health.mu.Unlock()
 	_, ok := r.health.since[key]
 	return ok
+}
+
+// TestReconcileReleasesAClusterMovedWhileObserving: a cluster relabelled for another
+// shard after the reconcile read it (while it observed) is not stepped on: the bootstrap
+// it planned is not performed and no status is written.
+func TestReconcileReleasesAClusterMovedWhileObserving(t *testing.T) {
+	s := fixture.Scheme()
+	cl := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default", UID: "uid-db",
+			Labels: map[string]string{testShardKey: "1"}},
+		Spec: etcdv1beta2.EtcdClusterSpec{Size: 1, Version: "3.6.16"},
+	}
+	moved := false
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cl).
+		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).
+		WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, w client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := w.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if ec, ok := obj.(*etcdv1beta2.EtcdCluster); ok && !moved {
+				// The reconcile holds this copy (shard 1); the next read sees shard 2.
+				moved = true
+				next := ec.DeepCopy()
+				next.Labels = map[string]string{testShardKey: "2"}
+				return w.Update(ctx, next)
+			}
+			return nil
+		}}).Build()
+	rec := record.NewFakeRecorder(100)
+	r := newTestClusterReconciler(t, c, rec, time.Now)
+	r.Shard = Shard{Key: testShardKey, Value: "1"}
+	ctx := context.Background()
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cl)}); err != nil {
+		t.Fatal(err)
+	}
+	if !moved {
+		t.Fatal("the reconcile never read the cluster")
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 0 {
+		t.Errorf("%d member pods created for a cluster moved away before the step", len(pods.Items))
+	}
+	var got etcdv1beta2.EtcdCluster
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cl), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != "" || len(got.Status.Conditions) > 0 {
+		t.Errorf("status written for a cluster moved away: %+v", got.Status)
+	}
 }
