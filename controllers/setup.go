@@ -155,8 +155,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // (Secrets, Certificates, an EtcdBackup's finalizer) are read from the API server.
 func stripUnread(in any) (any, error) {
 	if obj, err := meta.Accessor(in); err == nil {
-		// Nil-checked: setting nil on an object without them allocates nothing and
-		// keeps the informer from seeing a change.
+		// Written only where present, as controller-runtime's own
+		// TransformStripManagedFields does.
 		if obj.GetManagedFields() != nil {
 			obj.SetManagedFields(nil)
 		}

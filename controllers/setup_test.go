@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/etcd-operator/etcd-operator/controllers/etcdcluster"
 )
 
 func TestDetectClusterDomain(t *testing.T) {
@@ -38,6 +40,23 @@ func TestAPIServerAddrs(t *testing.T) {
 	for i := range want {
 		if got[i].String() != want[i] {
 			t.Errorf("got %v, want %v", got, want)
+		}
+	}
+}
+
+// In a sharded fleet only the default shard's instance runs the EtcdBackup and
+// EtcdRestore controllers (those objects are not sharded); an unsharded one always does.
+func TestRunsBackups(t *testing.T) {
+	for _, tc := range []struct {
+		shard etcdcluster.Shard
+		want  bool
+	}{
+		{etcdcluster.Shard{}, true},
+		{etcdcluster.Shard{Key: "shard", Value: "a", Default: true}, true},
+		{etcdcluster.Shard{Key: "shard", Value: "b"}, false},
+	} {
+		if got := RunsBackups(tc.shard); got != tc.want {
+			t.Errorf("RunsBackups(%s) = %v, want %v", tc.shard, got, tc.want)
 		}
 	}
 }
