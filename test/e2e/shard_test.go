@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers/etcdcluster"
@@ -15,7 +17,7 @@ import (
 )
 
 // shardActions records the steps each operator instance performs on one cluster, split
-// at the moment the test moves the cluster to another shard.
+// at the moment the test has seen the cluster's move reach the instance it leaves.
 type shardActions struct {
 	cluster string
 	mu      sync.Mutex
@@ -79,8 +81,8 @@ func memberRuns(pods map[string]corev1.Pod) map[string]memberRun {
 // TestClusterMovesBetweenShards: two operator instances share the bench, one per shard
 // of etcd.database.coreos.com/shard, each leading its own Lease. A cluster of shard a is
 // created by a; relabelled for shard b, it is released by a (which performs no step on
-// it afterwards, though it is then scaled) and taken over in place by b, which scales
-// it: the running member keeps its pod (same UID) and was never restarted.
+// it once it has seen the move, though it is then scaled) and taken over in place by b,
+// which scales it: the running member keeps its pod (same UID) and was never restarted.
 func TestClusterMovesBetweenShards(t *testing.T) {
 	e := setupWithOperatorImage(t)
 	e.StopOperatorNow()
@@ -103,8 +105,21 @@ func TestClusterMovesBetweenShards(t *testing.T) {
 		t.Fatalf("steps before the move: %v; want shard a's only", before)
 	}
 
-	rec.move()
 	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Labels[key] = "b" })
+	// Steps are counted as a's after the move once a's cache shows it: a step of a
+	// reconcile that began before (a "done" of the idle cluster) may end just after the
+	// update was sent.
+	e.Eventually(30*time.Second, "shard a sees the cluster moved", func() error {
+		var seen etcdv1beta2.EtcdCluster
+		if err := a.Client().Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &seen); err != nil {
+			return err
+		}
+		if v := seen.Labels[key]; v != "b" {
+			return fmt.Errorf("shard a's cache has %s=%q", key, v)
+		}
+		return nil
+	})
+	rec.move()
 	// Scaled once moved: were shard a still acting, it would take steps for this too.
 	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = 2 })
 	e.WaitAvailable(name, 2, 120*time.Second)

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/etcd-operator/etcd-operator/controllers"
@@ -46,6 +47,10 @@ func (e *Env) StartShard(shard etcdcluster.Shard, afterAction func(ctx context.C
 	e.t.Cleanup(r.Kill)
 	return r
 }
+
+// Client is the instance's own client, which reads from its cache: what the instance
+// sees of a cluster.
+func (r *Replica) Client() client.Client { return r.mgr.GetClient() }
 
 // WaitLeading waits until every instance leads (each on its own Lease).
 func (e *Env) WaitLeading(timeout time.Duration, rs ...*Replica) {
