@@ -19,6 +19,8 @@ import (
 	"fmt"
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"os"
+	"runtime/debug"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -109,6 +111,12 @@ func runManager(args []string) int {
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
+	if limit, err := softMemoryLimit(os.Getenv); err != nil {
+		log.Error(err, "no soft memory limit set: the heap may grow into the container's memory limit")
+	} else if limit > 0 {
+		debug.SetMemoryLimit(limit)
+		log.Info("soft memory limit set", "bytes", limit, "of", os.Getenv(memoryLimitEnv))
+	}
 	svcTypes, err := parseClientServiceTypes(clientServiceTypes)
 	if err != nil {
 		log.Error(err, "bad --client-service-types")
@@ -226,6 +234,33 @@ func runManager(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// memoryLimitEnv names the container's memory limit in bytes, which the install
+// manifests pass through the downward API (resourceFieldRef limits.memory).
+const memoryLimitEnv = "MEMORY_LIMIT"
+
+// softMemoryLimit is the Go runtime's soft memory limit for a container whose memory
+// limit is $MEMORY_LIMIT bytes: 90% of it, so the collector works harder as the heap
+// nears the limit instead of the kernel killing the process at it; the tenth left is for
+// what the runtime does not count (thread stacks outside the heap, the binary's mapped
+// pages). 0 when nothing is to be set: GOMEMLIMIT, when set, is the administrator's
+// choice and already applied by the runtime; without MEMORY_LIMIT there is no limit to
+// follow. (A container without a memory limit gets the node's allocatable memory from
+// the downward API: 90% of that is harmless.)
+func softMemoryLimit(getenv func(string) string) (int64, error) {
+	if getenv("GOMEMLIMIT") != "" {
+		return 0, nil
+	}
+	v := getenv(memoryLimitEnv)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q: want the container's memory limit in bytes (resourceFieldRef limits.memory)", memoryLimitEnv, v)
+	}
+	return n - n/10, nil
 }
 
 // parseClientServiceTypes checks --client-service-types: NodePort and LoadBalancer only
