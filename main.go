@@ -166,9 +166,7 @@ func runManager(args []string) int {
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 etcdwebhook.NewServer(wh),
 	}
-	controllers.RestrictToNamespace(&mgrOpts, *watchNamespace)
-	controllers.NeverCacheSecrets(&mgrOpts)
-	controllers.CacheOnlyOwned(&mgrOpts)
+	controllers.ApplyCacheOptions(&mgrOpts, *watchNamespace)
 
 	restCfg := ctrl.GetConfigOrDie()
 	restCfg.QPS, restCfg.Burst = float32(*kubeAPIQPS), *kubeAPIBurst

@@ -43,8 +43,7 @@ func TestManagerCachesOnlyOwned(t *testing.T) {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	opts := ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}
-	NeverCacheSecrets(&opts)
-	CacheOnlyOwned(&opts)
+	ApplyCacheOptions(&opts, "")
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -159,9 +158,7 @@ func TestOperatorCacheHoldsNoUnrelatedObjects(t *testing.T) {
 			rec.Cache = c
 			return rec, err
 		}}
-	RestrictToNamespace(&opts, "")
-	NeverCacheSecrets(&opts)
-	CacheOnlyOwned(&opts)
+	ApplyCacheOptions(&opts, "") // as main.go and the e2e framework
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -278,7 +275,7 @@ func TestOperatorCacheHoldsNoUnrelatedObjects(t *testing.T) {
 	defer rec.mu.Unlock()
 	for _, k := range rec.types {
 		if !slices.Contains(known, k) {
-			t.Errorf("the operator caches %s, which is neither its own nor selected by label: select it in CacheOnlyOwned or read it with the APIReader", k)
+			t.Errorf("the operator caches %s, which is neither its own nor selected by label: select it in cacheOnlyOwned or read it with the APIReader", k)
 		}
 	}
 }

@@ -100,30 +100,42 @@ type Options struct {
 	// (etcdcluster.Reconciler.ClusterIssuers); empty: none, "*": any.
 	ClusterIssuers []string
 	// WatchNamespace is the one namespace the operator manages (--watch-namespace, also
-	// given to RestrictToNamespace); empty: all.
+	// given to ApplyCacheOptions); empty: all.
 	WatchNamespace string
 }
 
-// RestrictToNamespace limits the manager's caches to one namespace (empty: all).
-func RestrictToNamespace(opts *ctrl.Options, namespace string) {
+// ApplyCacheOptions sets what the manager caches and what its client reads around the
+// cache, as the operator runs: only watchNamespace (empty: all), never Secrets, and only
+// the objects the operator makes, stripped of what it never reads. main.go and the e2e
+// framework's in-process operator both build their managers with it, so end-to-end tests
+// run the caches users run; the parts are unexported so that neither can take one
+// without the others.
+func ApplyCacheOptions(opts *ctrl.Options, watchNamespace string) {
+	restrictToNamespace(opts, watchNamespace)
+	neverCacheSecrets(opts)
+	cacheOnlyOwned(opts)
+}
+
+// restrictToNamespace limits the manager's caches to one namespace (empty: all).
+func restrictToNamespace(opts *ctrl.Options, namespace string) {
 	if namespace == "" {
 		return
 	}
 	opts.Cache.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 }
 
-// NeverCacheSecrets makes the manager's client read Secrets from the API server on each
+// neverCacheSecrets makes the manager's client read Secrets from the API server on each
 // Get: the operator reads only the Secrets a CR names, so it needs (and is granted) no
 // list or watch on Secrets, and holds no copy of every Secret in the cluster. Without
 // this, the first Get of a Secret through the client would start a cluster-wide informer.
-func NeverCacheSecrets(opts *ctrl.Options) {
+func neverCacheSecrets(opts *ctrl.Options) {
 	if opts.Client.Cache == nil {
 		opts.Client.Cache = &client.CacheOptions{}
 	}
 	opts.Client.Cache.DisableFor = append(opts.Client.Cache.DisableFor, &corev1.Secret{})
 }
 
-// CacheOnlyOwned makes the manager's informers for pods, claims, Services and
+// cacheOnlyOwned makes the manager's informers for pods, claims, Services and
 // PodDisruptionBudgets list and watch only the objects the operator makes (labelled
 // render.OwnedSelector, which CoreOS's member pods, app=etcd, match too): a tenant's
 // other pods, however many and however large, never enter the operator's memory.
@@ -131,8 +143,8 @@ func NeverCacheSecrets(opts *ctrl.Options) {
 // Nodes, the one kind watched whole (a cordon wakes the clusters on it), also without
 // their image lists and volume lists (stripNodeUnread). Reads of objects that may lack
 // the label (a pod of the operator's own, a pod an older operator made) go through the
-// manager's APIReader, and Secrets are never cached (NeverCacheSecrets).
-func CacheOnlyOwned(opts *ctrl.Options) {
+// manager's APIReader, and Secrets are never cached (neverCacheSecrets).
+func cacheOnlyOwned(opts *ctrl.Options) {
 	if opts.Cache.ByObject == nil {
 		opts.Cache.ByObject = map[client.Object]cache.ByObject{}
 	}

@@ -106,7 +106,7 @@ type Reconciler struct {
 	ClusterIssuers []string
 
 	// WatchNamespace is the one namespace the operator manages (--watch-namespace);
-	// empty: all. The manager's caches get it from controllers.RestrictToNamespace; the
+	// empty: all. The manager's caches get it from controllers.ApplyCacheOptions; the
 	// Certificates cache, made apart (act_tls_certmanager.go), from here.
 	WatchNamespace string
 

@@ -132,7 +132,9 @@ func (e *Env) newManager(logger logr.Logger, tune func(*ctrl.Options), tuneContr
 		HealthProbeBindAddress: "0",
 		Logger:                 logger,
 	}
-	controllers.CacheOnlyOwned(&opts) // as main.go: the tests see what production caches
+	// As main.go, through the same function: the tests cache what production caches
+	// and read Secrets from the API server as it does.
+	controllers.ApplyCacheOptions(&opts, "")
 	// client-go's recorder stops recording an object's events after a burst of 25 (its
 	// spam filter) and folds more than 10 similar ones into one: a test asserting that an
 	// event was not emitted, or emitted exactly once, would then pass whatever the

@@ -1,6 +1,6 @@
 // Package cacheheap measures the operator manager's heap against unrelated objects in the
 // namespaces it watches (issue #27 item 6): its informers for pods, claims, Services and
-// budgets hold only what the operator makes (controllers.CacheOnlyOwned), so a tenant's
+// budgets hold only what the operator makes (controllers.ApplyCacheOptions), so a tenant's
 // 2,000 large pods must leave the heap where it was. It runs against envtest's API server
 // (no nodes needed: the cache is what is measured) with `make benchmark`.
 package cacheheap
@@ -76,8 +76,7 @@ func BenchmarkOperatorHeapUnrelatedPods(b *testing.B) {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 
 	opts := ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}
-	controllers.NeverCacheSecrets(&opts)
-	controllers.CacheOnlyOwned(&opts)
+	controllers.ApplyCacheOptions(&opts, "")
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		b.Fatal(err)
