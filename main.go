@@ -19,6 +19,8 @@ import (
 	"fmt"
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"os"
+	"runtime/debug"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,6 +89,9 @@ func runManager(args []string) int {
 		allowAmbientS3   = fs.Bool("allow-ambient-s3-credentials", false, "let EtcdBackups and EtcdRestores with spec.s3.credentialsSource Environment use this operator's own S3 identity (environment, web identity token, instance role); off, they are refused and must name a Secret: a tenant could otherwise read and write every bucket the operator may")
 		kubeAPIQPS       = fs.Float64("kube-api-qps", 50, "requests per second the operator may make to the Kubernetes API server, sustained (client-go's own default, 20 with a burst of 30, throttles an operator managing ~100 clusters)")
 		kubeAPIBurst     = fs.Int("kube-api-burst", 100, "requests the operator may make to the Kubernetes API server in a burst above --kube-api-qps")
+		shardKey         = fs.String("shard-key", "", "label or annotation of EtcdClusters whose value splits a fleet between operator instances (e.g. etcd.database.coreos.com/shard); with --shard, this instance manages only the clusters whose value is its own (a label wins over an annotation of the same key). Default: no sharding")
+		shardValue       = fs.String("shard", "", "this instance's shard: the value of --shard-key on the clusters it manages (a DNS label: lowercase letters, digits, '-'); it also names the instance's leader-election Lease, so the shards elect their leaders apart")
+		shardDefault     = fs.Bool("shard-default", false, "with --shard-key: also manage the clusters without the key, and run the EtcdBackup and EtcdRestore controllers (which are not sharded). Start exactly one instance of a fleet with it")
 		allowExternal    = fs.Bool("allow-external-backup-endpoints", false, "let an EtcdBackup's spec.etcdEndpoints name etcd outside the backup's namespace (default: only EtcdClusters of its own namespace; a tenant who may create EtcdBackups could otherwise make the operator dial any address)")
 	)
 	var allowS3Endpoints stringList
@@ -106,6 +111,12 @@ func runManager(args []string) int {
 	_ = fs.Parse(args)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
+	if limit, err := softMemoryLimit(os.Getenv); err != nil {
+		log.Error(err, "no soft memory limit set: the heap may grow into the container's memory limit")
+	} else if limit > 0 {
+		debug.SetMemoryLimit(limit)
+		log.Info("soft memory limit set", "bytes", limit, "of", os.Getenv(memoryLimitEnv))
+	}
 	svcTypes, err := parseClientServiceTypes(clientServiceTypes)
 	if err != nil {
 		log.Error(err, "bad --client-service-types")
@@ -114,6 +125,12 @@ func runManager(args []string) int {
 	scope, err := etcdcluster.ParseScope(*scopeAnnotation)
 	if err != nil {
 		log.Error(err, "bad --scope-annotation")
+		return 2
+	}
+
+	shard, err := etcdcluster.ParseShard(*shardKey, *shardValue, *shardDefault)
+	if err != nil {
+		log.Error(err, "bad sharding flags")
 		return 2
 	}
 
@@ -141,7 +158,7 @@ func runManager(args []string) int {
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  *probeAddr,
 		LeaderElection:          *leaderElect,
-		LeaderElectionID:        "etcd-operator.etcd.database.coreos.com",
+		LeaderElectionID:        shard.LeaseID("etcd-operator.etcd.database.coreos.com"),
 		LeaderElectionNamespace: *leaderElectionNS,
 		// The process exits as soon as the manager stops, so a leader that is shut down
 		// (pod deleted, rollout, helm upgrade) hands the Lease over at once instead of the
@@ -149,9 +166,7 @@ func runManager(args []string) int {
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 etcdwebhook.NewServer(wh),
 	}
-	controllers.RestrictToNamespace(&mgrOpts, *watchNamespace)
-	controllers.NeverCacheSecrets(&mgrOpts)
-	controllers.CacheOnlyOwned(&mgrOpts)
+	controllers.ApplyCacheOptions(&mgrOpts, *watchNamespace)
 
 	restCfg := ctrl.GetConfigOrDie()
 	restCfg.QPS, restCfg.Burst = float32(*kubeAPIQPS), *kubeAPIBurst
@@ -180,6 +195,7 @@ func runManager(args []string) int {
 	if err := controllers.SetupWithManager(mgr, controllers.Options{
 		ClusterDomain: *clusterDomain, OperatorImage: *operatorImage, AllowExternalBackupEndpoints: *allowExternal,
 		Scope:                     scope,
+		Shard:                     shard,
 		AllowAmbientS3Credentials: *allowAmbientS3,
 		AllowS3Endpoints:          allowS3Endpoints,
 		MaxBackupBytes:            *maxBackupBytes,
@@ -209,12 +225,40 @@ func runManager(args []string) int {
 		log.Error(err, "unable to set up the conversion webhook")
 		return 1
 	}
-	log.Info("starting manager", "version", version, "watchNamespace", *watchNamespace)
+	log.Info("starting manager", "version", version, "watchNamespace", *watchNamespace, "shard", shard.String(),
+		"backupsAndRestores", controllers.RunsBackups(shard))
 	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "manager exited with an error")
 		return 1
 	}
 	return 0
+}
+
+// memoryLimitEnv names the container's memory limit in bytes, which the install
+// manifests pass through the downward API (resourceFieldRef limits.memory).
+const memoryLimitEnv = "MEMORY_LIMIT"
+
+// softMemoryLimit is the Go runtime's soft memory limit for a container whose memory
+// limit is $MEMORY_LIMIT bytes: 90% of it, so the collector works harder as the heap
+// nears the limit instead of the kernel killing the process at it; the tenth left is for
+// what the runtime does not count (thread stacks outside the heap, the binary's mapped
+// pages). 0 when nothing is to be set: GOMEMLIMIT, when set, is the administrator's
+// choice and already applied by the runtime; without MEMORY_LIMIT there is no limit to
+// follow. (A container without a memory limit gets the node's allocatable memory from
+// the downward API: 90% of that is harmless.)
+func softMemoryLimit(getenv func(string) string) (int64, error) {
+	if getenv("GOMEMLIMIT") != "" {
+		return 0, nil
+	}
+	v := getenv(memoryLimitEnv)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q: want the container's memory limit in bytes (resourceFieldRef limits.memory)", memoryLimitEnv, v)
+	}
+	return n - n/10, nil
 }
 
 // parseClientServiceTypes checks --client-service-types: NodePort and LoadBalancer only

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseClientServiceTypes(t *testing.T) {
 	got, err := parseClientServiceTypes(stringList{"NodePort", "ClusterIP", "LoadBalancer"})
@@ -11,5 +14,33 @@ func TestParseClientServiceTypes(t *testing.T) {
 		if _, err := parseClientServiceTypes(stringList{bad}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+func TestSoftMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		env       map[string]string
+		want      int64
+		wantError bool
+	}{
+		{"the shipped 256Mi limit", map[string]string{"MEMORY_LIMIT": "268435456"}, 241591911, false},
+		{"GOMEMLIMIT wins", map[string]string{"MEMORY_LIMIT": "268435456", "GOMEMLIMIT": "200MiB"}, 0, false},
+		{"GOMEMLIMIT=off wins too", map[string]string{"MEMORY_LIMIT": "268435456", "GOMEMLIMIT": "off"}, 0, false},
+		{"no limit given", nil, 0, false},
+		{"a huge limit does not overflow", map[string]string{"MEMORY_LIMIT": "9223372036854775807"}, 9223372036854775807 - 922337203685477580, false},
+		{"a quantity, not bytes", map[string]string{"MEMORY_LIMIT": "256Mi"}, 0, true},
+		{"zero", map[string]string{"MEMORY_LIMIT": "0"}, 0, true},
+		{"negative", map[string]string{"MEMORY_LIMIT": "-1"}, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := softMemoryLimit(func(k string) string { return tc.env[k] })
+			if got != tc.want || (err != nil) != tc.wantError {
+				t.Errorf("got %d, %v; want %d, error %v", got, err, tc.want, tc.wantError)
+			}
+			if err != nil && !strings.Contains(err.Error(), "MEMORY_LIMIT") {
+				t.Errorf("error %q does not name MEMORY_LIMIT", err)
+			}
+		})
 	}
 }

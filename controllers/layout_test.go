@@ -152,13 +152,13 @@ func TestREADMELayoutListsEveryPackage(t *testing.T) {
 
 // TestClusterControllerFileNames keeps controllers/etcdcluster on one naming scheme: a
 // file belongs to a phase of the reconcile (observe_*, act_*, status_*), to what is kept
-// across reconciles (memory_*), or to the wiring (controller.go, scope.go, watch_*,
+// across reconciles (memory_*), or to the wiring (controller.go, scope.go, shard.go, watch_*,
 // metrics_*); a test file is named after the source it tests (its name, or its name and
 // a suffix), or holds shared fixtures (testfixture_*).
 func TestClusterControllerFileNames(t *testing.T) {
 	const dir = "etcdcluster"
 	scheme := regexp.MustCompile(`^(observe|act|status|memory|watch|metrics)(_[a-z0-9_]+)?\.go$`)
-	wiring := map[string]bool{"controller.go": true, "scope.go": true}
+	wiring := map[string]bool{"controller.go": true, "scope.go": true, "shard.go": true}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -4,20 +4,30 @@ package controllers
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	etcdv1 "github.com/etcd-operator/etcd-operator/api/v1"
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 	"github.com/etcd-operator/etcd-operator/internal/test/poll"
@@ -33,8 +43,7 @@ func TestManagerCachesOnlyOwned(t *testing.T) {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	opts := ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}
-	NeverCacheSecrets(&opts)
-	CacheOnlyOwned(&opts)
+	ApplyCacheOptions(&opts, "")
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -125,5 +134,148 @@ func TestManagerCachesOnlyOwned(t *testing.T) {
 	})
 	if got := names(&svcs); slices.Contains(got, "tenant-svc") || slices.Contains(got, "kubernetes") {
 		t.Errorf("cached Services %v; want only the operator's", got)
+	}
+}
+
+// TestOperatorCacheHoldsNoUnrelatedObjects runs the operator's whole controller setup
+// with main.go's cache options and fills other namespaces with 2,000 pods it did not
+// make: its cache then holds none of them, only the member pod of a cluster (here one a
+// CoreOS operator made, which a takeover must see). Every kind the operator caches is
+// one it selects by label or needs whole, so a new broad watch fails this test until
+// it is looked at; Nodes and EtcdClusters are cached without what the operator never
+// reads.
+func TestOperatorCacheHoldsNoUnrelatedObjects(t *testing.T) {
+	cfg := fixture.Envtest(t, filepath.Join("..", "config", "crd", "bases"))
+	s := fixture.Scheme()
+	utilruntime.Must(etcdv1.AddToScheme(s))
+	rec := &recordingCache{}
+	opts := ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Logger: logr.Discard(),
+		// Another test of this package registers the controllers in this process too.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		NewCache: func(cfg *rest.Config, o cache.Options) (cache.Cache, error) {
+			c, err := cache.New(cfg, o)
+			rec.Cache = c
+			return rec, err
+		}}
+	ApplyCacheOptions(&opts, "") // as main.go and the e2e framework
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SetupWithManager(mgr, Options{ClusterDomain: "cluster.local", OperatorImage: "op:test"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := fixture.StartManager(t, mgr)
+
+	fast := rest.CopyConfig(cfg)
+	fast.QPS, fast.Burst = 500, 500
+	direct, err := client.New(fast, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenants := []string{"tenant-a", "tenant-b", "tenant-c", "tenant-d"}
+	for _, ns := range tenants {
+		fixture.MustCreate(ctx, t, direct, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{"zone": "a"}}}
+	fixture.MustCreate(ctx, t, direct, node)
+	node.Status.Images = []corev1.ContainerImage{{Names: []string{"registry.invalid/big:1"}, SizeBytes: 1 << 30}}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	if err := direct.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	// Paused: the test is about what the cache holds, not what the operator does.
+	ec := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default",
+		Annotations: map[string]string{lastApplied: `{"spec":{"size":3}}`}},
+		Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Paused: true}}
+	fixture.MustCreate(ctx, t, direct, ec)
+
+	const unrelated = 2000
+	var (
+		wg   sync.WaitGroup
+		next = make(chan int)
+		errs = make(chan error, unrelated)
+	)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				labels := map[string]string{"app": "web"}
+				if i%2 == 1 {
+					labels = map[string]string{"app.kubernetes.io/name": "etcd", "etcd_cluster": "theirs"} // looks close, is not ours
+				}
+				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: tenants[i%len(tenants)], Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web"}}}}
+				if err := direct.Create(ctx, p); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for i := range unrelated {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("create an unrelated pod: %v", err)
+	}
+	// Created last: once the cache holds it, it has seen every earlier pod event its
+	// selector lets through (one ordered watch stream per kind).
+	coreos := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old-0000", Namespace: "tenant-d",
+		Labels: map[string]string{"app": "etcd", "etcd_cluster": "old"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "etcd", Image: "etcd"}}}}
+	fixture.MustCreate(ctx, t, direct, coreos)
+
+	c := mgr.GetClient()
+	poll.Eventually(t, 60*time.Second, 100*time.Millisecond, "the cache holds CoreOS's member pod, created last", func() error {
+		var p corev1.Pod
+		return c.Get(ctx, client.ObjectKeyFromObject(coreos), &p)
+	})
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods); err != nil {
+		t.Fatal(err)
+	}
+	var held []string
+	for _, p := range pods.Items {
+		if slices.Contains(tenants, p.Namespace) {
+			held = append(held, p.Namespace+"/"+p.Name)
+		}
+	}
+	if len(held) != 1 || held[0] != "tenant-d/old-0000" {
+		t.Errorf("the cache holds %d pods of the tenants' namespaces (first: %v); want only CoreOS's member pod", len(held), held[:min(len(held), 5)])
+	}
+	t.Logf("%d unrelated pods created; the cache holds %d pods in all", unrelated, len(pods.Items))
+
+	var cachedNode corev1.Node
+	if err := c.Get(ctx, client.ObjectKey{Name: node.Name}, &cachedNode); err != nil {
+		t.Fatal(err)
+	}
+	if len(cachedNode.Status.Images) != 0 || len(cachedNode.Status.Conditions) == 0 || cachedNode.Labels["zone"] != "a" {
+		t.Errorf("cached Node: %d images (want 0), conditions %v, labels %v (want both kept)",
+			len(cachedNode.Status.Images), cachedNode.Status.Conditions, cachedNode.Labels)
+	}
+	var cachedCluster etcdv1beta2.EtcdCluster
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ec), &cachedCluster); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cachedCluster.Annotations[lastApplied]; ok || len(cachedCluster.ManagedFields) != 0 {
+		t.Errorf("cached EtcdCluster keeps what the operator never reads: annotations %v, %d managedFields",
+			cachedCluster.Annotations, len(cachedCluster.ManagedFields))
+	}
+
+	// Every kind in the cache: the operator's own CRs, the four kinds selected by label,
+	// and Nodes (few, stripped). Anything else is a broad watch to review.
+	known := []string{"EtcdCluster", "EtcdBackup", "EtcdRestore", "Pod", "Service", "PersistentVolumeClaim",
+		"PodDisruptionBudget", "Node"}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, k := range rec.types {
+		if !slices.Contains(known, k) {
+			t.Errorf("the operator caches %s, which is neither its own nor selected by label: select it in cacheOnlyOwned or read it with the APIReader", k)
+		}
 	}
 }

@@ -50,7 +50,7 @@ func TestManagerNeverCachesSecrets(t *testing.T) {
 			return rec, err
 		},
 	}
-	NeverCacheSecrets(&opts)
+	neverCacheSecrets(&opts)
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,6 +67,12 @@ type Options struct {
 	// Scope selects, by CoreOS's scope annotation, which EtcdClusters this instance
 	// manages; empty means all.
 	Scope etcdcluster.Scope
+	// Shard selects, by a label or annotation value, which EtcdClusters this instance
+	// manages (--shard-key, --shard); the zero Shard means all. In a sharded fleet only
+	// the default shard's instance (--shard-default) runs the EtcdBackup and EtcdRestore
+	// controllers: those objects are not sharded, and one backup taken by every
+	// instance would be taken several times.
+	Shard etcdcluster.Shard
 	// AllowAmbientS3Credentials lets spec.s3.credentialsSource Environment use the
 	// operator's own S3 identity; by default such objects are refused.
 	AllowAmbientS3Credentials bool
@@ -93,36 +100,51 @@ type Options struct {
 	// (etcdcluster.Reconciler.ClusterIssuers); empty: none, "*": any.
 	ClusterIssuers []string
 	// WatchNamespace is the one namespace the operator manages (--watch-namespace, also
-	// given to RestrictToNamespace); empty: all.
+	// given to ApplyCacheOptions); empty: all.
 	WatchNamespace string
 }
 
-// RestrictToNamespace limits the manager's caches to one namespace (empty: all).
-func RestrictToNamespace(opts *ctrl.Options, namespace string) {
+// ApplyCacheOptions sets what the manager caches and what its client reads around the
+// cache, as the operator runs: only watchNamespace (empty: all), never Secrets, and only
+// the objects the operator makes, stripped of what it never reads. main.go and the e2e
+// framework's in-process operator both build their managers with it, so end-to-end tests
+// run the caches users run; the parts are unexported so that neither can take one
+// without the others.
+func ApplyCacheOptions(opts *ctrl.Options, watchNamespace string) {
+	restrictToNamespace(opts, watchNamespace)
+	neverCacheSecrets(opts)
+	cacheOnlyOwned(opts)
+}
+
+// restrictToNamespace limits the manager's caches to one namespace (empty: all).
+func restrictToNamespace(opts *ctrl.Options, namespace string) {
 	if namespace == "" {
 		return
 	}
 	opts.Cache.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 }
 
-// NeverCacheSecrets makes the manager's client read Secrets from the API server on each
+// neverCacheSecrets makes the manager's client read Secrets from the API server on each
 // Get: the operator reads only the Secrets a CR names, so it needs (and is granted) no
 // list or watch on Secrets, and holds no copy of every Secret in the cluster. Without
 // this, the first Get of a Secret through the client would start a cluster-wide informer.
-func NeverCacheSecrets(opts *ctrl.Options) {
+func neverCacheSecrets(opts *ctrl.Options) {
 	if opts.Client.Cache == nil {
 		opts.Client.Cache = &client.CacheOptions{}
 	}
 	opts.Client.Cache.DisableFor = append(opts.Client.Cache.DisableFor, &corev1.Secret{})
 }
 
-// CacheOnlyOwned makes the manager's informers for pods, claims, Services and
+// cacheOnlyOwned makes the manager's informers for pods, claims, Services and
 // PodDisruptionBudgets list and watch only the objects the operator makes (labelled
-// render.OwnedSelector): a tenant's other pods, however many and however large, never
-// enter the operator's memory. Every cached object is stored without managedFields,
-// which the operator never reads. Reads of objects that may lack the label (a pod of
-// the operator's own, a pod an older operator made) go through the manager's APIReader.
-func CacheOnlyOwned(opts *ctrl.Options) {
+// render.OwnedSelector, which CoreOS's member pods, app=etcd, match too): a tenant's
+// other pods, however many and however large, never enter the operator's memory.
+// Every cached object is stored without what the operator never reads (stripUnread);
+// Nodes, the one kind watched whole (a cordon wakes the clusters on it), also without
+// their image lists and volume lists (stripNodeUnread). Reads of objects that may lack
+// the label (a pod of the operator's own, a pod an older operator made) go through the
+// manager's APIReader, and Secrets are never cached (neverCacheSecrets).
+func cacheOnlyOwned(opts *ctrl.Options) {
 	if opts.Cache.ByObject == nil {
 		opts.Cache.ByObject = map[client.Object]cache.ByObject{}
 	}
@@ -130,7 +152,47 @@ func CacheOnlyOwned(opts *ctrl.Options) {
 	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.PersistentVolumeClaim{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}} {
 		opts.Cache.ByObject[obj] = cache.ByObject{Label: sel}
 	}
-	opts.Cache.DefaultTransform = cache.TransformStripManagedFields()
+	opts.Cache.ByObject[&corev1.Node{}] = cache.ByObject{Transform: stripNodeUnread}
+	opts.Cache.DefaultTransform = stripUnread
+}
+
+// lastApplied is the annotation kubectl apply writes: a second copy of the object as
+// last applied (for an EtcdCluster, its whole spec again), which the operator never reads.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// stripUnread drops managedFields and kubectl's last-applied copy from an object before
+// the cache stores it. Safe because no cached object is written back whole: the
+// operator changes cached objects with merge patches computed against the same
+// stripped copy (which leave the dropped fields alone), and the objects it Updates
+// (Secrets, Certificates, an EtcdBackup's finalizer) are read from the API server.
+func stripUnread(in any) (any, error) {
+	if obj, err := meta.Accessor(in); err == nil {
+		// Written only where present, as controller-runtime's own
+		// TransformStripManagedFields does.
+		if obj.GetManagedFields() != nil {
+			obj.SetManagedFields(nil)
+		}
+		if a := obj.GetAnnotations(); a != nil {
+			if _, ok := a[lastApplied]; ok {
+				delete(a, lastApplied)
+				obj.SetAnnotations(a)
+			}
+		}
+	}
+	return in, nil
+}
+
+// stripNodeUnread is stripUnread for Nodes, which also lose the lists of images they
+// hold and of volumes attached and in use (tens of KiB on a busy node, times every node
+// of the Kubernetes cluster). The operator reads a Node's name, labels, taints,
+// unschedulable and conditions (observe_cordon.go), nothing else.
+func stripNodeUnread(in any) (any, error) {
+	if n, ok := in.(*corev1.Node); ok {
+		n.Status.Images = nil
+		n.Status.VolumesInUse = nil
+		n.Status.VolumesAttached = nil
+	}
+	return stripUnread(in)
 }
 
 // s3Access is what every controller lends tenants to reach S3 from the operator's
@@ -195,6 +257,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		ClientServiceMetadata: opts.ClientServiceMetadata,
 		PriorityClasses:       opts.PriorityClasses,
 		Scope:                 opts.Scope,
+		Shard:                 opts.Shard,
 		AfterAction:           opts.AfterAction,
 		PinKey:                opts.PinKey,
 		WatchNamespace:        opts.WatchNamespace,
@@ -203,6 +266,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Hasher:                hasher,
 	}).SetupWithManager(mgr); err != nil {
 		return err
+	}
+	if !RunsBackups(opts.Shard) {
+		return nil
 	}
 	if err := (&etcdbackup.Reconciler{
 		Client:        mgr.GetClient(),
@@ -229,6 +295,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		PinKey:        opts.PinKey,
 	}).SetupWithManager(mgr)
 }
+
+// RunsBackups reports whether an instance of this shard runs the EtcdBackup and
+// EtcdRestore controllers: every unsharded instance, and the default shard's of a
+// sharded fleet.
+func RunsBackups(s etcdcluster.Shard) bool { return !s.Enabled() || s.Default }
 
 // detectClusterDomain reads the search list a kubelet writes into a pod's resolv.conf
 // ("<ns>.svc.<domain> svc.<domain> <domain>") and returns <domain>, or "" if absent.

@@ -26,7 +26,7 @@ func TestUnlabelledBackupPodOfOlderOperatorFinishes(t *testing.T) {
 	if err := h.c.Update(h.ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	// The manager's client as CacheOnlyOwned makes it: pods outside the selector are not found.
+	// The manager's client as controllers.ApplyCacheOptions makes it: pods outside the selector are not found.
 	creates := 0
 	h.r.Client = interceptor.NewClient(h.c.(client.WithWatch), interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {

@@ -299,7 +299,7 @@ func (r *Reconciler) builtinNames(ctx context.Context, c *etcdv1beta2.EtcdCluste
 // secretReader reads built-in issuing's Secrets from the API server: the CA Secret is
 // the state, and a cached copy one write behind would issue a generation twice or point
 // members back at the one before (production never caches Secrets anyway,
-// controllers.NeverCacheSecrets; a manager set up otherwise, as in tests, might).
+// controllers.ApplyCacheOptions; a manager set up otherwise, as in tests, might).
 func (r *Reconciler) secretReader() client.Reader {
 	if r.APIReader != nil {
 		return r.APIReader

@@ -11,7 +11,7 @@
 //     reconcile ends (status_writer.go);
 //   - memory.go, memory_*.go: what is kept of each cluster from one reconcile to the next;
 //   - wiring: controller.go (Reconciler, NewReconciler, Reconcile), watch_*.go, metrics*.go,
-//     scope.go (which clusters this instance manages).
+//     scope.go and shard.go (which clusters this instance manages).
 package etcdcluster
 
 import (
@@ -32,7 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
@@ -83,6 +82,9 @@ type Reconciler struct {
 	// Scope selects the clusters this instance manages by their scope annotation; empty
 	// means all (ScopeAll).
 	Scope Scope
+	// Shard selects the clusters this instance manages by a label or annotation value
+	// (shard.go); the zero Shard means all.
+	Shard Shard
 	// ClientServiceTypes are the client Service types a cluster may ask for beyond
 	// ClusterIP (the operator's setting: a NodePort or LoadBalancer Service exposes etcd
 	// outside the cluster, which a tenant who may create EtcdClusters but not Services
@@ -104,7 +106,7 @@ type Reconciler struct {
 	ClusterIssuers []string
 
 	// WatchNamespace is the one namespace the operator manages (--watch-namespace);
-	// empty: all. The manager's caches get it from controllers.RestrictToNamespace; the
+	// empty: all. The manager's caches get it from controllers.ApplyCacheOptions; the
 	// Certificates cache, made apart (act_tls_certmanager.go), from here.
 	WatchNamespace string
 
@@ -172,9 +174,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	*r = *built
 	r.etcdLog = mgr.GetLogger().WithName("etcdcluster").WithName("etcd")
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&etcdv1beta2.EtcdCluster{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return r.Scope.Manages(o.GetAnnotations())
-		}))).
+		For(&etcdv1beta2.EtcdCluster{}, builder.WithPredicates(r.managedPredicate())). // shard.go
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.PersistentVolumeClaim{}). // claims growing report progress
@@ -200,12 +200,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !r.Scope.Manages(c.Annotations) {
-		// Another instance manages it (CoreOS's scope annotation): nothing is touched, not
-		// even status. Events of its pods still arrive here through the owner watch.
-		forgetClusterMetrics(req.Namespace, req.Name)
-		r.admins.forget(req.NamespacedName.String())
-		lg.V(1).Info("not managed by this instance's scope", "scope", r.Scope)
+	if !r.manages(&c) { // shard.go
+		// Another instance manages it (CoreOS's scope annotation, or another shard):
+		// nothing is touched, not even status. Events of its pods still arrive here
+		// through the owner watch. A cluster that was this instance's until now (moved
+		// to another shard) is released: its etcd clients closed, its metrics and all
+		// kept of it dropped, so that nothing stale is acted on should it come back.
+		r.release(req.NamespacedName)
+		lg.V(1).Info("not managed by this instance", "scope", r.Scope, "shard", r.Shard.String())
 		return ctrl.Result{}, nil
 	}
 	if !c.DeletionTimestamp.IsZero() {
@@ -295,6 +297,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		lg.V(1).Info("step backing off", "action", action.String(), "retryIn", delay.String())
 		obs.planned = &plannedStep{action: action, summary: summary, at: r.Now()} // reported by the deferred flush
 		return wakeBy(ctrl.Result{RequeueAfter: delay}, tlsDue, r.Now()), nil
+	}
+	if r.movedAway(ctx, req.NamespacedName) { // shard.go
+		// Moved to another shard while this reconcile observed: the instance it joined
+		// acts from now on, and this one neither steps nor writes status.
+		status.discard()
+		r.release(req.NamespacedName)
+		lg.Info("moved to another instance before acting: released", "action", action.String(), "shard", r.Shard.String())
+		return ctrl.Result{}, nil
 	}
 	result, actErr := r.act(ctx, &c, obs, action)
 	if hook := r.AfterAction; hook != nil && actErr == nil {

@@ -25,7 +25,13 @@ type statusWriter struct {
 	// resolvedTLS is spec.TLS.static as built-in issuing resolved it (act_builtintls.go),
 	// kept in c across writes: a patch reads back the stored object, which has none.
 	resolvedTLS *etcdv1beta2.StaticTLS
+	// discarded: the cluster left this instance during the reconcile (shard.go), so
+	// the flush writes nothing.
+	discarded bool
 }
+
+// discard makes the flush write nothing: the status is another instance's to write.
+func (w *statusWriter) discard() { w.discarded = true }
 
 func (r *Reconciler) statusWriterFor(c *etcdv1beta2.EtcdCluster) *statusWriter {
 	return &statusWriter{r: r, c: c, base: c.DeepCopy()}
@@ -47,6 +53,9 @@ func (w *statusWriter) checkpoint(ctx context.Context) error {
 // user sees it in status and not only in the operator's log. It returns the error to
 // return.
 func (w *statusWriter) flush(ctx context.Context, err error) error {
+	if w.discarded {
+		return err
+	}
 	if o := w.scope; o != nil && o.planned != nil {
 		w.r.updateStatus(w.c, o)
 	}

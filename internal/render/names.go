@@ -90,7 +90,7 @@ func ClusterSelector(cluster string) labels.Selector {
 // cluster's members, their claims, its Services and its budget (CoreOS's operator set
 // the same label on the pods, claims and Services it made, so those are still found),
 // and AppOperatorPod on backup and verification pods. The manager's informers for those
-// kinds list and watch only these (controllers.CacheOnlyOwned).
+// kinds list and watch only these (controllers.ApplyCacheOptions).
 func OwnedSelector() labels.Selector {
 	req, err := labels.NewRequirement(LabelApp, selection.In, []string{AppName, AppOperatorPod})
 	if err != nil {

@@ -88,6 +88,21 @@ func TestKustomizeInstallServesConversion(t *testing.T) {
 		}
 	})
 	framework.Eventually(t, 3*time.Minute, "operator Deployment available", deploymentAvailable(ctx, c, dep))
+	// The pod gets its memory limit from the downward API (MEMORY_LIMIT) and the operator
+	// sets Go's soft memory limit to 90% of it before its manager starts (main.go).
+	limit := container.Resources.Limits.Memory().Value()
+	if limit == 0 {
+		t.Fatal("config/manager sets no memory limit")
+	}
+	var ops corev1.PodList
+	if err := c.List(ctx, &ops, client.InNamespace(ns), client.MatchingLabels(dep.Spec.Selector.MatchLabels)); err != nil || len(ops.Items) == 0 {
+		t.Fatalf("operator pods: %d (%v)", len(ops.Items), err)
+	}
+	if out, err := b.PodLogs(ctx, ns, ops.Items[0].Name, "manager"); err != nil {
+		t.Errorf("operator log: %v", err)
+	} else if want := fmt.Sprintf(`"bytes":%d`, limit-limit/10); !strings.Contains(out, "soft memory limit set") || !strings.Contains(out, want) {
+		t.Errorf("the operator's log does not say it set a soft memory limit of %s (90%% of %d):\n%.2000s", want, limit, out)
+	}
 	framework.Eventually(t, time.Minute, "caBundle injected into every CRD", func() error {
 		for _, u := range objs {
 			if u.GetKind() != "CustomResourceDefinition" {

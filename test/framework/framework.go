@@ -120,8 +120,9 @@ func (e *Env) StartOperator() {
 }
 
 // newManager builds an operator manager with the controllers registered; tune, when
-// set, adjusts its options (e.g. leader election for the replicas of ha.go).
-func (e *Env) newManager(logger logr.Logger, tune func(*ctrl.Options)) ctrl.Manager {
+// set, adjusts its options (e.g. leader election for the replicas of ha.go), and
+// tuneControllers the controllers' (e.g. the shard of shard.go).
+func (e *Env) newManager(logger logr.Logger, tune func(*ctrl.Options), tuneControllers ...func(*controllers.Options)) ctrl.Manager {
 	e.t.Helper()
 	opts := ctrl.Options{
 		Scheme: e.scheme,
@@ -131,7 +132,9 @@ func (e *Env) newManager(logger logr.Logger, tune func(*ctrl.Options)) ctrl.Mana
 		HealthProbeBindAddress: "0",
 		Logger:                 logger,
 	}
-	controllers.CacheOnlyOwned(&opts) // as main.go: the tests see what production caches
+	// As main.go, through the same function: the tests cache what production caches
+	// and read Secrets from the API server as it does.
+	controllers.ApplyCacheOptions(&opts, "")
 	// client-go's recorder stops recording an object's events after a burst of 25 (its
 	// spam filter) and folds more than 10 similar ones into one: a test asserting that an
 	// event was not emitted, or emitted exactly once, would then pass whatever the
@@ -169,7 +172,7 @@ func (e *Env) newManager(logger logr.Logger, tune func(*ctrl.Options)) ctrl.Mana
 	if e.BackupNowSpacing > 0 {
 		spacing = e.BackupNowSpacing
 	}
-	if err := controllers.SetupWithManager(mgr, controllers.Options{MinQuorumLossGrace: 10 * time.Second,
+	copts := controllers.Options{MinQuorumLossGrace: 10 * time.Second,
 		AfterAction: e.AfterAction, AfterBackupStored: e.AfterBackupStored, PinKey: e.pinKey,
 		AllowS3Endpoints: []string{bench.ControlPlaneIP},
 		// As an administrator would allow them (--client-service-types); by default
@@ -178,7 +181,11 @@ func (e *Env) newManager(logger logr.Logger, tune func(*ctrl.Options)) ctrl.Mana
 		ClientServiceMetadata: true,
 		// backup-now runs one after another (restore_pick_test); the 5-minute spacing is
 		// checked by the EtcdBackup controller's tests and the hostile-tenant suite.
-		BackupNowSpacing: spacing}); err != nil {
+		BackupNowSpacing: spacing}
+	for _, f := range tuneControllers {
+		f(&copts)
+	}
+	if err := controllers.SetupWithManager(mgr, copts); err != nil {
 		e.t.Fatalf("setup controllers: %v", err)
 	}
 	return mgr

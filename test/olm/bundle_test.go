@@ -307,9 +307,22 @@ func TestInstallStrategyMatchesConfig(t *testing.T) {
 	if envVar(manager.Env, "POD_NAMESPACE") == nil {
 		t.Error("POD_NAMESPACE is missing")
 	}
+	if e := envVar(manager.Env, "MEMORY_LIMIT"); !memoryLimitFromDownwardAPI(e) || !memoryLimitFromDownwardAPI(envVar(cfgC.Env, "MEMORY_LIMIT")) {
+		t.Errorf("MEMORY_LIMIT = %+v, want it from the downward API's limits.memory, as config/manager passes it", e)
+	}
 	if !reflect.DeepEqual(dep.Spec.Selector, cfg.Spec.Selector) {
 		t.Errorf("selector %v, want %v", dep.Spec.Selector, cfg.Spec.Selector)
 	}
+}
+
+// memoryLimitFromDownwardAPI: e passes the container's memory limit in bytes (the
+// default divisor), from which main sets Go's soft memory limit.
+func memoryLimitFromDownwardAPI(e *corev1.EnvVar) bool {
+	if e == nil || e.ValueFrom == nil || e.ValueFrom.ResourceFieldRef == nil {
+		return false
+	}
+	r := e.ValueFrom.ResourceFieldRef
+	return r.Resource == "limits.memory" && (r.Divisor.IsZero() || r.Divisor.Value() == 1)
 }
 
 func envVar(env []corev1.EnvVar, name string) *corev1.EnvVar {

@@ -139,6 +139,7 @@ func allValues() map[string]any {
 		"clusterDomain":                "example.local",
 		"allowExternalBackupEndpoints": true,
 		"scopeAnnotation":              "clusterwide",
+		"shard":                        map[string]any{"key": "etcd.database.coreos.com/shard", "value": "eu-2", "default": true},
 		"allowAmbientS3Credentials":    true,
 		"clientServiceTypes":           []any{"NodePort", "LoadBalancer"},
 		"allowClientServiceMetadata":   true,
@@ -146,6 +147,7 @@ func allValues() map[string]any {
 		"allowedClusterIssuers":        []any{"shared-ca"},
 		"maxBackupBytes":               1 << 30,
 		"backupHashTimeout":            "15m",
+		"goMemLimit":                   "200MiB",
 		"kubeAPIQPS":                   80.5,
 		"kubeAPIBurst":                 160,
 		"extraArgs":                    []any{"--zap-log-level=debug"},
@@ -258,6 +260,13 @@ func TestChartDefaultInstall(t *testing.T) {
 	}
 	if e := envVar(c.Env, "POD_NAMESPACE"); e == nil || e.ValueFrom == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
 		t.Errorf("POD_NAMESPACE = %+v, want the downward API namespace", e)
+	}
+	// main sets Go's soft memory limit to 90% of MEMORY_LIMIT unless GOMEMLIMIT is set.
+	if e := envVar(c.Env, "MEMORY_LIMIT"); !memoryLimitFromDownwardAPI(e) {
+		t.Errorf("MEMORY_LIMIT = %+v, want the downward API's limits.memory", e)
+	}
+	if e := envVar(c.Env, "GOMEMLIMIT"); e != nil {
+		t.Errorf("GOMEMLIMIT = %+v by default; want unset (main derives it from MEMORY_LIMIT)", e)
 	}
 	for k, v := range dep.Spec.Selector.MatchLabels {
 		if dep.Spec.Template.Labels[k] != v {
@@ -401,6 +410,9 @@ func TestChartValues(t *testing.T) {
 	if e := envVar(c.Env, "WATCH_NAMESPACE"); e == nil || e.Value != "team-a" {
 		t.Errorf("WATCH_NAMESPACE = %+v, want team-a", e)
 	}
+	if e := envVar(c.Env, "GOMEMLIMIT"); e == nil || e.Value != "200MiB" {
+		t.Errorf("GOMEMLIMIT = %+v, want goMemLimit's 200MiB", e)
+	}
 	if c.Image != "mirror/etcd-operator:dev" || c.ImagePullPolicy != corev1.PullAlways {
 		t.Errorf("image %q policy %q", c.Image, c.ImagePullPolicy)
 	}
@@ -409,6 +421,10 @@ func TestChartValues(t *testing.T) {
 	}
 	if !contains(c.Args, "--scope-annotation=clusterwide") || slices.ContainsFunc(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--scope-annotation") }) {
 		t.Errorf("scopeAnnotation: args %q; the default must manage every cluster (no --scope-annotation)", c.Args)
+	}
+	if !contains(c.Args, "--shard-key=etcd.database.coreos.com/shard") || !contains(c.Args, "--shard=eu-2") || !contains(c.Args, "--shard-default") ||
+		slices.ContainsFunc(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--shard") }) {
+		t.Errorf("shard: args %q; the default must not shard (no --shard flags)", c.Args)
 	}
 	if !contains(c.Args, "--allow-ambient-s3-credentials=true") || !contains(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, "--allow-ambient-s3-credentials=false") {
 		t.Errorf("allowAmbientS3Credentials: args %q; the default must not lend the operator's S3 identity", c.Args)
@@ -613,15 +629,20 @@ func TestChartPlainMetrics(t *testing.T) {
 // widen what tenants get by accident.
 func TestChartSchemaRefusesBadValues(t *testing.T) {
 	for name, vals := range map[string]map[string]any{
-		"misspelt key":          {"clientServiceType": []any{"NodePort"}},
-		"unknown service type":  {"clientServiceTypes": []any{"ExternalName"}},
-		"metadata as a string":  {"allowClientServiceMetadata": "true"},
-		"bytes as a size":       {"maxBackupBytes": "16Gi"},
-		"timeout without units": {"backupHashTimeout": "600"},
-		"zero qps":              {"kubeAPIQPS": 0},
-		"unknown scope":         {"scopeAnnotation": "all"},
-		"class not a name":      {"allowedPriorityClasses": []any{"Gold Class"}},
-		"issuer not a name":     {"allowedClusterIssuers": []any{"shared ca"}},
+		"misspelt key":           {"clientServiceType": []any{"NodePort"}},
+		"unknown service type":   {"clientServiceTypes": []any{"ExternalName"}},
+		"metadata as a string":   {"allowClientServiceMetadata": "true"},
+		"bytes as a size":        {"maxBackupBytes": "16Gi"},
+		"timeout without units":  {"backupHashTimeout": "600"},
+		"zero qps":               {"kubeAPIQPS": 0},
+		"unknown scope":          {"scopeAnnotation": "all"},
+		"shard not a DNS label":  {"shard": map[string]any{"key": "shard", "value": "Shard_2"}},
+		"shard key not a key":    {"shard": map[string]any{"key": "my shard", "value": "2"}},
+		"shard without a value":  {"shard": map[string]any{"key": "shard"}},
+		"class not a name":       {"allowedPriorityClasses": []any{"Gold Class"}},
+		"issuer not a name":      {"allowedClusterIssuers": []any{"shared ca"}},
+		"GOMEMLIMIT in SI units": {"goMemLimit": "200M"},
+		"GOMEMLIMIT as a share":  {"goMemLimit": "90%"},
 	} {
 		if _, err := renderChart(t, vals, "etcd-operator", "etcd-operator-system"); err == nil {
 			t.Errorf("%s: %v rendered", name, vals)
