@@ -84,9 +84,14 @@ func (s Shard) Manages(labels, annotations map[string]string) bool {
 
 // LeaseID is the leader-election Lease name of this instance's replicas, from the
 // unsharded one: each shard elects its own leader, so the instances of different shards
-// never wait on one another.
+// never wait on one another. The default shard keeps the unsharded name: it manages what
+// an unsharded instance managed (at least the clusters without the key), so a rolling
+// update from an unsharded instance to the default shard's (or one renaming the default
+// value) hands the leadership over through one Lease, where a Lease of its own would let
+// the new pod lead while the old one still leads, both acting on the same clusters.
+// Hence two instances of a fleet must never both be the default: they would share it.
 func (s Shard) LeaseID(base string) string {
-	if !s.Enabled() {
+	if !s.Enabled() || s.Default {
 		return base
 	}
 	return "shard-" + s.Value + "." + base

@@ -91,6 +91,13 @@ func TestShardLeaseID(t *testing.T) {
 	if a == b || a == base || !strings.HasSuffix(a, base) {
 		t.Errorf("shard Leases %q and %q: want distinct, and apart from the unsharded %q", a, b, base)
 	}
+	// An unsharded instance rolled to the default shard's (or the default renamed) must
+	// hand over through the Lease it held, or the old and new pods both lead for a while.
+	for _, v := range []string{"1", "main"} {
+		if got := (Shard{Key: testShardKey, Value: v, Default: true}).LeaseID(base); got != base {
+			t.Errorf("default shard %q elects on %q; want the unsharded %q", v, got, base)
+		}
+	}
 }
 
 // TestManagedPredicate: an instance sees the events of its own clusters, and the update
