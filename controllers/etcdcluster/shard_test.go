@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -227,6 +228,76 @@ func (r *Reconciler) keepsAnything(key string) bool {
 	defer r.health.mu.Unlock()
 	_, ok := r.health.since[key]
 	return ok
+}
+
+// TestReconcileWritesNothingForAClusterMovedBeforeItsFirstWrite: a cluster relabelled
+// for another shard right after the reconcile read it (the cache lagging the move) gets
+// nothing from this instance: no Services, budget or pods, no status. The instance it
+// joined writes those now; two instances writing them would fight over their settings.
+func TestReconcileWritesNothingForAClusterMovedBeforeItsFirstWrite(t *testing.T) {
+	s := fixture.Scheme()
+	cl := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default", UID: "uid-db",
+			Labels: map[string]string{testShardKey: "1"}},
+		Spec: etcdv1beta2.EtcdClusterSpec{Size: 1, Version: "3.6.16"},
+	}
+	moved := false
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cl).
+		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).
+		WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, w client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := w.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if ec, ok := obj.(*etcdv1beta2.EtcdCluster); ok && !moved {
+				// The reconcile holds this copy (shard 1); the next read sees shard 2.
+				moved = true
+				next := ec.DeepCopy()
+				next.Labels = map[string]string{testShardKey: "2"}
+				return w.Update(ctx, next)
+			}
+			return nil
+		}}).Build()
+	rec := record.NewFakeRecorder(100)
+	r := newTestClusterReconciler(t, c, rec, time.Now)
+	r.Shard = Shard{Key: testShardKey, Value: "1"}
+	ctx := context.Background()
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cl)}); err != nil {
+		t.Fatal(err)
+	}
+	if !moved {
+		t.Fatal("the reconcile never read the cluster")
+	}
+	var svcs corev1.ServiceList
+	if err := c.List(ctx, &svcs); err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range svcs.Items {
+		t.Errorf("Service %s created for a cluster moved away before the first write", svc.Name)
+	}
+	var budgets policyv1.PodDisruptionBudgetList
+	if err := c.List(ctx, &budgets); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range budgets.Items {
+		t.Errorf("PodDisruptionBudget %s created for a cluster moved away", b.Name)
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 0 {
+		t.Errorf("%d member pods created for a cluster moved away", len(pods.Items))
+	}
+	var got etcdv1beta2.EtcdCluster
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cl), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != "" || len(got.Status.Conditions) > 0 {
+		t.Errorf("status written for a cluster moved away: %+v", got.Status)
+	}
+	if evs := fixture.DrainEvents(rec); len(evs) > 0 {
+		t.Errorf("events about a cluster moved away: %v", evs)
+	}
 }
 
 // TestReconcileReleasesAClusterMovedWhileObserving: a cluster relabelled for another
