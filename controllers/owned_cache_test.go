@@ -250,18 +250,25 @@ func TestOperatorCacheHoldsNoUnrelatedObjects(t *testing.T) {
 	}
 	t.Logf("%d unrelated pods created; the cache holds %d pods in all", unrelated, len(pods.Items))
 
+	// Nodes and EtcdClusters come on watch streams of their own: the pod created last
+	// says nothing of them, so their status update (and creation) is waited for here.
 	var cachedNode corev1.Node
-	if err := c.Get(ctx, client.ObjectKey{Name: node.Name}, &cachedNode); err != nil {
-		t.Fatal(err)
-	}
-	if len(cachedNode.Status.Images) != 0 || len(cachedNode.Status.Conditions) == 0 || cachedNode.Labels["zone"] != "a" {
-		t.Errorf("cached Node: %d images (want 0), conditions %v, labels %v (want both kept)",
-			len(cachedNode.Status.Images), cachedNode.Status.Conditions, cachedNode.Labels)
+	poll.Eventually(t, 30*time.Second, 100*time.Millisecond, "the cache holds the Node's status update (its conditions)", func() error {
+		if err := c.Get(ctx, client.ObjectKey{Name: node.Name}, &cachedNode); err != nil {
+			return err
+		}
+		if len(cachedNode.Status.Conditions) == 0 {
+			return fmt.Errorf("cached Node without conditions yet")
+		}
+		return nil
+	})
+	if len(cachedNode.Status.Images) != 0 || cachedNode.Labels["zone"] != "a" {
+		t.Errorf("cached Node: %d images (want 0), labels %v (want kept)", len(cachedNode.Status.Images), cachedNode.Labels)
 	}
 	var cachedCluster etcdv1beta2.EtcdCluster
-	if err := c.Get(ctx, client.ObjectKeyFromObject(ec), &cachedCluster); err != nil {
-		t.Fatal(err)
-	}
+	poll.Eventually(t, 30*time.Second, 100*time.Millisecond, "the cache holds the EtcdCluster", func() error {
+		return c.Get(ctx, client.ObjectKeyFromObject(ec), &cachedCluster)
+	})
 	if _, ok := cachedCluster.Annotations[lastApplied]; ok || len(cachedCluster.ManagedFields) != 0 {
 		t.Errorf("cached EtcdCluster keeps what the operator never reads: annotations %v, %d managedFields",
 			cachedCluster.Annotations, len(cachedCluster.ManagedFields))

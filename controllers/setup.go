@@ -293,6 +293,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		S3Access:      s3,
 		Hasher:        hasher,
 		PinKey:        opts.PinKey,
+		ShardKey:      opts.Shard.Key,
 	}).SetupWithManager(mgr)
 }
 

@@ -210,6 +210,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		lg.V(1).Info("not managed by this instance", "scope", r.Scope, "shard", r.Shard.String())
 		return ctrl.Result{}, nil
 	}
+	if r.movedAway(ctx, req.NamespacedName) { // shard.go
+		// Moved to another shard since the copy just read (the cache lags): the
+		// instance it joined writes its Services, budget, certificates and claims
+		// from now on, and this one writes nothing, not even status.
+		r.release(req.NamespacedName)
+		lg.Info("moved to another instance: released", "shard", r.Shard.String())
+		return ctrl.Result{}, nil
+	}
 	if !c.DeletionTimestamp.IsZero() {
 		// Owner references let the garbage collector remove pods, services and PVCs.
 		r.admins.forget(req.NamespacedName.String())

@@ -84,9 +84,14 @@ func (s Shard) Manages(labels, annotations map[string]string) bool {
 
 // LeaseID is the leader-election Lease name of this instance's replicas, from the
 // unsharded one: each shard elects its own leader, so the instances of different shards
-// never wait on one another.
+// never wait on one another. The default shard keeps the unsharded name: it manages what
+// an unsharded instance managed (at least the clusters without the key), so a rolling
+// update from an unsharded instance to the default shard's (or one renaming the default
+// value) hands the leadership over through one Lease, where a Lease of its own would let
+// the new pod lead while the old one still leads, both acting on the same clusters.
+// Hence two instances of a fleet must never both be the default: they would share it.
 func (s Shard) LeaseID(base string) string {
-	if !s.Enabled() {
+	if !s.Enabled() || s.Default {
 		return base
 	}
 	return "shard-" + s.Value + "." + base
@@ -134,16 +139,22 @@ func (r *Reconciler) release(key types.NamespacedName) {
 	r.cmSettle.forget(key.String())
 }
 
-// movedAway reports whether the cluster, as the cache holds it now, is no longer this
-// instance's: checked right before a step, it narrows the time two instances may act on
-// one cluster being moved to that of the one step already under way. A cluster the cache
-// cannot show (deleted meanwhile) is left to the step's own checks.
+// movedAway reports whether the cluster, as the API server holds it now, is no longer
+// this instance's. It is asked twice a reconcile: right after the cluster was read (from
+// the cache, which may lag the move) and before anything is written, and again right
+// before the step, since observing takes a while (etcd is dialled). One GET around the
+// cache each time: the cache of the instance being left may show the move later than
+// the instance joined sees it, and each moment of that lag would be one more in which
+// both act. What remains is a move arriving once the step has begun (or between the
+// first check and the writes before observing): that one runs to its end.
+// A cluster the API server cannot show (deleted meanwhile, or the read failed) is left
+// to the reconcile's own reads and the step's checks.
 func (r *Reconciler) movedAway(ctx context.Context, key types.NamespacedName) bool {
 	if !r.Shard.Enabled() && (r.Scope == ScopeAll || r.Scope == "") {
 		return false
 	}
 	var now etcdv1beta2.EtcdCluster
-	if err := r.Get(ctx, key, &now); err != nil {
+	if err := r.apiReader().Get(ctx, key, &now); err != nil {
 		return false
 	}
 	return !r.manages(&now)

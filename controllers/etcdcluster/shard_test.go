@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -90,6 +91,13 @@ func TestShardLeaseID(t *testing.T) {
 	a, b := Shard{Key: testShardKey, Value: "1"}.LeaseID(base), Shard{Key: testShardKey, Value: "2"}.LeaseID(base)
 	if a == b || a == base || !strings.HasSuffix(a, base) {
 		t.Errorf("shard Leases %q and %q: want distinct, and apart from the unsharded %q", a, b, base)
+	}
+	// An unsharded instance rolled to the default shard's (or the default renamed) must
+	// hand over through the Lease it held, or the old and new pods both lead for a while.
+	for _, v := range []string{"1", "main"} {
+		if got := (Shard{Key: testShardKey, Value: v, Default: true}).LeaseID(base); got != base {
+			t.Errorf("default shard %q elects on %q; want the unsharded %q", v, got, base)
+		}
 	}
 }
 
@@ -222,10 +230,11 @@ func (r *Reconciler) keepsAnything(key string) bool {
 	return ok
 }
 
-// TestReconcileReleasesAClusterMovedWhileObserving: a cluster relabelled for another
-// shard after the reconcile read it (while it observed) is not stepped on: the bootstrap
-// it planned is not performed and no status is written.
-func TestReconcileReleasesAClusterMovedWhileObserving(t *testing.T) {
+// TestReconcileWritesNothingForAClusterMovedBeforeItsFirstWrite: a cluster relabelled
+// for another shard right after the reconcile read it (the cache lagging the move) gets
+// nothing from this instance: no Services, budget or pods, no status. The instance it
+// joined writes those now; two instances writing them would fight over their settings.
+func TestReconcileWritesNothingForAClusterMovedBeforeItsFirstWrite(t *testing.T) {
 	s := fixture.Scheme()
 	cl := &etcdv1beta2.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default", UID: "uid-db",
@@ -257,6 +266,78 @@ func TestReconcileReleasesAClusterMovedWhileObserving(t *testing.T) {
 	}
 	if !moved {
 		t.Fatal("the reconcile never read the cluster")
+	}
+	var svcs corev1.ServiceList
+	if err := c.List(ctx, &svcs); err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range svcs.Items {
+		t.Errorf("Service %s created for a cluster moved away before the first write", svc.Name)
+	}
+	var budgets policyv1.PodDisruptionBudgetList
+	if err := c.List(ctx, &budgets); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range budgets.Items {
+		t.Errorf("PodDisruptionBudget %s created for a cluster moved away", b.Name)
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 0 {
+		t.Errorf("%d member pods created for a cluster moved away", len(pods.Items))
+	}
+	var got etcdv1beta2.EtcdCluster
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cl), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != "" || len(got.Status.Conditions) > 0 {
+		t.Errorf("status written for a cluster moved away: %+v", got.Status)
+	}
+	if evs := fixture.DrainEvents(rec); len(evs) > 0 {
+		t.Errorf("events about a cluster moved away: %v", evs)
+	}
+}
+
+// TestReconcileReleasesAClusterMovedWhileObserving: a cluster relabelled for another
+// shard after the reconcile's first check (while it observed) is not stepped on: the
+// bootstrap it planned is not performed and no status is written. The check before the
+// step asks the API server: this instance's cache here never shows the move (it lags),
+// as the cache of the instance being left may lag the one of the instance joined.
+func TestReconcileReleasesAClusterMovedWhileObserving(t *testing.T) {
+	s := fixture.Scheme()
+	cl := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default", UID: "uid-db",
+			Labels: map[string]string{testShardKey: "1"}},
+		Spec: etcdv1beta2.EtcdClusterSpec{Size: 1, Version: "3.6.16"},
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cl).
+		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).Build()
+	apiReads := 0
+	api := interceptor.NewClient(c, interceptor.Funcs{Get: func(ctx context.Context, w client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if err := w.Get(ctx, key, obj, opts...); err != nil {
+			return err
+		}
+		if _, ok := obj.(*etcdv1beta2.EtcdCluster); ok {
+			// The first read (right after the reconcile read the cache) still shows
+			// shard 1; every later one shows the move, which the cache never does.
+			if apiReads++; apiReads > 1 {
+				obj.SetLabels(map[string]string{testShardKey: "2"})
+			}
+		}
+		return nil
+	}})
+	rec := record.NewFakeRecorder(100)
+	r := newTestClusterReconciler(t, c, rec, time.Now)
+	r.APIReader = api
+	r.Shard = Shard{Key: testShardKey, Value: "1"}
+	ctx := context.Background()
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cl)}); err != nil {
+		t.Fatal(err)
+	}
+	if apiReads < 2 {
+		t.Errorf("the API server was asked for the cluster %d times; want a check before the first write and one before the step", apiReads)
 	}
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods); err != nil {

@@ -135,6 +135,10 @@ type Reconciler struct {
 	// PinKey signs the replaced-cluster record (internal/pinkey). Without it a cluster
 	// with etcd auth is not replaced: its auth could not be carried to the new cluster.
 	PinKey []byte
+	// ShardKey is the fleet's --shard-key ("" when not sharded): a replaced cluster's
+	// annotation of that key is carried to the new one, keeping it on its shard
+	// (replace_meta.go).
+	ShardKey string
 
 	// lookups finds the restores' objects apart from the workers (lookup.go).
 	lookups lookups
@@ -279,7 +283,7 @@ func (r *Reconciler) reconcile(ctx context.Context, er *etcdv1beta2.EtcdRestore)
 		r.setStatus(er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, err.Error())
 		return ctrl.Result{}, nil
 	}
-	c, err := r.newCluster(ctx, er, auth)
+	c, err := r.newCluster(ctx, er, auth, recordedMeta(er))
 	if p, ok := errors.AsType[*checkPending](err); ok {
 		if failedBefore(er) {
 			return ctrl.Result{RequeueAfter: p.after}, nil // checked again; the failure stands until it passes
@@ -354,6 +358,9 @@ type replacedCluster struct {
 	Auth map[string]string `json:"auth,omitempty"`
 	// RootSecret is the operator's root Secret kept from the replaced cluster.
 	RootSecret string `json:"rootSecret,omitempty"`
+	// Meta are the replaced cluster's labels and instance-choosing annotations, given to
+	// the new cluster (replace_meta.go).
+	Meta carriedMeta `json:"meta,omitzero"`
 }
 
 // replacedNote is a sentence for status messages naming the cluster this restore
@@ -397,7 +404,8 @@ func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRes
 	}
 	// Resolve and check the backup first, and build the new cluster with the carried
 	// auth: a restore that cannot succeed must not destroy the cluster it would replace.
-	c, err := r.newCluster(ctx, er, carried)
+	meta := metaCarried(old, r.ShardKey) // replace_meta.go
+	c, err := r.newCluster(ctx, er, carried, meta)
 	if p, ok := errors.AsType[*checkPending](err); ok {
 		if failedBefore(er) {
 			return ctrl.Result{RequeueAfter: p.after}, nil // checked again; the failure stands until it passes
@@ -421,7 +429,7 @@ func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRes
 			return ctrl.Result{}, fmt.Errorf("add finalizer %s to EtcdRestore %s: %w", RootSecretFinalizer, er.Name, err)
 		}
 	}
-	rec, _ := json.Marshal(replacedCluster{Name: old.Name, UID: string(old.UID), Auth: carried, RootSecret: rootSecret})
+	rec, _ := json.Marshal(replacedCluster{Name: old.Name, UID: string(old.UID), Auth: carried, RootSecret: rootSecret, Meta: meta})
 	sig := pinsign.SignReplaced(r.PinKey, string(er.UID), string(rec))
 	if er.Annotations[ReplacedClusterAnnotation] != string(rec) || er.Annotations[ReplacedClusterSignatureAnnotation] != sig {
 		if err := r.setAnnotations(ctx, er, map[string]string{ReplacedClusterAnnotation: string(rec), ReplacedClusterSignatureAnnotation: sig}); err != nil {
@@ -611,7 +619,7 @@ func restoreClusterSpec(er *etcdv1beta2.EtcdRestore) (etcdv1beta2.EtcdClusterSpe
 }
 
 // newCluster resolves the backup and builds the EtcdCluster to create.
-func (r *Reconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore, auth map[string]string) (*etcdv1beta2.EtcdCluster, error) {
+func (r *Reconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore, auth map[string]string, meta carriedMeta) (*etcdv1beta2.EtcdCluster, error) {
 	var src render.RestoreSource
 	var backupVersion string
 	if er.Spec.BackupStorageType == etcdv1beta2.BackupStorageTypePVC {
@@ -660,6 +668,7 @@ func (r *Reconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore
 		Spec:       spec,
 	}
 	carryAuth(c, auth) // replace_auth.go
+	carryMeta(c, meta) // replace_meta.go
 	// Refuse here what the renderer or admission would refuse later, with the
 	// restore's own status (and, when replacing, before the old cluster is deleted).
 	if err := render.ValidateCluster(c); err != nil {

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -746,5 +747,67 @@ func TestHandOverRetakesAReleasedRootSecret(t *testing.T) {
 				t.Fatalf("root Secret owners %+v: taken by the new cluster %v, want %v", s.OwnerReferences, taken, tc.wantTake)
 			}
 		})
+	}
+}
+
+// TestRestoreReplacementKeepsShardAndLabels: the cluster a restore creates in place of
+// one it replaced keeps the old one's labels and the annotations that choose its
+// operator instance (the shard key's, CoreOS's scope), so a cluster of shard b is not
+// moved to the default shard by its restore; the old cluster's other annotations (its
+// own restore source, settings) are not carried.
+func TestRestoreReplacementKeepsShardAndLabels(t *testing.T) {
+	const shardKey = "example.com/shard"
+	srv, store := fixture.MinIOStore(t, restoreBucket)
+	ctx := context.Background()
+	if _, err := store.Put(ctx, "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}}); err != nil {
+		t.Fatal(err)
+	}
+	aws := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
+		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
+	labels := map[string]string{"etcd.database.coreos.com/shard": "b", "team": "payments"}
+	prod := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-old-prod",
+		Finalizers: []string{"test/hold"}, Labels: labels,
+		Annotations: map[string]string{
+			shardKey:                                "b",
+			etcdv1beta2.ScopeAnnotation:             etcdv1beta2.ScopeClusterWide,
+			render.AnnotationRestore:                `{"restore":"an-old-one"}`,
+			etcdv1beta2.QuotaBackendBytesAnnotation: "1073741824",
+		}}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+	er := fixture.S3Restore("rollback", "prod", restoreBucket+"/c/good.db")
+	er.Spec.S3.Endpoint = srv.Endpoint()
+	er.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true"}
+	f := newRestoreFixture(t, aws, prod, er)
+	f.r.ShardKey = shardKey
+
+	f.reconcile(t, "rollback")
+	f.wantCondition(t, "rollback", metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, "deleting EtcdCluster prod")
+	var old etcdv1beta2.EtcdCluster
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &old); err != nil {
+		t.Fatal(err)
+	}
+	old.Finalizers = nil // the garbage collector's part
+	if err := f.c.Update(ctx, &old); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t, "rollback")
+	f.wantCondition(t, "rollback", metav1.ConditionUnknown, etcdv1beta2.ReasonRestoring, "deleted the earlier EtcdCluster prod")
+	var c etcdv1beta2.EtcdCluster
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &c); err != nil {
+		t.Fatalf("new cluster: %v", err)
+	}
+	if c.UID == prod.UID {
+		t.Fatal("the old cluster is still there")
+	}
+	if !maps.Equal(c.Labels, labels) {
+		t.Errorf("new cluster's labels %v; want the replaced one's %v", c.Labels, labels)
+	}
+	if c.Annotations[shardKey] != "b" || c.Annotations[etcdv1beta2.ScopeAnnotation] != etcdv1beta2.ScopeClusterWide {
+		t.Errorf("new cluster's annotations %v; want the shard key's and the scope carried", c.Annotations)
+	}
+	if src, err := render.Restore(&c); err != nil || src == nil || src.Restore != "rollback" {
+		t.Errorf("new cluster's restore source %+v, %v: want this restore's, not the old cluster's", src, err)
+	}
+	if _, ok := c.Annotations[etcdv1beta2.QuotaBackendBytesAnnotation]; ok {
+		t.Errorf("a setting annotation of the old cluster was carried: %v", c.Annotations)
 	}
 }

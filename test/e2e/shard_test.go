@@ -18,12 +18,18 @@ import (
 
 // shardActions records the steps each operator instance performs on one cluster, split
 // at the moment the test has seen the cluster's move reach the instance it leaves.
+// After the move, the reconciles that change nothing (Wait, Done) are kept apart: the
+// hook runs when a step ends, so one that began before the move (the idle cluster's
+// Done) may end after it; a step that changes something cannot have, as the cluster
+// was idle (its last step a Done) when it was moved.
 type shardActions struct {
 	cluster string
 	mu      sync.Mutex
 	moved   bool
 	before  map[string][]string // instance → steps before the move
-	after   map[string][]string // instance → steps after it
+	after   map[string][]string // instance → steps after it that change something
+	idle    map[string][]string // instance → Wait and Done after the move
+	last    map[string]planner.Kind
 }
 
 func (s *shardActions) hook(instance string) func(context.Context, string, planner.Action) {
@@ -33,9 +39,13 @@ func (s *shardActions) hook(instance string) func(context.Context, string, plann
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.moved {
+		s.last[instance] = a.Kind
+		switch {
+		case s.moved && (a.Kind == planner.Wait || a.Kind == planner.Done):
+			s.idle[instance] = append(s.idle[instance], a.String())
+		case s.moved:
 			s.after[instance] = append(s.after[instance], a.String())
-		} else {
+		default:
 			s.before[instance] = append(s.before[instance], a.String())
 		}
 	}
@@ -45,6 +55,14 @@ func (s *shardActions) move() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.moved = true
+}
+
+// lastWas reports whether instance's last step was of kind k.
+func (s *shardActions) lastWas(instance string, k planner.Kind) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last, ok := s.last[instance]
+	return ok && last == k
 }
 
 func (s *shardActions) steps() (before, after map[string][]string) {
@@ -90,7 +108,8 @@ func TestClusterMovesBetweenShards(t *testing.T) {
 		name = "moving"
 		key  = "etcd.database.coreos.com/shard"
 	)
-	rec := &shardActions{cluster: "default/" + name, before: map[string][]string{}, after: map[string][]string{}}
+	rec := &shardActions{cluster: "default/" + name, before: map[string][]string{}, after: map[string][]string{},
+		idle: map[string][]string{}, last: map[string]planner.Kind{}}
 	a := e.StartShard(etcdcluster.Shard{Key: key, Value: "a"}, rec.hook("a"))
 	b := e.StartShard(etcdcluster.Shard{Key: key, Value: "b"}, rec.hook("b"))
 	// Both lead at once: each shard elects on a Lease of its own.
@@ -104,6 +123,14 @@ func TestClusterMovesBetweenShards(t *testing.T) {
 	if before, _ := rec.steps(); len(before["a"]) == 0 || len(before["b"]) != 0 {
 		t.Fatalf("steps before the move: %v; want shard a's only", before)
 	}
+	// Moved once idle (as the README asks): a's last step a Done, so no step that
+	// changes something is under way when the move arrives.
+	e.Eventually(60*time.Second, "shard a has nothing left to do on the cluster", func() error {
+		if !rec.lastWas("a", planner.Done) {
+			return fmt.Errorf("shard a's last step is not a Done")
+		}
+		return nil
+	})
 
 	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Labels[key] = "b" })
 	// Steps are counted as a's after the move once a's cache shows it: a step of a
@@ -140,5 +167,7 @@ func TestClusterMovesBetweenShards(t *testing.T) {
 	if len(now) != 2 {
 		t.Errorf("member pods after the scale-up: %v; want 2", now)
 	}
-	t.Logf("steps after the move: %v", after)
+	rec.mu.Lock()
+	t.Logf("steps after the move: %v; reconciles changing nothing: %v", after, rec.idle)
+	rec.mu.Unlock()
 }

@@ -42,9 +42,19 @@ type release struct {
 // about undefined values.
 func renderChart(t *testing.T, vals map[string]any, name, namespace string) (*release, error) {
 	t.Helper()
+	return renderChartSchema(t, vals, name, namespace, true)
+}
+
+// renderChartSchema is renderChart, without the values schema when withSchema is false
+// (as `helm install --skip-schema-validation` renders): what the templates refuse alone.
+func renderChartSchema(t *testing.T, vals map[string]any, name, namespace string, withSchema bool) (*release, error) {
+	t.Helper()
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		t.Fatalf("load chart: %v", err)
+	}
+	if !withSchema {
+		ch.Schema = nil
 	}
 	// Helm's default capabilities claim Kubernetes 1.20; render as for the version the
 	// operator is built and tested against, as `helm install` against such a cluster would.
@@ -629,23 +639,49 @@ func TestChartPlainMetrics(t *testing.T) {
 // widen what tenants get by accident.
 func TestChartSchemaRefusesBadValues(t *testing.T) {
 	for name, vals := range map[string]map[string]any{
-		"misspelt key":           {"clientServiceType": []any{"NodePort"}},
-		"unknown service type":   {"clientServiceTypes": []any{"ExternalName"}},
-		"metadata as a string":   {"allowClientServiceMetadata": "true"},
-		"bytes as a size":        {"maxBackupBytes": "16Gi"},
-		"timeout without units":  {"backupHashTimeout": "600"},
-		"zero qps":               {"kubeAPIQPS": 0},
-		"unknown scope":          {"scopeAnnotation": "all"},
-		"shard not a DNS label":  {"shard": map[string]any{"key": "shard", "value": "Shard_2"}},
-		"shard key not a key":    {"shard": map[string]any{"key": "my shard", "value": "2"}},
-		"shard without a value":  {"shard": map[string]any{"key": "shard"}},
-		"class not a name":       {"allowedPriorityClasses": []any{"Gold Class"}},
-		"issuer not a name":      {"allowedClusterIssuers": []any{"shared ca"}},
-		"GOMEMLIMIT in SI units": {"goMemLimit": "200M"},
-		"GOMEMLIMIT as a share":  {"goMemLimit": "90%"},
+		"misspelt key":            {"clientServiceType": []any{"NodePort"}},
+		"unknown service type":    {"clientServiceTypes": []any{"ExternalName"}},
+		"metadata as a string":    {"allowClientServiceMetadata": "true"},
+		"bytes as a size":         {"maxBackupBytes": "16Gi"},
+		"timeout without units":   {"backupHashTimeout": "600"},
+		"zero qps":                {"kubeAPIQPS": 0},
+		"unknown scope":           {"scopeAnnotation": "all"},
+		"shard not a DNS label":   {"shard": map[string]any{"key": "shard", "value": "Shard_2"}},
+		"shard key not a key":     {"shard": map[string]any{"key": "my shard", "value": "2"}},
+		"shard without a value":   {"shard": map[string]any{"key": "shard"}},
+		"shard value without key": {"shard": map[string]any{"value": "b"}},
+		"shard default alone":     {"shard": map[string]any{"default": true}},
+		"class not a name":        {"allowedPriorityClasses": []any{"Gold Class"}},
+		"issuer not a name":       {"allowedClusterIssuers": []any{"shared ca"}},
+		"GOMEMLIMIT in SI units":  {"goMemLimit": "200M"},
+		"GOMEMLIMIT as a share":   {"goMemLimit": "90%"},
 	} {
 		if _, err := renderChart(t, vals, "etcd-operator", "etcd-operator-system"); err == nil {
 			t.Errorf("%s: %v rendered", name, vals)
 		}
+	}
+}
+
+// TestChartRefusesShardValuesWithoutKey: shard.value or shard.default without shard.key
+// would render an instance that manages every cluster (no --shard flags), beside the
+// shards meant to split them; refused by the schema and, should it be skipped, by the
+// template, naming the value to set.
+func TestChartRefusesShardValuesWithoutKey(t *testing.T) {
+	for name, shard := range map[string]map[string]any{
+		"value":   {"value": "b"},
+		"default": {"default": true},
+		"both":    {"value": "a", "default": true},
+	} {
+		for _, withSchema := range []bool{true, false} {
+			_, err := renderChartSchema(t, map[string]any{"shard": shard}, "etcd-operator", "etcd-operator-system", withSchema)
+			if err == nil {
+				t.Errorf("%s (schema %v): shard %v without key rendered", name, withSchema, shard)
+			} else if !withSchema && !strings.Contains(err.Error(), "shard.key") {
+				t.Errorf("%s: error %q does not name shard.key", name, err)
+			}
+		}
+	}
+	if _, err := renderChart(t, map[string]any{"shard": map[string]any{"key": "shard", "value": "b"}}, "etcd-operator", "etcd-operator-system"); err != nil {
+		t.Errorf("a key with its value: %v", err)
 	}
 }
