@@ -15,7 +15,8 @@ const (
 	UpgradeBackupAnnotation = "etcd.database.coreos.com/upgrade-backup"
 
 	// UpgradeBackupOfLabel marks the one-shot EtcdBackup the operator creates before a
-	// minor step; its value is the cluster's name. UpgradeBackupUIDLabel holds the UID of
+	// minor step, and the claim it creates for it when no EtcdBackup names the cluster;
+	// its value is the cluster's name. UpgradeBackupUIDLabel holds the UID of
 	// the cluster it was taken of: a cluster recreated under the same name (a rollback)
 	// never takes an older incarnation's backup as its own.
 	UpgradeBackupOfLabel  = "etcd.database.coreos.com/upgrade-backup-of"
@@ -46,6 +47,13 @@ type UpgradeBackupStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Backup string `json:"backup,omitempty"`
+	// Claim names the PersistentVolumeClaim the operator created for the snapshot when no
+	// EtcdBackup names the cluster (the claim fallback); empty when the backup went to a
+	// configured target. The claim and Backup are owned by the cluster: deleted with it,
+	// and when the backup of a later minor step is taken (only the newest is kept).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Claim string `json:"claim,omitempty"`
 	// Key is the object's key in the bucket (S3) or its path below the claim (PVC).
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
@@ -56,7 +64,8 @@ type UpgradeBackupStatus struct {
 	// Time is when the snapshot was taken.
 	// +optional
 	Time *metav1.Time `json:"time,omitempty"`
-	// Skipped says why no backup was taken (NoBackupTarget, UpgradeBackupSkipped); empty
+	// Skipped says why no backup was taken (NoBackupStorage, UpgradeBackupSkipped, or
+	// NoBackupTarget from operators without the claim fallback); empty
 	// when one was.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64

@@ -19,7 +19,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
-// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackups,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackups,verbs=get;list;watch;create;delete
 
 // The backup before a minor upgrade step (internal/planner/upgradebackup.go). The
 // configured target is the EtcdBackup whose spec.clusterRef names the cluster (the first
@@ -30,6 +30,11 @@ import (
 // rollback (an EtcdRestore replacing the cluster) deletes the cluster, and the backup it
 // restores from must stay. The target's retention (maxBackups, maxAgeInSecond) counts
 // only its own periodic objects (<path>_v<revision>_<time>), never this one.
+//
+// Without a target (no EtcdBackup names the cluster) the operator backs up into a claim
+// of its own (act_upgradebackup_claim.go): the same one-shot EtcdBackup, with PVC
+// storage, on a claim of the same name that the operator creates; both are owned by the
+// cluster.
 
 // upgradeBackupName is the one-shot backup's name for the step of cluster c to version:
 // per cluster incarnation (its UID), so a cluster recreated under the same name never
@@ -91,7 +96,7 @@ func (r *Reconciler) upgradeBackupTarget(ctx context.Context, c *etcdv1beta2.Etc
 // observeUpgradeBackup fills the planner's view of the step's backup: its target and the
 // state of the one-shot backup for the spec's version. The one-shot backup, when it
 // exists and is this cluster's, is returned for the status record.
-func (r *Reconciler) observeUpgradeBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*planner.UpgradeBackup, *etcdv1beta2.EtcdBackup, error) {
+func (r *Reconciler) observeUpgradeBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster, seen planner.Observed) (*planner.UpgradeBackup, *etcdv1beta2.EtcdBackup, error) {
 	name := upgradeBackupName(c, render.ClusterVersion(c.Spec))
 	ub := &planner.UpgradeBackup{Name: name}
 	var eb etcdv1beta2.EtcdBackup
@@ -104,6 +109,10 @@ func (r *Reconciler) observeUpgradeBackup(ctx context.Context, c *etcdv1beta2.Et
 		}
 		if target != nil {
 			ub.Target = target.Name
+			return ub, nil, nil
+		}
+		if ub.Claim, err = r.observeBackupClaim(ctx, c, name, seen); err != nil { // act_upgradebackup_claim.go
+			return nil, nil, err
 		}
 		return ub, nil, nil
 	case err != nil:
@@ -157,6 +166,9 @@ func (r *Reconciler) takeUpgradeBackup(ctx context.Context, c *etcdv1beta2.EtcdC
 	target, err := r.upgradeBackupTarget(ctx, c)
 	if err != nil {
 		return err
+	}
+	if target == nil && a.ClaimBytes > 0 {
+		return r.takeClaimBackup(ctx, c, a) // act_upgradebackup_claim.go
 	}
 	if target == nil {
 		return fmt.Errorf("no EtcdBackup names cluster %s in spec.clusterRef any more", c.Name)
@@ -228,6 +240,9 @@ func (r *Reconciler) recordUpgradeBackup(c *etcdv1beta2.EtcdCluster, o *observat
 		} else if eb.Spec.PVC != nil {
 			rec.Key = eb.Spec.PVC.Path
 		}
+		if ownClaimBackup(eb, c) {
+			rec.Claim = eb.Spec.PVC.ClaimName
+		}
 		if st.UpgradeBackup == nil || st.UpgradeBackup.Backup != rec.Backup {
 			r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonUpgradeBackupTaken,
 				"backup before the upgrade to %s taken: EtcdBackup %s, %s, revision %d", version, rec.Backup, rec.Key, rec.Revision)
@@ -245,11 +260,16 @@ func (r *Reconciler) recordUpgradeBackup(c *etcdv1beta2.EtcdCluster, o *observat
 		return
 	}
 	st.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: p.action.Version, FromVersion: st.CurrentVersion, Skipped: skipped}
-	if skipped == etcdv1beta2.ReasonNoBackupTarget {
+	switch skipped {
+	case etcdv1beta2.ReasonNoBackupTarget:
 		r.Recorder.Eventf(c, corev1.EventTypeWarning, skipped,
 			"upgrading to %s without a backup: no EtcdBackup names this cluster in spec.clusterRef (annotate %s=%s to refuse the step without one)",
 			p.action.Version, etcdv1beta2.UpgradeBackupAnnotation, etcdv1beta2.UpgradeBackupRequired)
-	} else {
+	case etcdv1beta2.ReasonNoBackupStorage:
+		r.Recorder.Eventf(c, corev1.EventTypeWarning, skipped,
+			"upgrading to %s without a backup: no EtcdBackup names this cluster in spec.clusterRef and no StorageClass is the default for a claim of the operator's (annotate %s=%s to refuse the step without one)",
+			p.action.Version, etcdv1beta2.UpgradeBackupAnnotation, etcdv1beta2.UpgradeBackupRequired)
+	default:
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, skipped, "upgrading to %s without a backup (%s=%s)",
 			p.action.Version, etcdv1beta2.UpgradeBackupAnnotation, etcdv1beta2.UpgradeBackupSkip)
 	}

@@ -1,0 +1,280 @@
+package etcdcluster
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/planner"
+	"github.com/etcd-operator/etcd-operator/internal/render"
+	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
+)
+
+func defaultStorageClass() *storagev1.StorageClass {
+	return &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "standard",
+		Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}}, Provisioner: "x"}
+}
+
+// TestUpgradeBackupIntoOwnClaim: no EtcdBackup names the cluster, a default StorageClass
+// exists: before 3.6 → 3.7 the operator creates a claim of its own, sized from the
+// largest database, and the one-shot EtcdBackup into it (PVC storage, the step's path),
+// both controlled by the cluster and labelled; no member moves until the backup holds
+// the snapshot, a failed one refuses the step, and the record names the claim.
+func TestUpgradeBackupIntoOwnClaim(t *testing.T) {
+	s := fixture.Scheme()
+	cluster := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up", Generation: 4},
+		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
+		Status:     etcdv1beta2.EtcdClusterStatus{CurrentVersion: "3.6.16"},
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, defaultStorageClass(),
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "slow"}, Provisioner: "y"}).
+		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}, &etcdv1beta2.EtcdBackup{}).Build()
+	rec := record.NewFakeRecorder(50)
+	now := time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)
+	r := newTestClusterReconciler(t, c, rec, func() time.Time { return now })
+	ctx := context.Background()
+	d := desiredFromSpec(cluster, r.MinQuorumLossGrace)
+	seen := upgradingObserved(now)
+	seen.Members[1].DBSize = 2 << 30 // the largest: 2 GiB + 1 GiB + 128 MiB → 4 GiB
+	plan := func() (planner.Action, *observation) {
+		t.Helper()
+		ub, eb, err := r.observeUpgradeBackup(ctx, cluster, seen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := &observation{planner: seen, upgradeBackup: eb}
+		o.planner.UpgradeBackup = ub
+		return planner.Plan(d, o.planner), o
+	}
+
+	a, o := plan()
+	if a.Kind != planner.TakeUpgradeBackup || a.ClaimBytes != 4<<30 {
+		t.Fatalf("first action %s, want TakeUpgradeBackup into a 4 GiB claim", a)
+	}
+	if _, err := r.act(ctx, cluster, o, a); err != nil {
+		t.Fatal(err)
+	}
+	var pvc corev1.PersistentVolumeClaim
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: a.Name}, &pvc); err != nil {
+		t.Fatalf("claim %s: %v", a.Name, err)
+	}
+	if !metav1.IsControlledBy(&pvc, cluster) || pvc.Labels[etcdv1beta2.UpgradeBackupOfLabel] != "up" ||
+		pvc.Labels[render.LabelApp] != render.AppOperatorPod || pvc.Labels[render.LabelCluster] != "" {
+		t.Errorf("claim owners %v labels %v: want the cluster's, labelled the operator's, no member label", pvc.OwnerReferences, pvc.Labels)
+	}
+	if got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(resource.MustParse("4Gi")) != 0 ||
+		pvc.Spec.StorageClassName != nil || !slices.Equal(pvc.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}) {
+		t.Errorf("claim spec %+v: want 4Gi ReadWriteOnce on the default class", pvc.Spec)
+	}
+	var eb etcdv1beta2.EtcdBackup
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: a.Name}, &eb); err != nil {
+		t.Fatalf("one-shot backup %s: %v", a.Name, err)
+	}
+	if eb.Spec.StorageType != etcdv1beta2.BackupStorageTypePVC || eb.Spec.PVC == nil || eb.Spec.PVC.ClaimName != pvc.Name ||
+		eb.Spec.PVC.Path != "up.before-3.7.3-"+upgradeBackupID(cluster) || eb.Spec.S3 != nil || eb.Spec.BackupPolicy != nil {
+		t.Errorf("one-shot spec %+v (pvc %+v): want PVC storage on the claim, the step's path, one-shot", eb.Spec, eb.Spec.PVC)
+	}
+	if !metav1.IsControlledBy(&eb, cluster) || eb.Labels[etcdv1beta2.UpgradeBackupUIDLabel] != "uid-up" {
+		t.Errorf("one-shot owners %v labels %v", eb.OwnerReferences, eb.Labels)
+	}
+
+	// Acted again (a retried reconcile): the claim is the cluster's, nothing new.
+	if err := r.takeClaimBackup(ctx, cluster, a); err != nil {
+		t.Errorf("a second take: %v", err)
+	}
+	if a, _ := plan(); a.Kind != planner.Wait || a.Reason != etcdv1beta2.ReasonUpgradeBackupPending {
+		t.Fatalf("while the backup runs: %s %s, want Wait(UpgradeBackupPending)", a, a.Reason)
+	}
+
+	// The backup pod failed (a full claim, say): the step is refused, saying why.
+	const why = "backup pod up-before-backup failed (exit code 1): write /backup/x: no space left on device"
+	meta.SetStatusCondition(&eb.Status.Conditions, metav1.Condition{Type: etcdv1beta2.BackupConditionSucceeded,
+		Status: metav1.ConditionFalse, Reason: etcdv1beta2.ReasonBackupPodFailed, Message: why, ObservedGeneration: eb.Generation})
+	if err := c.Status().Update(ctx, &eb); err != nil {
+		t.Fatal(err)
+	}
+	a2, o := plan()
+	if a2.Kind != planner.Wait || a2.Reason != etcdv1beta2.ReasonUpgradeBackupFailed || !strings.Contains(a2.Message, "no space left") {
+		t.Fatalf("after the failed backup: %s %s %q, want Wait(UpgradeBackupFailed) with its reason", a2, a2.Reason, a2.Message)
+	}
+	if up := planner.Summarize(d, o.planner, a2).Conditions[3]; up.Status || up.Reason != etcdv1beta2.ReasonUpgradeBackupFailed {
+		t.Errorf("Upgrading condition %+v", up)
+	}
+
+	// Retried and taken: the first follower moves; the record names the claim.
+	taken := metav1.NewTime(now.Add(-time.Minute))
+	meta.SetStatusCondition(&eb.Status.Conditions, metav1.Condition{Type: etcdv1beta2.BackupConditionSucceeded,
+		Status: metav1.ConditionTrue, Reason: etcdv1beta2.ReasonBackupSucceeded, Message: "ok", ObservedGeneration: eb.Generation})
+	eb.Status = etcdv1beta2.EtcdBackupStatus{Succeeded: true, EtcdVersion: "3.6.16", EtcdRevision: 50, LastSuccessDate: taken, Conditions: eb.Status.Conditions}
+	if err := c.Status().Update(ctx, &eb); err != nil {
+		t.Fatal(err)
+	}
+	a3, o := plan()
+	if a3.Kind != planner.UpgradeMember || a3.StepBackup == nil || a3.StepBackup.Backup != eb.Name {
+		t.Fatalf("after the backup: %s (%+v), want UpgradeMember naming %s", a3, a3.StepBackup, eb.Name)
+	}
+	r.recordUpgradeBackup(cluster, o, &plannedStep{action: a3, ran: true})
+	if got := cluster.Status.UpgradeBackup; got == nil || got.Backup != eb.Name || got.Claim != pvc.Name || got.Key != eb.Spec.PVC.Path ||
+		got.Revision != 50 || got.FromVersion != "3.6.16" || got.Skipped != "" {
+		t.Errorf("status.upgradeBackup %+v, want the backup, its claim and path", got)
+	}
+}
+
+// TestUpgradeBackupClaimNotTheClusters: a claim of the step's name that the cluster does
+// not control is never backed up into: the planner is told (a claim in the cache), and
+// the act refuses one it only meets on create.
+func TestUpgradeBackupClaimNotTheClusters(t *testing.T) {
+	s := fixture.Scheme()
+	cluster := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up"},
+		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
+		Status:     etcdv1beta2.EtcdClusterStatus{CurrentVersion: "3.6.16"},
+	}
+	name := upgradeBackupName(cluster, "3.7.3")
+	foreign := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, defaultStorageClass(), foreign).Build()
+	now := time.Now()
+	r := newTestClusterReconciler(t, c, record.NewFakeRecorder(10), func() time.Time { return now })
+	ctx := context.Background()
+	ub, _, err := r.observeUpgradeBackup(ctx, cluster, upgradingObserved(now))
+	if err != nil || ub.Claim == nil || !ub.Claim.Foreign {
+		t.Fatalf("observed %+v (%v), want the claim seen as foreign", ub, err)
+	}
+	o := upgradingObserved(now)
+	o.UpgradeBackup = ub
+	if a := planner.Plan(desiredFromSpec(cluster, r.MinQuorumLossGrace), o); a.Kind != planner.Wait || a.Reason != etcdv1beta2.ReasonUpgradeBackupFailed {
+		t.Errorf("%s %s, want Wait(UpgradeBackupFailed)", a, a.Reason)
+	}
+	err = r.takeClaimBackup(ctx, cluster, planner.Action{Kind: planner.TakeUpgradeBackup, Name: name, Version: "3.7.3", ClaimBytes: 1 << 30})
+	if err == nil || !strings.Contains(err.Error(), "not controlled by") {
+		t.Errorf("take into a foreign claim: %v", err)
+	}
+	var eb etcdv1beta2.EtcdBackup
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &eb); !apierrors.IsNotFound(err) {
+		t.Errorf("an EtcdBackup into the foreign claim was created (%v)", err)
+	}
+	// A cluster at its version looks at no claim (and reads no StorageClass).
+	steady := cluster.DeepCopy()
+	steady.Spec.Version = "3.6.16"
+	if ub, _, err := r.observeUpgradeBackup(ctx, steady, clusterAt(now, "3.6.16")); err != nil || ub.Claim != nil {
+		t.Errorf("at its version: %+v (%v), want no claim view", ub, err)
+	}
+}
+
+// clusterAt is upgradingObserved with every member and pod on version.
+func clusterAt(now time.Time, version string) planner.Observed {
+	o := upgradingObserved(now)
+	for i := range o.Members {
+		o.Members[i].Version, o.Pods[i].Version = version, version
+	}
+	return o
+}
+
+// TestStaleClaimBackups: everything but the recorded snapshot and the current step's
+// own goes, and nothing while no claim snapshot is recorded.
+func TestStaleClaimBackups(t *testing.T) {
+	for _, tc := range []struct {
+		name, recorded, current string
+		owned, want             []string
+	}{
+		{"nothing recorded: nothing deleted", "", "c-before-3.7.3-b", []string{"c-before-3.7.3-a", "c-before-3.7.3-b"}, nil},
+		{"only the recorded one", "c-before-3.7.3-a", "c-before-3.7.3-a", []string{"c-before-3.7.3-a"}, nil},
+		{"an older one goes", "c-before-3.6.16-b", "c-before-3.6.16-b", []string{"c-before-3.7.3-a", "c-before-3.6.16-b"}, []string{"c-before-3.7.3-a"}},
+		{"the step running keeps its own", "c-before-3.7.3-a", "c-before-3.6.16-b", []string{"c-before-3.7.3-a", "c-before-3.6.16-b", "c-before-3.5.36-z"}, []string{"c-before-3.5.36-z"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := staleClaimBackups(tc.recorded, tc.current, tc.owned); !slices.Equal(got, tc.want) {
+				t.Errorf("staleClaimBackups = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPruneClaimBackups: once a newer claim snapshot is recorded, the older claim and
+// EtcdBackup the cluster controls are deleted; a claim of the label that another owns, a
+// member's claim carrying the label, and an EtcdBackup to a target are left alone.
+func TestPruneClaimBackups(t *testing.T) {
+	s := fixture.Scheme()
+	cluster := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up", Generation: 7},
+		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16"},
+	}
+	newest := upgradeBackupName(cluster, "3.6.16")
+	older := "up-before-3.7.3-0000abcd"
+	cluster.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: "3.6.16", Backup: newest, Claim: newest}
+	own := func(obj client.Object) client.Object {
+		if err := controllerutil.SetControllerReference(cluster, obj, s); err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	claim := func(name string, labels map[string]string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels}}
+	}
+	ours := func() map[string]string {
+		l := upgradeBackupLabels(cluster)
+		l[render.LabelApp] = render.AppOperatorPod
+		return l
+	}
+	member := render.ClusterLabels("up")
+	member[etcdv1beta2.UpgradeBackupOfLabel] = "up" // labelled by someone: still a member's
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster,
+		own(claim(newest, ours())), own(claimBackupFor(cluster, newest, "3.6.16")),
+		own(claim(older, ours())), own(claimBackupFor(cluster, older, "3.7.3")),
+		claim("up-before-3.5.36-ffff0000", ours()), // not controlled by the cluster
+		own(claim("up-0001", member)),
+		upgradeBackupFor(cluster, &etcdv1beta2.EtcdBackup{Spec: etcdv1beta2.EtcdBackupSpec{StorageType: etcdv1beta2.BackupStorageTypeS3,
+			BackupSource: etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3BackupSource{Path: "b/p"}}}}, "up-before-3.7.3-s3", "3.7.3"),
+	).Build()
+	rec := record.NewFakeRecorder(10)
+	r := newTestClusterReconciler(t, c, rec, time.Now)
+	ctx := context.Background()
+	r.pruneClaimBackups(ctx, cluster)
+
+	var claims corev1.PersistentVolumeClaimList
+	var backups etcdv1beta2.EtcdBackupList
+	if err := c.List(ctx, &claims); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.List(ctx, &backups); err != nil {
+		t.Fatal(err)
+	}
+	names := func(objs []string) []string { slices.Sort(objs); return objs }
+	var cl, bl []string
+	for _, p := range claims.Items {
+		cl = append(cl, p.Name)
+	}
+	for _, b := range backups.Items {
+		bl = append(bl, b.Name)
+	}
+	if want := names([]string{newest, "up-before-3.5.36-ffff0000", "up-0001"}); !slices.Equal(names(cl), want) {
+		t.Errorf("claims left %v, want %v", cl, want)
+	}
+	if want := names([]string{newest, "up-before-3.7.3-s3"}); !slices.Equal(names(bl), want) {
+		t.Errorf("EtcdBackups left %v, want %v", bl, want)
+	}
+	if evs := drain(rec); len(evs) != 1 || !strings.Contains(evs[0], etcdv1beta2.EventReasonUpgradeBackupPruned) || !strings.Contains(evs[0], older) {
+		t.Errorf("events %q, want one naming the pruned claim", evs)
+	}
+	// Nothing recorded on a claim (a later step to a target, or skipped): nothing goes.
+	cluster.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: "3.7.3", Skipped: etcdv1beta2.ReasonUpgradeBackupSkipped}
+	r.pruneClaimBackups(ctx, cluster)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: newest}, &corev1.PersistentVolumeClaim{}); err != nil {
+		t.Errorf("the newest claim was deleted: %v", err)
+	}
+}
