@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -29,12 +30,11 @@ import (
 // never mistaken for member claims (no etcd_cluster label; app=etcd-operator puts the
 // claim in the operator's cache).
 //
-// Only the newest such snapshot is kept: once status.upgradeBackup records one (Claim
-// set), every other claim and EtcdBackup the cluster controls under the upgrade-backup
-// label is deleted (pruneClaimBackups), except the one the current spec's step uses.
-// So at rest a cluster holds at most one claim of this kind, two while a later step's
-// backup runs. A step that goes to a configured target, or takes no backup, deletes
-// nothing: the claim stays the newest snapshot there is.
+// Only the newest such snapshot is kept (keptClaimBackups): the one status.upgradeBackup
+// records (Claim set) or, while it records none on a claim, the newest taken, besides
+// the current spec's step's own; every other claim and EtcdBackup the cluster controls
+// under the upgrade-backup label is deleted (pruneClaimBackups). A spec changed again
+// and again while a step's backup runs thus never piles up claims.
 
 // claimBackupPath is the snapshot's path below the claim: the cluster's name with the
 // step's suffix, which isUpgradeBackupOf requires.
@@ -193,73 +193,97 @@ func claimBackupFor(c *etcdv1beta2.EtcdCluster, name, version string) *etcdv1bet
 	}
 }
 
-// staleClaimBackups are the names among owned (claims or EtcdBackups of the claim
-// fallback the cluster controls) to delete: all but the recorded newest snapshot and the
-// current step's own. Nothing while no claim snapshot is recorded: the newest is never
-// deleted before a newer one is taken.
-func staleClaimBackups(recorded, current string, owned []string) []string {
-	if recorded == "" {
-		return nil
-	}
-	var out []string
-	for _, n := range owned {
-		if n != recorded && n != current {
-			out = append(out, n)
-		}
-	}
-	return out
+// claimBackup is one claim-fallback EtcdBackup the cluster controls: its name (its
+// claim's too) and when it last took its snapshot (zero: it has none).
+type claimBackup struct {
+	name  string
+	taken time.Time
 }
 
-// pruneClaimBackups deletes the claim fallback's older snapshots (staleClaimBackups): the
-// EtcdBackup first (its backup pod goes with it), then the claim, each only if a fresh
-// read shows the cluster controls it (deleteOwned). Failures are logged and retried on
-// the next reconcile; they never hold the membership step.
+// keptClaimBackups are the claim-fallback snapshots to keep: the current spec's step's
+// own (taking, or taken), the one status.upgradeBackup records (recorded, "" when it
+// records none on a claim), and while none is recorded the newest one taken, so the last
+// snapshot stays until a newer one is recorded. Every other claim and EtcdBackup of the
+// fallback is deleted: a cluster holds at most two at rest, three while a step's backup
+// runs, however often its spec changes.
+func keptClaimBackups(recorded, current string, backups []claimBackup) map[string]bool {
+	keep := map[string]bool{current: true}
+	if recorded != "" {
+		keep[recorded] = true
+		return keep
+	}
+	var newest *claimBackup
+	for i := range backups {
+		if b := &backups[i]; !b.taken.IsZero() && (newest == nil || b.taken.After(newest.taken)) {
+			newest = b
+		}
+	}
+	if newest != nil {
+		keep[newest.name] = true
+	}
+	return keep
+}
+
+// pruneClaimBackups deletes the claim fallback's snapshots not kept (keptClaimBackups):
+// the EtcdBackup first (its backup pod goes with it), then the claim, each only if a
+// fresh read shows the cluster controls it (deleteOwned). Failures are logged and
+// retried on the next reconcile; they never hold the membership step.
 func (r *Reconciler) pruneClaimBackups(ctx context.Context, c *etcdv1beta2.EtcdCluster) {
-	rec := c.Status.UpgradeBackup
-	if rec == nil || rec.Claim == "" || rec.Backup == "" {
-		return
+	recorded := ""
+	if rec := c.Status.UpgradeBackup; rec != nil && rec.Claim != "" {
+		recorded = rec.Backup
 	}
 	sel := client.MatchingLabels{etcdv1beta2.UpgradeBackupOfLabel: c.Name}
-	current := upgradeBackupName(c, render.ClusterVersion(c.Spec))
 	lg := log.FromContext(ctx)
 	var backups etcdv1beta2.EtcdBackupList
 	if err := r.List(ctx, &backups, client.InNamespace(c.Namespace), sel); err != nil {
 		lg.Error(err, "prune upgrade backups: list EtcdBackups")
 		return
 	}
-	var owned []string
-	for i := range backups.Items {
-		if eb := &backups.Items[i]; ownClaimBackup(eb, c) && eb.DeletionTimestamp.IsZero() {
-			owned = append(owned, eb.Name)
-		}
-	}
-	for _, name := range staleClaimBackups(rec.Backup, current, owned) {
-		if err := r.deleteOwned(ctx, c, &etcdv1beta2.EtcdBackup{}, name, ""); err != nil {
-			lg.Error(err, "prune upgrade backups: delete EtcdBackup", "backup", name)
-			return // its claim stays while the backup that writes to it may still run
-		}
-	}
 	var claims corev1.PersistentVolumeClaimList
 	if err := r.List(ctx, &claims, client.InNamespace(c.Namespace), sel); err != nil {
 		lg.Error(err, "prune upgrade backups: list claims")
 		return
 	}
-	owned = owned[:0]
+	var own []claimBackup
+	for i := range backups.Items {
+		if eb := &backups.Items[i]; ownClaimBackup(eb, c) && eb.DeletionTimestamp.IsZero() {
+			b := claimBackup{name: eb.Name}
+			if eb.Status.Succeeded {
+				b.taken = eb.Status.LastSuccessDate.Time
+			}
+			own = append(own, b)
+		}
+	}
+	var ownClaims []string
 	for i := range claims.Items {
 		// Never a member's claim, whatever labels were added to it: those are app=etcd
 		// and carry the cluster's label.
 		pvc := &claims.Items[i]
 		_, member := pvc.Labels[render.LabelCluster]
 		if metav1.IsControlledBy(pvc, c) && pvc.DeletionTimestamp.IsZero() && pvc.Labels[render.LabelApp] == render.AppOperatorPod && !member {
-			owned = append(owned, pvc.Name)
+			ownClaims = append(ownClaims, pvc.Name)
 		}
 	}
-	for _, name := range staleClaimBackups(rec.Backup, current, owned) {
+	keep := keptClaimBackups(recorded, upgradeBackupName(c, render.ClusterVersion(c.Spec)), own)
+	for _, b := range own {
+		if keep[b.name] {
+			continue
+		}
+		if err := r.deleteOwned(ctx, c, &etcdv1beta2.EtcdBackup{}, b.name, ""); err != nil {
+			lg.Error(err, "prune upgrade backups: delete EtcdBackup", "backup", b.name)
+			return // its claim stays while the backup that writes to it may still run
+		}
+	}
+	for _, name := range ownClaims {
+		if keep[name] {
+			continue
+		}
 		if err := r.deleteOwned(ctx, c, &corev1.PersistentVolumeClaim{}, name, ""); err != nil {
 			lg.Error(err, "prune upgrade backups: delete claim", "claim", name)
 			continue
 		}
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonUpgradeBackupPruned,
-			"deleted claim %s and its EtcdBackup: the backup before the upgrade to %s (%s) is the one kept", name, rec.Version, rec.Backup)
+			"deleted claim %s and its EtcdBackup: an older backup before a minor step than the one kept", name)
 	}
 }

@@ -185,21 +185,31 @@ func clusterAt(now time.Time, version string) planner.Observed {
 	return o
 }
 
-// TestStaleClaimBackups: everything but the recorded snapshot and the current step's
-// own goes, and nothing while no claim snapshot is recorded.
-func TestStaleClaimBackups(t *testing.T) {
+// TestKeptClaimBackups: the current step's own and the recorded snapshot stay, or while
+// none is recorded the newest taken; nothing else.
+func TestKeptClaimBackups(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)
+	all := []claimBackup{{"a", t0}, {"b", t0.Add(time.Hour)}, {"c", time.Time{}}, {"d", t0.Add(-time.Hour)}}
 	for _, tc := range []struct {
 		name, recorded, current string
-		owned, want             []string
+		backups                 []claimBackup
+		want                    []string
 	}{
-		{"nothing recorded: nothing deleted", "", "c-before-3.7.3-b", []string{"c-before-3.7.3-a", "c-before-3.7.3-b"}, nil},
-		{"only the recorded one", "c-before-3.7.3-a", "c-before-3.7.3-a", []string{"c-before-3.7.3-a"}, nil},
-		{"an older one goes", "c-before-3.6.16-b", "c-before-3.6.16-b", []string{"c-before-3.7.3-a", "c-before-3.6.16-b"}, []string{"c-before-3.7.3-a"}},
-		{"the step running keeps its own", "c-before-3.7.3-a", "c-before-3.6.16-b", []string{"c-before-3.7.3-a", "c-before-3.6.16-b", "c-before-3.5.36-z"}, []string{"c-before-3.5.36-z"}},
+		{"recorded and current", "a", "c", all, []string{"a", "c"}},
+		{"recorded is current", "b", "b", all, []string{"b"}},
+		{"none recorded: the newest taken stays", "", "c", all, []string{"b", "c"}},
+		{"none recorded, none taken: only the current", "", "x", []claimBackup{{"c", time.Time{}}}, []string{"x"}},
+		{"none at all", "", "x", nil, []string{"x"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := staleClaimBackups(tc.recorded, tc.current, tc.owned); !slices.Equal(got, tc.want) {
-				t.Errorf("staleClaimBackups = %v, want %v", got, tc.want)
+			keep := keptClaimBackups(tc.recorded, tc.current, tc.backups)
+			var got []string
+			for n := range keep {
+				got = append(got, n)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("kept %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -271,10 +281,29 @@ func TestPruneClaimBackups(t *testing.T) {
 	if evs := drain(rec); len(evs) != 1 || !strings.Contains(evs[0], etcdv1beta2.EventReasonUpgradeBackupPruned) || !strings.Contains(evs[0], older) {
 		t.Errorf("events %q, want one naming the pruned claim", evs)
 	}
-	// Nothing recorded on a claim (a later step to a target, or skipped): nothing goes.
+	// Nothing recorded on a claim (a later step skipped its backup) and the spec moved on:
+	// the newest snapshot taken stays, an unfinished older attempt goes.
+	var nb etcdv1beta2.EtcdBackup
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: newest}, &nb); err != nil {
+		t.Fatal(err)
+	}
+	nb.Status = etcdv1beta2.EtcdBackupStatus{Succeeded: true, LastSuccessDate: metav1.Now()}
+	if err := c.Update(ctx, &nb); err != nil {
+		t.Fatal(err)
+	}
+	abandoned := "up-before-3.7.3-1111aaaa"
+	for _, obj := range []client.Object{own(claim(abandoned, ours())), own(claimBackupFor(cluster, abandoned, "3.7.3"))} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cluster.Generation++
 	cluster.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: "3.7.3", Skipped: etcdv1beta2.ReasonUpgradeBackupSkipped}
 	r.pruneClaimBackups(ctx, cluster)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: newest}, &corev1.PersistentVolumeClaim{}); err != nil {
-		t.Errorf("the newest claim was deleted: %v", err)
+		t.Errorf("the newest snapshot's claim was deleted: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: abandoned}, &corev1.PersistentVolumeClaim{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the abandoned attempt's claim stays (%v)", err)
 	}
 }
