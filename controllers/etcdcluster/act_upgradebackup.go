@@ -252,26 +252,29 @@ func (r *Reconciler) recordUpgradeBackup(c *etcdv1beta2.EtcdCluster, o *observat
 		}
 		return
 	}
-	if p == nil || !p.ran || p.actErr != nil || p.action.Kind != planner.UpgradeMember || p.action.StepBackup == nil || p.action.StepBackup.Skipped == "" {
+	// The first move of a minor step: the first member upgraded, or etcd's downgrade
+	// enabled (whose action names only the target minor).
+	if p == nil || !p.ran || p.actErr != nil || p.action.Kind != planner.UpgradeMember && p.action.Kind != planner.EnableDowngrade ||
+		p.action.StepBackup == nil || p.action.StepBackup.Skipped == "" {
 		return
 	}
 	skipped := p.action.StepBackup.Skipped
-	if b := st.UpgradeBackup; b != nil && b.Version == p.action.Version && b.Skipped == skipped {
+	if b := st.UpgradeBackup; b != nil && b.Version == version && b.Skipped == skipped {
 		return
 	}
-	st.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: p.action.Version, FromVersion: st.CurrentVersion, Skipped: skipped}
+	st.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: version, FromVersion: st.CurrentVersion, Skipped: skipped}
 	switch skipped {
 	case etcdv1beta2.ReasonNoBackupTarget:
 		r.Recorder.Eventf(c, corev1.EventTypeWarning, skipped,
 			"upgrading to %s without a backup: no EtcdBackup names this cluster in spec.clusterRef (annotate %s=%s to refuse the step without one)",
-			p.action.Version, etcdv1beta2.UpgradeBackupAnnotation, etcdv1beta2.UpgradeBackupRequired)
+			version, etcdv1beta2.UpgradeBackupAnnotation, etcdv1beta2.UpgradeBackupRequired)
 	case etcdv1beta2.ReasonNoBackupStorage:
 		r.Recorder.Eventf(c, corev1.EventTypeWarning, skipped,
-			"upgrading to %s without a backup: no EtcdBackup names this cluster in spec.clusterRef and no StorageClass is the default for a claim of the operator's (annotate %s=%s to refuse the step without one)",
-			p.action.Version, etcdv1beta2.UpgradeBackupAnnotation, etcdv1beta2.UpgradeBackupRequired)
+			"moving to %s without a backup: no EtcdBackup names this cluster in spec.clusterRef and no StorageClass is the default for a claim of the operator's (annotate %s=%s to refuse the step without one)",
+			version, etcdv1beta2.UpgradeBackupAnnotation, etcdv1beta2.UpgradeBackupRequired)
 	default:
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, skipped, "upgrading to %s without a backup (%s=%s)",
-			p.action.Version, etcdv1beta2.UpgradeBackupAnnotation, etcdv1beta2.UpgradeBackupSkip)
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, skipped, "moving to %s without a backup (%s=%s)",
+			version, etcdv1beta2.UpgradeBackupAnnotation, etcdv1beta2.UpgradeBackupSkip)
 	}
 }
 

@@ -269,6 +269,19 @@ func TestUpgradeBackupNoTarget(t *testing.T) {
 		t.Errorf("events %q, want one NoBackupStorage warning", evs)
 	}
 
+	// A downgrade's first move is enabling etcd's downgrade (its action names only the
+	// minor): recorded under the spec's version all the same.
+	down := cluster.DeepCopy()
+	down.Spec.Version, down.Status.CurrentVersion, down.Status.UpgradeBackup = "3.5.36", "3.6.16", nil
+	r.recordUpgradeBackup(down, o, &plannedStep{ran: true, action: planner.Action{Kind: planner.EnableDowngrade, Version: "3.5",
+		StepBackup: &planner.StepBackup{Skipped: etcdv1beta2.ReasonNoBackupStorage}}})
+	if got := down.Status.UpgradeBackup; got == nil || got.Version != "3.5.36" || got.FromVersion != "3.6.16" || got.Skipped != etcdv1beta2.ReasonNoBackupStorage {
+		t.Errorf("status.upgradeBackup after enabling the downgrade %+v", got)
+	}
+	if evs := drain(rec); len(evs) != 1 || !strings.Contains(evs[0], "3.5.36 without a backup") {
+		t.Errorf("events %q, want one warning for the downgrade", evs)
+	}
+
 	required := cluster.DeepCopy()
 	required.Annotations = map[string]string{etcdv1beta2.UpgradeBackupAnnotation: etcdv1beta2.UpgradeBackupRequired}
 	if a := planner.Plan(desiredFromSpec(required, r.MinQuorumLossGrace), o.planner); a.Kind != planner.Wait || a.Reason != etcdv1beta2.ReasonNoBackupStorage {
