@@ -138,6 +138,14 @@ func (r *Reconciler) observeUpgradeBackup(ctx context.Context, c *etcdv1beta2.Et
 		ub.State = planner.UpgradeBackupFailed
 		ub.Message = fmt.Sprintf("%s: %s", cond.Reason, cond.Message)
 	}
+	if ub.State != planner.UpgradeBackupTaken && ownClaimBackup(&eb, c) { // act_upgradebackup_claim.go
+		if gone, err := r.claimGone(ctx, c, eb.Spec.PVC.ClaimName); err != nil {
+			return nil, nil, err
+		} else if gone {
+			ub.State = planner.UpgradeBackupFailed
+			ub.Message = fmt.Sprintf("the claim %s it writes to is gone or being deleted; delete EtcdBackup %s to start the backup over", eb.Spec.PVC.ClaimName, eb.Name)
+		}
+	}
 	return ub, &eb, nil
 }
 

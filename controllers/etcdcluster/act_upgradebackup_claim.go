@@ -88,6 +88,8 @@ func (r *Reconciler) observeBackupClaim(ctx context.Context, c *etcdv1beta2.Etcd
 	switch {
 	case err == nil && metav1.IsControlledBy(&pvc, c) && pvc.DeletionTimestamp.IsZero():
 		return &planner.BackupClaim{Exists: true}, nil
+	case err == nil && metav1.IsControlledBy(&pvc, c):
+		return &planner.BackupClaim{Deleting: true}, nil
 	case err == nil:
 		return &planner.BackupClaim{Foreign: true}, nil
 	case !apierrors.IsNotFound(err):
@@ -98,6 +100,19 @@ func (r *Reconciler) observeBackupClaim(ctx context.Context, c *etcdv1beta2.Etcd
 		return nil, err
 	}
 	return &planner.BackupClaim{NoDefaultClass: !def}, nil
+}
+
+// claimGone reports whether the cluster's own claim name, into which a backup of the
+// claim fallback writes, is missing or being deleted: that backup can never finish.
+func (r *Reconciler) claimGone(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) (bool, error) {
+	var pvc corev1.PersistentVolumeClaim
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &pvc); {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("get claim %s: %w", name, err)
+	}
+	return !pvc.DeletionTimestamp.IsZero(), nil
 }
 
 // hasDefaultStorageClass reports whether some StorageClass is marked the default (the

@@ -116,6 +116,19 @@ func TestUpgradeBackupIntoOwnClaim(t *testing.T) {
 		t.Errorf("Upgrading condition %+v", up)
 	}
 
+	// Its claim deleted by someone: the backup can never finish; the step is refused,
+	// saying how to start over. The claim back: the backup's own state again.
+	if err := c.Delete(ctx, &pvc); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := plan(); a.Kind != planner.Wait || a.Reason != etcdv1beta2.ReasonUpgradeBackupFailed || !strings.Contains(a.Message, "is gone") {
+		t.Fatalf("the claim gone: %s %s %q, want Wait(UpgradeBackupFailed) saying so", a, a.Reason, a.Message)
+	}
+	pvc.ResourceVersion = ""
+	if err := c.Create(ctx, &pvc); err != nil {
+		t.Fatal(err)
+	}
+
 	// Retried and taken: the first follower moves; the record names the claim.
 	taken := metav1.NewTime(now.Add(-time.Minute))
 	meta.SetStatusCondition(&eb.Status.Conditions, metav1.Condition{Type: etcdv1beta2.BackupConditionSucceeded,

@@ -80,6 +80,9 @@ type BackupClaim struct {
 	// Exists: the cluster's own claim of that name exists (created by an earlier
 	// reconcile; only the EtcdBackup remains to be created).
 	Exists bool
+	// Deleting: the cluster's own claim of that name is being deleted (by someone else:
+	// the operator never deletes the current step's); it is made again once gone.
+	Deleting bool
 	// NoDefaultClass: no StorageClass is marked the default, so a claim without a class
 	// would never bind (only looked at while the claim does not exist).
 	NoDefaultClass bool
@@ -175,6 +178,9 @@ func (v *view) backupToClaim(target Version, b *UpgradeBackup) (w Action, step *
 		return wait(v1beta2.ReasonUpgradeBackupFailed, fmt.Sprintf(
 			"the upgrade to %s is not started: no EtcdBackup names this cluster, and the claim %s the operator would back up into exists but is not this cluster's; delete or rename it, create an EtcdBackup naming the cluster, or annotate the cluster %s=%s",
 			target, b.Name, v1beta2.UpgradeBackupAnnotation, v1beta2.UpgradeBackupSkip), requeueWait), nil, true
+	case c.Deleting:
+		return wait(v1beta2.ReasonUpgradeBackupPending, fmt.Sprintf(
+			"waiting for the claim %s to be deleted before the upgrade to %s: it is made again for the backup once gone", b.Name, target), requeueWait), nil, true
 	case !c.Exists && c.NoDefaultClass:
 		if v.d.UpgradeBackup == UpgradeBackupRequired {
 			return wait(v1beta2.ReasonNoBackupStorage, fmt.Sprintf(

@@ -73,6 +73,8 @@ func TestBackupBeforeMinorStep(t *testing.T) {
 			want{kind: UpgradeMember, id: 2, check: stepBackup("", v1beta2.ReasonUpgradeBackupSkipped)}},
 		{"no target, a claim of that name not the cluster's: refused, never used", size(3), with(claim(BackupClaim{Foreign: true})),
 			want{kind: Wait, reason: v1beta2.ReasonUpgradeBackupFailed, check: wantMessage("not this cluster's")}},
+		{"no target, the claim being deleted: wait for it to go", size(3), with(claim(BackupClaim{Deleting: true})),
+			want{kind: Wait, reason: v1beta2.ReasonUpgradeBackupPending, check: wantMessage("deleted")}},
 		{"no target, a database too large for the operator's claim: refused", size(3), withDB(claim(BackupClaim{}), 30<<30),
 			want{kind: Wait, reason: v1beta2.ReasonUpgradeBackupFailed, check: wantMessage("EtcdBackup naming the cluster")}},
 		{"no target, claim fallback, a step already taken: no backup", size(3), with(claim(BackupClaim{}), 2),
