@@ -256,7 +256,7 @@ func TestPruneClaimBackups(t *testing.T) {
 	}
 	member := render.ClusterLabels("up")
 	member[etcdv1beta2.UpgradeBackupOfLabel] = "up" // labelled by someone: still a member's
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster,
+	c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&etcdv1beta2.EtcdCluster{}, &etcdv1beta2.EtcdBackup{}).WithObjects(cluster,
 		own(claim(newest, ours())), own(claimBackupFor(cluster, newest, "3.6.16")),
 		own(claim(older, ours())), own(claimBackupFor(cluster, older, "3.7.3")),
 		claim("up-before-3.5.36-ffff0000", ours()), // not controlled by the cluster
@@ -301,7 +301,7 @@ func TestPruneClaimBackups(t *testing.T) {
 		t.Fatal(err)
 	}
 	nb.Status = etcdv1beta2.EtcdBackupStatus{Succeeded: true, LastSuccessDate: metav1.Now()}
-	if err := c.Update(ctx, &nb); err != nil {
+	if err := c.Status().Update(ctx, &nb); err != nil {
 		t.Fatal(err)
 	}
 	abandoned := "up-before-3.7.3-1111aaaa"
