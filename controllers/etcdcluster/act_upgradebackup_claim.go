@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -241,8 +242,9 @@ func keptClaimBackups(recorded, current string, backups []claimBackup) map[strin
 
 // pruneClaimBackups deletes the claim fallback's snapshots not kept (keptClaimBackups):
 // the EtcdBackup first (its backup pod goes with it), then the claim, each only if a
-// fresh read shows the cluster controls it (deleteOwned). Failures are logged and
-// retried on the next reconcile; they never hold the membership step.
+// fresh read shows the cluster controls it (deleteOwned). One failure stops no other
+// deletion (only the claim of an EtcdBackup not deleted stays); failures are logged
+// together and retried on the next reconcile; they never hold the membership step.
 func (r *Reconciler) pruneClaimBackups(ctx context.Context, c *etcdv1beta2.EtcdCluster) {
 	recorded := ""
 	if rec := c.Status.UpgradeBackup; rec != nil && rec.Claim != "" {
@@ -281,21 +283,27 @@ func (r *Reconciler) pruneClaimBackups(ctx context.Context, c *etcdv1beta2.EtcdC
 		}
 	}
 	keep := keptClaimBackups(recorded, upgradeBackupName(c, render.ClusterVersion(c.Spec)), own)
+	var errs []error
 	for _, b := range own {
 		if keep[b.name] {
 			continue
 		}
 		if err := r.deleteOwned(ctx, c, &etcdv1beta2.EtcdBackup{}, b.name, ""); err != nil {
-			lg.Error(err, "prune upgrade backups: delete EtcdBackup", "backup", b.name)
-			return // its claim stays while the backup that writes to it may still run
+			errs = append(errs, err)
+			keep[b.name] = true // its claim stays while the backup that writes to it may still run
 		}
 	}
+	defer func() {
+		if err := errors.Join(errs...); err != nil {
+			lg.Error(err, "prune upgrade backups")
+		}
+	}()
 	for _, name := range ownClaims {
 		if keep[name] {
 			continue
 		}
 		if err := r.deleteOwned(ctx, c, &corev1.PersistentVolumeClaim{}, name, ""); err != nil {
-			lg.Error(err, "prune upgrade backups: delete claim", "claim", name)
+			errs = append(errs, err)
 			continue
 		}
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonUpgradeBackupPruned,

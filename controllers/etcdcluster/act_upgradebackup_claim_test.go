@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -318,5 +321,52 @@ func TestPruneClaimBackups(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: abandoned}, &corev1.PersistentVolumeClaim{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the abandoned attempt's claim stays (%v)", err)
+	}
+}
+
+// TestPruneClaimBackupsPastAFailure: one EtcdBackup that cannot be deleted keeps its own
+// claim (its backup may still write to it) and stops nothing else.
+func TestPruneClaimBackupsPastAFailure(t *testing.T) {
+	s := fixture.Scheme()
+	cluster := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up", Generation: 2},
+		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
+	}
+	const stuck, other = "up-before-3.6.16-0000aaaa", "up-before-3.6.16-0000bbbb"
+	var objs []client.Object
+	for _, n := range []string{stuck, other} {
+		pvc := backupClaimFor(cluster, n, 1<<30)
+		pvc.UID = types.UID("uid-claim-" + n)
+		eb := claimBackupFor(cluster, n, "3.6.16")
+		eb.UID = types.UID("uid-backup-" + n)
+		for _, o := range []client.Object{pvc, eb} {
+			if err := controllerutil.SetControllerReference(cluster, o, s); err != nil {
+				t.Fatal(err)
+			}
+			objs = append(objs, o)
+		}
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(append(objs, cluster)...).
+		WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if _, ok := obj.(*etcdv1beta2.EtcdBackup); ok && obj.GetName() == stuck {
+				return apierrors.NewInternalError(fmt.Errorf("etcdserver: request timed out"))
+			}
+			return cl.Delete(ctx, obj, opts...)
+		}}).Build()
+	r := newTestClusterReconciler(t, c, record.NewFakeRecorder(10), time.Now)
+	ctx := context.Background()
+	r.pruneClaimBackups(ctx, cluster)
+	for _, tc := range []struct {
+		obj  client.Object
+		name string
+		stay bool
+	}{
+		{&etcdv1beta2.EtcdBackup{}, stuck, true}, {&corev1.PersistentVolumeClaim{}, stuck, true},
+		{&etcdv1beta2.EtcdBackup{}, other, false}, {&corev1.PersistentVolumeClaim{}, other, false},
+	} {
+		err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: tc.name}, tc.obj)
+		if tc.stay && err != nil || !tc.stay && !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s: %v, want it to stay: %v", tc.obj, tc.name, err, tc.stay)
+		}
 	}
 }
