@@ -165,7 +165,7 @@ func (r *Reconciler) takeClaimBackup(ctx context.Context, c *etcdv1beta2.EtcdClu
 			"no EtcdBackup names this cluster: created claim %s (%s, default StorageClass) for the backup before the upgrade to %s",
 			pvc.Name, pvc.Spec.Resources.Requests.Storage(), a.Version)
 	}
-	eb := claimBackupFor(c, a.Name, a.Version)
+	eb := claimBackupFor(c, a.Name, a.Version, a.ClaimBytes)
 	if err := controllerutil.SetControllerReference(c, eb, r.Scheme); err != nil {
 		return err
 	}
@@ -196,17 +196,29 @@ func backupClaimFor(c *etcdv1beta2.EtcdCluster, name string, bytes int64) *corev
 	}
 }
 
-// claimBackupFor is the one-shot EtcdBackup of the step into the claim of its own name.
-func claimBackupFor(c *etcdv1beta2.EtcdCluster, name, version string) *etcdv1beta2.EtcdBackup {
+// claimBackupFor is the one-shot EtcdBackup of the step into the claim of its own name,
+// with a timeout for a claim of claimBytes (claimBackupTimeout).
+func claimBackupFor(c *etcdv1beta2.EtcdCluster, name, version string, claimBytes int64) *etcdv1beta2.EtcdBackup {
 	return &etcdv1beta2.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: upgradeBackupLabels(c)},
 		Spec: etcdv1beta2.EtcdBackupSpec{
-			ClusterRef:  &etcdv1beta2.EtcdClusterRef{Name: c.Name},
-			StorageType: etcdv1beta2.BackupStorageTypePVC,
+			ClusterRef:   &etcdv1beta2.EtcdClusterRef{Name: c.Name},
+			StorageType:  etcdv1beta2.BackupStorageTypePVC,
+			BackupPolicy: &etcdv1beta2.BackupPolicy{TimeoutInSecond: claimBackupTimeout(claimBytes)},
 			BackupSource: etcdv1beta2.BackupSource{PVC: &etcdv1beta2.PVCBackupSource{
 				ClaimName: name, Path: claimBackupPath(c, version)}},
 		},
 	}
+}
+
+// claimBackupTimeout bounds the one-shot backup into a claim of claimBytes: the backup's
+// default (60 s) would cut off a large database's snapshot. A minute for the pod and the
+// connection, plus the claim's size (at least the database's: claimBytes) at a
+// conservative 20 MiB/s for streaming the snapshot and writing it and its checksum,
+// at most an hour (the largest claim the operator makes, 32 GiB, needs about 28 min).
+func claimBackupTimeout(claimBytes int64) int64 {
+	const base, rate, most = 60, 20 << 20, 3600
+	return min(base+(max(claimBytes, 0)+rate-1)/rate, most)
 }
 
 // claimBackup is one claim-fallback EtcdBackup the cluster controls: its name (its

@@ -89,8 +89,9 @@ func TestUpgradeBackupIntoOwnClaim(t *testing.T) {
 		t.Fatalf("one-shot backup %s: %v", a.Name, err)
 	}
 	if eb.Spec.StorageType != etcdv1beta2.BackupStorageTypePVC || eb.Spec.PVC == nil || eb.Spec.PVC.ClaimName != pvc.Name ||
-		eb.Spec.PVC.Path != "up.before-3.7.3-"+upgradeBackupID(cluster) || eb.Spec.S3 != nil || eb.Spec.BackupPolicy != nil {
-		t.Errorf("one-shot spec %+v (pvc %+v): want PVC storage on the claim, the step's path, one-shot", eb.Spec, eb.Spec.PVC)
+		eb.Spec.PVC.Path != "up.before-3.7.3-"+upgradeBackupID(cluster) || eb.Spec.S3 != nil || eb.Spec.BackupPolicy == nil ||
+		eb.Spec.BackupPolicy.TimeoutInSecond != claimBackupTimeout(4<<30) || eb.Spec.BackupPolicy.MaxBackups != 0 {
+		t.Errorf("one-shot spec %+v (pvc %+v): want PVC storage on the claim, the step's path, one-shot, a timeout for 4 GiB", eb.Spec, eb.Spec.PVC)
 	}
 	if !metav1.IsControlledBy(&eb, cluster) || eb.Labels[etcdv1beta2.UpgradeBackupUIDLabel] != "uid-up" {
 		t.Errorf("one-shot owners %v labels %v", eb.OwnerReferences, eb.Labels)
@@ -192,6 +193,22 @@ func TestUpgradeBackupClaimNotTheClusters(t *testing.T) {
 	}
 }
 
+// TestClaimBackupTimeout: the one-shot backup into a claim gets time for its size (the
+// default 60 s would cut a large snapshot off), bounded.
+func TestClaimBackupTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		bytes int64
+		want  int64
+	}{{0, 60}, {1 << 30, 60 + 52}, {4 << 30, 60 + 205}, {32 << 30, 60 + 1639}, {1 << 40, 3600}, {-1, 60}} {
+		if got := claimBackupTimeout(tc.bytes); got != tc.want {
+			t.Errorf("claimBackupTimeout(%d) = %d, want %d", tc.bytes, got, tc.want)
+		}
+	}
+	if got := claimBackupFor(&etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "up"}}, "n", "3.7.3", 8<<30).Spec.BackupPolicy; got == nil || got.TimeoutInSecond != claimBackupTimeout(8<<30) {
+		t.Errorf("one-shot policy %+v, want the timeout for 8 GiB", got)
+	}
+}
+
 // clusterAt is upgradingObserved with every member and pod on version.
 func clusterAt(now time.Time, version string) planner.Observed {
 	o := upgradingObserved(now)
@@ -260,8 +277,8 @@ func TestPruneClaimBackups(t *testing.T) {
 	member := render.ClusterLabels("up")
 	member[etcdv1beta2.UpgradeBackupOfLabel] = "up" // labelled by someone: still a member's
 	c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&etcdv1beta2.EtcdCluster{}, &etcdv1beta2.EtcdBackup{}).WithObjects(cluster,
-		own(claim(newest, ours())), own(claimBackupFor(cluster, newest, "3.6.16")),
-		own(claim(older, ours())), own(claimBackupFor(cluster, older, "3.7.3")),
+		own(claim(newest, ours())), own(claimBackupFor(cluster, newest, "3.6.16", 1<<30)),
+		own(claim(older, ours())), own(claimBackupFor(cluster, older, "3.7.3", 1<<30)),
 		claim("up-before-3.5.36-ffff0000", ours()), // not controlled by the cluster
 		own(claim("up-0001", member)),
 		upgradeBackupFor(cluster, &etcdv1beta2.EtcdBackup{Spec: etcdv1beta2.EtcdBackupSpec{StorageType: etcdv1beta2.BackupStorageTypeS3,
@@ -308,7 +325,7 @@ func TestPruneClaimBackups(t *testing.T) {
 		t.Fatal(err)
 	}
 	abandoned := "up-before-3.7.3-1111aaaa"
-	for _, obj := range []client.Object{own(claim(abandoned, ours())), own(claimBackupFor(cluster, abandoned, "3.7.3"))} {
+	for _, obj := range []client.Object{own(claim(abandoned, ours())), own(claimBackupFor(cluster, abandoned, "3.7.3", 1<<30))} {
 		if err := c.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
@@ -337,7 +354,7 @@ func TestPruneClaimBackupsPastAFailure(t *testing.T) {
 	for _, n := range []string{stuck, other} {
 		pvc := backupClaimFor(cluster, n, 1<<30)
 		pvc.UID = types.UID("uid-claim-" + n)
-		eb := claimBackupFor(cluster, n, "3.6.16")
+		eb := claimBackupFor(cluster, n, "3.6.16", 1<<30)
 		eb.UID = types.UID("uid-backup-" + n)
 		for _, o := range []client.Object{pvc, eb} {
 			if err := controllerutil.SetControllerReference(cluster, o, s); err != nil {
