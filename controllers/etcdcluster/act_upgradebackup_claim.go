@@ -79,13 +79,16 @@ func minorStepAhead(c *etcdv1beta2.EtcdCluster, o planner.Observed) bool {
 }
 
 // observeBackupClaim is the planner's view of the claim fallback for the step's backup
-// name; nil when no minor step is ahead or the cluster opted out.
+// name; nil when no minor step is ahead or the cluster opted out. The claim is read from
+// the API server: the cache holds only claims labelled as the operator's, so a claim of
+// that name without the label (a tenant's, or the operator's with its labels stripped)
+// would look absent there.
 func (r *Reconciler) observeBackupClaim(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string, o planner.Observed) (*planner.BackupClaim, error) {
 	if mode, _ := upgradeBackupMode(c); mode == planner.UpgradeBackupSkip || !minorStepAhead(c, o) {
 		return nil, nil
 	}
 	var pvc corev1.PersistentVolumeClaim
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &pvc)
+	err := r.freshReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &pvc)
 	switch {
 	case err == nil && metav1.IsControlledBy(&pvc, c) && pvc.DeletionTimestamp.IsZero():
 		return &planner.BackupClaim{Exists: true}, nil
@@ -104,10 +107,12 @@ func (r *Reconciler) observeBackupClaim(ctx context.Context, c *etcdv1beta2.Etcd
 }
 
 // claimGone reports whether the cluster's own claim name, into which a backup of the
-// claim fallback writes, is missing or being deleted: that backup can never finish.
+// claim fallback writes, is missing or being deleted: that backup can never finish. Read
+// from the API server (see observeBackupClaim): the cache could miss a claim whose labels
+// were stripped, or lag the EtcdBackup read from it, and report a claim gone that is not.
 func (r *Reconciler) claimGone(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) (bool, error) {
 	var pvc corev1.PersistentVolumeClaim
-	switch err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &pvc); {
+	switch err := r.freshReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &pvc); {
 	case apierrors.IsNotFound(err):
 		return true, nil
 	case err != nil:

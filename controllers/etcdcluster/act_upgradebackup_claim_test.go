@@ -193,6 +193,51 @@ func TestUpgradeBackupClaimNotTheClusters(t *testing.T) {
 	}
 }
 
+// TestUpgradeBackupClaimReadFresh: the operator's cache holds only claims labelled as
+// its own, so the claim fallback reads the claim from the API server. A tenant's
+// unlabelled claim of the predicted name is seen (and refused), and the operator's own
+// claim with its labels stripped is not taken as gone under its running backup.
+func TestUpgradeBackupClaimReadFresh(t *testing.T) {
+	s := fixture.Scheme()
+	cluster := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up", Generation: 4},
+		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
+		Status:     etcdv1beta2.EtcdClusterStatus{CurrentVersion: "3.6.16"},
+	}
+	name := upgradeBackupName(cluster, "3.7.3")
+	tenants := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: "uid-tenants"}}
+	now := time.Now()
+	// The cache: what the operator's informers hold (no unlabelled claim); the API server
+	// holds it too.
+	cache := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, defaultStorageClass()).Build()
+	api := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, defaultStorageClass(), tenants).Build()
+	r := newTestClusterReconciler(t, cache, record.NewFakeRecorder(10), func() time.Time { return now })
+	r.APIReader = api
+	ctx := context.Background()
+	ub, _, err := r.observeUpgradeBackup(ctx, cluster, upgradingObserved(now))
+	if err != nil || ub.Claim == nil || !ub.Claim.Foreign {
+		t.Fatalf("observed %+v (%v), want the tenant's claim seen, as not the cluster's", ub, err)
+	}
+
+	// The operator's claim and backup, the claim's labels since stripped: the cache
+	// shows the backup but not the claim; the backup is still running, not failed.
+	own := backupClaimFor(cluster, name, 1<<30)
+	own.UID, own.Labels = "uid-claim", nil
+	eb := claimBackupFor(cluster, name, "3.7.3", 1<<30)
+	eb.UID = "uid-backup"
+	for _, o := range []client.Object{own, eb} {
+		if err := controllerutil.SetControllerReference(cluster, o, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Client = fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, defaultStorageClass(), eb.DeepCopy()).Build()
+	r.APIReader = fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, defaultStorageClass(), eb.DeepCopy(), own).Build()
+	ub, _, err = r.observeUpgradeBackup(ctx, cluster, upgradingObserved(now))
+	if err != nil || ub.State != planner.UpgradeBackupRunning {
+		t.Errorf("observed %+v (%v), want the backup running, its claim not gone", ub, err)
+	}
+}
+
 // TestClaimBackupTimeout: the one-shot backup into a claim gets time for its size (the
 // default 60 s would cut a large snapshot off), bounded.
 func TestClaimBackupTimeout(t *testing.T) {
