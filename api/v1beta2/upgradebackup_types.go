@@ -70,4 +70,34 @@ type UpgradeBackupStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Skipped string `json:"skipped,omitempty"`
+	// Created lists the claim fallback's EtcdBackups and claims the operator created and
+	// has not deleted yet, each by the UID its create returned. Only an object recorded
+	// here is taken as the operator's: names are predictable and labels and owner
+	// references are anyone's to write, a UID is not. At most MaxUpgradeBackupsCreated.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Created []UpgradeBackupCreated `json:"created,omitempty"`
+}
+
+// MaxUpgradeBackupsCreated bounds status.upgradeBackup.created: the operator keeps at
+// most three claim-fallback snapshots and deletes the others before it makes a new one.
+const MaxUpgradeBackupsCreated = 8
+
+// UpgradeBackupCreated is one claim-fallback backup the operator created: the one-shot
+// EtcdBackup and the claim of one name.
+type UpgradeBackupCreated struct {
+	// Name of the EtcdBackup and of the claim it writes to.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// ClaimUID is the claim's UID as the operator's create returned it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ClaimUID string `json:"claimUID,omitempty"`
+	// BackupUID is the EtcdBackup's UID as the operator's create returned it; empty until
+	// the operator created it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	BackupUID string `json:"backupUID,omitempty"`
 }

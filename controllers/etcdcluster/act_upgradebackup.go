@@ -119,6 +119,12 @@ func (r *Reconciler) observeUpgradeBackup(ctx context.Context, c *etcdv1beta2.Et
 		return nil, nil, fmt.Errorf("get EtcdBackup %s: %w", name, err)
 	}
 	ub.Target = name // the one-shot backup decides from now on, whatever the target
+	if refused, err := r.notTheOperatorsClaimBackup(ctx, c, &eb); err != nil {
+		return nil, nil, err
+	} else if refused != "" {
+		ub.State, ub.Message = planner.UpgradeBackupFailed, refused
+		return ub, nil, nil
+	}
 	if eb.Labels[etcdv1beta2.UpgradeBackupOfLabel] != c.Name || eb.Labels[etcdv1beta2.UpgradeBackupUIDLabel] != string(c.UID) ||
 		!isUpgradeBackupOf(&eb, c, render.ClusterVersion(c.Spec)) {
 		ub.State = planner.UpgradeBackupFailed
@@ -149,6 +155,29 @@ func (r *Reconciler) observeUpgradeBackup(ctx context.Context, c *etcdv1beta2.Et
 	return ub, &eb, nil
 }
 
+// notTheOperatorsClaimBackup says why the EtcdBackup eb, of the step's one-shot name,
+// is refused as the claim fallback's backup ("" when it is not refused). Once the
+// operator records creating a backup of that name (status.upgradeBackup.created), only
+// the EtcdBackup of the recorded UID on the claim of its name counts; with no record and
+// no EtcdBackup naming the cluster as a target, the operator made none, so an EtcdBackup
+// of that name is someone else's (its name, labels and owner reference are all
+// predictable or forgeable). Either is never used and never deleted.
+func (r *Reconciler) notTheOperatorsClaimBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster, eb *etcdv1beta2.EtcdBackup) (string, error) {
+	if rec := createdRecord(c, eb.Name); rec != nil && rec.BackupUID != "" {
+		if ownClaimBackup(eb, c) && isUpgradeBackupOf(eb, c, render.ClusterVersion(c.Spec)) {
+			return "", nil
+		}
+		return fmt.Sprintf("EtcdBackup %s (uid %s) is not the one the operator created for this step (uid %s, on the claim %s); it is not used and not deleted: delete or rename it",
+			eb.Name, eb.UID, rec.BackupUID, eb.Name), nil
+	}
+	target, err := r.upgradeBackupTarget(ctx, c)
+	if err != nil || target != nil {
+		return "", err // a target's one-shot: judged by its labels and path below
+	}
+	return fmt.Sprintf("EtcdBackup %s (uid %s) exists but the operator did not create it: no EtcdBackup names this cluster in spec.clusterRef and status.upgradeBackup.created records no backup of that name; it is not used and not deleted: delete or rename it, or create an EtcdBackup naming the cluster",
+		eb.Name, eb.UID), nil
+}
+
 // isUpgradeBackupOf reports whether eb backs up cluster c to the path the operator gave
 // the step to version: labels are anyone's to write, so an EtcdBackup of another cluster
 // or another path, given this step's name and labels, is not taken as its backup.
@@ -170,13 +199,13 @@ func isUpgradeBackupOf(eb *etcdv1beta2.EtcdBackup, c *etcdv1beta2.EtcdCluster, v
 
 // takeUpgradeBackup executes TakeUpgradeBackup: creates the one-shot EtcdBackup a.Name
 // from the configured target's storage. Already there: nothing to do.
-func (r *Reconciler) takeUpgradeBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster, a planner.Action) error {
+func (r *Reconciler) takeUpgradeBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
 	target, err := r.upgradeBackupTarget(ctx, c)
 	if err != nil {
 		return err
 	}
 	if target == nil && a.ClaimBytes > 0 {
-		return r.takeClaimBackup(ctx, c, a) // act_upgradebackup_claim.go
+		return r.takeClaimBackup(ctx, c, o, a) // act_upgradebackup_claim.go
 	}
 	if target == nil {
 		return fmt.Errorf("no EtcdBackup names cluster %s in spec.clusterRef any more", c.Name)
@@ -251,6 +280,9 @@ func (r *Reconciler) recordUpgradeBackup(c *etcdv1beta2.EtcdCluster, o *observat
 		if ownClaimBackup(eb, c) {
 			rec.Claim = eb.Spec.PVC.ClaimName
 		}
+		if st.UpgradeBackup != nil {
+			rec.Created = st.UpgradeBackup.Created // what the operator made stays listed until deleted
+		}
 		if st.UpgradeBackup == nil || st.UpgradeBackup.Backup != rec.Backup {
 			r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonUpgradeBackupTaken,
 				"backup before the upgrade to %s taken: EtcdBackup %s, %s, revision %d", version, rec.Backup, rec.Key, rec.Revision)
@@ -270,7 +302,11 @@ func (r *Reconciler) recordUpgradeBackup(c *etcdv1beta2.EtcdCluster, o *observat
 	if b := st.UpgradeBackup; b != nil && b.Version == version && b.Skipped == skipped {
 		return
 	}
-	st.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: version, FromVersion: st.CurrentVersion, Skipped: skipped}
+	var created []etcdv1beta2.UpgradeBackupCreated
+	if st.UpgradeBackup != nil {
+		created = st.UpgradeBackup.Created
+	}
+	st.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: version, FromVersion: st.CurrentVersion, Skipped: skipped, Created: created}
 	switch skipped {
 	case etcdv1beta2.ReasonNoBackupTarget:
 		r.Recorder.Eventf(c, corev1.EventTypeWarning, skipped,

@@ -43,11 +43,47 @@ func claimBackupPath(c *etcdv1beta2.EtcdCluster, version string) string {
 	return c.Name + upgradeBackupSuffix(c, version)
 }
 
-// ownClaimBackup reports whether eb is a claim-fallback backup of cluster c: controlled
-// by it, on the claim of its own name.
+// ownClaimBackup reports whether eb is a claim-fallback backup of cluster c: the very
+// EtcdBackup the operator created (status.upgradeBackup.created records its UID; names
+// are predictable and owner references forgeable), controlled by c, on the claim of its
+// own name.
 func ownClaimBackup(eb *etcdv1beta2.EtcdBackup, c *etcdv1beta2.EtcdCluster) bool {
-	return metav1.IsControlledBy(eb, c) && eb.Spec.StorageType == etcdv1beta2.BackupStorageTypePVC &&
+	rec := createdRecord(c, eb.Name)
+	return rec != nil && rec.BackupUID != "" && string(eb.UID) == rec.BackupUID &&
+		metav1.IsControlledBy(eb, c) && eb.Spec.StorageType == etcdv1beta2.BackupStorageTypePVC &&
 		eb.Spec.PVC != nil && eb.Spec.PVC.ClaimName == eb.Name
+}
+
+// createdRecord is status.upgradeBackup.created's entry for name, nil when the operator
+// records creating nothing of that name.
+func createdRecord(c *etcdv1beta2.EtcdCluster, name string) *etcdv1beta2.UpgradeBackupCreated {
+	if ub := c.Status.UpgradeBackup; ub != nil {
+		for i := range ub.Created {
+			if ub.Created[i].Name == name {
+				return &ub.Created[i]
+			}
+		}
+	}
+	return nil
+}
+
+// recordCreated keeps in status what the operator created for the claim fallback (set
+// changes the entry of its name, made if missing); written with the rest of status.
+func recordCreated(c *etcdv1beta2.EtcdCluster, name string, set func(*etcdv1beta2.UpgradeBackupCreated)) error {
+	if rec := createdRecord(c, name); rec != nil {
+		set(rec)
+		return nil
+	}
+	if c.Status.UpgradeBackup == nil {
+		c.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{}
+	}
+	ub := c.Status.UpgradeBackup
+	if len(ub.Created) >= etcdv1beta2.MaxUpgradeBackupsCreated {
+		return fmt.Errorf("status.upgradeBackup.created already lists %d backups the operator made and has not deleted yet (see its events); not making another", len(ub.Created))
+	}
+	ub.Created = append(ub.Created, etcdv1beta2.UpgradeBackupCreated{Name: name})
+	set(&ub.Created[len(ub.Created)-1])
+	return nil
 }
 
 // minorStepAhead reports whether the spec's version is another minor than some member
@@ -148,11 +184,22 @@ func upgradeBackupLabels(c *etcdv1beta2.EtcdCluster) map[string]string {
 
 // takeClaimBackup executes TakeUpgradeBackup with ClaimBytes: the claim first (kept if
 // the cluster already controls it, refused if another does), then the one-shot
-// EtcdBackup into it.
-func (r *Reconciler) takeClaimBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster, a planner.Action) error {
+// EtcdBackup into it, each create's UID recorded in status.upgradeBackup.created (and
+// checkpointed at once when the reconcile can: observeUpgradeBackup takes only an
+// EtcdBackup of that UID as the operator's).
+func (r *Reconciler) takeClaimBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
+	checkpoint := func() error {
+		if o != nil && o.status != nil {
+			return o.status.checkpoint(ctx)
+		}
+		return nil
+	}
 	pvc := backupClaimFor(c, a.Name, a.ClaimBytes)
 	if err := controllerutil.SetControllerReference(c, pvc, r.Scheme); err != nil {
 		return err
+	}
+	if err := recordCreated(c, a.Name, func(*etcdv1beta2.UpgradeBackupCreated) {}); err != nil {
+		return err // bounded: never an object whose UID could not be recorded
 	}
 	switch err := r.Create(ctx, pvc); {
 	case apierrors.IsAlreadyExists(err):
@@ -166,6 +213,10 @@ func (r *Reconciler) takeClaimBackup(ctx context.Context, c *etcdv1beta2.EtcdClu
 	case err != nil:
 		return fmt.Errorf("create claim %s: %w", pvc.Name, err)
 	default:
+		_ = recordCreated(c, a.Name, func(rec *etcdv1beta2.UpgradeBackupCreated) { rec.ClaimUID = string(pvc.UID) })
+		if err := checkpoint(); err != nil {
+			return err
+		}
 		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.ReasonUpgradeBackupPending,
 			"no EtcdBackup names this cluster: created claim %s (%s, default StorageClass) for the backup before the upgrade to %s",
 			pvc.Name, pvc.Spec.Resources.Requests.Storage(), a.Version)
@@ -176,9 +227,15 @@ func (r *Reconciler) takeClaimBackup(ctx context.Context, c *etcdv1beta2.EtcdClu
 	}
 	if err := r.Create(ctx, eb); err != nil {
 		if apierrors.IsAlreadyExists(err) {
+			// Not recorded: the next observation takes it as the operator's only if an
+			// earlier create of this operator's recorded its UID.
 			return nil
 		}
 		return fmt.Errorf("create EtcdBackup %s: %w", eb.Name, err)
+	}
+	_ = recordCreated(c, a.Name, func(rec *etcdv1beta2.UpgradeBackupCreated) { rec.BackupUID = string(eb.UID) })
+	if err := checkpoint(); err != nil {
+		return err
 	}
 	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.ReasonUpgradeBackupPending,
 		"backing up to EtcdBackup %s (claim %s, %s) before the upgrade to %s", eb.Name, pvc.Name, eb.Spec.PVC.Path, a.Version)

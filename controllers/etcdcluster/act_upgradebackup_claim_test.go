@@ -46,7 +46,7 @@ func TestUpgradeBackupIntoOwnClaim(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, defaultStorageClass(),
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "slow"}, Provisioner: "y"}).
-		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}, &etcdv1beta2.EtcdBackup{}).Build()
+		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}, &etcdv1beta2.EtcdBackup{}).WithInterceptorFuncs(withUIDs(interceptor.Funcs{})).Build()
 	rec := record.NewFakeRecorder(50)
 	now := time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)
 	r := newTestClusterReconciler(t, c, rec, func() time.Time { return now })
@@ -93,12 +93,16 @@ func TestUpgradeBackupIntoOwnClaim(t *testing.T) {
 		eb.Spec.BackupPolicy.TimeoutInSecond != claimBackupTimeout(4<<30) || eb.Spec.BackupPolicy.MaxBackups != 0 {
 		t.Errorf("one-shot spec %+v (pvc %+v): want PVC storage on the claim, the step's path, one-shot, a timeout for 4 GiB", eb.Spec, eb.Spec.PVC)
 	}
+	// What the operator created is recorded by the UIDs its creates returned.
+	if got := createdRecord(cluster, a.Name); got == nil || got.ClaimUID != string(pvc.UID) || got.BackupUID != string(eb.UID) || pvc.UID == "" || eb.UID == "" {
+		t.Errorf("status.upgradeBackup.created %+v, want %s by the claim's uid %q and the backup's %q", cluster.Status.UpgradeBackup, a.Name, pvc.UID, eb.UID)
+	}
 	if !metav1.IsControlledBy(&eb, cluster) || eb.Labels[etcdv1beta2.UpgradeBackupUIDLabel] != "uid-up" {
 		t.Errorf("one-shot owners %v labels %v", eb.OwnerReferences, eb.Labels)
 	}
 
 	// Acted again (a retried reconcile): the claim is the cluster's, nothing new.
-	if err := r.takeClaimBackup(ctx, cluster, a); err != nil {
+	if err := r.takeClaimBackup(ctx, cluster, nil, a); err != nil {
 		t.Errorf("a second take: %v", err)
 	}
 	if a, _ := plan(); a.Kind != planner.Wait || a.Reason != etcdv1beta2.ReasonUpgradeBackupPending {
@@ -147,8 +151,8 @@ func TestUpgradeBackupIntoOwnClaim(t *testing.T) {
 	}
 	r.recordUpgradeBackup(cluster, o, &plannedStep{action: a3, ran: true})
 	if got := cluster.Status.UpgradeBackup; got == nil || got.Backup != eb.Name || got.Claim != pvc.Name || got.Key != eb.Spec.PVC.Path ||
-		got.Revision != 50 || got.FromVersion != "3.6.16" || got.Skipped != "" {
-		t.Errorf("status.upgradeBackup %+v, want the backup, its claim and path", got)
+		got.Revision != 50 || got.FromVersion != "3.6.16" || got.Skipped != "" || len(got.Created) != 1 || got.Created[0].BackupUID != string(eb.UID) {
+		t.Errorf("status.upgradeBackup %+v, want the backup, its claim and path, what was created still listed", got)
 	}
 }
 
@@ -177,7 +181,7 @@ func TestUpgradeBackupClaimNotTheClusters(t *testing.T) {
 	if a := planner.Plan(desiredFromSpec(cluster, r.MinQuorumLossGrace), o); a.Kind != planner.Wait || a.Reason != etcdv1beta2.ReasonUpgradeBackupFailed {
 		t.Errorf("%s %s, want Wait(UpgradeBackupFailed)", a, a.Reason)
 	}
-	err = r.takeClaimBackup(ctx, cluster, planner.Action{Kind: planner.TakeUpgradeBackup, Name: name, Version: "3.7.3", ClaimBytes: 1 << 30})
+	err = r.takeClaimBackup(ctx, cluster, nil, planner.Action{Kind: planner.TakeUpgradeBackup, Name: name, Version: "3.7.3", ClaimBytes: 1 << 30})
 	if err == nil || !strings.Contains(err.Error(), "not controlled by") {
 		t.Errorf("take into a foreign claim: %v", err)
 	}
@@ -230,6 +234,7 @@ func TestUpgradeBackupClaimReadFresh(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	cluster.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Created: []etcdv1beta2.UpgradeBackupCreated{{Name: name, ClaimUID: "uid-claim", BackupUID: "uid-backup"}}}
 	r.Client = fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, defaultStorageClass(), eb.DeepCopy()).Build()
 	r.APIReader = fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, defaultStorageClass(), eb.DeepCopy(), own).Build()
 	ub, _, err = r.observeUpgradeBackup(ctx, cluster, upgradingObserved(now))
@@ -251,6 +256,71 @@ func TestClaimBackupTimeout(t *testing.T) {
 	}
 	if got := claimBackupFor(&etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "up"}}, "n", "3.7.3", 8<<30).Spec.BackupPolicy; got == nil || got.TimeoutInSecond != claimBackupTimeout(8<<30) {
 		t.Errorf("one-shot policy %+v, want the timeout for 8 GiB", got)
+	}
+}
+
+// TestUpgradeBackupForgedEtcdBackupRefused: no EtcdBackup names the cluster, and a
+// tenant created an EtcdBackup of the step's predictable name first, with the
+// operator's labels, an owner reference to the cluster and the step's path, writing to a
+// claim of its own, and marked it succeeded. It is not the operator's (the operator
+// records the UID of the one it creates), so the step is refused, naming it, and it is
+// neither used nor deleted. The same holds once the operator recorded creating another
+// of that name (a UID that differs).
+func TestUpgradeBackupForgedEtcdBackupRefused(t *testing.T) {
+	s := fixture.Scheme()
+	cluster := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up", Generation: 4},
+		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
+		Status:     etcdv1beta2.EtcdClusterStatus{CurrentVersion: "3.6.16"},
+	}
+	name := upgradeBackupName(cluster, "3.7.3")
+	forged := claimBackupFor(cluster, name, "3.7.3", 1<<30)
+	forged.UID = "uid-tenants"
+	forged.Spec.PVC.ClaimName = "tenants-claim"
+	if err := controllerutil.SetControllerReference(cluster, forged, s); err != nil {
+		t.Fatal(err)
+	}
+	forged.Status = etcdv1beta2.EtcdBackupStatus{Succeeded: true, LastSuccessDate: metav1.Now(), Conditions: []metav1.Condition{{
+		Type: etcdv1beta2.BackupConditionSucceeded, Status: metav1.ConditionTrue, Reason: etcdv1beta2.ReasonBackupSucceeded, LastTransitionTime: metav1.Now()}}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, defaultStorageClass(), forged).Build()
+	now := time.Now()
+	r := newTestClusterReconciler(t, c, record.NewFakeRecorder(10), func() time.Time { return now })
+	ctx := context.Background()
+	d := desiredFromSpec(cluster, r.MinQuorumLossGrace)
+	for _, tc := range []struct {
+		name    string
+		created []etcdv1beta2.UpgradeBackupCreated
+		want    string
+	}{
+		{"nothing recorded", nil, "the operator did not create it"},
+		{"another recorded", []etcdv1beta2.UpgradeBackupCreated{{Name: name, ClaimUID: "uid-c", BackupUID: "uid-operators"}}, "not the one the operator created"},
+		{"its UID recorded, another claim", []etcdv1beta2.UpgradeBackupCreated{{Name: name, ClaimUID: "uid-c", BackupUID: "uid-tenants"}}, "not the one the operator created"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := cluster.DeepCopy()
+			if tc.created != nil {
+				cl.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Created: tc.created}
+			}
+			ub, eb, err := r.observeUpgradeBackup(ctx, cl, upgradingObserved(now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ub.State != planner.UpgradeBackupFailed || !strings.Contains(ub.Message, tc.want) || !strings.Contains(ub.Message, name) || eb != nil {
+				t.Fatalf("observed %+v (backup %v), want Failed naming %s: %q", ub, eb != nil, name, tc.want)
+			}
+			o := upgradingObserved(now)
+			o.UpgradeBackup = ub
+			a := planner.Plan(d, o)
+			if a.Kind != planner.Wait || a.Reason != etcdv1beta2.ReasonUpgradeBackupFailed || !strings.Contains(a.Message, name) {
+				t.Errorf("%s %s %q, want Wait(UpgradeBackupFailed) naming it", a, a.Reason, a.Message)
+			}
+			if up := planner.Summarize(d, o, a).Conditions[3]; up.Status || up.Reason != etcdv1beta2.ReasonUpgradeBackupFailed || !strings.Contains(up.Message, name) {
+				t.Errorf("Upgrading condition %+v", up)
+			}
+		})
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(forged), &etcdv1beta2.EtcdBackup{}); err != nil {
+		t.Errorf("the tenant's EtcdBackup: %v, want it left alone", err)
 	}
 }
 
@@ -304,7 +374,19 @@ func TestPruneClaimBackups(t *testing.T) {
 	}
 	newest := upgradeBackupName(cluster, "3.6.16")
 	older := "up-before-3.7.3-0000abcd"
-	cluster.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: "3.6.16", Backup: newest, Claim: newest}
+	backup := func(name, version string) *etcdv1beta2.EtcdBackup {
+		eb := claimBackupFor(cluster, name, version, 1<<30)
+		eb.UID = types.UID("uid-backup-" + name)
+		return eb
+	}
+	created := func(names ...string) []etcdv1beta2.UpgradeBackupCreated {
+		var out []etcdv1beta2.UpgradeBackupCreated
+		for _, n := range names {
+			out = append(out, etcdv1beta2.UpgradeBackupCreated{Name: n, ClaimUID: "uid-claim-" + n, BackupUID: "uid-backup-" + n})
+		}
+		return out
+	}
+	cluster.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: "3.6.16", Backup: newest, Claim: newest, Created: created(newest, older)}
 	own := func(obj client.Object) client.Object {
 		if err := controllerutil.SetControllerReference(cluster, obj, s); err != nil {
 			t.Fatal(err)
@@ -322,8 +404,8 @@ func TestPruneClaimBackups(t *testing.T) {
 	member := render.ClusterLabels("up")
 	member[etcdv1beta2.UpgradeBackupOfLabel] = "up" // labelled by someone: still a member's
 	c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&etcdv1beta2.EtcdCluster{}, &etcdv1beta2.EtcdBackup{}).WithObjects(cluster,
-		own(claim(newest, ours())), own(claimBackupFor(cluster, newest, "3.6.16", 1<<30)),
-		own(claim(older, ours())), own(claimBackupFor(cluster, older, "3.7.3", 1<<30)),
+		own(claim(newest, ours())), own(backup(newest, "3.6.16")),
+		own(claim(older, ours())), own(backup(older, "3.7.3")),
 		claim("up-before-3.5.36-ffff0000", ours()), // not controlled by the cluster
 		own(claim("up-0001", member)),
 		upgradeBackupFor(cluster, &etcdv1beta2.EtcdBackup{Spec: etcdv1beta2.EtcdBackupSpec{StorageType: etcdv1beta2.BackupStorageTypeS3,
@@ -370,13 +452,14 @@ func TestPruneClaimBackups(t *testing.T) {
 		t.Fatal(err)
 	}
 	abandoned := "up-before-3.7.3-1111aaaa"
-	for _, obj := range []client.Object{own(claim(abandoned, ours())), own(claimBackupFor(cluster, abandoned, "3.7.3", 1<<30))} {
+	for _, obj := range []client.Object{own(claim(abandoned, ours())), own(backup(abandoned, "3.7.3"))} {
 		if err := c.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cluster.Generation++
-	cluster.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: "3.7.3", Skipped: etcdv1beta2.ReasonUpgradeBackupSkipped}
+	cluster.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: "3.7.3", Skipped: etcdv1beta2.ReasonUpgradeBackupSkipped,
+		Created: append(cluster.Status.UpgradeBackup.Created, created(abandoned)...)}
 	r.pruneClaimBackups(ctx, cluster)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: newest}, &corev1.PersistentVolumeClaim{}); err != nil {
 		t.Errorf("the newest snapshot's claim was deleted: %v", err)
@@ -396,6 +479,7 @@ func TestPruneClaimBackupsPastAFailure(t *testing.T) {
 	}
 	const stuck, other = "up-before-3.6.16-0000aaaa", "up-before-3.6.16-0000bbbb"
 	var objs []client.Object
+	cluster.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{}
 	for _, n := range []string{stuck, other} {
 		pvc := backupClaimFor(cluster, n, 1<<30)
 		pvc.UID = types.UID("uid-claim-" + n)
@@ -407,6 +491,8 @@ func TestPruneClaimBackupsPastAFailure(t *testing.T) {
 			}
 			objs = append(objs, o)
 		}
+		cluster.Status.UpgradeBackup.Created = append(cluster.Status.UpgradeBackup.Created,
+			etcdv1beta2.UpgradeBackupCreated{Name: n, ClaimUID: string(pvc.UID), BackupUID: string(eb.UID)})
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(append(objs, cluster)...).
 		WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {

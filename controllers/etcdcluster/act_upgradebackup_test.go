@@ -189,7 +189,7 @@ func TestUpgradeBackupNotTheOperators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ub.State != planner.UpgradeBackupFailed || !strings.Contains(ub.Message, "not created by the operator") || eb != nil {
+	if ub.State != planner.UpgradeBackupFailed || !strings.Contains(ub.Message, "the operator did not create it") || eb != nil {
 		t.Errorf("observed %+v (%v), want Failed naming the foreign backup", ub, eb)
 	}
 	if other := upgradeBackupName(&etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "up", UID: "uid-old"}}, "3.7.3"); other == name {
