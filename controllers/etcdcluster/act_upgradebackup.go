@@ -150,6 +150,9 @@ func (r *Reconciler) observeUpgradeBackup(ctx context.Context, c *etcdv1beta2.Et
 		} else if gone {
 			ub.State = planner.UpgradeBackupFailed
 			ub.Message = fmt.Sprintf("the claim %s it writes to is gone or being deleted; delete EtcdBackup %s to start the backup over", eb.Spec.PVC.ClaimName, eb.Name)
+		} else if ub.State == planner.UpgradeBackupFailed {
+			// Retried into a claim sized anew from the database, not into the same one.
+			ub.Message += fmt.Sprintf(" (to start over, delete EtcdBackup %s and its claim %s: both are made again, the claim sized from the database then)", eb.Name, eb.Spec.PVC.ClaimName)
 		}
 	}
 	return ub, &eb, nil

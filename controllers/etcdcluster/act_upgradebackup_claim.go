@@ -126,12 +126,23 @@ func (r *Reconciler) observeBackupClaim(ctx context.Context, c *etcdv1beta2.Etcd
 	var pvc corev1.PersistentVolumeClaim
 	err := r.freshReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &pvc)
 	switch {
-	case err == nil && metav1.IsControlledBy(&pvc, c) && pvc.DeletionTimestamp.IsZero():
-		return &planner.BackupClaim{Exists: true}, nil
-	case err == nil && metav1.IsControlledBy(&pvc, c):
+	case err == nil && !ownBackupClaim(&pvc, c):
+		return &planner.BackupClaim{Foreign: true}, nil
+	case err == nil && !pvc.DeletionTimestamp.IsZero():
 		return &planner.BackupClaim{Deleting: true}, nil
 	case err == nil:
-		return &planner.BackupClaim{Foreign: true}, nil
+		bc := &planner.BackupClaim{Exists: true}
+		if q, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+			bc.Bytes = q.Value()
+		}
+		if pvc.Spec.StorageClassName != nil { // the default class, as admission named it
+			classes, err := r.storageClasses(ctx) // act_storage.go
+			if err != nil {
+				return nil, err
+			}
+			bc.Expandable = classes[*pvc.Spec.StorageClassName]
+		}
+		return bc, nil
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get claim %s: %w", name, err)
 	}
@@ -142,8 +153,25 @@ func (r *Reconciler) observeBackupClaim(ctx context.Context, c *etcdv1beta2.Etcd
 	return &planner.BackupClaim{NoDefaultClass: !def}, nil
 }
 
+// ownBackupClaim reports whether pvc is the claim the operator created for the claim
+// fallback of cluster c: the UID its create returned (recorded in status), controlled by
+// c, still labelled as the operator made it.
+func ownBackupClaim(pvc *corev1.PersistentVolumeClaim, c *etcdv1beta2.EtcdCluster) bool {
+	rec := createdRecord(c, pvc.Name)
+	if rec == nil || rec.ClaimUID == "" || string(pvc.UID) != rec.ClaimUID || !metav1.IsControlledBy(pvc, c) {
+		return false
+	}
+	for k, v := range upgradeBackupLabels(c) {
+		if pvc.Labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
 // claimGone reports whether the cluster's own claim name, into which a backup of the
-// claim fallback writes, is missing or being deleted: that backup can never finish. Read
+// claim fallback writes, is missing, being deleted, or no longer the one the operator
+// created: that backup can never finish. Read
 // from the API server (see observeBackupClaim): the cache could miss a claim whose labels
 // were stripped, or lag the EtcdBackup read from it, and report a claim gone that is not.
 func (r *Reconciler) claimGone(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) (bool, error) {
@@ -154,7 +182,8 @@ func (r *Reconciler) claimGone(ctx context.Context, c *etcdv1beta2.EtcdCluster, 
 	case err != nil:
 		return false, fmt.Errorf("get claim %s: %w", name, err)
 	}
-	return !pvc.DeletionTimestamp.IsZero(), nil
+	rec := createdRecord(c, name)
+	return !pvc.DeletionTimestamp.IsZero() || rec == nil || string(pvc.UID) != rec.ClaimUID, nil
 }
 
 // hasDefaultStorageClass reports whether some StorageClass is marked the default (the
@@ -182,11 +211,13 @@ func upgradeBackupLabels(c *etcdv1beta2.EtcdCluster) map[string]string {
 	}
 }
 
-// takeClaimBackup executes TakeUpgradeBackup with ClaimBytes: the claim first (kept if
-// the cluster already controls it, refused if another does), then the one-shot
-// EtcdBackup into it, each create's UID recorded in status.upgradeBackup.created (and
-// checkpointed at once when the reconcile can: observeUpgradeBackup takes only an
-// EtcdBackup of that UID as the operator's).
+// takeClaimBackup executes TakeUpgradeBackup with ClaimBytes: the claim first, then the
+// one-shot EtcdBackup into it, each create's UID recorded in status.upgradeBackup.created
+// (and checkpointed at once when the reconcile can: observeUpgradeBackup takes only an
+// EtcdBackup of that UID as the operator's). A claim of that name is used only if it is
+// the one the operator created (ownBackupClaim) and not being deleted; one made for a
+// smaller database is grown first (the planner refuses the step when its StorageClass
+// cannot expand it).
 func (r *Reconciler) takeClaimBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
 	checkpoint := func() error {
 		if o != nil && o.status != nil {
@@ -207,9 +238,10 @@ func (r *Reconciler) takeClaimBackup(ctx context.Context, c *etcdv1beta2.EtcdClu
 		if err := r.freshReader().Get(ctx, client.ObjectKeyFromObject(pvc), &got); err != nil {
 			return fmt.Errorf("read claim %s: %w", pvc.Name, err)
 		}
-		if !metav1.IsControlledBy(&got, c) {
-			return fmt.Errorf("claim %s/%s exists and is not controlled by EtcdCluster %s; not backing up into it", c.Namespace, pvc.Name, c.Name)
+		if err := r.reuseBackupClaim(ctx, c, &got, a.ClaimBytes); err != nil {
+			return err
 		}
+		pvc = &got
 	case err != nil:
 		return fmt.Errorf("create claim %s: %w", pvc.Name, err)
 	default:
@@ -239,6 +271,29 @@ func (r *Reconciler) takeClaimBackup(ctx context.Context, c *etcdv1beta2.EtcdClu
 	}
 	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.ReasonUpgradeBackupPending,
 		"backing up to EtcdBackup %s (claim %s, %s) before the upgrade to %s", eb.Name, pvc.Name, eb.Spec.PVC.Path, a.Version)
+	return nil
+}
+
+// reuseBackupClaim checks an existing claim of the step's name before it is backed up
+// into: the operator's own (its recorded UID, controlled, labelled), not being deleted,
+// and requesting at least bytes, which it is grown to when it requests less.
+func (r *Reconciler) reuseBackupClaim(ctx context.Context, c *etcdv1beta2.EtcdCluster, pvc *corev1.PersistentVolumeClaim, bytes int64) error {
+	switch {
+	case !ownBackupClaim(pvc, c):
+		return fmt.Errorf("claim %s/%s exists and is not the one the operator created for EtcdCluster %s (its UID is not recorded in status.upgradeBackup.created, or it is not controlled by the cluster, or its labels changed); not backing up into it", c.Namespace, pvc.Name, c.Name)
+	case !pvc.DeletionTimestamp.IsZero():
+		return fmt.Errorf("claim %s/%s is being deleted; it is made again once gone", c.Namespace, pvc.Name)
+	}
+	q := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	if q.Value() >= bytes {
+		return nil
+	}
+	want := resource.NewQuantity(bytes, resource.BinarySI)
+	if err := r.expandClaim(ctx, pvc, want.String()); err != nil { // act_storage.go
+		return fmt.Errorf("grow claim %s from %s to %s for the backup: %w (delete the claim and the EtcdBackup of its name, if any, to have a claim of that size made)", pvc.Name, q.String(), want, err)
+	}
+	r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.ReasonUpgradeBackupPending,
+		"grew claim %s from %s to %s: the database outgrew it", pvc.Name, q.String(), want)
 	return nil
 }
 

@@ -120,6 +120,10 @@ func TestUpgradeBackupIntoOwnClaim(t *testing.T) {
 	if a2.Kind != planner.Wait || a2.Reason != etcdv1beta2.ReasonUpgradeBackupFailed || !strings.Contains(a2.Message, "no space left") {
 		t.Fatalf("after the failed backup: %s %s %q, want Wait(UpgradeBackupFailed) with its reason", a2, a2.Reason, a2.Message)
 	}
+	// Started over, it must not be retried into the same claim: the advice names both.
+	if !strings.Contains(a2.Message, "delete EtcdBackup "+eb.Name+" and its claim "+pvc.Name) {
+		t.Errorf("failed backup message %q: want it to say to delete the EtcdBackup and its claim", a2.Message)
+	}
 	if up := planner.Summarize(d, o.planner, a2).Conditions[3]; up.Status || up.Reason != etcdv1beta2.ReasonUpgradeBackupFailed {
 		t.Errorf("Upgrading condition %+v", up)
 	}
@@ -182,7 +186,7 @@ func TestUpgradeBackupClaimNotTheClusters(t *testing.T) {
 		t.Errorf("%s %s, want Wait(UpgradeBackupFailed)", a, a.Reason)
 	}
 	err = r.takeClaimBackup(ctx, cluster, nil, planner.Action{Kind: planner.TakeUpgradeBackup, Name: name, Version: "3.7.3", ClaimBytes: 1 << 30})
-	if err == nil || !strings.Contains(err.Error(), "not controlled by") {
+	if err == nil || !strings.Contains(err.Error(), "not the one the operator created") {
 		t.Errorf("take into a foreign claim: %v", err)
 	}
 	var eb etcdv1beta2.EtcdBackup
@@ -194,6 +198,91 @@ func TestUpgradeBackupClaimNotTheClusters(t *testing.T) {
 	steady.Spec.Version = "3.6.16"
 	if ub, _, err := r.observeUpgradeBackup(ctx, steady, clusterAt(now, "3.6.16")); err != nil || ub.Claim != nil {
 		t.Errorf("at its version: %+v (%v), want no claim view", ub, err)
+	}
+}
+
+// TestUpgradeBackupClaimReuse: an existing claim of the step's name is backed up into
+// only if it is the one the operator created (its recorded UID, controlled, labelled) and
+// large enough; a smaller one is grown where its StorageClass allows, and otherwise the
+// step is refused, saying to delete it. One with the cluster's owner reference and
+// labels but another UID (forged) is refused.
+func TestUpgradeBackupClaimReuse(t *testing.T) {
+	s := fixture.Scheme()
+	expand, fixed := true, false
+	classes := []client.Object{
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "grows"}, Provisioner: "x", AllowVolumeExpansion: &expand},
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fixed"}, Provisioner: "x", AllowVolumeExpansion: &fixed},
+	}
+	now := time.Now()
+	seen := upgradingObserved(now)
+	seen.Members[0].DBSize = 2 << 30 // needs 4 GiB
+	for _, tc := range []struct {
+		name     string
+		class    string
+		size     string
+		uid      types.UID
+		labels   bool
+		wantKind planner.Kind
+		wantMsg  string // of the Wait, or of the act's error
+		grownTo  string
+	}{
+		{"ours, large enough", "fixed", "4Gi", "uid-claim", true, planner.TakeUpgradeBackup, "", "4Gi"},
+		{"ours, too small, the class expands: grown", "grows", "1Gi", "uid-claim", true, planner.TakeUpgradeBackup, "", "4Gi"},
+		{"ours, too small, the class cannot expand: refused", "fixed", "1Gi", "uid-claim", true, planner.Wait, "delete the claim", "1Gi"},
+		{"forged: the owner and labels, another UID", "fixed", "8Gi", "uid-forged", true, planner.Wait, "not this cluster's", "8Gi"},
+		{"ours, its labels changed", "fixed", "8Gi", "uid-claim", false, planner.Wait, "not this cluster's", "8Gi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := &etcdv1beta2.EtcdCluster{
+				ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up", Generation: 4},
+				Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
+				Status:     etcdv1beta2.EtcdClusterStatus{CurrentVersion: "3.6.16"},
+			}
+			name := upgradeBackupName(cluster, "3.7.3")
+			cluster.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Created: []etcdv1beta2.UpgradeBackupCreated{{Name: name, ClaimUID: "uid-claim"}}}
+			pvc := backupClaimFor(cluster, name, 1)
+			pvc.UID = tc.uid
+			pvc.Spec.StorageClassName = &tc.class
+			pvc.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse(tc.size)
+			if !tc.labels {
+				pvc.Labels = map[string]string{render.LabelApp: render.AppOperatorPod}
+			}
+			if err := controllerutil.SetControllerReference(cluster, pvc, s); err != nil {
+				t.Fatal(err)
+			}
+			c := fake.NewClientBuilder().WithScheme(s).WithObjects(append(classes, cluster, pvc)...).
+				WithInterceptorFuncs(withUIDs(interceptor.Funcs{})).Build()
+			r := newTestClusterReconciler(t, c, record.NewFakeRecorder(10), func() time.Time { return now })
+			ctx := context.Background()
+			ub, _, err := r.observeUpgradeBackup(ctx, cluster, seen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := seen
+			o.UpgradeBackup = ub
+			a := planner.Plan(desiredFromSpec(cluster, r.MinQuorumLossGrace), o)
+			if a.Kind != tc.wantKind || !strings.Contains(a.Message, tc.wantMsg) {
+				t.Fatalf("%s %q (claim view %+v), want %s %q", a, a.Message, ub.Claim, tc.wantKind, tc.wantMsg)
+			}
+			// The act checks again whatever was planned: only ours is backed up into.
+			act := planner.Action{Kind: planner.TakeUpgradeBackup, Name: name, Version: "3.7.3", ClaimBytes: 4 << 30}
+			err = r.takeClaimBackup(ctx, cluster, nil, act)
+			ours := tc.uid == "uid-claim" && tc.labels
+			if ours != (err == nil) {
+				t.Errorf("take: %v, want it to succeed only into the operator's claim", err)
+			}
+			var got corev1.PersistentVolumeClaim
+			if err := c.Get(ctx, client.ObjectKeyFromObject(pvc), &got); err != nil {
+				t.Fatal(err)
+			}
+			if q := got.Spec.Resources.Requests[corev1.ResourceStorage]; tc.wantKind == planner.TakeUpgradeBackup && q.Cmp(resource.MustParse(tc.grownTo)) != 0 {
+				t.Errorf("claim requests %s, want %s", q.String(), tc.grownTo)
+			}
+			err = c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &etcdv1beta2.EtcdBackup{})
+			if ours != (err == nil) {
+				t.Errorf("EtcdBackup into it: %v, want one only into the operator's claim", err)
+			}
+		})
 	}
 }
 

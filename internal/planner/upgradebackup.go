@@ -19,7 +19,9 @@ import (
 //     into it through the same one-shot EtcdBackup with PVC storage
 //     (TakeUpgradeBackup with ClaimBytes, sized by claimBytes from the largest member
 //     database). A database too large for the largest claim the operator makes, or a
-//     claim of that name that is not the cluster's → Wait(UpgradeBackupFailed). No
+//     claim of that name that is not the cluster's, or the cluster's made smaller than
+//     the database now needs on a StorageClass that cannot expand it →
+//     Wait(UpgradeBackupFailed) (one that can expand is grown by the act). No
 //     default StorageClass (a claim created then would never bind) → mode auto: the
 //     step starts, saying no backup was taken (Skipped = NoBackupStorage); mode
 //     required: Wait(NoBackupStorage). Without a Claim view (an observation that did
@@ -86,6 +88,11 @@ type BackupClaim struct {
 	// NoDefaultClass: no StorageClass is marked the default, so a claim without a class
 	// would never bind (only looked at while the claim does not exist).
 	NoDefaultClass bool
+	// Bytes is the storage the existing claim requests (Exists), and Expandable whether
+	// its StorageClass allows expansion: a claim made for a smaller database is grown
+	// before it is backed up into, or, when it cannot grow, refused.
+	Bytes      int64
+	Expandable bool
 }
 
 // The claim the operator creates for a backup before a minor step holds one snapshot,
@@ -194,6 +201,11 @@ func (v *view) backupToClaim(target Version, b *UpgradeBackup) (w Action, step *
 		return wait(v1beta2.ReasonUpgradeBackupFailed, fmt.Sprintf(
 			"the upgrade to %s is not started: no EtcdBackup names this cluster, and a database of %d bytes needs a larger claim for its backup (about %d bytes) than the operator creates (at most %d); create an EtcdBackup naming the cluster, or annotate the cluster %s=%s",
 			target, db, need, MaxBackupClaimBytes, v1beta2.UpgradeBackupAnnotation, v1beta2.UpgradeBackupSkip), requeueWait), nil, true
+	}
+	if c.Exists && c.Bytes < need && !c.Expandable {
+		return wait(v1beta2.ReasonUpgradeBackupFailed, fmt.Sprintf(
+			"the upgrade to %s is not started: the claim %s the operator made for the backup requests %d bytes, less than the %d a database of %d bytes needs now, and its StorageClass does not allow expansion; delete the claim %s (and the EtcdBackup of that name, if any): the operator then makes one of the size needed",
+			target, b.Name, c.Bytes, need, db, b.Name), requeueWait), nil, true
 	}
 	return Action{Kind: TakeUpgradeBackup, Name: b.Name, Version: target.String(), ClaimBytes: need, Reason: v1beta2.ReasonUpgradeBackupPending,
 		Message: fmt.Sprintf("backing the cluster up (EtcdBackup %s into a claim of the operator's of %d bytes: no EtcdBackup names the cluster) before the upgrade to %s",

@@ -60,7 +60,7 @@ func TestBackupBeforeMinorStep(t *testing.T) {
 			want{kind: TakeUpgradeBackup, name: bname, version: v37, reason: v1beta2.ReasonUpgradeBackupPending, check: claimBytesOf(1 << 30)}},
 		{"no target, required: the claim's backup is a backup", mode(UpgradeBackupRequired), withDB(claim(BackupClaim{}), 3<<30),
 			want{kind: TakeUpgradeBackup, name: bname, check: claimBytesOf(5 << 30)}},
-		{"no target, the claim already made: the backup is taken into it", size(3), withDB(claim(BackupClaim{Exists: true, NoDefaultClass: true}), 1<<20),
+		{"no target, the claim already made: the backup is taken into it", size(3), withDB(claim(BackupClaim{Exists: true, NoDefaultClass: true, Bytes: 1 << 30}), 1<<20),
 			want{kind: TakeUpgradeBackup, name: bname, check: claimBytesOf(1 << 30)}},
 		{"no target, no default StorageClass: the step starts, saying why no backup", size(3), with(claim(BackupClaim{NoDefaultClass: true})),
 			want{kind: UpgradeMember, id: 2, version: v37, check: stepBackup("", v1beta2.ReasonNoBackupStorage)}},
@@ -71,6 +71,18 @@ func TestBackupBeforeMinorStep(t *testing.T) {
 			}}},
 		{"no target, no default StorageClass, opted out: starts without", mode(UpgradeBackupSkip), with(claim(BackupClaim{NoDefaultClass: true})),
 			want{kind: UpgradeMember, id: 2, check: stepBackup("", v1beta2.ReasonUpgradeBackupSkipped)}},
+		{"no target, the claim made too small, its class cannot expand: refused, saying to delete it", size(3),
+			withDB(claim(BackupClaim{Exists: true, Bytes: 1 << 30}), 2<<30),
+			want{kind: Wait, reason: v1beta2.ReasonUpgradeBackupFailed, check: func(t *testing.T, a Action) {
+				wantMessage("delete the claim "+bname)(t, a)
+				wantMessage("does not allow expansion")(t, a)
+			}}},
+		{"no target, the claim made too small, its class expands: the act grows it", size(3),
+			withDB(claim(BackupClaim{Exists: true, Bytes: 1 << 30, Expandable: true}), 2<<30),
+			want{kind: TakeUpgradeBackup, name: bname, check: claimBytesOf(4 << 30)}},
+		{"no target, the claim large enough: backed up into", size(3),
+			withDB(claim(BackupClaim{Exists: true, Bytes: 4 << 30}), 2<<30),
+			want{kind: TakeUpgradeBackup, name: bname, check: claimBytesOf(4 << 30)}},
 		{"no target, a claim of that name not the cluster's: refused, never used", size(3), with(claim(BackupClaim{Foreign: true})),
 			want{kind: Wait, reason: v1beta2.ReasonUpgradeBackupFailed, check: wantMessage("not this cluster's")}},
 		{"no target, the claim being deleted: wait for it to go", size(3), with(claim(BackupClaim{Deleting: true})),
