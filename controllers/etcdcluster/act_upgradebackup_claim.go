@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -84,6 +86,36 @@ func recordCreated(c *etcdv1beta2.EtcdCluster, name string, set func(*etcdv1beta
 	ub.Created = append(ub.Created, etcdv1beta2.UpgradeBackupCreated{Name: name})
 	set(&ub.Created[len(ub.Created)-1])
 	return nil
+}
+
+// forgetCreated drops name from status.upgradeBackup.created: its objects are deleted.
+func forgetCreated(c *etcdv1beta2.EtcdCluster, name string) {
+	if ub := c.Status.UpgradeBackup; ub != nil {
+		ub.Created = slices.DeleteFunc(ub.Created, func(r etcdv1beta2.UpgradeBackupCreated) bool { return r.Name == name })
+		if len(ub.Created) == 0 {
+			ub.Created = nil
+		}
+	}
+}
+
+// isOneShotName reports whether name has the shape upgradeBackupName gives cluster c's
+// one-shot backups: <cluster, maybe shortened>-before-<version>-<8 hex digits>.
+func isOneShotName(c *etcdv1beta2.EtcdCluster, name string) bool {
+	i := strings.LastIndex(name, "-before-")
+	if i <= 0 || !strings.HasPrefix(strings.ToLower(c.Name), name[:i]) {
+		return false
+	}
+	rest := name[i+len("-before-"):]
+	j := strings.LastIndex(rest, "-")
+	if j <= 0 || len(rest)-j-1 != 8 {
+		return false
+	}
+	for _, r := range rest[j+1:] {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // minorStepAhead reports whether the spec's version is another minor than some member
@@ -171,9 +203,9 @@ func ownBackupClaim(pvc *corev1.PersistentVolumeClaim, c *etcdv1beta2.EtcdCluste
 
 // claimGone reports whether the cluster's own claim name, into which a backup of the
 // claim fallback writes, is missing, being deleted, or no longer the one the operator
-// created: that backup can never finish. Read
-// from the API server (see observeBackupClaim): the cache could miss a claim whose labels
-// were stripped, or lag the EtcdBackup read from it, and report a claim gone that is not.
+// created: that backup can never finish. Read from the API server (see
+// observeBackupClaim): the cache could miss a claim whose labels were stripped, or lag
+// the EtcdBackup read from it, and report a claim gone that is not.
 func (r *Reconciler) claimGone(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) (bool, error) {
 	var pvc corev1.PersistentVolumeClaim
 	switch err := r.freshReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &pvc); {
@@ -230,7 +262,7 @@ func (r *Reconciler) takeClaimBackup(ctx context.Context, c *etcdv1beta2.EtcdClu
 		return err
 	}
 	if err := recordCreated(c, a.Name, func(*etcdv1beta2.UpgradeBackupCreated) {}); err != nil {
-		return err // bounded: never an object whose UID could not be recorded
+		return err // bounded: never a claim whose UID could not be recorded
 	}
 	switch err := r.Create(ctx, pvc); {
 	case apierrors.IsAlreadyExists(err):
@@ -369,73 +401,125 @@ func keptClaimBackups(recorded, current string, backups []claimBackup) map[strin
 	return keep
 }
 
-// pruneClaimBackups deletes the claim fallback's snapshots not kept (keptClaimBackups):
-// the EtcdBackup first (its backup pod goes with it), then the claim, each only if a
-// fresh read shows the cluster controls it (deleteOwned). One failure stops no other
-// deletion (only the claim of an EtcdBackup not deleted stays); failures are logged
-// together and retried on the next reconcile; they never hold the membership step.
+// pruneClaimBackups deletes the claim fallback's snapshots not kept (keptClaimBackups).
+// Only what status.upgradeBackup.created records is a candidate, never what a label
+// selects (labels are anyone's to write): a name of the one-shot shape, the EtcdBackup
+// and the claim each deleted only with the UID its create returned as a precondition,
+// and only while a fresh read shows the cluster controls it (deleteOwned). The EtcdBackup
+// goes first (its backup pod goes with it); a claim stays while its EtcdBackup could not
+// be deleted, or while an EtcdBackup or EtcdRestore the cluster does not own names it
+// (someone reads or writes it). Once both are gone the record is dropped. One failure
+// does not stop the others; failures are logged and retried on the next reconcile, and
+// never hold the membership step.
 func (r *Reconciler) pruneClaimBackups(ctx context.Context, c *etcdv1beta2.EtcdCluster) {
-	recorded := ""
-	if rec := c.Status.UpgradeBackup; rec != nil && rec.Claim != "" {
-		recorded = rec.Backup
+	ub := c.Status.UpgradeBackup
+	if ub == nil || len(ub.Created) == 0 {
+		return
 	}
-	sel := client.MatchingLabels{etcdv1beta2.UpgradeBackupOfLabel: c.Name}
 	lg := log.FromContext(ctx)
-	var backups etcdv1beta2.EtcdBackupList
-	if err := r.List(ctx, &backups, client.InNamespace(c.Namespace), sel); err != nil {
-		lg.Error(err, "prune upgrade backups: list EtcdBackups")
-		return
-	}
-	var claims corev1.PersistentVolumeClaimList
-	if err := r.List(ctx, &claims, client.InNamespace(c.Namespace), sel); err != nil {
-		lg.Error(err, "prune upgrade backups: list claims")
-		return
+	recorded := ""
+	if ub.Claim != "" {
+		recorded = ub.Backup
 	}
 	var own []claimBackup
-	for i := range backups.Items {
-		if eb := &backups.Items[i]; ownClaimBackup(eb, c) && eb.DeletionTimestamp.IsZero() {
-			b := claimBackup{name: eb.Name}
-			if eb.Status.Succeeded {
-				b.taken = eb.Status.LastSuccessDate.Time
-			}
-			own = append(own, b)
+	for _, rec := range ub.Created {
+		b := claimBackup{name: rec.Name}
+		var eb etcdv1beta2.EtcdBackup
+		err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: rec.Name}, &eb)
+		if err != nil && !apierrors.IsNotFound(err) {
+			lg.Error(err, "prune upgrade backups: read EtcdBackup", "backup", rec.Name)
+			return // the newest taken is not known: keep everything this time
 		}
-	}
-	var ownClaims []string
-	for i := range claims.Items {
-		// Never a member's claim, whatever labels were added to it: those are app=etcd
-		// and carry the cluster's label.
-		pvc := &claims.Items[i]
-		_, member := pvc.Labels[render.LabelCluster]
-		if metav1.IsControlledBy(pvc, c) && pvc.DeletionTimestamp.IsZero() && pvc.Labels[render.LabelApp] == render.AppOperatorPod && !member {
-			ownClaims = append(ownClaims, pvc.Name)
+		if err == nil && ownClaimBackup(&eb, c) && eb.Status.Succeeded {
+			b.taken = eb.Status.LastSuccessDate.Time
 		}
+		own = append(own, b)
 	}
 	keep := keptClaimBackups(recorded, upgradeBackupName(c, render.ClusterVersion(c.Spec)), own)
+	var candidates []etcdv1beta2.UpgradeBackupCreated
+	for _, rec := range ub.Created {
+		if !keep[rec.Name] && isOneShotName(c, rec.Name) {
+			candidates = append(candidates, rec)
+		}
+	}
+	if len(candidates) == 0 {
+		return
+	}
+	inUse, err := r.claimsNamedByOthers(ctx, c)
+	if err != nil {
+		lg.Error(err, "prune upgrade backups: list who reads the claims")
+		return
+	}
 	var errs []error
-	for _, b := range own {
-		if keep[b.name] {
-			continue
-		}
-		if err := r.deleteOwned(ctx, c, &etcdv1beta2.EtcdBackup{}, b.name, ""); err != nil {
+	for _, rec := range candidates {
+		gone, err := r.deleteCreated(ctx, c, &etcdv1beta2.EtcdBackup{}, rec.Name, rec.BackupUID)
+		if err != nil {
 			errs = append(errs, err)
-			keep[b.name] = true // its claim stays while the backup that writes to it may still run
+			continue // its claim stays while the backup that writes to it may still run
 		}
-	}
-	defer func() {
-		if err := errors.Join(errs...); err != nil {
-			lg.Error(err, "prune upgrade backups")
-		}
-	}()
-	for _, name := range ownClaims {
-		if keep[name] {
+		if !gone || inUse[rec.Name] {
 			continue
 		}
-		if err := r.deleteOwned(ctx, c, &corev1.PersistentVolumeClaim{}, name, ""); err != nil {
+		claimGone, err := r.deleteCreated(ctx, c, &corev1.PersistentVolumeClaim{}, rec.Name, rec.ClaimUID)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonUpgradeBackupPruned,
-			"deleted claim %s and its EtcdBackup: an older backup before a minor step than the one kept", name)
+		if claimGone {
+			forgetCreated(c, rec.Name)
+			r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonUpgradeBackupPruned,
+				"deleted claim %s and its EtcdBackup: an older backup before a minor step than the one kept", rec.Name)
+		}
 	}
+	if err := errors.Join(errs...); err != nil {
+		lg.Error(err, "prune upgrade backups")
+	}
+}
+
+// deleteCreated deletes the object of obj's kind named name that the operator created
+// with uid; gone is true once that object no longer exists as the operator's: deleted
+// now, already missing, replaced by another object of the name (left alone), or never
+// created (uid "").
+func (r *Reconciler) deleteCreated(ctx context.Context, c *etcdv1beta2.EtcdCluster, obj client.Object, name, uid string) (gone bool, err error) {
+	if uid == "" {
+		return true, nil
+	}
+	switch err := r.freshReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, obj); {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("read %s before deleting it: %w", name, err)
+	case string(obj.GetUID()) != uid:
+		return true, nil
+	}
+	if err := r.deleteOwned(ctx, c, obj, name, types.UID(uid)); err != nil { // act_delete.go
+		return false, err
+	}
+	return true, nil
+}
+
+// claimsNamedByOthers are the claims that an EtcdBackup or EtcdRestore in the cluster's
+// namespace not controlled by the cluster names: a claim of the fallback that someone
+// backs up into or restores from is not deleted under them.
+func (r *Reconciler) claimsNamedByOthers(ctx context.Context, c *etcdv1beta2.EtcdCluster) (map[string]bool, error) {
+	named := map[string]bool{}
+	var backups etcdv1beta2.EtcdBackupList
+	if err := r.List(ctx, &backups, client.InNamespace(c.Namespace)); err != nil {
+		return nil, fmt.Errorf("list EtcdBackups: %w", err)
+	}
+	for i := range backups.Items {
+		if eb := &backups.Items[i]; eb.Spec.PVC != nil && !metav1.IsControlledBy(eb, c) {
+			named[eb.Spec.PVC.ClaimName] = true
+		}
+	}
+	var restores etcdv1beta2.EtcdRestoreList
+	if err := r.List(ctx, &restores, client.InNamespace(c.Namespace)); err != nil {
+		return nil, fmt.Errorf("list EtcdRestores: %w", err)
+	}
+	for i := range restores.Items {
+		if er := &restores.Items[i]; er.Spec.PVC != nil && !metav1.IsControlledBy(er, c) {
+			named[er.Spec.PVC.ClaimName] = true
+		}
+	}
+	return named, nil
 }

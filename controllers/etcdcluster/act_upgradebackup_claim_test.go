@@ -201,6 +201,71 @@ func TestUpgradeBackupClaimNotTheClusters(t *testing.T) {
 	}
 }
 
+// TestUpgradeBackupForgedEtcdBackupRefused: no EtcdBackup names the cluster, and a
+// tenant created an EtcdBackup of the step's predictable name first, with the
+// operator's labels, an owner reference to the cluster and the step's path, writing to a
+// claim of its own, and marked it succeeded. It is not the operator's (the operator
+// records the UID of the one it creates), so the step is refused, naming it, and it is
+// neither used nor deleted. The same holds once the operator recorded creating another
+// of that name (a UID that differs).
+func TestUpgradeBackupForgedEtcdBackupRefused(t *testing.T) {
+	s := fixture.Scheme()
+	cluster := &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up", Generation: 4},
+		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
+		Status:     etcdv1beta2.EtcdClusterStatus{CurrentVersion: "3.6.16"},
+	}
+	name := upgradeBackupName(cluster, "3.7.3")
+	forged := claimBackupFor(cluster, name, "3.7.3", 1<<30)
+	forged.UID = "uid-tenants"
+	forged.Spec.PVC.ClaimName = "tenants-claim"
+	if err := controllerutil.SetControllerReference(cluster, forged, s); err != nil {
+		t.Fatal(err)
+	}
+	forged.Status = etcdv1beta2.EtcdBackupStatus{Succeeded: true, LastSuccessDate: metav1.Now(), Conditions: []metav1.Condition{{
+		Type: etcdv1beta2.BackupConditionSucceeded, Status: metav1.ConditionTrue, Reason: etcdv1beta2.ReasonBackupSucceeded, LastTransitionTime: metav1.Now()}}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, defaultStorageClass(), forged).Build()
+	now := time.Now()
+	r := newTestClusterReconciler(t, c, record.NewFakeRecorder(10), func() time.Time { return now })
+	ctx := context.Background()
+	d := desiredFromSpec(cluster, r.MinQuorumLossGrace)
+	for _, tc := range []struct {
+		name    string
+		created []etcdv1beta2.UpgradeBackupCreated
+		want    string
+	}{
+		{"nothing recorded", nil, "the operator did not create it"},
+		{"another recorded", []etcdv1beta2.UpgradeBackupCreated{{Name: name, ClaimUID: "uid-c", BackupUID: "uid-operators"}}, "not the one the operator created"},
+		{"its UID recorded, another claim", []etcdv1beta2.UpgradeBackupCreated{{Name: name, ClaimUID: "uid-c", BackupUID: "uid-tenants"}}, "not the one the operator created"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := cluster.DeepCopy()
+			if tc.created != nil {
+				cl.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Created: tc.created}
+			}
+			ub, eb, err := r.observeUpgradeBackup(ctx, cl, upgradingObserved(now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ub.State != planner.UpgradeBackupFailed || !strings.Contains(ub.Message, tc.want) || !strings.Contains(ub.Message, name) || eb != nil {
+				t.Fatalf("observed %+v (backup %v), want Failed naming %s: %q", ub, eb != nil, name, tc.want)
+			}
+			o := upgradingObserved(now)
+			o.UpgradeBackup = ub
+			a := planner.Plan(d, o)
+			if a.Kind != planner.Wait || a.Reason != etcdv1beta2.ReasonUpgradeBackupFailed || !strings.Contains(a.Message, name) {
+				t.Errorf("%s %s %q, want Wait(UpgradeBackupFailed) naming it", a, a.Reason, a.Message)
+			}
+			if up := planner.Summarize(d, o, a).Conditions[3]; up.Status || up.Reason != etcdv1beta2.ReasonUpgradeBackupFailed || !strings.Contains(up.Message, name) {
+				t.Errorf("Upgrading condition %+v", up)
+			}
+		})
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(forged), &etcdv1beta2.EtcdBackup{}); err != nil {
+		t.Errorf("the tenant's EtcdBackup: %v, want it left alone", err)
+	}
+}
+
 // TestUpgradeBackupClaimReuse: an existing claim of the step's name is backed up into
 // only if it is the one the operator created (its recorded UID, controlled, labelled) and
 // large enough; a smaller one is grown where its StorageClass allows, and otherwise the
@@ -348,71 +413,6 @@ func TestClaimBackupTimeout(t *testing.T) {
 	}
 }
 
-// TestUpgradeBackupForgedEtcdBackupRefused: no EtcdBackup names the cluster, and a
-// tenant created an EtcdBackup of the step's predictable name first, with the
-// operator's labels, an owner reference to the cluster and the step's path, writing to a
-// claim of its own, and marked it succeeded. It is not the operator's (the operator
-// records the UID of the one it creates), so the step is refused, naming it, and it is
-// neither used nor deleted. The same holds once the operator recorded creating another
-// of that name (a UID that differs).
-func TestUpgradeBackupForgedEtcdBackupRefused(t *testing.T) {
-	s := fixture.Scheme()
-	cluster := &etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up", Generation: 4},
-		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
-		Status:     etcdv1beta2.EtcdClusterStatus{CurrentVersion: "3.6.16"},
-	}
-	name := upgradeBackupName(cluster, "3.7.3")
-	forged := claimBackupFor(cluster, name, "3.7.3", 1<<30)
-	forged.UID = "uid-tenants"
-	forged.Spec.PVC.ClaimName = "tenants-claim"
-	if err := controllerutil.SetControllerReference(cluster, forged, s); err != nil {
-		t.Fatal(err)
-	}
-	forged.Status = etcdv1beta2.EtcdBackupStatus{Succeeded: true, LastSuccessDate: metav1.Now(), Conditions: []metav1.Condition{{
-		Type: etcdv1beta2.BackupConditionSucceeded, Status: metav1.ConditionTrue, Reason: etcdv1beta2.ReasonBackupSucceeded, LastTransitionTime: metav1.Now()}}}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, defaultStorageClass(), forged).Build()
-	now := time.Now()
-	r := newTestClusterReconciler(t, c, record.NewFakeRecorder(10), func() time.Time { return now })
-	ctx := context.Background()
-	d := desiredFromSpec(cluster, r.MinQuorumLossGrace)
-	for _, tc := range []struct {
-		name    string
-		created []etcdv1beta2.UpgradeBackupCreated
-		want    string
-	}{
-		{"nothing recorded", nil, "the operator did not create it"},
-		{"another recorded", []etcdv1beta2.UpgradeBackupCreated{{Name: name, ClaimUID: "uid-c", BackupUID: "uid-operators"}}, "not the one the operator created"},
-		{"its UID recorded, another claim", []etcdv1beta2.UpgradeBackupCreated{{Name: name, ClaimUID: "uid-c", BackupUID: "uid-tenants"}}, "not the one the operator created"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cl := cluster.DeepCopy()
-			if tc.created != nil {
-				cl.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Created: tc.created}
-			}
-			ub, eb, err := r.observeUpgradeBackup(ctx, cl, upgradingObserved(now))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ub.State != planner.UpgradeBackupFailed || !strings.Contains(ub.Message, tc.want) || !strings.Contains(ub.Message, name) || eb != nil {
-				t.Fatalf("observed %+v (backup %v), want Failed naming %s: %q", ub, eb != nil, name, tc.want)
-			}
-			o := upgradingObserved(now)
-			o.UpgradeBackup = ub
-			a := planner.Plan(d, o)
-			if a.Kind != planner.Wait || a.Reason != etcdv1beta2.ReasonUpgradeBackupFailed || !strings.Contains(a.Message, name) {
-				t.Errorf("%s %s %q, want Wait(UpgradeBackupFailed) naming it", a, a.Reason, a.Message)
-			}
-			if up := planner.Summarize(d, o, a).Conditions[3]; up.Status || up.Reason != etcdv1beta2.ReasonUpgradeBackupFailed || !strings.Contains(up.Message, name) {
-				t.Errorf("Upgrading condition %+v", up)
-			}
-		})
-	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(forged), &etcdv1beta2.EtcdBackup{}); err != nil {
-		t.Errorf("the tenant's EtcdBackup: %v, want it left alone", err)
-	}
-}
-
 // clusterAt is upgradingObserved with every member and pod on version.
 func clusterAt(now time.Time, version string) planner.Observed {
 	o := upgradingObserved(now)
@@ -453,8 +453,13 @@ func TestKeptClaimBackups(t *testing.T) {
 }
 
 // TestPruneClaimBackups: once a newer claim snapshot is recorded, the older claim and
-// EtcdBackup the cluster controls are deleted; a claim of the label that another owns, a
-// member's claim carrying the label, and an EtcdBackup to a target are left alone.
+// EtcdBackup the operator recorded creating are deleted, each by its recorded UID. Left
+// alone: a claim of the label and the one-shot shape that the cluster controls but the
+// operator never recorded creating (an owner reference is anyone's to write), a recorded
+// name not of the one-shot shape, a claim an EtcdRestore the cluster does not own reads,
+// a member's claim carrying the label, and an EtcdBackup to a target. A recorded claim
+// whose labels were stripped is still found and deleted. Status is written through the
+// status subresource, as the API server requires.
 func TestPruneClaimBackups(t *testing.T) {
 	s := fixture.Scheme()
 	cluster := &etcdv1beta2.EtcdCluster{
@@ -462,11 +467,32 @@ func TestPruneClaimBackups(t *testing.T) {
 		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16"},
 	}
 	newest := upgradeBackupName(cluster, "3.6.16")
-	older := "up-before-3.7.3-0000abcd"
+	const (
+		older    = "up-before-3.7.3-0000abcd"
+		forged   = "up-before-3.5.36-ffff0000" // controlled and labelled, never recorded
+		notShape = "up-data"                   // recorded, but not a one-shot name
+		read     = "up-before-3.7.3-2222bbbb"  // an EtcdRestore reads its claim
+		stripped = "up-before-3.7.3-3333cccc"  // its claim's labels removed
+	)
+	own := func(obj client.Object) client.Object {
+		if err := controllerutil.SetControllerReference(cluster, obj, s); err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	claim := func(name string, labels map[string]string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels,
+			UID: types.UID("uid-claim-" + name)}}
+	}
 	backup := func(name, version string) *etcdv1beta2.EtcdBackup {
 		eb := claimBackupFor(cluster, name, version, 1<<30)
 		eb.UID = types.UID("uid-backup-" + name)
 		return eb
+	}
+	ours := func() map[string]string {
+		l := upgradeBackupLabels(cluster)
+		l[render.LabelApp] = render.AppOperatorPod
+		return l
 	}
 	created := func(names ...string) []etcdv1beta2.UpgradeBackupCreated {
 		var out []etcdv1beta2.UpgradeBackupCreated
@@ -475,61 +501,73 @@ func TestPruneClaimBackups(t *testing.T) {
 		}
 		return out
 	}
-	cluster.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: "3.6.16", Backup: newest, Claim: newest, Created: created(newest, older)}
-	own := func(obj client.Object) client.Object {
-		if err := controllerutil.SetControllerReference(cluster, obj, s); err != nil {
-			t.Fatal(err)
-		}
-		return obj
-	}
-	claim := func(name string, labels map[string]string) *corev1.PersistentVolumeClaim {
-		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels}}
-	}
-	ours := func() map[string]string {
-		l := upgradeBackupLabels(cluster)
-		l[render.LabelApp] = render.AppOperatorPod
-		return l
-	}
+	cluster.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: "3.6.16", Backup: newest, Claim: newest,
+		Created: created(newest, older, notShape, read, stripped)}
 	member := render.ClusterLabels("up")
 	member[etcdv1beta2.UpgradeBackupOfLabel] = "up" // labelled by someone: still a member's
-	c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&etcdv1beta2.EtcdCluster{}, &etcdv1beta2.EtcdBackup{}).WithObjects(cluster,
-		own(claim(newest, ours())), own(backup(newest, "3.6.16")),
-		own(claim(older, ours())), own(backup(older, "3.7.3")),
-		claim("up-before-3.5.36-ffff0000", ours()), // not controlled by the cluster
-		own(claim("up-0001", member)),
-		upgradeBackupFor(cluster, &etcdv1beta2.EtcdBackup{Spec: etcdv1beta2.EtcdBackupSpec{StorageType: etcdv1beta2.BackupStorageTypeS3,
-			BackupSource: etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3BackupSource{Path: "b/p"}}}}, "up-before-3.7.3-s3", "3.7.3"),
-	).Build()
+	restore := &etcdv1beta2.EtcdRestore{ObjectMeta: metav1.ObjectMeta{Name: "copy", Namespace: "default"},
+		Spec: etcdv1beta2.EtcdRestoreSpec{RestoreSource: etcdv1beta2.RestoreSource{PVC: &etcdv1beta2.PVCBackupSource{ClaimName: read, Path: "x"}}}}
+	c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&etcdv1beta2.EtcdCluster{}, &etcdv1beta2.EtcdBackup{}).
+		WithObjects(cluster,
+			own(claim(newest, ours())), own(backup(newest, "3.6.16")),
+			own(claim(older, ours())), own(backup(older, "3.7.3")),
+			own(claim(forged, ours())), own(backup(forged, "3.5.36")),
+			own(claim(notShape, ours())), own(backup(notShape, "3.7.3")),
+			own(claim(read, ours())), own(backup(read, "3.7.3")), restore,
+			own(claim(stripped, nil)), own(backup(stripped, "3.7.3")),
+			own(claim("up-0001", member)),
+			upgradeBackupFor(cluster, &etcdv1beta2.EtcdBackup{Spec: etcdv1beta2.EtcdBackupSpec{StorageType: etcdv1beta2.BackupStorageTypeS3,
+				BackupSource: etcdv1beta2.BackupSource{S3: &etcdv1beta2.S3BackupSource{Path: "b/p"}}}}, "up-before-3.7.3-s3", "3.7.3"),
+		).Build()
 	rec := record.NewFakeRecorder(10)
 	r := newTestClusterReconciler(t, c, rec, time.Now)
 	ctx := context.Background()
 	r.pruneClaimBackups(ctx, cluster)
 
-	var claims corev1.PersistentVolumeClaimList
-	var backups etcdv1beta2.EtcdBackupList
-	if err := c.List(ctx, &claims); err != nil {
-		t.Fatal(err)
+	left := func() (cl, bl []string) {
+		t.Helper()
+		var claims corev1.PersistentVolumeClaimList
+		var backups etcdv1beta2.EtcdBackupList
+		if err := c.List(ctx, &claims); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.List(ctx, &backups); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range claims.Items {
+			cl = append(cl, p.Name)
+		}
+		for _, b := range backups.Items {
+			bl = append(bl, b.Name)
+		}
+		slices.Sort(cl)
+		slices.Sort(bl)
+		return cl, bl
 	}
-	if err := c.List(ctx, &backups); err != nil {
-		t.Fatal(err)
-	}
-	names := func(objs []string) []string { slices.Sort(objs); return objs }
-	var cl, bl []string
-	for _, p := range claims.Items {
-		cl = append(cl, p.Name)
-	}
-	for _, b := range backups.Items {
-		bl = append(bl, b.Name)
-	}
-	if want := names([]string{newest, "up-before-3.5.36-ffff0000", "up-0001"}); !slices.Equal(names(cl), want) {
+	sorted := func(objs ...string) []string { slices.Sort(objs); return objs }
+	cl, bl := left()
+	if want := sorted(newest, forged, notShape, read, "up-0001"); !slices.Equal(cl, want) {
 		t.Errorf("claims left %v, want %v", cl, want)
 	}
-	if want := names([]string{newest, "up-before-3.7.3-s3"}); !slices.Equal(names(bl), want) {
+	if want := sorted(newest, forged, notShape, "up-before-3.7.3-s3"); !slices.Equal(bl, want) {
 		t.Errorf("EtcdBackups left %v, want %v", bl, want)
 	}
-	if evs := drain(rec); len(evs) != 1 || !strings.Contains(evs[0], etcdv1beta2.EventReasonUpgradeBackupPruned) || !strings.Contains(evs[0], older) {
-		t.Errorf("events %q, want one naming the pruned claim", evs)
+	var recs []string
+	for _, r := range cluster.Status.UpgradeBackup.Created {
+		recs = append(recs, r.Name)
 	}
+	if want := []string{newest, notShape, read}; !slices.Equal(recs, want) {
+		t.Errorf("still recorded %v, want %v (what is gone dropped, what stays kept)", recs, want)
+	}
+	if evs := drain(rec); len(evs) != 2 || !strings.Contains(evs[0], etcdv1beta2.EventReasonUpgradeBackupPruned) || !strings.Contains(evs[0], older) ||
+		!strings.Contains(evs[1], stripped) {
+		t.Errorf("events %q, want one per pruned claim", evs)
+	}
+	// The record written as the operator writes status: through the subresource.
+	if err := c.Status().Update(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+
 	// Nothing recorded on a claim (a later step skipped its backup) and the spec moved on:
 	// the newest snapshot taken stays, an unfinished older attempt goes.
 	var nb etcdv1beta2.EtcdBackup
@@ -540,7 +578,7 @@ func TestPruneClaimBackups(t *testing.T) {
 	if err := c.Status().Update(ctx, &nb); err != nil {
 		t.Fatal(err)
 	}
-	abandoned := "up-before-3.7.3-1111aaaa"
+	const abandoned = "up-before-3.7.3-1111aaaa"
 	for _, obj := range []client.Object{own(claim(abandoned, ours())), own(backup(abandoned, "3.7.3"))} {
 		if err := c.Create(ctx, obj); err != nil {
 			t.Fatal(err)
@@ -605,5 +643,8 @@ func TestPruneClaimBackupsPastAFailure(t *testing.T) {
 		if tc.stay && err != nil || !tc.stay && !apierrors.IsNotFound(err) {
 			t.Errorf("%T %s: %v, want it to stay: %v", tc.obj, tc.name, err, tc.stay)
 		}
+	}
+	if got := cluster.Status.UpgradeBackup.Created; len(got) != 1 || got[0].Name != stuck {
+		t.Errorf("recorded %+v, want only %s left to retry", got, stuck)
 	}
 }
