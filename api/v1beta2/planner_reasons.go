@@ -183,14 +183,24 @@ const (
 	ReasonUpgradeBackupFailed = "UpgradeBackupFailed"
 	// ReasonNoBackupTarget: no EtcdBackup names the cluster in spec.clusterRef, so no
 	// backup is taken before a minor step: it proceeds (upgrade-backup auto, recorded in
-	// status.upgradeBackup.skipped) or waits (upgrade-backup required).
+	// status.upgradeBackup.skipped) or waits (upgrade-backup required). Operators with the
+	// claim fallback back up to a claim of their own instead, and say NoBackupStorage
+	// when they cannot.
 	ReasonNoBackupTarget = "NoBackupTarget"
+	// ReasonNoBackupStorage: no EtcdBackup names the cluster and no StorageClass is the
+	// default, so the operator cannot create a claim for the backup before a minor step:
+	// the step proceeds without one (upgrade-backup auto, a warning event, recorded in
+	// status.upgradeBackup.skipped) or waits (upgrade-backup required).
+	ReasonNoBackupStorage = "NoBackupStorage"
 	// ReasonUpgradeBackupSkipped: the cluster opted out (upgrade-backup=skip); recorded in
 	// status.upgradeBackup.skipped.
 	ReasonUpgradeBackupSkipped = "UpgradeBackupSkipped"
 	// EventReasonUpgradeBackupTaken: the backup before a minor step holds its snapshot
 	// (recorded in status.upgradeBackup).
 	EventReasonUpgradeBackupTaken = "UpgradeBackupTaken"
+	// EventReasonUpgradeBackupPruned: an older claim the operator made for a backup before
+	// a minor step was deleted with its EtcdBackup, a newer one having been taken.
+	EventReasonUpgradeBackupPruned = "UpgradeBackupPruned"
 	// ReasonUpgrading: a member is restarted on the new version, or leadership moved off
 	// the leader first (also the Upgrading condition's reason).
 	ReasonUpgrading = "Upgrading"

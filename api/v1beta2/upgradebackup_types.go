@@ -15,7 +15,8 @@ const (
 	UpgradeBackupAnnotation = "etcd.database.coreos.com/upgrade-backup"
 
 	// UpgradeBackupOfLabel marks the one-shot EtcdBackup the operator creates before a
-	// minor step; its value is the cluster's name. UpgradeBackupUIDLabel holds the UID of
+	// minor step, and the claim it creates for it when no EtcdBackup names the cluster;
+	// its value is the cluster's name. UpgradeBackupUIDLabel holds the UID of
 	// the cluster it was taken of: a cluster recreated under the same name (a rollback)
 	// never takes an older incarnation's backup as its own.
 	UpgradeBackupOfLabel  = "etcd.database.coreos.com/upgrade-backup-of"
@@ -46,6 +47,13 @@ type UpgradeBackupStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Backup string `json:"backup,omitempty"`
+	// Claim names the PersistentVolumeClaim the operator created for the snapshot when no
+	// EtcdBackup names the cluster (the claim fallback); empty when the backup went to a
+	// configured target. The claim and Backup are owned by the cluster: deleted with it,
+	// and when the backup of a later minor step is taken (only the newest is kept).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Claim string `json:"claim,omitempty"`
 	// Key is the object's key in the bucket (S3) or its path below the claim (PVC).
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
@@ -56,9 +64,40 @@ type UpgradeBackupStatus struct {
 	// Time is when the snapshot was taken.
 	// +optional
 	Time *metav1.Time `json:"time,omitempty"`
-	// Skipped says why no backup was taken (NoBackupTarget, UpgradeBackupSkipped); empty
+	// Skipped says why no backup was taken (NoBackupStorage, UpgradeBackupSkipped, or
+	// NoBackupTarget from operators without the claim fallback); empty
 	// when one was.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Skipped string `json:"skipped,omitempty"`
+	// Created lists the claim fallback's EtcdBackups and claims the operator created and
+	// has not deleted yet, each by the UID its create returned. Only an object recorded
+	// here is taken as the operator's: names are predictable and labels and owner
+	// references are anyone's to write, a UID is not. At most MaxUpgradeBackupsCreated.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Created []UpgradeBackupCreated `json:"created,omitempty"`
+}
+
+// MaxUpgradeBackupsCreated bounds status.upgradeBackup.created: the operator keeps at
+// most three claim-fallback snapshots and deletes the others before it makes a new one.
+const MaxUpgradeBackupsCreated = 8
+
+// UpgradeBackupCreated is one claim-fallback backup the operator created: the one-shot
+// EtcdBackup and the claim of one name.
+type UpgradeBackupCreated struct {
+	// Name of the EtcdBackup and of the claim it writes to.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// ClaimUID is the claim's UID as the operator's create returned it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ClaimUID string `json:"claimUID,omitempty"`
+	// BackupUID is the EtcdBackup's UID as the operator's create returned it; empty until
+	// the operator created it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	BackupUID string `json:"backupUID,omitempty"`
 }

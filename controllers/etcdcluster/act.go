@@ -73,7 +73,7 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 	case planner.AbortBackupRestore:
 		err = r.abortBackupRestore(ctx, c, o, a)
 	case planner.TakeUpgradeBackup:
-		err = r.takeUpgradeBackup(ctx, c, a) // act_upgradebackup.go
+		err = r.takeUpgradeBackup(ctx, c, o, a) // act_upgradebackup.go
 	case planner.EnableDowngrade, planner.CancelDowngrade:
 		err = r.actDowngrade(ctx, c, o, a) // act_downgrade.go
 	default:

@@ -19,7 +19,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
-// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackups,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdbackups,verbs=get;list;watch;create;delete
 
 // The backup before a minor upgrade step (internal/planner/upgradebackup.go). The
 // configured target is the EtcdBackup whose spec.clusterRef names the cluster (the first
@@ -30,6 +30,11 @@ import (
 // rollback (an EtcdRestore replacing the cluster) deletes the cluster, and the backup it
 // restores from must stay. The target's retention (maxBackups, maxAgeInSecond) counts
 // only its own periodic objects (<path>_v<revision>_<time>), never this one.
+//
+// Without a target (no EtcdBackup names the cluster) the operator backs up into a claim
+// of its own (act_upgradebackup_claim.go): the same one-shot EtcdBackup, with PVC
+// storage, on a claim of the same name that the operator creates; both are owned by the
+// cluster.
 
 // upgradeBackupName is the one-shot backup's name for the step of cluster c to version:
 // per cluster incarnation (its UID), so a cluster recreated under the same name never
@@ -91,7 +96,7 @@ func (r *Reconciler) upgradeBackupTarget(ctx context.Context, c *etcdv1beta2.Etc
 // observeUpgradeBackup fills the planner's view of the step's backup: its target and the
 // state of the one-shot backup for the spec's version. The one-shot backup, when it
 // exists and is this cluster's, is returned for the status record.
-func (r *Reconciler) observeUpgradeBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*planner.UpgradeBackup, *etcdv1beta2.EtcdBackup, error) {
+func (r *Reconciler) observeUpgradeBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster, seen planner.Observed) (*planner.UpgradeBackup, *etcdv1beta2.EtcdBackup, error) {
 	name := upgradeBackupName(c, render.ClusterVersion(c.Spec))
 	ub := &planner.UpgradeBackup{Name: name}
 	var eb etcdv1beta2.EtcdBackup
@@ -104,12 +109,22 @@ func (r *Reconciler) observeUpgradeBackup(ctx context.Context, c *etcdv1beta2.Et
 		}
 		if target != nil {
 			ub.Target = target.Name
+			return ub, nil, nil
+		}
+		if ub.Claim, err = r.observeBackupClaim(ctx, c, name, seen); err != nil { // act_upgradebackup_claim.go
+			return nil, nil, err
 		}
 		return ub, nil, nil
 	case err != nil:
 		return nil, nil, fmt.Errorf("get EtcdBackup %s: %w", name, err)
 	}
 	ub.Target = name // the one-shot backup decides from now on, whatever the target
+	if refused, err := r.notTheOperatorsClaimBackup(ctx, c, &eb); err != nil {
+		return nil, nil, err
+	} else if refused != "" {
+		ub.State, ub.Message = planner.UpgradeBackupFailed, refused
+		return ub, nil, nil
+	}
 	if eb.Labels[etcdv1beta2.UpgradeBackupOfLabel] != c.Name || eb.Labels[etcdv1beta2.UpgradeBackupUIDLabel] != string(c.UID) ||
 		!isUpgradeBackupOf(&eb, c, render.ClusterVersion(c.Spec)) {
 		ub.State = planner.UpgradeBackupFailed
@@ -129,7 +144,41 @@ func (r *Reconciler) observeUpgradeBackup(ctx context.Context, c *etcdv1beta2.Et
 		ub.State = planner.UpgradeBackupFailed
 		ub.Message = fmt.Sprintf("%s: %s", cond.Reason, cond.Message)
 	}
+	if ub.State != planner.UpgradeBackupTaken && ownClaimBackup(&eb, c) { // act_upgradebackup_claim.go
+		if gone, err := r.claimGone(ctx, c, eb.Spec.PVC.ClaimName); err != nil {
+			return nil, nil, err
+		} else if gone {
+			ub.State = planner.UpgradeBackupFailed
+			ub.Message = fmt.Sprintf("the claim %s it writes to is gone or being deleted; delete EtcdBackup %s to start the backup over", eb.Spec.PVC.ClaimName, eb.Name)
+		} else if ub.State == planner.UpgradeBackupFailed {
+			// Retried into a claim sized anew from the database, not into the same one.
+			ub.Message += fmt.Sprintf(" (to start over, delete EtcdBackup %s and its claim %s: both are made again, the claim sized from the database then)", eb.Name, eb.Spec.PVC.ClaimName)
+		}
+	}
 	return ub, &eb, nil
+}
+
+// notTheOperatorsClaimBackup says why the EtcdBackup eb, of the step's one-shot name,
+// is refused as the claim fallback's backup ("" when it is not refused). Once the
+// operator records creating a backup of that name (status.upgradeBackup.created), only
+// the EtcdBackup of the recorded UID on the claim of its name counts; with no record and
+// no EtcdBackup naming the cluster as a target, the operator made none, so an EtcdBackup
+// of that name is someone else's (its name, labels and owner reference are all
+// predictable or forgeable). Either is never used and never deleted.
+func (r *Reconciler) notTheOperatorsClaimBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster, eb *etcdv1beta2.EtcdBackup) (string, error) {
+	if rec := createdRecord(c, eb.Name); rec != nil && rec.BackupUID != "" {
+		if ownClaimBackup(eb, c) && isUpgradeBackupOf(eb, c, render.ClusterVersion(c.Spec)) {
+			return "", nil
+		}
+		return fmt.Sprintf("EtcdBackup %s (uid %s) is not the one the operator created for this step (uid %s, on the claim %s); it is not used and not deleted: delete or rename it",
+			eb.Name, eb.UID, rec.BackupUID, eb.Name), nil
+	}
+	target, err := r.upgradeBackupTarget(ctx, c)
+	if err != nil || target != nil {
+		return "", err // a target's one-shot: judged by its labels and path below
+	}
+	return fmt.Sprintf("EtcdBackup %s (uid %s) exists but the operator did not create it: no EtcdBackup names this cluster in spec.clusterRef and status.upgradeBackup.created records no backup of that name; it is not used and not deleted: delete or rename it, or create an EtcdBackup naming the cluster",
+		eb.Name, eb.UID), nil
 }
 
 // isUpgradeBackupOf reports whether eb backs up cluster c to the path the operator gave
@@ -153,10 +202,13 @@ func isUpgradeBackupOf(eb *etcdv1beta2.EtcdBackup, c *etcdv1beta2.EtcdCluster, v
 
 // takeUpgradeBackup executes TakeUpgradeBackup: creates the one-shot EtcdBackup a.Name
 // from the configured target's storage. Already there: nothing to do.
-func (r *Reconciler) takeUpgradeBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster, a planner.Action) error {
+func (r *Reconciler) takeUpgradeBackup(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *observation, a planner.Action) error {
 	target, err := r.upgradeBackupTarget(ctx, c)
 	if err != nil {
 		return err
+	}
+	if target == nil && a.ClaimBytes > 0 {
+		return r.takeClaimBackup(ctx, c, o, a) // act_upgradebackup_claim.go
 	}
 	if target == nil {
 		return fmt.Errorf("no EtcdBackup names cluster %s in spec.clusterRef any more", c.Name)
@@ -228,6 +280,12 @@ func (r *Reconciler) recordUpgradeBackup(c *etcdv1beta2.EtcdCluster, o *observat
 		} else if eb.Spec.PVC != nil {
 			rec.Key = eb.Spec.PVC.Path
 		}
+		if ownClaimBackup(eb, c) {
+			rec.Claim = eb.Spec.PVC.ClaimName
+		}
+		if st.UpgradeBackup != nil {
+			rec.Created = st.UpgradeBackup.Created // what the operator made stays listed until deleted
+		}
 		if st.UpgradeBackup == nil || st.UpgradeBackup.Backup != rec.Backup {
 			r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonUpgradeBackupTaken,
 				"backup before the upgrade to %s taken: EtcdBackup %s, %s, revision %d", version, rec.Backup, rec.Key, rec.Revision)
@@ -237,21 +295,33 @@ func (r *Reconciler) recordUpgradeBackup(c *etcdv1beta2.EtcdCluster, o *observat
 		}
 		return
 	}
-	if p == nil || !p.ran || p.actErr != nil || p.action.Kind != planner.UpgradeMember || p.action.StepBackup == nil || p.action.StepBackup.Skipped == "" {
+	// The first move of a minor step: the first member upgraded, or etcd's downgrade
+	// enabled (whose action names only the target minor).
+	if p == nil || !p.ran || p.actErr != nil || p.action.Kind != planner.UpgradeMember && p.action.Kind != planner.EnableDowngrade ||
+		p.action.StepBackup == nil || p.action.StepBackup.Skipped == "" {
 		return
 	}
 	skipped := p.action.StepBackup.Skipped
-	if b := st.UpgradeBackup; b != nil && b.Version == p.action.Version && b.Skipped == skipped {
+	if b := st.UpgradeBackup; b != nil && b.Version == version && b.Skipped == skipped {
 		return
 	}
-	st.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: p.action.Version, FromVersion: st.CurrentVersion, Skipped: skipped}
-	if skipped == etcdv1beta2.ReasonNoBackupTarget {
+	var created []etcdv1beta2.UpgradeBackupCreated
+	if st.UpgradeBackup != nil {
+		created = st.UpgradeBackup.Created
+	}
+	st.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Version: version, FromVersion: st.CurrentVersion, Skipped: skipped, Created: created}
+	switch skipped {
+	case etcdv1beta2.ReasonNoBackupTarget:
 		r.Recorder.Eventf(c, corev1.EventTypeWarning, skipped,
 			"upgrading to %s without a backup: no EtcdBackup names this cluster in spec.clusterRef (annotate %s=%s to refuse the step without one)",
-			p.action.Version, etcdv1beta2.UpgradeBackupAnnotation, etcdv1beta2.UpgradeBackupRequired)
-	} else {
-		r.Recorder.Eventf(c, corev1.EventTypeNormal, skipped, "upgrading to %s without a backup (%s=%s)",
-			p.action.Version, etcdv1beta2.UpgradeBackupAnnotation, etcdv1beta2.UpgradeBackupSkip)
+			version, etcdv1beta2.UpgradeBackupAnnotation, etcdv1beta2.UpgradeBackupRequired)
+	case etcdv1beta2.ReasonNoBackupStorage:
+		r.Recorder.Eventf(c, corev1.EventTypeWarning, skipped,
+			"moving to %s without a backup: no EtcdBackup names this cluster in spec.clusterRef and no StorageClass is the default for a claim of the operator's (annotate %s=%s to refuse the step without one)",
+			version, etcdv1beta2.UpgradeBackupAnnotation, etcdv1beta2.UpgradeBackupRequired)
+	default:
+		r.Recorder.Eventf(c, corev1.EventTypeNormal, skipped, "moving to %s without a backup (%s=%s)",
+			version, etcdv1beta2.UpgradeBackupAnnotation, etcdv1beta2.UpgradeBackupSkip)
 	}
 }
 

@@ -73,7 +73,7 @@ func TestUpgradeBackupRefusesStepWhenBackupFails(t *testing.T) {
 
 	plan := func() (planner.Action, *observation) {
 		t.Helper()
-		ub, eb, err := r.observeUpgradeBackup(ctx, cluster)
+		ub, eb, err := r.observeUpgradeBackup(ctx, cluster, upgradingObserved(now))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,11 +185,11 @@ func TestUpgradeBackupNotTheOperators(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, stale).Build()
 	r := newTestClusterReconciler(t, c, record.NewFakeRecorder(10), time.Now)
-	ub, eb, err := r.observeUpgradeBackup(context.Background(), cluster)
+	ub, eb, err := r.observeUpgradeBackup(context.Background(), cluster, planner.Observed{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ub.State != planner.UpgradeBackupFailed || !strings.Contains(ub.Message, "not created by the operator") || eb != nil {
+	if ub.State != planner.UpgradeBackupFailed || !strings.Contains(ub.Message, "the operator did not create it") || eb != nil {
 		t.Errorf("observed %+v (%v), want Failed naming the foreign backup", ub, eb)
 	}
 	if other := upgradeBackupName(&etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "up", UID: "uid-old"}}, "3.7.3"); other == name {
@@ -227,15 +227,16 @@ func TestUpgradeBackupNotTheOperators(t *testing.T) {
 	if err := c.Delete(context.Background(), stale); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	ub, _, err = r.observeUpgradeBackup(context.Background(), cluster)
+	ub, _, err = r.observeUpgradeBackup(context.Background(), cluster, planner.Observed{})
 	if err != nil || ub.Target != "" || ub.State != planner.UpgradeBackupAbsent {
 		t.Errorf("without a target: %+v (%v)", ub, err)
 	}
 }
 
-// TestUpgradeBackupNoTarget: without a target (upgrade-backup auto) the first follower
-// moves, and status.upgradeBackup says no backup was taken, with a warning event, once.
-// With upgrade-backup required the step waits instead.
+// TestUpgradeBackupNoTarget: without a target and without a default StorageClass for the
+// claim fallback (upgrade-backup auto) the first follower moves, and status.upgradeBackup
+// says no backup was taken (NoBackupStorage), with a warning event, once. With
+// upgrade-backup required the step waits instead, naming both.
 func TestUpgradeBackupNoTarget(t *testing.T) {
 	s := fixture.Scheme()
 	cluster := &etcdv1beta2.EtcdCluster{
@@ -248,30 +249,46 @@ func TestUpgradeBackupNoTarget(t *testing.T) {
 	now := time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)
 	r := newTestClusterReconciler(t, c, rec, func() time.Time { return now })
 	ctx := context.Background()
-	ub, eb, err := r.observeUpgradeBackup(ctx, cluster)
+	ub, eb, err := r.observeUpgradeBackup(ctx, cluster, upgradingObserved(now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := &observation{planner: upgradingObserved(now), upgradeBackup: eb}
 	o.planner.UpgradeBackup = ub
 	a := planner.Plan(desiredFromSpec(cluster, r.MinQuorumLossGrace), o.planner)
-	if a.Kind != planner.UpgradeMember || a.StepBackup == nil || a.StepBackup.Skipped != etcdv1beta2.ReasonNoBackupTarget {
-		t.Fatalf("without a target: %s (%+v), want UpgradeMember saying NoBackupTarget", a, a.StepBackup)
+	if a.Kind != planner.UpgradeMember || a.StepBackup == nil || a.StepBackup.Skipped != etcdv1beta2.ReasonNoBackupStorage {
+		t.Fatalf("without a target or a default StorageClass: %s (%+v), want UpgradeMember saying NoBackupStorage", a, a.StepBackup)
 	}
 	for range 2 {
 		r.recordUpgradeBackup(cluster, o, &plannedStep{action: a, ran: true})
 	}
-	if got := cluster.Status.UpgradeBackup; got == nil || got.Skipped != etcdv1beta2.ReasonNoBackupTarget || got.Version != "3.7.3" || got.FromVersion != "3.6.16" || got.Backup != "" {
+	if got := cluster.Status.UpgradeBackup; got == nil || got.Skipped != etcdv1beta2.ReasonNoBackupStorage || got.Version != "3.7.3" || got.FromVersion != "3.6.16" || got.Backup != "" {
 		t.Errorf("status.upgradeBackup %+v", got)
 	}
-	if evs := drain(rec); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+etcdv1beta2.ReasonNoBackupTarget) {
-		t.Errorf("events %q, want one NoBackupTarget warning", evs)
+	if evs := drain(rec); len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning "+etcdv1beta2.ReasonNoBackupStorage) || !strings.Contains(evs[0], "StorageClass") {
+		t.Errorf("events %q, want one NoBackupStorage warning", evs)
+	}
+
+	// A downgrade's first move is enabling etcd's downgrade (its action names only the
+	// minor): recorded under the spec's version all the same.
+	down := cluster.DeepCopy()
+	down.Spec.Version, down.Status.CurrentVersion, down.Status.UpgradeBackup = "3.5.36", "3.6.16", nil
+	r.recordUpgradeBackup(down, o, &plannedStep{ran: true, action: planner.Action{Kind: planner.EnableDowngrade, Version: "3.5",
+		StepBackup: &planner.StepBackup{Skipped: etcdv1beta2.ReasonNoBackupStorage}}})
+	if got := down.Status.UpgradeBackup; got == nil || got.Version != "3.5.36" || got.FromVersion != "3.6.16" || got.Skipped != etcdv1beta2.ReasonNoBackupStorage {
+		t.Errorf("status.upgradeBackup after enabling the downgrade %+v", got)
+	}
+	if evs := drain(rec); len(evs) != 1 || !strings.Contains(evs[0], "3.5.36 without a backup") {
+		t.Errorf("events %q, want one warning for the downgrade", evs)
 	}
 
 	required := cluster.DeepCopy()
 	required.Annotations = map[string]string{etcdv1beta2.UpgradeBackupAnnotation: etcdv1beta2.UpgradeBackupRequired}
-	if a := planner.Plan(desiredFromSpec(required, r.MinQuorumLossGrace), o.planner); a.Kind != planner.Wait || a.Reason != etcdv1beta2.ReasonNoBackupTarget {
-		t.Errorf("required without a target: %s %s, want Wait(NoBackupTarget)", a, a.Reason)
+	if a := planner.Plan(desiredFromSpec(required, r.MinQuorumLossGrace), o.planner); a.Kind != planner.Wait || a.Reason != etcdv1beta2.ReasonNoBackupStorage {
+		t.Errorf("required without a target: %s %s, want Wait(NoBackupStorage)", a, a.Reason)
+	} else if sum := planner.Summarize(desiredFromSpec(required, r.MinQuorumLossGrace), o.planner, a); sum.Conditions[3].Status ||
+		sum.Conditions[3].Reason != etcdv1beta2.ReasonNoBackupStorage || !strings.Contains(sum.Conditions[3].Message, "StorageClass") {
+		t.Errorf("Upgrading condition %+v, want False NoBackupStorage naming the StorageClass", sum.Conditions[3])
 	}
 	bogus := cluster.DeepCopy()
 	bogus.Annotations = map[string]string{etcdv1beta2.UpgradeBackupAnnotation: "maybe"}

@@ -281,6 +281,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return r.observeFailed(ctx, &c, err)
 	}
 	obs.claimReport = r.reconcileStorage(ctx, &c) // act_storage.go: claims grow beside the membership step
+	r.pruneClaimBackups(ctx, &c)                  // act_upgradebackup_claim.go: only the newest snapshot's claim stays
 
 	if _, warning := quorumLossGrace(&c, r.MinQuorumLossGrace); warning != "" {
 		r.Recorder.Event(&c, corev1.EventTypeWarning, etcdv1beta2.EventReasonInvalidAnnotation, warning)

@@ -130,7 +130,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 		return nil, err
 	}
 	// act_upgradebackup.go. Failing to read the backups holds only a minor step.
-	if ub, eb, err := r.observeUpgradeBackup(ctx, c); err != nil {
+	if ub, eb, err := r.observeUpgradeBackup(ctx, c, o.planner); err != nil {
 		o.planner.UpgradeBackup = &planner.UpgradeBackup{Target: "?", Name: upgradeBackupName(c, render.ClusterVersion(c.Spec)),
 			State: planner.UpgradeBackupFailed, Message: err.Error()}
 	} else {

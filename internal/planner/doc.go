@@ -110,10 +110,11 @@
 //     past the raft index by which all members ran the previous minor, so each
 //     has a raft snapshot past the older log (snapshotgate.go). Before the first
 //     member of a minor step moves, the cluster is backed up to its configured
-//     EtcdBackup target (TakeUpgradeBackup, Wait(UpgradeBackupPending)); while that
-//     backup fails → Wait(UpgradeBackupFailed), no member moved; without a target the
-//     step starts saying no backup was taken (NoBackupTarget), or waits when the
-//     cluster requires one; opted out (skip) it starts without (upgradebackup.go).
+//     EtcdBackup target, or without one into a claim the operator creates and owns
+//     (TakeUpgradeBackup, Wait(UpgradeBackupPending)); while that backup fails →
+//     Wait(UpgradeBackupFailed), no member moved; with no default StorageClass for the
+//     claim the step starts saying no backup was taken (NoBackupStorage), or waits when
+//     the cluster requires one; opted out (skip) it starts without (upgradebackup.go).
 //     A version one minor down from 3.6 or later goes through etcd's downgrade API
 //     instead: the same backup, EnableDowngrade, Wait(Downgrading) until etcd has
 //     migrated every member's storage, then the members one at a time as above; etcd's

@@ -91,6 +91,24 @@ func TestPlanDowngrade(t *testing.T) {
 			o.UpgradeBackup = &UpgradeBackup{Target: "periodic", Name: "c-before-3.5.36-x", State: UpgradeBackupAbsent}
 			return o
 		}, want{kind: TakeUpgradeBackup, name: "c-before-3.5.36-x", version: v35}},
+		{"no target: backup into the operator's claim before the downgrade", to(v35), func() Observed {
+			o := on36("3.6.0", nil)()
+			o.UpgradeBackup = &UpgradeBackup{Name: "c-before-3.5.36-x", Claim: &BackupClaim{}}
+			return o
+		}, want{kind: TakeUpgradeBackup, name: "c-before-3.5.36-x", version: v35, check: func(t *testing.T, a Action) {
+			if a.ClaimBytes != MinBackupClaimBytes {
+				t.Errorf("ClaimBytes = %d, want %d", a.ClaimBytes, MinBackupClaimBytes)
+			}
+		}}},
+		{"no target, no default StorageClass: the downgrade is enabled saying why no backup", to(v35), func() Observed {
+			o := on36("3.6.0", nil)()
+			o.UpgradeBackup = &UpgradeBackup{Name: "c-before-3.5.36-x", Claim: &BackupClaim{NoDefaultClass: true}}
+			return o
+		}, want{kind: EnableDowngrade, check: func(t *testing.T, a Action) {
+			if a.StepBackup == nil || a.StepBackup.Skipped != "NoBackupStorage" {
+				t.Errorf("StepBackup = %+v, want skipped NoBackupStorage", a.StepBackup)
+			}
+		}}},
 		{"a failed backup holds the downgrade before it is enabled", to(v35), func() Observed {
 			o := on36("3.6.0", nil)()
 			o.UpgradeBackup = &UpgradeBackup{Target: "periodic", Name: "b", State: UpgradeBackupFailed, Message: "bucket gone"}

@@ -174,7 +174,8 @@ func Summarize(d Desired, o Observed, a Action) Summary {
 			}
 			// The backup before a minor step (upgradebackup.go): no member moves yet.
 			if a.Kind == TakeUpgradeBackup || a.Kind == Wait && (a.Reason == v1beta2.ReasonUpgradeBackupPending ||
-				a.Reason == v1beta2.ReasonUpgradeBackupFailed || a.Reason == v1beta2.ReasonNoBackupTarget) {
+				a.Reason == v1beta2.ReasonUpgradeBackupFailed || a.Reason == v1beta2.ReasonNoBackupTarget ||
+				a.Reason == v1beta2.ReasonNoBackupStorage) {
 				up.Status, up.Reason, up.Message = false, a.Reason, a.Message
 			}
 		}

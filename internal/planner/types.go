@@ -476,6 +476,9 @@ type Action struct {
 	// StepBackup, on the first UpgradeMember of a minor step: the backup taken before
 	// it, or why none was (upgradebackup.go).
 	StepBackup *StepBackup
+	// ClaimBytes, on TakeUpgradeBackup: no EtcdBackup names the cluster; back up into a
+	// claim of the operator's of this size, named as the backup (upgradebackup.go).
+	ClaimBytes int64
 
 	ClearPending bool
 }
@@ -493,6 +496,9 @@ func (a Action) String() string {
 		s += fmt.Sprintf("{%s %x v%s%s}", a.Name, a.ID, a.Version, asRunning)
 	case TakeUpgradeBackup:
 		s += fmt.Sprintf("{%s v%s}", a.Name, a.Version)
+		if a.ClaimBytes > 0 {
+			s = s[:len(s)-1] + fmt.Sprintf(" claim %d}", a.ClaimBytes)
+		}
 	case EnableDowngrade, CancelDowngrade:
 		s += fmt.Sprintf("{v%s}", a.Version)
 	case PromoteLearner, DeletePod:

@@ -25,29 +25,38 @@ func TestDowngrade36To35(t *testing.T) {
 	c.Spec.Version = "3.6.16"
 	e.Create(c)
 	e.WaitAvailable(name, 3, 120*time.Second)
+	load := e.StartLoad(name, loadRate)
+	flowing(t, load, loadRate)
+	downgradeUnderLoad(t, e, name, 3, etcd35, load)
+	verifyLoad(t, load)
+}
+
+// downgradeUnderLoad sets the cluster's spec.version one minor down and waits until
+// every member runs it with the cluster Available and load still flowing; the downgrade
+// went through etcd's downgrade API (the Downgrading event), the members stay the same,
+// and status.members reports the version on every member. Checking the load is the
+// caller's (verifyLoad).
+func downgradeUnderLoad(t *testing.T, e *framework.Env, name string, size int, to string, load *framework.Load) {
+	t.Helper()
 	before, err := e.Members(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	load := e.StartLoad(name, loadRate)
-	flowing(t, load, loadRate)
-
-	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Version = etcd35 })
-	e.Eventually(4*time.Minute, "every member runs "+etcd35, func() error {
+	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Version = to })
+	e.Eventually(4*time.Minute, "every member runs "+to, func() error {
 		got := e.MemberStatuses(name)
-		if len(got) != 3 {
+		if len(got) != size {
 			return fmt.Errorf("%d members answer", len(got))
 		}
 		for pod, st := range got {
-			if st.Version != etcd35 {
+			if st.Version != to {
 				return fmt.Errorf("%s runs %s", pod, st.Version)
 			}
 		}
 		return nil
 	})
-	e.WaitAvailable(name, 3, 90*time.Second)
+	e.WaitAvailable(name, size, 90*time.Second)
 	flowing(t, load, loadRate)
-	verifyLoad(t, load)
 
 	if !framework.HasAny(e.EventReasons(name), etcdv1beta2.ReasonDowngrading) {
 		t.Errorf("no %s event: the downgrade did not go through etcd's downgrade API; events %v", etcdv1beta2.ReasonDowngrading, e.EventReasons(name))
@@ -59,5 +68,5 @@ func TestDowngrade36To35(t *testing.T) {
 	if !maps.Equal(framework.MemberIDs(before), framework.MemberIDs(after)) {
 		t.Errorf("members replaced during the in-place downgrade: %v → %v", framework.MemberIDs(before), framework.MemberIDs(after))
 	}
-	requireMemberDetails(t, e, name, 3, etcd35) // status.members: 3.5.36 on every member
+	requireMemberDetails(t, e, name, size, to) // status.members: the version on every member
 }

@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -416,8 +417,12 @@ func TestNodeDown(t *testing.T) {
 
 // TestRollingUpgrade moves a 3-member cluster from 3.6.16 to 3.7.3 under load: each
 // member restarted in place (same member ID), followers before the leader, leadership
-// moved away before the leader restarts, no failed write, at most one election that the
-// operator did not ask for.
+// moved away before the leader restarts, at most one election that the operator did not
+// ask for. No EtcdBackup names the cluster, so before the step the operator backs it up
+// into a claim it creates and owns (the claim fallback, recorded in status). Then, still
+// under the same load, the cluster goes back down to 3.6.16 through etcd's downgrade
+// API, with a new backup on a new claim and the older claim deleted. Over both steps no
+// write fails and no acknowledged write is lost.
 func TestRollingUpgrade(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "upgrade"
@@ -471,11 +476,10 @@ func TestRollingUpgrade(t *testing.T) {
 		return nil
 	})
 	flowing(t, load, 2*loadRate)
-	res := verifyLoad(t, load)
 	sts = waitAllAnswer(e, name, 3, 30*time.Second)
 	elections := maxTerm(sts) - term0
 
-	t.Logf("upgrade order %v (leader was %s), elections %d, load %s", order, leader0, elections, res)
+	t.Logf("upgrade order %v (leader was %s), elections %d", order, leader0, elections)
 	if !sawInProgress {
 		t.Errorf("status never showed targetVersion 3.7.3 with currentVersion 3.6.16")
 	}
@@ -503,6 +507,26 @@ func TestRollingUpgrade(t *testing.T) {
 			}
 		}
 	}
+	up := requireClaimBackup(t, e, name, "3.6.16", "3.7.3") // upgrade_backup_test.go
+
+	// And back down, under the same load (downgrade_test.go).
+	downgradeUnderLoad(t, e, name, 3, "3.6.16", load)
+	down := requireClaimBackup(t, e, name, "3.7.3", "3.6.16")
+	if down.Claim == up.Claim {
+		t.Errorf("the downgrade's backup went to the upgrade's claim %s", up.Claim)
+	}
+	// Only the newest snapshot's claim is kept: the upgrade's goes, with its EtcdBackup.
+	e.Eventually(60*time.Second, "the upgrade's claim "+up.Claim+" deleted", func() error {
+		ctx := context.Background()
+		if err := e.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: up.Claim}, &corev1.PersistentVolumeClaim{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("claim %s: %v", up.Claim, err)
+		}
+		if err := e.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: up.Backup}, &etcdv1beta2.EtcdBackup{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("EtcdBackup %s: %v", up.Backup, err)
+		}
+		return nil
+	})
+	verifyLoad(t, load)
 }
 
 // podFingerprint is what must not change while an upgrade is refused.

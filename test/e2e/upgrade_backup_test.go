@@ -16,6 +16,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
 	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 	"github.com/etcd-operator/etcd-operator/test/bench"
+	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
 // TestUpgradeBackupRollback: a 3-member 3.6.16 cluster with a configured EtcdBackup
@@ -139,4 +140,37 @@ func hasEvent(t *testing.T, c client.Client, name, reason string) bool {
 		}
 	}
 	return false
+}
+
+// requireClaimBackup: the cluster, which no EtcdBackup names, recorded the backup the
+// operator took before its minor step from `from` to `to` into a claim of its own: the
+// claim and the one-shot EtcdBackup are controlled by the cluster, the claim is bound,
+// and the backup succeeded on `from` (taken before any member moved).
+func requireClaimBackup(t *testing.T, e *framework.Env, name, from, to string) *etcdv1beta2.UpgradeBackupStatus {
+	t.Helper()
+	ctx := context.Background()
+	c := e.Cluster(name)
+	rec := c.Status.UpgradeBackup
+	if rec == nil || rec.Backup == "" || rec.Claim != rec.Backup || rec.Version != to || rec.FromVersion != from || rec.Skipped != "" ||
+		rec.Revision == 0 || !strings.Contains(rec.Key, ".before-"+to+"-") {
+		t.Fatalf("status.upgradeBackup %+v: want the backup before %s → %s on a claim of the operator's", rec, from, to)
+	}
+	t.Logf("status.upgradeBackup: %s on claim %s, %s revision %d, from %s", rec.Backup, rec.Claim, rec.Key, rec.Revision, rec.FromVersion)
+	var eb etcdv1beta2.EtcdBackup
+	if err := e.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: rec.Backup}, &eb); err != nil {
+		t.Fatalf("the recorded backup %s: %v", rec.Backup, err)
+	}
+	if !eb.Status.Succeeded || eb.Status.EtcdVersion != from || !metav1.IsControlledBy(&eb, c) ||
+		eb.Spec.PVC == nil || eb.Spec.PVC.ClaimName != rec.Claim {
+		t.Errorf("backup %s: succeeded %v on %q, owners %v, storage %+v; want succeeded on %s, the cluster's, on claim %s",
+			eb.Name, eb.Status.Succeeded, eb.Status.EtcdVersion, eb.OwnerReferences, eb.Spec.PVC, from, rec.Claim)
+	}
+	var pvc corev1.PersistentVolumeClaim
+	if err := e.C.Get(ctx, client.ObjectKey{Namespace: "default", Name: rec.Claim}, &pvc); err != nil {
+		t.Fatalf("the recorded claim %s: %v", rec.Claim, err)
+	}
+	if !metav1.IsControlledBy(&pvc, c) || pvc.Status.Phase != corev1.ClaimBound || pvc.Labels[etcdv1beta2.UpgradeBackupOfLabel] != name {
+		t.Errorf("claim %s: owners %v, phase %s, labels %v; want the cluster's, bound, labelled", pvc.Name, pvc.OwnerReferences, pvc.Status.Phase, pvc.Labels)
+	}
+	return rec
 }
