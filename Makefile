@@ -70,7 +70,7 @@ kubectl-etcd: ## Build the kubectl plugin bin/kubectl-etcd (copy it onto PATH: k
 # Benchmarks measure (ratios, no pass/fail) and run only with make benchmark (the bench's
 # long ones need more than go test's default 10-minute timeout; backupcrypt's is pure Go).
 TEST_SPLIT       := ./controllers/...
-TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/runbundle/... ./internal/ociimage \
+TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/image ./hack/runbundle/... ./internal/ociimage \
                     ./internal/test/poll ./internal/cmd/... ./internal/apart ./internal/snapshotcheck \
                     ./internal/planner/... ./internal/render ./internal/test/testenv ./internal/operatorimage \
                     ./internal/backupstorage ./internal/restoreorigin ./internal/test/fixture \

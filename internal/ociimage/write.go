@@ -5,7 +5,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -24,15 +23,11 @@ func WriteTarball(file, ref string, img v1.Image) error {
 // WriteLayout writes img into an OCI image layout directory (created if missing),
 // annotated with ref as its name.
 func WriteLayout(dir, ref string, img v1.Image) error {
-	p, err := layout.FromPath(dir)
+	p, err := openLayout(dir)
 	if err != nil {
-		if p, err = layout.Write(dir, empty.Index); err != nil {
-			return err
-		}
+		return err
 	}
-	return p.AppendImage(img, layout.WithAnnotations(map[string]string{
-		"org.opencontainers.image.ref.name": ref,
-	}))
+	return p.AppendImage(img, layout.WithAnnotations(map[string]string{RefNameAnnotation: ref}))
 }
 
 // Push uploads img to the registry named in ref. A registry on a loopback address or
