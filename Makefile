@@ -70,7 +70,7 @@ kubectl-etcd: ## Build the kubectl plugin bin/kubectl-etcd (copy it onto PATH: k
 # Benchmarks measure (ratios, no pass/fail) and run only with make benchmark (the bench's
 # long ones need more than go test's default 10-minute timeout; backupcrypt's is pure Go).
 TEST_SPLIT       := ./controllers/...
-TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/image ./hack/runbundle/... ./internal/ociimage \
+TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/image ./hack/release ./hack/runbundle/... ./internal/ociimage \
                     ./internal/test/poll ./internal/cmd/... ./internal/apart ./internal/snapshotcheck \
                     ./internal/planner/... ./internal/render ./internal/test/testenv ./internal/operatorimage \
                     ./internal/backupstorage ./internal/restoreorigin ./internal/test/fixture \
@@ -224,6 +224,34 @@ run-bundle: $(OPM_DIR)/.done ## Install $(BUNDLE_IMG) through OLM as `operator-s
 .PHONY: run-bundle-upgrade
 run-bundle-upgrade: $(OPM_DIR)/.done ## Upgrade what run-bundle installed to $(BUNDLE_IMG), as `operator-sdk run bundle-upgrade` does.
 	go run ./hack/runbundle upgrade --bundle $(BUNDLE_IMG) --namespace $(RUN_NAMESPACE) --opm-dir $(OPM_DIR)
+
+##@ Release
+
+# REGISTRY is where a release's images go (host[:port][/path]); DIST the directory it is
+# written to. The operator image is built for every RELEASE_PLATFORMS (one OCI index), the
+# kubectl plugin for every PLUGIN_PLATFORMS; nothing needs a container daemon.
+REGISTRY          ?=
+DIST              ?= dist/$(VERSION)
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+PLUGIN_PLATFORMS  ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+RELEASE_BUILD     := bin/release
+
+.PHONY: release
+release: $(KUSTOMIZE) $(OPM_DIR)/.done ## Write release $(VERSION) for REGISTRY into $(DIST): images (OCI layout), chart .tgz + index.yaml, install.yaml, catalog.yaml, kubectl-etcd binaries, SHA256SUMS.
+	@test -n "$(REGISTRY)" || { echo "make release needs REGISTRY=<registry host[:port][/path]> (where release-push will push)"; exit 1; }
+	@test -n "$(DIST)" && rm -rf "$(DIST)" && mkdir -p "$(DIST)" "$(RELEASE_BUILD)"
+	for p in $(RELEASE_PLATFORMS); do \
+	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags=-s -o $(RELEASE_BUILD)/manager-$${p%/*}-$${p#*/} . ; done
+	for p in $(PLUGIN_PLATFORMS); do \
+	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags=-s -o "$(DIST)/kubectl-etcd-$${p%/*}-$${p#*/}" ./internal/cmd/kubectl-etcd; done
+	img=$$(go run ./hack/image $(foreach p,$(RELEASE_PLATFORMS),--binary $(p)=$(RELEASE_BUILD)/manager-$(subst /,-,$(p))) \
+	  --tag $(REGISTRY)/etcd-operator:v$(VERSION) --oci "$(DIST)/images"); \
+	go run ./hack/release assemble --out "$(DIST)" --version $(VERSION) --prev-version "$(PREV_VERSION)" --registry $(REGISTRY) \
+	  --image "$$img" --channel $(DEFAULT_CHANNEL) --opm-dir $(OPM_DIR) --kustomize $(KUSTOMIZE)
+
+.PHONY: release-push
+release-push: ## Push the images of the release in $(DIST) (after make release) to the registry they name.
+	go run ./hack/release push --out "$(DIST)"
 
 ##@ Demo
 

@@ -1,0 +1,357 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"sigs.k8s.io/yaml"
+
+	"github.com/etcd-operator/etcd-operator/hack/bundle/bundlegen"
+	"github.com/etcd-operator/etcd-operator/hack/catalog/olmimage"
+	"github.com/etcd-operator/etcd-operator/internal/ociimage"
+)
+
+// Options of Assemble; see the assemble command's flags.
+type Options struct {
+	Root, Out, Version, PrevVersion, Registry, Image, Channel, OPMDir, Kustomize, ChartURL string
+}
+
+// ChecksumsFile lists the SHA-256 of every other file of a release, as sha256sum
+// writes it (`sha256sum -c SHA256SUMS` in the release directory checks them).
+const ChecksumsFile = "SHA256SUMS"
+
+func imagesDir(out string) string { return filepath.Join(out, "images") }
+
+// Names of the images under the registry, as the Makefile's IMAGE_TAG_BASE has them.
+func operatorRepo(registry string) string { return registry + "/etcd-operator" }
+func bundleRef(registry, version string) string {
+	return registry + "/etcd-operator-bundle:v" + version
+}
+func catalogRef(registry, version string) string {
+	return registry + "/etcd-operator-catalog:v" + version
+}
+
+// pinned is the operator image by the digest of its index: repository@sha256:….
+func pinned(o Options) (repository, digest string, err error) {
+	_, dg, ok := strings.Cut(o.Image, "@")
+	if !ok {
+		return "", "", fmt.Errorf("--image %q names no digest; pass what hack/image printed", o.Image)
+	}
+	d, err := name.NewDigest(operatorRepo(o.Registry)+"@"+dg, name.Insecure)
+	if err != nil {
+		return "", "", fmt.Errorf("--image %q: %w", o.Image, err)
+	}
+	return operatorRepo(o.Registry), d.DigestStr(), nil
+}
+
+// Assemble writes the release into o.Out (see the package comment).
+func Assemble(o Options, stdout io.Writer) error {
+	for flagName, v := range map[string]string{"out": o.Out, "version": o.Version, "registry": o.Registry,
+		"image": o.Image, "opm-dir": o.OPMDir, "kustomize": o.Kustomize} {
+		if v == "" {
+			return fmt.Errorf("need --%s", flagName)
+		}
+	}
+	repository, digest, err := pinned(o)
+	if err != nil {
+		return err
+	}
+	image := repository + "@" + digest
+	work, err := os.MkdirTemp("", "release-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+
+	// The bundle of this version, generated from config/ as `make bundle` does but
+	// naming the released image; and the previous release's bundle as it was released.
+	bo := bundlegen.Options{Root: o.Root, Version: o.Version, Channels: []string{o.Channel}, DefaultChannel: o.Channel, Image: image}
+	if o.PrevVersion != "" {
+		bo.Replaces = bundlegen.CSVName(o.PrevVersion)
+	}
+	bundleDir := filepath.Join(work, "bundle")
+	if err := bundlegen.Write(bo, bundleDir, ""); err != nil {
+		return fmt.Errorf("bundle: %w", err)
+	}
+	bundles := []olmimage.Bundle{{Dir: bundleDir, Image: bundleRef(o.Registry, o.Version)}}
+	if o.PrevVersion != "" {
+		prev := olmimage.Bundle{Dir: filepath.Join(o.Root, "hack", "bundle", "released", o.PrevVersion), Image: bundleRef(o.Registry, o.PrevVersion)}
+		bundles = append([]olmimage.Bundle{prev}, bundles...)
+	}
+	for _, b := range bundles {
+		spec, err := olmimage.BundleSpec(b.Dir)
+		if err != nil {
+			return fmt.Errorf("bundle %s: %w", b.Image, err)
+		}
+		img, err := ociimage.Build(spec)
+		if err != nil {
+			return fmt.Errorf("bundle %s: %w", b.Image, err)
+		}
+		if err := ociimage.WriteLayout(imagesDir(o.Out), b.Image, img); err != nil {
+			return err
+		}
+	}
+	fbc, catalog, err := olmimage.BuildCatalog(o.OPMDir, olmimage.Catalog{Channel: o.Channel, Bundles: bundles}, filepath.Join(work, "catalog"))
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	if err := ociimage.WriteLayout(imagesDir(o.Out), catalogRef(o.Registry, o.Version), catalog); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.Out, "catalog.yaml"), fbc, 0o644); err != nil {
+		return err
+	}
+
+	if err := packageChart(filepath.Join(o.Root, "helm-charts", "etcd-operator"), o.Version, repository, digest, o.Out, o.ChartURL); err != nil {
+		return fmt.Errorf("chart: %w", err)
+	}
+	if err := installYAML(o, repository, digest, work); err != nil {
+		return fmt.Errorf("install.yaml: %w", err)
+	}
+	if err := WriteChecksums(o.Out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "release %s in %s: operator %s\n", o.Version, o.Out, image)
+	return nil
+}
+
+// valuesImage matches the install chart's image block up to its digest line.
+var valuesImage = regexp.MustCompile(`(?m)^image:\n((?:  .*\n|\s*\n)*?)  repository: .*\n((?:  .*\n)*?)  digest: ""\n`)
+
+// packageChart writes the install chart as <out>/etcd-operator-<version>.tgz, with
+// version and appVersion set to version and its default image pinned to
+// repository@digest, and an index.yaml listing it. values.yaml is edited as text so
+// its comments (the chart's documentation) survive.
+func packageChart(dir, version, repository, digest, out, url string) error {
+	ch, err := loader.LoadDir(dir)
+	if err != nil {
+		return err
+	}
+	ch.Metadata.Version = version
+	ch.Metadata.AppVersion = version
+	found := false
+	for _, f := range ch.Raw {
+		if f.Name != chartutil.ValuesfileName {
+			continue
+		}
+		m := valuesImage.FindSubmatchIndex(f.Data)
+		if m == nil {
+			return fmt.Errorf("%s: no image block with repository and digest: \"\" to pin", chartutil.ValuesfileName)
+		}
+		var b bytes.Buffer
+		b.Write(f.Data[:m[0]])
+		b.WriteString("image:\n")
+		b.Write(f.Data[m[2]:m[3]])
+		fmt.Fprintf(&b, "  repository: %s\n", repository)
+		b.Write(f.Data[m[4]:m[5]])
+		fmt.Fprintf(&b, "  digest: %q\n", digest)
+		b.Write(f.Data[m[1]:])
+		f.Data = b.Bytes()
+		if ch.Values, err = chartutil.ReadValues(f.Data); err != nil {
+			return err
+		}
+		found = true
+	}
+	if !found {
+		return fmt.Errorf("%s has no %s", dir, chartutil.ValuesfileName)
+	}
+	if err := ch.Validate(); err != nil {
+		return err
+	}
+	tgz, err := chartutil.Save(ch, out)
+	if err != nil {
+		return err
+	}
+	sum, err := fileSHA256(tgz)
+	if err != nil {
+		return err
+	}
+	return writeRepoIndex(filepath.Join(out, "index.yaml"), ch.Metadata, filepath.Base(tgz), url, sum, time.Now())
+}
+
+// chartEntry is one chart version in a chart repository's index.yaml: the chart's
+// metadata and where its package is, as `helm repo index` writes it. (helm's own
+// pkg/repo would pull an OCI client and kubectl's libraries into the module for this.)
+type chartEntry struct {
+	*chart.Metadata
+	URLs    []string  `json:"urls"`
+	Created time.Time `json:"created"`
+	Digest  string    `json:"digest"`
+}
+
+type repoIndex struct {
+	APIVersion string                  `json:"apiVersion"`
+	Entries    map[string][]chartEntry `json:"entries"`
+	Generated  time.Time               `json:"generated"`
+}
+
+// writeRepoIndex writes the index.yaml of a chart repository holding one package,
+// file, whose SHA-256 is digest, served at url/file (or relative to index.yaml).
+func writeRepoIndex(path string, md *chart.Metadata, file, url, digest string, now time.Time) error {
+	u := file
+	if url != "" {
+		u = strings.TrimSuffix(url, "/") + "/" + file
+	}
+	idx := repoIndex{APIVersion: "v1", Generated: now.UTC(), Entries: map[string][]chartEntry{
+		md.Name: {{Metadata: md, URLs: []string{u}, Created: now.UTC(), Digest: digest}},
+	}}
+	raw, err := yaml.Marshal(idx)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, raw, 0o644)
+}
+
+// installYAML writes <out>/install.yaml: config/default built by kustomize through an
+// overlay that sets the operator image to repository@digest.
+func installYAML(o Options, repository, digest, work string) error {
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return err
+	}
+	placeholder, err := kustomizeImage(filepath.Join(root, "config", "manager", "kustomization.yaml"))
+	if err != nil {
+		return err
+	}
+	overlay := filepath.Join(work, "install")
+	if err := os.MkdirAll(overlay, 0o755); err != nil {
+		return err
+	}
+	kz := map[string]any{
+		"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+		"resources": []string{filepath.Join(root, "config", "default")},
+		"images":    []map[string]string{{"name": placeholder, "newName": repository, "digest": digest}},
+	}
+	raw, err := yaml.Marshal(kz)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), raw, 0o644); err != nil {
+		return err
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(o.Kustomize, "build", overlay)
+	cmd.Stderr = &stderr
+	built, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("kustomize build: %w\n%s", err, stderr.String())
+	}
+	// The overlay must have matched: an image name config/manager stops using would
+	// otherwise ship install.yaml with the placeholder image.
+	if want := "image: " + repository + "@" + digest; !bytes.Contains(built, []byte(want)) {
+		return fmt.Errorf("the operator Deployment does not run %s (config/manager's image is %s)", repository+"@"+digest, placeholder)
+	}
+	return os.WriteFile(filepath.Join(o.Out, "install.yaml"), built, 0o644)
+}
+
+// kustomizeImage is the image name config/manager's images: entry gives the operator
+// (its newName), which the release overlay replaces.
+func kustomizeImage(file string) (string, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	var kz struct {
+		Images []struct{ Name, NewName string } `json:"images"`
+	}
+	if err := yaml.Unmarshal(raw, &kz); err != nil {
+		return "", fmt.Errorf("%s: %w", file, err)
+	}
+	if len(kz.Images) != 1 || kz.Images[0].NewName == "" {
+		return "", fmt.Errorf("%s: want one images: entry with a newName, got %+v", file, kz.Images)
+	}
+	return kz.Images[0].NewName, nil
+}
+
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// WriteChecksums writes dir/SHA256SUMS over every regular file under dir but itself,
+// sorted by path, in sha256sum's format ("<hex>  <path>").
+func WriteChecksums(dir string) error {
+	var lines []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || d.IsDir() || rel == ChecksumsFile {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", p)
+		}
+		sum, err := fileSHA256(p)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, sum+"  "+filepath.ToSlash(rel)+"\n")
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(lines, func(a, b string) int { return strings.Compare(a[66:], b[66:]) })
+	return os.WriteFile(filepath.Join(dir, ChecksumsFile), []byte(strings.Join(lines, "")), 0o644)
+}
+
+// VerifyChecksums checks every file SHA256SUMS lists in dir, as `sha256sum -c` does,
+// so that what is pushed is what was released.
+func VerifyChecksums(dir string) error {
+	f, err := os.Open(filepath.Join(dir, ChecksumsFile))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	n := 0
+	var bad []string
+	for sc.Scan() {
+		sum, rel, ok := strings.Cut(sc.Text(), "  ")
+		if !ok {
+			return fmt.Errorf("%s: line %q is not \"<sha256>  <file>\"", ChecksumsFile, sc.Text())
+		}
+		got, err := fileSHA256(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil || got != sum {
+			bad = append(bad, rel)
+		}
+		n++
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s: %d of %d files changed or missing since the release was made: %v", ChecksumsFile, len(bad), n, bad)
+	}
+	if n == 0 {
+		return errors.New(ChecksumsFile + " lists no files")
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	testRepo   = "registry.invalid/etcd-operator"
+	testDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+)
+
+// TestPackageChartPinsTheReleasedImage packages the repository's install chart as a
+// release does and installs nothing: it loads the .tgz back as helm would, renders it
+// with default values, and checks that the Deployment runs the released image by
+// digest, that the chart's version is the release's, that values.yaml kept its
+// comments, and that index.yaml lists the package with its SHA-256.
+func TestPackageChartPinsTheReleasedImage(t *testing.T) {
+	out := t.TempDir()
+	if err := packageChart(filepath.Join("..", "..", "helm-charts", "etcd-operator"), "9.8.7", testRepo, testDigest, out, ""); err != nil {
+		t.Fatal(err)
+	}
+	tgz := filepath.Join(out, "etcd-operator-9.8.7.tgz")
+	ch, err := loader.Load(tgz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Metadata.Version != "9.8.7" || ch.Metadata.AppVersion != "9.8.7" {
+		t.Errorf("packaged chart version %q appVersion %q, want 9.8.7", ch.Metadata.Version, ch.Metadata.AppVersion)
+	}
+	for _, f := range ch.Raw {
+		if f.Name == chartutil.ValuesfileName && !strings.Contains(string(f.Data), "# The operator image.") {
+			t.Errorf("values.yaml lost its comments:\n%s", f.Data)
+		}
+	}
+	vals, err := chartutil.ToRenderValues(ch, map[string]any{}, chartutil.ReleaseOptions{Name: "etcd-operator", Namespace: "etcd-operator-system", IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := engine.Render(ch, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep appsv1.Deployment
+	if err := yaml.Unmarshal([]byte(files["etcd-operator/templates/deployment.yaml"]), &dep); err != nil {
+		t.Fatal(err)
+	}
+	if cs := dep.Spec.Template.Spec.Containers; len(cs) == 0 || cs[0].Image != testRepo+"@"+testDigest {
+		t.Fatalf("the packaged chart's Deployment runs %v, want %s@%s", cs, testRepo, testDigest)
+	}
+
+	raw, err := os.ReadFile(filepath.Join(out, "index.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx repoIndex
+	if err := yaml.Unmarshal(raw, &idx); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := fileSHA256(tgz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := idx.Entries["etcd-operator"]
+	if idx.APIVersion != "v1" || len(es) != 1 || es[0].Version != "9.8.7" || es[0].Digest != sum ||
+		len(es[0].URLs) != 1 || es[0].URLs[0] != "etcd-operator-9.8.7.tgz" || es[0].Created.IsZero() {
+		t.Errorf("index.yaml:\n%s\nwant one etcd-operator 9.8.7 entry at etcd-operator-9.8.7.tgz with digest %s", raw, sum)
+	}
+}
+
+func TestRepoIndexURL(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "index.yaml")
+	md, _ := loader.LoadDir(filepath.Join("..", "..", "helm-charts", "etcd-operator"))
+	if err := writeRepoIndex(p, md.Metadata, "c-1.tgz", "https://charts.invalid/x/", "ab", time.Unix(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(p)
+	if !strings.Contains(string(raw), "- https://charts.invalid/x/c-1.tgz\n") {
+		t.Errorf("index.yaml does not list the package under the base URL:\n%s", raw)
+	}
+}
+
+// TestPackageChartRefusesAValuesFileItCannotPin: a values.yaml whose image block has
+// no digest line is an error, not a chart that silently runs the placeholder image.
+func TestPackageChartRefusesAValuesFileItCannotPin(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("Chart.yaml", "apiVersion: v2\nname: c\nversion: 0.1.0\n")
+	write("values.yaml", "image:\n  repository: x/y\n  tag: \"\"\n")
+	err := packageChart(dir, "1.0.0", testRepo, testDigest, t.TempDir(), "")
+	if err == nil || !strings.Contains(err.Error(), "digest") {
+		t.Fatalf("err %v, want the missing digest named", err)
+	}
+}
+
+// TestChecksums: SHA256SUMS lists every file but itself in sha256sum's format, sorted,
+// and verifying it catches a changed file and a missing one.
+func TestChecksums(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{"b.txt": "b\n", "images/blobs/sha256/x": "x", "a.yaml": "a: 1\n"} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteChecksums(dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ChecksumsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sha256 of "b\n" as `printf 'b\n' | sha256sum` prints it.
+	want := "0263829989b6fd954f72baaf2fc64bc2e2f01d692d4de72986ea808f6e99813f  b.txt\n"
+	lines := strings.SplitAfter(string(raw), "\n")
+	if len(lines) != 4 || lines[1] != want || !strings.HasSuffix(lines[0], "  a.yaml\n") || !strings.HasSuffix(lines[2], "  images/blobs/sha256/x\n") {
+		t.Fatalf("%s:\n%s", ChecksumsFile, raw)
+	}
+	if err := VerifyChecksums(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "b.txt"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "a.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyChecksums(dir); err == nil || !strings.Contains(err.Error(), "[a.yaml b.txt]") {
+		t.Fatalf("verify after a change and a removal: %v", err)
+	}
+}
