@@ -234,9 +234,14 @@ func installYAML(o Options, repository, digest, work string) error {
 	if err := os.MkdirAll(overlay, 0o755); err != nil {
 		return err
 	}
+	// kustomize takes a base only by a relative path.
+	base, err := filepath.Rel(overlay, filepath.Join(root, "config", "default"))
+	if err != nil {
+		return err
+	}
 	kz := map[string]any{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-		"resources": []string{filepath.Join(root, "config", "default")},
+		"resources": []string{filepath.ToSlash(base)},
 		"images":    []map[string]string{{"name": placeholder, "newName": repository, "digest": digest}},
 	}
 	raw, err := yaml.Marshal(kz)
