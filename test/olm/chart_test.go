@@ -622,6 +622,7 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 		"unknown scope":         {"scopeAnnotation": "all"},
 		"class not a name":      {"allowedPriorityClasses": []any{"Gold Class"}},
 		"issuer not a name":     {"allowedClusterIssuers": []any{"shared ca"}},
+		"digest not sha256":     {"image": map[string]any{"repository": "r/etcd-operator", "digest": "v0.2.0"}},
 	} {
 		if _, err := renderChart(t, vals, "etcd-operator", "etcd-operator-system"); err == nil {
 			t.Errorf("%s: %v rendered", name, vals)
