@@ -239,7 +239,10 @@ RELEASE_BUILD     := bin/release
 .PHONY: release
 release: $(KUSTOMIZE) $(OPM_DIR)/.done ## Write release $(VERSION) for REGISTRY into $(DIST): images (OCI layout), chart .tgz + index.yaml, install.yaml, catalog.yaml, kubectl-etcd binaries, SHA256SUMS.
 	@test -n "$(REGISTRY)" || { echo "make release needs REGISTRY=<registry host[:port][/path]> (where release-push will push)"; exit 1; }
-	@test -n "$(DIST)" && rm -rf "$(DIST)" && mkdir -p "$(DIST)" "$(RELEASE_BUILD)"
+	@test -n "$(DIST)" || { echo "DIST is empty"; exit 1; }
+	@if [ -n "$$(ls -A "$(DIST)" 2>/dev/null)" ] && [ ! -e "$(DIST)/SHA256SUMS" ]; then \
+	  echo "$(DIST) holds files but no release (no SHA256SUMS): remove it yourself or pick another DIST"; exit 1; fi
+	rm -rf "$(DIST)" && mkdir -p "$(DIST)" "$(RELEASE_BUILD)"
 	for p in $(RELEASE_PLATFORMS); do \
 	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags=-s -o $(RELEASE_BUILD)/manager-$${p%/*}-$${p#*/} . ; done
 	for p in $(PLUGIN_PLATFORMS); do \
