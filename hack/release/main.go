@@ -13,7 +13,9 @@
 // packaged as etcd-operator-<version>.tgz with an index.yaml; install.yaml, the
 // kustomize build of config/default; and SHA256SUMS over every file, last. The
 // operator image is named by the digest of its index everywhere (CSV, chart,
-// install.yaml), so each install method runs exactly the released image.
+// install.yaml), so each install method runs exactly the released image. The
+// kubectl-etcd-<os>-<arch> binaries make built into <out> must be exactly those of
+// --plugin-platforms, so that SHA256SUMS covers each one built and nothing else.
 package main
 
 import (
@@ -53,6 +55,7 @@ func run(args []string, stdout io.Writer) error {
 		fs.StringVar(&o.OPMDir, "opm-dir", "", "directory holding opm (hack/tools.sh olm) (required)")
 		fs.StringVar(&o.Kustomize, "kustomize", "", "kustomize binary (required)")
 		fs.StringVar(&o.ChartURL, "chart-url", "", "base URL the chart package will be served from, for index.yaml (default: relative)")
+		fs.StringVar(&o.PluginPlatforms, "plugin-platforms", "", "space-separated OS/ARCH list the kubectl-etcd binaries in --out were built for (make's PLUGIN_PLATFORMS) (required)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +32,47 @@ import (
 // Options of Assemble; see the assemble command's flags.
 type Options struct {
 	Root, Out, Version, PrevVersion, Registry, Image, Channel, OPMDir, Kustomize, ChartURL string
+	// PluginPlatforms is the space-separated OS/ARCH list of the kubectl-etcd binaries.
+	PluginPlatforms string
+}
+
+// pluginPrefix starts the name of each kubectl plugin binary of a release:
+// kubectl-etcd-<os>-<arch>, as the Makefile builds them.
+const pluginPrefix = "kubectl-etcd-"
+
+// checkPlugins checks that dir holds a kubectl plugin binary for each of platforms
+// (OS/ARCH, space-separated) and none for another, so that a build that wrote nothing
+// or a stale binary fails the release instead of shipping without it.
+func checkPlugins(dir, platforms string) error {
+	want := map[string]bool{}
+	for _, p := range strings.Fields(platforms) {
+		goos, arch, ok := strings.Cut(p, "/")
+		if !ok || goos == "" || arch == "" || strings.ContainsAny(arch, "/") {
+			return fmt.Errorf("plugin platform %q is not OS/ARCH", p)
+		}
+		want[pluginPrefix+goos+"-"+arch] = true
+	}
+	if len(want) == 0 {
+		return errors.New("need --plugin-platforms")
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var extra []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), pluginPrefix) {
+			continue
+		}
+		if !want[e.Name()] || !e.Type().IsRegular() {
+			extra = append(extra, e.Name())
+		}
+		delete(want, e.Name())
+	}
+	if len(want) > 0 || len(extra) > 0 {
+		return fmt.Errorf("kubectl plugin binaries in %s: missing %v, not of --plugin-platforms %v", dir, slices.Sorted(maps.Keys(want)), extra)
+	}
+	return nil
 }
 
 // ChecksumsFile lists the SHA-256 of every other file of a release, as sha256sum
@@ -68,6 +110,9 @@ func Assemble(o Options, stdout io.Writer) error {
 		if v == "" {
 			return fmt.Errorf("need --%s", flagName)
 		}
+	}
+	if err := checkPlugins(o.Out, o.PluginPlatforms); err != nil {
+		return err
 	}
 	repository, digest, err := pinned(o)
 	if err != nil {

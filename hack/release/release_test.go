@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +144,92 @@ func TestChecksums(t *testing.T) {
 	}
 	if err := VerifyChecksums(dir); err == nil || !strings.Contains(err.Error(), "[a.yaml b.txt]") {
 		t.Fatalf("verify after a change and a removal: %v", err)
+	}
+}
+
+// makeDefault is the default (`NAME ?= value`) the repository's Makefile gives name.
+func makeDefault(t *testing.T, name string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if k, v, ok := strings.Cut(line, "?="); ok && strings.TrimSpace(k) == name {
+			return strings.Fields(v)
+		}
+	}
+	t.Fatalf("the Makefile sets no default for %s", name)
+	return nil
+}
+
+// TestDefaultPlatforms: a release made with the Makefile's defaults has the operator for
+// both Linux machines (the index a node of either pulls) and the plugin for Linux and
+// macOS on both. TestReleaseArtifacts narrows the plugin's list to its own machine, so
+// this is what keeps the default whole.
+func TestDefaultPlatforms(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want []string
+	}{
+		{"RELEASE_PLATFORMS", []string{"linux/amd64", "linux/arm64"}},
+		{"PLUGIN_PLATFORMS", []string{"darwin/amd64", "darwin/arm64", "linux/amd64", "linux/arm64"}},
+	} {
+		got := makeDefault(t, c.name)
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("Makefile %s ?= %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestChecksumsCoverThePlugins: with a binary for each default plugin platform built, the
+// plugin check passes and SHA256SUMS lists every one of them; a platform built but not
+// named, or named but not built, fails the check and names the binary.
+func TestChecksumsCoverThePlugins(t *testing.T) {
+	platforms := strings.Join(makeDefault(t, "PLUGIN_PLATFORMS"), " ")
+	dir := t.TempDir()
+	var want []string
+	for _, p := range strings.Fields(platforms) {
+		f := "kubectl-etcd-" + strings.ReplaceAll(p, "/", "-")
+		want = append(want, f)
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "install.yaml"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkPlugins(dir, platforms); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteChecksums(dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ChecksumsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		if f := line[66:]; strings.HasPrefix(f, "kubectl-etcd-") {
+			listed = append(listed, f)
+		}
+	}
+	slices.Sort(want)
+	if !slices.Equal(listed, want) {
+		t.Errorf("%s lists plugins %v, want %v", ChecksumsFile, listed, want)
+	}
+
+	if err := checkPlugins(dir, "linux/amd64"); err == nil || !strings.Contains(err.Error(), "kubectl-etcd-darwin-arm64") {
+		t.Errorf("a binary of a platform not asked for: %v, want it named", err)
+	}
+	if err := checkPlugins(dir, platforms+" windows/amd64"); err == nil || !strings.Contains(err.Error(), "kubectl-etcd-windows-amd64") {
+		t.Errorf("a platform asked for but not built: %v, want its binary named", err)
+	}
+	for _, bad := range []string{"", "linux", "linux/amd64/v2"} {
+		if err := checkPlugins(dir, bad); err == nil {
+			t.Errorf("--plugin-platforms %q accepted", bad)
+		}
 	}
 }
