@@ -68,19 +68,20 @@ func openLayout(dir string) (layout.Path, error) {
 	return layout.Write(dir, empty.Index)
 }
 
-// PushIndex uploads idx and every image in it to the registry named in ref, over
-// plain HTTP for loopback registries as Push does.
+// PushIndex uploads idx and every image in it to the registry named in ref, logged in
+// and over plain HTTP for loopback registries as Push does.
 func PushIndex(ref string, idx v1.ImageIndex) error {
 	r, err := name.ParseReference(ref, name.Insecure)
 	if err != nil {
 		return fmt.Errorf("image reference %q: %w", ref, err)
 	}
-	return remote.WriteIndex(r, idx)
+	return remote.WriteIndex(r, idx, loginFromConfig())
 }
 
 // PushLayout pushes every image and index of the OCI layout in dir that carries a
-// RefNameAnnotation to the reference it names, and returns those references with their
-// digests (ref@sha256:…). An entry without a name is an error: it has nowhere to go.
+// RefNameAnnotation to the reference it names, as Push and PushIndex do (logged in as
+// the docker config says), and returns those references with their digests
+// (ref@sha256:…). An entry without a name is an error: it has nowhere to go.
 func PushLayout(dir string) ([]string, error) {
 	p, err := layout.FromPath(dir)
 	if err != nil {
