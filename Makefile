@@ -239,6 +239,9 @@ DIST              ?= dist/$(VERSION)
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
 PLUGIN_PLATFORMS  ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 RELEASE_BUILD     := bin/release
+# The time a release records (index.yaml, the chart package): the commit's, so two
+# releases of one commit are the same bytes; set SOURCE_DATE_EPOCH to choose another.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 
 .PHONY: release
 release: $(KUSTOMIZE) $(OPM_DIR)/.done ## Write release $(VERSION) for REGISTRY into $(DIST): images (OCI layout), chart .tgz + index.yaml, install.yaml, catalog.yaml, kubectl-etcd binaries, SHA256SUMS.
@@ -253,7 +256,7 @@ release: $(KUSTOMIZE) $(OPM_DIR)/.done ## Write release $(VERSION) for REGISTRY 
 	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags=-s -o "$(DIST)/kubectl-etcd-$${p%/*}-$${p#*/}" ./internal/cmd/kubectl-etcd; done
 	img=$$(go run ./hack/image $(foreach p,$(RELEASE_PLATFORMS),--binary $(p)=$(RELEASE_BUILD)/manager-$(subst /,-,$(p))) \
 	  --tag $(REGISTRY)/etcd-operator:v$(VERSION) --oci "$(DIST)/images"); \
-	go run ./hack/release assemble --out "$(DIST)" --version $(VERSION) --prev-version "$(PREV_VERSION)" --registry $(REGISTRY) \
+	SOURCE_DATE_EPOCH="$(SOURCE_DATE_EPOCH)" go run ./hack/release assemble --out "$(DIST)" --version $(VERSION) --prev-version "$(PREV_VERSION)" --registry $(REGISTRY) \
 	  --image "$$img" --channel $(DEFAULT_CHANNEL) --opm-dir $(OPM_DIR) --kustomize $(KUSTOMIZE) \
 	  --plugin-platforms "$(PLUGIN_PLATFORMS)"
 

@@ -16,6 +16,9 @@
 // install.yaml), so each install method runs exactly the released image. The
 // kubectl-etcd-<os>-<arch> binaries make built into <out> must be exactly those of
 // --plugin-platforms, so that SHA256SUMS covers each one built and nothing else.
+// index.yaml and the chart package record SOURCE_DATE_EPOCH as their time when it is
+// set (make release sets it to the commit's time), so releasing one commit twice gives
+// the same files.
 package main
 
 import (
@@ -59,6 +62,11 @@ func run(args []string, stdout io.Writer) error {
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
+		stamp, err := SourceDateEpoch(os.Getenv)
+		if err != nil {
+			return err
+		}
+		o.Stamp = stamp
 		return Assemble(o, stdout)
 	case "push":
 		fs := flag.NewFlagSet("release push", flag.ContinueOnError)

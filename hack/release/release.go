@@ -1,8 +1,10 @@
 package main
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +37,24 @@ type Options struct {
 	Root, Out, Version, PrevVersion, Registry, Image, Channel, OPMDir, Kustomize, ChartURL string
 	// PluginPlatforms is the space-separated OS/ARCH list of the kubectl-etcd binaries.
 	PluginPlatforms string
+	// Stamp is the time the release's files record (index.yaml's created and generated,
+	// the chart package's file times): SOURCE_DATE_EPOCH's when set, so two releases of
+	// one commit are the same bytes; the zero time means now.
+	Stamp time.Time
+}
+
+// SourceDateEpoch is the time SOURCE_DATE_EPOCH (seconds since 1970, UTC; the
+// reproducible-builds convention) holds, or the zero time when it is unset or empty.
+func SourceDateEpoch(getenv func(string) string) (time.Time, error) {
+	v := getenv("SOURCE_DATE_EPOCH")
+	if v == "" {
+		return time.Time{}, nil
+	}
+	sec, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || sec < 0 || sec > 253402300799 { // up to 9999-12-31, which YAML and tar can write
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds since 1970 (git log -1 --format=%%ct prints one)", v)
+	}
+	return time.Unix(sec, 0).UTC(), nil
 }
 
 // pluginPrefix starts the name of each kubectl plugin binary of a release:
@@ -119,6 +140,10 @@ func Assemble(o Options, stdout io.Writer) error {
 		return err
 	}
 	image := repository + "@" + digest
+	if o.Stamp.IsZero() {
+		o.Stamp = time.Now()
+	}
+	o.Stamp = o.Stamp.UTC().Truncate(time.Second)
 	work, err := os.MkdirTemp("", "release-")
 	if err != nil {
 		return err
@@ -164,7 +189,7 @@ func Assemble(o Options, stdout io.Writer) error {
 		return err
 	}
 
-	if err := packageChart(filepath.Join(o.Root, "helm-charts", "etcd-operator"), o.Version, repository, digest, o.Out, o.ChartURL); err != nil {
+	if err := packageChart(filepath.Join(o.Root, "helm-charts", "etcd-operator"), o.Version, repository, digest, o.Out, o.ChartURL, o.Stamp); err != nil {
 		return fmt.Errorf("chart: %w", err)
 	}
 	if err := installYAML(o, repository, digest, work); err != nil {
@@ -182,9 +207,9 @@ var valuesImage = regexp.MustCompile(`(?m)^image:\n((?:  .*\n|\s*\n)*?)  reposit
 
 // packageChart writes the install chart as <out>/etcd-operator-<version>.tgz, with
 // version and appVersion set to version and its default image pinned to
-// repository@digest, and an index.yaml listing it. values.yaml is edited as text so
-// its comments (the chart's documentation) survive.
-func packageChart(dir, version, repository, digest, out, url string) error {
+// repository@digest, and an index.yaml listing it, both recording stamp as their time.
+// values.yaml is edited as text so its comments (the chart's documentation) survive.
+func packageChart(dir, version, repository, digest, out, url string, stamp time.Time) error {
 	ch, err := loader.LoadDir(dir)
 	if err != nil {
 		return err
@@ -224,11 +249,56 @@ func packageChart(dir, version, repository, digest, out, url string) error {
 	if err != nil {
 		return err
 	}
+	if err := restampArchive(tgz, stamp); err != nil {
+		return err
+	}
 	sum, err := fileSHA256(tgz)
 	if err != nil {
 		return err
 	}
-	return writeRepoIndex(filepath.Join(out, "index.yaml"), ch.Metadata, filepath.Base(tgz), url, sum, time.Now())
+	return writeRepoIndex(filepath.Join(out, "index.yaml"), ch.Metadata, filepath.Base(tgz), url, sum, stamp)
+}
+
+// restampArchive rewrites the gzipped tar file so that every entry's modification time
+// is stamp: helm's chartutil.Save records the time of saving, which would make each
+// package (and so index.yaml's digest of it) differ from the last. The gzip header
+// (helm's comment and extra field) and the entries are kept as they are.
+func restampArchive(file string, stamp time.Time) error {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	zw.Header = zr.Header
+	tr, tw := tar.NewReader(zr), tar.NewWriter(zw)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		h.ModTime, h.AccessTime, h.ChangeTime = stamp, time.Time{}, time.Time{}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(file, out.Bytes(), 0o644)
 }
 
 // chartEntry is one chart version in a chart repository's index.yaml: the chart's

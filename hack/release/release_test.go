@@ -1,6 +1,9 @@
 package main
 
 import (
+	"archive/tar"
+	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,7 +30,7 @@ const (
 // comments, and that index.yaml lists the package with its SHA-256.
 func TestPackageChartPinsTheReleasedImage(t *testing.T) {
 	out := t.TempDir()
-	if err := packageChart(filepath.Join("..", "..", "helm-charts", "etcd-operator"), "9.8.7", testRepo, testDigest, out, ""); err != nil {
+	if err := packageChart(filepath.Join("..", "..", "helm-charts", "etcd-operator"), "9.8.7", testRepo, testDigest, out, "", time.Unix(1700000000, 0)); err != nil {
 		t.Fatal(err)
 	}
 	tgz := filepath.Join(out, "etcd-operator-9.8.7.tgz")
@@ -101,7 +104,7 @@ func TestPackageChartRefusesAValuesFileItCannotPin(t *testing.T) {
 	}
 	write("Chart.yaml", "apiVersion: v2\nname: c\nversion: 0.1.0\n")
 	write("values.yaml", "image:\n  repository: x/y\n  tag: \"\"\n")
-	err := packageChart(dir, "1.0.0", testRepo, testDigest, t.TempDir(), "")
+	err := packageChart(dir, "1.0.0", testRepo, testDigest, t.TempDir(), "", time.Unix(1700000000, 0))
 	if err == nil || !strings.Contains(err.Error(), "digest") {
 		t.Fatalf("err %v, want the missing digest named", err)
 	}
@@ -230,6 +233,96 @@ func TestChecksumsCoverThePlugins(t *testing.T) {
 	for _, bad := range []string{"", "linux", "linux/amd64/v2"} {
 		if err := checkPlugins(dir, bad); err == nil {
 			t.Errorf("--plugin-platforms %q accepted", bad)
+		}
+	}
+}
+
+// TestChartPackageAndIndexRecordTheStamp: the chart package's entries and index.yaml's
+// created and generated record the stamp (SOURCE_DATE_EPOCH's), not the time of
+// packaging, so two packagings of one chart are the same bytes.
+func TestChartPackageAndIndexRecordTheStamp(t *testing.T) {
+	stamp := time.Date(2023, 11, 14, 22, 13, 20, 0, time.UTC)
+	var outs []string
+	for range 2 {
+		out := t.TempDir()
+		if err := packageChart(filepath.Join("..", "..", "helm-charts", "etcd-operator"), "9.8.7", testRepo, testDigest, out, "", stamp); err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, out)
+	}
+	tgz := filepath.Join(outs[0], "etcd-operator-9.8.7.tgz")
+	f, err := os.Open(tgz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if zr.Comment != "Helm" {
+		t.Errorf("the package's gzip comment is %q, want helm's %q kept", zr.Comment, "Helm")
+	}
+	tr := tar.NewReader(zr)
+	n := 0
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if !h.ModTime.Equal(stamp) {
+			t.Errorf("%s in the package has time %v, want %v", h.Name, h.ModTime, stamp)
+		}
+	}
+	if n < 3 {
+		t.Errorf("the package has %d files", n)
+	}
+	if _, err := loader.Load(tgz); err != nil {
+		t.Errorf("helm cannot load the restamped package: %v", err)
+	}
+
+	raw, err := os.ReadFile(filepath.Join(outs[0], "index.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx repoIndex
+	if err := yaml.Unmarshal(raw, &idx); err != nil {
+		t.Fatal(err)
+	}
+	if es := idx.Entries["etcd-operator"]; !idx.Generated.Equal(stamp) || len(es) != 1 || !es[0].Created.Equal(stamp) {
+		t.Errorf("index.yaml:\n%s\nwant generated and created %v", raw, stamp)
+	}
+	for _, name := range []string{"etcd-operator-9.8.7.tgz", "index.yaml"} {
+		a, _ := fileSHA256(filepath.Join(outs[0], name))
+		b, _ := fileSHA256(filepath.Join(outs[1], name))
+		if a != b || a == "" {
+			t.Errorf("%s differs between two packagings with one stamp: %s, %s", name, a, b)
+		}
+	}
+}
+
+func TestSourceDateEpoch(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "SOURCE_DATE_EPOCH" {
+				return v
+			}
+			return ""
+		}
+	}
+	if got, err := SourceDateEpoch(env("")); err != nil || !got.IsZero() {
+		t.Errorf("unset: %v, %v; want the zero time (now)", got, err)
+	}
+	if got, err := SourceDateEpoch(env("1700000000")); err != nil || !got.Equal(time.Unix(1700000000, 0)) || got.Location() != time.UTC {
+		t.Errorf("1700000000: %v, %v", got, err)
+	}
+	for _, bad := range []string{"yesterday", "-1", "1.5", "99999999999999"} {
+		if _, err := SourceDateEpoch(env(bad)); err == nil || !strings.Contains(err.Error(), "SOURCE_DATE_EPOCH") {
+			t.Errorf("%q: %v, want an error naming SOURCE_DATE_EPOCH", bad, err)
 		}
 	}
 }
