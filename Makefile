@@ -246,19 +246,18 @@ SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 .PHONY: release
 release: $(KUSTOMIZE) $(OPM_DIR)/.done ## Write release $(VERSION) for REGISTRY into $(DIST): images (OCI layout), chart .tgz + index.yaml, install.yaml, catalog.yaml, kubectl-etcd binaries, SHA256SUMS.
 	@test -n "$(REGISTRY)" || { echo "make release needs REGISTRY=<registry host[:port][/path]> (where release-push will push)"; exit 1; }
-	@test -n "$(DIST)" || { echo "DIST is empty"; exit 1; }
-	@if [ -n "$$(ls -A "$(DIST)" 2>/dev/null)" ] && [ ! -e "$(DIST)/SHA256SUMS" ]; then \
-	  echo "$(DIST) holds files but no release (no SHA256SUMS): remove it yourself or pick another DIST"; exit 1; fi
-	rm -rf "$(DIST)" && mkdir -p "$(DIST)" "$(RELEASE_BUILD)"
+	@mkdir -p "$(RELEASE_BUILD)"
+	tmp=$$(go run ./hack/release begin --out "$(DIST)"); trap 'rm -rf "$$tmp"' EXIT; \
 	for p in $(RELEASE_PLATFORMS); do \
-	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags=-s -o $(RELEASE_BUILD)/manager-$${p%/*}-$${p#*/} . ; done
+	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags=-s -o $(RELEASE_BUILD)/manager-$${p%/*}-$${p#*/} . ; done; \
 	for p in $(PLUGIN_PLATFORMS); do \
-	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags=-s -o "$(DIST)/kubectl-etcd-$${p%/*}-$${p#*/}" ./internal/cmd/kubectl-etcd; done
+	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags=-s -o "$$tmp/kubectl-etcd-$${p%/*}-$${p#*/}" ./internal/cmd/kubectl-etcd; done; \
 	img=$$(go run ./hack/image $(foreach p,$(RELEASE_PLATFORMS),--binary $(p)=$(RELEASE_BUILD)/manager-$(subst /,-,$(p))) \
-	  --tag $(REGISTRY)/etcd-operator:v$(VERSION) --oci "$(DIST)/images"); \
-	SOURCE_DATE_EPOCH="$(SOURCE_DATE_EPOCH)" go run ./hack/release assemble --out "$(DIST)" --version $(VERSION) --prev-version "$(PREV_VERSION)" --registry $(REGISTRY) \
+	  --tag $(REGISTRY)/etcd-operator:v$(VERSION) --oci "$$tmp/images"); \
+	SOURCE_DATE_EPOCH="$(SOURCE_DATE_EPOCH)" go run ./hack/release assemble --out "$$tmp" --version $(VERSION) --prev-version "$(PREV_VERSION)" --registry $(REGISTRY) \
 	  --image "$$img" --channel $(DEFAULT_CHANNEL) --opm-dir $(OPM_DIR) --kustomize $(KUSTOMIZE) \
-	  --plugin-platforms "$(PLUGIN_PLATFORMS)"
+	  --plugin-platforms "$(PLUGIN_PLATFORMS)"; \
+	go run ./hack/release finish --tmp "$$tmp" --out "$(DIST)"
 
 .PHONY: release-push
 release-push: ## Push the images of the release in $(DIST) (after make release) to the registry they name.

@@ -2,10 +2,17 @@
 // multi-platform operator image hack/image wrote there, and pushes its images. `make
 // release` and `make release-push` run it; see the README's "Releasing" section.
 //
-//	go run ./hack/release assemble --out dist/0.2.0 --version 0.2.0 --prev-version 0.1.0 \
+//	tmp=$(go run ./hack/release begin --out dist/0.2.0)
+//	go run ./hack/release assemble --out "$tmp" --version 0.2.0 --prev-version 0.1.0 \
 //	    --registry REGISTRY --image REGISTRY/etcd-operator:v0.2.0@sha256:… \
 //	    --opm-dir "$(hack/tools.sh path)/opm-v1.60.0" --kustomize "$(hack/tools.sh path)/bin/kustomize-v5.8.2"
+//	go run ./hack/release finish --tmp "$tmp" --out dist/0.2.0
 //	go run ./hack/release push --out dist/0.2.0
+//
+// begin refuses a release directory that holds anything but a release make release
+// wrote (see CheckReplaceable) and creates the directory beside it that the release is
+// built in; finish renames that onto the release directory, so a failed build leaves
+// the previous release as it was.
 //
 // assemble adds to <out>: the OLM bundle images of this version and of the previous
 // release, and the catalog image of both, to the OCI layout <out>/images (beside the
@@ -38,7 +45,7 @@ func main() {
 	}
 }
 
-const usage = "usage: release assemble|push [flags] (-h for flags)"
+const usage = "usage: release begin|assemble|finish|push [flags] (-h for flags)"
 
 func run(args []string, stdout io.Writer) error {
 	if len(args) == 0 {
@@ -68,6 +75,33 @@ func run(args []string, stdout io.Writer) error {
 		}
 		o.Stamp = stamp
 		return Assemble(o, stdout)
+	case "begin":
+		fs := flag.NewFlagSet("release begin", flag.ContinueOnError)
+		out := fs.String("out", "", "the release directory (make's DIST) (required)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		tmp, err := Begin(*out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, tmp)
+		return nil
+	case "finish":
+		fs := flag.NewFlagSet("release finish", flag.ContinueOnError)
+		out := fs.String("out", "", "the release directory (make's DIST) (required)")
+		tmp := fs.String("tmp", "", "the directory begin created, holding the assembled release (required)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *tmp == "" {
+			return errors.New("need --tmp")
+		}
+		if err := Finish(*tmp, *out); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "release written to", *out)
+		return nil
 	case "push":
 		fs := flag.NewFlagSet("release push", flag.ContinueOnError)
 		out := fs.String("out", "", "release directory written by assemble (required)")

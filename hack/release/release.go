@@ -195,6 +195,9 @@ func Assemble(o Options, stdout io.Writer) error {
 	if err := installYAML(o, repository, digest, work); err != nil {
 		return fmt.Errorf("install.yaml: %w", err)
 	}
+	if err := os.WriteFile(filepath.Join(o.Out, MarkerFile), []byte("etcd-operator "+o.Version+"\n"), 0o644); err != nil {
+		return err
+	}
 	if err := WriteChecksums(o.Out); err != nil {
 		return err
 	}
