@@ -104,8 +104,9 @@ func imagesDir(out string) string { return filepath.Join(out, "images") }
 
 // Names of the images under the registry, as the Makefile's IMAGE_TAG_BASE has them.
 func operatorRepo(registry string) string { return registry + "/etcd-operator" }
+func bundleRepo(registry string) string   { return registry + "/etcd-operator-bundle" }
 func bundleRef(registry, version string) string {
-	return registry + "/etcd-operator-bundle:v" + version
+	return bundleRepo(registry) + ":v" + version
 }
 func catalogRef(registry, version string) string {
 	return registry + "/etcd-operator-catalog:v" + version
@@ -165,18 +166,9 @@ func Assemble(o Options, stdout io.Writer) error {
 		prev := olmimage.Bundle{Dir: filepath.Join(o.Root, "hack", "bundle", "released", o.PrevVersion), Image: bundleRef(o.Registry, o.PrevVersion)}
 		bundles = append([]olmimage.Bundle{prev}, bundles...)
 	}
-	for _, b := range bundles {
-		spec, err := olmimage.BundleSpec(b.Dir)
-		if err != nil {
-			return fmt.Errorf("bundle %s: %w", b.Image, err)
-		}
-		img, err := ociimage.Build(spec)
-		if err != nil {
-			return fmt.Errorf("bundle %s: %w", b.Image, err)
-		}
-		if err := ociimage.WriteLayout(imagesDir(o.Out), b.Image, img); err != nil {
-			return err
-		}
+	bundles, err = bundleImages(imagesDir(o.Out), o.Registry, bundles)
+	if err != nil {
+		return err
 	}
 	fbc, catalog, err := olmimage.BuildCatalog(o.OPMDir, olmimage.Catalog{Channel: o.Channel, Bundles: bundles}, filepath.Join(work, "catalog"))
 	if err != nil {
@@ -203,6 +195,33 @@ func Assemble(o Options, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "release %s in %s: operator %s\n", o.Version, o.Out, image)
 	return nil
+}
+
+// bundleImages builds the image of each bundle and writes it to the OCI layout under its
+// tag (b.Image, the name release-push pushes), and returns the bundles as the catalog
+// names them: by digest, repository@sha256:…, so OLM installs exactly the bundle
+// released, whatever the tag is later moved to.
+func bundleImages(layout, registry string, bundles []olmimage.Bundle) ([]olmimage.Bundle, error) {
+	var pinned []olmimage.Bundle
+	for _, b := range bundles {
+		spec, err := olmimage.BundleSpec(b.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("bundle %s: %w", b.Image, err)
+		}
+		img, err := ociimage.Build(spec)
+		if err != nil {
+			return nil, fmt.Errorf("bundle %s: %w", b.Image, err)
+		}
+		if err := ociimage.WriteLayout(layout, b.Image, img); err != nil {
+			return nil, err
+		}
+		dg, err := img.Digest()
+		if err != nil {
+			return nil, err
+		}
+		pinned = append(pinned, olmimage.Bundle{Dir: b.Dir, Image: bundleRepo(registry) + "@" + dg.String()})
+	}
+	return pinned, nil
 }
 
 // valuesImage matches the install chart's image block up to its digest line.

@@ -11,11 +11,15 @@ import (
 	"testing"
 	"time"
 
+	v1layout "github.com/google/go-containerregistry/pkg/v1/layout"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/etcd-operator/etcd-operator/hack/catalog/olmimage"
+	"github.com/etcd-operator/etcd-operator/internal/ociimage"
 )
 
 const (
@@ -324,5 +328,39 @@ func TestSourceDateEpoch(t *testing.T) {
 		if _, err := SourceDateEpoch(env(bad)); err == nil || !strings.Contains(err.Error(), "SOURCE_DATE_EPOCH") {
 			t.Errorf("%q: %v, want an error naming SOURCE_DATE_EPOCH", bad, err)
 		}
+	}
+}
+
+// TestCatalogNamesBundlesByDigest: the bundle images are written to the layout under
+// their tags (what release-push pushes) and handed to the catalog as
+// repository@digest of exactly the image written, so OLM pulls the released bundle.
+func TestCatalogNamesBundlesByDigest(t *testing.T) {
+	layout := filepath.Join(t.TempDir(), "images")
+	dir := filepath.Join("..", "..", "hack", "bundle", "released", "0.1.0")
+	got, err := bundleImages(layout, "registry.invalid/x", []olmimage.Bundle{{Dir: dir, Image: bundleRef("registry.invalid/x", "0.1.0")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := v1layout.FromPath(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ii, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := ii.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || len(idx.Manifests) != 1 {
+		t.Fatalf("bundles %v, layout %v: want one each", got, idx.Manifests)
+	}
+	m := idx.Manifests[0]
+	if ref := m.Annotations[ociimage.RefNameAnnotation]; ref != "registry.invalid/x/etcd-operator-bundle:v0.1.0" {
+		t.Errorf("the layout names the bundle %q, want its tag", ref)
+	}
+	if want := "registry.invalid/x/etcd-operator-bundle@" + m.Digest.String(); got[0].Image != want || got[0].Dir != dir {
+		t.Errorf("the catalog gets %+v, want %s of %s", got[0], want, dir)
 	}
 }

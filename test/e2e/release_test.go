@@ -306,13 +306,26 @@ func checkRelease(t *testing.T, dist, reg string) (string, error) {
 	if err := json.Unmarshal(raw, &layout); err != nil {
 		return "", err
 	}
-	var names []string
+	var names, bundles []string
 	image := ""
 	for _, m := range layout.Manifests {
 		ref := m.Annotations[ociimage.RefNameAnnotation]
 		names = append(names, ref)
 		if ref == reg+"/etcd-operator:v"+releaseVersion {
 			image = reg + "/etcd-operator@" + m.Digest
+		}
+		if strings.HasPrefix(ref, reg+"/etcd-operator-bundle:") {
+			bundles = append(bundles, reg+"/etcd-operator-bundle@"+m.Digest)
+		}
+	}
+	// The catalog names each bundle by the digest of the image released for it.
+	fbc, err := os.ReadFile(filepath.Join(dist, "catalog.yaml"))
+	if err != nil {
+		return "", err
+	}
+	for _, b := range bundles {
+		if !bytes.Contains(fbc, []byte("image: "+b+"\n")) {
+			return "", fmt.Errorf("catalog.yaml does not name the bundle %s", b)
 		}
 	}
 	slices.Sort(names)
