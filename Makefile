@@ -148,10 +148,15 @@ image-push: manager-static ## Build $(IMG) without a daemon and push it to the r
 ##@ Bundle
 
 # VERSION is the bundle `make bundle` writes; PREV_VERSION the released one it replaces,
-# whose bundle is kept unchanged in hack/bundle/released/$(PREV_VERSION) (test/olm checks
-# the upgrade from it). After releasing VERSION, copy bundle/ there and bump both.
+# whose bundle is kept unchanged in $(RELEASED_DIR)/$(PREV_VERSION) (test/olm checks the
+# upgrade from it). Unless given, PREV_VERSION is the newest version there below VERSION
+# (directories named X.Y.Z, ordered by sort -V; none: no replaces). After releasing
+# VERSION, commit the release's bundle/ as $(RELEASED_DIR)/$(VERSION) and bump VERSION.
 VERSION         ?= 0.2.0
-PREV_VERSION    ?= 0.1.0
+RELEASED_DIR    ?= hack/bundle/released
+ifeq ($(origin PREV_VERSION),undefined)
+PREV_VERSION    := $(shell { ls '$(RELEASED_DIR)' 2>/dev/null; echo '$(VERSION)'; } | sort -uV | awk -v v='$(VERSION)' '$$0 == v { exit } { p = $$0 } END { print p }')
+endif
 CHANNELS        ?= alpha
 DEFAULT_CHANNEL ?= alpha
 # IMAGE_TAG_BASE is where the images are published. example.com is a placeholder: set it
@@ -169,7 +174,7 @@ CONTAINER_TOOL  ?= $(shell command -v docker 2>/dev/null || command -v podman 2>
 # that way: opm (hack/tools.sh olm) renders the file-based catalog and prebuilds its cache.
 OFFLINE         ?= $(if $(CONTAINER_TOOL),,1)
 OPM_DIR         := $(CACHE)/opm-v1.60.0
-CATALOG_BUNDLES := hack/bundle/released/$(PREV_VERSION)=$(PREV_BUNDLE_IMG) bundle=$(BUNDLE_IMG)
+CATALOG_BUNDLES := $(RELEASED_DIR)/$(PREV_VERSION)=$(PREV_BUNDLE_IMG) bundle=$(BUNDLE_IMG)
 
 .PHONY: bundle
 bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) and the install chart's CRD/RBAC copies from config/.
@@ -209,7 +214,7 @@ catalog-build: $(OPM_DIR)/.done ## Build the catalog image $(CATALOG_IMG) (chann
 
 .PHONY: catalog-push
 catalog-push: $(OPM_DIR)/.done ## Push the released bundle $(PREV_BUNDLE_IMG) and the catalog $(CATALOG_IMG) (after bundle-push for $(BUNDLE_IMG)).
-	go run ./hack/catalog bundle --dir hack/bundle/released/$(PREV_VERSION) --tag $(PREV_BUNDLE_IMG) --push
+	go run ./hack/catalog bundle --dir $(RELEASED_DIR)/$(PREV_VERSION) --tag $(PREV_BUNDLE_IMG) --push
 	go run ./hack/catalog catalog --opm-dir $(OPM_DIR) --channel $(DEFAULT_CHANNEL) $(addprefix --bundle ,$(CATALOG_BUNDLES)) \
 		--tag $(CATALOG_IMG) --push
 
@@ -254,7 +259,7 @@ release: $(KUSTOMIZE) $(OPM_DIR)/.done ## Write release $(VERSION) for REGISTRY 
 	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags=-s -o "$$tmp/kubectl-etcd-$${p%/*}-$${p#*/}" ./internal/cmd/kubectl-etcd; done; \
 	img=$$(go run ./hack/image $(foreach p,$(RELEASE_PLATFORMS),--binary $(p)=$(RELEASE_BUILD)/manager-$(subst /,-,$(p))) \
 	  --tag $(REGISTRY)/etcd-operator:v$(VERSION) --oci "$$tmp/images"); \
-	SOURCE_DATE_EPOCH="$(SOURCE_DATE_EPOCH)" go run ./hack/release assemble --out "$$tmp" --version $(VERSION) --prev-version "$(PREV_VERSION)" --registry $(REGISTRY) \
+	SOURCE_DATE_EPOCH="$(SOURCE_DATE_EPOCH)" go run ./hack/release assemble --out "$$tmp" --version $(VERSION) --prev-version "$(PREV_VERSION)" --released-dir $(RELEASED_DIR) --registry $(REGISTRY) \
 	  --image "$$img" --channel $(DEFAULT_CHANNEL) --opm-dir $(OPM_DIR) --kustomize $(KUSTOMIZE) \
 	  --plugin-platforms "$(PLUGIN_PLATFORMS)"; \
 	go run ./hack/release finish --tmp "$$tmp" --out "$(DIST)"

@@ -16,7 +16,9 @@
 //
 // assemble adds to <out>: the OLM bundle images of this version and of the previous
 // release, and the catalog image of both, to the OCI layout <out>/images (beside the
-// operator image index); the file-based catalog as catalog.yaml; the install chart
+// operator image index); this version's bundle directory as bundle/ (committed as
+// hack/bundle/released/<version>, the next release's previous one); the file-based
+// catalog as catalog.yaml, naming the bundle images by digest; the install chart
 // packaged as etcd-operator-<version>.tgz with an index.yaml; install.yaml, the
 // kustomize build of config/default; and SHA256SUMS over every file, last. The
 // operator image is named by the digest of its index everywhere (CSV, chart,
@@ -34,6 +36,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/etcd-operator/etcd-operator/internal/ociimage"
 )
@@ -58,7 +61,8 @@ func run(args []string, stdout io.Writer) error {
 		fs.StringVar(&o.Root, "root", ".", "repository root")
 		fs.StringVar(&o.Out, "out", "", "release directory, holding the operator image in images/ (required)")
 		fs.StringVar(&o.Version, "version", "", "version released, semver without a leading v (required)")
-		fs.StringVar(&o.PrevVersion, "prev-version", "", "the release this one replaces in the OLM channel; its bundle is hack/bundle/released/<it>")
+		fs.StringVar(&o.PrevVersion, "prev-version", "", "the release this one replaces in the OLM channel; its bundle is <released-dir>/<it>")
+		fs.StringVar(&o.ReleasedDir, "released-dir", filepath.Join("hack", "bundle", "released"), "directory of the released bundles, one per version, relative to --root")
 		fs.StringVar(&o.Registry, "registry", "", "registry (and path) the images are pushed under (required)")
 		fs.StringVar(&o.Image, "image", "", "the operator image index as hack/image printed it, <ref>@sha256:… (required)")
 		fs.StringVar(&o.Channel, "channel", "alpha", "OLM channel")

@@ -34,7 +34,7 @@ import (
 
 // Options of Assemble; see the assemble command's flags.
 type Options struct {
-	Root, Out, Version, PrevVersion, Registry, Image, Channel, OPMDir, Kustomize, ChartURL string
+	Root, Out, Version, PrevVersion, ReleasedDir, Registry, Image, Channel, OPMDir, Kustomize, ChartURL string
 	// PluginPlatforms is the space-separated OS/ARCH list of the kubectl-etcd binaries.
 	PluginPlatforms string
 	// Stamp is the time the release's files record (index.yaml's created and generated,
@@ -153,17 +153,26 @@ func Assemble(o Options, stdout io.Writer) error {
 
 	// The bundle of this version, generated from config/ as `make bundle` does but
 	// naming the released image; and the previous release's bundle as it was released.
+	// This version's is kept in <out>/bundle: committed as <released-dir>/<version>, it
+	// is what the next release's catalog upgrades from.
 	bo := bundlegen.Options{Root: o.Root, Version: o.Version, Channels: []string{o.Channel}, DefaultChannel: o.Channel, Image: image}
 	if o.PrevVersion != "" {
 		bo.Replaces = bundlegen.CSVName(o.PrevVersion)
 	}
-	bundleDir := filepath.Join(work, "bundle")
+	bundleDir := filepath.Join(o.Out, "bundle")
 	if err := bundlegen.Write(bo, bundleDir, ""); err != nil {
 		return fmt.Errorf("bundle: %w", err)
 	}
 	bundles := []olmimage.Bundle{{Dir: bundleDir, Image: bundleRef(o.Registry, o.Version)}}
 	if o.PrevVersion != "" {
-		prev := olmimage.Bundle{Dir: filepath.Join(o.Root, "hack", "bundle", "released", o.PrevVersion), Image: bundleRef(o.Registry, o.PrevVersion)}
+		released := o.ReleasedDir
+		if released == "" {
+			released = filepath.Join("hack", "bundle", "released")
+		}
+		if !filepath.IsAbs(released) {
+			released = filepath.Join(o.Root, released)
+		}
+		prev := olmimage.Bundle{Dir: filepath.Join(released, o.PrevVersion), Image: bundleRef(o.Registry, o.PrevVersion)}
 		bundles = append([]olmimage.Bundle{prev}, bundles...)
 	}
 	bundles, err = bundleImages(imagesDir(o.Out), o.Registry, bundles)

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -362,5 +363,49 @@ func TestCatalogNamesBundlesByDigest(t *testing.T) {
 	}
 	if want := "registry.invalid/x/etcd-operator-bundle@" + m.Digest.String(); got[0].Image != want || got[0].Dir != dir {
 		t.Errorf("the catalog gets %+v, want %s of %s", got[0], want, dir)
+	}
+}
+
+// TestPrevVersion: unless given, the Makefile's PREV_VERSION is the newest released
+// bundle's version below VERSION (numerically: 0.10.0 is after 0.9.0), so committing
+// a release's bundle/ as hack/bundle/released/<VERSION> continues the upgrade chain
+// without editing the Makefile, also before VERSION is bumped past it.
+func TestPrevVersion(t *testing.T) {
+	for _, c := range []struct {
+		released      []string
+		version, want string
+	}{
+		{[]string{"0.1.0"}, "0.2.0", "0.1.0"},
+		{[]string{"0.1.0", "0.2.0"}, "0.2.0", "0.1.0"},
+		{[]string{"0.1.0", "0.2.0"}, "0.3.0", "0.2.0"},
+		{[]string{"0.9.0", "0.10.0", "0.2.0"}, "0.11.0", "0.10.0"},
+		{[]string{"1.0.0"}, "0.3.0", ""},
+		{nil, "0.2.0", ""},
+	} {
+		dir := t.TempDir()
+		for _, v := range c.released {
+			if err := os.Mkdir(filepath.Join(dir, v), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command("make", "-s", "--no-print-directory", "-C", filepath.Join("..", ".."),
+			"--eval", `print-prev: ; @echo "[$(PREV_VERSION)]"`, "print-prev", "RELEASED_DIR="+dir, "VERSION="+c.version)
+		// A PREV_VERSION in the environment would count as given.
+		cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool {
+			return strings.HasPrefix(e, "PREV_VERSION=") || strings.HasPrefix(e, "MAKEFLAGS=")
+		})
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make: %v\n%s", err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != "["+c.want+"]" {
+			t.Errorf("released %v, VERSION=%s: PREV_VERSION %s, want [%s]", c.released, c.version, got, c.want)
+		}
+	}
+	// Given, it is kept.
+	out, err := exec.Command("make", "-s", "--no-print-directory", "-C", filepath.Join("..", ".."),
+		"--eval", `print-prev: ; @echo "[$(PREV_VERSION)]"`, "print-prev", "PREV_VERSION=0.0.7").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "[0.0.7]" {
+		t.Errorf("make PREV_VERSION=0.0.7: %v %s", err, out)
 	}
 }

@@ -265,7 +265,8 @@ func checkRelease(t *testing.T, dist, reg string) (string, error) {
 	if !slices.Equal(files, listed) {
 		return "", fmt.Errorf("SHA256SUMS lists %v, the release has %v", listed, files)
 	}
-	for _, f := range []string{"install.yaml", "index.yaml", "etcd-operator-" + releaseVersion + ".tgz", "catalog.yaml", "images/index.json"} {
+	for _, f := range []string{"install.yaml", "index.yaml", "etcd-operator-" + releaseVersion + ".tgz", "catalog.yaml", "images/index.json",
+		"bundle/metadata/annotations.yaml", "bundle/manifests/etcd-operator.v" + releaseVersion + ".clusterserviceversion.yaml", ".etcd-operator-release"} {
 		if !slices.Contains(files, f) {
 			return "", fmt.Errorf("the release has no %s: %v", f, files)
 		}
