@@ -1,6 +1,6 @@
 // Command release assembles a release of the operator into one directory, from the
 // multi-platform operator image hack/image wrote there, and pushes its images. `make
-// release` and `make release-push` run it; see the README's "Releasing" section.
+// release` and `make release-push` run it; see the README's "Making a release" section.
 //
 //	tmp=$(go run ./hack/release begin --out dist/0.2.0)
 //	go run ./hack/release assemble --out "$tmp" --version 0.2.0 --prev-version 0.1.0 \

@@ -233,7 +233,16 @@ func bundleImages(layout, registry string, bundles []olmimage.Bundle) ([]olmimag
 	return pinned, nil
 }
 
-// valuesImage matches the install chart's image block up to its digest line.
+// releasedImageComment replaces, in a packaged chart's values.yaml, the comment above
+// image.repository (which, in the checkout, says example.com is a placeholder to set).
+const releasedImageComment = `  # The operator image this chart version was released with: repository and digest name
+  # its multi-platform image index. To run another image set image.repository and
+  # image.digest, or image.digest="" and image.tag (a digest, when set, is used instead
+  # of the tag).
+`
+
+// valuesImage matches the install chart's image block up to its digest line; its first
+// group is the comment above repository.
 var valuesImage = regexp.MustCompile(`(?m)^image:\n((?:  .*\n|\s*\n)*?)  repository: .*\n((?:  .*\n)*?)  digest: ""\n`)
 
 // packageChart writes the install chart as <out>/etcd-operator-<version>.tgz, with
@@ -259,7 +268,8 @@ func packageChart(dir, version, repository, digest, out, url string, stamp time.
 		var b bytes.Buffer
 		b.Write(f.Data[:m[0]])
 		b.WriteString("image:\n")
-		b.Write(f.Data[m[2]:m[3]])
+		// The checkout's comment tells to replace a placeholder; here there is none.
+		b.WriteString(releasedImageComment)
 		fmt.Fprintf(&b, "  repository: %s\n", repository)
 		b.Write(f.Data[m[4]:m[5]])
 		fmt.Fprintf(&b, "  digest: %q\n", digest)

@@ -47,8 +47,13 @@ func TestPackageChartPinsTheReleasedImage(t *testing.T) {
 		t.Errorf("packaged chart version %q appVersion %q, want 9.8.7", ch.Metadata.Version, ch.Metadata.AppVersion)
 	}
 	for _, f := range ch.Raw {
-		if f.Name == chartutil.ValuesfileName && !strings.Contains(string(f.Data), "# The operator image.") {
-			t.Errorf("values.yaml lost its comments:\n%s", f.Data)
+		if f.Name != chartutil.ValuesfileName {
+			continue
+		}
+		if v := string(f.Data); !strings.Contains(v, "# Replicas elect a leader") {
+			t.Errorf("values.yaml lost its comments:\n%s", v)
+		} else if !strings.Contains(v, releasedImageComment+"  repository: "+testRepo+"\n") || strings.Contains(v, "placeholder") {
+			t.Errorf("values.yaml's image comment is not the released one (the checkout's says example.com is a placeholder):\n%s", v)
 		}
 	}
 	vals, err := chartutil.ToRenderValues(ch, map[string]any{}, chartutil.ReleaseOptions{Name: "etcd-operator", Namespace: "etcd-operator-system", IsInstall: true}, chartutil.DefaultCapabilities)
