@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
@@ -210,9 +211,15 @@ func releasedOperatorRuns(t *testing.T, b *bench.Bench, ns, image, name string) 
 	})
 	wantOperatorImage(t, b.Client(), ns, image)
 	e := framework.Attach(t, b)
-	// The conversion webhook may take a moment to be served through its Service.
+	// The conversion webhook may take a moment to be served through its Service. A
+	// Create whose reply was lost (a timeout) may still have stored the object: the
+	// retry's AlreadyExists means it is there.
 	framework.Eventually(t, time.Minute, "EtcdCluster "+name+" created", func() error {
-		return b.Client().Create(context.Background(), newCluster(name, 1))
+		err := b.Client().Create(context.Background(), newCluster(name, 1))
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
 	})
 	e.WaitAvailable(name, 1, 3*time.Minute)
 	return name
