@@ -70,7 +70,7 @@ kubectl-etcd: ## Build the kubectl plugin bin/kubectl-etcd (copy it onto PATH: k
 # Benchmarks measure (ratios, no pass/fail) and run only with make benchmark (the bench's
 # long ones need more than go test's default 10-minute timeout; backupcrypt's is pure Go).
 TEST_SPLIT       := ./controllers/...
-TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/runbundle/... ./internal/ociimage \
+TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/image ./hack/release ./hack/runbundle/... ./internal/ociimage \
                     ./internal/test/poll ./internal/cmd/... ./internal/apart ./internal/snapshotcheck \
                     ./internal/planner/... ./internal/render ./internal/test/testenv ./internal/operatorimage \
                     ./internal/backupstorage ./internal/restoreorigin ./internal/test/fixture \
@@ -151,10 +151,15 @@ image-push: manager-static ## Build $(IMG) without a daemon and push it to the r
 ##@ Bundle
 
 # VERSION is the bundle `make bundle` writes; PREV_VERSION the released one it replaces,
-# whose bundle is kept unchanged in hack/bundle/released/$(PREV_VERSION) (test/olm checks
-# the upgrade from it). After releasing VERSION, copy bundle/ there and bump both.
+# whose bundle is kept unchanged in $(RELEASED_DIR)/$(PREV_VERSION) (test/olm checks the
+# upgrade from it). Unless given, PREV_VERSION is the newest version there below VERSION
+# (directories named X.Y.Z, ordered by sort -V; none: no replaces). After releasing
+# VERSION, commit the release's bundle/ as $(RELEASED_DIR)/$(VERSION) and bump VERSION.
 VERSION         ?= 0.2.0
-PREV_VERSION    ?= 0.1.0
+RELEASED_DIR    ?= hack/bundle/released
+ifeq ($(origin PREV_VERSION),undefined)
+PREV_VERSION    := $(shell { ls '$(RELEASED_DIR)' 2>/dev/null; echo '$(VERSION)'; } | sort -uV | awk -v v='$(VERSION)' '$$0 == v { exit } { p = $$0 } END { print p }')
+endif
 CHANNELS        ?= alpha
 DEFAULT_CHANNEL ?= alpha
 # IMAGE_TAG_BASE is where the images are published. example.com is a placeholder: set it
@@ -172,7 +177,7 @@ CONTAINER_TOOL  ?= $(shell command -v docker 2>/dev/null || command -v podman 2>
 # that way: opm (hack/tools.sh olm) renders the file-based catalog and prebuilds its cache.
 OFFLINE         ?= $(if $(CONTAINER_TOOL),,1)
 OPM_DIR         := $(CACHE)/opm-v1.60.0
-CATALOG_BUNDLES := hack/bundle/released/$(PREV_VERSION)=$(PREV_BUNDLE_IMG) bundle=$(BUNDLE_IMG)
+CATALOG_BUNDLES := $(RELEASED_DIR)/$(PREV_VERSION)=$(PREV_BUNDLE_IMG) bundle=$(BUNDLE_IMG)
 
 .PHONY: bundle
 bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) and the install chart's CRD/RBAC copies from config/.
@@ -212,7 +217,7 @@ catalog-build: $(OPM_DIR)/.done ## Build the catalog image $(CATALOG_IMG) (chann
 
 .PHONY: catalog-push
 catalog-push: $(OPM_DIR)/.done ## Push the released bundle $(PREV_BUNDLE_IMG) and the catalog $(CATALOG_IMG) (after bundle-push for $(BUNDLE_IMG)).
-	go run ./hack/catalog bundle --dir hack/bundle/released/$(PREV_VERSION) --tag $(PREV_BUNDLE_IMG) --push
+	go run ./hack/catalog bundle --dir $(RELEASED_DIR)/$(PREV_VERSION) --tag $(PREV_BUNDLE_IMG) --push
 	go run ./hack/catalog catalog --opm-dir $(OPM_DIR) --channel $(DEFAULT_CHANNEL) $(addprefix --bundle ,$(CATALOG_BUNDLES)) \
 		--tag $(CATALOG_IMG) --push
 
@@ -227,6 +232,44 @@ run-bundle: $(OPM_DIR)/.done ## Install $(BUNDLE_IMG) through OLM as `operator-s
 .PHONY: run-bundle-upgrade
 run-bundle-upgrade: $(OPM_DIR)/.done ## Upgrade what run-bundle installed to $(BUNDLE_IMG), as `operator-sdk run bundle-upgrade` does.
 	go run ./hack/runbundle upgrade --bundle $(BUNDLE_IMG) --namespace $(RUN_NAMESPACE) --opm-dir $(OPM_DIR)
+
+##@ Release
+
+# REGISTRY is where a release's images go (host[:port][/path]); DIST the directory it is
+# written to. The operator image is built for every RELEASE_PLATFORMS (one OCI index), the
+# kubectl plugin for every PLUGIN_PLATFORMS; nothing needs a container daemon. A release is
+# made with the defaults (hack/release's tests keep them complete); TestReleaseArtifacts
+# narrows PLUGIN_PLATFORMS to the machine's to spare CI three cross-compiles. The builds use
+# the flags of the bench's operator build (CGO_ENABLED=0 -trimpath; -ldflags only changes
+# the link), so the linux/amd64 compiles come from the Go build cache.
+REGISTRY          ?=
+DIST              ?= dist/$(VERSION)
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+PLUGIN_PLATFORMS  ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+RELEASE_BUILD     := bin/release
+# The time a release records (index.yaml, the chart package): the commit's, so two
+# releases of one commit are the same bytes; set SOURCE_DATE_EPOCH to choose another.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+
+.PHONY: release
+release: $(KUSTOMIZE) $(OPM_DIR)/.done ## Write release $(VERSION) for REGISTRY into $(DIST): images (OCI layout), chart .tgz + index.yaml, install.yaml, catalog.yaml, kubectl-etcd binaries, SHA256SUMS.
+	@test -n "$(REGISTRY)" || { echo "make release needs REGISTRY=<registry host[:port][/path]> (where release-push will push)"; exit 1; }
+	@mkdir -p "$(RELEASE_BUILD)"
+	tmp=$$(go run ./hack/release begin --out "$(DIST)"); trap 'rm -rf "$$tmp"' EXIT; \
+	for p in $(RELEASE_PLATFORMS); do \
+	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags=-s -o $(RELEASE_BUILD)/manager-$${p%/*}-$${p#*/} . ; done; \
+	for p in $(PLUGIN_PLATFORMS); do \
+	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags=-s -o "$$tmp/kubectl-etcd-$${p%/*}-$${p#*/}" ./internal/cmd/kubectl-etcd; done; \
+	img=$$(go run ./hack/image $(foreach p,$(RELEASE_PLATFORMS),--binary $(p)=$(RELEASE_BUILD)/manager-$(subst /,-,$(p))) \
+	  --tag $(REGISTRY)/etcd-operator:v$(VERSION) --oci "$$tmp/images"); \
+	SOURCE_DATE_EPOCH="$(SOURCE_DATE_EPOCH)" go run ./hack/release assemble --out "$$tmp" --version $(VERSION) --prev-version "$(PREV_VERSION)" --released-dir $(RELEASED_DIR) --registry $(REGISTRY) \
+	  --image "$$img" --channel $(DEFAULT_CHANNEL) --opm-dir $(OPM_DIR) --kustomize $(KUSTOMIZE) \
+	  --plugin-platforms "$(PLUGIN_PLATFORMS)"; \
+	go run ./hack/release finish --tmp "$$tmp" --out "$(DIST)"
+
+.PHONY: release-push
+release-push: ## Push the images of the release in $(DIST) (after make release) to the registry they name.
+	go run ./hack/release push --out "$(DIST)"
 
 ##@ Demo
 

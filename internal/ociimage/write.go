@@ -3,9 +3,9 @@ package ociimage
 import (
 	"fmt"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -24,23 +24,37 @@ func WriteTarball(file, ref string, img v1.Image) error {
 // WriteLayout writes img into an OCI image layout directory (created if missing),
 // annotated with ref as its name.
 func WriteLayout(dir, ref string, img v1.Image) error {
-	p, err := layout.FromPath(dir)
+	p, err := openLayout(dir)
 	if err != nil {
-		if p, err = layout.Write(dir, empty.Index); err != nil {
-			return err
-		}
+		return err
 	}
-	return p.AppendImage(img, layout.WithAnnotations(map[string]string{
-		"org.opencontainers.image.ref.name": ref,
-	}))
+	return p.AppendImage(img, layout.WithAnnotations(map[string]string{RefNameAnnotation: ref}))
 }
 
-// Push uploads img to the registry named in ref. A registry on a loopback address or
-// "localhost" is spoken to over plain HTTP, as container runtimes do for local mirrors.
+// loginFromConfig makes a push log in as `docker login` / `podman login` left it for the
+// registry: $DOCKER_CONFIG/config.json or ~/.docker/config.json (its auths and credential
+// helpers), else podman's auth.json ($REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers);
+// a registry none of them names gets an anonymous push.
+func loginFromConfig() remote.Option { return remote.WithAuthFromKeychain(authn.DefaultKeychain) }
+
+// Push uploads img to the registry named in ref, logged in as the docker config says
+// (loginFromConfig). A registry on a loopback address or "localhost" is spoken to over
+// plain HTTP, as container runtimes do for local mirrors.
 func Push(ref string, img v1.Image) error {
+	return push(ref, img, loginFromConfig())
+}
+
+// PushAnonymous is Push without reading any login, for a registry that asks for none and a
+// caller that must not depend on the machine's credential configuration (the test bench's
+// own registry: a credential helper the config names could fail or prompt).
+func PushAnonymous(ref string, img v1.Image) error {
+	return push(ref, img, remote.WithAuth(authn.Anonymous))
+}
+
+func push(ref string, img v1.Image, auth remote.Option) error {
 	r, err := name.ParseReference(ref, name.Insecure)
 	if err != nil {
 		return fmt.Errorf("image reference %q: %w", ref, err)
 	}
-	return remote.Write(r, img)
+	return remote.Write(r, img, auth)
 }

@@ -101,7 +101,11 @@ func (b *Bench) PushImage(name string, img v1.Image) error {
 // RegistryAddr is the bench registry's host:port (plain HTTP), reachable from the
 // bench's namespaces and every node: what a user pushes to and names in images that
 // should come from the bench, e.g. RegistryAddr()+"/etcd-operator-bundle:v0.2.0".
-func (b *Bench) RegistryAddr() string {
+func (b *Bench) RegistryAddr() string { return RegistryAddress() }
+
+// RegistryAddress is RegistryAddr before any bench exists (every bench of a process
+// shares the registry), e.g. to build images naming it while the first bench starts.
+func RegistryAddress() string {
 	return fmt.Sprintf("%s:%d", controlPlaneIP, registryPort)
 }
 

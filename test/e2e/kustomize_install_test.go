@@ -225,6 +225,13 @@ func kustomizeBuild(t *testing.T, root, dir string) []*unstructured.Unstructured
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v\n%s", dir, err, stderr.String())
 	}
+	return decodeObjects(t, out)
+}
+
+// decodeObjects reads a multi-document YAML stream of Kubernetes objects (what
+// kustomize build writes, a release's install.yaml).
+func decodeObjects(t *testing.T, out []byte) []*unstructured.Unstructured {
+	t.Helper()
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
 	var objs []*unstructured.Unstructured
 	for {

@@ -655,6 +655,7 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 		"issuer not a name":       {"allowedClusterIssuers": []any{"shared ca"}},
 		"GOMEMLIMIT in SI units":  {"goMemLimit": "200M"},
 		"GOMEMLIMIT as a share":   {"goMemLimit": "90%"},
+		"digest not sha256":       {"image": map[string]any{"repository": "r/etcd-operator", "digest": "v0.2.0"}},
 	} {
 		if _, err := renderChart(t, vals, "etcd-operator", "etcd-operator-system"); err == nil {
 			t.Errorf("%s: %v rendered", name, vals)
@@ -683,5 +684,25 @@ func TestChartRefusesShardValuesWithoutKey(t *testing.T) {
 	}
 	if _, err := renderChart(t, map[string]any{"shard": map[string]any{"key": "shard", "value": "b"}}, "etcd-operator", "etcd-operator-system"); err != nil {
 		t.Errorf("a key with its value: %v", err)
+	}
+}
+
+// TestChartImageDigestWinsOverTag: with image.digest set the image is repository@digest
+// and image.tag is not used (values.yaml and the schema say so, since a packaged
+// release sets the digest and --set image.tag alone then changes nothing); with the
+// digest emptied the tag is used.
+func TestChartImageDigestWinsOverTag(t *testing.T) {
+	const dg = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, c := range []struct {
+		image map[string]any
+		want  string
+	}{
+		{map[string]any{"repository": "r/op", "tag": "v9", "digest": dg}, "r/op@" + dg},
+		{map[string]any{"repository": "r/op", "tag": "v9", "digest": ""}, "r/op:v9"},
+	} {
+		dep := one[appsv1.Deployment](t, mustRender(t, map[string]any{"image": c.image}), "Deployment")
+		if got := dep.Spec.Template.Spec.Containers[0].Image; got != c.want {
+			t.Errorf("image values %v: runs %s, want %s", c.image, got, c.want)
+		}
 	}
 }

@@ -2,8 +2,10 @@ package olm
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,8 +41,8 @@ func TestReleasedBundlesValidate(t *testing.T) {
 // version increases, the two share a channel (OLM follows replaces edges within a
 // channel), and every version objects may be stored in under the released CRDs stays in
 // the new CRDs (TestCRDUpgradeOnAPIServer does the same on a real API server). It also
-// requires the Makefile's PREV_VERSION default to be that released version, so `make
-// bundle` regenerates the same edge.
+// requires the Makefile's PREV_VERSION (derived from hack/bundle/released) to be that
+// released version, so `make bundle` regenerates the same edge.
 func TestUpgradeChain(t *testing.T) {
 	versions := releasedVersions(t)
 	if len(versions) == 0 {
@@ -63,8 +65,8 @@ func TestUpgradeChain(t *testing.T) {
 	if !shared {
 		t.Errorf("bundle/ channels %q share none with released %s's %q: no upgrade edge", cur.Channels, prev, old.Channels)
 	}
-	if got := makeDefault(t, "PREV_VERSION"); got != prev {
-		t.Errorf("Makefile PREV_VERSION ?= %q, want the newest released version %q", got, prev)
+	if got := makeValue(t, "PREV_VERSION"); got != prev {
+		t.Errorf("the Makefile's PREV_VERSION is %q, want the newest released version %q", got, prev)
 	}
 	if got := makeDefault(t, "VERSION"); got != cur.CSV.Spec.Version.String() {
 		t.Errorf("Makefile VERSION ?= %q, bundle/ is %s", got, cur.CSV.Spec.Version)
@@ -135,6 +137,22 @@ func releasedVersions(t *testing.T) []string {
 		out[i] = v.String()
 	}
 	return out
+}
+
+// makeValue is the value make gives a variable when run without arguments, in an
+// environment that does not set it.
+func makeValue(t *testing.T, name string) string {
+	t.Helper()
+	cmd := exec.Command("make", "-s", "--no-print-directory", "-C", root,
+		"--eval", "print-value: ; @echo \"[$("+name+")]\"", "print-value")
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool {
+		return strings.HasPrefix(e, name+"=") || strings.HasPrefix(e, "MAKEFLAGS=")
+	})
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("make print %s: %v", name, err)
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(string(out)), "["), "]")
 }
 
 // makeDefault returns the default (`NAME ?= value`) the Makefile gives a variable.
