@@ -48,23 +48,29 @@ func NewCommand(connect Connector, out, errOut io.Writer) *cobra.Command {
 		}
 		return connect(conn, out)
 	}
+	// onCluster is a subcommand's RunE: connect, then act on the one cluster named.
+	onCluster := func(act func(ctx context.Context, p *Plugin, name string) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			p, err := plugin()
+			if err != nil {
+				return err
+			}
+			return act(cmd.Context(), p, args[0])
+		}
+	}
 
 	root.AddCommand(&cobra.Command{
 		Use:     "status NAME",
 		Short:   "Members (role, version, database size, health), alarms, backups and conditions of a cluster",
 		Example: "  kubectl etcd status example\n  kubectl etcd status example -n prod -o yaml",
 		Args:    exactlyOne("status"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := plugin()
-			if err != nil {
-				return err
-			}
-			st, err := p.Status(cmd.Context(), args[0])
+		RunE: onCluster(func(ctx context.Context, p *Plugin, name string) error {
+			st, err := p.Status(ctx, name)
 			if err != nil {
 				return err
 			}
 			return PrintStatus(p.Out, output, st, p.Now())
-		},
+		}),
 	})
 
 	member := &cobra.Command{Use: "member", Short: "Members of a cluster"}
@@ -73,17 +79,13 @@ func NewCommand(connect Connector, out, errOut io.Writer) *cobra.Command {
 		Short:   "List a cluster's members with their pods",
 		Example: "  kubectl etcd member list example",
 		Args:    exactlyOne("member list"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := plugin()
-			if err != nil {
-				return err
-			}
-			st, err := p.Status(cmd.Context(), args[0])
+		RunE: onCluster(func(ctx context.Context, p *Plugin, name string) error {
+			st, err := p.Status(ctx, name)
 			if err != nil {
 				return err
 			}
 			return PrintMembers(p.Out, output, st.Members)
-		},
+		}),
 	})
 	root.AddCommand(member)
 
@@ -100,19 +102,13 @@ func NewCommand(connect Connector, out, errOut io.Writer) *cobra.Command {
 			"  kubectl etcd backup example --one-shot --s3-path backups/example/manual.db --s3-secret aws \\\n" +
 			"      --s3-endpoint https://minio.example:9000 --s3-force-path-style",
 		Args: exactlyOne("backup"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := plugin()
-			if err != nil {
+		RunE: onCluster(func(ctx context.Context, p *Plugin, name string) error {
+			r, err := p.Backup(ctx, name, bo)
+			if r == nil {
 				return err
 			}
-			r, err := p.Backup(cmd.Context(), args[0], bo)
-			if r != nil {
-				if perr := PrintBackup(p.Out, output, r); perr != nil && err == nil {
-					err = perr
-				}
-			}
-			return err
-		},
+			return firstErr(err, PrintBackup(p.Out, output, r))
+		}),
 	}
 	bf := backup.Flags()
 	bf.StringVar(&bo.Backup, "backup", "", "the EtcdBackup to run now, when the cluster has several")
@@ -143,19 +139,13 @@ func NewCommand(connect Connector, out, errOut io.Writer) *cobra.Command {
 		Example: "  kubectl etcd restore example-copy --from nightly --wait\n" +
 			"  kubectl etcd restore example --from nightly --at 2026-12-03T10:00:00Z --replace",
 		Args: exactlyOne("restore"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := plugin()
-			if err != nil {
+		RunE: onCluster(func(ctx context.Context, p *Plugin, name string) error {
+			r, err := p.Restore(ctx, name, ro)
+			if r == nil {
 				return err
 			}
-			r, err := p.Restore(cmd.Context(), args[0], ro)
-			if r != nil {
-				if perr := PrintRestore(p.Out, output, r); perr != nil && err == nil {
-					err = perr
-				}
-			}
-			return err
-		},
+			return firstErr(err, PrintRestore(p.Out, output, r))
+		}),
 	}
 	rf := restore.Flags()
 	rf.StringVar(&ro.From, "from", "", "the EtcdBackup whose backup to restore (required)")
@@ -181,19 +171,13 @@ func NewCommand(connect Connector, out, errOut io.Writer) *cobra.Command {
 			"never read nor sent through pods/exec).",
 		Example: "  kubectl etcd defrag example",
 		Args:    exactlyOne("defrag"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := plugin()
-			if err != nil {
+		RunE: onCluster(func(ctx context.Context, p *Plugin, name string) error {
+			rs, err := p.Defrag(ctx, name, do)
+			if rs == nil {
 				return err
 			}
-			rs, err := p.Defrag(cmd.Context(), args[0], do)
-			if rs != nil {
-				if perr := PrintDefrag(p.Out, output, rs); perr != nil && err == nil {
-					err = perr
-				}
-			}
-			return err
-		},
+			return firstErr(err, PrintDefrag(p.Out, output, rs))
+		}),
 	}
 	defrag.Flags().BoolVar(&do.Force, "force", false, "defragment although the cluster is not fully healthy or a maintenance run is in progress")
 	defrag.Flags().DurationVar(&do.Timeout, "timeout", 5*time.Minute, "bound on each member's defragmentation")
@@ -210,17 +194,13 @@ func NewCommand(connect Connector, out, errOut io.Writer) *cobra.Command {
 		Example: "  kubectl etcd report example\n  kubectl etcd report example -f /tmp/example-report.tar.gz\n" +
 			"  kubectl etcd report example -f /tmp/example-report   # a directory",
 		Args: exactlyOne("report"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := plugin()
-			if err != nil {
-				return err
-			}
-			r, err := p.Report(cmd.Context(), args[0], rpo)
+		RunE: onCluster(func(ctx context.Context, p *Plugin, name string) error {
+			r, err := p.Report(ctx, name, rpo)
 			if err != nil {
 				return err
 			}
 			return PrintReport(p.Out, output, r)
-		},
+		}),
 	}
 	report.Flags().StringVarP(&rpo.Path, "file", "f", "", "where to write: a path ending .tar.gz or .tgz, else a new directory (default: etcd-report-<ns>-<name>-<time>.tar.gz)")
 	report.Flags().StringVar(&rpo.OperatorNamespace, "operator-namespace", "", "namespace of the operator's pods (default: search all namespaces)")
@@ -228,6 +208,15 @@ func NewCommand(connect Connector, out, errOut io.Writer) *cobra.Command {
 	report.Flags().BoolVar(&rpo.NoExec, "no-exec", false, "do not run etcdctl in the member pods")
 	root.AddCommand(report)
 	return root
+}
+
+// firstErr is a when it is an error, else b: backup, restore and defrag print what they did
+// before failing too, and return the failure rather than a later printing error.
+func firstErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 // exactlyOne requires the one cluster name a subcommand takes.
