@@ -181,7 +181,10 @@ func jobOf(t *testing.T, m podMonitor) string {
 	}
 	for _, r := range m.Spec.PodMetricsEndpoints[0].Relabelings {
 		if r.TargetLabel == "job" && len(r.SourceLabels) == 0 && (r.Action == "" || r.Action == "replace") {
-			return r.Replacement
+			if r.Replacement == nil {
+				return ""
+			}
+			return *r.Replacement
 		}
 	}
 	t.Fatalf("PodMonitor %s sets no job name", m.Metadata.Name)

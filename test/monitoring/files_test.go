@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/etcd-operator/etcd-operator/internal/test/promtest"
 )
 
 // root is the repository root, relative to this package.
@@ -56,57 +58,9 @@ type rule struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// podMonitor is the part of monitoring.coreos.com/v1 PodMonitor the bundle uses.
-type podMonitor struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string            `json:"name"`
-		Namespace string            `json:"namespace,omitempty"`
-		Labels    map[string]string `json:"labels,omitempty"`
-	} `json:"metadata"`
-	Spec podMonitorSpec `json:"spec"`
-}
-
-type podMonitorSpec struct {
-	NamespaceSelector *struct {
-		Any        bool     `json:"any,omitempty"`
-		MatchNames []string `json:"matchNames,omitempty"`
-	} `json:"namespaceSelector,omitempty"`
-	Selector struct {
-		MatchLabels      map[string]string `json:"matchLabels,omitempty"`
-		MatchExpressions []struct {
-			Key      string   `json:"key"`
-			Operator string   `json:"operator"`
-			Values   []string `json:"values,omitempty"`
-		} `json:"matchExpressions,omitempty"`
-	} `json:"selector"`
-	PodMetricsEndpoints []endpoint `json:"podMetricsEndpoints"`
-}
-
-type endpoint struct {
-	Port        string `json:"port"`
-	Path        string `json:"path,omitempty"`
-	HonorLabels bool   `json:"honorLabels,omitempty"`
-	Scheme      string `json:"scheme,omitempty"`
-	TLSConfig   *struct {
-		InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty"`
-	} `json:"tlsConfig,omitempty"`
-	Authorization *struct {
-		Type        string `json:"type,omitempty"`
-		Credentials struct {
-			Name string `json:"name"`
-			Key  string `json:"key"`
-		} `json:"credentials"`
-	} `json:"authorization,omitempty"`
-	Relabelings []struct {
-		SourceLabels []string `json:"sourceLabels,omitempty"`
-		TargetLabel  string   `json:"targetLabel,omitempty"`
-		Replacement  string   `json:"replacement,omitempty"`
-		Action       string   `json:"action,omitempty"`
-		Regex        string   `json:"regex,omitempty"`
-	} `json:"relabelings,omitempty"`
-}
+// podMonitor is the PodMonitor part the generator for the e2e Prometheus decodes too
+// (strict: a misspelt or untranslated field fails).
+type podMonitor = promtest.PodMonitor
 
 func readFile(t *testing.T, rel string) []byte {
 	t.Helper()
