@@ -14,25 +14,35 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
+// backupsOfMain are the two ways an EtcdBackup names mainCluster's cluster.
+var backupsOfMain = []struct {
+	name string
+	eb   func() *etcdv1beta2.EtcdBackup
+}{
+	{"by clusterRef", func() *etcdv1beta2.EtcdBackup { return pvcBackup("ns", 60) }},
+	{"by the client Service's name", func() *etcdv1beta2.EtcdBackup {
+		eb := pvcBackup("ns", 60)
+		eb.Spec.ClusterRef, eb.Spec.EtcdEndpoints = nil, []string{"http://main-client.ns.svc:2379"}
+		return eb
+	}},
+}
+
+// mainClusterWithClaims is mainCluster("ns") with member claims, as a cluster must have to
+// hibernate; cluster is objs[0].
+func mainClusterWithClaims() (objs []client.Object, cluster *etcdv1beta2.EtcdCluster) {
+	objs = mainCluster("ns")
+	cluster = objs[0].(*etcdv1beta2.EtcdCluster)
+	cluster.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{}}
+	return objs, cluster
+}
+
 // A due backup of a hibernated cluster (spec.size 0) is skipped, not failed: no pod, no
 // back-off, a Skipped condition naming the cluster, one normal event; once the cluster is
 // back the run is taken and the condition goes.
 func TestBackupSkipsHibernatedCluster(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		eb   func() *etcdv1beta2.EtcdBackup
-	}{
-		{"by clusterRef", func() *etcdv1beta2.EtcdBackup { return pvcBackup("ns", 60) }},
-		{"by the client Service's name", func() *etcdv1beta2.EtcdBackup {
-			eb := pvcBackup("ns", 60)
-			eb.Spec.ClusterRef, eb.Spec.EtcdEndpoints = nil, []string{"http://main-client.ns.svc:2379"}
-			return eb
-		}},
-	} {
+	for _, tc := range backupsOfMain {
 		t.Run(tc.name, func(t *testing.T) {
-			objs := mainCluster("ns")
-			cluster := objs[0].(*etcdv1beta2.EtcdCluster)
-			cluster.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{}}
+			objs, cluster := mainClusterWithClaims()
 			h := newHarness(t, tc.eb(), cluster) // hibernated: size 0, no member pod
 
 			if res := h.reconcile(); res.RequeueAfter != hibernatedRecheck {
@@ -97,21 +107,9 @@ func TestBackupSkipsHibernatedCluster(t *testing.T) {
 // have no claims, or the cluster paused or mid-restore) is not hibernated: its due backup
 // is taken, not skipped as if its members were stopped.
 func TestBackupOfSizeZeroClusterWithRunningPodsIsTaken(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		eb   func() *etcdv1beta2.EtcdBackup
-	}{
-		{"by clusterRef", func() *etcdv1beta2.EtcdBackup { return pvcBackup("ns", 60) }},
-		{"by the client Service's name", func() *etcdv1beta2.EtcdBackup {
-			eb := pvcBackup("ns", 60)
-			eb.Spec.ClusterRef, eb.Spec.EtcdEndpoints = nil, []string{"http://main-client.ns.svc:2379"}
-			return eb
-		}},
-	} {
+	for _, tc := range backupsOfMain {
 		t.Run(tc.name, func(t *testing.T) {
-			objs := mainCluster("ns")
-			cluster := objs[0].(*etcdv1beta2.EtcdCluster)
-			cluster.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{}}
+			objs, cluster := mainClusterWithClaims()
 			cluster.Status.Conditions = []etcdv1beta2.ClusterCondition{{Type: "Available", Status: "False", Reason: etcdv1beta2.ReasonHibernationRefused}}
 			h := newHarness(t, tc.eb(), cluster, objs[1]) // size 0, one member pod still running
 
