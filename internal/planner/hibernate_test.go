@@ -12,6 +12,9 @@ import (
 
 func hibernating() Desired { d := desired(0); d.DataOnClaims = true; return d }
 
+// hibernatingTLS is hibernating with peer and client TLS.
+func hibernatingTLS() Desired { d := hibernating(); d.PeerTLS, d.ClientTLS = true, true; return d }
+
 // claimed is a healthy 3-member cluster whose members keep their data on claims.
 func claimed() Observed {
 	o := cluster(3)
@@ -92,22 +95,14 @@ func TestPlanHibernate(t *testing.T) {
 			pod(&o, mname(2)).Drift = Drift{Held: []string{"cluster domain"}}
 			return o
 		}, want{kind: Wait, reason: "HibernationRefused", check: wantMessage(mname(2) + " do not run the spec's TLS scheme or cluster domain")}},
-		{"TLS being turned on (pods still plaintext): nothing is stopped", func() Desired {
-			d := hibernating()
-			d.PeerTLS, d.ClientTLS = true, true
-			return d
-		}, func() Observed {
+		{"TLS being turned on (pods still plaintext): nothing is stopped", hibernatingTLS, func() Observed {
 			o := claimed()
 			for i := range o.Pods {
 				o.Pods[i].Drift = Drift{TLS: true}
 			}
 			return o
 		}, want{kind: Wait, reason: "HibernationRefused", check: wantMessage("nothing is stopped")}},
-		{"a proven rotation of the TLS Secrets pending: stopped as usual", func() Desired {
-			d := hibernating()
-			d.PeerTLS, d.ClientTLS = true, true
-			return d
-		}, func() Observed {
+		{"a proven rotation of the TLS Secrets pending: stopped as usual", hibernatingTLS, func() Observed {
 			o := claimed()
 			for i := range o.Pods {
 				o.Pods[i].PeerTLS, o.Pods[i].ClientTLS, o.Pods[i].Drift = true, true, Drift{TLS: true}
