@@ -62,15 +62,7 @@ func TestSizeWarnings(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 
-	policy := readObjects(t, readFile(t, filepath.Join(root, "config/admission/size_warnings.yaml")))
-	for _, o := range policy {
-		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1",
-			Resource: map[string]string{"ValidatingAdmissionPolicy": "validatingadmissionpolicies",
-				"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}[o.GetKind()]}
-		if _, err := dc.Resource(gvr).Create(ctx, o, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create %s: %v", o.GetKind(), err)
-		}
-	}
+	policy := createPolicy(ctx, t, dc, "config/admission/size_warnings.yaml")
 
 	n := 0
 	create := func(version string, size int64) []string {
@@ -210,15 +202,7 @@ func TestAuthAnnotationsAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	policy := readObjects(t, readFile(t, filepath.Join(root, "config/admission/auth_annotations.yaml")))
-	for _, o := range policy {
-		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1",
-			Resource: map[string]string{"ValidatingAdmissionPolicy": "validatingadmissionpolicies",
-				"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}[o.GetKind()]}
-		if _, err := dc.Resource(gvr).Create(ctx, o, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create %s: %v", o.GetKind(), err)
-		}
-	}
+	policy := createPolicy(ctx, t, dc, "config/admission/auth_annotations.yaml")
 	refused := func(err error, annotation string) error {
 		switch {
 		case err == nil:
@@ -287,4 +271,20 @@ func TestAuthAnnotationsAdmission(t *testing.T) {
 	}
 
 	sameInChart(t, policy)
+}
+
+// createPolicy creates the ValidatingAdmissionPolicies and their bindings in file rel and
+// returns them.
+func createPolicy(ctx context.Context, t *testing.T, dc dynamic.Interface, rel string) []*unstructured.Unstructured {
+	t.Helper()
+	policy := readObjects(t, readFile(t, filepath.Join(root, rel)))
+	for _, o := range policy {
+		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1",
+			Resource: map[string]string{"ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+				"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}[o.GetKind()]}
+		if _, err := dc.Resource(gvr).Create(ctx, o, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create %s: %v", o.GetKind(), err)
+		}
+	}
+	return policy
 }
