@@ -23,14 +23,20 @@ func setupWithOperatorImage(t *testing.T) *framework.Env {
 	return framework.Setup(t)
 }
 
+// claimSpec is the members' claim of the e2e clusters that keep their data on claims:
+// 1 GiB ReadWriteOnce (the bench provisions it).
+func claimSpec() *corev1.PersistentVolumeClaimSpec {
+	return &corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+	}
+}
+
 // createClaim creates a 1 GiB ReadWriteOnce claim (the bench provisions it).
 func createClaim(e *framework.Env, name string) {
 	e.Create(&corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
+		Spec:       *claimSpec(),
 	})
 }
 

@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,10 +57,7 @@ func TestPlatformOptions(t *testing.T) {
 
 	c := newCluster(name, 3)
 	c.Spec.Repository = strings.TrimSuffix(image, ":v3.6.16")
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}}
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
 	c.Annotations = map[string]string{
 		etcdv1beta2.PodPriorityClassNameAnnotation:         "etcd-knobs-a",
 		etcdv1beta2.PodImagePullSecretsAnnotation:          `[{"name":"regcred"}]`,

@@ -25,10 +25,7 @@ func TestRollingReconfigureWithClaims(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "reconf"
 	c := newCluster(name, 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}}
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
 	e.Create(c)
 	e.WaitAvailable(name, 3, 120*time.Second)
 	before, err := e.Members(name)

@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -58,10 +57,7 @@ func TestTenantForkedImage(t *testing.T) {
 	const name = "forked"
 	c := newCluster(name, 3)
 	pushForkImage(t, e, c.Spec.Version)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}}
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
 	e.Create(c)
 	e.WaitAvailable(name, 3, 120*time.Second)
 	claims := claimUIDs(t, e, name)
