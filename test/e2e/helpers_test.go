@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -30,6 +31,21 @@ func claimSpec() *corev1.PersistentVolumeClaimSpec {
 		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 	}
+}
+
+// startClaimedCluster creates a 3-member cluster keeping its data on claims, waits until
+// it is Available and returns its members.
+func startClaimedCluster(t *testing.T, e *framework.Env, name string) []*framework.EtcdMember {
+	t.Helper()
+	c := newCluster(name, 3)
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
+	e.Create(c)
+	e.WaitAvailable(name, 3, 120*time.Second)
+	ms, err := e.Members(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
 }
 
 // createClaim creates a 1 GiB ReadWriteOnce claim (the bench provisions it).

@@ -24,14 +24,7 @@ import (
 func TestRollingReconfigureWithClaims(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "reconf"
-	c := newCluster(name, 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
-	e.Create(c)
-	e.WaitAvailable(name, 3, 120*time.Second)
-	before, err := e.Members(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := startClaimedCluster(t, e, name)
 	oldUID := map[string]types.UID{}
 	for n, p := range e.MemberPods(name) {
 		oldUID[n] = p.UID

@@ -255,14 +255,7 @@ func TestBuiltinTLS(t *testing.T) {
 func TestBuiltinTLSFromPlaintext(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "autotlsmove"
-	c := newCluster(name, 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
-	e.Create(c)
-	e.WaitAvailable(name, 3, 120*time.Second)
-	before, err := e.Members(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := startClaimedCluster(t, e, name)
 	plain := e.StartLoad(name, loadRate)
 	flowing(t, plain, 2*loadRate)
 	start := time.Now()

@@ -40,14 +40,7 @@ func TestTLSTransition(t *testing.T) {
 	e.Create(pki.PeerSecret(name + "-peer"))
 	e.Create(pki.ServerSecret(name + "-server"))
 	e.Create(pki.OperatorSecret(name + "-operator"))
-	c := newCluster(name, 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
-	e.Create(c)
-	e.WaitAvailable(name, 3, 120*time.Second)
-	before, err := e.Members(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := startClaimedCluster(t, e, name)
 	cfg := pki.ClientConfig(t)
 
 	// The operator is stopped right after its first peer URL update, the one moment a
