@@ -6,8 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
 
 // spec.tls.issuer.issuerRef (with the issuer's durations) and v1beta2's
@@ -19,26 +17,14 @@ func TestIssuerRefRoundTrip(t *testing.T) {
 		{IssuerRef: &CertManagerIssuerRef{Name: "corp", Kind: "ClusterIssuer", Group: "cert-manager.io"},
 			CertificateLifetime: d(48 * time.Hour), RenewBefore: d(12 * time.Hour)},
 	} {
-		src := &EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"},
-			Spec: EtcdClusterSpec{Size: 3, TLS: &TLSPolicy{Issuer: i}}}
-		var hub v1beta2.EtcdCluster
-		if err := src.ConvertTo(&hub); err != nil {
-			t.Fatal(err)
-		}
-		cm := hub.Spec.TLS.CertManager
-		if cm == nil || hub.Spec.TLS.Auto != nil || hub.Spec.TLS.Static != nil {
-			t.Fatalf("v1beta2 TLS %+v", hub.Spec.TLS)
+		tls := tlsRoundTrip(t, &TLSPolicy{Issuer: i})
+		cm := tls.CertManager
+		if cm == nil || tls.Auto != nil || tls.Static != nil {
+			t.Fatalf("v1beta2 TLS %+v", tls)
 		}
 		if cm.IssuerRef.Name != i.IssuerRef.Name || cm.IssuerRef.Kind != i.IssuerRef.Kind || cm.IssuerRef.Group != i.IssuerRef.Group ||
 			!equality.Semantic.DeepEqual(cm.CertificateLifetime, i.CertificateLifetime) || !equality.Semantic.DeepEqual(cm.RenewBefore, i.RenewBefore) {
 			t.Errorf("certManager %+v from issuer %+v", cm, i)
-		}
-		var back EtcdCluster
-		if err := back.ConvertFrom(&hub); err != nil {
-			t.Fatal(err)
-		}
-		if !equality.Semantic.DeepEqual(back.Spec.TLS, src.Spec.TLS) {
-			t.Errorf("round trip: %+v -> %+v", src.Spec.TLS.Issuer, back.Spec.TLS.Issuer)
 		}
 	}
 }
