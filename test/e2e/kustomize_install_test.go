@@ -67,20 +67,7 @@ func TestKustomizeInstallServesConversion(t *testing.T) {
 	b := bench.NewForTest(t, bench.Options{Scheme: s})
 	c := b.Client()
 	ctx := context.Background()
-	// CRDs first (and established), then everything else, as kubectl would converge.
-	for _, crdPass := range []bool{true, false} {
-		for _, u := range objs {
-			if (u.GetKind() == "CustomResourceDefinition") != crdPass {
-				continue
-			}
-			if err := c.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
-				t.Fatalf("apply %s %s: %v", u.GetKind(), u.GetName(), err)
-			}
-		}
-		if crdPass {
-			framework.Eventually(t, time.Minute, "CRDs established", func() error { return crdsEstablished(ctx, c, objs) })
-		}
-	}
+	applyInstall(ctx, t, c, objs)
 	ns := dep.Namespace
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -225,6 +212,25 @@ func kustomizeBuild(t *testing.T, root, dir string) []*unstructured.Unstructured
 		}
 	}
 	return objs
+}
+
+// applyInstall server-side applies objs: the CRDs first (and waits until they are
+// established), then everything else, as kubectl would converge.
+func applyInstall(ctx context.Context, t *testing.T, c client.Client, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, crdPass := range []bool{true, false} {
+		for _, u := range objs {
+			if (u.GetKind() == "CustomResourceDefinition") != crdPass {
+				continue
+			}
+			if err := c.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
+				t.Fatalf("apply %s %s: %v", u.GetKind(), u.GetName(), err)
+			}
+		}
+		if crdPass {
+			framework.Eventually(t, time.Minute, "CRDs established", func() error { return crdsEstablished(ctx, c, objs) })
+		}
+	}
 }
 
 func crdsEstablished(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {

@@ -107,19 +107,7 @@ func TestAlertsOnRealPrometheus(t *testing.T) {
 	if len(monitors) != 2 || prometheusRule == nil {
 		t.Fatalf("config/prometheus: %d PodMonitors and rules %v; want the operator's and the members' monitors and the rules", len(monitors), prometheusRule != nil)
 	}
-	for _, crdPass := range []bool{true, false} {
-		for _, u := range objs {
-			if (u.GetKind() == "CustomResourceDefinition") != crdPass {
-				continue
-			}
-			if err := c.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
-				t.Fatalf("apply %s %s: %v", u.GetKind(), u.GetName(), err)
-			}
-		}
-		if crdPass {
-			framework.Eventually(t, time.Minute, "CRDs established", func() error { return crdsEstablished(ctx, c, objs) })
-		}
-	}
+	applyInstall(ctx, t, c, objs)
 	ns := dep.Namespace
 	t.Cleanup(func() {
 		if t.Failed() {
