@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -34,16 +33,7 @@ func TestDowngrade36To35(t *testing.T) {
 
 	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Version = etcd35 })
 	e.Eventually(4*time.Minute, "every member runs "+etcd35, func() error {
-		got := e.MemberStatuses(name)
-		if len(got) != 3 {
-			return fmt.Errorf("%d members answer", len(got))
-		}
-		for pod, st := range got {
-			if st.Version != etcd35 {
-				return fmt.Errorf("%s runs %s", pod, st.Version)
-			}
-		}
-		return nil
+		return membersRun(e, name, 3, etcd35)
 	})
 	e.WaitAvailable(name, 3, 90*time.Second)
 	flowing(t, load, loadRate)

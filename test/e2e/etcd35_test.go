@@ -150,16 +150,7 @@ func TestEtcd35(t *testing.T) {
 						sawGate = true
 					}
 				}
-				got := e.MemberStatuses(name)
-				if len(got) != 3 {
-					return fmt.Errorf("%d members answer", len(got))
-				}
-				for pod, st := range got {
-					if st.Version != to {
-						return fmt.Errorf("%s runs %s", pod, st.Version)
-					}
-				}
-				return nil
+				return membersRun(e, name, 3, to)
 			})
 			e.WaitAvailable(name, 3, 90*time.Second)
 			flowing(t, load, loadRate)
@@ -194,17 +185,22 @@ func TestEtcd35(t *testing.T) {
 func requireVersion(t *testing.T, e *framework.Env, name string, size int, version string) {
 	t.Helper()
 	e.Eventually(60*time.Second, fmt.Sprintf("%d members of %s run %s", size, name, version), func() error {
-		got := e.MemberStatuses(name)
-		if len(got) != size {
-			return fmt.Errorf("%d members answer", len(got))
-		}
-		for pod, st := range got {
-			if st.Version != version {
-				return fmt.Errorf("%s runs %s", pod, st.Version)
-			}
-		}
-		return nil
+		return membersRun(e, name, size, version)
 	})
+}
+
+// membersRun is nil when size members of the cluster answer, each running version.
+func membersRun(e *framework.Env, name string, size int, version string) error {
+	got := e.MemberStatuses(name)
+	if len(got) != size {
+		return fmt.Errorf("%d members answer", len(got))
+	}
+	for pod, st := range got {
+		if st.Version != version {
+			return fmt.Errorf("%s runs %s", pod, st.Version)
+		}
+	}
+	return nil
 }
 
 // snapshotCount is the test cluster's --snapshot-count.
