@@ -276,16 +276,7 @@ func TestAlertsOnRealPrometheus(t *testing.T) {
 		}
 		repaired := time.Now()
 		// The operator compacts, defragments and disarms by itself.
-		e.Eventually(3*time.Minute, "NOSPACE disarmed by the operator", func() error {
-			al, err := cli.AlarmList(wctx)
-			if err != nil {
-				return err
-			}
-			if len(al.Alarms) != 0 {
-				return fmt.Errorf("alarms %v", al.Alarms)
-			}
-			return nil
-		})
+		e.Eventually(3*time.Minute, "NOSPACE disarmed by the operator", func() error { return noAlarms(wctx, cli) })
 		waitResolved(t, e, prom, "EtcdClusterAlarm", map[string]string{"cluster": name, "alarm": "NOSPACE"}, repaired)
 	})
 
