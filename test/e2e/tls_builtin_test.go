@@ -262,13 +262,7 @@ func TestBuiltinTLSFromPlaintext(t *testing.T) {
 	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}} })
 	cfg := followClientSecret(t, e, name).config()
 
-	e.Eventually(420*time.Second, "every member serving TLS clients (step 2 under way)", func() error {
-		msg := conditionReason(e.Cluster(name), etcdv1beta2.ClusterConditionSpecApplied)
-		if !strings.Contains(msg, "step 2 of 3") && !strings.Contains(msg, "step 3 of 3") {
-			return fmt.Errorf("SpecApplied: %s", msg)
-		}
-		return nil
-	})
+	waitServingTLSClients(e, name)
 	secure := e.StartLoadTLS(name, loadRate, cfg)
 	flowing(t, secure, 2*loadRate)
 	plainKeys := plain.AckedKeys()
@@ -278,15 +272,8 @@ func TestBuiltinTLSFromPlaintext(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, m := range ms {
-			if len(m.PeerURLs) != 1 || !strings.HasPrefix(m.PeerURLs[0], "https://") {
-				return fmt.Errorf("member %s peer URLs %v", m.Name, m.PeerURLs)
-			}
-			for _, u := range m.ClientURLs {
-				if !strings.HasPrefix(u, "https://") {
-					return fmt.Errorf("member %s still advertises %s", m.Name, u)
-				}
-			}
+		if err := allOnTLS(ms); err != nil {
+			return err
 		}
 		if cl := e.Cluster(name); !framework.ConditionTrue(cl, etcdv1beta2.ClusterConditionSpecApplied) {
 			return fmt.Errorf("SpecApplied: %s", conditionReason(cl, etcdv1beta2.ClusterConditionSpecApplied))

@@ -117,13 +117,7 @@ func TestCertManagerTLS(t *testing.T) {
 	start := time.Now()
 	startTestIssuer(t, e, issuer)
 	cfg := followSecret(t, e, etcdcluster.CertManagerClientSecret(name)).config()
-	e.Eventually(420*time.Second, "every member serving TLS clients (step 2 under way)", func() error {
-		msg := conditionReason(e.Cluster(name), etcdv1beta2.ClusterConditionSpecApplied)
-		if !strings.Contains(msg, "step 2 of 3") && !strings.Contains(msg, "step 3 of 3") {
-			return fmt.Errorf("SpecApplied: %s", msg)
-		}
-		return nil
-	})
+	waitServingTLSClients(e, name)
 	secure := e.StartLoadTLS(name, loadRate, cfg)
 	flowing(t, secure, 2*loadRate)
 	plainKeys := plain.AckedKeys()
@@ -133,10 +127,8 @@ func TestCertManagerTLS(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, m := range ms {
-			if len(m.PeerURLs) != 1 || !strings.HasPrefix(m.PeerURLs[0], "https://") {
-				return fmt.Errorf("member %s peer URLs %v", m.Name, m.PeerURLs)
-			}
+		if err := peersOnTLS(ms); err != nil {
+			return err
 		}
 		cl := e.Cluster(name)
 		if !framework.ConditionTrue(cl, etcdv1beta2.ClusterConditionSpecApplied) {

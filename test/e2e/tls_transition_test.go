@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/types"
@@ -127,15 +128,8 @@ func TestTLSTransition(t *testing.T) {
 		if len(ms) != 3 {
 			return fmt.Errorf("%d members", len(ms))
 		}
-		for _, m := range ms {
-			if len(m.PeerURLs) != 1 || !strings.HasPrefix(m.PeerURLs[0], "https://") {
-				return fmt.Errorf("member %s peer URLs %v", m.Name, m.PeerURLs)
-			}
-			for _, u := range m.ClientURLs {
-				if !strings.HasPrefix(u, "https://") {
-					return fmt.Errorf("member %s still advertises %s", m.Name, u)
-				}
-			}
+		if err := allOnTLS(ms); err != nil {
+			return err
 		}
 		if cl := e.Cluster(name); !framework.ConditionTrue(cl, etcdv1beta2.ClusterConditionSpecApplied) {
 			return fmt.Errorf("SpecApplied: %s", conditionReason(cl, etcdv1beta2.ClusterConditionSpecApplied))
@@ -336,4 +330,41 @@ func checkKeysTLS(t *testing.T, e *framework.Env, name string, cfg *tls.Config, 
 	if lost > 0 {
 		t.Errorf("%d of %d writes acknowledged in plaintext lost after the move to TLS", lost, len(want))
 	}
+}
+
+// waitServingTLSClients waits until the plaintext-to-TLS path has every member serving
+// TLS clients (its step 2 under way, or step 3).
+func waitServingTLSClients(e *framework.Env, name string) {
+	e.Eventually(420*time.Second, "every member serving TLS clients (step 2 under way)", func() error {
+		msg := conditionReason(e.Cluster(name), etcdv1beta2.ClusterConditionSpecApplied)
+		if !strings.Contains(msg, "step 2 of 3") && !strings.Contains(msg, "step 3 of 3") {
+			return fmt.Errorf("SpecApplied: %s", msg)
+		}
+		return nil
+	})
+}
+
+// peersOnTLS is nil when every member has one peer URL, an https one.
+func peersOnTLS(ms []*etcdserverpb.Member) error {
+	for _, m := range ms {
+		if len(m.PeerURLs) != 1 || !strings.HasPrefix(m.PeerURLs[0], "https://") {
+			return fmt.Errorf("member %s peer URLs %v", m.Name, m.PeerURLs)
+		}
+	}
+	return nil
+}
+
+// allOnTLS is peersOnTLS, and no member still advertises a plaintext client URL.
+func allOnTLS(ms []*etcdserverpb.Member) error {
+	if err := peersOnTLS(ms); err != nil {
+		return err
+	}
+	for _, m := range ms {
+		for _, u := range m.ClientURLs {
+			if !strings.HasPrefix(u, "https://") {
+				return fmt.Errorf("member %s still advertises %s", m.Name, u)
+			}
+		}
+	}
+	return nil
 }
