@@ -59,19 +59,9 @@ func (v *view) planDowngrade(target Version) (Action, bool) {
 	// member meanwhile could take two of three down.
 	var restarting *Member
 	for _, m := range v.voters {
-		run, rerr := ParseVersion(m.Version)
-		var podVersion string
-		if p := v.podOf[m.ID]; p != nil {
-			podVersion = p.Version
-		}
-		spec, serr := ParseVersion(podVersion)
-		switch {
-		case rerr != nil && serr != nil:
+		run, spec, runOK, specOK := v.memberVersions(m)
+		if !runOK && !specOK {
 			continue // planUpgrade waits on it
-		case rerr != nil:
-			run = spec
-		case serr != nil:
-			spec = run
 		}
 		if run.Major > target.Major || run.Major == target.Major && run.Minor > target.Minor {
 			above = true
@@ -82,7 +72,7 @@ func (v *view) planDowngrade(target Version) (Action, bool) {
 		if run.Major == target.Major && run.Minor == target.Minor {
 			onTarget = true
 		}
-		if rerr == nil && serr == nil && spec.Compare(run) != 0 && restarting == nil {
+		if runOK && specOK && spec.Compare(run) != 0 && restarting == nil {
 			restarting = m
 		}
 		if spec.Compare(target) != 0 {

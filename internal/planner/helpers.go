@@ -49,6 +49,24 @@ func (v *view) runningVersion(m *Member) string {
 	return ""
 }
 
+// memberVersions is the version m runs (its Status answer) and the one its pod names,
+// parsed; runOK and specOK say which parsed, and when only one did it stands for both.
+func (v *view) memberVersions(m *Member) (run, spec Version, runOK, specOK bool) {
+	run, rerr := ParseVersion(m.Version)
+	var podVersion string
+	if p := v.podOf[m.ID]; p != nil {
+		podVersion = p.Version
+	}
+	spec, serr := ParseVersion(podVersion)
+	switch {
+	case rerr != nil && serr == nil:
+		run = spec
+	case serr != nil && rerr == nil:
+		spec = run
+	}
+	return run, spec, rerr == nil, serr == nil
+}
+
 // leaderTarget picks the alive voter to hand leadership to. In order of
 // preference: not in avoid (members about to be removed, so leadership does
 // not have to move twice), running prefer (if given), the longest raft log,

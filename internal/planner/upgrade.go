@@ -48,19 +48,9 @@ func (v *view) planUpgrade() Action {
 	}
 	var need []upgradeStep
 	for _, m := range v.voters {
-		run, rerr := ParseVersion(m.Version)
-		var podVersion string
-		if p := v.podOf[m.ID]; p != nil {
-			podVersion = p.Version
-		}
-		spec, serr := ParseVersion(podVersion)
-		switch {
-		case rerr != nil && serr != nil:
+		run, spec, runOK, specOK := v.memberVersions(m)
+		if !runOK && !specOK {
 			return wait(v1beta2.ReasonVersionUnknown, fmt.Sprintf("cannot tell which version %s runs", m.Name), requeueWait)
-		case rerr != nil:
-			run = spec
-		case serr != nil:
-			spec = run
 		}
 		if err := CheckSkew(run, target); err != nil && !(stepTaken && errors.Is(err, errBelowMinPatch)) {
 			return Action{Kind: RefuseUpgrade, Reason: v1beta2.ReasonUpgradeRefused, Message: fmt.Sprintf("member %s: %v", m.Name, err)}
@@ -68,7 +58,7 @@ func (v *view) planUpgrade() Action {
 		// Its pod names another version than it runs: it is mid-restart, on the target or
 		// on a version an earlier spec.version asked for (a patch changed half-way). The
 		// next restart waits for it, or two members could be down at once.
-		if rerr == nil && serr == nil && spec.Compare(run) != 0 {
+		if runOK && specOK && spec.Compare(run) != 0 {
 			return wait(v1beta2.ReasonUpgradeInProgress, fmt.Sprintf("waiting for %s to run %s, the version its pod names", m.Name, spec), requeueShort)
 		}
 		if spec.Compare(target) != 0 {
