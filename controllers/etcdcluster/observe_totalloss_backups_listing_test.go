@@ -57,11 +57,7 @@ func TestTotalLossBackupProblemsAndAmbientCredentials(t *testing.T) {
 // repeated at most once per interval while the cluster stays lost (the result is kept),
 // and the timeout is reported.
 func TestTotalLossListingHasADeadlineAndIsKept(t *testing.T) {
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "ns"}, Data: map[string][]byte{
-		"credentials": []byte("[default]\naws_access_key_id = a\naws_secret_access_key = b\n")}}
-	endpoint, listings := fixture.SilentS3(t)
-	f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) { c.Status.Bootstrapped = true },
-		secret, s3Backup("b", "c", lossBucket+"/c/per", endpoint))
+	f, listings := hangingListingFixture(t)
 	f.r.lostBackups.listTimeout = 500 * time.Millisecond
 
 	start := time.Now()
@@ -130,11 +126,7 @@ func TestRecordedRestoreReadsItsRestoreStep(t *testing.T) {
 // observation returns at once saying the listing runs apart, and a later observation
 // has its result (here the timeout).
 func TestTotalLossListingLeavesTheWorker(t *testing.T) {
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "ns"}, Data: map[string][]byte{
-		"credentials": []byte("[default]\naws_access_key_id = a\naws_secret_access_key = b\n")}}
-	endpoint, listings := fixture.SilentS3(t)
-	f := newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) { c.Status.Bootstrapped = true },
-		secret, s3Backup("b", "c", lossBucket+"/c/per", endpoint))
+	f, listings := hangingListingFixture(t)
 	f.r.lostBackups.listTimeout = 2 * time.Second
 	f.r.lostBackups.awaitListings = false // as in production
 
@@ -245,4 +237,17 @@ func TestForgottenListingStillCounts(t *testing.T) {
 	if n := l.queue().Running("team-a"); n != 1 {
 		t.Errorf("team-a counts %d running listings, want 1 (the re-listing of c1)", n)
 	}
+}
+
+// hangingListingFixture is a bootstrapped cluster whose one EtcdBackup (with its
+// credentials) stores on an S3 endpoint that accepts connections and never answers;
+// listings counts the connections it accepted.
+func hangingListingFixture(t *testing.T) (f *proofFixture, listings func() int) {
+	t.Helper()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "ns"}, Data: map[string][]byte{
+		"credentials": []byte("[default]\naws_access_key_id = a\naws_secret_access_key = b\n")}}
+	endpoint, listings := fixture.SilentS3(t)
+	f = newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) { c.Status.Bootstrapped = true },
+		secret, s3Backup("b", "c", lossBucket+"/c/per", endpoint))
+	return f, listings
 }
