@@ -145,15 +145,25 @@ func TestTenantForkedImage(t *testing.T) {
 // claimUIDs are the cluster's member claims by name.
 func claimUIDs(t *testing.T, e *framework.Env, name string) map[string]types.UID {
 	t.Helper()
+	out := map[string]types.UID{}
+	for n, p := range liveClaims(t, e, name) {
+		out[n] = p.UID
+	}
+	return out
+}
+
+// liveClaims are the member claims of cluster name that are not being deleted, by name.
+func liveClaims(t *testing.T, e *framework.Env, name string) map[string]corev1.PersistentVolumeClaim {
+	t.Helper()
 	var pvcs corev1.PersistentVolumeClaimList
 	if err := e.C.List(context.Background(), &pvcs, client.InNamespace("default"),
 		client.MatchingLabelsSelector{Selector: render.ClusterSelector(name)}); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]types.UID{}
+	out := map[string]corev1.PersistentVolumeClaim{}
 	for _, p := range pvcs.Items {
 		if p.DeletionTimestamp == nil {
-			out[p.Name] = p.UID
+			out[p.Name] = p
 		}
 	}
 	return out
