@@ -142,10 +142,7 @@ func TestPlanDowngrade(t *testing.T) {
 func TestDowngradeNewMemberVersion(t *testing.T) {
 	d := desired(3)
 	d.Version = "3.5.36"
-	o := cluster(2)
-	for i := range o.Members {
-		o.Members[i].Version, o.Pods[i].Version = v36, v36
-	}
+	o := clusterOn(2, v36)
 	a := Plan(d, o)
 	if a.Kind != AddLearner || a.Version != v36 {
 		t.Fatalf("action = %v, want AddLearner on %s", a, v36)
@@ -156,10 +153,7 @@ func TestDowngradeNewMemberVersion(t *testing.T) {
 func TestSummaryDowngrade(t *testing.T) {
 	d := desired(3)
 	d.Version = "3.5.36"
-	o := cluster(3)
-	for i := range o.Members {
-		o.Members[i].Version, o.Pods[i].Version = v36, v36
-	}
+	o := clusterOn(3, v36)
 	s := Summarize(d, o, Plan(d, o))
 	for _, c := range s.Conditions {
 		if c.Type == v1beta2.ClusterConditionUpgrading && (c.Reason != "Downgrading" || !c.Status) {

@@ -36,6 +36,15 @@ func cluster(n int) Observed {
 	return o
 }
 
+// clusterOn is cluster(n) with every member and pod on version.
+func clusterOn(n int, version string) Observed {
+	o := cluster(n)
+	for i := range o.Members {
+		o.Members[i].Version, o.Pods[i].Version = version, version
+	}
+	return o
+}
+
 func mem(o *Observed, id uint64) *Member {
 	for i := range o.Members {
 		if o.Members[i].ID == id {

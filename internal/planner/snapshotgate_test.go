@@ -58,19 +58,13 @@ func TestSnapshotGate(t *testing.T) {
 			return o
 		}, want{kind: UpgradeMember, id: 3}},
 		{"a patch step is not gated", func() Desired { d := desired(3); d.Version = "3.6.17"; return d }, func() Observed {
-			o := cluster(3)
+			o := clusterOn(3, v36)
 			o.LeaderID = 1
-			for i := range o.Members {
-				o.Members[i].Version, o.Pods[i].Version = v36, v36
-			}
 			return o
 		}, want{kind: UpgradeMember, id: 2, version: "3.6.17"}},
 		{"3.5 → 3.6 is not gated", func() Desired { d := desired(3); d.Version = v36; return d }, func() Observed {
-			o := cluster(3)
+			o := clusterOn(3, "3.5.36")
 			o.LeaderID = 1
-			for i := range o.Members {
-				o.Members[i].Version, o.Pods[i].Version = "3.5.36", "3.5.36"
-			}
 			return o
 		}, want{kind: UpgradeMember, id: 2, version: v36}},
 	})

@@ -46,18 +46,12 @@ func TestPlanUpgrade(t *testing.T) {
 		}, want{kind: Wait, reason: "UpgradeInProgress", check: wantMessage(mname(2))}},
 		{"upgrade of a 1-member cluster restarts it in place", size(1), upgrading(1, 1), want{kind: UpgradeMember, id: 1}},
 		{"a minor step below the minimum patch is refused before it starts", to(v36), func() Observed {
-			o := cluster(3)
-			for i := range o.Members {
-				o.Members[i].Version, o.Pods[i].Version = "3.5.28", "3.5.28"
-			}
+			o := clusterOn(3, "3.5.28")
 			return o
 		}, want{kind: RefuseUpgrade, check: wantMessage("3.5.32 or later")}},
 		{"a minor step an older operator began below the minimum patch is finished", to(v36), func() Observed {
-			o := cluster(3)
+			o := clusterOn(3, v36)
 			o.LeaderID = 1
-			for i := range o.Members {
-				o.Members[i].Version, o.Pods[i].Version = v36, v36
-			}
 			mem(&o, 3).Version, pod(&o, mname(3)).Version = "3.5.28", "3.5.28" // members 1, 2 already on 3.6
 			return o
 		}, want{kind: UpgradeMember, id: 3, version: v36}},
@@ -99,10 +93,7 @@ func TestPlanUpgrade(t *testing.T) {
 		{"a minor downgrade two minors down is refused", to("3.5.36"), func() Observed { return cluster(3) }, want{kind: RefuseUpgrade, reason: "DowngradeRefused",
 			check: wantMessage("skips a minor")}},
 		{"minor skip refused", to(v37), func() Observed {
-			o := cluster(3)
-			for i := range o.Members {
-				o.Members[i].Version, o.Pods[i].Version = "3.5.21", "3.5.21"
-			}
+			o := clusterOn(3, "3.5.21")
 			return o
 		}, want{kind: RefuseUpgrade, check: wantMessage("skips a minor")}},
 		{"major change refused", to("4.0.0"), func() Observed { return cluster(3) }, want{kind: RefuseUpgrade, check: wantMessage("major")}},

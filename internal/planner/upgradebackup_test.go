@@ -71,10 +71,7 @@ func TestBackupBeforeMinorStep(t *testing.T) {
 			return o
 		}, want{kind: TakeUpgradeBackup, name: bname}},
 		{"a patch step takes no backup", func() Desired { d := desired(3); d.Version = "3.6.17"; return d }, func() Observed {
-			o := cluster(3)
-			for i := range o.Members {
-				o.Members[i].Version, o.Pods[i].Version = v36, v36
-			}
+			o := clusterOn(3, v36)
 			o.UpgradeBackup = target(UpgradeBackupAbsent, "")
 			return o
 		}, want{kind: UpgradeMember, id: 2, version: "3.6.17", check: noStepBackup}},
