@@ -162,9 +162,7 @@ func TestTotalLossListingLeavesTheWorker(t *testing.T) {
 func TestBackgroundListingsOnePerNamespace(t *testing.T) {
 	var l lostBackupCache
 	now := proofNow
-	cl := func(name string) *etcdv1beta2.EtcdCluster {
-		return &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name}}
-	}
+	cl := teamACluster
 	a1, start := l.begin("team-a/c1/u1", cl("c1"), now)
 	if a1 == nil || !start {
 		t.Fatal("the first listing of team-a did not start")
@@ -214,9 +212,7 @@ func TestBackgroundListingsOnePerNamespace(t *testing.T) {
 func TestForgottenListingStillCounts(t *testing.T) {
 	var l lostBackupCache
 	now := proofNow
-	cl := func(name string) *etcdv1beta2.EtcdCluster {
-		return &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name}}
-	}
+	cl := teamACluster
 	d1, _ := l.begin("team-a/c1/u1", cl("c1"), now)
 	d2, _ := l.begin("team-a/c2/u2", cl("c2"), now)
 	l.forget("team-a/c1/u1")
@@ -250,4 +246,9 @@ func hangingListingFixture(t *testing.T) (f *proofFixture, listings func() int) 
 	f = newProofFixture(t, func(c *etcdv1beta2.EtcdCluster) { c.Status.Bootstrapped = true },
 		secret, s3Backup("b", "c", lossBucket+"/c/per", endpoint))
 	return f, listings
+}
+
+// teamACluster is an EtcdCluster name in namespace team-a, for the listing queue's tests.
+func teamACluster(name string) *etcdv1beta2.EtcdCluster {
+	return &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name}}
 }
