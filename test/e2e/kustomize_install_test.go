@@ -57,10 +57,7 @@ func TestKustomizeInstallServesConversion(t *testing.T) {
 	}
 	container := dep.Spec.Template.Spec.Containers[0]
 
-	s := framework.NewScheme()
-	if err := etcdv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := schemeWithV1(t)
 	if container.Image != images.DefaultOperatorImage {
 		t.Fatalf("config/default runs image %q; the bench serves this checkout's operator as %q", container.Image, images.DefaultOperatorImage)
 	}
@@ -212,6 +209,17 @@ func kustomizeBuild(t *testing.T, root, dir string) []*unstructured.Unstructured
 		}
 	}
 	return objs
+}
+
+// schemeWithV1 is the framework's scheme with the v1 API too (installs serve both
+// versions).
+func schemeWithV1(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := framework.NewScheme()
+	if err := etcdv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // applyInstall server-side applies objs: the CRDs first (and waits until they are

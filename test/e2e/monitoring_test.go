@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	etcdv1 "github.com/etcd-operator/etcd-operator/api/v1"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 	"github.com/etcd-operator/etcd-operator/internal/test/promtest"
@@ -48,10 +47,7 @@ func TestAlertsOnRealPrometheus(t *testing.T) {
 	root := framework.RepoRoot(t)
 	objs := kustomizeBuild(t, root, "config/default")
 	monitoring := kustomizeBuild(t, root, "config/prometheus")
-	s := framework.NewScheme()
-	if err := etcdv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := schemeWithV1(t)
 	b := bench.NewForTest(t, bench.Options{Scheme: s})
 	c := b.Client()
 	ctx := context.Background()
