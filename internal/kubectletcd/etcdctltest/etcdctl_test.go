@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,16 +48,6 @@ func (l localExec) Exec(ctx context.Context, _, _, _ string, cmd []string) ([]by
 	return out.Bytes(), errOut.Bytes(), err
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startTLSMember starts one etcd serving clients over TLS with client-certificate
 // authentication on 0.0.0.0:port, as the chart's TLS members do, with a server
 // certificate that names only the member's DNS name (not 127.0.0.1). It returns the
@@ -74,7 +63,7 @@ func startTLSMember(t *testing.T) *corev1.Pod {
 			t.Fatal(err)
 		}
 	}
-	client, peer := freePort(t), freePort(t)
+	client, peer := testenv.FreePort(t), testenv.FreePort(t)
 	flags := []string{
 		"--name=demo-a", "--data-dir=" + filepath.Join(dir, "data"), "--unsafe-no-fsync",
 		"--listen-client-urls=https://0.0.0.0:" + strconv.Itoa(client),

@@ -105,7 +105,7 @@ func startIn(t testing.TB, host, dataDir string) *Server {
 	// Two ports (API, console); a just-freed port could be taken again, so retry.
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		api, console := freePort(t), freePort(t)
+		api, console := testenv.FreePort(t), testenv.FreePort(t)
 		s.Addr = net.JoinHostPort(host, strconv.Itoa(api))
 		if lastErr = s.start(t, bin, console); lastErr == nil {
 			return s
@@ -201,15 +201,6 @@ func (s *Server) AWSCredentialsFile() string {
 	return fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", s.AccessKey, s.SecretKey)
 }
 func (s *Server) AWSConfigFile() string { return fmt.Sprintf("[default]\nregion = %s\n", s.Region) }
-
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 func randHex(t testing.TB, n int) string {
 	b := make([]byte, n)

@@ -33,16 +33,6 @@ m1.c2.ns.svc IN A 10.0.0.21
 c2.ns.svc IN A 10.0.0.20
 `
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 type dnsServer struct {
 	r     *net.Resolver
 	log   *bytes.Buffer
@@ -67,9 +57,9 @@ func runCoreDNS(t *testing.T, withheldDir, cluster, probe string) *dnsServer {
 	bin := testenv.Require(t, filepath.Join("coredns-"+images.CoreDNSVersion, "coredns"))
 	dir := t.TempDir()
 	l := layout{
-		bind: "127.0.0.1", dns: freePort(t), back: freePort(t),
-		health:       fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		ready:        fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		bind: "127.0.0.1", dns: testenv.FreePort(t), back: testenv.FreePort(t),
+		health:       fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)),
+		ready:        fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)),
 		withheldDir:  withheldDir,
 		clusterZones: "cluster.local in-addr.arpa ip6.arpa",
 	}
@@ -208,7 +198,7 @@ clusters: [{name: none, cluster: {server: "https://127.0.0.1:%d", insecure-skip-
 users: [{name: none, user: {token: none}}]
 contexts: [{name: none, context: {cluster: none, user: none}}]
 current-context: none
-`, freePort(t))
+`, testenv.FreePort(t))
 	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
