@@ -66,15 +66,7 @@ func requireLogin(next http.Handler, c Credentials) http.Handler {
 // image's repository path>, same tag or digest (quay.io/coreos/etcd:v3.6.16 ->
 // bench.local/private/coreos/etcd:v3.6.16).
 func PrivateName(image string) (string, error) {
-	ref, err := name.ParseReference(image)
-	if err != nil {
-		return "", fmt.Errorf("image %q: %w", image, err)
-	}
-	sep := ":"
-	if _, ok := ref.(name.Digest); ok {
-		sep = "@"
-	}
-	return BenchHost + "/" + PrivatePrefix + ref.Context().RepositoryStr() + sep + ref.Identifier(), nil
+	return MirrorRef(BenchHost+"/"+strings.TrimSuffix(PrivatePrefix, "/"), image)
 }
 
 // CopyToPrivate copies image, which the registry at registryAddr serves (a name as pods
