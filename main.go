@@ -93,6 +93,8 @@ func runManager(args []string) int {
 	fs.Var(&allowS3Endpoints, "allow-s3-endpoint", "an S3 endpoint (host or host:port, as spec.s3.endpoint writes the host) this operator may dial although it is, or resolves to, a loopback, link-local or unspecified address or one of the API server's; repeat for more. Every other such endpoint is refused (S3EndpointRefused): a tenant could otherwise make the operator send signed requests to internal services")
 	var clientServiceTypes stringList
 	fs.Var(&clientServiceTypes, "client-service-types", "client Service types beyond ClusterIP that EtcdClusters may ask for (NodePort, LoadBalancer — which allocates node ports too; comma-separated or repeated). Default none: a NodePort or LoadBalancer Service exposes etcd outside the Kubernetes cluster, which a tenant who may create EtcdClusters but not Services must not get through the operator (such a cluster is refused with InvalidSpec)")
+	var clusterIssuers stringList
+	fs.Var(&clusterIssuers, "allowed-cluster-issuers", "cert-manager ClusterIssuers that EtcdClusters may name in spec.tls.issuer.issuerRef (comma-separated or repeated; * for any). Default: none, only an Issuer in the cluster's own namespace: a ClusterIssuer is shared, and every cluster it signs for accepts the client certificates of the others. Any other is refused with ClusterIssuerNotAllowed")
 	var priorityClasses stringList
 	fs.Var(&priorityClasses, "allowed-priority-classes", "PriorityClasses that EtcdClusters' member pods may run with (comma-separated or repeated). Default: any but Kubernetes' own system- classes (system-cluster-critical, system-node-critical), which preempt nearly everything; with the flag, only the classes it names (system ones included if named). Any other is refused with InvalidSpec")
 	allowSvcMetadata := fs.Bool("allow-client-service-metadata", false, "let EtcdClusters put annotations and labels on their client Service; off, such a cluster is refused with InvalidSpec: controllers of the Kubernetes cluster act on Service annotations and labels (exposing it through a tunnel or mesh, publishing DNS), which a tenant who may create EtcdClusters but not Services must not get through the operator")
@@ -186,6 +188,8 @@ func runManager(args []string) int {
 		ClientServiceMetadata:     *allowSvcMetadata,
 		BackupHashTimeout:         *backupHashTimeout,
 		PriorityClasses:           priorityClasses,
+		WatchNamespace:            *watchNamespace,
+		ClusterIssuers:            clusterIssuers,
 	}); err != nil {
 		log.Error(err, "unable to set up controllers")
 		return 1

@@ -89,6 +89,12 @@ type Options struct {
 	// the snapshot checks that verification ran. Nil: nothing is signed or trusted, every
 	// restore runs the checks.
 	PinKey []byte
+	// ClusterIssuers are the cert-manager ClusterIssuers clusters may name
+	// (etcdcluster.Reconciler.ClusterIssuers); empty: none, "*": any.
+	ClusterIssuers []string
+	// WatchNamespace is the one namespace the operator manages (--watch-namespace, also
+	// given to RestrictToNamespace); empty: all.
+	WatchNamespace string
 }
 
 // RestrictToNamespace limits the manager's caches to one namespace (empty: all).
@@ -191,6 +197,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Scope:                 opts.Scope,
 		AfterAction:           opts.AfterAction,
 		PinKey:                opts.PinKey,
+		WatchNamespace:        opts.WatchNamespace,
+		ClusterIssuers:        opts.ClusterIssuers,
 		S3Access:              s3,
 		Hasher:                hasher,
 	}).SetupWithManager(mgr); err != nil {
@@ -218,6 +226,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		OperatorImage: opts.OperatorImage,
 		S3Access:      s3,
 		Hasher:        hasher,
+		PinKey:        opts.PinKey,
 	}).SetupWithManager(mgr)
 }
 

@@ -56,4 +56,7 @@ const (
 	ReasonCertificateNotReady = "CertificateNotReady"
 	// ReasonCertManagerNotInstalled: the API server serves no cert-manager Certificates.
 	ReasonCertManagerNotInstalled = "CertManagerNotInstalled"
+	// ReasonClusterIssuerNotAllowed: the cluster names a ClusterIssuer the operator was not
+	// started to lend (--allowed-cluster-issuers).
+	ReasonClusterIssuerNotAllowed = "ClusterIssuerNotAllowed"
 )

@@ -294,6 +294,42 @@ spec: {size: SIZE, version: 3.6.16, pod: {ClusterDomain: cluster.local, persiste
 		}
 	})
 
+	// A running TLS cluster cannot move to cert-manager in place (its members would not
+	// trust cert-manager's CA); plaintext can, and a new cluster may start with it.
+	t.Run("certManager may not replace other TLS", func(t *testing.T) {
+		cm := map[string]any{"issuerRef": map[string]any{"name": "ca", "kind": "Issuer", "group": "cert-manager.io"}}
+		for _, tc := range []struct {
+			name    string
+			from    string
+			refused bool
+		}{
+			{"from auto", `{auto: {}}`, true},
+			{"from static", `{static: {member: {peerSecret: p, serverSecret: s}, operatorSecret: o}}`, true},
+			{"from plaintext", ``, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				doc := "apiVersion: etcd.database.coreos.com/v1beta2\nkind: EtcdCluster\nmetadata: {name: to-cm-" + strings.ReplaceAll(tc.name, " ", "-") + "}\nspec: {size: 3"
+				if tc.from != "" {
+					doc += ", TLS: " + tc.from
+				}
+				u := objectFromYAML(t, doc+"}")
+				if err := c.Create(ctx, u); err != nil {
+					t.Fatal(err)
+				}
+				_ = unstructured.SetNestedField(u.Object, map[string]any{"certManager": cm}, "spec", "TLS")
+				err := c.Update(ctx, u)
+				switch {
+				case tc.refused && err == nil:
+					t.Fatal("accepted")
+				case tc.refused && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.TLS") || !strings.Contains(err.Error(), "may not replace")):
+					t.Errorf("refused, but not naming spec.TLS and why: %v", err)
+				case !tc.refused && err != nil:
+					t.Errorf("refused: %v", err)
+				}
+			})
+		}
+	})
+
 	t.Run("defaults", func(t *testing.T) {
 		u := objectFromYAML(t, `
 apiVersion: etcd.database.coreos.com/v1beta2

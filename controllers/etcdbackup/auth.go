@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -31,6 +32,28 @@ func (r *Reconciler) rootCredentials(ctx context.Context, namespace string, targ
 		return "", "", &backupstorage.Error{Reason: etcdv1beta2.ReasonSecretError, Err: fmt.Errorf("root Secret %s has no key %q", target.RootSecret, etcdv1beta2.AuthPasswordKey)}
 	}
 	return etcdadmin.RootUser, pw, nil
+}
+
+// checkRootSecret refuses a cluster whose root Secret is not for it
+// (etcdv1beta2.CheckRootSecretOwner): its password would go to that cluster's members,
+// which may run any image. A missing Secret is rootCredentials' to report.
+func (r *Reconciler) checkRootSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster) error {
+	name := clusterRootSecret(c)
+	if name == "" {
+		return nil
+	}
+	var s corev1.Secret
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &s)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	if err := etcdv1beta2.CheckRootSecretOwner(c, &s); err != nil {
+		return &backupstorage.Error{Reason: etcdv1beta2.ReasonSecretError, Err: fmt.Errorf("root Secret %s of EtcdCluster %s's etcd auth %w; nothing was dialled", name, c.Name, err)}
+	}
+	return nil
 }
 
 // rootPasswordEnv gives the backup pod the root password from the cluster's root Secret.

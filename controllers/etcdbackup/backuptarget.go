@@ -174,6 +174,9 @@ func (r *Reconciler) resolveTarget(ctx context.Context, eb *etcdv1beta2.EtcdBack
 // moves to TLS, or turning TLS on is refused, members that do not serve https yet are
 // dialled over http, which all of them serve then, without a client certificate.
 func (r *Reconciler) memberTarget(ctx context.Context, c *etcdv1beta2.EtcdCluster, tlsSecret string) (*backupTarget, error) {
+	if err := r.checkRootSecret(ctx, c); err != nil { // auth.go
+		return nil, err
+	}
 	pods, err := r.memberPods(ctx, c)
 	if err != nil {
 		return nil, err

@@ -94,8 +94,10 @@ func (r *Reconciler) rootPassword(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	case err != nil:
 		return "", err
 	}
-	if own && !metav1.IsControlledBy(&s, c) {
-		return "", errors.New("exists but is not this cluster's: the operator uses only a Secret it created, or one spec.auth.rootSecret names")
+	// Checked before the password is read: it goes to this cluster's members only when
+	// the Secret is for this cluster (not another cluster's, not one merely named).
+	if err := etcdv1beta2.CheckRootSecretOwner(c, &s); err != nil {
+		return "", err
 	}
 	pw := string(s.Data[etcdv1beta2.AuthPasswordKey])
 	if pw == "" {

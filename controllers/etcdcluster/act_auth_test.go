@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -68,11 +69,26 @@ func TestObserveAuthRootSecret(t *testing.T) {
 	}{
 		{name: "no auth", ann: nil},
 		{name: "operator's Secret created", ann: on, wantPW: "*", wantEvent: true},
-		{name: "named Secret", ann: named, objs: []client.Object{secret("mine", map[string][]byte{"password": []byte("pw1")})}, wantPW: "pw1"},
+		{name: "named Secret", ann: named, objs: []client.Object{forA(secret("mine", map[string][]byte{"password": []byte("pw1")}))}, wantPW: "pw1"},
+		{name: "named Secret owned by the cluster", ann: named, objs: []client.Object{ownedBy(secret("mine", map[string][]byte{"password": []byte("pw1")}), "EtcdCluster", "a", "uid-a", false)}, wantPW: "pw1"},
+		// Hostile: a tenant names a Secret that is not for their cluster.
+		{name: "named Secret without the label", ann: named, objs: []client.Object{secret("mine", map[string][]byte{"password": []byte("pw1")})},
+			wantErr: "has no label " + etcdv1beta2.AuthRootSecretForLabel + "=a"},
+		{name: "named Secret labelled for another cluster", ann: named, objs: []client.Object{labelled(secret("mine", map[string][]byte{"password": []byte("pw1")}), "victim")},
+			wantErr: "has no label"},
+		{name: "another cluster's root Secret", ann: map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue, etcdv1beta2.AuthRootSecretAnnotation: "victim-etcd-root"},
+			objs:    []client.Object{forA(ownedBy(secret("victim-etcd-root", map[string][]byte{"password": []byte("victim-pw")}), "EtcdCluster", "victim", "uid-victim", true))},
+			wantErr: "is controlled by EtcdCluster victim"},
+		{name: "the operator's Secret named explicitly", ann: map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue, etcdv1beta2.AuthRootSecretAnnotation: "a-etcd-root"},
+			objs: []client.Object{ownedBy(secret("a-etcd-root", map[string][]byte{"password": []byte("pw2")}), "EtcdCluster", "a", "uid-a", true)}, wantPW: "pw2"},
 		{name: "named Secret missing", ann: named, wantErr: "not found"},
-		{name: "named Secret without the key", ann: named, objs: []client.Object{secret("mine", map[string][]byte{"pass": []byte("x")})}, wantErr: `no key "password"`},
+		{name: "named Secret without the key", ann: named, objs: []client.Object{forA(secret("mine", map[string][]byte{"pass": []byte("x")}))}, wantErr: `no key "password"`},
 		{name: "a Secret of the operator's name it did not create", ann: on,
 			objs: []client.Object{secret("a-etcd-root", map[string][]byte{"password": []byte("planted")})}, wantErr: "not this cluster's"},
+		{name: "a labelled Secret of the operator's name without controller (one a failed restore let go of)", ann: on,
+			objs: []client.Object{forA(secret("a-etcd-root", map[string][]byte{"password": []byte("kept")}))}, wantPW: "kept"},
+		{name: "named Secret a Secret syncer controls, labelled", ann: named,
+			objs: []client.Object{forA(ownedBy(secret("mine", map[string][]byte{"password": []byte("synced")}), "ExternalSecret", "mine", "uid-es", true))}, wantPW: "synced"},
 		{name: "invalid annotation", ann: map[string]string{etcdv1beta2.AuthAnnotation: "yes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,4 +135,17 @@ func TestObserveAuthRootSecret(t *testing.T) {
 			}
 		})
 	}
+}
+
+func labelled(s *corev1.Secret, cluster string) *corev1.Secret {
+	s.Labels = map[string]string{etcdv1beta2.AuthRootSecretForLabel: cluster}
+	return s
+}
+
+func forA(s *corev1.Secret) *corev1.Secret { return labelled(s, "a") }
+
+func ownedBy(s *corev1.Secret, kind, name, uid string, controller bool) *corev1.Secret {
+	s.OwnerReferences = append(s.OwnerReferences, metav1.OwnerReference{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: kind, Name: name,
+		UID: types.UID(uid), Controller: &controller})
+	return s
 }

@@ -221,6 +221,43 @@ func mountedBuiltinGeneration(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) int
 	return newest
 }
 
+// newestBuiltinGeneration is the newest generation whose peer and server Secrets exist
+// and are c's (0: none). The Secrets are read one by one, never listed (the operator may
+// get Secrets, not list them): generations are numbered from 1 and the operator deletes
+// none, so the newest is the last of the run that starts at 1. A fresh cluster costs one
+// read (generation 1 is not there).
+func (r *Reconciler) newestBuiltinGeneration(ctx context.Context, c *etcdv1beta2.EtcdCluster) (int, error) {
+	newest := 0
+	for g := 1; g <= maxBuiltinGenerationsProbed; g++ {
+		peer, server, _ := builtinSecrets(c, g)
+		p, err := r.getOwnedSecret(ctx, c, peer)
+		if err != nil {
+			if _, foreign := errors.AsType[*builtinTLSError](err); foreign {
+				break // not c's: the run of c's generations ends here
+			}
+			return 0, err
+		}
+		if p == nil {
+			break
+		}
+		sv, err := r.getOwnedSecret(ctx, c, server)
+		if err != nil {
+			if _, foreign := errors.AsType[*builtinTLSError](err); foreign {
+				break
+			}
+			return 0, err
+		}
+		if sv == nil {
+			break
+		}
+		newest = g
+	}
+	return newest, nil
+}
+
+// maxBuiltinGenerationsProbed bounds the reads of newestBuiltinGeneration.
+const maxBuiltinGenerationsProbed = 256
+
 // caLostError: the CA Secret is gone while certificates it signed are in use.
 type caLostError struct {
 	// generation the member pods mount (0: none found).
@@ -318,14 +355,26 @@ func (r *Reconciler) builtinState(ctx context.Context, c *etcdv1beta2.EtcdCluste
 		return state, nil
 	}
 	gen := mountedBuiltinGeneration(c, pods)
+	mounted := gen > 0
+	if !mounted {
+		// No member pod mounts a generation (all pods lost, or a hibernated cluster
+		// resuming): the newest generation whose Secrets are still there is the one
+		// the members go on with, so they can be created at all.
+		if gen, err = r.newestBuiltinGeneration(ctx, c); err != nil {
+			return certissue.State{}, err
+		}
+	}
 	client, err := r.getOwnedSecret(ctx, c, BuiltinClientSecret(c.Name))
 	if err != nil {
 		return certissue.State{}, err
 	}
 	if gen > 0 || client != nil {
 		in := "the clients' Secret " + BuiltinClientSecret(c.Name) + " exists"
-		if gen > 0 {
+		switch {
+		case mounted:
 			in = fmt.Sprintf("members run generation %d, which it signed", gen)
+		case gen > 0:
+			in = fmt.Sprintf("generation %d's Secrets, which it signed, exist (no member pod mounts one now; members are created with them)", gen)
 		}
 		return certissue.State{}, &caLostError{generation: gen, err: &builtinTLSError{reason: etcdv1beta2.ReasonCASecretMissing,
 			err: fmt.Errorf("the CA Secret %s is gone while %s: no new CA is made, as members and clients trust only the old one; "+

@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -45,11 +46,21 @@ func newBuiltinFixture(t *testing.T, objs ...client.Object) *builtinFixture {
 	f := &builtinFixture{t: t, cluster: cluster, rec: record.NewFakeRecorder(50),
 		now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	f.c = fake.NewClientBuilder().WithScheme(s).WithObjects(append([]client.Object{cluster}, objs...)...).
-		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).Build()
+		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).WithInterceptorFuncs(secretsNeverListed).Build()
 	f.r = newTestClusterReconciler(t, f.c, f.rec, func() time.Time { return f.now })
 	f.r.ClusterDomain = "cluster.local"
 	return f
 }
+
+// secretsNeverListed refuses to list Secrets, as the operator's RBAC does (it may get,
+// create and update Secrets, never list or watch them): built-in issuing must find its
+// Secrets by name.
+var secretsNeverListed = interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*corev1.SecretList); ok {
+		return apierrors.NewForbidden(corev1.Resource("secrets"), "", errors.New("the operator may not list secrets"))
+	}
+	return cl.List(ctx, list, opts...)
+}}
 
 // resolve runs built-in issuing on a fresh copy of the cluster, as a reconcile does,
 // and returns the copy (its spec.TLS.static as resolved).
@@ -553,13 +564,26 @@ func TestBuiltinTLSLostCASecret(t *testing.T) {
 		t.Errorf("CertificatesValid %+v", cond)
 	}
 
-	// No member pod left, the clients' Secret still there: still no new CA.
+	// No member pod left (all lost, or a hibernated cluster resuming): still no new
+	// CA, and the members are created with the newest generation whose Secrets are
+	// still there, not blocked for want of a pod that mounts one.
 	for _, n := range []string{"db-aaaa", "db-bbbb", "db-cccc"} {
 		if err := f.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "default"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.resolve(); !errors.As(err, &lost) || lost.generation != 0 || f.secret("db-builtin-tls-ca") != nil {
-		t.Errorf("no pods, clients' Secret left: %v (CA Secret made: %v)", err, f.secret("db-builtin-tls-ca") != nil)
+	c, err = f.resolve()
+	if !errors.As(err, &lost) || lost.generation != 2 || f.secret("db-builtin-tls-ca") != nil {
+		t.Fatalf("no pods, generation 2's Secrets left: %v (CA Secret made: %v)", err, f.secret("db-builtin-tls-ca") != nil)
+	}
+	if st := c.Spec.TLS.Static; st == nil || st.Member.PeerSecret != "db-builtin-tls-2-peer" || st.Member.ServerSecret != "db-builtin-tls-2-server" {
+		t.Errorf("no pods: static TLS %+v, want generation 2's Secrets", st)
+	}
+	// A generation missing its server Secret is not taken; nothing left: none at all.
+	if err := f.c.Delete(ctx, f.secret("db-builtin-tls-2-server")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.resolve(); !errors.As(err, &lost) || lost.generation == 2 {
+		t.Errorf("generation 2 without its server Secret: %v", err)
 	}
 }

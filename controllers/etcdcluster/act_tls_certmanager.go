@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -94,9 +95,8 @@ func (r *Reconciler) watchCertificates(mgr ctrl.Manager, b *builder.Builder) err
 		mgr.GetLogger().Info("cert-manager's Certificates are not served: not watching them", "reason", err.Error())
 		return nil
 	}
-	own, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		HTTPClient: mgr.GetHTTPClient(), DefaultLabelSelector: render.OwnedSelector(),
-		DefaultTransform: cache.TransformStripManagedFields()})
+	own, err := cache.New(mgr.GetConfig(), certificatesCacheOptions(r.WatchNamespace,
+		cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()}))
 	if err != nil {
 		return fmt.Errorf("certificates cache: %w", err)
 	}
@@ -106,6 +106,38 @@ func (r *Reconciler) watchCertificates(mgr ctrl.Manager, b *builder.Builder) err
 	b.WatchesRawSource(source.Kind(own, &cmv1.Certificate{},
 		handler.TypedEnqueueRequestForOwner[*cmv1.Certificate](mgr.GetScheme(), mgr.GetRESTMapper(), &etcdv1beta2.EtcdCluster{}, handler.OnlyControllerOwner())))
 	return nil
+}
+
+// certificatesCacheOptions is the Certificates cache's: only the operator's, and only
+// in the watched namespace when the operator has one (--watch-namespace), where a
+// namespaced Role is all it may be granted: a cluster-wide list would be refused, the
+// cache would never sync and the manager would not start.
+func certificatesCacheOptions(watchNamespace string, opts cache.Options) cache.Options {
+	opts.DefaultLabelSelector = render.OwnedSelector()
+	opts.DefaultTransform = cache.TransformStripManagedFields()
+	if watchNamespace != "" {
+		opts.DefaultNamespaces = map[string]cache.Config{watchNamespace: {}}
+	}
+	return opts
+}
+
+// checkClusterIssuer refuses a ClusterIssuer the operator does not lend
+// (Reconciler.ClusterIssuers); an Issuer, in the cluster's own namespace, is the
+// tenant's own and always allowed. Refused, the cluster is as if waiting on cert-manager:
+// no Certificate is made or changed, and a cluster already running a generation (the
+// flag narrowed since) goes on with it, the refusal said in CertificatesValid.
+func (r *Reconciler) checkClusterIssuer(t *etcdv1beta2.CertManagerTLS) error {
+	if t.IssuerRef.Kind != cmv1.ClusterIssuerKind {
+		return nil
+	}
+	for _, n := range r.ClusterIssuers {
+		if n == "*" || n == t.IssuerRef.Name {
+			return nil
+		}
+	}
+	return &certManagerPending{etcdv1beta2.ReasonClusterIssuerNotAllowed, fmt.Errorf(
+		"spec.tls.issuer.issuerRef: ClusterIssuer %q is not one the operator lends (--allowed-cluster-issuers); "+
+			"use an Issuer in the cluster's namespace, or ask the operator's administrator to allow it", t.IssuerRef.Name)}
 }
 
 func certManagerRef(t *etcdv1beta2.CertManagerTLS) certmanager.Ref {
@@ -135,6 +167,31 @@ func (r *Reconciler) resolveCertManagerTLS(ctx context.Context, c *etcdv1beta2.E
 	if err != nil {
 		return err
 	}
+	pods, err := r.listMemberPods(ctx, c)
+	if err != nil {
+		return err
+	}
+	mounted, other := mountedCertManagerGeneration(c, pods)
+	switch {
+	case mounted == 0 && other != "":
+		// The members run TLS from elsewhere (built-in issuing, static Secrets): a first
+		// generation trusting cert-manager's CA alone would be refused by every member
+		// (TLSChangeRefused) while the certificates they run are no longer renewed.
+		// Refused here, loudly, before anything is written.
+		return &builtinTLSError{etcdv1beta2.ReasonTLSChangeRefused, fmt.Errorf(
+			"members run on the TLS Secret %q, not a cert-manager issuing generation: a running TLS cluster is not moved to "+
+				"spec.tls.issuer.issuerRef (its members do not trust cert-manager's CA); set spec.tls back to what the members run, "+
+				"or move the data to a new cluster with cert-manager issuing", other)}
+	case mounted > gen:
+		// The state Secret is behind what members run (lost, or restored from an old
+		// copy): the generation they run is the one in effect.
+		gen, since = mounted, time.Time{}
+	}
+	// No member runs a generation (a plaintext cluster, or none yet): nobody needs the
+	// one recorded to be kept or to trust what comes next, so cert-manager's certificates
+	// are taken as they are. A state left from an earlier time with cert-manager issuing
+	// (perhaps expired) is replaced so, not waited on.
+	free := mounted == 0
 	var cur *certissue.Leaves
 	if gen > 0 {
 		l, err := r.certManagerGeneration(ctx, c, gen)
@@ -143,12 +200,35 @@ func (r *Reconciler) resolveCertManagerTLS(ctx context.Context, c *etcdv1beta2.E
 		}
 		cur = &l
 	}
-	in, issuing, pending, err := r.certManagerIssued(ctx, c, now)
-	if err != nil {
-		return err
-	}
+	return r.resolveCertManagerFrom(ctx, c, w, now, gen, cur, since, free)
+}
+
+// resolveCertManagerFrom moves from cur (the generation in effect, numbered gen; nil:
+// none) to what cert-manager wrote when safe, and points c at the generation in effect.
+// free: no member runs cur, so what cert-manager wrote replaces it in one step.
+func (r *Reconciler) resolveCertManagerFrom(ctx context.Context, c *etcdv1beta2.EtcdCluster, w *statusWriter, now time.Time, gen int, cur *certissue.Leaves, since time.Time, free bool) error {
+	var in certissue.Leaves
+	var issuing []string
+	pending := r.checkClusterIssuer(c.Spec.TLS.CertManager)
 	if pending == nil {
-		d := certmanager.Decide(cur, since, in, r.certManagerRolledOut(ctx, c, gen), now, certmanager.CAStepDwell)
+		var err error
+		if in, issuing, pending, err = r.certManagerIssued(ctx, c, now); err != nil {
+			return err
+		}
+	}
+	if pending != nil {
+		// Waiting on cert-manager: the Certificates' updates wake the cluster, not a
+		// settle or dwell wish of an earlier look (which would be in the past soon).
+		r.cmSettle.wake(clusterKey(c), now, 0)
+	} else {
+		var d certmanager.Decision
+		switch {
+		case free && cur != nil && !certmanager.Same(*cur, in):
+			d = certmanager.Decision{Step: certmanager.First, Next: in,
+				Reason: "no member runs the generation in effect: cert-manager's certificates as they are"}
+		case !free || cur == nil:
+			d = certmanager.Decide(cur, since, in, r.certManagerRolledOut(ctx, c, gen), now, certmanager.CAStepDwell)
+		}
 		if d.Step != certmanager.Keep && d.Step != certmanager.DropOldCA && cur != nil {
 			// cert-manager renews each Certificate on its own: three renewed together
 			// land moments apart. What it wrote is taken once none is issuing and it
@@ -162,15 +242,16 @@ func (r *Reconciler) resolveCertManagerTLS(ctx context.Context, c *etcdv1beta2.E
 		}
 		r.cmSettle.wake(clusterKey(c), now, d.Wait)
 		if d.Step != certmanager.Keep {
-			if err := r.writeCertManagerGeneration(ctx, c, gen+1, d.Next, now); err != nil {
+			next, err := r.writeCertManagerGeneration(ctx, c, gen, d.Next, now)
+			if err != nil {
 				return err
 			}
-			gen = gen + 1
+			gen, cur = next, &d.Next
 			r.Recorder.Eventf(c, corev1.EventTypeNormal, etcdv1beta2.EventReasonCertificatesIssued,
 				"certificates generation %d from cert-manager (%s): %s", gen, d.Step, d.Reason)
 		}
 	}
-	if gen == 0 {
+	if cur == nil {
 		return pending // nothing to run on yet: the cluster stays as it is (plaintext)
 	}
 	peer, server, operator := certmanager.GenerationSecrets(c.Name, gen)
@@ -274,6 +355,18 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, c *etcdv1beta2.EtcdC
 	var cur cmv1.Certificate
 	err := r.secretReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &cur)
 	if apierrors.IsNotFound(err) {
+		// cert-manager writes the Certificate's Secret whatever is there: a Secret of
+		// that name it did not write for this Certificate (the tenant's, another
+		// tool's) would be overwritten. Refused before the Certificate exists.
+		var s corev1.Secret
+		switch err := r.secretReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: spec.SecretName}, &s); {
+		case err == nil && s.Annotations[cmv1.CertificateNameKey] != name:
+			return nil, &builtinTLSError{etcdv1beta2.ReasonCertificateSecretInvalid, fmt.Errorf(
+				"secret %q exists and was not written by cert-manager for Certificate %q: it would be overwritten; rename or delete it",
+				spec.SecretName, name)}
+		case err != nil && !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("get secret %q: %w", spec.SecretName, err)
+		}
 		obj := &cmv1.Certificate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: render.ClusterLabels(c.Name)}, Spec: spec}
 		if err := controllerutil.SetControllerReference(c, obj, r.Scheme); err != nil {
 			return nil, err
@@ -402,33 +495,121 @@ func (r *Reconciler) certManagerGeneration(ctx context.Context, c *etcdv1beta2.E
 	return l, nil
 }
 
-// writeCertManagerGeneration writes generation gen's Secrets, then the state naming it:
-// an operator stopped in between finds gen's Secrets unnamed and writes them again.
-func (r *Reconciler) writeCertManagerGeneration(ctx context.Context, c *etcdv1beta2.EtcdCluster, gen int, l certissue.Leaves, now time.Time) error {
-	peer, server, cl := certmanager.GenerationSecrets(c.Name, gen)
-	for name, data := range map[string]map[string][]byte{
-		peer:   {peerCertKey: l.Peer.CertPEM, peerKeyKey: l.Peer.KeyPEM, peerCAKey: l.Trust},
-		server: {serverCertKey: l.Server.CertPEM, serverKeyKey: l.Server.KeyPEM, serverCAKey: l.Trust},
-		cl:     {etcdadmin.ClientCertKey: l.Client.CertPEM, etcdadmin.ClientKeyKey: l.Client.KeyPEM, etcdadmin.ClientCAKey: l.Trust},
-	} {
+// writeCertManagerGeneration writes the generation after prev, then the state naming it,
+// and returns its number. A generation's Secrets are never rewritten with other data
+// (a member may mount them: the state was lost or reset, or an operator stopped between
+// the Secrets and the state and cert-manager renewed meanwhile): a number whose Secrets
+// exist with other contents is skipped, up to maxGenerationSkip.
+func (r *Reconciler) writeCertManagerGeneration(ctx context.Context, c *etcdv1beta2.EtcdCluster, prev int, l certissue.Leaves, now time.Time) (int, error) {
+	gen := 0
+	for n := prev + 1; n <= prev+maxGenerationSkip && gen == 0; n++ {
+		free, err := r.certManagerGenerationFree(ctx, c, n, l)
+		if err != nil {
+			return 0, err
+		}
+		if free {
+			gen = n
+		}
+	}
+	if gen == 0 {
+		return 0, &builtinTLSError{etcdv1beta2.ReasonCertificateSecretInvalid, fmt.Errorf(
+			"the Secrets of generations %d to %d exist with other certificates: not overwritten; delete those no member pod mounts",
+			prev+1, prev+maxGenerationSkip)}
+	}
+	for name, data := range certManagerGenerationData(c.Name, gen, l) {
 		if err := r.putCertManagerSecret(ctx, c, name, data); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	state := map[string][]byte{cmStateGeneration: []byte(strconv.Itoa(gen)), cmStateSince: []byte(now.UTC().Format(time.RFC3339))}
 	name := certmanager.StateSecretName(c.Name)
 	cur, err := r.getCertManagerSecret(ctx, c, name)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if cur != nil {
 		// On the version read: a concurrent writer makes this fail and the reconcile
-		// start over.
-		if g, _ := strconv.Atoi(string(cur.Data[cmStateGeneration])); g != gen-1 {
-			return fmt.Errorf("secret %q moved to generation %d meanwhile", name, g)
+		// start over. A state behind prev (members run a later generation than it
+		// names) is brought forward.
+		if g, _ := strconv.Atoi(string(cur.Data[cmStateGeneration])); g > prev {
+			return 0, fmt.Errorf("secret %q moved to generation %d meanwhile", name, g)
+		}
+		cur.Data = state
+		if err := r.Client.Update(ctx, cur); err != nil {
+			return 0, fmt.Errorf("update secret %q: %w", name, err)
+		}
+		return gen, nil
+	}
+	return gen, r.putCertManagerSecret(ctx, c, name, state)
+}
+
+// maxGenerationSkip bounds the generation numbers tried past the one in effect.
+const maxGenerationSkip = 16
+
+// certManagerGenerationData is what generation gen's Secrets hold for l.
+func certManagerGenerationData(cluster string, gen int, l certissue.Leaves) map[string]map[string][]byte {
+	peer, server, cl := certmanager.GenerationSecrets(cluster, gen)
+	return map[string]map[string][]byte{
+		peer:   {peerCertKey: l.Peer.CertPEM, peerKeyKey: l.Peer.KeyPEM, peerCAKey: l.Trust},
+		server: {serverCertKey: l.Server.CertPEM, serverKeyKey: l.Server.KeyPEM, serverCAKey: l.Trust},
+		cl:     {etcdadmin.ClientCertKey: l.Client.CertPEM, etcdadmin.ClientKeyKey: l.Client.KeyPEM, etcdadmin.ClientCAKey: l.Trust},
+	}
+}
+
+// certManagerGenerationFree: generation gen's Secrets are absent or already hold l
+// (an operator stopped between them and the state).
+func (r *Reconciler) certManagerGenerationFree(ctx context.Context, c *etcdv1beta2.EtcdCluster, gen int, l certissue.Leaves) (bool, error) {
+	for name, data := range certManagerGenerationData(c.Name, gen, l) {
+		s, err := r.getCertManagerSecret(ctx, c, name)
+		if err != nil {
+			return false, err
+		}
+		if s != nil && !sameData(s.Data, data) {
+			return false, nil
 		}
 	}
-	return r.putCertManagerSecret(ctx, c, name, state)
+	return true, nil
+}
+
+// mountedCertManagerGeneration is the newest cert-manager issuing generation whose peer
+// Secret a member pod of c mounts (0: none), and a peer Secret of another kind a member
+// mounts ("" : none), which says the members run TLS from elsewhere.
+func mountedCertManagerGeneration(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) (newest int, other string) {
+	prefix := c.Name + "-cm-tls-"
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil || !metav1IsControlledBy(p, c) {
+			continue
+		}
+		name := render.PodSecretVolume(p, volumePeerTLS)
+		if name == "" {
+			continue
+		}
+		rest, ok := strings.CutPrefix(name, prefix)
+		num, ok2 := strings.CutSuffix(rest, "-peer")
+		g, err := strconv.Atoi(num)
+		if !ok || !ok2 || err != nil || g <= 0 {
+			other = name
+			continue
+		}
+		if peer, _, _ := certmanager.GenerationSecrets(c.Name, g); peer != name {
+			other = name
+			continue
+		}
+		newest = max(newest, g)
+	}
+	return newest, other
+}
+
+// livePods counts c's member pods not being deleted.
+func livePods(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) int {
+	n := 0
+	for i := range pods {
+		if pods[i].DeletionTimestamp == nil && metav1IsControlledBy(&pods[i], c) {
+			n++
+		}
+	}
+	return n
 }
 
 // certManagerRolledOut: every member pod runs generation gen, and there are as many as
@@ -548,8 +729,9 @@ func (s *cmSettle) forget(key string) {
 	delete(s.wakeAt, key)
 }
 
-// requeue brings result's requeue forward to the cluster's wish, if it has one.
-func (s *cmSettle) requeue(key string, now time.Time, result ctrl.Result) ctrl.Result {
+// requeue brings result's requeue forward to the cluster's wish, if it has one. looked
+// is when this reconcile looked at the certificates (before acting), now when it ends.
+func (s *cmSettle) requeue(key string, looked, now time.Time, result ctrl.Result) ctrl.Result {
 	if s == nil {
 		return result
 	}
@@ -557,6 +739,18 @@ func (s *cmSettle) requeue(key string, now time.Time, result ctrl.Result) ctrl.R
 	at, ok := s.wakeAt[key]
 	s.mu.Unlock()
 	if !ok {
+		return result
+	}
+	if !at.After(looked) {
+		// A wish that was due when this reconcile looked was for it: asking again in a
+		// second would look every second for as long as nothing else resets it. One
+		// that fell due later (while acting) has not been looked for: it is kept, and
+		// asked for in a second at least.
+		s.mu.Lock()
+		if s.wakeAt[key].Equal(at) {
+			delete(s.wakeAt, key)
+		}
+		s.mu.Unlock()
 		return result
 	}
 	d := max(at.Sub(now), time.Second)

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -117,17 +119,27 @@ func (f *cmFixture) forceRenewal() {
 	f.issue()
 }
 
-// allOn puts the three member pods on generation gen's Secrets.
+// allOn puts the three member pods on generation gen's Secrets (0: plaintext).
 func (f *cmFixture) allOn(gen int) {
 	f.t.Helper()
 	peer, server, _ := certmanager.GenerationSecrets("db", gen)
+	f.allOnSecrets(map[bool][2]string{true: {peer, server}}[gen > 0])
+}
+
+// allOnSecrets puts the three member pods on these peer and server Secrets (empty:
+// plaintext).
+func (f *cmFixture) allOnSecrets(s [2]string) {
+	f.t.Helper()
+	peer, server := s[0], s[1]
 	ctx := context.Background()
 	for _, n := range []string{"db-aaaa", "db-bbbb", "db-cccc"} {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "default", Labels: render.MemberLabels("db", n)},
-			Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "default", Labels: render.MemberLabels("db", n)}}
+		if peer != "" {
+			p.Spec.Volumes = []corev1.Volume{
 				{Name: volumePeerTLS, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: peer}}},
 				{Name: volumeServerTLS, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: server}}},
-			}}}
+			}
+		}
 		if err := controllerutil.SetControllerReference(f.cluster, p, f.c.Scheme()); err != nil {
 			f.t.Fatal(err)
 		}
@@ -390,5 +402,271 @@ func TestCertManagerStatic(t *testing.T) {
 	want := f.resolveOn(1).Spec.TLS.Static
 	if s, err := f.r.certManagerStatic(ctx, f.cluster); err != nil || s == nil || *s.Member != *want.Member || s.OperatorSecret != want.OperatorSecret {
 		t.Fatalf("certManagerStatic %+v %v, want %+v", s, err, want)
+	}
+}
+
+// With --watch-namespace the operator may be granted Certificates only in that
+// namespace: the Certificates cache must not list them cluster-wide (its sync would be
+// refused and the manager would never start).
+func TestCertificatesCacheOptionsKeepTheWatchNamespace(t *testing.T) {
+	opts := certificatesCacheOptions("tenant-a", cache.Options{})
+	if len(opts.DefaultNamespaces) != 1 {
+		t.Fatalf("DefaultNamespaces %v, want only tenant-a", opts.DefaultNamespaces)
+	}
+	if _, ok := opts.DefaultNamespaces["tenant-a"]; !ok {
+		t.Fatalf("DefaultNamespaces %v, want only tenant-a", opts.DefaultNamespaces)
+	}
+	if opts.DefaultLabelSelector == nil || opts.DefaultLabelSelector.String() != render.OwnedSelector().String() {
+		t.Errorf("label selector %v, want the operator's own", opts.DefaultLabelSelector)
+	}
+	if all := certificatesCacheOptions("", cache.Options{}); len(all.DefaultNamespaces) != 0 {
+		t.Errorf("without a watch namespace: DefaultNamespaces %v, want all", all.DefaultNamespaces)
+	}
+}
+
+// A wake wish that is due is spent by the reconcile that asks for the requeue: it must
+// not turn into a requeue every second.
+func TestCMSettleRequeueDropsAWishThatIsDue(t *testing.T) {
+	s := newCMSettle()
+	now := time.Now()
+	s.wake("default/db", now, 5*time.Second)
+	if got := s.requeue("default/db", now, now, ctrl.Result{RequeueAfter: time.Minute}); got.RequeueAfter != 5*time.Second {
+		t.Fatalf("requeue before the wish: %v, want 5s", got.RequeueAfter)
+	}
+	later := now.Add(10 * time.Second)
+	if got := s.requeue("default/db", later, later, ctrl.Result{RequeueAfter: time.Minute}); got.RequeueAfter != time.Minute {
+		t.Fatalf("requeue after the wish: %v, want the reconcile's own 1m", got.RequeueAfter)
+	}
+	if got := s.requeue("default/db", later.Add(time.Second), later.Add(time.Second), ctrl.Result{}); got.RequeueAfter != 0 {
+		t.Fatalf("the spent wish came back: %v", got.RequeueAfter)
+	}
+}
+
+// A wish that falls due while the reconcile acts (after it looked at the certificates)
+// has not been looked for: it is kept, as a requeue of a second, not lost.
+func TestCMSettleRequeueKeepsAWishThatFellDueWhileActing(t *testing.T) {
+	s := newCMSettle()
+	looked := time.Now()
+	s.wake("default/db", looked, 2*time.Second)
+	ended := looked.Add(3 * time.Second) // act took longer than the wish's wait
+	if got := s.requeue("default/db", looked, ended, ctrl.Result{RequeueAfter: time.Minute}); got.RequeueAfter != time.Second {
+		t.Fatalf("requeue of a wish due while acting: %v, want 1s", got.RequeueAfter)
+	}
+	next := ended.Add(time.Second) // the reconcile that wish brought looked: spent
+	if got := s.requeue("default/db", next, next, ctrl.Result{}); got.RequeueAfter != 0 {
+		t.Fatalf("the spent wish came back: %v", got.RequeueAfter)
+	}
+}
+
+// While a Certificate is not Ready the cluster waits on cert-manager's updates: a
+// settle wish from an earlier look is dropped, not left to fall due.
+func TestCertManagerTLSPendingClearsTheWakeWish(t *testing.T) {
+	f := newCMFixture(t)
+	f.r.cmSettle.wake("default/db", f.now, time.Second)
+	if _, err := f.resolve(); !tlsPending(err) {
+		t.Fatalf("resolve before issuing: %v, want pending", err)
+	}
+	f.now = f.now.Add(time.Hour)
+	if got := f.r.cmSettle.requeue("default/db", f.now, f.now, ctrl.Result{}); got.RequeueAfter != 0 {
+		t.Fatalf("requeue while pending: %v, want none of the settle's", got.RequeueAfter)
+	}
+}
+
+// startOn1 brings the fixture to generation 1 with every member on it.
+func (f *cmFixture) startOn1() {
+	f.t.Helper()
+	_, _ = f.resolve()
+	if err := f.issuer.Install(context.Background(), "ca-key"); err != nil {
+		f.t.Fatal(err)
+	}
+	f.issue()
+	f.resolveOn(1)
+	f.allOn(1)
+}
+
+// Members running built-in (or static) Secrets are not moved to cert-manager's CA,
+// which they do not trust: refused, named, nothing written.
+func TestCertManagerTLSRefusesASwitchFromOtherTLS(t *testing.T) {
+	f := newCMFixture(t)
+	if err := f.issuer.Install(context.Background(), "ca-key"); err != nil {
+		t.Fatal(err)
+	}
+	f.allOnSecrets([2]string{"db-builtin-tls-4-peer", "db-builtin-tls-4-server"})
+	_, _ = f.resolve()
+	f.issue()
+	_, err := f.resolve()
+	var be *builtinTLSError
+	if !errors.As(err, &be) || be.reason != etcdv1beta2.ReasonTLSChangeRefused || !strings.Contains(err.Error(), `"db-builtin-tls-4-peer"`) {
+		t.Fatalf("resolve on built-in members: %v, want TLSChangeRefused naming their Secret", err)
+	}
+	peer, _, _ := certmanager.GenerationSecrets("db", 1)
+	if f.secret(peer) != nil || f.secret(certmanager.StateSecretName("db")) != nil {
+		t.Fatal("a generation was written for members that would not trust it")
+	}
+}
+
+// A generation no member runs (members in plaintext, a state left from earlier) is
+// replaced by what cert-manager writes, even under a new CA, not waited on for ever.
+func TestCertManagerTLSReplacesAGenerationNoMemberRuns(t *testing.T) {
+	f := newCMFixture(t)
+	f.startOn1()
+	f.allOn(0)
+	if err := f.issuer.Install(context.Background(), "ca-key"); err != nil {
+		t.Fatal(err)
+	}
+	f.forceRenewal()
+	f.settle(1)
+	f.resolveOn(2)
+	if len(f.trust(2)) != 1 || string(f.trust(2)[0]) == string(f.trust(1)[0]) {
+		t.Fatal("generation 2: want cert-manager's new CA alone")
+	}
+}
+
+// With the state Secret lost while members run generation 1, the next generation is 2:
+// generation 1's Secrets, which members mount, are never rewritten; and a generation
+// number whose Secrets hold something else is skipped.
+func TestCertManagerTLSNeverRewritesAGeneration(t *testing.T) {
+	f := newCMFixture(t)
+	f.startOn1()
+	ctx := context.Background()
+	peer1, _, _ := certmanager.GenerationSecrets("db", 1)
+	before := f.secret(peer1).Data[peerCertKey]
+	if err := f.c.Delete(ctx, f.secret(certmanager.StateSecretName("db"))); err != nil {
+		t.Fatal(err)
+	}
+	// A leftover generation 2 Secret with other contents.
+	peer2, _, _ := certmanager.GenerationSecrets("db", 2)
+	if err := f.r.putCertManagerSecret(ctx, f.cluster, peer2, map[string][]byte{"x": []byte("y")}); err != nil {
+		t.Fatal(err)
+	}
+	f.forceRenewal()
+	f.settle(1)
+	f.resolveOn(3)
+	if string(f.secret(peer1).Data[peerCertKey]) != string(before) {
+		t.Fatal("generation 1's Secret, mounted by members, was rewritten")
+	}
+	if string(f.secret(peer2).Data["x"]) != "y" {
+		t.Fatal("the leftover generation 2 Secret was rewritten")
+	}
+}
+
+// A Secret with a Certificate's secretName that cert-manager did not write for it is not
+// handed to cert-manager to overwrite: no Certificate, the Secret named.
+func TestCertManagerTLSRefusesAForeignSecretForACertificate(t *testing.T) {
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-cm-client", Namespace: "default"}, Data: map[string][]byte{"mine": []byte("x")}}
+	f := newCMFixture(t, foreign)
+	_, err := f.resolve()
+	var be *builtinTLSError
+	if !errors.As(err, &be) || be.reason != etcdv1beta2.ReasonCertificateSecretInvalid || !strings.Contains(err.Error(), `secret "db-cm-client"`) {
+		t.Fatalf("resolve with a foreign Secret: %v, want CertificateSecretInvalid naming it", err)
+	}
+	var cert cmv1.Certificate
+	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "db-cm-client"}, &cert); err == nil {
+		t.Fatal("a Certificate was made that would overwrite the foreign Secret")
+	}
+	// One cert-manager wrote for that Certificate (a Certificate deleted and made
+	// again) is fine.
+	foreign = f.secret("db-cm-client")
+	foreign.Annotations = map[string]string{cmv1.CertificateNameKey: "db-cm-client"}
+	if err := f.c.Update(context.Background(), foreign); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.resolve(); !tlsPending(err) {
+		t.Fatalf("resolve with cert-manager's own Secret: %v, want pending", err)
+	}
+}
+
+// Waiting on cert-manager with a generation in effect does not make CertificatesValid
+// False: the certificates in use are assessed (their expiry too), the wait is named.
+func TestCertManagerTLSPendingStillAssessesTheGenerationInEffect(t *testing.T) {
+	f := newCMFixture(t)
+	f.startOn1()
+	if err := f.c.Delete(context.Background(), f.secret("db-cm-server")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.resolve()
+	if !tlsPending(err) || c.Spec.TLS.Static == nil {
+		t.Fatalf("resolve with cert-manager's Secret gone: %v, static %+v; want pending on generation 1", err, c.Spec.TLS.Static)
+	}
+	f.r.reportCertificates(context.Background(), c, err)
+	cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid)
+	if cond == nil || cond.Status != corev1.ConditionTrue || !strings.Contains(cond.Message, `Secret "db-cm-server" not written yet`) {
+		t.Fatalf("CertificatesValid %+v, want True naming the wait", cond)
+	}
+	// The certificates in use expire: said though cert-manager is still not usable.
+	f.now = f.now.Add(48 * time.Hour)
+	f.r.reportCertificates(context.Background(), c, err)
+	if cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid); cond == nil || cond.Reason != etcdv1beta2.ReasonCertificatesExpired {
+		t.Fatalf("CertificatesValid %+v, want CertificatesExpired", cond)
+	}
+}
+
+// A ClusterIssuer is used only when the operator lends it (--allowed-cluster-issuers):
+// otherwise no Certificate is made and CertificatesValid names the flag.
+func TestCertManagerTLSClusterIssuerNeedsTheOperatorsPermission(t *testing.T) {
+	f := newCMFixture(t)
+	f.cluster.Spec.TLS.CertManager.IssuerRef.Kind = cmv1.ClusterIssuerKind
+	if err := f.c.Update(context.Background(), f.cluster); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.resolve()
+	var pe *certManagerPending
+	if !errors.As(err, &pe) || pe.reason != etcdv1beta2.ReasonClusterIssuerNotAllowed || !strings.Contains(err.Error(), "--allowed-cluster-issuers") {
+		t.Fatalf("resolve with a ClusterIssuer not lent: %v", err)
+	}
+	var certs cmv1.CertificateList
+	if err := f.c.List(context.Background(), &certs); err != nil || len(certs.Items) != 0 {
+		t.Fatalf("Certificates made for a ClusterIssuer not lent: %d %v", len(certs.Items), err)
+	}
+	f.r.reportCertificates(context.Background(), c, err)
+	if cond := findCondition(c, etcdv1beta2.ClusterConditionCertificatesValid); cond == nil || cond.Status != corev1.ConditionFalse ||
+		cond.Reason != etcdv1beta2.ReasonClusterIssuerNotAllowed {
+		t.Fatalf("CertificatesValid %+v", cond)
+	}
+	for _, allowed := range [][]string{{"other", "ca"}, {"*"}} {
+		f.r.ClusterIssuers = allowed
+		if _, err := f.resolve(); errors.As(err, &pe) && pe.reason == etcdv1beta2.ReasonClusterIssuerNotAllowed {
+			t.Fatalf("allowed %v: %v", allowed, err)
+		}
+	}
+	if err := f.c.List(context.Background(), &certs); err != nil || len(certs.Items) != 3 {
+		t.Fatalf("allowed: %d Certificates, %v", len(certs.Items), err)
+	}
+}
+
+// The refusal to move running members to cert-manager's CA (reachable by static → none →
+// certManager, two updates admission allows) is reported but does not stop the
+// reconcile: the cluster is still observed and planned (a dead member is still
+// replaced, as the running members run), as for any TLS change the planner refuses.
+func TestCertManagerTLSRefusalDoesNotFreezeTheReconcile(t *testing.T) {
+	f := newCMFixture(t)
+	if err := f.issuer.Install(context.Background(), "ca-key"); err != nil {
+		t.Fatal(err)
+	}
+	f.allOnSecrets([2]string{"db-static-peer", "db-static-server"})
+	_, _ = f.resolve()
+	f.issue()
+	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.cluster)}); err != nil {
+		t.Fatal(err)
+	}
+	var c etcdv1beta2.EtcdCluster
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.cluster), &c); err != nil {
+		t.Fatal(err)
+	}
+	want := map[etcdv1beta2.ClusterConditionType]string{
+		etcdv1beta2.ClusterConditionCertificatesValid: "False/" + etcdv1beta2.ReasonTLSChangeRefused, // reported
+		etcdv1beta2.ClusterConditionSpecApplied:       "False/" + etcdv1beta2.ReasonTLSChangeRefused, // the planner ran, restarting no member
+		etcdv1beta2.ClusterConditionReconciled:        "True/" + etcdv1beta2.ReasonReconciled,        // not frozen
+	}
+	for typ, w := range want {
+		got := "absent"
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == typ {
+				got = string(cond.Status) + "/" + cond.Reason + " (" + cond.Message + ")"
+			}
+		}
+		if !strings.HasPrefix(got, w+" ") {
+			t.Errorf("%s: %s, want %s", typ, got, w)
+		}
 	}
 }

@@ -97,6 +97,16 @@ type Reconciler struct {
 	// (--allowed-priority-classes); empty: any but Kubernetes' own system- classes
 	// (act_resources_priority.go).
 	PriorityClasses []string
+	// ClusterIssuers are the cert-manager ClusterIssuers clusters may name
+	// (--allowed-cluster-issuers; "*": any). Empty: none, only an Issuer in the cluster's
+	// own namespace: a ClusterIssuer is shared by every namespace, and what it signs for
+	// one cluster another cluster of the same issuer accepts on its client port.
+	ClusterIssuers []string
+
+	// WatchNamespace is the one namespace the operator manages (--watch-namespace);
+	// empty: all. The manager's caches get it from controllers.RestrictToNamespace; the
+	// Certificates cache, made apart (act_tls_certmanager.go), from here.
+	WatchNamespace string
 
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
@@ -239,14 +249,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	// Built-in issuing points spec.TLS.static at its Secrets (act_builtintls.go); the
 	// certificates in use are reported either way (status_certificates.go).
+	tlsLooked := r.Now() // the cert-manager settle's wishes due by now are looked at here
 	tlsDue, tlsErr := r.resolveBuiltinTLS(ctx, &c, status)
 	if tlsErr == nil {
 		tlsErr = r.resolveCertManagerTLS(ctx, &c, status) // act_tls_certmanager.go
 	}
 	r.reportCertificates(ctx, &c, tlsErr)
-	// Waiting on cert-manager: go on as things are; a lost CA whose generation members
-	// still mount: go on with it (act_builtintls.go).
-	if lost, ok := errors.AsType[*caLostError](tlsErr); tlsErr != nil && !tlsPending(tlsErr) && (!ok || lost.generation == 0) {
+	if tlsBlocks(tlsErr) {
 		return r.observeFailed(ctx, &c, tlsErr)
 	}
 
@@ -312,7 +321,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// Reported, and the step counted, by the deferred flush (updateStatus, status.go).
 	obs.planned = &plannedStep{action: action, summary: summary, at: now,
 		ran: true, actErr: actErr, stepErr: stepErr, waited: waited}
-	return wakeBy(r.cmSettle.requeue(clusterKey(&c), now, result), tlsDue, now), nil // act_tls_certmanager.go
+	return wakeBy(r.cmSettle.requeue(clusterKey(&c), tlsLooked, now, result), tlsDue, now), nil // act_tls_certmanager.go
 }
 
 // wakeBy requeues no later than due (zero: no such time): a built-in issuing step falls
@@ -396,4 +405,22 @@ func conditionTrue(c *etcdv1beta2.EtcdCluster, t etcdv1beta2.ClusterConditionTyp
 		}
 	}
 	return false
+}
+
+// tlsBlocks: the TLS error stops the reconcile before anything is observed. Not when
+// waiting on cert-manager (go on as things are), nor for a lost CA whose generation the
+// members still mount (go on with it, act_builtintls.go), nor for a refused move of
+// running members to cert-manager's CA (act_tls_certmanager.go): that refusal is
+// reported (CertificatesValid=False, TLSChangeRefused) and the planner, which refuses to
+// restart members onto other TLS, carries on with what they run, as it does for any TLS
+// change it refuses; a cluster frozen by it would not even replace a dead member.
+func tlsBlocks(err error) bool {
+	if err == nil || tlsPending(err) {
+		return false
+	}
+	if lost, ok := errors.AsType[*caLostError](err); ok && lost.generation > 0 {
+		return false
+	}
+	var be *builtinTLSError
+	return !errors.As(err, &be) || be.reason != etcdv1beta2.ReasonTLSChangeRefused
 }

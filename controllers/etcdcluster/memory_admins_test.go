@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 )
@@ -90,5 +91,38 @@ func TestSameClientTLS(t *testing.T) {
 		if got := sameClientTLS(tc.a, tc.b); got != tc.same {
 			t.Errorf("%s: same = %v, want %v", tc.name, got, tc.same)
 		}
+	}
+}
+
+// A client made with credentials that no member could check runs without them
+// (etcdadmin.AuthPending): the cache makes it again on the next reconcile, with the same
+// certificate and credentials, and closes the one it replaces; a client that is not
+// pending is kept.
+func TestAdminCacheRemakesAuthPendingClient(t *testing.T) {
+	var c adminCache
+	dials := 0
+	eps := []string{"http://127.0.0.1:1"} // nothing answers: the credentials cannot be checked
+	creds := adminCreds{"root", "pw"}
+	dial := func() (*etcdadmin.Admin, error) {
+		dials++
+		a, err := etcdadmin.New(etcdadmin.Config{Endpoints: eps, Username: creds.user, Password: creds.password, DialTimeout: 200 * time.Millisecond})
+		if err == nil {
+			t.Cleanup(func() { _ = a.Close() })
+		}
+		return a, err
+	}
+	pending, err := c.get("ns/a", "uid-1", eps, nil, creds, dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pending.AuthPending() {
+		t.Fatal("a client whose credentials no member checked is not AuthPending")
+	}
+	again, err := c.get("ns/a", "uid-1", eps, nil, creds, dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again == pending || dials != 2 || !closed(pending) {
+		t.Fatalf("AuthPending client: remade %v (%d dials), old closed %v; want a new client and the old one closed", again != pending, dials, closed(pending))
 	}
 }

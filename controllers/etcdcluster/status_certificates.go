@@ -153,10 +153,18 @@ func (r *Reconciler) reportCertificates(ctx context.Context, c *etcdv1beta2.Etcd
 		}
 		r.setCondition(c, u, stamp)
 	}
+	// Waiting on cert-manager with a generation in effect: the certificates in use are
+	// what matters (they are assessed, expiry included, while cert-manager is down or a
+	// Certificate's spec edit is being issued), the wait is said beside.
+	note := ""
+	var pe *certManagerPending
+	if issueErr != nil && errors.As(issueErr, &pe) && c.Spec.TLS != nil && c.Spec.TLS.Static != nil {
+		note = fmt.Sprintf("; cert-manager's next certificates are not usable yet (%s): %v", pe.reason, issueErr)
+		issueErr = nil
+	}
 	if issueErr != nil {
 		reason := etcdv1beta2.ReasonCertificateIssueFailed
 		var be *builtinTLSError
-		var pe *certManagerPending
 		if errors.As(issueErr, &be) {
 			reason = be.reason
 		} else if errors.As(issueErr, &pe) {
@@ -175,6 +183,7 @@ func (r *Reconciler) reportCertificates(ctx context.Context, c *etcdv1beta2.Etcd
 		return
 	}
 	a := certissue.Assess(inUse, now, warnWithin(c))
+	a.Message += note
 	forgetCertificateMetrics(labels)
 	for kind, t := range a.Expiry {
 		certificateExpiry.WithLabelValues(c.Namespace, c.Name, string(kind)).Set(float64(t.Unix()))

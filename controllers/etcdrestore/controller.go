@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -31,6 +32,8 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/backupstorage"
 	"github.com/etcd-operator/etcd-operator/internal/operatorimage"
+	"github.com/etcd-operator/etcd-operator/internal/pinkey"
+	"github.com/etcd-operator/etcd-operator/internal/pinsign"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/restoreorigin"
 	"github.com/etcd-operator/etcd-operator/internal/snapshotcheck"
@@ -70,6 +73,12 @@ const ReplaceExistingClusterAnnotation = "etcd.database.coreos.com/replace-exist
 // was deleted stays on record (also in events and in every later status message) even
 // if the operator restarts in between.
 const ReplacedClusterAnnotation = "etcd.database.coreos.com/replaced-cluster"
+
+// ReplacedClusterSignatureAnnotation is the operator's signature of
+// ReplacedClusterAnnotation for this restore (internal/pinsign): the new cluster's auth
+// is taken only from a record it verifies, as anyone who may write EtcdRestores can
+// write the record.
+const ReplacedClusterSignatureAnnotation = "etcd.database.coreos.com/replaced-cluster-signature"
 
 // Workers is how many EtcdRestores are reconciled at once (as many as the other
 // controllers have).
@@ -123,6 +132,9 @@ type Reconciler struct {
 	// Hasher reads a checked object's SHA-256 apart from the workers (nil: one of the
 	// package's own).
 	Hasher *snapshotcheck.Hasher
+	// PinKey signs the replaced-cluster record (internal/pinkey). Without it a cluster
+	// with etcd auth is not replaced: its auth could not be carried to the new cluster.
+	PinKey []byte
 
 	// lookups finds the restores' objects apart from the workers (lookup.go).
 	lookups lookups
@@ -200,7 +212,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	if !er.DeletionTimestamp.IsZero() {
 		r.lookups.forgetRestore(req.String())
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.settleRootSecret(ctx, &er) // replace_auth.go
 	}
 	before := er.Status.DeepCopy()
 	defer func() {
@@ -208,7 +220,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			err = ferr
 		}
 	}()
-	return r.reconcile(ctx, &er)
+	res, err := r.reconcile(ctx, &er)
+	if err == nil {
+		err = r.settleRootSecret(ctx, &er) // replace_auth.go
+	}
+	return res, err
 }
 
 // reconcile is one pass over er; what it reports is set on er.Status (setStatus) and
@@ -258,7 +274,12 @@ func (r *Reconciler) reconcile(ctx context.Context, er *etcdv1beta2.EtcdRestore)
 		return ctrl.Result{RequeueAfter: replacePoll}, nil
 	}
 
-	c, err := r.newCluster(ctx, er)
+	auth, err := r.trustedAuth(er) // replace_auth.go
+	if err != nil {
+		r.setStatus(er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, err.Error())
+		return ctrl.Result{}, nil
+	}
+	c, err := r.newCluster(ctx, er, auth)
 	if p, ok := errors.AsType[*checkPending](err); ok {
 		if failedBefore(er) {
 			return ctrl.Result{RequeueAfter: p.after}, nil // checked again; the failure stands until it passes
@@ -365,9 +386,18 @@ func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRes
 		r.setStatus(er, metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, msg)
 		return ctrl.Result{RequeueAfter: replacePoll}, nil
 	}
-	// Resolve and check the backup first: a restore that cannot succeed must not
-	// destroy the cluster it would replace.
-	c, err := r.newCluster(ctx, er)
+	// The old cluster's etcd auth goes to the new one (replace_auth.go), through a
+	// record only the operator can sign.
+	carried := authCarried(old)
+	if carried != nil && len(r.PinKey) == 0 {
+		msg := fmt.Sprintf("EtcdCluster %s has etcd authentication on, and the operator has no signing key (Secret %s in its namespace, see its log) "+
+			"to carry it to the new cluster, which would be locked out of the restored data; nothing was changed", old.Name, pinkey.SecretName)
+		r.setStatus(er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, msg)
+		return ctrl.Result{}, nil
+	}
+	// Resolve and check the backup first, and build the new cluster with the carried
+	// auth: a restore that cannot succeed must not destroy the cluster it would replace.
+	c, err := r.newCluster(ctx, er, carried)
 	if p, ok := errors.AsType[*checkPending](err); ok {
 		if failedBefore(er) {
 			return ctrl.Result{RequeueAfter: p.after}, nil // checked again; the failure stands until it passes
@@ -382,14 +412,19 @@ func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRes
 	src, _ := render.Restore(c)
 	// On record before the delete, so it survives an operator restart right after it;
 	// with it the old cluster's auth, and its root Secret is kept (replace_auth.go).
-	carried := authCarried(old)
 	rootSecret, err := r.keepRootSecret(ctx, er, old, carried)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if rootSecret != "" && !controllerutil.ContainsFinalizer(er, RootSecretFinalizer) {
+		if err := r.setFinalizer(ctx, er, true); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer %s to EtcdRestore %s: %w", RootSecretFinalizer, er.Name, err)
+		}
+	}
 	rec, _ := json.Marshal(replacedCluster{Name: old.Name, UID: string(old.UID), Auth: carried, RootSecret: rootSecret})
-	if er.Annotations[ReplacedClusterAnnotation] != string(rec) {
-		if err := r.setAnnotation(ctx, er, ReplacedClusterAnnotation, string(rec)); err != nil {
+	sig := pinsign.SignReplaced(r.PinKey, string(er.UID), string(rec))
+	if er.Annotations[ReplacedClusterAnnotation] != string(rec) || er.Annotations[ReplacedClusterSignatureAnnotation] != sig {
+		if err := r.setAnnotations(ctx, er, map[string]string{ReplacedClusterAnnotation: string(rec), ReplacedClusterSignatureAnnotation: sig}); err != nil {
 			return ctrl.Result{}, fmt.Errorf("record the cluster to replace on EtcdRestore %s: %w", er.Name, err)
 		}
 	}
@@ -576,7 +611,7 @@ func restoreClusterSpec(er *etcdv1beta2.EtcdRestore) (etcdv1beta2.EtcdClusterSpe
 }
 
 // newCluster resolves the backup and builds the EtcdCluster to create.
-func (r *Reconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore) (*etcdv1beta2.EtcdCluster, error) {
+func (r *Reconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore, auth map[string]string) (*etcdv1beta2.EtcdCluster, error) {
 	var src render.RestoreSource
 	var backupVersion string
 	if er.Spec.BackupStorageType == etcdv1beta2.BackupStorageTypePVC {
@@ -624,10 +659,14 @@ func (r *Reconciler) newCluster(ctx context.Context, er *etcdv1beta2.EtcdRestore
 		ObjectMeta: metav1.ObjectMeta{Name: er.Spec.EtcdCluster.Name, Namespace: er.Namespace, Annotations: ann},
 		Spec:       spec,
 	}
-	carryAuth(er, c) // replace_auth.go
-	// Refuse here what the renderer would refuse later, with the restore's own status.
+	carryAuth(c, auth) // replace_auth.go
+	// Refuse here what the renderer or admission would refuse later, with the
+	// restore's own status (and, when replacing, before the old cluster is deleted).
 	if err := render.ValidateCluster(c); err != nil {
 		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: err}
+	}
+	if err := etcdv1beta2.ValidateAuth(c); err != nil {
+		return nil, &backupstorage.Error{Reason: etcdv1beta2.ReasonBackupInvalidSpec, Err: fmt.Errorf("the replaced cluster's etcd auth, carried to the new one: %w", err)}
 	}
 	return c, nil
 }

@@ -8,17 +8,20 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
+	"github.com/etcd-operator/etcd-operator/internal/pinsign"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
@@ -392,8 +395,33 @@ func TestRestoreReplaceChecksSnapshot(t *testing.T) {
 // cluster the old one's auth annotations and keeps the operator's root Secret, whose
 // password the backup's root user has: the restore becomes a second owner of it before
 // the delete (so the garbage collector, played here, only drops the old cluster's
-// reference), then hands it to the new cluster, unchanged.
+// reference), then hands it to the new cluster, unchanged. Kept is whatever Secret the
+// old cluster owns, also the operator's when its name is written out.
 func TestRestoreReplacesAnAuthCluster(t *testing.T) {
+	on := map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue}
+	for _, tc := range []struct {
+		name       string
+		ann        map[string]string
+		secret     string
+		controller bool // the old cluster (then the new one) controls the Secret
+	}{
+		{"the operator's Secret", on, "prod-etcd-root", true},
+		{"the operator's Secret named explicitly", withRoot(on, "prod-etcd-root"), "prod-etcd-root", true},
+		{"a named Secret the cluster owns", withRoot(on, "mine"), "mine", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { replaceAuthCluster(t, tc.ann, tc.secret, tc.controller) })
+	}
+}
+
+func withRoot(ann map[string]string, secret string) map[string]string {
+	out := map[string]string{etcdv1beta2.AuthRootSecretAnnotation: secret}
+	for k, v := range ann {
+		out[k] = v
+	}
+	return out
+}
+
+func replaceAuthCluster(t *testing.T, ann map[string]string, secret string, controller bool) {
 	srv, store := fixture.MinIOStore(t, restoreBucket)
 	ctx := context.Background()
 	if _, err := store.Put(ctx, "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}}); err != nil {
@@ -403,10 +431,10 @@ func TestRestoreReplacesAnAuthCluster(t *testing.T) {
 		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
 	prod := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-old-prod",
 		Finalizers:  []string{"test/hold"},
-		Annotations: map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue}}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+		Annotations: ann}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
 	yes := true
-	root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd-root", Namespace: "default", OwnerReferences: []metav1.OwnerReference{{
-		APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster", Name: "prod", UID: "uid-old-prod", Controller: &yes, BlockOwnerDeletion: &yes}}},
+	root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secret, Namespace: "default", OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster", Name: "prod", UID: "uid-old-prod", Controller: &controller, BlockOwnerDeletion: &yes}}},
 		Data: map[string][]byte{etcdv1beta2.AuthPasswordKey: []byte("old-root-pw")}}
 	er := fixture.S3Restore("rollback", "prod", restoreBucket+"/c/good.db")
 	er.Spec.S3.Endpoint = srv.Endpoint()
@@ -423,11 +451,14 @@ func TestRestoreReplacesAnAuthCluster(t *testing.T) {
 	f.reconcile(t, "rollback")
 	f.wantCondition(t, "rollback", metav1.ConditionUnknown, etcdv1beta2.ReasonReplacingCluster, "deleting EtcdCluster prod")
 	rc, ok := replacedRecord(f.restore(t, "rollback"))
-	if !ok || rc.RootSecret != "prod-etcd-root" || rc.Auth[etcdv1beta2.AuthAnnotation] != etcdv1beta2.AuthEnabledValue {
+	if !ok || rc.RootSecret != secret || rc.Auth[etcdv1beta2.AuthAnnotation] != etcdv1beta2.AuthEnabledValue {
 		t.Fatalf("replaced-cluster record %+v", rc)
 	}
+	if fin := f.restore(t, "rollback").Finalizers; !slices.Contains(fin, RootSecretFinalizer) {
+		t.Fatalf("restore finalizers %v while it holds the root Secret", fin)
+	}
 	s := getRoot()
-	if !ownedBy(s, f.restore(t, "rollback")) || !metav1.IsControlledBy(s, prod) {
+	if !ownedBy(s, f.restore(t, "rollback").UID) || !ownedBy(s, prod.UID) || metav1.IsControlledBy(s, prod) != controller {
 		t.Fatalf("root Secret owners %+v: want the old cluster's and the restore's", s.OwnerReferences)
 	}
 
@@ -473,12 +504,15 @@ func TestRestoreReplacesAnAuthCluster(t *testing.T) {
 	if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &c); err != nil {
 		t.Fatal(err)
 	}
-	if on, secret := etcdv1beta2.AuthOf(&c); !on || secret != "prod-etcd-root" {
-		t.Errorf("new cluster: auth %v with Secret %q, want on with prod-etcd-root", on, secret)
+	if on, got := etcdv1beta2.AuthOf(&c); !on || got != secret {
+		t.Errorf("new cluster: auth %v with Secret %q, want on with %s", on, got, secret)
 	}
 	s = getRoot()
-	if !metav1.IsControlledBy(s, &c) || len(s.OwnerReferences) != 1 || string(s.Data[etcdv1beta2.AuthPasswordKey]) != "old-root-pw" {
+	if !ownedBy(s, c.UID) || metav1.IsControlledBy(s, &c) != controller || len(s.OwnerReferences) != 1 || string(s.Data[etcdv1beta2.AuthPasswordKey]) != "old-root-pw" {
 		t.Errorf("root Secret after the restore: owners %+v, password kept %v", s.OwnerReferences, string(s.Data[etcdv1beta2.AuthPasswordKey]) == "old-root-pw")
+	}
+	if fin := f.restore(t, "rollback").Finalizers; len(fin) != 0 {
+		t.Errorf("restore finalizers %v after the hand-over", fin)
 	}
 }
 
@@ -501,5 +535,216 @@ func TestAuthCarried(t *testing.T) {
 		if got := authCarried(&tc.c); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A replaced-cluster record on an EtcdRestore is anyone's to write: a record naming auth
+// and a Secret gives the cluster auth only when the operator signed it for that restore.
+// One whose signature does not verify fails the restore (InvalidSpec, naming the
+// signature) before anything is created: a cluster without the auth its restored data
+// has on would lock the operator out without a word.
+func TestForgedReplacedRecordCarriesNoAuth(t *testing.T) {
+	srv, store := fixture.MinIOStore(t, restoreBucket)
+	ctx := context.Background()
+	if _, err := store.Put(ctx, "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}}); err != nil {
+		t.Fatal(err)
+	}
+	aws := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
+		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
+	rec := `{"name":"new","uid":"made-up","auth":{"etcd.database.coreos.com/auth":"enabled","etcd.database.coreos.com/auth-root-secret":"victim-etcd-root"}}`
+	for _, tc := range []struct {
+		name, sig string
+		wantAuth  bool
+	}{
+		{"unsigned", "", false},
+		{"signed for another restore", pinsign.SignReplaced(testPinKey, "another-restore", rec), false},
+		{"signed by another key", pinsign.SignReplaced([]byte("a key the operator does not have!"), "uid-forged", rec), false},
+		{"signed by the operator for this restore", pinsign.SignReplaced(testPinKey, "uid-forged", rec), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			er := fixture.S3Restore("forged", "new", restoreBucket+"/c/good.db")
+			er.UID = "uid-forged"
+			er.Spec.S3.Endpoint = srv.Endpoint()
+			er.Annotations = map[string]string{ReplacedClusterAnnotation: rec, ReplacedClusterSignatureAnnotation: tc.sig}
+			f := newRestoreFixture(t, aws.DeepCopy(), er)
+			f.reconcile(t, "forged")
+			var c etcdv1beta2.EtcdCluster
+			err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "new"}, &c)
+			if !tc.wantAuth {
+				if !apierrors.IsNotFound(err) {
+					t.Fatalf("cluster created (auth annotations %v) from a record whose signature does not verify: %v", c.Annotations, err)
+				}
+				f.wantCondition(t, "forged", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "signature")
+				return
+			}
+			if err != nil {
+				t.Fatalf("cluster not created: %v", err)
+			}
+			on, secret := etcdv1beta2.AuthOf(&c)
+			if on != tc.wantAuth || (on && secret != "victim-etcd-root") {
+				t.Errorf("new cluster auth %v with Secret %q, want auth %v", on, secret, tc.wantAuth)
+			}
+		})
+	}
+}
+
+// The carried auth is checked before the old cluster is deleted: a replaced cluster
+// whose auth annotations the new one could not be created with (stored before admission
+// checked them) is left in place, and so is an auth cluster when the operator has no key
+// to sign the record the new cluster's auth is taken from.
+func TestReplaceRefusedBeforeDeleteForAuth(t *testing.T) {
+	srv, store := fixture.MinIOStore(t, restoreBucket)
+	ctx := context.Background()
+	if _, err := store.Put(ctx, "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}}); err != nil {
+		t.Fatal(err)
+	}
+	aws := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
+		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
+	authOn := []etcdv1beta2.ClusterCondition{{Type: etcdv1beta2.ClusterConditionAuthEnabled, Status: corev1.ConditionTrue}}
+	for _, tc := range []struct {
+		name    string
+		ann     map[string]string
+		noKey   bool
+		mention string
+	}{
+		{"root Secret annotation no Secret name", map[string]string{etcdv1beta2.AuthAnnotation: "yes", etcdv1beta2.AuthRootSecretAnnotation: "Bad_Name"}, false, etcdv1beta2.AuthRootSecretAnnotation},
+		{"no signing key", map[string]string{etcdv1beta2.AuthAnnotation: etcdv1beta2.AuthEnabledValue}, true, "no signing key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prod := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-old-prod", Annotations: tc.ann},
+				Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}, Status: etcdv1beta2.EtcdClusterStatus{Conditions: authOn}}
+			er := fixture.S3Restore("rollback", "prod", restoreBucket+"/c/good.db")
+			er.Spec.S3.Endpoint = srv.Endpoint()
+			er.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true"}
+			f := newRestoreFixture(t, aws.DeepCopy(), prod, er)
+			if tc.noKey {
+				f.r.PinKey = nil
+			}
+			f.reconcile(t, "rollback")
+			f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, tc.mention)
+			var old etcdv1beta2.EtcdCluster
+			if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &old); err != nil || !old.DeletionTimestamp.IsZero() {
+				t.Fatalf("the old cluster was deleted (err %v, deletion %v)", err, old.DeletionTimestamp)
+			}
+		})
+	}
+}
+
+// Between the old cluster's deletion and the new one's creation the restore is the only
+// owner of the kept root Secret (and has a finalizer). A restore that then fails for
+// good, or is deleted, lets go of it (the Secret stays, owned by nothing of the restore
+// or the replaced cluster; the condition or an event says so) instead of taking the
+// password of the restored data with it; then the finalizer goes.
+func TestRootSecretReleasedOnTerminalFailure(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name       string
+		otherOwner bool
+		deleted    bool
+		oldAlive   bool // the old cluster's delete failed: it still runs and controls the Secret
+	}{
+		{"failed, the restore the only owner", false, false, false},
+		{"failed, another owner too", true, false, false},
+		{"restore deleted", false, true, false},
+		{"failed, the old cluster still alive", false, false, true},
+		{"restore deleted, the old cluster still alive", false, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			er := fixture.S3Restore("rollback", "prod", restoreBucket+"/c/good.db")
+			er.UID = "uid-rollback"
+			if !tc.deleted {
+				er.Spec.BackupStorageType = "Tape" // no retry fixes it
+			}
+			er.Finalizers = []string{RootSecretFinalizer}
+			rec := `{"name":"prod","uid":"uid-old-prod","auth":{"etcd.database.coreos.com/auth":"enabled"},"rootSecret":"prod-etcd-root"}`
+			er.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true", ReplacedClusterAnnotation: rec,
+				ReplacedClusterSignatureAnnotation: pinsign.SignReplaced(testPinKey, "uid-rollback", rec)}
+			yes := true
+			refs := []metav1.OwnerReference{{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdRestore", Name: "rollback", UID: "uid-rollback", BlockOwnerDeletion: &yes}}
+			if tc.otherOwner {
+				refs = append(refs, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keeper", UID: "uid-keeper"})
+			}
+			objs := []client.Object{er}
+			if tc.oldAlive {
+				prod := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-old-prod"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+				refs = append(refs, metav1.OwnerReference{APIVersion: etcdv1beta2.GroupVersion.String(), Kind: "EtcdCluster", Name: "prod", UID: "uid-old-prod", Controller: &yes, BlockOwnerDeletion: &yes})
+				objs = append(objs, prod)
+			}
+			root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd-root", Namespace: "default", OwnerReferences: refs},
+				Data: map[string][]byte{etcdv1beta2.AuthPasswordKey: []byte("old-root-pw")}}
+			f := newRestoreFixture(t, append([]client.Object{root}, objs...)...)
+			if tc.deleted {
+				if err := f.c.Delete(ctx, f.restore(t, "rollback")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.reconcile(t, "rollback")
+			var s corev1.Secret
+			if err := f.c.Get(ctx, client.ObjectKeyFromObject(root), &s); err != nil {
+				t.Fatal(err)
+			}
+			if ownedBy(&s, "uid-rollback") || len(s.OwnerReferences) != map[bool]int{false: 0, true: 1}[tc.otherOwner || tc.oldAlive] || string(s.Data[etcdv1beta2.AuthPasswordKey]) != "old-root-pw" {
+				t.Fatalf("root Secret owners %+v, password kept %v: want released by the restore, kept", s.OwnerReferences, string(s.Data[etcdv1beta2.AuthPasswordKey]) == "old-root-pw")
+			}
+			if ctl := metav1.GetControllerOf(&s); tc.oldAlive && (ctl == nil || ctl.UID != "uid-old-prod") {
+				t.Fatalf("root Secret owners %+v: the live old cluster lost its controller reference", s.OwnerReferences)
+			}
+			if tc.deleted {
+				var gone etcdv1beta2.EtcdRestore
+				if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "rollback"}, &gone); !apierrors.IsNotFound(err) {
+					t.Fatalf("deleted restore still there (finalizers %v): %v", gone.Finalizers, err)
+				}
+				return
+			}
+			if fin := f.restore(t, "rollback").Finalizers; len(fin) != 0 {
+				t.Errorf("finalizers %v after the Secret was released", fin)
+			}
+			if tc.oldAlive {
+				f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "keeps its root Secret prod-etcd-root")
+				return
+			}
+			f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "prod-etcd-root of the replaced cluster")
+			// Reconciled again (finished): nothing more happens, the note stays.
+			f.reconcile(t, "rollback")
+			f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonUnsupportedStorageType, "not deleted with it")
+		})
+	}
+}
+
+// A root Secret the restore let go of when it failed for good (owner-less) is taken back
+// for the cluster a retry of the restore creates, when the record the operator signed
+// names it; one something else owns, or a record not signed, leaves it alone.
+func TestHandOverRetakesAReleasedRootSecret(t *testing.T) {
+	ctx := context.Background()
+	rec := `{"name":"prod","uid":"uid-old-prod","auth":{"etcd.database.coreos.com/auth":"enabled"},"rootSecret":"prod-etcd-root"}`
+	for _, tc := range []struct {
+		name     string
+		sig      string
+		owners   []metav1.OwnerReference
+		wantTake bool
+	}{
+		{"released, signed record", pinsign.SignReplaced(testPinKey, "uid-rollback", rec), nil, true},
+		{"released, record not signed", "", nil, false},
+		{"owned by something else", pinsign.SignReplaced(testPinKey, "uid-rollback", rec), []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "keeper", UID: "uid-keeper"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			er := fixture.S3Restore("rollback", "prod", restoreBucket+"/c/good.db")
+			er.UID = "uid-rollback"
+			er.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true", ReplacedClusterAnnotation: rec, ReplacedClusterSignatureAnnotation: tc.sig}
+			root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prod-etcd-root", Namespace: "default", OwnerReferences: tc.owners},
+				Data: map[string][]byte{etcdv1beta2.AuthPasswordKey: []byte("old-root-pw")}}
+			c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-new-prod"}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+			f := newRestoreFixture(t, root, er, c)
+			if err := f.r.handOverRootSecret(ctx, f.restore(t, "rollback"), c); err != nil {
+				t.Fatal(err)
+			}
+			var s corev1.Secret
+			if err := f.c.Get(ctx, client.ObjectKeyFromObject(root), &s); err != nil {
+				t.Fatal(err)
+			}
+			if taken := metav1.IsControlledBy(&s, c); taken != tc.wantTake || len(s.OwnerReferences) != max(len(tc.owners), map[bool]int{true: 1}[tc.wantTake]) {
+				t.Fatalf("root Secret owners %+v: taken by the new cluster %v, want %v", s.OwnerReferences, taken, tc.wantTake)
+			}
+		})
 	}
 }

@@ -34,7 +34,7 @@ func newRestoreFixture(t *testing.T, objs ...client.Object) *restoreFixture {
 		WithStatusSubresource(&etcdv1beta2.EtcdRestore{}, &etcdv1beta2.EtcdCluster{}).
 		WithInterceptorFuncs(interceptor.Funcs{Create: assignUID}).Build()
 	rec := record.NewFakeRecorder(100)
-	return &restoreFixture{c: c, rec: rec, r: &Reconciler{Client: c, APIReader: c, Recorder: rec, OperatorImage: "op:test", S3Access: testS3Access, Hasher: &snapshotcheck.Hasher{Await: true}, lookups: lookups{await: true}}}
+	return &restoreFixture{c: c, rec: rec, r: &Reconciler{Client: c, APIReader: c, Recorder: rec, OperatorImage: "op:test", S3Access: testS3Access, Hasher: &snapshotcheck.Hasher{Await: true}, PinKey: testPinKey, lookups: lookups{await: true}}}
 }
 
 // reconcile reconciles the restore, playing the kubelet for any snapshot check pod the
@@ -102,3 +102,6 @@ func assignUID(ctx context.Context, c client.WithWatch, obj client.Object, opts 
 	}
 	return c.Create(ctx, obj, opts...)
 }
+
+// testPinKey signs the replaced-cluster records of the fixture's reconciler.
+var testPinKey = []byte("restore test key, 32 bytes long!")

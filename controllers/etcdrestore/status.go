@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 )
@@ -55,12 +56,36 @@ func (r *Reconciler) flushStatus(ctx context.Context, er *etcdv1beta2.EtcdRestor
 // the server's metadata, leaving er.Status as the reconcile set it: the status is written
 // when the reconcile ends, and a patch's response would otherwise reset it.
 func (r *Reconciler) setAnnotation(ctx context.Context, er *etcdv1beta2.EtcdRestore, key, value string) error {
+	return r.setAnnotations(ctx, er, map[string]string{key: value})
+}
+
+// setAnnotations sets several annotations of er in one patch.
+func (r *Reconciler) setAnnotations(ctx context.Context, er *etcdv1beta2.EtcdRestore, kv map[string]string) error {
 	orig := er.DeepCopy()
 	cp := er.DeepCopy()
 	if cp.Annotations == nil {
 		cp.Annotations = map[string]string{}
 	}
-	cp.Annotations[key] = value
+	for k, v := range kv {
+		cp.Annotations[k] = v
+	}
+	if err := r.Patch(ctx, cp, client.MergeFrom(orig)); err != nil {
+		return err
+	}
+	er.ObjectMeta = cp.ObjectMeta
+	return nil
+}
+
+// setFinalizer adds (on) or removes er's RootSecretFinalizer in one patch of its
+// metadata; like setAnnotations it leaves er's status as the reconcile set it.
+func (r *Reconciler) setFinalizer(ctx context.Context, er *etcdv1beta2.EtcdRestore, on bool) error {
+	orig := er.DeepCopy()
+	cp := er.DeepCopy()
+	if on {
+		controllerutil.AddFinalizer(cp, RootSecretFinalizer)
+	} else {
+		controllerutil.RemoveFinalizer(cp, RootSecretFinalizer)
+	}
 	if err := r.Patch(ctx, cp, client.MergeFrom(orig)); err != nil {
 		return err
 	}

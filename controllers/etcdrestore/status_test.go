@@ -60,7 +60,7 @@ func TestRestoreReportsClusterRefusedByTheAPIServer(t *testing.T) {
 			}
 			return cl.Create(ctx, obj, opts...)
 		}}).Build()
-	f := &restoreFixture{c: c, rec: record.NewFakeRecorder(100), r: &Reconciler{Client: c, APIReader: c, OperatorImage: "op:test", S3Access: testS3Access, Hasher: &snapshotcheck.Hasher{Await: true}, lookups: lookups{await: true}}}
+	f := &restoreFixture{c: c, rec: record.NewFakeRecorder(100), r: &Reconciler{Client: c, APIReader: c, OperatorImage: "op:test", S3Access: testS3Access, Hasher: &snapshotcheck.Hasher{Await: true}, PinKey: testPinKey, lookups: lookups{await: true}}}
 	f.r.Recorder = f.rec
 	f.reconcile(t, "huge")
 	f.wantCondition(t, "huge", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "spec.size")
@@ -87,7 +87,7 @@ func TestRestoreStatusWrittenOnceLast(t *testing.T) {
 				return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
 			},
 		}).Build()
-	f := &restoreFixture{c: c, rec: record.NewFakeRecorder(100), r: &Reconciler{Client: c, APIReader: c, OperatorImage: "op:test", S3Access: testS3Access, Hasher: &snapshotcheck.Hasher{Await: true}, lookups: lookups{await: true}}}
+	f := &restoreFixture{c: c, rec: record.NewFakeRecorder(100), r: &Reconciler{Client: c, APIReader: c, OperatorImage: "op:test", S3Access: testS3Access, Hasher: &snapshotcheck.Hasher{Await: true}, PinKey: testPinKey, lookups: lookups{await: true}}}
 	f.r.Recorder = f.rec
 
 	f.reconcileOnce(t, "once")

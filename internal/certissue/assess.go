@@ -86,7 +86,7 @@ func Assess(items []InUse, now time.Time, warnWithin time.Duration) Assessment {
 			continue
 		}
 		if len(cas) > 0 {
-			if err := Verify(it.Kind, cert, it.Bundle, now); err != nil {
+			if err := VerifyChain(it.Kind, it.Cert, it.Bundle, now); err != nil {
 				note(Mismatched, "%s is not signed by a CA of %s", where, it.CAKey)
 			}
 		}

@@ -376,6 +376,25 @@ func SameBundle(a, b []byte) bool {
 
 // Verify checks that leaf is signed by a CA of bundle for the usages of kind, at now.
 func Verify(kind Kind, leaf *x509.Certificate, bundle []byte, now time.Time) error {
+	return verifyWith(kind, leaf, nil, bundle, now)
+}
+
+// VerifyChain is Verify for a PEM chain as a tls.crt holds it: the leaf first, then the
+// intermediates that lead to a CA of bundle (an issuer whose CA is an intermediate writes
+// them there, and ca.crt holds the root). etcd presents the whole chain.
+func VerifyChain(kind Kind, chainPEM, bundle []byte, now time.Time) error {
+	certs, err := ParseBundle(chainPEM)
+	if err != nil {
+		return err
+	}
+	inter := x509.NewCertPool()
+	for _, c := range certs[1:] {
+		inter.AddCert(c)
+	}
+	return verifyWith(kind, certs[0], inter, bundle, now)
+}
+
+func verifyWith(kind Kind, leaf *x509.Certificate, inter *x509.CertPool, bundle []byte, now time.Time) error {
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(bundle) {
 		return errors.New("CA bundle holds no certificate")
@@ -384,6 +403,6 @@ func Verify(kind Kind, leaf *x509.Certificate, bundle []byte, now time.Time) err
 	if kind == KindClient {
 		usage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	}
-	_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: usage})
+	_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: now, KeyUsages: usage})
 	return err
 }

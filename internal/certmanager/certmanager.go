@@ -159,7 +159,7 @@ func Read(certificate string, kind certissue.Kind, data map[string][]byte, n cer
 	if _, err := certissue.ParseBundle(bundle); err != nil {
 		return bad(CAKey + ": " + err.Error())
 	}
-	if err := certissue.Verify(kind, leaf, bundle, now); err != nil {
+	if err := certissue.VerifyChain(kind, kp.CertPEM, bundle, now); err != nil {
 		return bad("certificate does not verify against " + CAKey + ": " + err.Error())
 	}
 	if kind != certissue.KindClient {
@@ -228,12 +228,15 @@ func Decide(cur *certissue.Leaves, since time.Time, in certissue.Leaves, rolledO
 		return Decision{Step: TrustNewCA, Next: certissue.Leaves{Peer: cur.Peer, Server: cur.Server, Client: cur.Client, Trust: both},
 			Reason: "cert-manager's certificates are signed by a CA the members do not trust yet: trusting it beside the old one first"}
 	}
-	if sameTrust {
+	if sameTrust && !issuersChanged(*cur, in) {
 		// Renewed by the CA in effect: nobody needs to learn a CA.
 		return Decision{Step: Renew, Next: certissue.Leaves{Peer: in.Peer, Server: in.Server, Client: in.Client, Trust: cur.Trust},
 			Reason: "cert-manager renewed the certificates"}
 	}
-	// The bundle in effect holds cert-manager's CA and an old one: a CA change under way.
+	// The bundle in effect holds cert-manager's CA and an old one (or cert-manager's
+	// Secrets name both because some Certificates are on the new CA and some still on the
+	// old): a CA change under way, so whatever presents a certificate of another CA waits
+	// the dwell after the bundle holding it rolled out.
 	if left := dwell - now.Sub(since); left > 0 {
 		return Decision{Reason: fmt.Sprintf("CA change: waiting %v more for clients to reread %s", left.Round(time.Second), "their Secret"), Wait: left}
 	}
@@ -243,6 +246,30 @@ func Decide(cur *certissue.Leaves, since time.Time, in certissue.Leaves, rolledO
 	}
 	return Decision{Step: DropOldCA, Next: certissue.Leaves{Peer: cur.Peer, Server: cur.Server, Client: cur.Client, Trust: in.Trust},
 		Reason: "every member presents the new CA's certificates: dropping the old CA"}
+}
+
+// issuersChanged reports whether a certificate of in was signed by another CA than the
+// one of cur it replaces: presenting it needs the dwell that lets clients reread the
+// bundle trusting that CA, even when the bundle in effect already holds it (cert-manager
+// renewed some Certificates under a new CA and some not yet, so the merged bundle of
+// what it wrote was trusted as a whole before a single certificate moved).
+func issuersChanged(cur, in certissue.Leaves) bool {
+	for _, x := range [][2][]byte{{cur.Peer.CertPEM, in.Peer.CertPEM}, {cur.Server.CertPEM, in.Server.CertPEM}, {cur.Client.CertPEM, in.Client.CertPEM}} {
+		a, errA := certissue.ParseCert(x[0])
+		b, errB := certissue.ParseCert(x[1])
+		if errA != nil || errB != nil {
+			return true // unreadable: take the careful path
+		}
+		if !bytes.Equal(a.RawIssuer, b.RawIssuer) || !bytes.Equal(a.AuthorityKeyId, b.AuthorityKeyId) {
+			return true
+		}
+	}
+	return false
+}
+
+// Same reports whether a and b hold the same certificates, keys and CA bundle.
+func Same(a, b certissue.Leaves) bool {
+	return sameLeaves(a, b) && certissue.SameBundle(a.Trust, b.Trust)
 }
 
 func sameLeaves(a, b certissue.Leaves) bool {

@@ -1,6 +1,15 @@
 package certmanager
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net"
 	"strings"
 	"testing"
@@ -56,6 +65,7 @@ func TestDecide(t *testing.T) {
 	a, b := leaves(t, oldCA), leaves(t, oldCA) // b: a renewal by the same CA
 	n := leaves(t, newCA)                      // a new CA's
 	both := merged(t, oldCA.CertPEM, newCA.CertPEM)
+	mixed := certissue.Leaves{Peer: n.Peer, Server: n.Server, Client: a.Client, Trust: both}
 	withTrust := func(l certissue.Leaves, trust []byte) *certissue.Leaves { l.Trust = trust; return &l }
 	long := now.Add(-CAStepDwell)
 	for _, tc := range []struct {
@@ -78,6 +88,11 @@ func TestDecide(t *testing.T) {
 		{"the new CA presented, members moving", withTrust(n, both), long, n, false, Keep, certissue.Leaves{}, nil},
 		{"the new CA presented: waits the dwell", withTrust(n, both), now, n, true, Keep, certissue.Leaves{}, nil},
 		{"the new CA presented, dwell over: the old dropped", withTrust(n, both), long, n, true, DropOldCA, n, newCA.CertPEM},
+		// cert-manager moved peer and server to the new CA, client not yet: the merged
+		// bundle {old,new} was trusted first; presenting the new CA's certificates
+		// still waits the dwell after that, though the bundle does not change.
+		{"some renewed by a new CA: trusted, waits the dwell", withTrust(a, both), now.Add(-time.Second), mixed, true, Keep, certissue.Leaves{}, nil},
+		{"some renewed by a new CA: dwell over, presented", withTrust(a, both), long, mixed, true, SwitchToNewCA, mixed, both},
 		{"renewed again mid-rotation, same new CA", withTrust(a, both), long, leaves(t, newCA), true, SwitchToNewCA, certissue.Leaves{}, both},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,5 +194,60 @@ func TestSpecAndReady(t *testing.T) {
 	cert.Status.Conditions[0].ObservedGeneration = 2
 	if err := Ready(cert); err != nil {
 		t.Errorf("ready: %v", err)
+	}
+}
+
+// caOf is a CA signed by parent (self-signed when parent is nil) that may sign CAs:
+// a root and its intermediate, as an issuer whose CA is an intermediate has.
+func caOf(t *testing.T, cn string, parent *certissue.KeyPair) certissue.KeyPair {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(12 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	signer, parentCert := crypto.Signer(key), tmpl
+	if parent != nil {
+		pp, err := tls.X509KeyPair(parent.CertPEM, parent.KeyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signer = pp.PrivateKey.(crypto.Signer)
+		if parentCert, err = certissue.ParseCert(parent.CertPEM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parentCert, key.Public(), signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certissue.KeyPair{CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})}
+}
+
+// An issuer whose CA is an intermediate writes leaf+intermediate in tls.crt and the root
+// in ca.crt: the chain verifies, and Read hands back the whole chain (members present it).
+func TestReadChainThroughAnIntermediate(t *testing.T) {
+	root := caOf(t, "root", nil)
+	inter := caOf(t, "intermediate", &root)
+	l := leaves(t, inter)
+	chain := append(append([]byte{}, l.Server.CertPEM...), inter.CertPEM...)
+	data := map[string][]byte{TLSCertKey: chain, TLSKeyKey: l.Server.KeyPEM, CAKey: root.CertPEM}
+	kp, bundle, err := Read("db-cm-server", certissue.KindServer, data, names, now)
+	if err != nil {
+		t.Fatalf("leaf+intermediate against the root: %v", err)
+	}
+	if string(kp.CertPEM) != string(chain) || string(bundle) != string(root.CertPEM) {
+		t.Errorf("Read did not keep the chain and the root as cert-manager wrote them")
+	}
+	data[TLSCertKey] = l.Server.CertPEM // the intermediate left out: no path to the root
+	if _, _, err := Read("db-cm-server", certissue.KindServer, data, names, now); err == nil || !strings.Contains(err.Error(), "does not verify") {
+		t.Errorf("leaf alone against the root: %v, want does not verify", err)
 	}
 }

@@ -105,11 +105,16 @@ func TestClientCertificateAuthAsCommonName(t *testing.T) {
 	if err := a.EnableAuth(ctx, pw); err != nil {
 		t.Fatal(err)
 	}
+	deniedErr := func(err error) bool {
+		return errors.Is(rpctypes.Error(err), rpctypes.ErrPermissionDenied) || errors.Is(rpctypes.Error(err), rpctypes.ErrUserEmpty) ||
+			errors.Is(rpctypes.Error(err), rpctypes.ErrUserNotFound)
+	}
 	// Made while auth was off, the client has no token, and over client TLS etcd takes
-	// its certificate's name as the user: it is to be made again (the operator's cache
-	// does so for an AuthPending client).
-	if _, err := a.Client().Put(ctx, "/k", "v"); err == nil {
-		t.Log("the client made before auth was on still writes")
+	// its certificate's name (client-<n>, no user) as the user: its requests are refused,
+	// which is why it must be made again (the operator's cache does so for an
+	// AuthPending client, TestAdminCacheRemakesAuthPendingClient).
+	if _, err := a.Client().Put(ctx, "/k", "v"); !deniedErr(err) {
+		t.Fatalf("put through the client made before auth was on: %v; want it refused (the reason AuthPending must be set)", err)
 	}
 	if !a.AuthPending() {
 		t.Fatal("after EnableAuth the client made while auth was off is not AuthPending: it stays without a token")
@@ -121,6 +126,9 @@ func TestClientCertificateAuthAsCommonName(t *testing.T) {
 	defer a2.Close()
 	if a2.AuthPending() {
 		t.Fatal("a client made with auth on is AuthPending")
+	}
+	if _, err := a2.Client().Put(ctx, "/k", "v"); err != nil {
+		t.Fatalf("put through the client made again with auth on: %v", err)
 	}
 	// The user's part (README: etcdctl user/role): a user without a password, for
 	// certificates only, allowed /app/.
@@ -144,10 +152,6 @@ func TestClientCertificateAuthAsCommonName(t *testing.T) {
 		}
 		t.Cleanup(func() { cli.Close() })
 		return cli
-	}
-	deniedErr := func(err error) bool {
-		return errors.Is(rpctypes.Error(err), rpctypes.ErrPermissionDenied) || errors.Is(rpctypes.Error(err), rpctypes.ErrUserEmpty) ||
-			errors.Is(rpctypes.Error(err), rpctypes.ErrUserNotFound)
 	}
 	app := asCert("app")
 	if _, err := app.Put(ctx, "/app/k", "v"); err != nil {

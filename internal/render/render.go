@@ -402,11 +402,25 @@ func Values(in Input) (map[string]interface{}, error) {
 		"etcdSettingsEnv":          settingsValues(settings),
 		"pod":                      pod,
 		"TLS":                      tls,
+		"peerAllowedHostname":      PeerAllowedHostname(c),
 		"restore":                  restore,
 		"containerSecurityContext": containerSC,
 		"podKnobs":                 podKnobs,
 		"clientService":            clientService,
 	}, nil
+}
+
+// PeerAllowedHostname is a name every peer certificate of c's members must hold for a
+// member to accept the peer (etcd's --peer-cert-allowed-hostname); "" when any
+// certificate the peer CA signed is accepted. Set with cert-manager issuing, whose
+// issuer may be shared by many clusters: another cluster's peer certificate (its
+// wildcard *.<cluster>.<namespace>.svc names another cluster) is refused. The name
+// matches the wildcard of c's own peer certificates (certissue.SANs).
+func PeerAllowedHostname(c *v1beta2.EtcdCluster) string {
+	if c.Spec.TLS == nil || c.Spec.TLS.CertManager == nil || !PeerTLS(c) {
+		return ""
+	}
+	return fmt.Sprintf("peer.%s.%s.svc", c.Name, c.Namespace)
 }
 
 // ReservedEnv lists the environment variables the chart sets for this cluster: the pod's
@@ -422,6 +436,9 @@ func ReservedEnv(c *v1beta2.EtcdCluster) []string {
 	}
 	if PeerTLS(c) {
 		flags = append(flags, "peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "peer-client-cert-auth")
+	}
+	if PeerAllowedHostname(c) != "" {
+		flags = append(flags, "peer-cert-allowed-hostname")
 	}
 	if ClientTLS(c) {
 		flags = append(flags, "cert-file", "key-file", "trusted-ca-file", "client-cert-auth")

@@ -1,9 +1,11 @@
 package render
 
 import (
+	"crypto/x509"
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/certissue"
 )
 
 // sharedRenderer is parsed once; Render must be reusable and safe for concurrent use.
@@ -954,5 +957,35 @@ func TestEtcdTerminationMessageFallsBackToLogs(t *testing.T) {
 	got := mustRender(t, Input{Cluster: c, Members: bootstrap(c, 1, "")})
 	if p := etcdContainer(t, got.pods["example-0000"]).TerminationMessagePolicy; p != corev1.TerminationMessageFallbackToLogsOnError {
 		t.Errorf("terminationMessagePolicy %q, want %q", p, corev1.TerminationMessageFallbackToLogsOnError)
+	}
+}
+
+// With cert-manager issuing (an issuer other clusters may share) a member accepts only
+// peers whose certificate names this cluster's members; with other TLS modes, any the
+// CA signed. The name matches the wildcard cert-manager's peer certificates carry.
+func TestPeerAllowedHostname(t *testing.T) {
+	c := tlsCluster("db-cm-tls-1-peer", "db-cm-tls-1-server")
+	members := bootstrap(c, 3, "cluster.local")
+	p := mustRender(t, Input{Cluster: c, ClusterDomain: "cluster.local", Members: members}).pods[members[0].Name]
+	if v, ok := flag(t, etcdContainer(t, p).Args, "peer-cert-allowed-hostname"); ok {
+		t.Fatalf("static TLS: --peer-cert-allowed-hostname=%q, want none", v)
+	}
+	c.Spec.TLS.CertManager = &v1beta2.CertManagerTLS{IssuerRef: v1beta2.CertManagerIssuerRef{Name: "shared", Kind: "ClusterIssuer"}}
+	p = mustRender(t, Input{Cluster: c, ClusterDomain: "cluster.local", Members: members}).pods[members[0].Name]
+	v, ok := flag(t, etcdContainer(t, p).Args, "peer-cert-allowed-hostname")
+	if !ok || v != PeerAllowedHostname(c) {
+		t.Fatalf("cert-manager issuing: --peer-cert-allowed-hostname=%q (present %v), want %q", v, ok, PeerAllowedHostname(c))
+	}
+	dns, _ := certissue.SANs(certissue.KindPeer, certissue.Names{Cluster: c.Name, Namespace: c.Namespace, Domain: "cluster.local"})
+	own := &x509.Certificate{DNSNames: dns}
+	if err := own.VerifyHostname(v); err != nil {
+		t.Errorf("the cluster's own peer certificate does not name %q: %v", v, err)
+	}
+	otherDNS, _ := certissue.SANs(certissue.KindPeer, certissue.Names{Cluster: c.Name, Namespace: "other", Domain: "cluster.local"})
+	if err := (&x509.Certificate{DNSNames: otherDNS}).VerifyHostname(v); err == nil {
+		t.Errorf("a same-named cluster's peer certificate in another namespace names %q", v)
+	}
+	if !slices.Contains(ReservedEnv(c), "ETCD_PEER_CERT_ALLOWED_HOSTNAME") {
+		t.Error("ETCD_PEER_CERT_ALLOWED_HOSTNAME is not reserved")
 	}
 }

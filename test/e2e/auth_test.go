@@ -188,7 +188,9 @@ func TestEtcdAuth(t *testing.T) {
 
 	t.Run("enabled on a running cluster under writes", func(t *testing.T) {
 		const name, pw = "pl", "a-root-password-from-the-user"
-		b.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pl-root", Namespace: "default"},
+		// A Secret the user names says it is for this cluster (the label), or it is not used.
+		b.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pl-root", Namespace: "default",
+			Labels: map[string]string{etcdv1beta2.AuthRootSecretForLabel: name}},
 			Data: map[string][]byte{etcdv1beta2.AuthPasswordKey: []byte(pw)}})
 		b.Create(newCluster(name, 3))
 		b.WaitAvailable(name, 3, 120*time.Second)

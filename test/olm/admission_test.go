@@ -2,6 +2,7 @@ package olm
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -270,6 +271,63 @@ func TestAuthAnnotationsAdmission(t *testing.T) {
 		t.Errorf("the stored bad value changed to another: %v", err)
 	}
 
+	// v1 requests: the API server converts them to v1beta2 through the operator's
+	// conversion webhook (run here in the test process) and the policy judges the
+	// converted object. A v1 object's annotations convert through unchanged, so the same
+	// annotations are refused there; spec.auth arrives as the annotations and passes.
+	useConversionWebhook(ctx, t, cfg, startConversionWebhook(t, cfg), "etcdclusters.etcd.database.coreos.com")
+	v1clusters := dc.Resource(schema.GroupVersionResource{Group: "etcd.database.coreos.com", Version: "v1", Resource: "etcdclusters"}).Namespace("default")
+	v1obj := func(ann map[string]any, auth map[string]any) *unstructured.Unstructured {
+		u := obj(ann)
+		u.SetAPIVersion("etcd.database.coreos.com/v1")
+		if auth != nil {
+			u.Object["spec"].(map[string]any)["auth"] = auth
+		}
+		return u
+	}
+	// The CRD's new conversion takes effect a moment after the update: until then v1
+	// spec.auth is dropped (converted by apiVersion only) instead of becoming annotations.
+	var v1on *unstructured.Unstructured
+	poll.Eventually(t, time.Minute, 200*time.Millisecond, "v1 spec.auth stored as the annotations", func() error {
+		u, err := v1clusters.Create(ctx, v1obj(nil, map[string]any{"rootSecret": "v1-root"}), metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("v1 spec.auth refused: %w", err)
+		}
+		stored, err := clusters.Get(ctx, u.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if a := stored.GetAnnotations(); a[auth] != "enabled" || a[rootSecret] != "v1-root" {
+			return fmt.Errorf("stored as v1beta2 with annotations %v", a)
+		}
+		v1on = u
+		return nil
+	})
+	if err := refused(func() error {
+		_, err := v1clusters.Create(ctx, v1obj(map[string]any{auth: "true"}, nil), metav1.CreateOptions{})
+		return err
+	}(), auth); err != nil {
+		t.Errorf("v1, a bad auth annotation: %v", err)
+	}
+	if err := refused(func() error {
+		_, err := v1clusters.Create(ctx, v1obj(map[string]any{auth: "enabled", rootSecret: "Bad_Name"}, nil), metav1.CreateOptions{})
+		return err
+	}(), rootSecret); err != nil {
+		t.Errorf("v1, root Secret annotation not a name: %v", err)
+	}
+	// Stored as v1beta2 annotations, which the policy then holds to: auth stays on.
+	cur, err := v1clusters.Get(ctx, v1on.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(cur.Object["spec"].(map[string]any), "auth")
+	if _, err := v1clusters.Update(ctx, cur, metav1.UpdateOptions{}); err == nil {
+		t.Errorf("v1 spec.auth removed: accepted")
+	}
+	if err := update(v1on, func(a map[string]string) { a[rootSecret] = "other-pw" }); refused(err, rootSecret) != nil {
+		t.Errorf("the root Secret of a cluster made through v1 changed through v1beta2: %v", err)
+	}
+
 	sameInChart(t, policy)
 }
 
@@ -287,4 +345,30 @@ func createPolicy(ctx context.Context, t *testing.T, dc dynamic.Interface, rel s
 		}
 	}
 	return policy
+}
+
+// useConversionWebhook points the named CRD's conversion at hook (envtest installs
+// CRDs whose types its scheme does not know without one, converting by apiVersion only).
+func useConversionWebhook(ctx context.Context, t *testing.T, cfg *rest.Config, hook *conversionServer, name string) {
+	t.Helper()
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := dc.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	crd, err := crds.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "https://" + hook.hostPort + "/convert"
+	crd.Object["spec"].(map[string]any)["conversion"] = map[string]any{
+		"strategy": "Webhook",
+		"webhook": map[string]any{
+			"conversionReviewVersions": []any{"v1"},
+			"clientConfig":             map[string]any{"url": url, "caBundle": base64.StdEncoding.EncodeToString(hook.caPEM)},
+		},
+	}
+	if _, err := crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("point CRD %s at the conversion webhook: %v", name, err)
+	}
 }

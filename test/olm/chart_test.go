@@ -143,6 +143,7 @@ func allValues() map[string]any {
 		"clientServiceTypes":           []any{"NodePort", "LoadBalancer"},
 		"allowClientServiceMetadata":   true,
 		"allowedPriorityClasses":       []any{"etcd-high", "system-cluster-critical"},
+		"allowedClusterIssuers":        []any{"shared-ca"},
 		"maxBackupBytes":               1 << 30,
 		"backupHashTimeout":            "15m",
 		"kubeAPIQPS":                   80.5,
@@ -414,7 +415,7 @@ func TestChartValues(t *testing.T) {
 	}
 	// The flags the operator's defaults leave off: given, each is passed; by default none is.
 	for _, want := range []string{"--client-service-types=NodePort", "--client-service-types=LoadBalancer", "--allow-client-service-metadata",
-		"--allowed-priority-classes=etcd-high", "--allowed-priority-classes=system-cluster-critical",
+		"--allowed-priority-classes=etcd-high", "--allowed-priority-classes=system-cluster-critical", "--allowed-cluster-issuers=shared-ca",
 		"--max-backup-bytes=1073741824", "--backup-hash-timeout=15m", "--kube-api-qps=80.5", "--kube-api-burst=160"} {
 		if !contains(c.Args, want) {
 			t.Errorf("args %q lack %s", c.Args, want)
@@ -620,6 +621,7 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 		"zero qps":              {"kubeAPIQPS": 0},
 		"unknown scope":         {"scopeAnnotation": "all"},
 		"class not a name":      {"allowedPriorityClasses": []any{"Gold Class"}},
+		"issuer not a name":     {"allowedClusterIssuers": []any{"shared ca"}},
 	} {
 		if _, err := renderChart(t, vals, "etcd-operator", "etcd-operator-system"); err == nil {
 			t.Errorf("%s: %v rendered", name, vals)
