@@ -180,7 +180,7 @@ func (r *Reconciler) observeBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdC
 		return
 	}
 	gen := 0
-	if s, err := r.getOwnedSecret(ctx, c, builtinCASecret(c)); err == nil && s != nil {
+	if s, err := r.getOwnedSecret(ctx, c, builtinCASecret(c), builtinIssuing); err == nil && s != nil {
 		if state, err := certissue.DecodeState(s.Data); err == nil {
 			gen = state.Generation
 		}
@@ -227,32 +227,19 @@ func mountedBuiltinGeneration(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) int
 // none, so the newest is the last of the run that starts at 1. A fresh cluster costs one
 // read (generation 1 is not there).
 func (r *Reconciler) newestBuiltinGeneration(ctx context.Context, c *etcdv1beta2.EtcdCluster) (int, error) {
-	newest := 0
 	for g := 1; g <= maxBuiltinGenerationsProbed; g++ {
 		peer, server, _ := builtinSecrets(c, g)
-		p, err := r.getOwnedSecret(ctx, c, peer)
-		if err != nil {
-			if _, foreign := errors.AsType[*builtinTLSError](err); foreign {
-				break // not c's: the run of c's generations ends here
+		for _, name := range []string{peer, server} {
+			s, err := r.getOwnedSecret(ctx, c, name, builtinIssuing)
+			if _, foreign := errors.AsType[*builtinTLSError](err); foreign || (err == nil && s == nil) {
+				return g - 1, nil // missing or not c's: the run of c's generations ends before g
 			}
-			return 0, err
-		}
-		if p == nil {
-			break
-		}
-		sv, err := r.getOwnedSecret(ctx, c, server)
-		if err != nil {
-			if _, foreign := errors.AsType[*builtinTLSError](err); foreign {
-				break
+			if err != nil {
+				return 0, err
 			}
-			return 0, err
 		}
-		if sv == nil {
-			break
-		}
-		newest = g
 	}
-	return newest, nil
+	return maxBuiltinGenerationsProbed, nil
 }
 
 // maxBuiltinGenerationsProbed bounds the reads of newestBuiltinGeneration.
@@ -307,9 +294,16 @@ func (r *Reconciler) secretReader() client.Reader {
 	return r.Client
 }
 
-// getOwnedSecret reads a Secret built-in issuing writes: nil when there is none, an
-// error when there is one the cluster does not control (never read nor overwritten).
-func (r *Reconciler) getOwnedSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) (*corev1.Secret, error) {
+// Who writes a TLS Secret the cluster owns, for the message naming a foreign one.
+const (
+	builtinIssuing     = "built-in issuing"
+	certManagerIssuing = "cert-manager issuing"
+)
+
+// getOwnedSecret reads a Secret that writer (built-in or cert-manager issuing) writes:
+// nil when there is none, an error when there is one the cluster does not control (never
+// read nor overwritten).
+func (r *Reconciler) getOwnedSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name, writer string) (*corev1.Secret, error) {
 	var s corev1.Secret
 	err := r.secretReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &s)
 	if apierrors.IsNotFound(err) {
@@ -320,7 +314,7 @@ func (r *Reconciler) getOwnedSecret(ctx context.Context, c *etcdv1beta2.EtcdClus
 	}
 	if !metav1IsControlledBy(&s, c) {
 		return nil, &builtinTLSError{reason: etcdv1beta2.ReasonCertificateSecretInvalid,
-			err: fmt.Errorf("secret %q exists and is not this cluster's: built-in issuing writes it; rename or delete it", name)}
+			err: fmt.Errorf("secret %q exists and is not this cluster's: %s writes it; rename or delete it", name, writer)}
 	}
 	return &s, nil
 }
@@ -343,7 +337,7 @@ func (r *Reconciler) newOwnedSecret(c *etcdv1beta2.EtcdCluster, name string, dat
 // old one stay where they are. That is a caLostError: the user restores the Secret.
 func (r *Reconciler) builtinState(ctx context.Context, c *etcdv1beta2.EtcdCluster, pods []corev1.Pod, st certissue.Settings, now time.Time) (certissue.State, error) {
 	name := builtinCASecret(c)
-	s, err := r.getOwnedSecret(ctx, c, name)
+	s, err := r.getOwnedSecret(ctx, c, name, builtinIssuing)
 	if err != nil {
 		return certissue.State{}, err
 	}
@@ -364,7 +358,7 @@ func (r *Reconciler) builtinState(ctx context.Context, c *etcdv1beta2.EtcdCluste
 			return certissue.State{}, err
 		}
 	}
-	client, err := r.getOwnedSecret(ctx, c, BuiltinClientSecret(c.Name))
+	client, err := r.getOwnedSecret(ctx, c, BuiltinClientSecret(c.Name), builtinIssuing)
 	if err != nil {
 		return certissue.State{}, err
 	}
@@ -400,7 +394,7 @@ func (r *Reconciler) builtinState(ctx context.Context, c *etcdv1beta2.EtcdCluste
 // concurrent writer makes it fail and the reconcile start over.
 func (r *Reconciler) writeBuiltinState(ctx context.Context, c *etcdv1beta2.EtcdCluster, next certissue.State) error {
 	name := builtinCASecret(c)
-	s, err := r.getOwnedSecret(ctx, c, name)
+	s, err := r.getOwnedSecret(ctx, c, name, builtinIssuing)
 	if err != nil {
 		return err
 	}
@@ -423,7 +417,7 @@ func (r *Reconciler) builtinLeaves(ctx context.Context, c *etcdv1beta2.EtcdClust
 	var l certissue.Leaves
 	var missing []string
 	read := func(name, certKey, keyKey, caKey string, kp *certissue.KeyPair) error {
-		s, err := r.getOwnedSecret(ctx, c, name)
+		s, err := r.getOwnedSecret(ctx, c, name, builtinIssuing)
 		if err != nil || s == nil {
 			if s == nil && err == nil {
 				missing = append(missing, name)
@@ -475,7 +469,7 @@ func (r *Reconciler) builtinLeaves(ctx context.Context, c *etcdv1beta2.EtcdClust
 
 // syncBuiltinClientSecret makes BuiltinClientSecret hold generation's client Secret.
 func (r *Reconciler) syncBuiltinClientSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, generation string) error {
-	from, err := r.getOwnedSecret(ctx, c, generation)
+	from, err := r.getOwnedSecret(ctx, c, generation, builtinIssuing)
 	if err != nil {
 		return err
 	}
@@ -483,7 +477,7 @@ func (r *Reconciler) syncBuiltinClientSecret(ctx context.Context, c *etcdv1beta2
 		return fmt.Errorf("secret %q vanished", generation)
 	}
 	name := BuiltinClientSecret(c.Name)
-	cur, err := r.getOwnedSecret(ctx, c, name)
+	cur, err := r.getOwnedSecret(ctx, c, name, builtinIssuing)
 	if err != nil {
 		return err
 	}

@@ -405,27 +405,9 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, c *etcdv1beta2.EtcdC
 	return &cur, nil
 }
 
-// getCertManagerSecret reads a Secret cert-manager issuing writes: nil when there is
-// none, an error when there is one the cluster does not control.
-func (r *Reconciler) getCertManagerSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) (*corev1.Secret, error) {
-	var s corev1.Secret
-	err := r.secretReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &s)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get secret %q: %w", name, err)
-	}
-	if !metav1IsControlledBy(&s, c) {
-		return nil, &builtinTLSError{etcdv1beta2.ReasonCertificateSecretInvalid,
-			fmt.Errorf("secret %q exists and is not this cluster's: cert-manager issuing writes it; rename or delete it", name)}
-	}
-	return &s, nil
-}
-
 // putCertManagerSecret creates the Secret name, or overwrites the cluster's own.
 func (r *Reconciler) putCertManagerSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string, data map[string][]byte) error {
-	cur, err := r.getCertManagerSecret(ctx, c, name)
+	cur, err := r.getOwnedSecret(ctx, c, name, certManagerIssuing)
 	if err != nil {
 		return err
 	}
@@ -454,7 +436,7 @@ func (r *Reconciler) putCertManagerSecret(ctx context.Context, c *etcdv1beta2.Et
 
 // certManagerState is the generation in effect (0: none yet) and when it took effect.
 func (r *Reconciler) certManagerState(ctx context.Context, c *etcdv1beta2.EtcdCluster) (int, time.Time, error) {
-	s, err := r.getCertManagerSecret(ctx, c, certmanager.StateSecretName(c.Name))
+	s, err := r.getOwnedSecret(ctx, c, certmanager.StateSecretName(c.Name), certManagerIssuing)
 	if err != nil || s == nil {
 		return 0, time.Time{}, err
 	}
@@ -479,7 +461,7 @@ func (r *Reconciler) certManagerGeneration(ctx context.Context, c *etcdv1beta2.E
 		{server, serverCertKey, serverKeyKey, serverCAKey, &l.Server},
 		{cl, etcdadmin.ClientCertKey, etcdadmin.ClientKeyKey, etcdadmin.ClientCAKey, &l.Client},
 	} {
-		s, err := r.getCertManagerSecret(ctx, c, x.name)
+		s, err := r.getOwnedSecret(ctx, c, x.name, certManagerIssuing)
 		if err != nil {
 			return l, err
 		}
@@ -523,7 +505,7 @@ func (r *Reconciler) writeCertManagerGeneration(ctx context.Context, c *etcdv1be
 	}
 	state := map[string][]byte{cmStateGeneration: []byte(strconv.Itoa(gen)), cmStateSince: []byte(now.UTC().Format(time.RFC3339))}
 	name := certmanager.StateSecretName(c.Name)
-	cur, err := r.getCertManagerSecret(ctx, c, name)
+	cur, err := r.getOwnedSecret(ctx, c, name, certManagerIssuing)
 	if err != nil {
 		return 0, err
 	}
@@ -560,7 +542,7 @@ func certManagerGenerationData(cluster string, gen int, l certissue.Leaves) map[
 // (an operator stopped between them and the state).
 func (r *Reconciler) certManagerGenerationFree(ctx context.Context, c *etcdv1beta2.EtcdCluster, gen int, l certissue.Leaves) (bool, error) {
 	for name, data := range certManagerGenerationData(c.Name, gen, l) {
-		s, err := r.getCertManagerSecret(ctx, c, name)
+		s, err := r.getOwnedSecret(ctx, c, name, certManagerIssuing)
 		if err != nil {
 			return false, err
 		}
@@ -640,7 +622,7 @@ func (r *Reconciler) certManagerRolledOut(ctx context.Context, c *etcdv1beta2.Et
 // syncCertManagerClientSecret makes CertManagerClientSecret hold generation's client
 // Secret.
 func (r *Reconciler) syncCertManagerClientSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, generation string) error {
-	from, err := r.getCertManagerSecret(ctx, c, generation)
+	from, err := r.getOwnedSecret(ctx, c, generation, certManagerIssuing)
 	if err != nil {
 		return err
 	}
