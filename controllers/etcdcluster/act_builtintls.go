@@ -120,22 +120,7 @@ func (r *Reconciler) resolveBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdC
 		return time.Time{}, err
 	}
 	peer, server, _ := builtinSecrets(c, state.Generation)
-	// Rolled out: every member pod runs the generation in effect, and there are as many
-	// as the spec asks for (a member whose pod is being recreated has not moved yet).
-	rolledOut, live := true, 0
-	for i := range pods {
-		p := &pods[i]
-		if p.DeletionTimestamp != nil || !metav1IsControlledBy(p, c) {
-			continue
-		}
-		live++
-		if render.PodSecretVolume(p, volumePeerTLS) != peer || render.PodSecretVolume(p, volumeServerTLS) != server {
-			rolledOut = false
-		}
-	}
-	if live > 0 && live < c.Spec.Size {
-		rolledOut = false
-	}
+	rolledOut := rolledOutTo(c, pods, peer, server)
 	token := c.Annotations[etcdv1beta2.AnnotationRotateCA]
 	d := certissue.Decide(state, certissue.Observed{Leaves: leaves, RolledOut: rolledOut, RotationToken: token}, names, st, now)
 	if d.Step != certissue.Keep {
@@ -154,7 +139,7 @@ func (r *Reconciler) resolveBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdC
 		state = next
 	}
 	_, _, operator := builtinSecrets(c, state.Generation)
-	if err := r.syncBuiltinClientSecret(ctx, c, operator); err != nil {
+	if err := r.syncClientSecret(ctx, c, operator, BuiltinClientSecret(c.Name), builtinIssuing); err != nil {
 		return time.Time{}, err
 	}
 	useBuiltinGeneration(c, w, state.Generation)
@@ -219,6 +204,24 @@ func mountedBuiltinGeneration(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) int
 		}
 	}
 	return newest
+}
+
+// rolledOutTo: every member pod of c mounts the generation whose peer and server Secrets
+// are named, and there are as many as the spec asks for (a member whose pod is being
+// recreated has not moved yet). Built-in and cert-manager issuing both ask it.
+func rolledOutTo(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod, peer, server string) bool {
+	live := 0
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil || !metav1IsControlledBy(p, c) {
+			continue
+		}
+		live++
+		if render.PodSecretVolume(p, volumePeerTLS) != peer || render.PodSecretVolume(p, volumeServerTLS) != server {
+			return false
+		}
+	}
+	return live == 0 || live >= c.Spec.Size
 }
 
 // newestBuiltinGeneration is the newest generation whose peer and server Secrets exist
@@ -294,16 +297,19 @@ func (r *Reconciler) secretReader() client.Reader {
 	return r.Client
 }
 
-// Who writes a TLS Secret the cluster owns, for the message naming a foreign one.
-const (
-	builtinIssuing     = "built-in issuing"
-	certManagerIssuing = "cert-manager issuing"
+// secretWriter is who writes a TLS Secret the cluster owns: built-in or cert-manager
+// issuing, with the label it marks its Secrets with and its name in messages.
+type secretWriter struct{ label, name string }
+
+var (
+	builtinIssuing     = secretWriter{LabelBuiltinTLS, "built-in issuing"}
+	certManagerIssuing = secretWriter{LabelCertManagerTLS, "cert-manager issuing"}
 )
 
 // getOwnedSecret reads a Secret that writer (built-in or cert-manager issuing) writes:
 // nil when there is none, an error when there is one the cluster does not control (never
 // read nor overwritten).
-func (r *Reconciler) getOwnedSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name, writer string) (*corev1.Secret, error) {
+func (r *Reconciler) getOwnedSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string, writer secretWriter) (*corev1.Secret, error) {
 	var s corev1.Secret
 	err := r.secretReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &s)
 	if apierrors.IsNotFound(err) {
@@ -314,20 +320,48 @@ func (r *Reconciler) getOwnedSecret(ctx context.Context, c *etcdv1beta2.EtcdClus
 	}
 	if !metav1IsControlledBy(&s, c) {
 		return nil, &builtinTLSError{reason: etcdv1beta2.ReasonCertificateSecretInvalid,
-			err: fmt.Errorf("secret %q exists and is not this cluster's: %s writes it; rename or delete it", name, writer)}
+			err: fmt.Errorf("secret %q exists and is not this cluster's: %s writes it; rename or delete it", name, writer.name)}
 	}
 	return &s, nil
 }
 
-func (r *Reconciler) newOwnedSecret(c *etcdv1beta2.EtcdCluster, name string, data map[string][]byte) (*corev1.Secret, error) {
+// newOwnedSecret is a Secret name of c's that writer writes, holding data.
+func (r *Reconciler) newOwnedSecret(c *etcdv1beta2.EtcdCluster, name string, writer secretWriter, data map[string][]byte) (*corev1.Secret, error) {
 	labels := render.ClusterLabels(c.Name)
-	labels[LabelBuiltinTLS] = "true"
+	labels[writer.label] = "true"
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: labels},
 		Type: corev1.SecretTypeOpaque, Data: data}
 	if err := controllerutil.SetControllerReference(c, s, r.Scheme); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// putOwnedSecret creates the Secret name that writer writes, or overwrites the cluster's
+// own when its data differs.
+func (r *Reconciler) putOwnedSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string, writer secretWriter, data map[string][]byte) error {
+	cur, err := r.getOwnedSecret(ctx, c, name, writer)
+	if err != nil {
+		return err
+	}
+	if cur == nil {
+		obj, err := r.newOwnedSecret(c, name, writer, data)
+		if err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("create secret %q: %w", name, err)
+		}
+		return nil
+	}
+	if sameData(cur.Data, data) {
+		return nil
+	}
+	cur.Data = data
+	if err := r.Client.Update(ctx, cur); err != nil {
+		return fmt.Errorf("update secret %q: %w", name, err)
+	}
+	return nil
 }
 
 // builtinState reads the cluster's CA Secret, creating a new CA when there is none and
@@ -380,7 +414,7 @@ func (r *Reconciler) builtinState(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	}
 	// A rotation asked for before the CA existed is this CA.
 	state.RotationToken = c.Annotations[etcdv1beta2.AnnotationRotateCA]
-	obj, err := r.newOwnedSecret(c, name, state.Encode())
+	obj, err := r.newOwnedSecret(c, name, builtinIssuing, state.Encode())
 	if err != nil {
 		return state, err
 	}
@@ -454,7 +488,7 @@ func (r *Reconciler) builtinLeaves(ctx context.Context, c *etcdv1beta2.EtcdClust
 		clientName: {etcdadmin.ClientCertKey: issued.Client.CertPEM, etcdadmin.ClientKeyKey: issued.Client.KeyPEM, etcdadmin.ClientCAKey: issued.Trust},
 	}
 	for _, name := range missing {
-		obj, err := r.newOwnedSecret(c, name, data[name])
+		obj, err := r.newOwnedSecret(c, name, builtinIssuing, data[name])
 		if err != nil {
 			return l, err
 		}
@@ -467,38 +501,17 @@ func (r *Reconciler) builtinLeaves(ctx context.Context, c *etcdv1beta2.EtcdClust
 	return r.builtinLeaves(ctx, c, state, st, now)
 }
 
-// syncBuiltinClientSecret makes BuiltinClientSecret hold generation's client Secret.
-func (r *Reconciler) syncBuiltinClientSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, generation string) error {
-	from, err := r.getOwnedSecret(ctx, c, generation, builtinIssuing)
+// syncClientSecret makes the Secret client, which writer writes, hold generation's
+// client Secret.
+func (r *Reconciler) syncClientSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, generation, client string, writer secretWriter) error {
+	from, err := r.getOwnedSecret(ctx, c, generation, writer)
 	if err != nil {
 		return err
 	}
 	if from == nil {
 		return fmt.Errorf("secret %q vanished", generation)
 	}
-	name := BuiltinClientSecret(c.Name)
-	cur, err := r.getOwnedSecret(ctx, c, name, builtinIssuing)
-	if err != nil {
-		return err
-	}
-	if cur == nil {
-		obj, err := r.newOwnedSecret(c, name, from.Data)
-		if err != nil {
-			return err
-		}
-		if err := r.Client.Create(ctx, obj); err != nil {
-			return fmt.Errorf("create secret %q: %w", name, err)
-		}
-		return nil
-	}
-	if sameData(cur.Data, from.Data) {
-		return nil
-	}
-	cur.Data = from.Data
-	if err := r.Client.Update(ctx, cur); err != nil {
-		return fmt.Errorf("update secret %q: %w", name, err)
-	}
-	return nil
+	return r.putOwnedSecret(ctx, c, client, writer, from.Data)
 }
 
 func sameData(a, b map[string][]byte) bool {

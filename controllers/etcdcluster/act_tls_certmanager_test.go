@@ -536,7 +536,7 @@ func TestCertManagerTLSNeverRewritesAGeneration(t *testing.T) {
 	}
 	// A leftover generation 2 Secret with other contents.
 	peer2, _, _ := certmanager.GenerationSecrets("db", 2)
-	if err := f.r.putCertManagerSecret(ctx, f.cluster, peer2, map[string][]byte{"x": []byte("y")}); err != nil {
+	if err := f.r.putOwnedSecret(ctx, f.cluster, peer2, certManagerIssuing, map[string][]byte{"x": []byte("y")}); err != nil {
 		t.Fatal(err)
 	}
 	f.forceRenewal()
