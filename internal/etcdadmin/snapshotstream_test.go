@@ -12,8 +12,6 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/protobuf/encoding/protowire"
 	protov2 "google.golang.org/protobuf/proto"
 
@@ -122,11 +120,7 @@ func TestSnapshotSizeIsWhatIsRead(t *testing.T) {
 func filledMember(t *testing.T, ctx context.Context, keys, valueBytes int) []string {
 	t.Helper()
 	c := etcdtest.StartCluster(t, 1, "")
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli := c.Client(t)
 	for i := range keys {
 		if _, err := cli.Put(ctx, fmt.Sprintf("/k/%d", i), strings.Repeat("v", valueBytes)); err != nil {
 			t.Fatal(err)
