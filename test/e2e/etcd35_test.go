@@ -14,9 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
-	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -86,10 +84,7 @@ func TestEtcd35(t *testing.T) {
 	})
 
 	t.Run("backup and restore into a new 3.5 cluster", func(t *testing.T) {
-		srv := miniotest.StartOn(t, bench.ControlPlaneIP)
-		srv.MakeBucket(t, backupBucket)
-		e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Data: map[string][]byte{
-			"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})
+		srv := backupStore(t, e)
 		s3 := &etcdv1beta2.S3BackupSource{Path: backupBucket + "/v35/backup.db", AWSSecret: "aws", Endpoint: srv.Endpoint(), ForcePathStyle: true}
 		writeKeys(e, e.EtcdClient(name), keys, "/data", "value-")
 		e.Create(&etcdv1beta2.EtcdBackup{

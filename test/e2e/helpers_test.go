@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
+	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -46,6 +48,25 @@ func startClaimedCluster(t *testing.T, e *framework.Env, name string) []*framewo
 		t.Fatal(err)
 	}
 	return ms
+}
+
+// startOneMember creates a one-member cluster, waits until it is Available and returns a
+// client of it.
+func startOneMember(e *framework.Env, name string) *clientv3.Client {
+	e.Create(newCluster(name, 1))
+	e.WaitAvailable(name, 1, 120*time.Second)
+	return e.EtcdClient(name)
+}
+
+// backupStore starts MinIO on the bench's bridge (pods reach it) with the bucket
+// backupBucket, and creates the Secret "aws" holding its credentials and config files.
+func backupStore(t *testing.T, e *framework.Env) *miniotest.Server {
+	t.Helper()
+	srv := miniotest.StartOn(t, bench.ControlPlaneIP)
+	srv.MakeBucket(t, backupBucket)
+	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Data: map[string][]byte{
+		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})
+	return srv
 }
 
 // createClaim creates a 1 GiB ReadWriteOnce claim (the bench provisions it).

@@ -58,9 +58,7 @@ func TestEncryptedBackupRestore(t *testing.T) {
 			EncryptionKeySecret: keySecret}
 	}
 
-	e.Create(newCluster(source, 1))
-	e.WaitAvailable(source, 1, 120*time.Second)
-	srcCli := e.EtcdClient(source)
+	srcCli := startOneMember(e, source)
 	writeKeys(e, srcCli, keys, "/data", canary)
 	want := dump(t, srcCli)
 	if len(want) != keys {

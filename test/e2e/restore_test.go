@@ -23,8 +23,6 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
-	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -40,10 +38,7 @@ func TestRestoreFromS3(t *testing.T) {
 	// The restore init containers run the operator's image: this build.
 	e := setupWithOperatorImage(t)
 
-	srv := miniotest.StartOn(t, bench.ControlPlaneIP)
-	srv.MakeBucket(t, backupBucket)
-	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Data: map[string][]byte{
-		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})
+	srv := backupStore(t, e)
 	s3 := func(path string) *etcdv1beta2.S3BackupSource {
 		return &etcdv1beta2.S3BackupSource{Path: backupBucket + "/" + path, AWSSecret: "aws", Endpoint: srv.Endpoint(), ForcePathStyle: true}
 	}
