@@ -58,6 +58,22 @@ func startOneMember(e *framework.Env, name string) *clientv3.Client {
 	return e.EtcdClient(name)
 }
 
+// noSharedMemberIDs fails the test unless the restored cluster's members all have IDs
+// other than the source's (the restore is a new cluster, not a copy of its members).
+func noSharedMemberIDs(t *testing.T, e *framework.Env, source, restored string) {
+	t.Helper()
+	srcMembers, err1 := e.Members(source)
+	newMembers, err2 := e.Members(restored)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("member lists: %v, %v", err1, err2)
+	}
+	for id := range framework.MemberIDs(newMembers) {
+		if _, shared := framework.MemberIDs(srcMembers)[id]; shared {
+			t.Errorf("restored cluster shares member ID %x with the source", id)
+		}
+	}
+}
+
 // backupStore starts MinIO on the bench's bridge (pods reach it) with the bucket
 // backupBucket, and creates the Secret "aws" holding its credentials and config files.
 func backupStore(t *testing.T, e *framework.Env) *miniotest.Server {

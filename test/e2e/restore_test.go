@@ -98,16 +98,7 @@ func TestRestoreFromS3(t *testing.T) {
 		}
 		// A new cluster: same data, its own members (the token includes the new
 		// cluster's UID, so no ID can collide with the source's).
-		srcMembers, err1 := e.Members(source)
-		newMembers, err2 := e.Members(restored)
-		if err1 != nil || err2 != nil {
-			t.Fatalf("member lists: %v, %v", err1, err2)
-		}
-		for id := range framework.MemberIDs(newMembers) {
-			if _, shared := framework.MemberIDs(srcMembers)[id]; shared {
-				t.Errorf("restored cluster shares member ID %x with the source", id)
-			}
-		}
+		noSharedMemberIDs(t, e, source, restored)
 		got := dump(t, e.EtcdClient(restored))
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("restored cluster holds %d keys, source %d; first differences: %v", len(got), len(want), firstDiffs(got, want, 5))
