@@ -50,11 +50,11 @@ func startClaimedCluster(t *testing.T, e *framework.Env, name string) []*framewo
 	return ms
 }
 
-// startOneMember creates a one-member cluster, waits until it is Available and returns a
-// client of it.
-func startOneMember(e *framework.Env, name string) *clientv3.Client {
-	e.Create(newCluster(name, 1))
-	e.WaitAvailable(name, 1, 120*time.Second)
+// startAvailable creates a cluster of size members, waits until it is Available and
+// returns a client of it.
+func startAvailable(e *framework.Env, name string, size int) *clientv3.Client {
+	e.Create(newCluster(name, size))
+	e.WaitAvailable(name, size, 120*time.Second)
 	return e.EtcdClient(name)
 }
 

@@ -58,7 +58,7 @@ func TestEncryptedBackupRestore(t *testing.T) {
 			EncryptionKeySecret: keySecret}
 	}
 
-	srcCli := startOneMember(e, source)
+	srcCli := startAvailable(e, source, 1)
 	writeKeys(e, srcCli, keys, "/data", canary)
 	want := dump(t, srcCli)
 	if len(want) != keys {

@@ -27,7 +27,7 @@ func TestRestoreNewestBefore(t *testing.T) {
 
 	srv := backupStore(t, e)
 
-	cli := startOneMember(e, source)
+	cli := startAvailable(e, source, 1)
 
 	getBackup := func() *etcdv1beta2.EtcdBackup {
 		var eb etcdv1beta2.EtcdBackup

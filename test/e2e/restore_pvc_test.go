@@ -33,9 +33,7 @@ func TestRestoreFromPVC(t *testing.T) {
 
 	// ReadWriteOnce: every pod of the bench runs on its one node.
 	createClaim(e, claim)
-	e.Create(newCluster(source, 3))
-	e.WaitAvailable(source, 3, 120*time.Second)
-	srcCli := e.EtcdClient(source)
+	srcCli := startAvailable(e, source, 3)
 	writeKeys(e, srcCli, keys, "/data", "pvc-value-")
 	want := dump(t, srcCli)
 	if len(want) != keys {

@@ -43,9 +43,7 @@ func TestRestoreFromS3(t *testing.T) {
 		return &etcdv1beta2.S3BackupSource{Path: backupBucket + "/" + path, AWSSecret: "aws", Endpoint: srv.Endpoint(), ForcePathStyle: true}
 	}
 
-	e.Create(newCluster(source, 3))
-	e.WaitAvailable(source, 3, 120*time.Second)
-	srcCli := e.EtcdClient(source)
+	srcCli := startAvailable(e, source, 3)
 	writeKeys(e, srcCli, keys, "/data", "value-")
 	want := dump(t, srcCli)
 	if len(want) != keys {

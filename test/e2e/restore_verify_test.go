@@ -37,7 +37,7 @@ func TestRestoreVerifiesBackupBeforeReplacing(t *testing.T) {
 	e := setupWithOperatorImage(t)
 	srv := backupStore(t, e)
 
-	cli := startOneMember(e, prod)
+	cli := startAvailable(e, prod, 1)
 	writeKeys(e, cli, 50, "/data", "value-")
 	snap := snapshotOf(t, e, cli)
 	atSnapshot := dump(t, cli)
@@ -192,7 +192,7 @@ func TestRestoreOfVerifiedBackupRunsChecks(t *testing.T) {
 	e := setupWithOperatorImage(t)
 	srv := backupStore(t, e)
 
-	cli := startOneMember(e, source)
+	cli := startAvailable(e, source, 1)
 	writeKeys(e, cli, 40, "/data", "value-")
 	backedUp := dump(t, cli)
 
