@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -71,6 +73,64 @@ func noSharedMemberIDs(t *testing.T, e *framework.Env, source, restored string) 
 		if _, shared := framework.MemberIDs(srcMembers)[id]; shared {
 			t.Errorf("restored cluster shares member ID %x with the source", id)
 		}
+	}
+}
+
+// rollWatch samples a rolling recreation of a cluster's member pods: the order they were
+// recreated in and the most of them away from service (missing, being deleted or not
+// Ready) at once.
+type rollWatch struct {
+	oldUID map[string]types.UID
+	order  []string
+	worst  int
+}
+
+// watchRoll notes the member pods of cluster name before a rollout.
+func watchRoll(e *framework.Env, name string) *rollWatch {
+	w := &rollWatch{oldUID: map[string]types.UID{}}
+	for n, p := range e.MemberPods(name) {
+		w.oldUID[n] = p.UID
+	}
+	return w
+}
+
+// sample notes the member pods now; it is nil once every pod noted before was recreated.
+func (w *rollWatch) sample(pods map[string]corev1.Pod) error {
+	away := 0
+	for n := range w.oldUID {
+		p, ok := pods[n]
+		if !ok || p.DeletionTimestamp != nil || !podIsReady(p) {
+			away++
+		}
+		if ok && p.UID != w.oldUID[n] && !slices.Contains(w.order, n) {
+			w.order = append(w.order, n)
+		}
+	}
+	w.worst = max(w.worst, away)
+	for n := range w.oldUID {
+		if p, ok := pods[n]; !ok || p.UID == w.oldUID[n] {
+			return fmt.Errorf("pod %s not recreated yet (recreated so far: %v)", n, w.order)
+		}
+	}
+	return nil
+}
+
+// doneOnSameMembers waits until the cluster is Available with its spec applied and
+// checks that the rollout kept the members before (each recreated on its claim) and
+// took one pod at a time.
+func (w *rollWatch) doneOnSameMembers(t *testing.T, e *framework.Env, name string, before []*framework.EtcdMember) {
+	t.Helper()
+	e.WaitAvailable(name, len(w.oldUID), 120*time.Second)
+	waitSpecApplied(e, name)
+	after, err := e.Members(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(framework.MemberIDs(after)) != fmt.Sprint(framework.MemberIDs(before)) {
+		t.Errorf("members changed: %v -> %v (want every member recreated on its claim)", framework.MemberIDs(before), framework.MemberIDs(after))
+	}
+	if w.worst > 1 {
+		t.Errorf("%d member pods were away at once; a rollout takes one at a time", w.worst)
 	}
 }
 
