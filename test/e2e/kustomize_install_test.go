@@ -73,19 +73,12 @@ func TestKustomizeInstallServesConversion(t *testing.T) {
 	})
 	framework.Eventually(t, 3*time.Minute, "operator Deployment available", deploymentAvailable(ctx, c, dep))
 	framework.Eventually(t, time.Minute, "caBundle injected into every CRD", func() error {
-		for _, u := range objs {
-			if u.GetKind() != "CustomResourceDefinition" {
-				continue
-			}
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := c.Get(ctx, client.ObjectKey{Name: u.GetName()}, &crd); err != nil {
-				return err
-			}
+		return eachCRD(ctx, c, objs, func(crd *apiextensionsv1.CustomResourceDefinition) error {
 			if cv := crd.Spec.Conversion; cv == nil || cv.Webhook == nil || cv.Webhook.ClientConfig == nil || len(cv.Webhook.ClientConfig.CABundle) == 0 {
 				return fmt.Errorf("%s has no caBundle yet", crd.Name)
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 
 	// First the webhook's answer as the API server checks it, made directly to the pod:
@@ -242,6 +235,19 @@ func applyInstall(ctx context.Context, t *testing.T, c client.Client, objs []*un
 }
 
 func crdsEstablished(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	return eachCRD(ctx, c, objs, func(crd *apiextensionsv1.CustomResourceDefinition) error {
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s not established", crd.Name)
+	})
+}
+
+// eachCRD reads each CustomResourceDefinition among objs from the API server and asks
+// check of it; the first error stops.
+func eachCRD(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, check func(*apiextensionsv1.CustomResourceDefinition) error) error {
 	for _, u := range objs {
 		if u.GetKind() != "CustomResourceDefinition" {
 			continue
@@ -250,14 +256,8 @@ func crdsEstablished(ctx context.Context, c client.Client, objs []*unstructured.
 		if err := c.Get(ctx, client.ObjectKey{Name: u.GetName()}, &crd); err != nil {
 			return err
 		}
-		ok := false
-		for _, cond := range crd.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				ok = true
-			}
-		}
-		if !ok {
-			return fmt.Errorf("%s not established", crd.Name)
+		if err := check(&crd); err != nil {
+			return err
 		}
 	}
 	return nil
