@@ -75,12 +75,7 @@ func TestPlanOrphanNeedsQuorumOfLists(t *testing.T) {
 			o.MemberLists = append(o.MemberLists, MemberList{From: 99, Members: o.Members})
 			return o
 		}, want{kind: Wait}},
-		{"the duplicate of a member's ID under another name is absent from every list: deleted", size(3), func() Observed {
-			o := cluster(3)
-			o.Pods = append(o.Pods, Pod{Name: "c-dup", MemberID: 2, Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)})
-			witnessed(&o)
-			return o
-		}, want{kind: DeletePod, name: "c-dup"}},
+		{"the duplicate of a member's ID under another name is absent from every list: deleted", size(3), clusterWithPod(3, Pod{Name: "c-dup", MemberID: 2, Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)}, true), want{kind: DeletePod, name: "c-dup"}},
 	})
 }
 
