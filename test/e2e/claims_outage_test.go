@@ -101,10 +101,7 @@ func waitBackOnClaims(e *framework.Env, name string, old map[string]corev1.Pod, 
 func TestOneMemberClaimAfterEviction(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "promise1"
-	c := newCluster(name, 1)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
-	e.Create(c)
-	e.WaitAvailable(name, 1, 120*time.Second)
+	createOnClaims(e, name, 1, 120*time.Second)
 	writeKeys(e, e.EtcdClient(name), 100, "/data", "v") // dump reads /data/
 	before, err := e.Members(name)
 	if err != nil {

@@ -41,10 +41,7 @@ func claimSpec() *corev1.PersistentVolumeClaimSpec {
 // it is Available and returns its members.
 func startClaimedCluster(t *testing.T, e *framework.Env, name string) []*framework.EtcdMember {
 	t.Helper()
-	c := newCluster(name, 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
-	e.Create(c)
-	e.WaitAvailable(name, 3, 120*time.Second)
+	createOnClaims(e, name, 3, 120*time.Second)
 	ms, err := e.Members(name)
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +140,15 @@ func backupStore(t *testing.T, e *framework.Env) *miniotest.Server {
 	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Data: map[string][]byte{
 		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})
 	return srv
+}
+
+// createOnClaims creates a cluster of size members keeping their data on claims and
+// waits until it is Available.
+func createOnClaims(e *framework.Env, name string, size int, timeout time.Duration) {
+	c := newCluster(name, size)
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
+	e.Create(c)
+	e.WaitAvailable(name, size, timeout)
 }
 
 // createClaim creates a 1 GiB ReadWriteOnce claim (the bench provisions it).

@@ -29,10 +29,7 @@ func TestHibernation(t *testing.T) {
 	e := framework.Setup(t)
 	ctx := context.Background()
 	const name = "hibernate"
-	c := newCluster(name, 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
-	e.Create(c)
-	e.WaitAvailable(name, 3, 180*time.Second)
+	createOnClaims(e, name, 3, 180*time.Second)
 	writeKeys(e, e.EtcdClient(name), 100, "/data", "v") // dump reads /data/
 	before, err := e.Members(name)
 	if err != nil {

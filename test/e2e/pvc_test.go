@@ -19,10 +19,7 @@ func TestPersistentVolumes(t *testing.T) {
 	e := framework.Setup(t)
 	ctx := context.Background()
 	const name = "pvc"
-	c := newCluster(name, 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
-	e.Create(c)
-	e.WaitAvailable(name, 3, 120*time.Second)
+	createOnClaims(e, name, 3, 120*time.Second)
 
 	claims := func() map[string]corev1.PersistentVolumeClaim { return liveClaims(t, e, name) }
 	pods := e.MemberPods(name)
