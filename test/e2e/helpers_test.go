@@ -151,6 +151,16 @@ func createOnClaims(e *framework.Env, name string, size int, timeout time.Durati
 	e.WaitAvailable(name, size, timeout)
 }
 
+// staticTLSSecrets makes a PKI for cluster name and creates its peer, server and
+// operator Secrets, name-peer, name-server and name-operator.
+func staticTLSSecrets(t *testing.T, e *framework.Env, name string) *framework.ClusterTLS {
+	pki := framework.NewClusterTLS(t, name, "default")
+	e.Create(pki.PeerSecret(name + "-peer"))
+	e.Create(pki.ServerSecret(name + "-server"))
+	e.Create(pki.OperatorSecret(name + "-operator"))
+	return pki
+}
+
 // createClaim creates a 1 GiB ReadWriteOnce claim (the bench provisions it).
 func createClaim(e *framework.Env, name string) {
 	e.Create(&corev1.PersistentVolumeClaim{

@@ -37,10 +37,7 @@ import (
 func TestTLSTransition(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "tlsmove"
-	pki := framework.NewClusterTLS(t, name, "default")
-	e.Create(pki.PeerSecret(name + "-peer"))
-	e.Create(pki.ServerSecret(name + "-server"))
-	e.Create(pki.OperatorSecret(name + "-operator"))
+	pki := staticTLSSecrets(t, e, name)
 	before := startClaimedCluster(t, e, name)
 	cfg := pki.ClientConfig(t)
 
