@@ -16,10 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/etcd-operator/etcd-operator/internal/test/poll"
-	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // warnings collects the Warning headers the API server sends.
@@ -47,12 +45,7 @@ func (w *warnings) take() []string {
 // warned), odd sizes up to 7 without one, in both served versions. The chart carries the
 // same policy.
 func TestSizeWarnings(t *testing.T) {
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{chartDir + "/crds"},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: testenv.EnvtestAssets(t),
-	}
-	cfg := testenv.StartEnvtest(t, env)
+	cfg := startWithChartCRDs(t)
 	w := &warnings{}
 	wcfg := rest.CopyConfig(cfg)
 	wcfg.WarningHandler = w
@@ -167,16 +160,7 @@ func without(m map[string]any, key string) map[string]any {
 // stored with bad annotations before the policy that leaves them as they are (it can
 // still be deleted, its finalizers removed). The chart carries the same policy.
 func TestAuthAnnotationsAdmission(t *testing.T) {
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{chartDir + "/crds"},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: testenv.EnvtestAssets(t),
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := startWithChartCRDs(t)
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

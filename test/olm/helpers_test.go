@@ -22,9 +22,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcd-operator/etcd-operator/hack/bundle/bundlegen"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // root is the repository root, relative to this package.
@@ -137,6 +140,17 @@ func installedCRDs(t *testing.T) map[string][]byte {
 		out[f.Path] = f.Data
 	}
 	return out
+}
+
+// startWithChartCRDs starts an API server (kube-apiserver and etcd, no controllers)
+// serving the chart's CRDs, stopped when the test ends.
+func startWithChartCRDs(t *testing.T) *rest.Config {
+	t.Helper()
+	return testenv.StartEnvtest(t, &envtest.Environment{
+		CRDDirectoryPaths:     []string{chartDir + "/crds"},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: testenv.EnvtestAssets(t),
+	})
 }
 
 // configClusterRoleRules returns the rules of config/rbac/role.yaml (controller-gen's
