@@ -95,11 +95,7 @@ func (f *cmFixture) settle(gen int) {
 }
 
 func (f *cmFixture) secret(name string) *corev1.Secret {
-	var s corev1.Secret
-	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &s); err != nil {
-		return nil
-	}
-	return &s
+	return secretOrNil(f.c, name)
 }
 
 func (f *cmFixture) issue() {
