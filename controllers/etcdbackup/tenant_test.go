@@ -65,10 +65,7 @@ func TestBackupCannotReachAnotherNamespace(t *testing.T) {
 		mutate(&eb.Spec)
 		return eb
 	}
-	cases := []struct {
-		backup         *etcdv1beta2.EtcdBackup
-		reason, naming string
-	}{
+	cases := []refusal{
 		{backupOf("by-ip", func(s *etcdv1beta2.EtcdBackupSpec) { s.EtcdEndpoints = []string{"http://" + addr} }),
 			etcdv1beta2.ReasonEndpointsRefused, "spec.etcdEndpoints"},
 		{backupOf("by-name", func(s *etcdv1beta2.EtcdBackupSpec) {
@@ -81,37 +78,8 @@ func TestBackupCannotReachAnotherNamespace(t *testing.T) {
 			etcdv1beta2.ReasonClusterNotFound, "spec.clusterRef.name"},
 	}
 
-	s := fixture.Scheme()
 	objs := []client.Object{victim, own, aws, memberPodOf(victim, "prod-0001", host), memberPodOf(own, "mine-0001", "10.1.1.1")}
-	for _, c := range cases {
-		objs = append(objs, c.backup)
-	}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&etcdv1beta2.EtcdBackup{}).Build()
-	r := &Reconciler{Client: c, APIReader: c, Recorder: record.NewFakeRecorder(100), Now: time.Now,
-		failures: map[client.ObjectKey]int{}, retryAt: map[client.ObjectKey]retryState{}, S3Access: testS3Access}
-
-	for _, tc := range cases {
-		// Failed attempts are counted in the process-wide metrics other tests read.
-		t.Cleanup(func() { forgetBackupMetrics(tc.backup.Namespace, tc.backup.Name) })
-		t.Run(tc.backup.Name, func(t *testing.T) {
-			ctx := context.Background()
-			_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc.backup)})
-			var got etcdv1beta2.EtcdBackup
-			if err := c.Get(ctx, client.ObjectKeyFromObject(tc.backup), &got); err != nil {
-				t.Fatal(err)
-			}
-			cond := meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.BackupConditionSucceeded)
-			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != tc.reason {
-				t.Fatalf("condition %+v, want Succeeded=False %s", cond, tc.reason)
-			}
-			if !strings.Contains(cond.Message, tc.naming) || got.Status.Reason != cond.Message {
-				t.Errorf("message %q (status.Reason %q) should name %s", cond.Message, got.Status.Reason, tc.naming)
-			}
-			if n := accepted.Load(); n != 0 {
-				t.Errorf("team-b's member was dialled %d times", n)
-			}
-		})
-	}
+	checkRefusals(t, objs, cases, accepted, nil)
 }
 
 // Status must not tell refused from timed out from TLS for endpoints the user chose
@@ -141,4 +109,52 @@ func TestDialFailureHidesDetailForExternalEndpoints(t *testing.T) {
 			t.Errorf("external failures read differently or name the endpoint: %q", external)
 		}
 	}
+}
+
+// refusal is a backup that must fail before its cluster is dialled: Succeeded=False for
+// reason, with a message (status.reason too) naming naming.
+type refusal struct {
+	backup         *etcdv1beta2.EtcdBackup
+	reason, naming string
+}
+
+// checkRefusals reconciles each case's backup once on a fake API serving objs and the
+// backups, and checks that it failed as the case says and that nothing reached the
+// cluster's listener (accepted); also, when not nil, checks more of each condition. It
+// returns the recorder of the events.
+func checkRefusals(t *testing.T, objs []client.Object, cases []refusal, accepted *atomic.Int32, also func(*testing.T, *metav1.Condition)) *record.FakeRecorder {
+	t.Helper()
+	for _, c := range cases {
+		objs = append(objs, c.backup)
+	}
+	c := fake.NewClientBuilder().WithScheme(fixture.Scheme()).WithObjects(objs...).WithStatusSubresource(&etcdv1beta2.EtcdBackup{}).Build()
+	rec := record.NewFakeRecorder(100)
+	r := &Reconciler{Client: c, APIReader: c, Recorder: rec, Now: time.Now,
+		failures: map[client.ObjectKey]int{}, retryAt: map[client.ObjectKey]retryState{}, S3Access: testS3Access}
+	for _, tc := range cases {
+		// Failed attempts are counted in the process-wide metrics other tests read.
+		t.Cleanup(func() { forgetBackupMetrics(tc.backup.Namespace, tc.backup.Name) })
+		t.Run(tc.backup.Name, func(t *testing.T) {
+			ctx := context.Background()
+			_, _ = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc.backup)})
+			var got etcdv1beta2.EtcdBackup
+			if err := c.Get(ctx, client.ObjectKeyFromObject(tc.backup), &got); err != nil {
+				t.Fatal(err)
+			}
+			cond := meta.FindStatusCondition(got.Status.Conditions, etcdv1beta2.BackupConditionSucceeded)
+			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != tc.reason {
+				t.Fatalf("condition %+v, want Succeeded=False %s", cond, tc.reason)
+			}
+			if !strings.Contains(cond.Message, tc.naming) || got.Status.Reason != cond.Message {
+				t.Errorf("message %q (status.Reason %q) should name %s", cond.Message, got.Status.Reason, tc.naming)
+			}
+			if also != nil {
+				also(t, cond)
+			}
+			if n := accepted.Load(); n != 0 {
+				t.Errorf("the cluster was dialled %d times", n)
+			}
+		})
+	}
+	return rec
 }

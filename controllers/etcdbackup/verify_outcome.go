@@ -83,15 +83,7 @@ func terminated(sts []corev1.ContainerStatus, name string) *corev1.ContainerStat
 // stuckOn describes why a pod has not finished: its phase and reason, and each container
 // that waits or ended, in the kubelet's words.
 func stuckOn(pod *corev1.Pod) string {
-	parts := []string{"phase " + string(pod.Status.Phase)}
-	if pod.Status.Reason != "" {
-		parts = append(parts, pod.Status.Reason+": "+pod.Status.Message)
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			parts = append(parts, "not scheduled: "+c.Message)
-		}
-	}
+	parts := render.PodStatusParts(pod)
 	for _, cs := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
 		switch {
 		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":

@@ -120,22 +120,7 @@ func (r *Reconciler) resolveBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdC
 		return time.Time{}, err
 	}
 	peer, server, _ := builtinSecrets(c, state.Generation)
-	// Rolled out: every member pod runs the generation in effect, and there are as many
-	// as the spec asks for (a member whose pod is being recreated has not moved yet).
-	rolledOut, live := true, 0
-	for i := range pods {
-		p := &pods[i]
-		if p.DeletionTimestamp != nil || !metav1IsControlledBy(p, c) {
-			continue
-		}
-		live++
-		if render.PodSecretVolume(p, volumePeerTLS) != peer || render.PodSecretVolume(p, volumeServerTLS) != server {
-			rolledOut = false
-		}
-	}
-	if live > 0 && live < c.Spec.Size {
-		rolledOut = false
-	}
+	rolledOut := rolledOutTo(c, pods, peer, server)
 	token := c.Annotations[etcdv1beta2.AnnotationRotateCA]
 	d := certissue.Decide(state, certissue.Observed{Leaves: leaves, RolledOut: rolledOut, RotationToken: token}, names, st, now)
 	if d.Step != certissue.Keep {
@@ -154,7 +139,7 @@ func (r *Reconciler) resolveBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdC
 		state = next
 	}
 	_, _, operator := builtinSecrets(c, state.Generation)
-	if err := r.syncBuiltinClientSecret(ctx, c, operator); err != nil {
+	if err := r.syncClientSecret(ctx, c, operator, BuiltinClientSecret(c.Name), builtinIssuing); err != nil {
 		return time.Time{}, err
 	}
 	useBuiltinGeneration(c, w, state.Generation)
@@ -180,7 +165,7 @@ func (r *Reconciler) observeBuiltinTLS(ctx context.Context, c *etcdv1beta2.EtcdC
 		return
 	}
 	gen := 0
-	if s, err := r.getOwnedSecret(ctx, c, builtinCASecret(c)); err == nil && s != nil {
+	if s, err := r.getOwnedSecret(ctx, c, builtinCASecret(c), builtinIssuing); err == nil && s != nil {
 		if state, err := certissue.DecodeState(s.Data); err == nil {
 			gen = state.Generation
 		}
@@ -221,38 +206,43 @@ func mountedBuiltinGeneration(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) int
 	return newest
 }
 
+// rolledOutTo: every member pod of c mounts the generation whose peer and server Secrets
+// are named, and there are as many as the spec asks for (a member whose pod is being
+// recreated has not moved yet). Built-in and cert-manager issuing both ask it.
+func rolledOutTo(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod, peer, server string) bool {
+	live := 0
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil || !metav1IsControlledBy(p, c) {
+			continue
+		}
+		live++
+		if render.PodSecretVolume(p, volumePeerTLS) != peer || render.PodSecretVolume(p, volumeServerTLS) != server {
+			return false
+		}
+	}
+	return live == 0 || live >= c.Spec.Size
+}
+
 // newestBuiltinGeneration is the newest generation whose peer and server Secrets exist
 // and are c's (0: none). The Secrets are read one by one, never listed (the operator may
 // get Secrets, not list them): generations are numbered from 1 and the operator deletes
 // none, so the newest is the last of the run that starts at 1. A fresh cluster costs one
 // read (generation 1 is not there).
 func (r *Reconciler) newestBuiltinGeneration(ctx context.Context, c *etcdv1beta2.EtcdCluster) (int, error) {
-	newest := 0
 	for g := 1; g <= maxBuiltinGenerationsProbed; g++ {
 		peer, server, _ := builtinSecrets(c, g)
-		p, err := r.getOwnedSecret(ctx, c, peer)
-		if err != nil {
-			if _, foreign := errors.AsType[*builtinTLSError](err); foreign {
-				break // not c's: the run of c's generations ends here
+		for _, name := range []string{peer, server} {
+			s, err := r.getOwnedSecret(ctx, c, name, builtinIssuing)
+			if _, foreign := errors.AsType[*builtinTLSError](err); foreign || (err == nil && s == nil) {
+				return g - 1, nil // missing or not c's: the run of c's generations ends before g
 			}
-			return 0, err
-		}
-		if p == nil {
-			break
-		}
-		sv, err := r.getOwnedSecret(ctx, c, server)
-		if err != nil {
-			if _, foreign := errors.AsType[*builtinTLSError](err); foreign {
-				break
+			if err != nil {
+				return 0, err
 			}
-			return 0, err
 		}
-		if sv == nil {
-			break
-		}
-		newest = g
 	}
-	return newest, nil
+	return maxBuiltinGenerationsProbed, nil
 }
 
 // maxBuiltinGenerationsProbed bounds the reads of newestBuiltinGeneration.
@@ -307,9 +297,19 @@ func (r *Reconciler) secretReader() client.Reader {
 	return r.Client
 }
 
-// getOwnedSecret reads a Secret built-in issuing writes: nil when there is none, an
-// error when there is one the cluster does not control (never read nor overwritten).
-func (r *Reconciler) getOwnedSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) (*corev1.Secret, error) {
+// secretWriter is who writes a TLS Secret the cluster owns: built-in or cert-manager
+// issuing, with the label it marks its Secrets with and its name in messages.
+type secretWriter struct{ label, name string }
+
+var (
+	builtinIssuing     = secretWriter{LabelBuiltinTLS, "built-in issuing"}
+	certManagerIssuing = secretWriter{LabelCertManagerTLS, "cert-manager issuing"}
+)
+
+// getOwnedSecret reads a Secret that writer (built-in or cert-manager issuing) writes:
+// nil when there is none, an error when there is one the cluster does not control (never
+// read nor overwritten).
+func (r *Reconciler) getOwnedSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string, writer secretWriter) (*corev1.Secret, error) {
 	var s corev1.Secret
 	err := r.secretReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &s)
 	if apierrors.IsNotFound(err) {
@@ -320,20 +320,48 @@ func (r *Reconciler) getOwnedSecret(ctx context.Context, c *etcdv1beta2.EtcdClus
 	}
 	if !metav1IsControlledBy(&s, c) {
 		return nil, &builtinTLSError{reason: etcdv1beta2.ReasonCertificateSecretInvalid,
-			err: fmt.Errorf("secret %q exists and is not this cluster's: built-in issuing writes it; rename or delete it", name)}
+			err: fmt.Errorf("secret %q exists and is not this cluster's: %s writes it; rename or delete it", name, writer.name)}
 	}
 	return &s, nil
 }
 
-func (r *Reconciler) newOwnedSecret(c *etcdv1beta2.EtcdCluster, name string, data map[string][]byte) (*corev1.Secret, error) {
+// newOwnedSecret is a Secret name of c's that writer writes, holding data.
+func (r *Reconciler) newOwnedSecret(c *etcdv1beta2.EtcdCluster, name string, writer secretWriter, data map[string][]byte) (*corev1.Secret, error) {
 	labels := render.ClusterLabels(c.Name)
-	labels[LabelBuiltinTLS] = "true"
+	labels[writer.label] = "true"
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: labels},
 		Type: corev1.SecretTypeOpaque, Data: data}
 	if err := controllerutil.SetControllerReference(c, s, r.Scheme); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// putOwnedSecret creates the Secret name that writer writes, or overwrites the cluster's
+// own when its data differs.
+func (r *Reconciler) putOwnedSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string, writer secretWriter, data map[string][]byte) error {
+	cur, err := r.getOwnedSecret(ctx, c, name, writer)
+	if err != nil {
+		return err
+	}
+	if cur == nil {
+		obj, err := r.newOwnedSecret(c, name, writer, data)
+		if err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("create secret %q: %w", name, err)
+		}
+		return nil
+	}
+	if sameData(cur.Data, data) {
+		return nil
+	}
+	cur.Data = data
+	if err := r.Client.Update(ctx, cur); err != nil {
+		return fmt.Errorf("update secret %q: %w", name, err)
+	}
+	return nil
 }
 
 // builtinState reads the cluster's CA Secret, creating a new CA when there is none and
@@ -343,7 +371,7 @@ func (r *Reconciler) newOwnedSecret(c *etcdv1beta2.EtcdCluster, name string, dat
 // old one stay where they are. That is a caLostError: the user restores the Secret.
 func (r *Reconciler) builtinState(ctx context.Context, c *etcdv1beta2.EtcdCluster, pods []corev1.Pod, st certissue.Settings, now time.Time) (certissue.State, error) {
 	name := builtinCASecret(c)
-	s, err := r.getOwnedSecret(ctx, c, name)
+	s, err := r.getOwnedSecret(ctx, c, name, builtinIssuing)
 	if err != nil {
 		return certissue.State{}, err
 	}
@@ -364,7 +392,7 @@ func (r *Reconciler) builtinState(ctx context.Context, c *etcdv1beta2.EtcdCluste
 			return certissue.State{}, err
 		}
 	}
-	client, err := r.getOwnedSecret(ctx, c, BuiltinClientSecret(c.Name))
+	client, err := r.getOwnedSecret(ctx, c, BuiltinClientSecret(c.Name), builtinIssuing)
 	if err != nil {
 		return certissue.State{}, err
 	}
@@ -386,7 +414,7 @@ func (r *Reconciler) builtinState(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	}
 	// A rotation asked for before the CA existed is this CA.
 	state.RotationToken = c.Annotations[etcdv1beta2.AnnotationRotateCA]
-	obj, err := r.newOwnedSecret(c, name, state.Encode())
+	obj, err := r.newOwnedSecret(c, name, builtinIssuing, state.Encode())
 	if err != nil {
 		return state, err
 	}
@@ -400,7 +428,7 @@ func (r *Reconciler) builtinState(ctx context.Context, c *etcdv1beta2.EtcdCluste
 // concurrent writer makes it fail and the reconcile start over.
 func (r *Reconciler) writeBuiltinState(ctx context.Context, c *etcdv1beta2.EtcdCluster, next certissue.State) error {
 	name := builtinCASecret(c)
-	s, err := r.getOwnedSecret(ctx, c, name)
+	s, err := r.getOwnedSecret(ctx, c, name, builtinIssuing)
 	if err != nil {
 		return err
 	}
@@ -423,7 +451,7 @@ func (r *Reconciler) builtinLeaves(ctx context.Context, c *etcdv1beta2.EtcdClust
 	var l certissue.Leaves
 	var missing []string
 	read := func(name, certKey, keyKey, caKey string, kp *certissue.KeyPair) error {
-		s, err := r.getOwnedSecret(ctx, c, name)
+		s, err := r.getOwnedSecret(ctx, c, name, builtinIssuing)
 		if err != nil || s == nil {
 			if s == nil && err == nil {
 				missing = append(missing, name)
@@ -460,7 +488,7 @@ func (r *Reconciler) builtinLeaves(ctx context.Context, c *etcdv1beta2.EtcdClust
 		clientName: {etcdadmin.ClientCertKey: issued.Client.CertPEM, etcdadmin.ClientKeyKey: issued.Client.KeyPEM, etcdadmin.ClientCAKey: issued.Trust},
 	}
 	for _, name := range missing {
-		obj, err := r.newOwnedSecret(c, name, data[name])
+		obj, err := r.newOwnedSecret(c, name, builtinIssuing, data[name])
 		if err != nil {
 			return l, err
 		}
@@ -473,38 +501,17 @@ func (r *Reconciler) builtinLeaves(ctx context.Context, c *etcdv1beta2.EtcdClust
 	return r.builtinLeaves(ctx, c, state, st, now)
 }
 
-// syncBuiltinClientSecret makes BuiltinClientSecret hold generation's client Secret.
-func (r *Reconciler) syncBuiltinClientSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, generation string) error {
-	from, err := r.getOwnedSecret(ctx, c, generation)
+// syncClientSecret makes the Secret client, which writer writes, hold generation's
+// client Secret.
+func (r *Reconciler) syncClientSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, generation, client string, writer secretWriter) error {
+	from, err := r.getOwnedSecret(ctx, c, generation, writer)
 	if err != nil {
 		return err
 	}
 	if from == nil {
 		return fmt.Errorf("secret %q vanished", generation)
 	}
-	name := BuiltinClientSecret(c.Name)
-	cur, err := r.getOwnedSecret(ctx, c, name)
-	if err != nil {
-		return err
-	}
-	if cur == nil {
-		obj, err := r.newOwnedSecret(c, name, from.Data)
-		if err != nil {
-			return err
-		}
-		if err := r.Client.Create(ctx, obj); err != nil {
-			return fmt.Errorf("create secret %q: %w", name, err)
-		}
-		return nil
-	}
-	if sameData(cur.Data, from.Data) {
-		return nil
-	}
-	cur.Data = from.Data
-	if err := r.Client.Update(ctx, cur); err != nil {
-		return fmt.Errorf("update secret %q: %w", name, err)
-	}
-	return nil
+	return r.putOwnedSecret(ctx, c, client, writer, from.Data)
 }
 
 func sameData(a, b map[string][]byte) bool {

@@ -77,12 +77,17 @@ func (f *builtinFixture) resolve() (*etcdv1beta2.EtcdCluster, error) {
 	return &c, err
 }
 
-func (f *builtinFixture) secret(name string) *corev1.Secret {
+// secretOrNil is the Secret name of namespace default, nil if it cannot be read.
+func secretOrNil(c client.Client, name string) *corev1.Secret {
 	var s corev1.Secret
-	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &s); err != nil {
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &s); err != nil {
 		return nil
 	}
 	return &s
+}
+
+func (f *builtinFixture) secret(name string) *corev1.Secret {
+	return secretOrNil(f.c, name)
 }
 
 func (f *builtinFixture) state() certissue.State {

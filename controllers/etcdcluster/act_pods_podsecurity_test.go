@@ -23,12 +23,7 @@ import (
 // recovery) in a namespace that enforces the Pod Security "restricted" profile, on a
 // real API server. The backup pod has its own test in package etcdbackup.
 func TestPodsAdmittedUnderRestrictedPodSecurity(t *testing.T) {
-	ctx, c, ns := fixture.RestrictedNamespace(t)
-	for name, pod := range restrictedTestPods(t, ns) {
-		if err := c.Create(ctx, pod); err != nil {
-			t.Errorf("%s refused: %v", name, err)
-		}
-	}
+	fixture.AdmittedUnderRestricted(t, func(ns string) map[string]*corev1.Pod { return restrictedTestPods(t, ns) })
 }
 
 // restrictedTestPods renders one pod of each kind the cluster controller creates, in

@@ -116,14 +116,7 @@ func TestReconcileRefusesSystemPriorityClass(t *testing.T) {
 	if !found {
 		t.Errorf("no %s condition naming the field and the flag: %+v", etcdv1beta2.ReasonInvalidSpec, got.Status.Conditions)
 	}
-	var pods corev1.PodList
-	var services corev1.ServiceList
-	if err := c.List(ctx, &pods); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.List(ctx, &services); err != nil {
-		t.Fatal(err)
-	}
+	pods, services := podsAndServices(ctx, t, c)
 	if len(pods.Items) != 0 || len(services.Items) != 0 {
 		t.Errorf("created %d pods and %d services for a refused cluster", len(pods.Items), len(services.Items))
 	}

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -17,7 +16,6 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/pinsign"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/internal/restoreorigin"
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
@@ -65,21 +63,8 @@ func TestRestorePinRenderedOnlyWhenSigned(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src := render.RestoreSource{Restore: "r1", UID: "uid-r1", SHA256: sha, PinSignature: tc.sig, PinRevision: tc.revision,
 				S3: &etcdv1beta2.S3BackupSource{Path: "backups/" + objKey, AWSSecret: "aws", Endpoint: "http://minio:9000", ForcePathStyle: true}}
-			ann, err := src.Annotations()
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "restored", Namespace: "default", UID: k8stypes.UID("uid-restored"), Annotations: ann},
-				Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16"}}
-			rec, err := restoreorigin.RecordOf(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			er := &etcdv1beta2.EtcdRestore{
-				ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "default", UID: "uid-r1", Annotations: map[string]string{
-					etcdv1beta2.RestoreBackupRefAnnotation: "nightly", restoreorigin.CreatedClusterAnnotation: rec}},
-				Spec: etcdv1beta2.EtcdRestoreSpec{EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: "restored"}, BackupStorageType: etcdv1beta2.BackupStorageTypeS3},
-			}
+			c := restoredCluster(t, "restored", "uid-restored", src)
+			er := nightlyRestoreOf(t, c)
 			s := fixture.Scheme()
 			fc := fake.NewClientBuilder().WithScheme(s).WithObjects(c, er, eb.DeepCopy()).Build()
 			events := record.NewFakeRecorder(10)

@@ -28,23 +28,10 @@ func TestBootstrapKeepsARestoreSourceAfterTheBackupChanges(t *testing.T) {
 	written := render.RestoreSource{Restore: "r1", UID: "uid-r1", SHA256: strings.Repeat("ab", 32),
 		S3: &etcdv1beta2.S3BackupSource{Path: "backups/c/per_v20_2026-12-01-10:00:00", AWSSecret: "aws", Endpoint: "http://minio:9000", ForcePathStyle: true}}
 	cluster := func(name, uid string, src render.RestoreSource) *etcdv1beta2.EtcdCluster {
-		ann, err := src.Annotations()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: k8stypes.UID(uid), Annotations: ann},
-			Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16"}}
+		return restoredCluster(t, name, uid, src)
 	}
 	recorded := cluster("restored", "uid-restored", written)
-	rec, err := restoreorigin.RecordOf(recorded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	er := &etcdv1beta2.EtcdRestore{
-		ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "default", UID: "uid-r1", Annotations: map[string]string{
-			etcdv1beta2.RestoreBackupRefAnnotation: "nightly", restoreorigin.CreatedClusterAnnotation: rec}},
-		Spec: etcdv1beta2.EtcdRestoreSpec{EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: "restored"}, BackupStorageType: etcdv1beta2.BackupStorageTypeS3},
-	}
+	er := nightlyRestoreOf(t, recorded)
 	// The EtcdBackup as it is now: another Secret, another path.
 	eb := &etcdv1beta2.EtcdBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
@@ -69,7 +56,7 @@ func TestBootstrapKeepsARestoreSourceAfterTheBackupChanges(t *testing.T) {
 			s := fixture.Scheme()
 			fc := fake.NewClientBuilder().WithScheme(s).WithObjects(tc.c, er, eb).Build()
 			r := newTestReconciler(t, Reconciler{Client: fc, Scheme: s, Recorder: record.NewFakeRecorder(10), OperatorImage: "op:configured"})
-			err = r.createMembers(context.Background(), tc.c, bootstrapMembers(tc.c))
+			err := r.createMembers(context.Background(), tc.c, bootstrapMembers(tc.c))
 			var pods corev1.PodList
 			if lerr := fc.List(context.Background(), &pods, client.InNamespace("default")); lerr != nil {
 				t.Fatal(lerr)
@@ -89,6 +76,32 @@ func TestBootstrapKeepsARestoreSourceAfterTheBackupChanges(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// restoredCluster is a 3-member cluster whose restore annotation says src.
+func restoredCluster(t *testing.T, name, uid string, src render.RestoreSource) *etcdv1beta2.EtcdCluster {
+	t.Helper()
+	ann, err := src.Annotations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: k8stypes.UID(uid), Annotations: ann},
+		Spec: etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.6.16"}}
+}
+
+// nightlyRestoreOf is EtcdRestore r1 of EtcdBackup "nightly" (by backupRef), which
+// recorded creating c.
+func nightlyRestoreOf(t *testing.T, c *etcdv1beta2.EtcdCluster) *etcdv1beta2.EtcdRestore {
+	t.Helper()
+	rec, err := restoreorigin.RecordOf(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &etcdv1beta2.EtcdRestore{
+		ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "default", UID: "uid-r1", Annotations: map[string]string{
+			etcdv1beta2.RestoreBackupRefAnnotation: "nightly", restoreorigin.CreatedClusterAnnotation: rec}},
+		Spec: etcdv1beta2.EtcdRestoreSpec{EtcdCluster: etcdv1beta2.EtcdClusterRef{Name: c.Name}, BackupStorageType: etcdv1beta2.BackupStorageTypeS3},
 	}
 }
 

@@ -65,11 +65,7 @@ func storageFixture(t *testing.T, objs ...client.Object) (*Reconciler, client.Cl
 
 func getClaim(t *testing.T, c client.Client, name string) *corev1.PersistentVolumeClaim {
 	t.Helper()
-	var pvc corev1.PersistentVolumeClaim
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &pvc); err != nil {
-		t.Fatal(err)
-	}
-	return &pvc
+	return fixture.Get[corev1.PersistentVolumeClaim](t, c, name)
 }
 
 // Claims of a class that allows expansion are patched to the new size (recording the

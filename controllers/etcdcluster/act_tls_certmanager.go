@@ -255,7 +255,7 @@ func (r *Reconciler) resolveCertManagerFrom(ctx context.Context, c *etcdv1beta2.
 		return pending // nothing to run on yet: the cluster stays as it is (plaintext)
 	}
 	peer, server, operator := certmanager.GenerationSecrets(c.Name, gen)
-	if err := r.syncCertManagerClientSecret(ctx, c, operator); err != nil {
+	if err := r.syncClientSecret(ctx, c, operator, CertManagerClientSecret(c.Name), certManagerIssuing); err != nil {
 		return err
 	}
 	useStaticTLS(c, w, &etcdv1beta2.StaticTLS{
@@ -405,56 +405,9 @@ func (r *Reconciler) ensureCertificate(ctx context.Context, c *etcdv1beta2.EtcdC
 	return &cur, nil
 }
 
-// getCertManagerSecret reads a Secret cert-manager issuing writes: nil when there is
-// none, an error when there is one the cluster does not control.
-func (r *Reconciler) getCertManagerSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string) (*corev1.Secret, error) {
-	var s corev1.Secret
-	err := r.secretReader().Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &s)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get secret %q: %w", name, err)
-	}
-	if !metav1IsControlledBy(&s, c) {
-		return nil, &builtinTLSError{etcdv1beta2.ReasonCertificateSecretInvalid,
-			fmt.Errorf("secret %q exists and is not this cluster's: cert-manager issuing writes it; rename or delete it", name)}
-	}
-	return &s, nil
-}
-
-// putCertManagerSecret creates the Secret name, or overwrites the cluster's own.
-func (r *Reconciler) putCertManagerSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, name string, data map[string][]byte) error {
-	cur, err := r.getCertManagerSecret(ctx, c, name)
-	if err != nil {
-		return err
-	}
-	if cur != nil {
-		if sameData(cur.Data, data) {
-			return nil
-		}
-		cur.Data = data
-		if err := r.Client.Update(ctx, cur); err != nil {
-			return fmt.Errorf("update secret %q: %w", name, err)
-		}
-		return nil
-	}
-	labels := render.ClusterLabels(c.Name)
-	labels[LabelCertManagerTLS] = "true"
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: labels},
-		Type: corev1.SecretTypeOpaque, Data: data}
-	if err := controllerutil.SetControllerReference(c, s, r.Scheme); err != nil {
-		return err
-	}
-	if err := r.Client.Create(ctx, s); err != nil {
-		return fmt.Errorf("create secret %q: %w", name, err)
-	}
-	return nil
-}
-
 // certManagerState is the generation in effect (0: none yet) and when it took effect.
 func (r *Reconciler) certManagerState(ctx context.Context, c *etcdv1beta2.EtcdCluster) (int, time.Time, error) {
-	s, err := r.getCertManagerSecret(ctx, c, certmanager.StateSecretName(c.Name))
+	s, err := r.getOwnedSecret(ctx, c, certmanager.StateSecretName(c.Name), certManagerIssuing)
 	if err != nil || s == nil {
 		return 0, time.Time{}, err
 	}
@@ -479,7 +432,7 @@ func (r *Reconciler) certManagerGeneration(ctx context.Context, c *etcdv1beta2.E
 		{server, serverCertKey, serverKeyKey, serverCAKey, &l.Server},
 		{cl, etcdadmin.ClientCertKey, etcdadmin.ClientKeyKey, etcdadmin.ClientCAKey, &l.Client},
 	} {
-		s, err := r.getCertManagerSecret(ctx, c, x.name)
+		s, err := r.getOwnedSecret(ctx, c, x.name, certManagerIssuing)
 		if err != nil {
 			return l, err
 		}
@@ -517,13 +470,13 @@ func (r *Reconciler) writeCertManagerGeneration(ctx context.Context, c *etcdv1be
 			prev+1, prev+maxGenerationSkip)}
 	}
 	for name, data := range certManagerGenerationData(c.Name, gen, l) {
-		if err := r.putCertManagerSecret(ctx, c, name, data); err != nil {
+		if err := r.putOwnedSecret(ctx, c, name, certManagerIssuing, data); err != nil {
 			return 0, err
 		}
 	}
 	state := map[string][]byte{cmStateGeneration: []byte(strconv.Itoa(gen)), cmStateSince: []byte(now.UTC().Format(time.RFC3339))}
 	name := certmanager.StateSecretName(c.Name)
-	cur, err := r.getCertManagerSecret(ctx, c, name)
+	cur, err := r.getOwnedSecret(ctx, c, name, certManagerIssuing)
 	if err != nil {
 		return 0, err
 	}
@@ -540,7 +493,7 @@ func (r *Reconciler) writeCertManagerGeneration(ctx context.Context, c *etcdv1be
 		}
 		return gen, nil
 	}
-	return gen, r.putCertManagerSecret(ctx, c, name, state)
+	return gen, r.putOwnedSecret(ctx, c, name, certManagerIssuing, state)
 }
 
 // maxGenerationSkip bounds the generation numbers tried past the one in effect.
@@ -560,7 +513,7 @@ func certManagerGenerationData(cluster string, gen int, l certissue.Leaves) map[
 // (an operator stopped between them and the state).
 func (r *Reconciler) certManagerGenerationFree(ctx context.Context, c *etcdv1beta2.EtcdCluster, gen int, l certissue.Leaves) (bool, error) {
 	for name, data := range certManagerGenerationData(c.Name, gen, l) {
-		s, err := r.getCertManagerSecret(ctx, c, name)
+		s, err := r.getOwnedSecret(ctx, c, name, certManagerIssuing)
 		if err != nil {
 			return false, err
 		}
@@ -613,7 +566,7 @@ func livePods(c *etcdv1beta2.EtcdCluster, pods []corev1.Pod) int {
 }
 
 // certManagerRolledOut: every member pod runs generation gen, and there are as many as
-// the spec asks for (as for built-in issuing).
+// the spec asks for (rolledOutTo, as for built-in issuing).
 func (r *Reconciler) certManagerRolledOut(ctx context.Context, c *etcdv1beta2.EtcdCluster, gen int) bool {
 	if gen == 0 {
 		return true
@@ -623,31 +576,7 @@ func (r *Reconciler) certManagerRolledOut(ctx context.Context, c *etcdv1beta2.Et
 		return false
 	}
 	peer, server, _ := certmanager.GenerationSecrets(c.Name, gen)
-	live := 0
-	for i := range pods {
-		p := &pods[i]
-		if p.DeletionTimestamp != nil || !metav1IsControlledBy(p, c) {
-			continue
-		}
-		live++
-		if render.PodSecretVolume(p, volumePeerTLS) != peer || render.PodSecretVolume(p, volumeServerTLS) != server {
-			return false
-		}
-	}
-	return live == 0 || live >= c.Spec.Size
-}
-
-// syncCertManagerClientSecret makes CertManagerClientSecret hold generation's client
-// Secret.
-func (r *Reconciler) syncCertManagerClientSecret(ctx context.Context, c *etcdv1beta2.EtcdCluster, generation string) error {
-	from, err := r.getCertManagerSecret(ctx, c, generation)
-	if err != nil {
-		return err
-	}
-	if from == nil {
-		return fmt.Errorf("secret %q vanished", generation)
-	}
-	return r.putCertManagerSecret(ctx, c, CertManagerClientSecret(c.Name), from.Data)
+	return rolledOutTo(c, pods, peer, server)
 }
 
 // certManagerWarnWithin: cert-manager renews by itself, so CertificatesValid warns once

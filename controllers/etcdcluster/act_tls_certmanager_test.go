@@ -95,11 +95,7 @@ func (f *cmFixture) settle(gen int) {
 }
 
 func (f *cmFixture) secret(name string) *corev1.Secret {
-	var s corev1.Secret
-	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &s); err != nil {
-		return nil
-	}
-	return &s
+	return secretOrNil(f.c, name)
 }
 
 func (f *cmFixture) issue() {
@@ -536,7 +532,7 @@ func TestCertManagerTLSNeverRewritesAGeneration(t *testing.T) {
 	}
 	// A leftover generation 2 Secret with other contents.
 	peer2, _, _ := certmanager.GenerationSecrets("db", 2)
-	if err := f.r.putCertManagerSecret(ctx, f.cluster, peer2, map[string][]byte{"x": []byte("y")}); err != nil {
+	if err := f.r.putOwnedSecret(ctx, f.cluster, peer2, certManagerIssuing, map[string][]byte{"x": []byte("y")}); err != nil {
 		t.Fatal(err)
 	}
 	f.forceRenewal()

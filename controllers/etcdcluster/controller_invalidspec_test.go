@@ -88,14 +88,7 @@ func TestReconcileRefusesIdentityEnv(t *testing.T) {
 	default:
 		t.Error("no event")
 	}
-	var pods corev1.PodList
-	var services corev1.ServiceList
-	if err := c.List(ctx, &pods); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.List(ctx, &services); err != nil {
-		t.Fatal(err)
-	}
+	pods, services := podsAndServices(ctx, t, c)
 	if len(pods.Items) != 1 || pods.Items[0].ResourceVersion != before.Items[0].ResourceVersion || len(services.Items) != 0 {
 		t.Errorf("objects touched: pods %d (rv %s → %s), services %d", len(pods.Items),
 			before.Items[0].ResourceVersion, pods.Items[0].ResourceVersion, len(services.Items))
@@ -120,4 +113,19 @@ func TestReconcileRefusesInvalidSettings(t *testing.T) {
 	if err := f.c.List(f.ctx, &pods); err != nil || len(pods.Items) != 0 {
 		t.Errorf("pods %d, %v", len(pods.Items), err)
 	}
+}
+
+// podsAndServices lists every pod and Service c serves: what a refused spec must not
+// have created or changed.
+func podsAndServices(ctx context.Context, t *testing.T, c client.Client) (corev1.PodList, corev1.ServiceList) {
+	t.Helper()
+	var pods corev1.PodList
+	var services corev1.ServiceList
+	if err := c.List(ctx, &pods); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.List(ctx, &services); err != nil {
+		t.Fatal(err)
+	}
+	return pods, services
 }

@@ -48,20 +48,12 @@ func (f *clusterFixture) reconcile(t *testing.T, name string) ctrl.Result {
 	t.Helper()
 	// The metrics registry is global: leave no series behind for other tests.
 	t.Cleanup(func() { forgetClusterMetrics("default", name) })
-	res, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "default", Name: name}})
-	if err != nil {
-		t.Fatalf("reconcile %s: %v", name, err)
-	}
-	return res
+	return fixture.Reconcile(t, f.r, name)
 }
 
 func (f *clusterFixture) cluster(t *testing.T, name string) *etcdv1beta2.EtcdCluster {
 	t.Helper()
-	var c etcdv1beta2.EtcdCluster
-	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &c); err != nil {
-		t.Fatal(err)
-	}
-	return &c
+	return fixture.Get[etcdv1beta2.EtcdCluster](t, f.c, name)
 }
 
 // events drains the recorded events.

@@ -114,16 +114,22 @@ func TestRestoreReplaceChecksInAPodAndPins(t *testing.T) {
 		t.Errorf("check pod maps to %v", reqs)
 	}
 	prodUntouched("pod running")
+	// refused: the next reconcile fails the restore with reason, naming mention, deletes
+	// nothing and leaves no check pod.
+	refused := func(reason, mention, when string) {
+		t.Helper()
+		f.reconcileOnce(t, "r")
+		f.wantCondition(t, "r", metav1.ConditionFalse, reason, mention)
+		prodUntouched(when)
+		noPod()
+	}
 
 	// Evicted before it reported.
 	p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "Evicted", "The node was low on resource: ephemeral-storage."
 	if err := f.c.Status().Update(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	f.reconcileOnce(t, "r")
-	f.wantCondition(t, "r", metav1.ConditionFalse, etcdv1beta2.ReasonVerificationFailed, "Evicted: The node was low on resource")
-	prodUntouched("evicted")
-	noPod()
+	refused(etcdv1beta2.ReasonVerificationFailed, "Evicted: The node was low on resource", "evicted")
 
 	// Past its deadline without a report. While the retry's pod runs, the failure stands.
 	f.reconcileOnce(t, "r")
@@ -133,10 +139,7 @@ func TestRestoreReplaceChecksInAPodAndPins(t *testing.T) {
 	if err := f.c.Update(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	f.reconcileOnce(t, "r")
-	f.wantCondition(t, "r", metav1.ConditionFalse, etcdv1beta2.ReasonVerificationFailed, "did not finish in time")
-	prodUntouched("deadline")
-	noPod()
+	refused(etcdv1beta2.ReasonVerificationFailed, "did not finish in time", "deadline")
 
 	// The object is replaced between the pod's check and the operator's own read (or the
 	// report is forged): the SHA-256s differ.
@@ -145,10 +148,7 @@ func TestRestoreReplaceChecksInAPodAndPins(t *testing.T) {
 		t.Fatal("no check pod ran")
 	}
 	put(first.Key, 4)
-	f.reconcileOnce(t, "r")
-	f.wantCondition(t, "r", metav1.ConditionFalse, etcdv1beta2.ReasonChecksumMismatch, "changed between the two reads")
-	prodUntouched("object replaced")
-	noPod()
+	refused(etcdv1beta2.ReasonChecksumMismatch, "changed between the two reads", "object replaced")
 
 	// A passed check: pinned on the restore before the delete.
 	first = put(first.Key, 5)

@@ -423,13 +423,8 @@ func withRoot(ann map[string]string, secret string) map[string]string {
 }
 
 func replaceAuthCluster(t *testing.T, ann map[string]string, secret string, controller bool) {
-	srv, store := fixture.MinIOStore(t, restoreBucket)
+	srv, aws := goodBackupStore(t)
 	ctx := context.Background()
-	if _, err := store.Put(ctx, "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}}); err != nil {
-		t.Fatal(err)
-	}
-	aws := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
-		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
 	prod := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-old-prod",
 		Finalizers:  []string{"test/hold"},
 		Annotations: ann}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
@@ -545,13 +540,8 @@ func TestAuthCarried(t *testing.T) {
 // signature) before anything is created: a cluster without the auth its restored data
 // has on would lock the operator out without a word.
 func TestForgedReplacedRecordCarriesNoAuth(t *testing.T) {
-	srv, store := fixture.MinIOStore(t, restoreBucket)
+	srv, aws := goodBackupStore(t)
 	ctx := context.Background()
-	if _, err := store.Put(ctx, "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}}); err != nil {
-		t.Fatal(err)
-	}
-	aws := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
-		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
 	rec := `{"name":"new","uid":"made-up","auth":{"etcd.database.coreos.com/auth":"enabled","etcd.database.coreos.com/auth-root-secret":"victim-etcd-root"}}`
 	for _, tc := range []struct {
 		name, sig string
@@ -594,13 +584,8 @@ func TestForgedReplacedRecordCarriesNoAuth(t *testing.T) {
 // checked them) is left in place, and so is an auth cluster when the operator has no key
 // to sign the record the new cluster's auth is taken from.
 func TestReplaceRefusedBeforeDeleteForAuth(t *testing.T) {
-	srv, store := fixture.MinIOStore(t, restoreBucket)
+	srv, aws := goodBackupStore(t)
 	ctx := context.Background()
-	if _, err := store.Put(ctx, "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}}); err != nil {
-		t.Fatal(err)
-	}
-	aws := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: map[string][]byte{
-		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}}
 	authOn := []etcdv1beta2.ClusterCondition{{Type: etcdv1beta2.ClusterConditionAuthEnabled, Status: corev1.ConditionTrue}}
 	for _, tc := range []struct {
 		name    string
@@ -810,4 +795,15 @@ func TestRestoreReplacementKeepsShardAndLabels(t *testing.T) {
 	if _, ok := c.Annotations[etcdv1beta2.QuotaBackendBytesAnnotation]; ok {
 		t.Errorf("a setting annotation of the old cluster was carried: %v", c.Annotations)
 	}
+}
+
+// goodBackupStore is a MinIO bucket holding c/good.db, a snapshot of 5 keys taken from
+// etcd 3.6.16, and the aws Secret that reaches it.
+func goodBackupStore(t *testing.T) (*miniotest.Server, *corev1.Secret) {
+	t.Helper()
+	srv, store := fixture.MinIOStore(t, restoreBucket)
+	if _, err := store.Put(context.Background(), "c/good.db", bytes.NewReader(etcdtest.Snapshot(t, 5)), backup.PutOptions{Metadata: map[string]string{"etcd-version": "3.6.16"}}); err != nil {
+		t.Fatal(err)
+	}
+	return srv, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws", Namespace: "default"}, Data: fixture.AWSSecretData(srv)}
 }

@@ -53,20 +53,12 @@ func (f *restoreFixture) reconcile(t *testing.T, name string) ctrl.Result {
 
 func (f *restoreFixture) reconcileOnce(t *testing.T, name string) ctrl.Result {
 	t.Helper()
-	res, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "default", Name: name}})
-	if err != nil {
-		t.Fatalf("reconcile %s: %v", name, err)
-	}
-	return res
+	return fixture.Reconcile(t, f.r, name)
 }
 
 func (f *restoreFixture) restore(t *testing.T, name string) *etcdv1beta2.EtcdRestore {
 	t.Helper()
-	var er etcdv1beta2.EtcdRestore
-	if err := f.c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &er); err != nil {
-		t.Fatal(err)
-	}
-	return &er
+	return fixture.Get[etcdv1beta2.EtcdRestore](t, f.c, name)
 }
 
 func (f *restoreFixture) wantCondition(t *testing.T, name string, status metav1.ConditionStatus, reason, mention string) *etcdv1beta2.EtcdRestore {

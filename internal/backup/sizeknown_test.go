@@ -9,10 +9,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/minio/minio-go/v7"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
@@ -120,11 +118,7 @@ func TestS3UploadOfKnownSizeHoldsNoParts(t *testing.T) {
 func TestSaveSnapshotToS3IsOnePut(t *testing.T) {
 	cl := etcdtest.StartCluster(t, 1, "v3.7.3")
 	ctx := context.Background()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: cl.Endpoints(), DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli := cl.Client(t)
 	value := strings.Repeat("v", 512<<10)
 	for i := range 16 { // 8 MiB of values: more than one 5 MiB part
 		if _, err := cli.Put(ctx, fmt.Sprintf("k%02d", i), value); err != nil {

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
@@ -21,11 +19,7 @@ import (
 func TestSaveSnapshot(t *testing.T) {
 	cl := etcdtest.StartCluster(t, 1, "v3.7.3")
 	ctx := context.Background()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: cl.Endpoints(), DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli := cl.Client(t)
 	admin, err := etcdadmin.New(etcdadmin.Config{Endpoints: cl.Endpoints()})
 	if err != nil {
 		t.Fatal(err)

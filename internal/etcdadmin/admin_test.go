@@ -38,6 +38,14 @@ func newAdmin(t *testing.T, eps []string, mod ...func(*etcdadmin.Config)) *etcda
 	return a
 }
 
+// threeMembers starts a 3-member cluster of the default version and an Admin of it,
+// with a context that ends after d.
+func threeMembers(t *testing.T, d time.Duration) (*etcdtest.Cluster, *etcdadmin.Admin, context.Context) {
+	t.Helper()
+	c := etcdtest.StartCluster(t, 3, etcdtest.DefaultVersion)
+	return c, newAdmin(t, c.Endpoints()), timeout(t, d)
+}
+
 func timeout(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -95,9 +103,7 @@ func countVoters(ms []etcdadmin.Member) (voters, learners int) {
 
 func TestListStatusHealthVersion(t *testing.T) {
 	t.Parallel()
-	c := etcdtest.StartCluster(t, 3, etcdtest.DefaultVersion)
-	a := newAdmin(t, c.Endpoints())
-	ctx := timeout(t, time.Minute)
+	c, a, ctx := threeMembers(t, time.Minute)
 
 	ms, err := a.MemberList(ctx)
 	if err != nil {
@@ -284,9 +290,7 @@ func TestLearnerAddStartPromote(t *testing.T) {
 // leader even when it is not among its endpoints.
 func TestMoveLeaderThenRemoveOldLeader(t *testing.T) {
 	t.Parallel()
-	c := etcdtest.StartCluster(t, 3, etcdtest.DefaultVersion)
-	ctx := timeout(t, 2*time.Minute)
-	a := newAdmin(t, c.Endpoints())
+	c, a, ctx := threeMembers(t, 2*time.Minute)
 
 	oldLeader, leaderEP, err := a.Leader(ctx)
 	if err != nil {
@@ -337,9 +341,7 @@ func TestMoveLeaderThenRemoveOldLeader(t *testing.T) {
 
 func TestRemoveKilledMember(t *testing.T) {
 	t.Parallel()
-	c := etcdtest.StartCluster(t, 3, etcdtest.DefaultVersion)
-	ctx := timeout(t, 2*time.Minute)
-	a := newAdmin(t, c.Endpoints())
+	c, a, ctx := threeMembers(t, 2*time.Minute)
 	ms, err := a.MemberList(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -453,9 +455,7 @@ func TestAddWhileDeadMemberListed(t *testing.T) {
 // cluster holding every key.
 func TestSnapshotRestore(t *testing.T) {
 	t.Parallel()
-	c := etcdtest.StartCluster(t, 3, etcdtest.DefaultVersion)
-	ctx := timeout(t, 2*time.Minute)
-	a := newAdmin(t, c.Endpoints())
+	c, a, ctx := threeMembers(t, 2*time.Minute)
 
 	const n = 300
 	want := map[string]string{}

@@ -8,7 +8,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
-	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 )
 
 // Alarms lists what etcd raised, per member, and nothing once disarmed. The alarms are
@@ -16,9 +15,7 @@ import (
 // quota, or the corruption check fails), which reaches the same replicated alarm store.
 func TestAlarms(t *testing.T) {
 	t.Parallel()
-	c := etcdtest.StartCluster(t, 3, etcdtest.DefaultVersion)
-	a := newAdmin(t, c.Endpoints())
-	ctx := timeout(t, time.Minute)
+	_, a, ctx := threeMembers(t, time.Minute)
 
 	got, err := a.Alarms(ctx)
 	if err != nil || len(got) != 0 {

@@ -56,11 +56,7 @@ func TestEnableAuthWithRootCredentials(t *testing.T) {
 		t.Fatalf("status with credentials: %v", st[0].Err)
 	}
 
-	anon, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer anon.Close()
+	anon := c.Client(t)
 	if _, err := anon.Put(ctx, "k", "v2"); !errors.Is(rpctypes.Error(err), rpctypes.ErrUserEmpty) && !errors.Is(rpctypes.Error(err), rpctypes.ErrPermissionDenied) {
 		t.Fatalf("put without credentials after auth enable: %v; want a refusal", err)
 	}

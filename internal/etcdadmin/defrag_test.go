@@ -8,7 +8,6 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
-	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 )
 
 // Compaction and defragmentation give space back on a real member: one key overwritten
@@ -16,9 +15,7 @@ import (
 // revision and defragmenting, the member's database is smaller, by what the result says.
 func TestCompactAndDefragmentMember(t *testing.T) {
 	t.Parallel()
-	c := etcdtest.StartCluster(t, 3, etcdtest.DefaultVersion)
-	a := newAdmin(t, c.Endpoints())
-	ctx := timeout(t, 2*time.Minute)
+	_, a, ctx := threeMembers(t, 2*time.Minute)
 
 	val := strings.Repeat("x", 16<<10)
 	var rev int64
@@ -62,9 +59,7 @@ func TestCompactAndDefragmentMember(t *testing.T) {
 // Disarm lifts only the alarms of the type (and member) asked.
 func TestDisarm(t *testing.T) {
 	t.Parallel()
-	c := etcdtest.StartCluster(t, 3, etcdtest.DefaultVersion)
-	a := newAdmin(t, c.Endpoints())
-	ctx := timeout(t, time.Minute)
+	_, a, ctx := threeMembers(t, time.Minute)
 	sts := a.Status(ctx)
 	raw := pb.NewMaintenanceClient(a.Client().ActiveConnection())
 	for _, r := range []*pb.AlarmRequest{

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
@@ -17,15 +16,7 @@ func TestOneClientKeptUntilItsEndpointLeaves(t *testing.T) {
 	t.Parallel()
 	c := etcdtest.StartCluster(t, 1, etcdtest.DefaultVersion)
 	ep := c.Endpoints()[0]
-	m, err := NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := New(Config{Endpoints: c.Endpoints(), Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a, m := meteredAdmin(t, c.Endpoints())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if st := a.Status(ctx); st[0].Err != nil {

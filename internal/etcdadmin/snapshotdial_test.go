@@ -3,16 +3,11 @@ package etcdadmin
 import (
 	"context"
 	"io"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc/mem"
-
-	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 )
 
 // recordingPool records the sizes asked of a pool and the capacities it handed out.
@@ -37,35 +32,16 @@ func (p *recordingPool) Get(n int) *[]byte {
 // headers), not the 1 MiB buffers the default pool hands out for them, which were
 // zeroed on every message.
 func TestSnapshotBuffersFitMessages(t *testing.T) {
-	c := etcdtest.StartCluster(t, 1, "")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	value := strings.Repeat("v", 256<<10)
-	for i := range 8 {
-		if _, err := cli.Put(ctx, "/k/"+string(rune('a'+i)), value); err != nil {
-			t.Fatal(err)
-		}
-	}
+	eps := filledMember(t, ctx, 8, 256<<10)
 
-	rec := &recordingPool{BufferPool: snapshotBufferPool}
-	defer func(p mem.BufferPool) { snapshotBufferPool = p }(snapshotBufferPool)
+	orig := snapshotBufferPool
+	t.Cleanup(func() { snapshotBufferPool = orig }) // after openSnapshot's clean-up
+	rec := &recordingPool{BufferPool: orig}
 	snapshotBufferPool = rec
 
-	a, err := New(Config{Endpoints: c.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	snap, err := a.Snapshot(ctx, SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Close()
+	snap := openSnapshot(t, ctx, eps)
 	n, err := io.Copy(io.Discard, snap)
 	if err != nil {
 		t.Fatal(err)

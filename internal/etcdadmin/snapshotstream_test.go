@@ -5,14 +5,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/protobuf/encoding/protowire"
 	protov2 "google.golang.org/protobuf/proto"
 
@@ -98,29 +97,9 @@ func TestSnapshotStreamLength(t *testing.T) {
 // Against a real member: the size Snapshot announces is the number of bytes read, and
 // they end with etcd's hash of the database.
 func TestSnapshotSizeIsWhatIsRead(t *testing.T) {
-	c := etcdtest.StartCluster(t, 1, "")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	for i := range 40 {
-		if _, err := cli.Put(ctx, "/k/"+strings.Repeat("x", i), strings.Repeat("v", 100<<10)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a, err := New(Config{Endpoints: c.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	snap, err := a.Snapshot(ctx, SnapshotOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Close()
+	snap := openSnapshot(t, ctx, filledMember(t, ctx, 40, 100<<10))
 	got, err := io.ReadAll(snap)
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +113,37 @@ func TestSnapshotSizeIsWhatIsRead(t *testing.T) {
 	if sum := sha256.Sum256(db); !bytes.Equal(sum[:], trailer) {
 		t.Fatal("the stream's last 32 bytes are not the SHA-256 of the database before them")
 	}
+}
+
+// filledMember starts a one-member cluster holding keys values of valueBytes each and
+// returns its endpoints.
+func filledMember(t *testing.T, ctx context.Context, keys, valueBytes int) []string {
+	t.Helper()
+	c := etcdtest.StartCluster(t, 1, "")
+	cli := c.Client(t)
+	for i := range keys {
+		if _, err := cli.Put(ctx, fmt.Sprintf("/k/%d", i), strings.Repeat("v", valueBytes)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c.Endpoints()
+}
+
+// openSnapshot opens a snapshot of the member at eps through an Admin of its own; both
+// are closed when the test ends.
+func openSnapshot(t *testing.T, ctx context.Context, eps []string) *Snapshot {
+	t.Helper()
+	a, err := New(Config{Endpoints: eps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	snap, err := a.Snapshot(ctx, SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { snap.Close() })
+	return snap
 }
 
 // decodeSnapshotResponse decodes what proto does, also a header and fields it does not

@@ -16,15 +16,7 @@ import (
 func TestWireCallsCounted(t *testing.T) {
 	t.Parallel()
 	c := etcdtest.StartCluster(t, 1, etcdtest.DefaultVersion)
-	m, err := NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := New(Config{Endpoints: c.Endpoints(), Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a, m := meteredAdmin(t, c.Endpoints())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := a.MemberList(ctx); err != nil {
@@ -45,4 +37,20 @@ func TestWireCallsCounted(t *testing.T) {
 			t.Errorf("%s counted %v times, want at least %v", method, got, atLeast)
 		}
 	}
+}
+
+// meteredAdmin is an Admin of eps counting into metrics of its own, closed when the test
+// ends.
+func meteredAdmin(t *testing.T, eps []string) (*Admin, *Metrics) {
+	t.Helper()
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Config{Endpoints: eps, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a, m
 }

@@ -103,11 +103,7 @@ func NewCommand(connect Connector, out, errOut io.Writer) *cobra.Command {
 			"      --s3-endpoint https://minio.example:9000 --s3-force-path-style",
 		Args: exactlyOne("backup"),
 		RunE: onCluster(func(ctx context.Context, p *Plugin, name string) error {
-			r, err := p.Backup(ctx, name, bo)
-			if r == nil {
-				return err
-			}
-			return firstErr(err, PrintBackup(p.Out, output, r))
+			return printedAnyway(p.Out, output, PrintBackup)(p.Backup(ctx, name, bo))
 		}),
 	}
 	bf := backup.Flags()
@@ -140,11 +136,7 @@ func NewCommand(connect Connector, out, errOut io.Writer) *cobra.Command {
 			"  kubectl etcd restore example --from nightly --at 2026-12-03T10:00:00Z --replace",
 		Args: exactlyOne("restore"),
 		RunE: onCluster(func(ctx context.Context, p *Plugin, name string) error {
-			r, err := p.Restore(ctx, name, ro)
-			if r == nil {
-				return err
-			}
-			return firstErr(err, PrintRestore(p.Out, output, r))
+			return printedAnyway(p.Out, output, PrintRestore)(p.Restore(ctx, name, ro))
 		}),
 	}
 	rf := restore.Flags()
@@ -172,11 +164,7 @@ func NewCommand(connect Connector, out, errOut io.Writer) *cobra.Command {
 		Example: "  kubectl etcd defrag example",
 		Args:    exactlyOne("defrag"),
 		RunE: onCluster(func(ctx context.Context, p *Plugin, name string) error {
-			rs, err := p.Defrag(ctx, name, do)
-			if rs == nil {
-				return err
-			}
-			return firstErr(err, PrintDefrag(p.Out, output, rs))
+			return printedAnyway(p.Out, output, PrintDefrag)(p.Defrag(ctx, name, do))
 		}),
 	}
 	defrag.Flags().BoolVar(&do.Force, "force", false, "defragment although the cluster is not fully healthy or a maintenance run is in progress")
@@ -210,13 +198,19 @@ func NewCommand(connect Connector, out, errOut io.Writer) *cobra.Command {
 	return root
 }
 
-// firstErr is a when it is an error, else b: backup, restore and defrag print what they did
-// before failing too, and return the failure rather than a later printing error.
-func firstErr(a, b error) error {
-	if a != nil {
-		return a
+// printedAnyway prints r, what backup, restore or defrag did, also when it then failed, so
+// that the user sees how far it got; it returns that failure rather than a later printing
+// error. A nil r (it failed before doing anything) prints nothing.
+func printedAnyway[R *BackupResult | *RestoreResult | []DefragResult](w io.Writer, format string, print func(io.Writer, string, R) error) func(R, error) error {
+	return func(r R, err error) error {
+		if r == nil {
+			return err
+		}
+		if perr := print(w, format, r); err == nil {
+			return perr
+		}
+		return err
 	}
-	return b
 }
 
 // exactlyOne requires the one cluster name a subcommand takes.

@@ -3,6 +3,7 @@ package kubectletcd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -80,5 +81,31 @@ func TestOutputFormats(t *testing.T) {
 		if err != nil || !strings.Contains(out, want) {
 			t.Errorf("-o %q: %v\n%s", format, err, out)
 		}
+	}
+}
+
+// Backup, restore and defrag print how far they got also when they fail, and report that
+// failure rather than a printing error; a failure before anything was done prints nothing.
+func TestPrintedAnyway(t *testing.T) {
+	failed, printing := errors.New("failed"), errors.New("printing")
+	for _, tc := range []struct {
+		name        string
+		rs          []DefragResult
+		err, perr   error
+		want        error
+		wantPrinted bool
+	}{
+		{"nothing done", nil, failed, nil, failed, false},
+		{"done, then failed", []DefragResult{{}}, failed, printing, failed, true},
+		{"done", []DefragResult{{}}, nil, nil, nil, true},
+		{"done, printing failed", []DefragResult{{}}, nil, printing, printing, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			printed := false
+			print := func(io.Writer, string, []DefragResult) error { printed = true; return tc.perr }
+			if got := printedAnyway(io.Discard, "", print)(tc.rs, tc.err); got != tc.want || printed != tc.wantPrinted {
+				t.Errorf("got %v, printed %v; want %v, printed %v", got, printed, tc.want, tc.wantPrinted)
+			}
+		})
 	}
 }

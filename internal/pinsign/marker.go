@@ -53,7 +53,12 @@ func SignMarker(key []byte, f MarkerFacts) string {
 
 // VerifyMarker says whether sig is SignMarker(key, f). Without a key nothing verifies.
 func VerifyMarker(key []byte, f MarkerFacts, sig string) bool {
-	want := SignMarker(key, f)
+	return signedAs(SignMarker(key, f), sig)
+}
+
+// signedAs says whether sig is the signature want (hex; "" signs nothing), compared in
+// constant time.
+func signedAs(want, sig string) bool {
 	if want == "" || sig == "" {
 		return false
 	}

@@ -1,7 +1,6 @@
 package pinsign
 
 import (
-	"crypto/hmac"
 	"encoding/hex"
 )
 
@@ -28,14 +27,5 @@ func SignReplaced(key []byte, restoreUID, record string) string {
 // VerifyReplaced says whether sig is SignReplaced(key, restoreUID, record). Without a
 // key nothing verifies.
 func VerifyReplaced(key []byte, restoreUID, record, sig string) bool {
-	want := SignReplaced(key, restoreUID, record)
-	if want == "" || sig == "" {
-		return false
-	}
-	got, err := hex.DecodeString(sig)
-	if err != nil {
-		return false
-	}
-	w, _ := hex.DecodeString(want)
-	return hmac.Equal(got, w) // constant time
+	return signedAs(SignReplaced(key, restoreUID, record), sig)
 }

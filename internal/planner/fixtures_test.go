@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,23 +65,21 @@ func pod(o *Observed, name string) *Pod {
 }
 
 func dropPod(o *Observed, name string) {
-	for i := range o.Pods {
-		if o.Pods[i].Name == name {
-			o.Pods = append(o.Pods[:i], o.Pods[i+1:]...)
-			return
-		}
-	}
-	panic("no pod " + name)
+	dropOne(&o.Pods, func(p Pod) bool { return p.Name == name }, "pod "+name)
 }
 
 func dropMember(o *Observed, id uint64) {
-	for i := range o.Members {
-		if o.Members[i].ID == id {
-			o.Members = append(o.Members[:i], o.Members[i+1:]...)
-			return
-		}
+	dropOne(&o.Members, func(m Member) bool { return m.ID == id }, fmt.Sprintf("member %d", id))
+}
+
+// dropOne removes the first element of *s that is; the test fixture is wrong (a panic
+// naming what) when there is none.
+func dropOne[T any](s *[]T, is func(T) bool, what string) {
+	i := slices.IndexFunc(*s, is)
+	if i < 0 {
+		panic("no " + what)
 	}
-	panic(fmt.Sprintf("no member %d", id))
+	*s = append((*s)[:i], (*s)[i+1:]...)
 }
 
 // unreachable marks member id unreachable since t (and its pod unready).

@@ -9,36 +9,12 @@ import (
 // membership change.
 func TestPlanInFlight(t *testing.T) {
 	runCases(t, []tcase{
-		{"learner added, no pod yet: create its pod", size(5), func() Observed {
-			o := cluster(3)
-			withLearner(&o, 99, "c-new", false, false, false, 0)
-			return o
-		}, want{kind: CreatePod, id: 99, name: "c-new", version: v37}},
-		{"learner pod starting (DNS lag): wait", size(5), func() Observed {
-			o := cluster(3)
-			withLearner(&o, 99, "c-new", false, false, true, 0)
-			return o
-		}, want{kind: Wait, reason: "MemberStarting"}},
-		{"learner started but unreachable briefly: wait", size(5), func() Observed {
-			o := cluster(3)
-			withLearner(&o, 99, "c-new", true, false, true, 0)
-			return o
-		}, want{kind: Wait, reason: "MemberStarting"}},
-		{"learner catching up: wait", size(5), func() Observed {
-			o := cluster(3)
-			withLearner(&o, 99, "c-new", true, true, true, 5000)
-			return o
-		}, want{kind: Wait, reason: "LearnerCatchingUp"}},
-		{"learner caught up: promote", size(5), func() Observed {
-			o := cluster(3)
-			withLearner(&o, 99, "c-new", true, true, true, 9990)
-			return o
-		}, want{kind: PromoteLearner, id: 99, name: "c-new", clearPending: no()}},
-		{"learner ahead of the leader snapshot: promote", size(5), func() Observed {
-			o := cluster(3)
-			withLearner(&o, 99, "c-new", true, true, true, 10005)
-			return o
-		}, want{kind: PromoteLearner, id: 99}},
+		{"learner added, no pod yet: create its pod", size(5), threeAndLearner(false, false, false, 0), want{kind: CreatePod, id: 99, name: "c-new", version: v37}},
+		{"learner pod starting (DNS lag): wait", size(5), threeAndLearner(false, false, true, 0), want{kind: Wait, reason: "MemberStarting"}},
+		{"learner started but unreachable briefly: wait", size(5), threeAndLearner(true, false, true, 0), want{kind: Wait, reason: "MemberStarting"}},
+		{"learner catching up: wait", size(5), threeAndLearner(true, true, true, 5000), want{kind: Wait, reason: "LearnerCatchingUp"}},
+		{"learner caught up: promote", size(5), threeAndLearner(true, true, true, 9990), want{kind: PromoteLearner, id: 99, name: "c-new", clearPending: no()}},
+		{"learner ahead of the leader snapshot: promote", size(5), threeAndLearner(true, true, true, 10005), want{kind: PromoteLearner, id: 99}},
 		{"learner stuck past timeout is removed with its pod", size(5), func() Observed {
 			o := cluster(3)
 			withLearner(&o, 99, "c-new", true, true, true, 10)
@@ -53,11 +29,7 @@ func TestPlanInFlight(t *testing.T) {
 			o.Pending.AddedAt = t0.Add(-DefaultLearnerTimeout)
 			return o
 		}, want{kind: RemoveMember, id: 99, name: "c-new", deletePod: no(), reason: "LearnerStuck"}},
-		{"learner no longer needed after size reduced", size(3), func() Observed {
-			o := cluster(3)
-			withLearner(&o, 99, "c-new", true, true, true, 10000)
-			return o
-		}, want{kind: RemoveMember, id: 99, reason: "LearnerNotNeeded"}},
+		{"learner no longer needed after size reduced", size(3), threeAndLearner(true, true, true, 10000), want{kind: RemoveMember, id: 99, reason: "LearnerNotNeeded"}},
 		{"learner pod failed within gone grace: wait", size(5), func() Observed {
 			o := cluster(3)
 			withLearner(&o, 99, "c-new", true, false, true, 0)
@@ -101,11 +73,7 @@ func TestPlanInFlight(t *testing.T) {
 			mem(&o, 99).UnhealthySince = t0.Add(-3 * time.Minute)
 			return o
 		}, want{kind: RemoveMember, id: 99, reason: "MemberNotStarting"}},
-		{"no second learner while one is in flight", size(7), func() Observed {
-			o := cluster(3)
-			withLearner(&o, 99, "c-new", true, true, true, 100)
-			return o
-		}, want{kind: Wait, reason: "LearnerCatchingUp"}},
+		{"no second learner while one is in flight", size(7), threeAndLearner(true, true, true, 100), want{kind: Wait, reason: "LearnerCatchingUp"}},
 		{"promotion waits while voters are degraded", size(5), func() Observed {
 			o := cluster(3)
 			withLearner(&o, 99, "c-new", true, true, true, 10000)
@@ -134,5 +102,15 @@ func TestCaughtUp(t *testing.T) {
 		if got := caughtUp(c.learner, c.leader, c.lag); got != c.want {
 			t.Errorf("caughtUp(%d, %d, %d) = %v, want %v", c.learner, c.leader, c.lag, got, c.want)
 		}
+	}
+}
+
+// threeAndLearner is a healthy 3-member cluster with learner 99, c-new, in flight (see
+// withLearner for started, reachable, withPod and its applied index idx).
+func threeAndLearner(started, reachable, withPod bool, idx uint64) func() Observed {
+	return func() Observed {
+		o := cluster(3)
+		withLearner(&o, 99, "c-new", started, reachable, withPod, idx)
+		return o
 	}
 }

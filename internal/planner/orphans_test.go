@@ -9,38 +9,15 @@ import (
 // The orphan rule: orphan pods go one at a time, only when a majority of the voters agree.
 func TestPlanOrphans(t *testing.T) {
 	runCases(t, []tcase{
-		{"orphan pod is deleted", size(3), func() Observed {
-			o := cluster(3)
-			o.Pods = append(o.Pods, Pod{Name: "c-old", MemberID: 42, Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)})
-			witnessed(&o)
-			return o
-		}, want{kind: DeletePod, name: "c-old"}},
-		{"orphan without annotation is deleted", size(3), func() Observed {
-			o := cluster(3)
-			o.Pods = append(o.Pods, Pod{Name: "c-old", Phase: PodFailed, CreatedAt: t0.Add(-time.Hour)})
-			witnessed(&o)
-			return o
-		}, want{kind: DeletePod, name: "c-old"}},
-		{"young orphan is left for later", size(3), func() Observed {
-			o := cluster(3)
-			o.Pods = append(o.Pods, Pod{Name: "c-old", MemberID: 42, Phase: PodRunning, CreatedAt: t0.Add(-2 * time.Second)})
-			return o
-		}, want{kind: Done, check: func(t *testing.T, a Action) {
+		{"orphan pod is deleted", size(3), clusterWithPod(3, Pod{Name: "c-old", MemberID: 42, Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)}, true), want{kind: DeletePod, name: "c-old"}},
+		{"orphan without annotation is deleted", size(3), clusterWithPod(3, Pod{Name: "c-old", Phase: PodFailed, CreatedAt: t0.Add(-time.Hour)}, true), want{kind: DeletePod, name: "c-old"}},
+		{"young orphan is left for later", size(3), clusterWithPod(3, Pod{Name: "c-old", MemberID: 42, Phase: PodRunning, CreatedAt: t0.Add(-2 * time.Second)}, false), want{kind: Done, check: func(t *testing.T, a Action) {
 			if a.RequeueAfter != DefaultReplaceGoneAfter-2*time.Second {
 				t.Errorf("requeue %v", a.RequeueAfter)
 			}
 		}}},
-		{"orphan already deleting is not deleted again", size(3), func() Observed {
-			o := cluster(3)
-			o.Pods = append(o.Pods, Pod{Name: "c-old", MemberID: 42, Deleting: true, CreatedAt: t0.Add(-time.Hour)})
-			return o
-		}, want{kind: Done}},
-		{"pod annotated with an id whose member has another name is orphan", size(3), func() Observed {
-			o := cluster(3)
-			o.Pods = append(o.Pods, Pod{Name: "c-dup", MemberID: 2, Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)})
-			witnessed(&o)
-			return o
-		}, want{kind: DeletePod, name: "c-dup"}},
+		{"orphan already deleting is not deleted again", size(3), clusterWithPod(3, Pod{Name: "c-old", MemberID: 42, Deleting: true, CreatedAt: t0.Add(-time.Hour)}, false), want{kind: Done}},
+		{"pod annotated with an id whose member has another name is orphan", size(3), clusterWithPod(3, Pod{Name: "c-dup", MemberID: 2, Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)}, true), want{kind: DeletePod, name: "c-dup"}},
 		{"no orphan deletion before bootstrapped is recorded", size(3), func() Observed {
 			o := cluster(3)
 			o.Bootstrapped = false
@@ -82,4 +59,17 @@ func TestPlanOrphans(t *testing.T) {
 			}
 		}}},
 	})
+}
+
+// clusterWithPod is a healthy n-member cluster that also runs pod p; witnessed if every
+// member's list was gathered (then a majority can tell p is no member's).
+func clusterWithPod(n int, p Pod, witness bool) func() Observed {
+	return func() Observed {
+		o := cluster(n)
+		o.Pods = append(o.Pods, p)
+		if witness {
+			witnessed(&o)
+		}
+		return o
+	}
 }

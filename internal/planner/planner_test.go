@@ -45,81 +45,29 @@ func TestPlanBasics(t *testing.T) {
 // simulated observation, checking each step is the expected one.
 func TestPlanSequences(t *testing.T) {
 	t.Run("scale 1 to 3", func(t *testing.T) {
-		d, o := desired(3), cluster(1)
-		var kinds []string
-		for step := 0; step < 20; step++ {
-			a := Plan(d, o)
-			checkInvariants(t, d, o, a)
-			kinds = append(kinds, a.Kind.String())
-			if a.Kind == Done {
-				break
-			}
-			o = simulate(t, o, a)
-		}
-		want := "AddLearner CreatePod Wait PromoteLearner AddLearner CreatePod Wait PromoteLearner Done"
-		if got := strings.Join(kinds, " "); got != want {
-			t.Fatalf("steps\n got %s\nwant %s", got, want)
-		}
+		o := runPlan(t, desired(3), cluster(1), kindOf, nil,
+			"AddLearner CreatePod Wait PromoteLearner AddLearner CreatePod Wait PromoteLearner Done")
 		if len(o.Members) != 3 {
 			t.Fatalf("%d members", len(o.Members))
 		}
 	})
 	t.Run("rolling upgrade of 3", func(t *testing.T) {
-		d, o := desired(3), upgrading(3, 1)()
-		var steps []string
-		for step := 0; step < 20; step++ {
-			a := Plan(d, o)
-			checkInvariants(t, d, o, a)
-			steps = append(steps, a.String()[:strings.IndexAny(a.String()+" ", " ")])
-			if a.Kind == Done {
-				break
-			}
-			o = simulate(t, o, a)
-		}
-		want := "UpgradeMember{c-m2 UpgradeMember{c-m3 MoveLeader{1 UpgradeMember{c-m1 Done"
-		if got := strings.Join(steps, " "); got != want {
-			t.Fatalf("steps\n got %s\nwant %s", got, want)
-		}
+		runPlan(t, desired(3), upgrading(3, 1)(), func(a Action) string { return a.String()[:strings.IndexAny(a.String()+" ", " ")] }, nil,
+			"UpgradeMember{c-m2 UpgradeMember{c-m3 MoveLeader{1 UpgradeMember{c-m1 Done")
 	})
 	t.Run("quorum loss recovery regrows the cluster", func(t *testing.T) {
 		d, o := desired(3), cluster(3)
 		d.QuorumLossRecovery = true
 		crashloop(&o, 1, t0.Add(-time.Hour))
 		crashloop(&o, 2, t0.Add(-time.Hour))
-		var kinds []string
-		for step := 0; step < 30; step++ {
-			a := Plan(d, o)
-			checkInvariants(t, d, o, a)
-			kinds = append(kinds, a.Kind.String())
-			if a.Kind == Done {
-				break
-			}
-			o = simulate(t, o, a)
+		runPlan(t, d, o, kindOf, func(o *Observed, a Action) {
 			if a.Kind == ForceNewCluster || a.Kind == DeletePod {
 				o.Now = o.Now.Add(time.Minute) // orphans age past the list-lag guard
 			}
-		}
-		want := "ForceNewCluster AddLearner CreatePod Wait PromoteLearner AddLearner CreatePod Wait PromoteLearner Done"
-		if got := strings.Join(kinds, " "); got != want {
-			t.Fatalf("steps\n got %s\nwant %s", got, want)
-		}
+		}, "ForceNewCluster AddLearner CreatePod Wait PromoteLearner AddLearner CreatePod Wait PromoteLearner Done")
 	})
 	t.Run("scale 5 to 3 with the leader newest", func(t *testing.T) {
-		d, o := desired(3), cluster(5)
-		var kinds []string
-		for step := 0; step < 30; step++ {
-			a := Plan(d, o)
-			checkInvariants(t, d, o, a)
-			kinds = append(kinds, a.Kind.String())
-			if a.Kind == Done {
-				break
-			}
-			o = simulate(t, o, a)
-		}
-		want := "MoveLeader RemoveMember RemoveMember Done"
-		if got := strings.Join(kinds, " "); got != want {
-			t.Fatalf("steps\n got %s\nwant %s", got, want)
-		}
+		o := runPlan(t, desired(3), cluster(5), kindOf, nil, "MoveLeader RemoveMember RemoveMember Done")
 		var kept []uint64
 		for _, m := range o.Members {
 			kept = append(kept, m.ID)
@@ -129,22 +77,9 @@ func TestPlanSequences(t *testing.T) {
 		}
 	})
 	t.Run("replace a dead member of 3", func(t *testing.T) {
-		d, o := desired(3), cluster(3)
+		o := cluster(3)
 		crashloop(&o, 2, t0.Add(-time.Hour))
-		var kinds []string
-		for step := 0; step < 20; step++ {
-			a := Plan(d, o)
-			checkInvariants(t, d, o, a)
-			kinds = append(kinds, a.Kind.String())
-			if a.Kind == Done {
-				break
-			}
-			o = simulate(t, o, a)
-		}
-		want := "ReplaceMember AddLearner CreatePod Wait PromoteLearner Done"
-		if got := strings.Join(kinds, " "); got != want {
-			t.Fatalf("steps\n got %s\nwant %s", got, want)
-		}
+		o = runPlan(t, desired(3), o, kindOf, nil, "ReplaceMember AddLearner CreatePod Wait PromoteLearner Done")
 		for _, m := range o.Members {
 			if m.Name == mname(2) {
 				t.Fatal("dead member's name reused")
@@ -152,6 +87,32 @@ func TestPlanSequences(t *testing.T) {
 		}
 	})
 }
+
+// runPlan plans from o and applies each action (simulate, then after if not nil) until
+// Done, at most 30 steps, checking the invariants at each; the steps, each named by
+// name, must be want. It returns the last observation.
+func runPlan(t *testing.T, d Desired, o Observed, name func(Action) string, after func(*Observed, Action), want string) Observed {
+	t.Helper()
+	var steps []string
+	for range 30 {
+		a := Plan(d, o)
+		checkInvariants(t, d, o, a)
+		steps = append(steps, name(a))
+		if a.Kind == Done {
+			break
+		}
+		o = simulate(t, o, a)
+		if after != nil {
+			after(&o, a)
+		}
+	}
+	if got := strings.Join(steps, " "); got != want {
+		t.Fatalf("steps\n got %s\nwant %s", got, want)
+	}
+	return o
+}
+
+func kindOf(a Action) string { return a.Kind.String() }
 
 // simulate applies a to o the way a well-behaved controller and etcd would,
 // advancing time by a second.

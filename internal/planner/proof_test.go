@@ -75,12 +75,7 @@ func TestPlanOrphanNeedsQuorumOfLists(t *testing.T) {
 			o.MemberLists = append(o.MemberLists, MemberList{From: 99, Members: o.Members})
 			return o
 		}, want{kind: Wait}},
-		{"the duplicate of a member's ID under another name is absent from every list: deleted", size(3), func() Observed {
-			o := cluster(3)
-			o.Pods = append(o.Pods, Pod{Name: "c-dup", MemberID: 2, Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)})
-			witnessed(&o)
-			return o
-		}, want{kind: DeletePod, name: "c-dup"}},
+		{"the duplicate of a member's ID under another name is absent from every list: deleted", size(3), clusterWithPod(3, Pod{Name: "c-dup", MemberID: 2, Phase: PodRunning, CreatedAt: t0.Add(-time.Hour)}, true), want{kind: DeletePod, name: "c-dup"}},
 	})
 }
 
@@ -197,6 +192,17 @@ const (
 
 // stuckBootstrap is a 3-member bootstrap whose pods were created on a version that
 // does not exist: each pod's etcd container waits for an image that never comes.
+// everyStuckPod is stuckBootstrap with edit applied to each pod.
+func everyStuckPod(edit func(*Pod)) func() Observed {
+	return func() Observed {
+		o := stuckBootstrap()
+		for i := range o.Pods {
+			edit(&o.Pods[i])
+		}
+		return o
+	}
+}
+
 func stuckBootstrap() Observed {
 	o := Observed{Now: t0, BootstrapMembers: []string{"c-a", "c-b", "c-c"}}
 	for _, n := range o.BootstrapMembers {
@@ -217,48 +223,22 @@ func TestPlanStuckBootstrapFollowsTheSpec(t *testing.T) {
 			pod(&o, "c-a").Image, pod(&o, "c-a").Version = imageGood, v37
 			return o
 		}, want{kind: FixPodImage, name: "c-b"}},
-		{"every pod on the spec's image: wait for the cluster to form", fixedSpec, func() Observed {
-			o := stuckBootstrap()
-			for i := range o.Pods {
-				o.Pods[i].Image, o.Pods[i].Version = imageGood, v37
-			}
-			return o
-		}, want{kind: Wait, reason: "WaitingForClusterToForm"}},
+		{"every pod on the spec's image: wait for the cluster to form", fixedSpec, everyStuckPod(func(p *Pod) { p.Image, p.Version = imageGood, v37 }), want{kind: Wait, reason: "WaitingForClusterToForm"}},
 		{"a repository corrected: same version, other image", func() Desired {
 			d := fixedSpec()
 			d.Image = "registry.example/etcd:v3.7.3"
 			return d
-		}, func() Observed {
-			o := stuckBootstrap()
-			for i := range o.Pods {
-				o.Pods[i].Image, o.Pods[i].Version = "regsitry.example/etcd:v3.7.3", v37
-			}
-			return o
-		}, want{kind: FixPodImage, name: "c-a", version: v37}},
-		{"a running etcd is left to form the cluster", fixedSpec, func() Observed {
-			o := stuckBootstrap()
-			for i := range o.Pods {
-				o.Pods[i].EtcdRunning, o.Pods[i].EtcdNeverRan = true, false
-			}
-			return o
-		}, want{kind: Wait, reason: "WaitingForClusterToForm"}},
+		}, everyStuckPod(func(p *Pod) { p.Image, p.Version = "regsitry.example/etcd:v3.7.3", v37 }), want{kind: FixPodImage, name: "c-a", version: v37}},
+		{"a running etcd is left to form the cluster", fixedSpec, everyStuckPod(func(p *Pod) { p.EtcdRunning, p.EtcdNeverRan = true, false }), want{kind: Wait, reason: "WaitingForClusterToForm"}},
 		{"a crash-looping etcd that ran is moved only within the allowed skew", func() Desired {
 			d := fixedSpec()
 			return d
-		}, func() Observed {
-			o := stuckBootstrap()
-			for i := range o.Pods {
-				o.Pods[i].Version, o.Pods[i].Image, o.Pods[i].EtcdNeverRan, o.Pods[i].CrashLooping = "3.5.21", "quay.io/coreos/etcd:v3.5.21", false, true
-			}
-			return o
-		}, want{kind: Wait, reason: "WaitingForClusterToForm"}},
-		{"a crash-looping etcd within the skew is moved", fixedSpec, func() Observed {
-			o := stuckBootstrap()
-			for i := range o.Pods {
-				o.Pods[i].Version, o.Pods[i].Image, o.Pods[i].EtcdNeverRan, o.Pods[i].CrashLooping = v36, "quay.io/coreos/etcd:v3.6.16", false, true
-			}
-			return o
-		}, want{kind: FixPodImage, name: "c-a", version: v37}},
+		}, everyStuckPod(func(p *Pod) {
+			p.Version, p.Image, p.EtcdNeverRan, p.CrashLooping = "3.5.21", "quay.io/coreos/etcd:v3.5.21", false, true
+		}), want{kind: Wait, reason: "WaitingForClusterToForm"}},
+		{"a crash-looping etcd within the skew is moved", fixedSpec, everyStuckPod(func(p *Pod) {
+			p.Version, p.Image, p.EtcdNeverRan, p.CrashLooping = v36, "quay.io/coreos/etcd:v3.6.16", false, true
+		}), want{kind: FixPodImage, name: "c-a", version: v37}},
 		{"never once the cluster was bootstrapped", fixedSpec, func() Observed {
 			o := stuckBootstrap()
 			o.Bootstrapped = true

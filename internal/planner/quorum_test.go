@@ -48,11 +48,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 			dropPod(&o, mname(3))
 			return o
 		}, want{kind: QuorumLost, reason: "NoSurvivor"}},
-		{"1-member cluster down for long with opt-in: no survivor", optIn(1), func() Observed {
-			o := cluster(1)
-			crashloop(&o, 1, t0.Add(-time.Hour))
-			return o
-		}, want{kind: QuorumLost, reason: "NoSurvivor"}},
+		{"1-member cluster down for long with opt-in: no survivor", optIn(1), crashlooping(1, 1), want{kind: QuorumLost, reason: "NoSurvivor"}},
 		{"even 4 with two down is quorum loss", size(4), func() Observed {
 			o := cluster(4)
 			crashloop(&o, 1, t0.Add(-time.Hour))
@@ -61,12 +57,7 @@ func TestPlanQuorumLoss(t *testing.T) {
 			mem(&o, 3).Reachable = true
 			return o
 		}, want{kind: Wait, reason: "PartialVisibility"}},
-		{"even 4 with two down and no leader is quorum loss", size(4), func() Observed {
-			o := cluster(4)
-			crashloop(&o, 1, t0.Add(-time.Hour))
-			crashloop(&o, 2, t0.Add(-time.Hour))
-			return o
-		}, want{kind: QuorumLost}},
+		{"even 4 with two down and no leader is quorum loss", size(4), crashlooping(4, 1, 2), want{kind: QuorumLost}},
 		{"size 7 with four down: quorum lost", size(7), func() Observed {
 			o := cluster(7)
 			for id := uint64(1); id <= 4; id++ {
@@ -93,4 +84,16 @@ func TestPlanQuorumLoss(t *testing.T) {
 			return o
 		}, want{kind: QuorumLost}},
 	})
+}
+
+// crashlooping is a healthy n-member cluster whose members ids have crash-looped for an
+// hour.
+func crashlooping(n int, ids ...uint64) func() Observed {
+	return func() Observed {
+		o := cluster(n)
+		for _, id := range ids {
+			crashloop(&o, id, t0.Add(-time.Hour))
+		}
+		return o
+	}
 }

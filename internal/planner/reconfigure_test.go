@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -21,21 +22,24 @@ func driftMetadata(o *Observed, ids ...uint64) {
 // reconfiguring is a healthy n-member cluster led by leader whose members other than
 // done lack a field only a new pod gets; with claims if claims.
 func reconfiguring(n int, leader uint64, claims bool, done ...uint64) func() Observed {
+	return rollingOut(n, leader, claims, func(o *Observed, id uint64, done bool) {
+		if !done {
+			driftNewPod(o, id)
+		}
+	}, done...)
+}
+
+// rollingOut is a healthy n-member cluster led by leader, with claims if claims, whose
+// member id member sets up: as the spec asks if done (one of done), else not yet.
+func rollingOut(n int, leader uint64, claims bool, member func(o *Observed, id uint64, done bool), done ...uint64) func() Observed {
 	return func() Observed {
 		o := cluster(n)
 		o.LeaderID = leader
-		isDone := map[uint64]bool{}
-		for _, id := range done {
-			isDone[id] = true
-		}
 		for i := 1; i <= n; i++ {
-			if !isDone[uint64(i)] {
-				driftNewPod(&o, uint64(i))
-			}
-		}
-		if claims {
-			for i := 1; i <= n; i++ {
-				withClaims(&o, uint64(i))
+			id := uint64(i)
+			member(&o, id, slices.Contains(done, id))
+			if claims {
+				withClaims(&o, id)
 			}
 		}
 		return o

@@ -83,6 +83,25 @@ func planRecovery(d Desired, o Observed) Action {
 	return wait(v1beta2.ReasonRecovering, fmt.Sprintf("waiting for member %s to copy the data of %s (revision >= %d) and serve", r.Member, r.Source, r.Revision), requeueShort)
 }
 
+// recordedPodInvalid says why pod is not the member a recorded one-member start (a
+// quorum-loss recovery or a restore from a backup) creates, or "" if it is: the
+// controller marks that pod with the record's token, and the new cluster has exactly
+// that member until the start finishes (nothing else runs meanwhile). One that lists
+// others is a cluster that has moved on, and the record is a replay of one that finished.
+func recordedPodInvalid(o Observed, pod *Pod, member, token, whose string) string {
+	if pod.RecoveryToken == "" || pod.RecoveryToken != token {
+		return fmt.Sprintf("pod %s is not %s", member, whose)
+	}
+	if o.MembersKnown {
+		for _, m := range o.Members {
+			if m.Name != member {
+				return fmt.Sprintf("the cluster of pod %s has other members (%x)", member, m.ID)
+			}
+		}
+	}
+	return ""
+}
+
 // recoveryRecordInvalid says why a recorded recovery is not one the controller is
 // carrying out, or "" if it is. Once its pod exists, the pod proves it: the controller
 // marks the new member's pod with the recovery's token and removes the mark when the
@@ -91,20 +110,7 @@ func planRecovery(d Desired, o Observed) Action {
 func recoveryRecordInvalid(d Desired, o Observed, newPod *Pod) string {
 	r := o.Recovery
 	if newPod != nil {
-		if newPod.RecoveryToken == "" || newPod.RecoveryToken != r.Token {
-			return fmt.Sprintf("pod %s is not that recovery's new member", r.Member)
-		}
-		// The new cluster has exactly its first member until the recovery finishes
-		// (nothing else runs meanwhile): one that lists others is a cluster that has
-		// moved on, and the record is a replay of one that finished.
-		if o.MembersKnown {
-			for _, m := range o.Members {
-				if m.Name != r.Member {
-					return fmt.Sprintf("the cluster of pod %s has other members (%x)", r.Member, m.ID)
-				}
-			}
-		}
-		return ""
+		return recordedPodInvalid(o, newPod, r.Member, r.Token, "that recovery's new member")
 	}
 	if !IsMemberName(d.ClusterName, r.Member) {
 		return fmt.Sprintf("%q is not a member name of this cluster", r.Member)

@@ -69,11 +69,7 @@ func TestPlanDeadMembers(t *testing.T) {
 				t.Errorf("reused a removed member's name %s", a.Name)
 			}
 		}}},
-		{"leader dead, stale leader id: wait for election", size(3), func() Observed {
-			o := cluster(3)
-			crashloop(&o, 1, t0.Add(-time.Hour))
-			return o
-		}, want{kind: Wait, reason: "NoLeader"}},
+		{"leader dead, stale leader id: wait for election", size(3), crashlooping(3, 1), want{kind: Wait, reason: "NoLeader"}},
 		{"leader dead, new leader elected: replace old leader", size(3), func() Observed {
 			o := cluster(3)
 			crashloop(&o, 1, t0.Add(-time.Hour))
@@ -95,11 +91,7 @@ func TestPlanDeadMembers(t *testing.T) {
 			crashloop(&o, 3, t0.Add(-time.Hour))
 			return o
 		}, want{kind: ReplaceMember, id: 3}},
-		{"even size 4 with one dead: replace", size(4), func() Observed {
-			o := cluster(4)
-			crashloop(&o, 4, t0.Add(-time.Hour))
-			return o
-		}, want{kind: ReplaceMember, id: 4}},
+		{"even size 4 with one dead: replace", size(4), crashlooping(4, 4), want{kind: ReplaceMember, id: 4}},
 		{"size 7 with three dead: replace one", size(7), func() Observed {
 			o := cluster(7)
 			crashloop(&o, 5, t0.Add(-time.Hour))

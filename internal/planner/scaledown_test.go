@@ -49,10 +49,6 @@ func TestPlanScaleDown(t *testing.T) {
 			withLearner(&o, 99, "c-new", true, true, true, 0)
 			return o
 		}, want{kind: RemoveMember, id: 99, reason: "LearnerNotNeeded"}},
-		{"scale down during a dead member replaces the dead one", size(3), func() Observed {
-			o := cluster(5)
-			crashloop(&o, 5, t0.Add(-time.Hour))
-			return o
-		}, want{kind: ReplaceMember, id: 5}},
+		{"scale down during a dead member replaces the dead one", size(3), crashlooping(5, 5), want{kind: ReplaceMember, id: 5}},
 	})
 }

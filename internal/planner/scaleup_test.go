@@ -21,20 +21,12 @@ func TestPlanScaleUp(t *testing.T) {
 			withLearner(&o, 99, "c-new", true, true, true, 10000)
 			mem(&o, 99).IsLearner = false
 			return o
-		}, want{kind: AddLearner, clearPending: yes(), check: func(t *testing.T, a Action) {
-			if a.Name == "c-new" {
-				t.Error("reused the pending name")
-			}
-		}}},
+		}, want{kind: AddLearner, clearPending: yes(), check: notReused("c-new")}},
 		{"pending member vanished: clear after grace", size(5), func() Observed {
 			o := cluster(3)
 			o.Pending = &PendingMember{Name: "c-new", ID: 99, AddedAt: t0.Add(-time.Minute)}
 			return o
-		}, want{kind: AddLearner, clearPending: yes(), check: func(t *testing.T, a Action) {
-			if a.Name == "c-new" {
-				t.Error("reused pending name")
-			}
-		}}},
+		}, want{kind: AddLearner, clearPending: yes(), check: notReused("c-new")}},
 		{"pending member not yet listed (lagging list): keep record, pod safe", size(5), func() Observed {
 			o := cluster(3)
 			o.Pending = &PendingMember{Name: "c-new", ID: 99, AddedAt: t0.Add(-time.Second)}
@@ -56,5 +48,14 @@ func TestForgottenNameIsNotReproposed(t *testing.T) {
 	}
 	if first.Name == second.Name {
 		t.Fatalf("name %s proposed twice", first.Name)
+	}
+}
+
+// notReused checks that the action names a member other than the pending one, name.
+func notReused(name string) func(*testing.T, Action) {
+	return func(t *testing.T, a Action) {
+		if a.Name == name {
+			t.Errorf("reused the pending name %s", name)
+		}
 	}
 }

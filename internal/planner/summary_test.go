@@ -35,12 +35,7 @@ func TestSummarize(t *testing.T) {
 		{"upgrading", desired(3), upgrading(3, 1)(), exp{phase: v1beta2.ClusterPhaseRunning, available: true, upgr: true, reason: "Upgrading"}},
 		{"recovering", desired(3), func() Observed { o := cluster(3); crashloop(&o, 2, t0.Add(-time.Hour)); return o }(),
 			exp{phase: v1beta2.ClusterPhaseRunning, available: true, recovering: true, reason: "ReplacingDeadMember"}},
-		{"quorum lost", desired(3), func() Observed {
-			o := cluster(3)
-			crashloop(&o, 1, t0.Add(-time.Hour))
-			crashloop(&o, 2, t0.Add(-time.Hour))
-			return o
-		}(), exp{phase: v1beta2.ClusterPhaseFailed, recovering: true, reason: "QuorumLost"}},
+		{"quorum lost", desired(3), crashlooping(3, 1, 2)(), exp{phase: v1beta2.ClusterPhaseFailed, recovering: true, reason: "QuorumLost"}},
 		{"paused", func() Desired { d := desired(3); d.Paused = true; return d }(), cluster(3),
 			exp{phase: v1beta2.ClusterPhaseRunning, available: true, reason: "Paused"}},
 	} {

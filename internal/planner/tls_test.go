@@ -17,26 +17,14 @@ func tlsDesired(n int) func() Desired {
 // rotating is a healthy n-member TLS cluster led by leader whose members other than done
 // run on other Secrets than the spec names; with claims if claims.
 func rotating(n int, leader uint64, claims bool, done ...uint64) func() Observed {
-	return func() Observed {
-		o := cluster(n)
-		o.LeaderID = leader
-		isDone := map[uint64]bool{}
-		for _, id := range done {
-			isDone[id] = true
+	return rollingOut(n, leader, claims, func(o *Observed, id uint64, done bool) {
+		p := pod(o, mname(id))
+		p.PeerTLS, p.ClientTLS, p.PeerServesTLS = true, true, true
+		mem(o, id).PeerURLs = []string{"https://" + mname(id) + ":2380"}
+		if !done {
+			p.Drift = Drift{Fields: []string{"TLS.static.member.peerSecret"}, TLS: true}
 		}
-		for i := 1; i <= n; i++ {
-			p := pod(&o, mname(uint64(i)))
-			p.PeerTLS, p.ClientTLS, p.PeerServesTLS = true, true, true
-			mem(&o, uint64(i)).PeerURLs = []string{"https://" + mname(uint64(i)) + ":2380"}
-			if !isDone[uint64(i)] {
-				p.Drift = Drift{Fields: []string{"TLS.static.member.peerSecret"}, TLS: true}
-			}
-			if claims {
-				withClaims(&o, uint64(i))
-			}
-		}
-		return o
-	}
+	}, done...)
 }
 
 // plain makes the pods of members ids run without TLS (their Drift.TLS stays).

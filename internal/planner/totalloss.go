@@ -224,19 +224,7 @@ func backupRestoreStale(d Desired, o Observed) bool {
 func backupRestoreRecordInvalid(d Desired, o Observed, pod *Pod) string {
 	r := o.BackupRestore
 	if pod != nil {
-		if pod.RecoveryToken == "" || pod.RecoveryToken != r.Token {
-			return fmt.Sprintf("pod %s is not that restore's member", r.Member)
-		}
-		// The restored cluster has exactly its one member until the restore finishes:
-		// one that lists others has moved on, and the record replays one that finished.
-		if o.MembersKnown {
-			for _, m := range o.Members {
-				if m.Name != r.Member {
-					return fmt.Sprintf("the cluster of pod %s has other members (%x)", r.Member, m.ID)
-				}
-			}
-		}
-		return ""
+		return recordedPodInvalid(o, pod, r.Member, r.Token, "that restore's member")
 	}
 	if !IsMemberName(d.ClusterName, r.Member) {
 		return fmt.Sprintf("%q is not a member name of this cluster", r.Member)

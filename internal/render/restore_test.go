@@ -47,18 +47,13 @@ func TestRestoreInitContainer(t *testing.T) {
 			!reflect.DeepEqual(ic.Command, []string{OperatorCommand, "restore"}) {
 			t.Errorf("%s: init container %s image %s command %v", m.Name, ic.Name, ic.Image, ic.Command)
 		}
-		wantArgs := []string{
+		wantArgs := append([]string{
 			"--s3-path=bucket/backups/db",
 			"--aws-secret-dir=" + RestoreAWSDir,
 			"--s3-endpoint=http://minio:9000",
 			"--s3-force-path-style",
 			"--checksum=" + testSHA,
-			"--name=" + m.Name,
-			"--data-dir=" + DataDir,
-			"--initial-advertise-peer-urls=" + PeerURL(c, m.Name, "cluster.local"),
-			"--initial-cluster=" + m.InitialCluster,
-			"--initial-cluster-token=" + ClusterToken(c),
-		}
+		}, restoredMemberArgs(c, m)...)
 		if !reflect.DeepEqual(ic.Args, wantArgs) {
 			t.Errorf("%s: args\n got %q\nwant %q", m.Name, ic.Args, wantArgs)
 		}
@@ -205,15 +200,10 @@ func TestRestoreFromPVCInitContainer(t *testing.T) {
 			t.Fatalf("%s: init containers %+v", m.Name, p.Spec.InitContainers)
 		}
 		ic := p.Spec.InitContainers[0]
-		wantArgs := []string{
+		wantArgs := append([]string{
 			"--dir=" + RestoreBackupDir,
 			"--key=snaps/one.db",
-			"--name=" + m.Name,
-			"--data-dir=" + DataDir,
-			"--initial-advertise-peer-urls=" + PeerURL(c, m.Name, "cluster.local"),
-			"--initial-cluster=" + m.InitialCluster,
-			"--initial-cluster-token=" + ClusterToken(c),
-		}
+		}, restoredMemberArgs(c, m)...)
 		if !reflect.DeepEqual(ic.Args, wantArgs) {
 			t.Errorf("%s: args\n got %q\nwant %q", m.Name, ic.Args, wantArgs)
 		}
@@ -274,5 +264,17 @@ func TestCleanBackupPath(t *testing.T) {
 		if got, err := CleanBackupPath(in); err == nil {
 			t.Errorf("CleanBackupPath(%q) = %q, want an error", in, got)
 		}
+	}
+}
+
+// restoredMemberArgs are the restore step's arguments naming the member m of c it
+// restores, after those naming the backup.
+func restoredMemberArgs(c *v1beta2.EtcdCluster, m Member) []string {
+	return []string{
+		"--name=" + m.Name,
+		"--data-dir=" + DataDir,
+		"--initial-advertise-peer-urls=" + PeerURL(c, m.Name, "cluster.local"),
+		"--initial-cluster=" + m.InitialCluster,
+		"--initial-cluster-token=" + ClusterToken(c),
 	}
 }

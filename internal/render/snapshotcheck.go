@@ -95,7 +95,7 @@ func SnapshotCheckPod(s SnapshotCheckSpec) (*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	podSC, err := PodSecurityContext(nil)
+	spec, err := runOncePodSpec(s.Deadline)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +105,28 @@ func SnapshotCheckPod(s SnapshotCheckSpec) (*corev1.Pod, error) {
 	}
 	scratch := resource.NewQuantity(s.MaxBytes, resource.BinarySI)
 	ephemeral := resource.NewQuantity(s.MaxBytes+snapshotCheckSlack, resource.BinarySI)
+	spec.Containers = []corev1.Container{{
+		Name: SnapshotCheckContainer, Image: s.OperatorImage,
+		Command: []string{OperatorCommand}, Args: args,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		VolumeMounts:             append([]corev1.VolumeMount{{Name: snapshotCheckVolume, MountPath: snapshotCheckMount}}, mounts...),
+		SecurityContext:          ContainerSecurityContext(),
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{
+				corev1.ResourceCPU:              resource.MustParse("100m"),
+				corev1.ResourceMemory:           resource.MustParse("64Mi"),
+				corev1.ResourceEphemeralStorage: resource.MustParse("64Mi"),
+			},
+			// The database is read through a memory map: its pages are
+			// page cache, reclaimed under the limit, not the program's heap.
+			Limits: corev1.ResourceList{
+				corev1.ResourceCPU:              resource.MustParse("1"),
+				corev1.ResourceMemory:           resource.MustParse("512Mi"),
+				corev1.ResourceEphemeralStorage: *ephemeral,
+			},
+		},
+	}}
+	spec.Volumes = append([]corev1.Volume{{Name: snapshotCheckVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: scratch}}}}, volumes...)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: s.Name, Namespace: s.Namespace,
@@ -112,34 +134,23 @@ func SnapshotCheckPod(s SnapshotCheckSpec) (*corev1.Pod, error) {
 			// (OwnedSelector), and the controllers wake on this pod's changes.
 			Labels: map[string]string{LabelSnapshotCheck: label, "app.kubernetes.io/managed-by": "etcd-operator", LabelApp: AppOperatorPod},
 		},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                corev1.RestartPolicyNever,
-			ActiveDeadlineSeconds:        ptr.To(int64(s.Deadline / time.Second)),
-			AutomountServiceAccountToken: ptr.To(false),
-			EnableServiceLinks:           ptr.To(false),
-			SecurityContext:              podSC,
-			Containers: []corev1.Container{{
-				Name: SnapshotCheckContainer, Image: s.OperatorImage,
-				Command: []string{OperatorCommand}, Args: args,
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-				VolumeMounts:             append([]corev1.VolumeMount{{Name: snapshotCheckVolume, MountPath: snapshotCheckMount}}, mounts...),
-				SecurityContext:          ContainerSecurityContext(),
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{
-						corev1.ResourceCPU:              resource.MustParse("100m"),
-						corev1.ResourceMemory:           resource.MustParse("64Mi"),
-						corev1.ResourceEphemeralStorage: resource.MustParse("64Mi"),
-					},
-					// The database is read through a memory map: its pages are
-					// page cache, reclaimed under the limit, not the program's heap.
-					Limits: corev1.ResourceList{
-						corev1.ResourceCPU:              resource.MustParse("1"),
-						corev1.ResourceMemory:           resource.MustParse("512Mi"),
-						corev1.ResourceEphemeralStorage: *ephemeral,
-					},
-				},
-			}},
-			Volumes: append([]corev1.Volume{{Name: snapshotCheckVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: scratch}}}}, volumes...),
-		},
+		Spec: spec,
+	}, nil
+}
+
+// runOncePodSpec is the spec the operator's check pods (a backup's verification, a
+// restore's snapshot check) start from: run once within deadline, never restarted, no API
+// token nor Service variables, the restricted pod securityContext.
+func runOncePodSpec(deadline time.Duration) (corev1.PodSpec, error) {
+	podSC, err := PodSecurityContext(nil)
+	if err != nil {
+		return corev1.PodSpec{}, err
+	}
+	return corev1.PodSpec{
+		RestartPolicy:                corev1.RestartPolicyNever,
+		ActiveDeadlineSeconds:        ptr.To(int64(deadline / time.Second)),
+		AutomountServiceAccountToken: ptr.To(false),
+		EnableServiceLinks:           ptr.To(false),
+		SecurityContext:              podSC,
 	}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -25,5 +26,8 @@ func TestSnapshotCheckPodIsBoundedAndOwned(t *testing.T) {
 	}
 	if !OwnedSelector().Matches(labels.Set(pod.Labels)) {
 		t.Errorf("labels %v are outside the operator's pod cache", pod.Labels)
+	}
+	if ps := pod.Spec; ps.RestartPolicy != corev1.RestartPolicyNever || *ps.ActiveDeadlineSeconds != 120 || *ps.AutomountServiceAccountToken || *ps.EnableServiceLinks || ps.SecurityContext == nil {
+		t.Errorf("pod spec %+v: not a run-once pod bounded by the deadline, without API token, Service variables or securityContext", ps)
 	}
 }

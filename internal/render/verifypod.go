@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/cmd/inpod"
@@ -104,7 +103,7 @@ func VerifyPod(s VerifyPodSpec) (*corev1.Pod, error) {
 	expect := corev1.VolumeMount{Name: verifyExpectVolume, MountPath: verifyExpectMount}
 	expectRO := expect
 	expectRO.ReadOnly = true
-	podSC, err := PodSecurityContext(nil)
+	spec, err := runOncePodSpec(s.Deadline)
 	if err != nil {
 		return nil, err
 	}
@@ -112,47 +111,41 @@ func VerifyPod(s VerifyPodSpec) (*corev1.Pod, error) {
 	if len(label) > 63 {
 		label = VerifyPodName(s.Backup)
 	}
+	spec.InitContainers = []corev1.Container{{
+		Name: VerifyRestoreContainer, Image: s.OperatorImage,
+		Command: []string{OperatorCommand}, Args: restoreArgs,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		VolumeMounts:             append(append([]corev1.VolumeMount{data}, mounts...), expect),
+		SecurityContext:          ContainerSecurityContext(),
+	}}
+	spec.Containers = []corev1.Container{{
+		Name: VerifyEtcdContainer, Image: s.EtcdImage,
+		Command: []string{"/usr/local/bin/etcd"},
+		Args: []string{
+			"--name=" + verifyMember, "--data-dir=" + verifyDataDir,
+			"--listen-client-urls=" + verifyClientURL, "--advertise-client-urls=" + verifyClientURL,
+			"--listen-peer-urls=" + verifyPeerURL, "--initial-advertise-peer-urls=" + verifyPeerURL,
+			"--initial-cluster=" + verifyMember + "=" + verifyPeerURL, "--initial-cluster-state=new",
+			"--initial-cluster-token=" + verifyMember,
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		VolumeMounts:             []corev1.VolumeMount{data},
+		SecurityContext:          ContainerSecurityContext(),
+	}, {
+		Name: VerifyCheckContainer, Image: s.OperatorImage,
+		Command: []string{OperatorCommand}, Args: checkArgs,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		VolumeMounts:             []corev1.VolumeMount{expectRO},
+		SecurityContext:          ContainerSecurityContext(),
+	}}
+	spec.Volumes = append(append([]corev1.Volume{{Name: verifyDataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, volumes...),
+		corev1.Volume{Name: verifyExpectVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: VerifyPodName(s.Backup), Namespace: s.Namespace,
 			Labels: map[string]string{LabelVerifyBackup: label, LabelApp: AppOperatorPod, "app.kubernetes.io/managed-by": "etcd-operator"},
 		},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                corev1.RestartPolicyNever,
-			ActiveDeadlineSeconds:        ptr.To(int64(s.Deadline / time.Second)),
-			AutomountServiceAccountToken: ptr.To(false),
-			EnableServiceLinks:           ptr.To(false),
-			SecurityContext:              podSC,
-			InitContainers: []corev1.Container{{
-				Name: VerifyRestoreContainer, Image: s.OperatorImage,
-				Command: []string{OperatorCommand}, Args: restoreArgs,
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-				VolumeMounts:             append(append([]corev1.VolumeMount{data}, mounts...), expect),
-				SecurityContext:          ContainerSecurityContext(),
-			}},
-			Containers: []corev1.Container{{
-				Name: VerifyEtcdContainer, Image: s.EtcdImage,
-				Command: []string{"/usr/local/bin/etcd"},
-				Args: []string{
-					"--name=" + verifyMember, "--data-dir=" + verifyDataDir,
-					"--listen-client-urls=" + verifyClientURL, "--advertise-client-urls=" + verifyClientURL,
-					"--listen-peer-urls=" + verifyPeerURL, "--initial-advertise-peer-urls=" + verifyPeerURL,
-					"--initial-cluster=" + verifyMember + "=" + verifyPeerURL, "--initial-cluster-state=new",
-					"--initial-cluster-token=" + verifyMember,
-				},
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-				VolumeMounts:             []corev1.VolumeMount{data},
-				SecurityContext:          ContainerSecurityContext(),
-			}, {
-				Name: VerifyCheckContainer, Image: s.OperatorImage,
-				Command: []string{OperatorCommand}, Args: checkArgs,
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-				VolumeMounts:             []corev1.VolumeMount{expectRO},
-				SecurityContext:          ContainerSecurityContext(),
-			}},
-			Volumes: append(append([]corev1.Volume{{Name: verifyDataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}, volumes...),
-				corev1.Volume{Name: verifyExpectVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}),
-		},
+		Spec: spec,
 	}
 	s.Inherit.ApplyTo(&pod.Spec)
 	return pod, nil

@@ -19,10 +19,7 @@ import (
 // seeded from it serves every key. A minimum revision above the survivor's is refused.
 func TestRestoreFromMemberWithoutQuorum(t *testing.T) {
 	src := etcdtest.StartCluster(t, 3, "")
-	cli, err := clientv3.New(clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cli := src.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	want := map[string]string{}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
@@ -24,11 +23,7 @@ import (
 func backupOf(t *testing.T, s backup.Store, key string, keys int, c backup.Compression) map[string]string {
 	t.Helper()
 	src := etcdtest.StartCluster(t, 3, "")
-	cli, err := clientv3.New(clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli := src.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	want := map[string]string{}
@@ -97,11 +92,7 @@ func TestRestoreNewCluster(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: dst.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli := dst.Client(t)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	r, err := cli.Get(cctx, "/k/", clientv3.WithPrefix())

@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
@@ -31,11 +28,7 @@ func TestVerifyBackupInRealMember(t *testing.T) {
 	defer cancel()
 
 	src := etcdtest.StartCluster(t, 1, "")
-	cli, err := clientv3.New(clientv3.Config{Endpoints: src.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli := src.Client(t)
 	for i := range 7 {
 		if _, err := cli.Put(ctx, fmt.Sprintf("/k/%d", i), "v"); err != nil {
 			t.Fatal(err)

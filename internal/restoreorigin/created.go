@@ -83,13 +83,10 @@ func CheckCreated(er *etcdv1beta2.EtcdRestore, c *etcdv1beta2.EtcdCluster) error
 // own cluster (which only ever keeps it from deleting one), never enough to mount what
 // the annotation names.
 func CheckChosen(er *etcdv1beta2.EtcdRestore, cluster string, src *render.RestoreSource) error {
+	if err := namesRestore(er, cluster, src); err != nil {
+		return err
+	}
 	switch {
-	case src.Restore != er.Name:
-		return fmt.Errorf("it names EtcdRestore %q, not %q", src.Restore, er.Name)
-	case src.UID == "" || src.UID != string(er.UID):
-		return fmt.Errorf("EtcdRestore %s has uid %s, the annotation records %q", er.Name, er.UID, src.UID)
-	case er.Spec.EtcdCluster.Name != cluster:
-		return fmt.Errorf("EtcdRestore %s restores EtcdCluster %q, not %q", er.Name, er.Spec.EtcdCluster.Name, cluster)
 	case er.Status.Backup == nil:
 		return fmt.Errorf("EtcdRestore %s has recorded no chosen backup", er.Name)
 	case src.S3 == nil:

@@ -110,13 +110,7 @@ func TestCheckChosen(t *testing.T) {
 		// The Secret and endpoint are what the EtcdBackup said then; they may differ now.
 		return &render.RestoreSource{Restore: restore, UID: uid, SHA256: sha, S3: &etcdv1beta2.S3BackupSource{Path: path, AWSSecret: "rotated-away"}}
 	}
-	for _, tc := range []struct {
-		name    string
-		er      *etcdv1beta2.EtcdRestore
-		cluster string
-		src     *render.RestoreSource
-		ok      bool
-	}{
+	runAnnotationCases(t, CheckChosen, []annotationCase{
 		{"the chosen object", er, "main", src("r", "u-1", "bk/per_v20_2026-12-01-11:00:00", shaA), true},
 		{"the chosen object, stored without a checksum", unchecksummed, "main", src("r", "u-1", "bk/per_v20_2026-12-01-11:00:00", shaC), true},
 		{"another object", er, "main", src("r", "u-1", "bk/per_v30_2026-12-01-12:00:00", shaA), false},
@@ -128,12 +122,5 @@ func TestCheckChosen(t *testing.T) {
 		{"another cluster", er, "other", src("r", "u-1", "bk/per_v20_2026-12-01-11:00:00", shaA), false},
 		{"nothing chosen yet", unchosen, "main", src("r", "u-1", "bk/per_v20_2026-12-01-11:00:00", shaA), false},
 		{"a pvc", er, "main", &render.RestoreSource{Restore: "r", UID: "u-1", PVC: &etcdv1beta2.PVCBackupSource{ClaimName: "c", Path: "per_v20_2026-12-01-11:00:00"}}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := CheckChosen(tc.er, tc.cluster, tc.src)
-			if (err == nil) != tc.ok {
-				t.Fatalf("got %v, want ok=%v", err, tc.ok)
-			}
-		})
-	}
+	})
 }

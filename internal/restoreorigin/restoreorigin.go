@@ -21,13 +21,8 @@ import (
 // same secret, endpoint and addressing; for a PVC the same claim and file), and the
 // SHA-256 er recorded (samePin).
 func Check(er *etcdv1beta2.EtcdRestore, cluster string, src *render.RestoreSource) error {
-	switch {
-	case src.Restore != er.Name:
-		return fmt.Errorf("it names EtcdRestore %q, not %q", src.Restore, er.Name)
-	case src.UID == "" || src.UID != string(er.UID):
-		return fmt.Errorf("EtcdRestore %s has uid %s, the annotation records %q", er.Name, er.UID, src.UID)
-	case er.Spec.EtcdCluster.Name != cluster:
-		return fmt.Errorf("EtcdRestore %s restores EtcdCluster %q, not %q", er.Name, er.Spec.EtcdCluster.Name, cluster)
+	if err := namesRestore(er, cluster, src); err != nil {
+		return err
 	}
 	if BackupRef(er) != "" {
 		return errNeedsBackup
@@ -42,6 +37,19 @@ func Check(er *etcdv1beta2.EtcdRestore, cluster string, src *render.RestoreSourc
 		return samePVCBackup(er.Spec.PVC, src)
 	}
 	return fmt.Errorf("EtcdRestore %s has storage type %q", er.Name, er.Spec.BackupStorageType)
+}
+
+// namesRestore checks that src names er (name and UID) and er restores cluster.
+func namesRestore(er *etcdv1beta2.EtcdRestore, cluster string, src *render.RestoreSource) error {
+	switch {
+	case src.Restore != er.Name:
+		return fmt.Errorf("it names EtcdRestore %q, not %q", src.Restore, er.Name)
+	case src.UID == "" || src.UID != string(er.UID):
+		return fmt.Errorf("EtcdRestore %s has uid %s, the annotation records %q", er.Name, er.UID, src.UID)
+	case er.Spec.EtcdCluster.Name != cluster:
+		return fmt.Errorf("EtcdRestore %s restores EtcdCluster %q, not %q", er.Name, er.Spec.EtcdCluster.Name, cluster)
+	}
+	return nil
 }
 
 func sameS3Backup(spec *etcdv1beta2.S3BackupSource, src *render.RestoreSource) error {

@@ -29,13 +29,7 @@ func TestCheck(t *testing.T) {
 		edit(&c)
 		return &render.RestoreSource{Restore: "r", UID: "u-1", S3: &c}
 	}
-	for _, tc := range []struct {
-		name    string
-		er      *etcdv1beta2.EtcdRestore
-		cluster string
-		src     *render.RestoreSource
-		ok      bool
-	}{
+	runAnnotationCases(t, Check, []annotationCase{
 		{"exact object", s3Restore, "main", withS3(func(*etcdv1beta2.S3BackupSource) {}), true},
 		{"a periodic backup of the path", s3Restore, "main", withS3(func(s *etcdv1beta2.S3BackupSource) { s.Path = "bk/main.db_v42_2026-01-02-03:04:05" }), true},
 		{"another bucket", s3Restore, "main", withS3(func(s *etcdv1beta2.S3BackupSource) { s.Path = "other/main.db" }), false},
@@ -53,11 +47,26 @@ func TestCheck(t *testing.T) {
 		{"same pvc", pvcRestore, "main", &render.RestoreSource{Restore: "r", UID: "u-1", PVC: &etcdv1beta2.PVCBackupSource{ClaimName: "claim", Path: "/bk/main.db"}}, true},
 		{"another claim", pvcRestore, "main", &render.RestoreSource{Restore: "r", UID: "u-1", PVC: &etcdv1beta2.PVCBackupSource{ClaimName: "x", Path: "bk/main.db"}}, false},
 		{"another file", pvcRestore, "main", &render.RestoreSource{Restore: "r", UID: "u-1", PVC: &etcdv1beta2.PVCBackupSource{ClaimName: "claim", Path: "bk/other.db"}}, false},
-	} {
+	})
+}
+
+// annotationCase is a row of a table test of a check of a cluster's restore annotation:
+// whether src, read from cluster's annotation, is er's.
+type annotationCase struct {
+	name    string
+	er      *etcdv1beta2.EtcdRestore
+	cluster string
+	src     *render.RestoreSource
+	ok      bool
+}
+
+// runAnnotationCases runs check on each case.
+func runAnnotationCases(t *testing.T, check func(*etcdv1beta2.EtcdRestore, string, *render.RestoreSource) error, cases []annotationCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Check(tc.er, tc.cluster, tc.src)
-			if (err == nil) != tc.ok {
-				t.Fatalf("Check: %v, want ok=%v", err, tc.ok)
+			if err := check(tc.er, tc.cluster, tc.src); (err == nil) != tc.ok {
+				t.Fatalf("got %v, want ok=%v", err, tc.ok)
 			}
 		})
 	}

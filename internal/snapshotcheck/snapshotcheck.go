@@ -112,15 +112,7 @@ func Outcome(pod *corev1.Pod, pastDeadline bool) (restore.CheckResult, bool) {
 // podState describes a pod that did not report: its phase and reason, and what its
 // container waits on, in the kubelet's words.
 func podState(pod *corev1.Pod) string {
-	parts := []string{"phase " + string(pod.Status.Phase)}
-	if pod.Status.Reason != "" {
-		parts = append(parts, pod.Status.Reason+": "+pod.Status.Message)
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-			parts = append(parts, "not scheduled: "+c.Message)
-		}
-	}
+	parts := render.PodStatusParts(pod)
 	for _, cs := range pod.Status.ContainerStatuses {
 		if w := cs.State.Waiting; w != nil && w.Reason != "" {
 			parts = append(parts, fmt.Sprintf("container %s waiting: %s %s", cs.Name, w.Reason, w.Message))

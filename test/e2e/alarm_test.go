@@ -22,9 +22,7 @@ import (
 func TestNoSpaceAlarmShownAndCleared(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "alarm"
-	e.Create(newCluster(name, 1))
-	e.WaitAvailable(name, 1, 2*time.Minute)
-	cli := e.EtcdClient(name)
+	cli := startAvailable(e, name, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	st, err := cli.Status(ctx, cli.Endpoints()[0])

@@ -40,9 +40,7 @@ func TestBackupToPVC(t *testing.T) {
 	e := setupWithOperatorImage(t)
 
 	createClaim(e, claim)
-	e.Create(newCluster(source, 3))
-	e.WaitAvailable(source, 3, 120*time.Second)
-	cli := e.EtcdClient(source)
+	cli := startAvailable(e, source, 3)
 	writeKeys(e, cli, keys, "/pvc", "value-")
 	resp, err := cli.Get(ctx, "/pvc/0000")
 	if err != nil {

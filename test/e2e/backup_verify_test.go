@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -53,19 +52,7 @@ func TestBackupVerification(t *testing.T) {
 	// Truncate the object in place, keeping its metadata (so the checksum stored beside
 	// it is the original's), then verify it on a schedule of every minute.
 	mc := b.minio.Client(t)
-	obj, err := mc.GetObject(ctx, backupBucket, key, minio.GetObjectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := obj.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(obj)
-	obj.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, info := b.minio.ReadObject(t, backupBucket, key)
 	half := data[:len(data)/2]
 	if _, err := mc.PutObject(ctx, backupBucket, key, bytes.NewReader(half), int64(len(half)),
 		minio.PutObjectOptions{UserMetadata: userMetadata(info.UserMetadata)}); err != nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -21,13 +20,6 @@ import (
 // A claim is a promise: a member whose claim survives gets its pod back on it after any
 // outage, whether or not the others have quorum, and a cluster whose every pod went
 // (evicted while its nodes were down) restarts from its claims, never reported lost.
-
-func claimSpec() *corev1.PersistentVolumeClaimSpec {
-	return &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}
-}
 
 // lostWatch samples the cluster's status until stopped and records every time it said
 // the cluster was lost (phase Failed or reason AllMembersLost).
@@ -109,10 +101,7 @@ func waitBackOnClaims(e *framework.Env, name string, old map[string]corev1.Pod, 
 func TestOneMemberClaimAfterEviction(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "promise1"
-	c := newCluster(name, 1)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
-	e.Create(c)
-	e.WaitAvailable(name, 1, 120*time.Second)
+	createOnClaims(e, name, 1, 120*time.Second)
 	writeKeys(e, e.EtcdClient(name), 100, "/data", "v") // dump reads /data/
 	before, err := e.Members(name)
 	if err != nil {

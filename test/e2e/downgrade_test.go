@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -44,16 +43,7 @@ func downgradeUnderLoad(t *testing.T, e *framework.Env, name string, size int, t
 	}
 	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Version = to })
 	e.Eventually(4*time.Minute, "every member runs "+to, func() error {
-		got := e.MemberStatuses(name)
-		if len(got) != size {
-			return fmt.Errorf("%d members answer", len(got))
-		}
-		for pod, st := range got {
-			if st.Version != to {
-				return fmt.Errorf("%s runs %s", pod, st.Version)
-			}
-		}
-		return nil
+		return membersRun(e, name, size, to)
 	})
 	e.WaitAvailable(name, size, 90*time.Second)
 	flowing(t, load, loadRate)

@@ -14,9 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
-	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -86,10 +84,7 @@ func TestEtcd35(t *testing.T) {
 	})
 
 	t.Run("backup and restore into a new 3.5 cluster", func(t *testing.T) {
-		srv := miniotest.StartOn(t, bench.ControlPlaneIP)
-		srv.MakeBucket(t, backupBucket)
-		e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Data: map[string][]byte{
-			"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})
+		srv := backupStore(t, e)
 		s3 := &etcdv1beta2.S3BackupSource{Path: backupBucket + "/v35/backup.db", AWSSecret: "aws", Endpoint: srv.Endpoint(), ForcePathStyle: true}
 		writeKeys(e, e.EtcdClient(name), keys, "/data", "value-")
 		e.Create(&etcdv1beta2.EtcdBackup{
@@ -150,16 +145,7 @@ func TestEtcd35(t *testing.T) {
 						sawGate = true
 					}
 				}
-				got := e.MemberStatuses(name)
-				if len(got) != 3 {
-					return fmt.Errorf("%d members answer", len(got))
-				}
-				for pod, st := range got {
-					if st.Version != to {
-						return fmt.Errorf("%s runs %s", pod, st.Version)
-					}
-				}
-				return nil
+				return membersRun(e, name, 3, to)
 			})
 			e.WaitAvailable(name, 3, 90*time.Second)
 			flowing(t, load, loadRate)
@@ -194,17 +180,22 @@ func TestEtcd35(t *testing.T) {
 func requireVersion(t *testing.T, e *framework.Env, name string, size int, version string) {
 	t.Helper()
 	e.Eventually(60*time.Second, fmt.Sprintf("%d members of %s run %s", size, name, version), func() error {
-		got := e.MemberStatuses(name)
-		if len(got) != size {
-			return fmt.Errorf("%d members answer", len(got))
-		}
-		for pod, st := range got {
-			if st.Version != version {
-				return fmt.Errorf("%s runs %s", pod, st.Version)
-			}
-		}
-		return nil
+		return membersRun(e, name, size, version)
 	})
+}
+
+// membersRun is nil when size members of the cluster answer, each running version.
+func membersRun(e *framework.Env, name string, size int, version string) error {
+	got := e.MemberStatuses(name)
+	if len(got) != size {
+		return fmt.Errorf("%d members answer", len(got))
+	}
+	for pod, st := range got {
+		if st.Version != version {
+			return fmt.Errorf("%s runs %s", pod, st.Version)
+		}
+	}
+	return nil
 }
 
 // snapshotCount is the test cluster's --snapshot-count.

@@ -456,16 +456,7 @@ func TestRollingUpgrade(t *testing.T) {
 				order = append(order, pod)
 			}
 		}
-		got := e.MemberStatuses(name)
-		for pod, st := range got {
-			if st.Version != "3.7.3" {
-				return fmt.Errorf("%s runs %s", pod, st.Version)
-			}
-		}
-		if len(got) != 3 {
-			return fmt.Errorf("%d members answer", len(got))
-		}
-		return nil
+		return membersRun(e, name, 3, "3.7.3")
 	})
 	c := e.WaitAvailable(name, 3, 60*time.Second)
 	e.Eventually(30*time.Second, "status currentVersion 3.7.3", func() error {

@@ -44,10 +44,7 @@ func TestHelmInstall(t *testing.T) {
 	helm := helmCLI(t, root)
 	chart := filepath.Join(root, "helm-charts", "etcd-operator")
 
-	s := framework.NewScheme()
-	if err := etcdv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := schemeWithV1(t)
 	b := bench.NewForTest(t, bench.Options{Scheme: s})
 	c := b.Client()
 	ctx := context.Background()

@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
@@ -30,29 +29,14 @@ func TestHibernation(t *testing.T) {
 	e := framework.Setup(t)
 	ctx := context.Background()
 	const name = "hibernate"
-	c := newCluster(name, 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
-	e.Create(c)
-	e.WaitAvailable(name, 3, 180*time.Second)
+	createOnClaims(e, name, 3, 180*time.Second)
 	writeKeys(e, e.EtcdClient(name), 100, "/data", "v") // dump reads /data/
 	before, err := e.Members(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clusterID := e.Cluster(name).Status.ClusterID
-	claims := func() map[string]string {
-		var l corev1.PersistentVolumeClaimList
-		if err := e.C.List(ctx, &l, client.InNamespace("default"), client.MatchingLabelsSelector{Selector: render.ClusterSelector(name)}); err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]string{}
-		for _, p := range l.Items {
-			if p.DeletionTimestamp == nil {
-				out[p.Name] = string(p.UID)
-			}
-		}
-		return out
-	}
+	claims := func() map[string]types.UID { return claimUIDs(t, e, name) }
 	claimsBefore := claims()
 	if len(claimsBefore) != 3 {
 		t.Fatalf("claims %v, want one per member", claimsBefore)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,9 +13,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -58,10 +55,7 @@ func TestPlatformOptions(t *testing.T) {
 
 	c := newCluster(name, 3)
 	c.Spec.Repository = strings.TrimSuffix(image, ":v3.6.16")
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}}
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
 	c.Annotations = map[string]string{
 		etcdv1beta2.PodPriorityClassNameAnnotation:         "etcd-knobs-a",
 		etcdv1beta2.PodImagePullSecretsAnnotation:          `[{"name":"regcred"}]`,
@@ -127,55 +121,26 @@ func TestPlatformOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldUID := map[string]types.UID{}
-	for n, p := range e.MemberPods(name) {
-		oldUID[n] = p.UID
-	}
+	roll := watchRoll(e, name)
 	load := e.StartLoad(name, loadRate)
 	flowing(t, load, 2*loadRate)
 	e.Update(name, func(c *etcdv1beta2.EtcdCluster) {
 		c.Annotations[etcdv1beta2.PodPriorityClassNameAnnotation] = "etcd-knobs-b"
 	})
-	// Sampled while rolling: the most member pods away from service at once.
-	worst := 0
-	var order []string
 	e.Eventually(400*time.Second, "every member pod recreated with the new priority class", func() error {
 		pods := e.MemberPods(name)
-		away := 0
-		for n := range oldUID {
-			p, ok := pods[n]
-			if !ok || p.DeletionTimestamp != nil || !podIsReady(p) {
-				away++
-			}
-			if ok && p.UID != oldUID[n] && !slices.Contains(order, n) {
-				order = append(order, n)
-			}
+		if err := roll.sample(pods); err != nil {
+			return err
 		}
-		worst = max(worst, away)
-		for n := range oldUID {
-			p, ok := pods[n]
-			if !ok || p.UID == oldUID[n] {
-				return fmt.Errorf("pod %s not recreated yet (recreated so far: %v)", n, order)
-			}
-			if p.Spec.PriorityClassName != "etcd-knobs-b" {
+		for n := range roll.oldUID {
+			if p := pods[n]; p.Spec.PriorityClassName != "etcd-knobs-b" {
 				return fmt.Errorf("pod %s has priority class %q", n, p.Spec.PriorityClassName)
 			}
 		}
 		return nil
 	})
-	e.WaitAvailable(name, 3, 120*time.Second)
-	waitSpecApplied(e, name)
-	after, err := e.Members(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(framework.MemberIDs(after)) != fmt.Sprint(framework.MemberIDs(before)) {
-		t.Errorf("members changed: %v -> %v (want every member recreated on its claim)", framework.MemberIDs(before), framework.MemberIDs(after))
-	}
-	if worst > 1 {
-		t.Errorf("%d member pods were away at once; a rollout takes one at a time", worst)
-	}
-	t.Logf("recreated in order %v, at most %d away at once", order, worst)
+	roll.doneOnSameMembers(t, e, name, before)
+	t.Logf("recreated in order %v, at most %d away at once", roll.order, roll.worst)
 	flowing(t, load, 2*loadRate)
 	verifyLoad(t, load)
 	checkPods("etcd-knobs-b", 2000)

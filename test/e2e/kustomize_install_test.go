@@ -57,30 +57,14 @@ func TestKustomizeInstallServesConversion(t *testing.T) {
 	}
 	container := dep.Spec.Template.Spec.Containers[0]
 
-	s := framework.NewScheme()
-	if err := etcdv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := schemeWithV1(t)
 	if container.Image != images.DefaultOperatorImage {
 		t.Fatalf("config/default runs image %q; the bench serves this checkout's operator as %q", container.Image, images.DefaultOperatorImage)
 	}
 	b := bench.NewForTest(t, bench.Options{Scheme: s})
 	c := b.Client()
 	ctx := context.Background()
-	// CRDs first (and established), then everything else, as kubectl would converge.
-	for _, crdPass := range []bool{true, false} {
-		for _, u := range objs {
-			if (u.GetKind() == "CustomResourceDefinition") != crdPass {
-				continue
-			}
-			if err := c.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
-				t.Fatalf("apply %s %s: %v", u.GetKind(), u.GetName(), err)
-			}
-		}
-		if crdPass {
-			framework.Eventually(t, time.Minute, "CRDs established", func() error { return crdsEstablished(ctx, c, objs) })
-		}
-	}
+	applyInstall(ctx, t, c, objs)
 	ns := dep.Namespace
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -104,19 +88,12 @@ func TestKustomizeInstallServesConversion(t *testing.T) {
 		t.Errorf("the operator's log does not say it set a soft memory limit of %s (90%% of %d):\n%.2000s", want, limit, out)
 	}
 	framework.Eventually(t, time.Minute, "caBundle injected into every CRD", func() error {
-		for _, u := range objs {
-			if u.GetKind() != "CustomResourceDefinition" {
-				continue
-			}
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := c.Get(ctx, client.ObjectKey{Name: u.GetName()}, &crd); err != nil {
-				return err
-			}
+		return eachCRD(ctx, c, objs, func(crd *apiextensionsv1.CustomResourceDefinition) error {
 			if cv := crd.Spec.Conversion; cv == nil || cv.Webhook == nil || cv.Webhook.ClientConfig == nil || len(cv.Webhook.ClientConfig.CABundle) == 0 {
 				return fmt.Errorf("%s has no caBundle yet", crd.Name)
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 
 	// First the webhook's answer as the API server checks it, made directly to the pod:
@@ -249,7 +226,50 @@ func decodeObjects(t *testing.T, out []byte) []*unstructured.Unstructured {
 	return objs
 }
 
+// schemeWithV1 is the framework's scheme with the v1 API too (installs serve both
+// versions).
+func schemeWithV1(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := framework.NewScheme()
+	if err := etcdv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// applyInstall server-side applies objs: the CRDs first (and waits until they are
+// established), then everything else, as kubectl would converge.
+func applyInstall(ctx context.Context, t *testing.T, c client.Client, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, crdPass := range []bool{true, false} {
+		for _, u := range objs {
+			if (u.GetKind() == "CustomResourceDefinition") != crdPass {
+				continue
+			}
+			if err := c.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
+				t.Fatalf("apply %s %s: %v", u.GetKind(), u.GetName(), err)
+			}
+		}
+		if crdPass {
+			framework.Eventually(t, time.Minute, "CRDs established", func() error { return crdsEstablished(ctx, c, objs) })
+		}
+	}
+}
+
 func crdsEstablished(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	return eachCRD(ctx, c, objs, func(crd *apiextensionsv1.CustomResourceDefinition) error {
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s not established", crd.Name)
+	})
+}
+
+// eachCRD reads each CustomResourceDefinition among objs from the API server and asks
+// check of it; the first error stops.
+func eachCRD(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, check func(*apiextensionsv1.CustomResourceDefinition) error) error {
 	for _, u := range objs {
 		if u.GetKind() != "CustomResourceDefinition" {
 			continue
@@ -258,14 +278,8 @@ func crdsEstablished(ctx context.Context, c client.Client, objs []*unstructured.
 		if err := c.Get(ctx, client.ObjectKey{Name: u.GetName()}, &crd); err != nil {
 			return err
 		}
-		ok := false
-		for _, cond := range crd.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				ok = true
-			}
-		}
-		if !ok {
-			return fmt.Errorf("%s not established", crd.Name)
+		if err := check(&crd); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	etcdv1 "github.com/etcd-operator/etcd-operator/api/v1"
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
 	"github.com/etcd-operator/etcd-operator/internal/test/promtest"
@@ -48,10 +47,7 @@ func TestAlertsOnRealPrometheus(t *testing.T) {
 	root := framework.RepoRoot(t)
 	objs := kustomizeBuild(t, root, "config/default")
 	monitoring := kustomizeBuild(t, root, "config/prometheus")
-	s := framework.NewScheme()
-	if err := etcdv1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := schemeWithV1(t)
 	b := bench.NewForTest(t, bench.Options{Scheme: s})
 	c := b.Client()
 	ctx := context.Background()
@@ -107,19 +103,7 @@ func TestAlertsOnRealPrometheus(t *testing.T) {
 	if len(monitors) != 2 || prometheusRule == nil {
 		t.Fatalf("config/prometheus: %d PodMonitors and rules %v; want the operator's and the members' monitors and the rules", len(monitors), prometheusRule != nil)
 	}
-	for _, crdPass := range []bool{true, false} {
-		for _, u := range objs {
-			if (u.GetKind() == "CustomResourceDefinition") != crdPass {
-				continue
-			}
-			if err := c.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
-				t.Fatalf("apply %s %s: %v", u.GetKind(), u.GetName(), err)
-			}
-		}
-		if crdPass {
-			framework.Eventually(t, time.Minute, "CRDs established", func() error { return crdsEstablished(ctx, c, objs) })
-		}
-	}
+	applyInstall(ctx, t, c, objs)
 	ns := dep.Namespace
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -288,16 +272,7 @@ func TestAlertsOnRealPrometheus(t *testing.T) {
 		}
 		repaired := time.Now()
 		// The operator compacts, defragments and disarms by itself.
-		e.Eventually(3*time.Minute, "NOSPACE disarmed by the operator", func() error {
-			al, err := cli.AlarmList(wctx)
-			if err != nil {
-				return err
-			}
-			if len(al.Alarms) != 0 {
-				return fmt.Errorf("alarms %v", al.Alarms)
-			}
-			return nil
-		})
+		e.Eventually(3*time.Minute, "NOSPACE disarmed by the operator", func() error { return noAlarms(wctx, cli) })
 		waitResolved(t, e, prom, "EtcdClusterAlarm", map[string]string{"cluster": name, "alarm": "NOSPACE"}, repaired)
 	})
 

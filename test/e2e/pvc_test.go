@@ -7,11 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -22,27 +19,9 @@ func TestPersistentVolumes(t *testing.T) {
 	e := framework.Setup(t)
 	ctx := context.Background()
 	const name = "pvc"
-	c := newCluster(name, 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}}
-	e.Create(c)
-	e.WaitAvailable(name, 3, 120*time.Second)
+	createOnClaims(e, name, 3, 120*time.Second)
 
-	claims := func() map[string]corev1.PersistentVolumeClaim {
-		var l corev1.PersistentVolumeClaimList
-		if err := e.C.List(ctx, &l, client.InNamespace("default"), client.MatchingLabelsSelector{Selector: render.ClusterSelector(name)}); err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]corev1.PersistentVolumeClaim{}
-		for _, p := range l.Items {
-			if p.DeletionTimestamp == nil {
-				out[p.Name] = p
-			}
-		}
-		return out
-	}
+	claims := func() map[string]corev1.PersistentVolumeClaim { return liveClaims(t, e, name) }
 	pods := e.MemberPods(name)
 	got := claims()
 	if len(got) != 3 {

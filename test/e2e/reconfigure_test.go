@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,21 +23,8 @@ import (
 func TestRollingReconfigureWithClaims(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "reconf"
-	c := newCluster(name, 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}}
-	e.Create(c)
-	e.WaitAvailable(name, 3, 120*time.Second)
-	before, err := e.Members(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oldUID := map[string]types.UID{}
-	for n, p := range e.MemberPods(name) {
-		oldUID[n] = p.UID
-	}
+	before := startClaimedCluster(t, e, name)
+	roll := watchRoll(e, name)
 	load := e.StartLoad(name, loadRate)
 	flowing(t, load, 2*loadRate)
 
@@ -46,50 +32,23 @@ func TestRollingReconfigureWithClaims(t *testing.T) {
 	e.Update(name, func(c *etcdv1beta2.EtcdCluster) {
 		c.Spec.Pod.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: want}
 	})
-	// Sampled while rolling: the order pods were recreated in, and the most member pods
-	// away from service (missing, being deleted or not Ready) at once.
-	var order []string
-	worst := 0
 	sawRolling := false
 	e.Eventually(300*time.Second, "every member pod recreated with the new resources", func() error {
 		if cl := e.Cluster(name); strings.HasPrefix(conditionReason(cl, etcdv1beta2.ClusterConditionSpecApplied), etcdv1beta2.ReasonRollingOut+":") {
 			sawRolling = true
 		}
 		pods := e.MemberPods(name)
-		away := 0
-		for n := range oldUID {
-			p, ok := pods[n]
-			if !ok || p.DeletionTimestamp != nil || !podIsReady(p) {
-				away++
-			}
-			if ok && p.UID != oldUID[n] && !slices.Contains(order, n) {
-				order = append(order, n)
-			}
+		if err := roll.sample(pods); err != nil {
+			return err
 		}
-		worst = max(worst, away)
-		for n := range oldUID {
-			p, ok := pods[n]
-			if !ok || p.UID == oldUID[n] {
-				return fmt.Errorf("pod %s not recreated yet (recreated so far: %v)", n, order)
-			}
-			if got := etcdRequest(p, corev1.ResourceMemory); got.Cmp(want) != 0 {
+		for n := range roll.oldUID {
+			if got := etcdRequest(pods[n], corev1.ResourceMemory); got.Cmp(want) != 0 {
 				return fmt.Errorf("pod %s requests memory %s, want %s", n, got.String(), want.String())
 			}
 		}
 		return nil
 	})
-	e.WaitAvailable(name, 3, 120*time.Second)
-	waitSpecApplied(e, name)
-	after, err := e.Members(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(framework.MemberIDs(after)) != fmt.Sprint(framework.MemberIDs(before)) {
-		t.Errorf("members changed: %v -> %v (want every member restarted on its claim)", framework.MemberIDs(before), framework.MemberIDs(after))
-	}
-	if worst > 1 {
-		t.Errorf("%d member pods were away at once; a rollout takes one at a time", worst)
-	}
+	roll.doneOnSameMembers(t, e, name, before)
 	if !sawRolling {
 		t.Errorf("SpecApplied never said %s", etcdv1beta2.ReasonRollingOut)
 	}
@@ -98,7 +57,7 @@ func TestRollingReconfigureWithClaims(t *testing.T) {
 	}
 	flowing(t, load, 2*loadRate)
 	res := verifyLoad(t, load)
-	t.Logf("recreated in order %v, at most %d away at once, load %s", order, worst, res)
+	t.Logf("recreated in order %v, at most %d away at once, load %s", roll.order, roll.worst, res)
 
 	// Labels reach the running pods in place.
 	uids := map[string]types.UID{}

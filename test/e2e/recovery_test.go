@@ -40,10 +40,7 @@ func testQuorumLossRecovery(t *testing.T, withTLS bool) {
 	c.Annotations = map[string]string{etcdcluster.AnnotationQuorumLossGrace: "15s", etcdcluster.AnnotationForceNewCluster: "true"}
 	access := plainAccess(e, name)
 	if withTLS {
-		pki := framework.NewClusterTLS(t, name, "default")
-		e.Create(pki.PeerSecret("phoenix-peer"))
-		e.Create(pki.ServerSecret("phoenix-server"))
-		e.Create(pki.OperatorSecret("phoenix-operator"))
+		pki := staticTLSSecrets(t, e, name)
 		c.Spec.TLS = framework.StaticTLS("phoenix-peer", "phoenix-server", "phoenix-operator")
 		access = tlsAccess(e, name, pki.ClientConfig(t))
 	}

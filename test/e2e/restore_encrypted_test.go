@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,9 +56,7 @@ func TestEncryptedBackupRestore(t *testing.T) {
 			EncryptionKeySecret: keySecret}
 	}
 
-	e.Create(newCluster(source, 1))
-	e.WaitAvailable(source, 1, 120*time.Second)
-	srcCli := e.EtcdClient(source)
+	srcCli := startAvailable(e, source, 1)
 	writeKeys(e, srcCli, keys, "/data", canary)
 	want := dump(t, srcCli)
 	if len(want) != keys {
@@ -90,15 +86,7 @@ func TestEncryptedBackupRestore(t *testing.T) {
 	})
 
 	// What whoever can read the bucket gets.
-	obj, err := srv.Client(t).GetObject(ctx, backupBucket, "enc/src.db", minio.GetObjectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored, err := io.ReadAll(obj)
-	obj.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	stored, _ := srv.ReadObject(t, backupBucket, "enc/src.db")
 	if bytes.Contains(stored, []byte(canary)) || bytes.Contains(stored, []byte("/data/0000")) {
 		t.Fatalf("the stored backup (%d bytes) contains the cluster's keys or values", len(stored))
 	}

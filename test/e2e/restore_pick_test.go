@@ -8,15 +8,12 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
-	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
-	"github.com/etcd-operator/etcd-operator/test/bench"
 )
 
 // TestRestoreNewestBefore takes three backups of different data at known times into
@@ -28,14 +25,9 @@ func TestRestoreNewestBefore(t *testing.T) {
 	ctx := context.Background()
 	e := setupWithOperatorImage(t)
 
-	srv := miniotest.StartOn(t, bench.ControlPlaneIP)
-	srv.MakeBucket(t, backupBucket)
-	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Data: map[string][]byte{
-		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})
+	srv := backupStore(t, e)
 
-	e.Create(newCluster(source, 1))
-	e.WaitAvailable(source, 1, 120*time.Second)
-	cli := e.EtcdClient(source)
+	cli := startAvailable(e, source, 1)
 
 	getBackup := func() *etcdv1beta2.EtcdBackup {
 		var eb etcdv1beta2.EtcdBackup

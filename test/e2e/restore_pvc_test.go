@@ -17,7 +17,6 @@ import (
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
 // TestRestoreFromPVC backs a live 3-member cluster up into a claim (the backup pod of
@@ -34,9 +33,7 @@ func TestRestoreFromPVC(t *testing.T) {
 
 	// ReadWriteOnce: every pod of the bench runs on its one node.
 	createClaim(e, claim)
-	e.Create(newCluster(source, 3))
-	e.WaitAvailable(source, 3, 120*time.Second)
-	srcCli := e.EtcdClient(source)
+	srcCli := startAvailable(e, source, 3)
 	writeKeys(e, srcCli, keys, "/data", "pvc-value-")
 	want := dump(t, srcCli)
 	if len(want) != keys {
@@ -97,16 +94,7 @@ func TestRestoreFromPVC(t *testing.T) {
 				}
 			}
 		}
-		srcMembers, err1 := e.Members(source)
-		newMembers, err2 := e.Members(restored)
-		if err1 != nil || err2 != nil {
-			t.Fatalf("member lists: %v, %v", err1, err2)
-		}
-		for id := range framework.MemberIDs(newMembers) {
-			if _, shared := framework.MemberIDs(srcMembers)[id]; shared {
-				t.Errorf("restored cluster shares member ID %x with the source", id)
-			}
-		}
+		noSharedMemberIDs(t, e, source, restored)
 		if got := dump(t, e.EtcdClient(restored)); !reflect.DeepEqual(got, want) {
 			t.Errorf("restored cluster holds %d keys, backup %d; first differences: %v", len(got), len(want), firstDiffs(got, want, 5))
 		}

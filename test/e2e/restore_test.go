@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,8 +22,6 @@ import (
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
-	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -40,17 +37,12 @@ func TestRestoreFromS3(t *testing.T) {
 	// The restore init containers run the operator's image: this build.
 	e := setupWithOperatorImage(t)
 
-	srv := miniotest.StartOn(t, bench.ControlPlaneIP)
-	srv.MakeBucket(t, backupBucket)
-	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Data: map[string][]byte{
-		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})
+	srv := backupStore(t, e)
 	s3 := func(path string) *etcdv1beta2.S3BackupSource {
 		return &etcdv1beta2.S3BackupSource{Path: backupBucket + "/" + path, AWSSecret: "aws", Endpoint: srv.Endpoint(), ForcePathStyle: true}
 	}
 
-	e.Create(newCluster(source, 3))
-	e.WaitAvailable(source, 3, 120*time.Second)
-	srcCli := e.EtcdClient(source)
+	srcCli := startAvailable(e, source, 3)
 	writeKeys(e, srcCli, keys, "/data", "value-")
 	want := dump(t, srcCli)
 	if len(want) != keys {
@@ -103,16 +95,7 @@ func TestRestoreFromS3(t *testing.T) {
 		}
 		// A new cluster: same data, its own members (the token includes the new
 		// cluster's UID, so no ID can collide with the source's).
-		srcMembers, err1 := e.Members(source)
-		newMembers, err2 := e.Members(restored)
-		if err1 != nil || err2 != nil {
-			t.Fatalf("member lists: %v, %v", err1, err2)
-		}
-		for id := range framework.MemberIDs(newMembers) {
-			if _, shared := framework.MemberIDs(srcMembers)[id]; shared {
-				t.Errorf("restored cluster shares member ID %x with the source", id)
-			}
-		}
+		noSharedMemberIDs(t, e, source, restored)
 		got := dump(t, e.EtcdClient(restored))
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("restored cluster holds %d keys, source %d; first differences: %v", len(got), len(want), firstDiffs(got, want, 5))
@@ -134,15 +117,7 @@ func TestRestoreFromS3(t *testing.T) {
 
 	t.Run("a corrupted backup creates nothing", func(t *testing.T) {
 		mc := srv.Client(t)
-		obj, err := mc.GetObject(ctx, backupBucket, "restore/src.db", minio.GetObjectOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(obj)
-		obj.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		data, _ := srv.ReadObject(t, backupBucket, "restore/src.db")
 		// The checksum of the good bytes, then one byte rots.
 		sum := sha256.Sum256(data)
 		data[len(data)/2] ^= 0xff

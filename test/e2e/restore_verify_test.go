@@ -23,8 +23,6 @@ import (
 	"github.com/etcd-operator/etcd-operator/controllers/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/controllers/etcdrestore"
 	"github.com/etcd-operator/etcd-operator/internal/render"
-	"github.com/etcd-operator/etcd-operator/internal/test/miniotest"
-	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -37,14 +35,9 @@ func TestRestoreVerifiesBackupBeforeReplacing(t *testing.T) {
 	const prod = "prod"
 	ctx := context.Background()
 	e := setupWithOperatorImage(t)
-	srv := miniotest.StartOn(t, bench.ControlPlaneIP)
-	srv.MakeBucket(t, backupBucket)
-	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Data: map[string][]byte{
-		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})
+	srv := backupStore(t, e)
 
-	e.Create(newCluster(prod, 1))
-	e.WaitAvailable(prod, 1, 120*time.Second)
-	cli := e.EtcdClient(prod)
+	cli := startAvailable(e, prod, 1)
 	writeKeys(e, cli, 50, "/data", "value-")
 	snap := snapshotOf(t, e, cli)
 	atSnapshot := dump(t, cli)
@@ -197,14 +190,9 @@ func TestRestoreOfVerifiedBackupRunsChecks(t *testing.T) {
 	const source, backupName = "vsrc", "verified"
 	ctx := context.Background()
 	e := setupWithOperatorImage(t)
-	srv := miniotest.StartOn(t, bench.ControlPlaneIP)
-	srv.MakeBucket(t, backupBucket)
-	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws"}, Data: map[string][]byte{
-		"credentials": []byte(srv.AWSCredentialsFile()), "config": []byte(srv.AWSConfigFile())}})
+	srv := backupStore(t, e)
 
-	e.Create(newCluster(source, 1))
-	e.WaitAvailable(source, 1, 120*time.Second)
-	cli := e.EtcdClient(source)
+	cli := startAvailable(e, source, 1)
 	writeKeys(e, cli, 40, "/data", "value-")
 	backedUp := dump(t, cli)
 

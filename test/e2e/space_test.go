@@ -58,14 +58,10 @@ func TestNoSpaceRemediated(t *testing.T) {
 	}
 	filled := time.Now()
 	e.Eventually(3*time.Minute, "NOSPACE disarmed by the operator and writes accepted", func() error {
-		al, err := cli.AlarmList(ctx)
-		if err != nil {
+		if err := noAlarms(ctx, cli); err != nil {
 			return err
 		}
-		if len(al.Alarms) != 0 {
-			return fmt.Errorf("alarms %v", al.Alarms)
-		}
-		_, err = cli.Put(ctx, "after", "ok")
+		_, err := cli.Put(ctx, "after", "ok")
 		return err
 	})
 	t.Logf("remediated %v after NOSPACE", time.Since(filled).Round(time.Millisecond))
@@ -232,4 +228,16 @@ func memberSpace(t *testing.T, e *framework.Env, cluster string) map[uint64]*cli
 		t.Fatalf("sizes of %d of %d members", len(out), len(ml.Members))
 	}
 	return out
+}
+
+// noAlarms is nil when the cluster has no alarm raised.
+func noAlarms(ctx context.Context, cli *clientv3.Client) error {
+	al, err := cli.AlarmList(ctx)
+	if err != nil {
+		return err
+	}
+	if len(al.Alarms) != 0 {
+		return fmt.Errorf("alarms %v", al.Alarms)
+	}
+	return nil
 }

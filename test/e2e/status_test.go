@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -147,10 +146,7 @@ func TestSpecChangeAppliesToNewMembersOnly(t *testing.T) {
 	before := e.MemberPods(name)
 
 	e.Update(name, func(c *etcdv1beta2.EtcdCluster) {
-		c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		}}
+		c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
 	})
 	waitCondition(e, name, etcdv1beta2.ClusterConditionSpecApplied, corev1.ConditionFalse, etcdv1beta2.ReasonAppliesToNewMembersOnly,
 		30*time.Second, "pod.persistentVolumeClaimSpec")

@@ -152,10 +152,7 @@ func TestNeverFormedFollowsNodeSelectorFix(t *testing.T) {
 func TestNeverFormedFollowsSecretNameFix(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "typosecret"
-	pki := framework.NewClusterTLS(t, name, "default")
-	e.Create(pki.PeerSecret("typosecret-peer"))
-	e.Create(pki.ServerSecret("typosecret-server"))
-	e.Create(pki.OperatorSecret("typosecret-operator"))
+	pki := staticTLSSecrets(t, e, name)
 	c := newCluster(name, 3)
 	c.Spec.TLS = framework.StaticTLS("typosecret-peeer", "typosecret-server", "typosecret-operator")
 	e.Create(c)

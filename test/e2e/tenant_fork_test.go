@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -58,10 +57,7 @@ func TestTenantForkedImage(t *testing.T) {
 	const name = "forked"
 	c := newCluster(name, 3)
 	pushForkImage(t, e, c.Spec.Version)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}}
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
 	e.Create(c)
 	e.WaitAvailable(name, 3, 120*time.Second)
 	claims := claimUIDs(t, e, name)
@@ -149,15 +145,25 @@ func TestTenantForkedImage(t *testing.T) {
 // claimUIDs are the cluster's member claims by name.
 func claimUIDs(t *testing.T, e *framework.Env, name string) map[string]types.UID {
 	t.Helper()
+	out := map[string]types.UID{}
+	for n, p := range liveClaims(t, e, name) {
+		out[n] = p.UID
+	}
+	return out
+}
+
+// liveClaims are the member claims of cluster name that are not being deleted, by name.
+func liveClaims(t *testing.T, e *framework.Env, name string) map[string]corev1.PersistentVolumeClaim {
+	t.Helper()
 	var pvcs corev1.PersistentVolumeClaimList
 	if err := e.C.List(context.Background(), &pvcs, client.InNamespace("default"),
 		client.MatchingLabelsSelector{Selector: render.ClusterSelector(name)}); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]types.UID{}
+	out := map[string]corev1.PersistentVolumeClaim{}
 	for _, p := range pvcs.Items {
 		if p.DeletionTimestamp == nil {
-			out[p.Name] = p.UID
+			out[p.Name] = p
 		}
 	}
 	return out

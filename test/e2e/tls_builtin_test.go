@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -93,10 +92,7 @@ func TestBuiltinTLS(t *testing.T) {
 	dwell := &metav1.Duration{Duration: 20 * time.Second}
 	c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{CAStepDwell: dwell}}
 	// On claims, members restart in place (same ID, same data) for each generation.
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}}
+	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: claimSpec()}
 	e.Create(c)
 
 	follow := followClientSecret(t, e, name)
@@ -259,30 +255,14 @@ func TestBuiltinTLS(t *testing.T) {
 func TestBuiltinTLSFromPlaintext(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "autotlsmove"
-	c := newCluster(name, 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}}
-	e.Create(c)
-	e.WaitAvailable(name, 3, 120*time.Second)
-	before, err := e.Members(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := startClaimedCluster(t, e, name)
 	plain := e.StartLoad(name, loadRate)
 	flowing(t, plain, 2*loadRate)
 	start := time.Now()
 	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.TLS = &etcdv1beta2.TLSPolicy{Auto: &etcdv1beta2.AutoTLS{}} })
 	cfg := followClientSecret(t, e, name).config()
 
-	e.Eventually(420*time.Second, "every member serving TLS clients (step 2 under way)", func() error {
-		msg := conditionReason(e.Cluster(name), etcdv1beta2.ClusterConditionSpecApplied)
-		if !strings.Contains(msg, "step 2 of 3") && !strings.Contains(msg, "step 3 of 3") {
-			return fmt.Errorf("SpecApplied: %s", msg)
-		}
-		return nil
-	})
+	waitServingTLSClients(e, name)
 	secure := e.StartLoadTLS(name, loadRate, cfg)
 	flowing(t, secure, 2*loadRate)
 	plainKeys := plain.AckedKeys()
@@ -292,15 +272,8 @@ func TestBuiltinTLSFromPlaintext(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, m := range ms {
-			if len(m.PeerURLs) != 1 || !strings.HasPrefix(m.PeerURLs[0], "https://") {
-				return fmt.Errorf("member %s peer URLs %v", m.Name, m.PeerURLs)
-			}
-			for _, u := range m.ClientURLs {
-				if !strings.HasPrefix(u, "https://") {
-					return fmt.Errorf("member %s still advertises %s", m.Name, u)
-				}
-			}
+		if err := allOnTLS(ms); err != nil {
+			return err
 		}
 		if cl := e.Cluster(name); !framework.ConditionTrue(cl, etcdv1beta2.ClusterConditionSpecApplied) {
 			return fmt.Errorf("SpecApplied: %s", conditionReason(cl, etcdv1beta2.ClusterConditionSpecApplied))

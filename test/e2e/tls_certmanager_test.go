@@ -13,7 +13,6 @@ import (
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -97,17 +96,7 @@ func TestCertManagerTLS(t *testing.T) {
 	e.StartOperator()
 
 	const name = "cmtls"
-	c := newCluster(name, 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}}
-	e.Create(c)
-	e.WaitAvailable(name, 3, 120*time.Second)
-	before, err := e.Members(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := startClaimedCluster(t, e, name)
 	plain := e.StartLoad(name, loadRate)
 	flowing(t, plain, 2*loadRate)
 
@@ -128,13 +117,7 @@ func TestCertManagerTLS(t *testing.T) {
 	start := time.Now()
 	startTestIssuer(t, e, issuer)
 	cfg := followSecret(t, e, etcdcluster.CertManagerClientSecret(name)).config()
-	e.Eventually(420*time.Second, "every member serving TLS clients (step 2 under way)", func() error {
-		msg := conditionReason(e.Cluster(name), etcdv1beta2.ClusterConditionSpecApplied)
-		if !strings.Contains(msg, "step 2 of 3") && !strings.Contains(msg, "step 3 of 3") {
-			return fmt.Errorf("SpecApplied: %s", msg)
-		}
-		return nil
-	})
+	waitServingTLSClients(e, name)
 	secure := e.StartLoadTLS(name, loadRate, cfg)
 	flowing(t, secure, 2*loadRate)
 	plainKeys := plain.AckedKeys()
@@ -144,10 +127,8 @@ func TestCertManagerTLS(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, m := range ms {
-			if len(m.PeerURLs) != 1 || !strings.HasPrefix(m.PeerURLs[0], "https://") {
-				return fmt.Errorf("member %s peer URLs %v", m.Name, m.PeerURLs)
-			}
+		if err := peersOnTLS(ms); err != nil {
+			return err
 		}
 		cl := e.Cluster(name)
 		if !framework.ConditionTrue(cl, etcdv1beta2.ClusterConditionSpecApplied) {

@@ -30,10 +30,7 @@ func TestTLS(t *testing.T) {
 	e := framework.Setup(t)
 	ctx := context.Background()
 	const name = "tls"
-	pki := framework.NewClusterTLS(t, name, "default")
-	e.Create(pki.PeerSecret("tls-peer"))
-	e.Create(pki.ServerSecret("tls-server"))
-	e.Create(pki.OperatorSecret("tls-operator"))
+	pki := staticTLSSecrets(t, e, name)
 	c := newCluster(name, 3)
 	c.Spec.TLS = framework.StaticTLS("tls-peer", "tls-server", "tls-operator")
 	e.Create(c)

@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -38,21 +37,8 @@ import (
 func TestTLSTransition(t *testing.T) {
 	e := framework.Setup(t)
 	const name = "tlsmove"
-	pki := framework.NewClusterTLS(t, name, "default")
-	e.Create(pki.PeerSecret(name + "-peer"))
-	e.Create(pki.ServerSecret(name + "-server"))
-	e.Create(pki.OperatorSecret(name + "-operator"))
-	c := newCluster(name, 3)
-	c.Spec.Pod = &etcdv1beta2.PodPolicy{PersistentVolumeClaimSpec: &corev1.PersistentVolumeClaimSpec{
-		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-	}}
-	e.Create(c)
-	e.WaitAvailable(name, 3, 120*time.Second)
-	before, err := e.Members(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pki := staticTLSSecrets(t, e, name)
+	before := startClaimedCluster(t, e, name)
 	cfg := pki.ClientConfig(t)
 
 	// The operator is stopped right after its first peer URL update, the one moment a
@@ -139,15 +125,8 @@ func TestTLSTransition(t *testing.T) {
 		if len(ms) != 3 {
 			return fmt.Errorf("%d members", len(ms))
 		}
-		for _, m := range ms {
-			if len(m.PeerURLs) != 1 || !strings.HasPrefix(m.PeerURLs[0], "https://") {
-				return fmt.Errorf("member %s peer URLs %v", m.Name, m.PeerURLs)
-			}
-			for _, u := range m.ClientURLs {
-				if !strings.HasPrefix(u, "https://") {
-					return fmt.Errorf("member %s still advertises %s", m.Name, u)
-				}
-			}
+		if err := allOnTLS(ms); err != nil {
+			return err
 		}
 		if cl := e.Cluster(name); !framework.ConditionTrue(cl, etcdv1beta2.ClusterConditionSpecApplied) {
 			return fmt.Errorf("SpecApplied: %s", conditionReason(cl, etcdv1beta2.ClusterConditionSpecApplied))
@@ -348,4 +327,41 @@ func checkKeysTLS(t *testing.T, e *framework.Env, name string, cfg *tls.Config, 
 	if lost > 0 {
 		t.Errorf("%d of %d writes acknowledged in plaintext lost after the move to TLS", lost, len(want))
 	}
+}
+
+// waitServingTLSClients waits until the plaintext-to-TLS path has every member serving
+// TLS clients (its step 2 under way, or step 3).
+func waitServingTLSClients(e *framework.Env, name string) {
+	e.Eventually(420*time.Second, "every member serving TLS clients (step 2 under way)", func() error {
+		msg := conditionReason(e.Cluster(name), etcdv1beta2.ClusterConditionSpecApplied)
+		if !strings.Contains(msg, "step 2 of 3") && !strings.Contains(msg, "step 3 of 3") {
+			return fmt.Errorf("SpecApplied: %s", msg)
+		}
+		return nil
+	})
+}
+
+// peersOnTLS is nil when every member has one peer URL, an https one.
+func peersOnTLS(ms []*etcdserverpb.Member) error {
+	for _, m := range ms {
+		if len(m.PeerURLs) != 1 || !strings.HasPrefix(m.PeerURLs[0], "https://") {
+			return fmt.Errorf("member %s peer URLs %v", m.Name, m.PeerURLs)
+		}
+	}
+	return nil
+}
+
+// allOnTLS is peersOnTLS, and no member still advertises a plaintext client URL.
+func allOnTLS(ms []*etcdserverpb.Member) error {
+	if err := peersOnTLS(ms); err != nil {
+		return err
+	}
+	for _, m := range ms {
+		for _, u := range m.ClientURLs {
+			if !strings.HasPrefix(u, "https://") {
+				return fmt.Errorf("member %s still advertises %s", m.Name, u)
+			}
+		}
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -57,15 +56,7 @@ func TestUpgradeBackupRollback(t *testing.T) {
 
 	e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Version = "3.7.3" })
 	e.Eventually(6*time.Minute, "every member runs 3.7.3", func() error {
-		for pod, st := range e.MemberStatuses(name) {
-			if st.Version != "3.7.3" {
-				return fmt.Errorf("%s runs %s", pod, st.Version)
-			}
-		}
-		if n := len(e.MemberStatuses(name)); n != 3 {
-			return fmt.Errorf("%d members answer", n)
-		}
-		return nil
+		return membersRun(e, name, 3, "3.7.3")
 	})
 	e.WaitAvailable(name, 3, 60*time.Second)
 	c := e.Cluster(name)

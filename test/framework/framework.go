@@ -432,10 +432,16 @@ func (e *Env) Members(name string) ([]*EtcdMember, error) {
 // memberList is etcd's member list asked of the endpoints (with TLS if cfg is set),
 // sorted by name.
 func memberList(eps []string, cfg *tls.Config) ([]*etcdserverpb.Member, error) {
+	return memberListAs(eps, clientv3.Config{TLS: cfg})
+}
+
+// memberListAs is memberList with the client's credentials and TLS from as.
+func memberListAs(eps []string, as clientv3.Config) ([]*etcdserverpb.Member, error) {
 	if len(eps) == 0 {
 		return nil, fmt.Errorf("no member pod has an IP")
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: cfg, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	as.Endpoints, as.DialTimeout, as.Logger = eps, 2*time.Second, zap.NewNop()
+	cli, err := clientv3.New(as)
 	if err != nil {
 		return nil, err
 	}

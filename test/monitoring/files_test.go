@@ -82,21 +82,31 @@ func decodeStrict(t *testing.T, what string, data []byte, v any) {
 func loadRules(t *testing.T) prometheusRule {
 	t.Helper()
 	var r prometheusRule
-	decodeStrict(t, rulesFile, readFile(t, rulesFile), &r)
-	if r.APIVersion != "monitoring.coreos.com/v1" || r.Kind != "PrometheusRule" {
-		t.Fatalf("%s is a %s %s, want a monitoring.coreos.com/v1 PrometheusRule", rulesFile, r.APIVersion, r.Kind)
-	}
+	loadMonitoringObject(t, rulesFile, "PrometheusRule", &r)
 	return r
 }
 
 func loadMonitor(t *testing.T, rel string) podMonitor {
 	t.Helper()
 	var m podMonitor
-	decodeStrict(t, rel, readFile(t, rel), &m)
-	if m.APIVersion != "monitoring.coreos.com/v1" || m.Kind != "PodMonitor" {
-		t.Fatalf("%s is a %s %s, want a monitoring.coreos.com/v1 PodMonitor", rel, m.APIVersion, m.Kind)
-	}
+	loadMonitoringObject(t, rel, "PodMonitor", &m)
 	return m
+}
+
+// loadMonitoringObject decodes the file rel strictly into v; it must hold a
+// monitoring.coreos.com/v1 object of kind.
+func loadMonitoringObject(t *testing.T, rel, kind string, v any) {
+	t.Helper()
+	data := readFile(t, rel)
+	decodeStrict(t, rel, data, v)
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	decodeLoose(t, data, &tm)
+	if tm.APIVersion != "monitoring.coreos.com/v1" || tm.Kind != kind {
+		t.Fatalf("%s is a %s %s, want a monitoring.coreos.com/v1 %s", rel, tm.APIVersion, tm.Kind, kind)
+	}
 }
 
 // decodeLoose decodes YAML into v, ignoring fields v does not have.

@@ -16,10 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/etcd-operator/etcd-operator/internal/test/poll"
-	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // warnings collects the Warning headers the API server sends.
@@ -47,12 +45,7 @@ func (w *warnings) take() []string {
 // warned), odd sizes up to 7 without one, in both served versions. The chart carries the
 // same policy.
 func TestSizeWarnings(t *testing.T) {
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{chartDir + "/crds"},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: testenv.EnvtestAssets(t),
-	}
-	cfg := testenv.StartEnvtest(t, env)
+	cfg := startWithChartCRDs(t)
 	w := &warnings{}
 	wcfg := rest.CopyConfig(cfg)
 	wcfg.WarningHandler = w
@@ -63,15 +56,7 @@ func TestSizeWarnings(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 
-	policy := readObjects(t, readFile(t, filepath.Join(root, "config/admission/size_warnings.yaml")))
-	for _, o := range policy {
-		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1",
-			Resource: map[string]string{"ValidatingAdmissionPolicy": "validatingadmissionpolicies",
-				"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}[o.GetKind()]}
-		if _, err := dc.Resource(gvr).Create(ctx, o, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create %s: %v", o.GetKind(), err)
-		}
-	}
+	policy := createPolicy(ctx, t, dc, "config/admission/size_warnings.yaml")
 
 	n := 0
 	create := func(version string, size int64) []string {
@@ -175,16 +160,7 @@ func without(m map[string]any, key string) map[string]any {
 // stored with bad annotations before the policy that leaves them as they are (it can
 // still be deleted, its finalizers removed). The chart carries the same policy.
 func TestAuthAnnotationsAdmission(t *testing.T) {
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{chartDir + "/crds"},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: testenv.EnvtestAssets(t),
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := startWithChartCRDs(t)
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -211,15 +187,7 @@ func TestAuthAnnotationsAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	policy := readObjects(t, readFile(t, filepath.Join(root, "config/admission/auth_annotations.yaml")))
-	for _, o := range policy {
-		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1",
-			Resource: map[string]string{"ValidatingAdmissionPolicy": "validatingadmissionpolicies",
-				"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}[o.GetKind()]}
-		if _, err := dc.Resource(gvr).Create(ctx, o, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create %s: %v", o.GetKind(), err)
-		}
-	}
+	policy := createPolicy(ctx, t, dc, "config/admission/auth_annotations.yaml")
 	refused := func(err error, annotation string) error {
 		switch {
 		case err == nil:
@@ -345,6 +313,22 @@ func TestAuthAnnotationsAdmission(t *testing.T) {
 	}
 
 	sameInChart(t, policy)
+}
+
+// createPolicy creates the ValidatingAdmissionPolicies and their bindings in file rel and
+// returns them.
+func createPolicy(ctx context.Context, t *testing.T, dc dynamic.Interface, rel string) []*unstructured.Unstructured {
+	t.Helper()
+	policy := readObjects(t, readFile(t, filepath.Join(root, rel)))
+	for _, o := range policy {
+		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1",
+			Resource: map[string]string{"ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+				"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}[o.GetKind()]}
+		if _, err := dc.Resource(gvr).Create(ctx, o, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create %s: %v", o.GetKind(), err)
+		}
+	}
+	return policy
 }
 
 // useConversionWebhook points the named CRD's conversion at hook (envtest installs

@@ -426,24 +426,24 @@ func TestChartValues(t *testing.T) {
 	if c.Image != "mirror/etcd-operator:dev" || c.ImagePullPolicy != corev1.PullAlways {
 		t.Errorf("image %q policy %q", c.Image, c.ImagePullPolicy)
 	}
-	if !contains(c.Args, "--allow-external-backup-endpoints") || contains(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, "--allow-external-backup-endpoints") {
+	if !slices.Contains(c.Args, "--allow-external-backup-endpoints") || slices.Contains(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, "--allow-external-backup-endpoints") {
 		t.Errorf("allowExternalBackupEndpoints: args %q; the default must not allow external endpoints", c.Args)
 	}
-	if !contains(c.Args, "--scope-annotation=clusterwide") || slices.ContainsFunc(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--scope-annotation") }) {
+	if !slices.Contains(c.Args, "--scope-annotation=clusterwide") || slices.ContainsFunc(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--scope-annotation") }) {
 		t.Errorf("scopeAnnotation: args %q; the default must manage every cluster (no --scope-annotation)", c.Args)
 	}
-	if !contains(c.Args, "--shard-key=etcd.database.coreos.com/shard") || !contains(c.Args, "--shard=eu-2") || !contains(c.Args, "--shard-default") ||
+	if !slices.Contains(c.Args, "--shard-key=etcd.database.coreos.com/shard") || !slices.Contains(c.Args, "--shard=eu-2") || !slices.Contains(c.Args, "--shard-default") ||
 		slices.ContainsFunc(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--shard") }) {
 		t.Errorf("shard: args %q; the default must not shard (no --shard flags)", c.Args)
 	}
-	if !contains(c.Args, "--allow-ambient-s3-credentials=true") || !contains(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, "--allow-ambient-s3-credentials=false") {
+	if !slices.Contains(c.Args, "--allow-ambient-s3-credentials=true") || !slices.Contains(one[appsv1.Deployment](t, def, "Deployment").Spec.Template.Spec.Containers[0].Args, "--allow-ambient-s3-credentials=false") {
 		t.Errorf("allowAmbientS3Credentials: args %q; the default must not lend the operator's S3 identity", c.Args)
 	}
 	// The flags the operator's defaults leave off: given, each is passed; by default none is.
 	for _, want := range []string{"--client-service-types=NodePort", "--client-service-types=LoadBalancer", "--allow-client-service-metadata",
 		"--allowed-priority-classes=etcd-high", "--allowed-priority-classes=system-cluster-critical", "--allowed-cluster-issuers=shared-ca",
 		"--max-backup-bytes=1073741824", "--backup-hash-timeout=15m", "--kube-api-qps=80.5", "--kube-api-burst=160"} {
-		if !contains(c.Args, want) {
+		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %q lack %s", c.Args, want)
 		}
 		flag, _, _ := strings.Cut(want, "=")
@@ -451,7 +451,7 @@ func TestChartValues(t *testing.T) {
 			t.Errorf("the default install passes %s; the operator's own default must hold", flag)
 		}
 	}
-	if !contains(c.Args, "--cluster-domain=example.local") || !contains(c.Args, "--zap-log-level=debug") || !contains(c.Args, "--leader-elect") {
+	if !slices.Contains(c.Args, "--cluster-domain=example.local") || !slices.Contains(c.Args, "--zap-log-level=debug") || !slices.Contains(c.Args, "--leader-elect") {
 		t.Errorf("args %q lack the cluster domain, extra args or leader election", c.Args)
 	}
 	if *dep.Spec.Replicas != 2 {
@@ -541,15 +541,6 @@ func findKind(r *release, kind string) *unstructured.Unstructured {
 		}
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestChartExistingServiceAccount: with serviceAccount.create=false the chart creates no

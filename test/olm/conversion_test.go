@@ -2,6 +2,7 @@ package olm
 
 import (
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -82,7 +83,7 @@ func TestConversionWebhookWiring(t *testing.T) {
 	if w.TargetPort == nil || w.TargetPort.IntValue() != bundlegen.DefaultWebhookPort {
 		t.Errorf("webhook targetPort %v, want the operator's webhook port %d", w.TargetPort, bundlegen.DefaultWebhookPort)
 	}
-	if w.SideEffects == nil || *w.SideEffects != "None" || !contains(w.AdmissionReviewVersions, "v1") ||
+	if w.SideEffects == nil || *w.SideEffects != "None" || !slices.Contains(w.AdmissionReviewVersions, "v1") ||
 		!reflect.DeepEqual(w.AdmissionReviewVersions, crds[0].Spec.Conversion.Webhook.ConversionReviewVersions) {
 		t.Errorf("webhook sideEffects %v reviewVersions %v; want None and the CRDs' %v (with v1)", w.SideEffects, w.AdmissionReviewVersions, crds[0].Spec.Conversion.Webhook.ConversionReviewVersions)
 	}
@@ -111,7 +112,7 @@ func TestConversionWebhookWiring(t *testing.T) {
 	}
 }
 
-func hasArg(args []string, a string) bool { return contains(args, a) }
+func hasArg(args []string, a string) bool { return slices.Contains(args, a) }
 
 func countPrefix(args []string, flag string) int {
 	n := 0

@@ -22,9 +22,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/etcd-operator/etcd-operator/hack/bundle/bundlegen"
+	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // root is the repository root, relative to this package.
@@ -139,25 +142,22 @@ func installedCRDs(t *testing.T) map[string][]byte {
 	return out
 }
 
+// startWithChartCRDs starts an API server (kube-apiserver and etcd, no controllers)
+// serving the chart's CRDs, stopped when the test ends.
+func startWithChartCRDs(t *testing.T) *rest.Config {
+	t.Helper()
+	return testenv.StartEnvtest(t, &envtest.Environment{
+		CRDDirectoryPaths:     []string{chartDir + "/crds"},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: testenv.EnvtestAssets(t),
+	})
+}
+
 // configClusterRoleRules returns the rules of config/rbac/role.yaml (controller-gen's
 // output from the controllers' RBAC markers).
 func configClusterRoleRules(t *testing.T) []rbacv1.PolicyRule {
 	t.Helper()
-	var out []rbacv1.PolicyRule
-	for _, obj := range readObjects(t, readFile(t, filepath.Join(root, "config/rbac/role.yaml"))) {
-		if obj.GetKind() != "ClusterRole" {
-			continue
-		}
-		var role rbacv1.ClusterRole
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &role); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, role.Rules...)
-	}
-	if len(out) == 0 {
-		t.Fatal("config/rbac/role.yaml has no ClusterRole rules")
-	}
-	return out
+	return configRoleRules(t, "ClusterRole")
 }
 
 // configNamespacedRoleRules returns the rules of the namespaced Role in
@@ -165,19 +165,28 @@ func configClusterRoleRules(t *testing.T) []rbacv1.PolicyRule {
 // webhook certificate Secret).
 func configNamespacedRoleRules(t *testing.T) []rbacv1.PolicyRule {
 	t.Helper()
+	return configRoleRules(t, "Role")
+}
+
+// configRoleRules returns the rules of every object of kind (ClusterRole or Role) in
+// config/rbac/role.yaml; there must be some.
+func configRoleRules(t *testing.T, kind string) []rbacv1.PolicyRule {
+	t.Helper()
 	var out []rbacv1.PolicyRule
 	for _, obj := range readObjects(t, readFile(t, filepath.Join(root, "config/rbac/role.yaml"))) {
-		if obj.GetKind() != "Role" {
+		if obj.GetKind() != kind {
 			continue
 		}
-		var role rbacv1.Role
+		var role struct {
+			Rules []rbacv1.PolicyRule `json:"rules"`
+		}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &role); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, role.Rules...)
 	}
 	if len(out) == 0 {
-		t.Fatal("config/rbac/role.yaml has no namespaced Role")
+		t.Fatalf("config/rbac/role.yaml has no %s rules", kind)
 	}
 	return out
 }

@@ -14,10 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/etcd-operator/etcd-operator/hack/bundle/bundlegen"
-	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // TestInstallOnAPIServer installs the chart's output on a real kube-apiserver (envtest:
@@ -28,12 +26,7 @@ import (
 // and CEL rules) and the CSV's Deployment and ClusterRole, so a catalog user's first
 // click cannot fail on an invalid example or install spec.
 func TestInstallOnAPIServer(t *testing.T) {
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{chartDir + "/crds"},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: testenv.EnvtestAssets(t),
-	}
-	cfg := testenv.StartEnvtest(t, env)
+	cfg := startWithChartCRDs(t)
 	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func TestUpgradeChain(t *testing.T) {
 	}
 	shared := false
 	for _, c := range cur.Channels {
-		shared = shared || contains(old.Channels, c)
+		shared = shared || slices.Contains(old.Channels, c)
 	}
 	if !shared {
 		t.Errorf("bundle/ channels %q share none with released %s's %q: no upgrade edge", cur.Channels, prev, old.Channels)
@@ -107,7 +107,7 @@ func TestUpgradeFromReleasedWithOptions(t *testing.T) {
 	if b.CSV.Spec.Replaces != o.Replaces || b.CSV.Annotations["olm.skipRange"] != o.SkipRange {
 		t.Errorf("replaces %q skipRange %q", b.CSV.Spec.Replaces, b.CSV.Annotations["olm.skipRange"])
 	}
-	if b.DefaultChannel != "stable" || !contains(b.Channels, "alpha") {
+	if b.DefaultChannel != "stable" || !slices.Contains(b.Channels, "alpha") {
 		t.Errorf("channels %q default %q: want alpha kept (the upgrade edge) and stable default", b.Channels, b.DefaultChannel)
 	}
 	if img := b.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0].Image; img != o.Image {

@@ -22,17 +22,23 @@ func parseStep(step string) func([]string) (string, RestoreOptions, CheckOptions
 	}
 }
 
+// parseOnly parses step's flags and keeps, by pick, the options of that step; args parsed
+// as another step are an error.
+func parseOnly[O any](step string, pick func(RestoreOptions, CheckOptions) O) func([]string) (O, error) {
+	p := parseStep(step)
+	return func(args []string) (O, error) {
+		got, r, c, err := p(args)
+		if err == nil && got != step {
+			err = errors.New("parsed as step " + got)
+		}
+		return pick(r, c), err
+	}
+}
+
 func TestRestoreFlagsRoundTrip(t *testing.T) {
-	p := parseStep(RestoreStep)
 	cmdtest.RoundTrip(t, cmdtest.Program[RestoreOptions]{
 		Args: RestoreArgs, Skip: 1, Flags: restoreFlags(new(RestoreOptions)),
-		Parse: func(args []string) (RestoreOptions, error) {
-			step, r, _, err := p(args)
-			if err == nil && step != RestoreStep {
-				err = errors.New("parsed as step " + step)
-			}
-			return r, err
-		},
+		Parse: parseOnly(RestoreStep, func(r RestoreOptions, _ CheckOptions) RestoreOptions { return r }),
 		Defaults: RestoreOptions{Source: inpod.Source{AWSSecretDir: inpod.DefaultAWSSecretDir}, Name: DefaultName, PeerURL: DefaultPeerURL,
 			Timeout: DefaultRestoreTimeout, ResultFile: inpod.DefaultResultFile},
 		Full: RestoreOptions{
@@ -51,16 +57,9 @@ func TestRestoreFlagsRoundTrip(t *testing.T) {
 }
 
 func TestCheckFlagsRoundTrip(t *testing.T) {
-	p := parseStep(CheckStep)
 	cmdtest.RoundTrip(t, cmdtest.Program[CheckOptions]{
 		Args: CheckArgs, Skip: 1, Flags: checkFlags(new(CheckOptions)),
-		Parse: func(args []string) (CheckOptions, error) {
-			step, _, c, err := p(args)
-			if err == nil && step != CheckStep {
-				err = errors.New("parsed as step " + step)
-			}
-			return c, err
-		},
+		Parse:    parseOnly(CheckStep, func(_ RestoreOptions, c CheckOptions) CheckOptions { return c }),
 		Defaults: CheckOptions{Endpoint: DefaultEndpoint, Timeout: DefaultCheckTimeout, ResultFile: inpod.DefaultResultFile},
 		Full:     CheckOptions{Endpoint: "http://127.0.0.1:12379", ExpectFile: "/expect/expect.json", Timeout: time.Minute, ResultFile: "/tmp/result"},
 	})

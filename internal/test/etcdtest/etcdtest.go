@@ -378,15 +378,22 @@ func (c *Cluster) start(m *Member, initialCluster, state string) {
 	})
 }
 
+// process is the member's current process and the channel closed when it exits; the
+// test fails if the member was never started.
+func (m *Member) process(t testing.TB) (*exec.Cmd, chan struct{}) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		t.Fatalf("etcdtest: member %s was never started", m.Name)
+	}
+	return m.cmd, m.done
+}
+
 // Kill sends SIGKILL to the member's process and waits until it is gone.
 func (m *Member) Kill(t testing.TB) {
 	t.Helper()
-	m.mu.Lock()
-	cmd, done := m.cmd, m.done
-	m.mu.Unlock()
-	if cmd == nil {
-		t.Fatalf("etcdtest: member %s was never started", m.Name)
-	}
+	cmd, done := m.process(t)
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	select {
 	case <-done:
@@ -399,12 +406,7 @@ func (m *Member) Kill(t testing.TB) {
 // exit, escalating to SIGKILL after a timeout.
 func (m *Member) Stop(t testing.TB) {
 	t.Helper()
-	m.mu.Lock()
-	cmd, done := m.cmd, m.done
-	m.mu.Unlock()
-	if cmd == nil {
-		t.Fatalf("etcdtest: member %s was never started", m.Name)
-	}
+	cmd, done := m.process(t)
 	testenv.StopProcess(cmd.Process, done, stopTimeout)
 }
 

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -193,6 +194,27 @@ func (s *Server) MakeBucket(t testing.TB, name string) {
 	if err := s.Client(t).MakeBucket(ctx, name, minio.MakeBucketOptions{Region: s.Region}); err != nil {
 		t.Fatalf("make bucket %s: %v", name, err)
 	}
+}
+
+// ReadObject is the object bucket/key, read whole, and what its Stat says.
+func (s *Server) ReadObject(t testing.TB, bucket, key string) ([]byte, minio.ObjectInfo) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	obj, err := s.Client(t).GetObject(ctx, bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	info, err := obj.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, info
 }
 
 // AWSCredentialsFile and AWSConfigFile are the server's credentials in the format of a
