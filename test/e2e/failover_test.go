@@ -144,6 +144,20 @@ func leaderOf(e *framework.Env, name string) (string, framework.MemberStatus, er
 	return "", framework.MemberStatus{}, fmt.Errorf("no member reports itself leader (%d answered)", len(sts))
 }
 
+// waitLeader polls leaderOf: under load a member's status call can time out (one of
+// three answering is not a cluster without a leader), so one look is not an answer.
+func waitLeader(t *testing.T, e *framework.Env, name string) (string, framework.MemberStatus) {
+	t.Helper()
+	var pod string
+	var st framework.MemberStatus
+	e.Eventually(30*time.Second, "a member of "+name+" reports itself leader", func() error {
+		var err error
+		pod, st, err = leaderOf(e, name)
+		return err
+	})
+	return pod, st
+}
+
 func maxTerm(sts map[string]framework.MemberStatus) uint64 {
 	var t uint64
 	for _, st := range sts {
@@ -230,10 +244,7 @@ func TestKillMember(t *testing.T) {
 	load := e.StartLoad(name, loadRate)
 
 	t.Run("follower", func(t *testing.T) {
-		leader, _, err := leaderOf(e, name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		leader, _ := waitLeader(t, e, name)
 		var follower string
 		for pod := range e.MemberPods(name) {
 			if pod != leader {
@@ -245,10 +256,7 @@ func TestKillMember(t *testing.T) {
 	})
 
 	t.Run("leader", func(t *testing.T) {
-		leader, st, err := leaderOf(e, name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		leader, st := waitLeader(t, e, name)
 		killAndRecover(t, e, load, name, leader, 3)
 		sts := waitAllAnswer(e, name, 3, 30*time.Second)
 		if maxTerm(sts) <= st.RaftTerm {
@@ -317,10 +325,7 @@ func TestDeletedPodReplaced(t *testing.T) {
 	load := e.StartLoad(name, loadRate)
 	mon := monitorMembership(e, name)
 
-	_, st, err := leaderOf(e, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, st := waitLeader(t, e, name)
 	var victim string
 	for pod, s := range e.MemberStatuses(name) {
 		if s.ID != st.ID {
@@ -433,10 +438,7 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	sts := waitAllAnswer(e, name, 3, 30*time.Second)
-	leader0, _, err := leaderOf(e, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	leader0, _ := waitLeader(t, e, name)
 	term0 := maxTerm(sts)
 	load := e.StartLoad(name, loadRate)
 	flowing(t, load, 2*loadRate)

@@ -62,10 +62,7 @@ func requireMemberDetails(t *testing.T, e *framework.Env, name string, size int,
 // voter, past the operator, and returns the new leader's pod name.
 func moveLeader(t *testing.T, e *framework.Env, name string) string {
 	t.Helper()
-	leader, _, err := leaderOf(e, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	leader, _ := waitLeader(t, e, name)
 	var to string
 	var toID uint64
 	for pod, st := range e.MemberStatuses(name) {

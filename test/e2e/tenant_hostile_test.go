@@ -435,16 +435,18 @@ func waitABackupSucceeded(t *testing.T, e *framework.Env, name string, timeout t
 // (out of etcd, a new member in, the cluster available with 3), failing past timeout.
 func replaceOneMember(t *testing.T, e *framework.Env, load *framework.Load, timeout time.Duration) time.Duration {
 	t.Helper()
-	_, st, err := leaderOf(e, tenantB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	leader, _ := waitLeader(t, e, tenantB)
+	// A follower by its pod (the pods are listed from the API; a member's own status
+	// call may time out under load).
 	var victim string
-	for pod, s := range e.MemberStatuses(tenantB) {
-		if s.ID != st.ID {
+	for pod := range e.MemberPods(tenantB) {
+		if pod != leader {
 			victim = pod
 			break
 		}
+	}
+	if victim == "" {
+		t.Fatalf("no follower pod of %s beside the leader %s", tenantB, leader)
 	}
 	gone := memberByName(t, e, tenantB, victim)
 	p := e.MemberPods(tenantB)[victim]
