@@ -76,6 +76,8 @@ type Bench struct {
 
 	mu    sync.Mutex
 	procs []*process // start order; stopped in reverse
+	// kubeletStart keeps the nodes' kubelet starts apart (bootNode).
+	kubeletStart sync.Mutex
 
 	cgroups        *cgroupTree
 	nodes          []*realNode

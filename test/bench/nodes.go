@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,6 +164,15 @@ func (b *Bench) bootNode(n *realNode) error {
 		cd.stop(time.Second)
 		return err
 	}
+	// The kubelets of a bench share /var/lib (privateNodeDirs) and with it the device
+	// manager's fixed socket, /var/lib/kubelet/device-plugins/kubelet.sock: each kubelet
+	// empties that directory and then listens there, so two starting together can
+	// interleave (one's bind between the other's emptying and bind) and one exits with
+	// "address already in use" (CI, with the nodes booting in parallel). One kubelet at
+	// a time gets as far as its socket.
+	b.kubeletStart.Lock()
+	defer b.kubeletStart.Unlock()
+	before := socketInode(devicePluginSocket)
 	kl, err := b.startInNode(n.net.Name, cg, short+"-kubelet", filepath.Join(nodeBinDir(), "kubelet"),
 		"--config="+n.paths.KubeletConfig,
 		"--kubeconfig="+b.nodeKubeconfig,
@@ -178,6 +188,11 @@ func (b *Bench) bootNode(n *realNode) error {
 		"--v=1",
 	)
 	if err != nil {
+		cd.stop(time.Second)
+		return err
+	}
+	if err := waitNewSocket(devicePluginSocket, before, 10*time.Second, kl); err != nil {
+		kl.stop(time.Second)
 		cd.stop(time.Second)
 		return err
 	}
@@ -228,6 +243,39 @@ func waitSocket(path string, budget time.Duration, p *process) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s did not appear within %v", path, budget)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// devicePluginSocket is where every kubelet's device manager listens (a path fixed in
+// the kubelet, not below --root-dir).
+const devicePluginSocket = "/var/lib/kubelet/device-plugins/kubelet.sock"
+
+// socketInode is the inode of the socket at path, 0 if there is none.
+func socketInode(path string) uint64 {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return 0
+	}
+	return st.Ino
+}
+
+// waitNewSocket waits until a socket other than inode before is at path (the kubelet
+// removes the old one and listens anew), or until p exits (its error), or budget ends:
+// then it returns nil, since the wait only keeps kubelet starts apart and a kubelet
+// slower than that is not broken.
+func waitNewSocket(path string, before uint64, budget time.Duration, p *process) error {
+	deadline := time.Now().Add(budget)
+	for {
+		if ino := socketInode(path); ino != 0 && ino != before {
+			return nil
+		}
+		if gone, err := p.exited(); gone {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
