@@ -101,25 +101,23 @@ func PushLayout(dir string) ([]string, error) {
 		if ref == "" {
 			return pushed, fmt.Errorf("%s: %s has no %s annotation", dir, d.Digest, RefNameAnnotation)
 		}
+		var err error
 		switch {
 		case d.MediaType.IsIndex():
-			idx, err := top.ImageIndex(d.Digest)
-			if err == nil {
+			var idx v1.ImageIndex
+			if idx, err = top.ImageIndex(d.Digest); err == nil {
 				err = PushIndex(ref, idx)
 			}
-			if err != nil {
-				return pushed, fmt.Errorf("push %s: %w", ref, err)
-			}
 		case d.MediaType.IsImage():
-			img, err := top.Image(d.Digest)
-			if err == nil {
+			var img v1.Image
+			if img, err = top.Image(d.Digest); err == nil {
 				err = Push(ref, img)
-			}
-			if err != nil {
-				return pushed, fmt.Errorf("push %s: %w", ref, err)
 			}
 		default:
 			return pushed, fmt.Errorf("%s: %s has media type %s, neither an image nor an index", dir, ref, d.MediaType)
+		}
+		if err != nil {
+			return pushed, fmt.Errorf("push %s: %w", ref, err)
 		}
 		pushed = append(pushed, ref+"@"+d.Digest.String())
 	}
