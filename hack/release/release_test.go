@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	v1layout "github.com/google/go-containerregistry/pkg/v1/layout"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
@@ -347,15 +346,7 @@ func TestCatalogNamesBundlesByDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := v1layout.FromPath(layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ii, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := ii.IndexManifest()
+	_, idx, err := ociimage.ReadLayout(layout)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,20 +78,30 @@ func PushIndex(ref string, idx v1.ImageIndex) error {
 	return remote.WriteIndex(r, idx, loginFromConfig())
 }
 
+// ReadLayout opens the OCI layout in dir: its top index (index.json) and that index's
+// manifest, which lists the layout's entries.
+func ReadLayout(dir string) (v1.ImageIndex, *v1.IndexManifest, error) {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	top, err := p.ImageIndex()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := top.IndexManifest()
+	if err != nil {
+		return nil, nil, err
+	}
+	return top, m, nil
+}
+
 // PushLayout pushes every image and index of the OCI layout in dir that carries a
 // RefNameAnnotation to the reference it names, as Push and PushIndex do (logged in as
 // the docker config says), and returns those references with their digests
 // (ref@sha256:…). An entry without a name is an error: it has nowhere to go.
 func PushLayout(dir string) ([]string, error) {
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		return nil, err
-	}
-	top, err := p.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	m, err := top.IndexManifest()
+	top, m, err := ReadLayout(dir)
 	if err != nil {
 		return nil, err
 	}
