@@ -119,6 +119,19 @@ func TestPackageChartRefusesAValuesFileItCannotPin(t *testing.T) {
 	}
 }
 
+// writeChecksums runs WriteChecksums on dir and returns the file it wrote.
+func writeChecksums(t *testing.T, dir string) []byte {
+	t.Helper()
+	if err := WriteChecksums(dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ChecksumsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
 // TestChecksums: SHA256SUMS lists every file but itself in sha256sum's format, sorted,
 // and verifying it catches a changed file and a missing one.
 func TestChecksums(t *testing.T) {
@@ -132,13 +145,7 @@ func TestChecksums(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := WriteChecksums(dir); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, ChecksumsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := writeChecksums(t, dir)
 	// sha256 of "b\n" as `printf 'b\n' | sha256sum` prints it.
 	want := "0263829989b6fd954f72baaf2fc64bc2e2f01d692d4de72986ea808f6e99813f  b.txt\n"
 	lines := strings.SplitAfter(string(raw), "\n")
@@ -215,13 +222,7 @@ func TestChecksumsCoverThePlugins(t *testing.T) {
 	if err := checkPlugins(dir, platforms); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteChecksums(dir); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, ChecksumsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := writeChecksums(t, dir)
 	var listed []string
 	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
 		if f := line[66:]; strings.HasPrefix(f, "kubectl-etcd-") {
