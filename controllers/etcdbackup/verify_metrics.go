@@ -7,17 +7,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/metricvec"
 )
 
 var (
-	backupLastVerified = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_backup_last_verified_timestamp_seconds",
-		Help: "When a backup of the EtcdBackup last passed verification (Unix time): alert on its age.",
-	}, []string{"namespace", "backup"})
-	backupVerificationFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "etcd_operator_backup_verification_failures_total",
-		Help: "Failed verifications of an EtcdBackup's backups, by the Verified condition's reason.",
-	}, []string{"namespace", "backup", "reason"})
+	backupLastVerified         = metricvec.Gauge("etcd_operator_backup_last_verified_timestamp_seconds", "When a backup of the EtcdBackup last passed verification (Unix time): alert on its age.", "namespace", "backup")
+	backupVerificationFailures = metricvec.Counter("etcd_operator_backup_verification_failures_total", "Failed verifications of an EtcdBackup's backups, by the Verified condition's reason.", "namespace", "backup", "reason")
 )
 
 func init() {

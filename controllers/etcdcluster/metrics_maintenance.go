@@ -5,17 +5,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/internal/metricvec"
 )
 
 var (
-	lastDefragTime = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_cluster_last_defragmentation_timestamp_seconds",
-		Help: "When the last defragmentation run (scheduled, threshold or NOSPACE) of the cluster ended, in Unix seconds.",
-	}, []string{"namespace", "cluster"})
-	lastDefragFreed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_cluster_last_defragmentation_freed_bytes",
-		Help: "Bytes the last defragmentation run gave back, summed over the members.",
-	}, []string{"namespace", "cluster"})
+	lastDefragTime  = metricvec.Gauge("etcd_operator_cluster_last_defragmentation_timestamp_seconds", "When the last defragmentation run (scheduled, threshold or NOSPACE) of the cluster ended, in Unix seconds.", "namespace", "cluster")
+	lastDefragFreed = metricvec.Gauge("etcd_operator_cluster_last_defragmentation_freed_bytes", "Bytes the last defragmentation run gave back, summed over the members.", "namespace", "cluster")
 )
 
 func init() {
