@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"io"
 	"os"
@@ -261,12 +262,11 @@ func TestChartPackageAndIndexRecordTheStamp(t *testing.T) {
 		outs = append(outs, out)
 	}
 	tgz := filepath.Join(outs[0], "etcd-operator-9.8.7.tgz")
-	f, err := os.Open(tgz)
+	pkg, err := os.ReadFile(tgz)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	zr, err := gzip.NewReader(bytes.NewReader(pkg))
 	if err != nil {
 		t.Fatal(err)
 	}
