@@ -505,12 +505,7 @@ func TestPruneClaimBackups(t *testing.T) {
 		t.Helper()
 		var claims corev1.PersistentVolumeClaimList
 		var backups etcdv1beta2.EtcdBackupList
-		if err := c.List(ctx, &claims); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.List(ctx, &backups); err != nil {
-			t.Fatal(err)
-		}
+		listAll(ctx, t, c, &claims, &backups) // controller_invalidspec_test.go
 		for _, p := range claims.Items {
 			cl = append(cl, p.Name)
 		}
