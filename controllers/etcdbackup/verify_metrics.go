@@ -7,12 +7,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/metricvec"
 )
 
 var (
-	backupLastVerified         = metricvec.Gauge("etcd_operator_backup_last_verified_timestamp_seconds", "When a backup of the EtcdBackup last passed verification (Unix time): alert on its age.", "namespace", "backup")
-	backupVerificationFailures = metricvec.Counter("etcd_operator_backup_verification_failures_total", "Failed verifications of an EtcdBackup's backups, by the Verified condition's reason.", "namespace", "backup", "reason")
+	backupLastVerified         = gaugeVec("etcd_operator_backup_last_verified_timestamp_seconds", "When a backup of the EtcdBackup last passed verification (Unix time): alert on its age.", "namespace", "backup")
+	backupVerificationFailures = counterVec("etcd_operator_backup_verification_failures_total", "Failed verifications of an EtcdBackup's backups, by the Verified condition's reason.", "namespace", "backup", "reason")
 )
 
 func init() {

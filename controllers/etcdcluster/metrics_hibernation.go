@@ -4,7 +4,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/metricvec"
 )
 
 // A hibernated cluster (spec.size 0, internal/planner/hibernate.go) is unavailable on
@@ -12,7 +11,7 @@ import (
 // etcd_operator_cluster_members{state="unready"} and etcd_operator_cluster_available read
 // as an outage; this gauge lets alerts tell the two apart
 // (etcd_operator_cluster_available == 0 unless etcd_operator_cluster_hibernated == 1).
-var clusterHibernated = metricvec.Gauge("etcd_operator_cluster_hibernated", "1 while the cluster is hibernated or being hibernated (spec.size 0: member pods stopped, claims and membership kept), else 0.", "namespace", "cluster")
+var clusterHibernated = gaugeVec("etcd_operator_cluster_hibernated", "1 while the cluster is hibernated or being hibernated (spec.size 0: member pods stopped, claims and membership kept), else 0.", "namespace", "cluster")
 
 func init() { metrics.Registry.MustRegister(clusterHibernated) }
 

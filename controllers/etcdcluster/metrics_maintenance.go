@@ -5,12 +5,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/metricvec"
 )
 
 var (
-	lastDefragTime  = metricvec.Gauge("etcd_operator_cluster_last_defragmentation_timestamp_seconds", "When the last defragmentation run (scheduled, threshold or NOSPACE) of the cluster ended, in Unix seconds.", "namespace", "cluster")
-	lastDefragFreed = metricvec.Gauge("etcd_operator_cluster_last_defragmentation_freed_bytes", "Bytes the last defragmentation run gave back, summed over the members.", "namespace", "cluster")
+	lastDefragTime  = gaugeVec("etcd_operator_cluster_last_defragmentation_timestamp_seconds", "When the last defragmentation run (scheduled, threshold or NOSPACE) of the cluster ended, in Unix seconds.", "namespace", "cluster")
+	lastDefragFreed = gaugeVec("etcd_operator_cluster_last_defragmentation_freed_bytes", "Bytes the last defragmentation run gave back, summed over the members.", "namespace", "cluster")
 )
 
 func init() {
