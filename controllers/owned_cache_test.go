@@ -44,16 +44,7 @@ func TestManagerCachesOnlyOwned(t *testing.T) {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	opts := ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}
 	ApplyCacheOptions(&opts, "")
-	mgr, err := ctrl.NewManager(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := fixture.StartManager(t, mgr)
-
-	direct, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, mgr, direct := startWithDirectClient(t, cfg, opts)
 	pod := func(name string, labels map[string]string) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels,
@@ -96,16 +87,21 @@ func TestManagerCachesOnlyOwned(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
+	// cached waits until the cache holds name, created last, in list.
+	cached := func(list client.ObjectList, name, what string) {
+		t.Helper()
+		poll.Eventually(t, 30*time.Second, 100*time.Millisecond, "the cache holds "+what+", created last", func() error {
+			if err := c.List(ctx, list, client.InNamespace("default")); err != nil {
+				return err
+			}
+			if !slices.Contains(names(list), name) {
+				return fmt.Errorf("cached %T %v", list, names(list))
+			}
+			return nil
+		})
+	}
 	var pods corev1.PodList
-	poll.Eventually(t, 30*time.Second, 100*time.Millisecond, "the cache holds the backup pod, created last", func() error {
-		if err := c.List(ctx, &pods, client.InNamespace("default")); err != nil {
-			return err
-		}
-		if !slices.Contains(names(&pods), "nightly-backup") {
-			return fmt.Errorf("cached pods %v", names(&pods))
-		}
-		return nil
-	})
+	cached(&pods, "nightly-backup", "the backup pod")
 	if got, want := names(&pods), []string{"member-0", "nightly-backup"}; !slices.Equal(got, want) {
 		t.Errorf("cached pods %v; want only the operator's %v", got, want)
 	}
@@ -123,15 +119,7 @@ func TestManagerCachesOnlyOwned(t *testing.T) {
 	}
 
 	var svcs corev1.ServiceList
-	poll.Eventually(t, 30*time.Second, 100*time.Millisecond, "the cache holds the cluster's Service, created last", func() error {
-		if err := c.List(ctx, &svcs, client.InNamespace("default")); err != nil {
-			return err
-		}
-		if !slices.Contains(names(&svcs), "db") {
-			return fmt.Errorf("cached Services %v", names(&svcs))
-		}
-		return nil
-	})
+	cached(&svcs, "db", "the cluster's Service")
 	if got := names(&svcs); slices.Contains(got, "tenant-svc") || slices.Contains(got, "kubernetes") {
 		t.Errorf("cached Services %v; want only the operator's", got)
 	}

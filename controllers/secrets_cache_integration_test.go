@@ -51,16 +51,7 @@ func TestManagerNeverCachesSecrets(t *testing.T) {
 		},
 	}
 	neverCacheSecrets(&opts)
-	mgr, err := ctrl.NewManager(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := fixture.StartManager(t, mgr)
-
-	direct, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, mgr, direct := startWithDirectClient(t, cfg, opts)
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tls", Namespace: "default"}, Data: map[string][]byte{"k": []byte("v")}}
 	if err := direct.Create(ctx, sec); err != nil {
 		t.Fatal(err)
@@ -79,6 +70,22 @@ func TestManagerNeverCachesSecrets(t *testing.T) {
 	if slices.Contains(rec.types, "Secret") || !slices.Contains(rec.types, "Pod") {
 		t.Errorf("cache asked for %v; want Pod and never Secret", rec.types)
 	}
+}
+
+// startWithDirectClient starts a manager with opts on cfg; it returns the manager's
+// context, the manager, and a client that reads and writes the API server directly.
+func startWithDirectClient(t *testing.T, cfg *rest.Config, opts ctrl.Options) (context.Context, ctrl.Manager, client.Client) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := fixture.StartManager(t, mgr)
+	direct, err := client.New(cfg, client.Options{Scheme: opts.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, mgr, direct
 }
 
 func (c *recordingCache) note(obj runtime.Object) {

@@ -10,31 +10,27 @@ import (
 )
 
 var (
-	backupsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "etcd_operator_backups_total",
-		Help: "Backup attempts of an EtcdBackup, by result (the Succeeded condition's reason). A run skipped for a hibernated cluster is no attempt and is not counted.",
-	}, []string{"namespace", "backup", "reason"})
+	backupsTotal = counterVec("etcd_operator_backups_total", "Backup attempts of an EtcdBackup, by result (the Succeeded condition's reason). A run skipped for a hibernated cluster is no attempt and is not counted.", "namespace", "backup", "reason")
 	// backupSkipped is 1 while the EtcdBackup's due runs are skipped (its Skipped
 	// condition is set): the backup alerts leave such a backup alone, since a hibernated
 	// cluster has nothing new to save and its last backup ageing is expected.
-	backupSkipped = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_backup_skipped",
-		Help: "1 while the EtcdBackup's due runs are skipped because its cluster is hibernated (the Skipped condition), 0 otherwise.",
-	}, []string{"namespace", "backup"})
-	backupLastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_backup_last_success_timestamp_seconds",
-		Help: "When the EtcdBackup last stored a backup (Unix time): alert on its age.",
-	}, []string{"namespace", "backup"})
-	backupSize = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_backup_size_bytes",
-		Help: "Stored size of the EtcdBackup's last backup.",
-	}, []string{"namespace", "backup"})
-	backupDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	backupSkipped     = gaugeVec("etcd_operator_backup_skipped", "1 while the EtcdBackup's due runs are skipped because its cluster is hibernated (the Skipped condition), 0 otherwise.", "namespace", "backup")
+	backupLastSuccess = gaugeVec("etcd_operator_backup_last_success_timestamp_seconds", "When the EtcdBackup last stored a backup (Unix time): alert on its age.", "namespace", "backup")
+	backupSize        = gaugeVec("etcd_operator_backup_size_bytes", "Stored size of the EtcdBackup's last backup.", "namespace", "backup")
+	backupDuration    = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "etcd_operator_backup_duration_seconds",
 		Help:    "Time to take and store one backup, successful or not.",
 		Buckets: prometheus.ExponentialBuckets(0.25, 2, 12), // 0.25 s .. ~8.5 min
 	}, []string{"namespace", "backup"})
 )
+
+// gaugeVec and counterVec declare a labelled series in one line: its name, help and label names.
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
 
 func init() {
 	metrics.Registry.MustRegister(backupsTotal, backupLastSuccess, backupSize, backupDuration, backupSkipped)

@@ -1,6 +1,7 @@
 package etcdbackup
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,16 +14,24 @@ import (
 // cronScheduleOf is eb's cron schedule (v1's spec.backupPolicy.schedule and timeZone,
 // stored as annotations), or nil when it has none.
 func cronScheduleOf(eb *etcdv1beta2.EtcdBackup) (*schedule.Schedule, error) {
-	expr, tz := eb.Annotations[etcdv1beta2.BackupScheduleAnnotation], eb.Annotations[etcdv1beta2.BackupTimeZoneAnnotation]
+	return annotatedSchedule(eb, etcdv1beta2.BackupScheduleAnnotation, etcdv1beta2.BackupTimeZoneAnnotation, "spec.backupPolicy.schedule",
+		fmt.Sprintf("a time zone (spec.backupPolicy.timeZone, annotation %s) without a schedule", etcdv1beta2.BackupTimeZoneAnnotation))
+}
+
+// annotatedSchedule parses the cron schedule and time zone eb stores in the annotations
+// exprKey and tzKey (from the v1 field named field and its time zone), or nil when there
+// is no schedule; a time zone alone is the error zoneAlone.
+func annotatedSchedule(eb *etcdv1beta2.EtcdBackup, exprKey, tzKey, field, zoneAlone string) (*schedule.Schedule, error) {
+	expr, tz := eb.Annotations[exprKey], eb.Annotations[tzKey]
 	if expr == "" {
 		if tz != "" {
-			return nil, fmt.Errorf("a time zone (spec.backupPolicy.timeZone, annotation %s) without a schedule", etcdv1beta2.BackupTimeZoneAnnotation)
+			return nil, errors.New(zoneAlone)
 		}
 		return nil, nil
 	}
 	s, err := schedule.Parse(expr, tz)
 	if err != nil {
-		return nil, fmt.Errorf("spec.backupPolicy.schedule (annotation %s): %w", etcdv1beta2.BackupScheduleAnnotation, err)
+		return nil, fmt.Errorf("%s (annotation %s): %w", field, exprKey, err)
 	}
 	return s, nil
 }

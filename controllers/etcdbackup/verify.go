@@ -108,19 +108,10 @@ func verificationOf(eb *etcdv1beta2.EtcdBackup) (verification, error) {
 	default:
 		return v, fmt.Errorf("spec.verification.afterEachBackup (annotation %s): %q is not true or false", etcdv1beta2.BackupVerifyAfterEachAnnotation, a)
 	}
-	expr, tz := eb.Annotations[etcdv1beta2.BackupVerifyScheduleAnnotation], eb.Annotations[etcdv1beta2.BackupVerifyTimeZoneAnnotation]
-	if expr == "" {
-		if tz != "" {
-			return v, fmt.Errorf("spec.verification.timeZone (annotation %s) without a schedule", etcdv1beta2.BackupVerifyTimeZoneAnnotation)
-		}
-		return v, nil
-	}
-	s, err := schedule.Parse(expr, tz)
-	if err != nil {
-		return v, fmt.Errorf("spec.verification.schedule (annotation %s): %w", etcdv1beta2.BackupVerifyScheduleAnnotation, err)
-	}
+	s, err := annotatedSchedule(eb, etcdv1beta2.BackupVerifyScheduleAnnotation, etcdv1beta2.BackupVerifyTimeZoneAnnotation, "spec.verification.schedule",
+		fmt.Sprintf("spec.verification.timeZone (annotation %s) without a schedule", etcdv1beta2.BackupVerifyTimeZoneAnnotation))
 	v.schedule = s
-	return v, nil
+	return v, err
 }
 
 // verificationDue says whether a verification is due now, else how long until the next

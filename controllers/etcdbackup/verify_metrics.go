@@ -10,14 +10,8 @@ import (
 )
 
 var (
-	backupLastVerified = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_backup_last_verified_timestamp_seconds",
-		Help: "When a backup of the EtcdBackup last passed verification (Unix time): alert on its age.",
-	}, []string{"namespace", "backup"})
-	backupVerificationFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "etcd_operator_backup_verification_failures_total",
-		Help: "Failed verifications of an EtcdBackup's backups, by the Verified condition's reason.",
-	}, []string{"namespace", "backup", "reason"})
+	backupLastVerified         = gaugeVec("etcd_operator_backup_last_verified_timestamp_seconds", "When a backup of the EtcdBackup last passed verification (Unix time): alert on its age.", "namespace", "backup")
+	backupVerificationFailures = counterVec("etcd_operator_backup_verification_failures_total", "Failed verifications of an EtcdBackup's backups, by the Verified condition's reason.", "namespace", "backup", "reason")
 )
 
 func init() {

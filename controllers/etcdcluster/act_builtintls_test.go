@@ -121,6 +121,15 @@ func (f *builtinFixture) memberOn(name string, gen int) {
 	}
 }
 
+// startOn1 issues the first generation and puts every member on it.
+func (f *builtinFixture) startOn1() {
+	f.t.Helper()
+	if _, err := f.resolve(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.allOn(1)
+}
+
 // allOn puts the cluster's three member pods on generation gen's Secrets.
 func (f *builtinFixture) allOn(gen int) {
 	for _, n := range []string{"db-aaaa", "db-bbbb", "db-cccc"} {
@@ -313,10 +322,7 @@ func (s staleSecrets) Get(ctx context.Context, key client.ObjectKey, obj client.
 // at it) or issue a generation twice.
 func TestBuiltinTLSReadsItsStateFromTheAPIServer(t *testing.T) {
 	f := newBuiltinFixture(t)
-	if _, err := f.resolve(); err != nil {
-		t.Fatal(err)
-	}
-	f.allOn(1)
+	f.startOn1()
 	frozen := map[string]*corev1.Secret{}
 	for _, n := range []string{"db-builtin-tls-ca", "db-builtin-tls-client", builtinName(1, "peer"), builtinName(1, "server"), builtinName(1, "client")} {
 		frozen[n] = f.secret(n)
@@ -369,10 +375,7 @@ func TestBuiltinTLSSurvivesAStatusCheckpoint(t *testing.T) {
 func TestCertificatesValidSeesMountedGenerations(t *testing.T) {
 	f := newBuiltinFixture(t)
 	ctx := context.Background()
-	if _, err := f.resolve(); err != nil {
-		t.Fatal(err)
-	}
-	f.allOn(1)
+	f.startOn1()
 	f.now = f.now.Add(20 * time.Minute) // generation 1 due
 	c, err := f.resolve()
 	if err != nil || f.state().Generation != 2 {
@@ -492,10 +495,7 @@ func TestBuiltinTLSWakesWhenTheNextStepIsDue(t *testing.T) {
 // with the client certificate of the generation in effect, and nothing is issued.
 func TestBuiltinTLSPausedObservedOverTLS(t *testing.T) {
 	f := newBuiltinFixture(t)
-	if _, err := f.resolve(); err != nil {
-		t.Fatal(err)
-	}
-	f.allOn(1)
+	f.startOn1()
 	ctx := context.Background()
 	var pods corev1.PodList
 	if err := f.c.List(ctx, &pods); err != nil {
@@ -540,10 +540,7 @@ func TestBuiltinTLSPausedObservedOverTLS(t *testing.T) {
 func TestBuiltinTLSLostCASecret(t *testing.T) {
 	f := newBuiltinFixture(t)
 	ctx := context.Background()
-	if _, err := f.resolve(); err != nil {
-		t.Fatal(err)
-	}
-	f.allOn(1)
+	f.startOn1()
 	f.now = f.now.Add(25 * time.Minute) // a renewal is due
 	if _, err := f.resolve(); err != nil || f.state().Generation != 2 {
 		t.Fatalf("generation %d (%v)", f.state().Generation, err)

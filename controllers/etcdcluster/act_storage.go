@@ -92,18 +92,27 @@ func (r *Reconciler) memberClaims(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	return own, nil
 }
 
-// storageClasses reads every StorageClass's allowVolumeExpansion (unset is false). The
-// read is bounded: the first one starts an informer, which would wait for ever for an
-// operator whose role lacks the right (an install older than this step).
-func (r *Reconciler) storageClasses(ctx context.Context) (storageClasses, error) {
+// listStorageClasses lists every StorageClass within storageClassReadBudget.
+func (r *Reconciler) listStorageClasses(ctx context.Context) ([]storagev1.StorageClass, error) {
 	ctx, cancel := context.WithTimeout(ctx, storageClassReadBudget)
 	defer cancel()
 	var list storagev1.StorageClassList
 	if err := r.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("list StorageClasses: %w", err)
 	}
+	return list.Items, nil
+}
+
+// storageClasses reads every StorageClass's allowVolumeExpansion (unset is false). The
+// read is bounded: the first one starts an informer, which would wait for ever for an
+// operator whose role lacks the right (an install older than this step).
+func (r *Reconciler) storageClasses(ctx context.Context) (storageClasses, error) {
+	list, err := r.listStorageClasses(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := storageClasses{}
-	for _, sc := range list.Items {
+	for _, sc := range list {
 		out[sc.Name] = sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion
 	}
 	return out, nil

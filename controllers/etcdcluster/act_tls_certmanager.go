@@ -65,14 +65,10 @@ func CertManagerClientSecret(cluster string) string { return certmanager.ClientS
 
 // certManagerPending is cert-manager issuing waiting on cert-manager: reported in
 // CertificatesValid, but the reconcile goes on (on the generation in effect, or in
-// plaintext when there is none yet).
-type certManagerPending struct {
-	reason string
-	err    error
-}
-
-func (e *certManagerPending) Error() string { return e.err.Error() }
-func (e *certManagerPending) Unwrap() error { return e.err }
+// plaintext when there is none yet). It carries a reason and an error as reasonError
+// (status_report.go) does, but is a type of its own: tlsPending looks for it, and
+// errors.As for a *reasonError does not find it.
+type certManagerPending struct{ reasonError }
 
 // tlsPending reports whether err only says certificates are not issued yet.
 func tlsPending(err error) bool {
@@ -135,9 +131,9 @@ func (r *Reconciler) checkClusterIssuer(t *etcdv1beta2.CertManagerTLS) error {
 			return nil
 		}
 	}
-	return &certManagerPending{etcdv1beta2.ReasonClusterIssuerNotAllowed, fmt.Errorf(
+	return &certManagerPending{reasonError{etcdv1beta2.ReasonClusterIssuerNotAllowed, fmt.Errorf(
 		"spec.tls.issuer.issuerRef: ClusterIssuer %q is not one the operator lends (--allowed-cluster-issuers); "+
-			"use an Issuer in the cluster's namespace, or ask the operator's administrator to allow it", t.IssuerRef.Name)}
+			"use an Issuer in the cluster's namespace, or ask the operator's administrator to allow it", t.IssuerRef.Name)}}
 }
 
 func certManagerRef(t *etcdv1beta2.CertManagerTLS) certmanager.Ref {
@@ -302,8 +298,8 @@ func (r *Reconciler) certManagerIssued(ctx context.Context, c *etcdv1beta2.EtcdC
 		cert, err := r.ensureCertificate(ctx, c, name, certmanager.Spec(kind, names, ref))
 		switch {
 		case meta.IsNoMatchError(err):
-			return in, nil, &certManagerPending{etcdv1beta2.ReasonCertManagerNotInstalled, fmt.Errorf(
-				"spec.tls.issuer.issuerRef: the API server serves no certificates.cert-manager.io/v1; install cert-manager")}, nil
+			return in, nil, &certManagerPending{reasonError{etcdv1beta2.ReasonCertManagerNotInstalled, fmt.Errorf(
+				"spec.tls.issuer.issuerRef: the API server serves no certificates.cert-manager.io/v1; install cert-manager")}}, nil
 		case err != nil:
 			return in, nil, nil, err
 		}
@@ -339,7 +335,7 @@ func (r *Reconciler) certManagerIssued(ctx context.Context, c *etcdv1beta2.EtcdC
 		}
 	}
 	if len(notReady) > 0 {
-		return in, nil, &certManagerPending{etcdv1beta2.ReasonCertificateNotReady, errors.Join(notReady...)}, nil
+		return in, nil, &certManagerPending{reasonError{etcdv1beta2.ReasonCertificateNotReady, errors.Join(notReady...)}}, nil
 	}
 	trust, err := certissue.MergeBundle(bundles...)
 	if err != nil {

@@ -468,13 +468,30 @@ func TestCertManagerTLSPendingClearsTheWakeWish(t *testing.T) {
 	}
 }
 
+// installIssuer installs the fixture's Issuer, its CA in the Secret "ca-key".
+func (f *cmFixture) installIssuer() {
+	f.t.Helper()
+	if err := f.issuer.Install(context.Background(), "ca-key"); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// issuedWithMembersOn installs the Issuer, puts every member on the peer and server
+// Secrets of another TLS source (allOnSecrets), resolves once and has the Issuer issue
+// what that asked for.
+func (f *cmFixture) issuedWithMembersOn(peerServer [2]string) {
+	f.t.Helper()
+	f.installIssuer()
+	f.allOnSecrets(peerServer)
+	_, _ = f.resolve()
+	f.issue()
+}
+
 // startOn1 brings the fixture to generation 1 with every member on it.
 func (f *cmFixture) startOn1() {
 	f.t.Helper()
 	_, _ = f.resolve()
-	if err := f.issuer.Install(context.Background(), "ca-key"); err != nil {
-		f.t.Fatal(err)
-	}
+	f.installIssuer()
 	f.issue()
 	f.resolveOn(1)
 	f.allOn(1)
@@ -484,12 +501,7 @@ func (f *cmFixture) startOn1() {
 // which they do not trust: refused, named, nothing written.
 func TestCertManagerTLSRefusesASwitchFromOtherTLS(t *testing.T) {
 	f := newCMFixture(t)
-	if err := f.issuer.Install(context.Background(), "ca-key"); err != nil {
-		t.Fatal(err)
-	}
-	f.allOnSecrets([2]string{"db-builtin-tls-4-peer", "db-builtin-tls-4-server"})
-	_, _ = f.resolve()
-	f.issue()
+	f.issuedWithMembersOn([2]string{"db-builtin-tls-4-peer", "db-builtin-tls-4-server"})
 	_, err := f.resolve()
 	var be *builtinTLSError
 	if !errors.As(err, &be) || be.reason != etcdv1beta2.ReasonTLSChangeRefused || !strings.Contains(err.Error(), `"db-builtin-tls-4-peer"`) {
@@ -507,9 +519,7 @@ func TestCertManagerTLSReplacesAGenerationNoMemberRuns(t *testing.T) {
 	f := newCMFixture(t)
 	f.startOn1()
 	f.allOn(0)
-	if err := f.issuer.Install(context.Background(), "ca-key"); err != nil {
-		t.Fatal(err)
-	}
+	f.installIssuer()
 	f.forceRenewal()
 	f.settle(1)
 	f.resolveOn(2)
@@ -636,12 +646,7 @@ func TestCertManagerTLSClusterIssuerNeedsTheOperatorsPermission(t *testing.T) {
 // replaced, as the running members run), as for any TLS change the planner refuses.
 func TestCertManagerTLSRefusalDoesNotFreezeTheReconcile(t *testing.T) {
 	f := newCMFixture(t)
-	if err := f.issuer.Install(context.Background(), "ca-key"); err != nil {
-		t.Fatal(err)
-	}
-	f.allOnSecrets([2]string{"db-static-peer", "db-static-server"})
-	_, _ = f.resolve()
-	f.issue()
+	f.issuedWithMembersOn([2]string{"db-static-peer", "db-static-server"})
 	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.cluster)}); err != nil {
 		t.Fatal(err)
 	}

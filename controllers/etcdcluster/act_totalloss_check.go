@@ -64,13 +64,18 @@ func (b *backupChecks) get(cluster, path string) (checkedBackup, bool) {
 func (b *backupChecks) put(cluster, path string, r checkedBackup) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.done == nil {
-		b.done = map[string]map[string]checkedBackup{}
+	innerMap(&b.done, cluster)[path] = r
+}
+
+// innerMap is (*m)[k], made (and *m with it) where it is missing.
+func innerMap[K1, K2 comparable, V any](m *map[K1]map[K2]V, k K1) map[K2]V {
+	if *m == nil {
+		*m = map[K1]map[K2]V{}
 	}
-	if b.done[cluster] == nil {
-		b.done[cluster] = map[string]checkedBackup{}
+	if (*m)[k] == nil {
+		(*m)[k] = map[K2]V{}
 	}
-	b.done[cluster][path] = r
+	return (*m)[k]
 }
 
 func (b *backupChecks) forget(cluster string) {

@@ -76,14 +76,9 @@ func (l *lostBackupCache) ownerOf(cluster string, b backupObject) (ownership, bo
 func (l *lostBackupCache) putOwners(cluster string, read map[string]ownership) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.owned == nil {
-		l.owned = map[string]map[string]ownership{}
-	}
-	if l.owned[cluster] == nil {
-		l.owned[cluster] = map[string]ownership{}
-	}
+	owned := innerMap(&l.owned, cluster) // act_totalloss_check.go
 	for k, o := range read {
-		l.owned[cluster][k] = o
+		owned[k] = o
 	}
 }
 

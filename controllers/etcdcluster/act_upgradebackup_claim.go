@@ -222,13 +222,11 @@ func (r *Reconciler) claimGone(ctx context.Context, c *etcdv1beta2.EtcdCluster, 
 // annotation the API server's DefaultStorageClass admission reads, or its beta form):
 // a claim without a class gets that one; without it, it would never bind.
 func (r *Reconciler) hasDefaultStorageClass(ctx context.Context) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, storageClassReadBudget)
-	defer cancel()
-	var list storagev1.StorageClassList
-	if err := r.List(ctx, &list); err != nil {
-		return false, fmt.Errorf("list StorageClasses: %w", err)
+	list, err := r.listStorageClasses(ctx)
+	if err != nil {
+		return false, err
 	}
-	return slices.ContainsFunc(list.Items, func(sc storagev1.StorageClass) bool {
+	return slices.ContainsFunc(list, func(sc storagev1.StorageClass) bool {
 		return sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" ||
 			sc.Annotations["storageclass.beta.kubernetes.io/is-default-class"] == "true"
 	}), nil
@@ -502,19 +500,21 @@ func (r *Reconciler) deleteCreated(ctx context.Context, c *etcdv1beta2.EtcdClust
 // namespace not controlled by the cluster names: a claim of the fallback that someone
 // backs up into or restores from is not deleted under them.
 func (r *Reconciler) claimsNamedByOthers(ctx context.Context, c *etcdv1beta2.EtcdCluster) (map[string]bool, error) {
-	named := map[string]bool{}
 	var backups etcdv1beta2.EtcdBackupList
-	if err := r.List(ctx, &backups, client.InNamespace(c.Namespace)); err != nil {
-		return nil, fmt.Errorf("list EtcdBackups: %w", err)
+	var restores etcdv1beta2.EtcdRestoreList
+	for _, l := range []struct {
+		kind string
+		list client.ObjectList
+	}{{"EtcdBackups", &backups}, {"EtcdRestores", &restores}} {
+		if err := r.List(ctx, l.list, client.InNamespace(c.Namespace)); err != nil {
+			return nil, fmt.Errorf("list %s: %w", l.kind, err)
+		}
 	}
+	named := map[string]bool{}
 	for i := range backups.Items {
 		if eb := &backups.Items[i]; eb.Spec.PVC != nil && !metav1.IsControlledBy(eb, c) {
 			named[eb.Spec.PVC.ClaimName] = true
 		}
-	}
-	var restores etcdv1beta2.EtcdRestoreList
-	if err := r.List(ctx, &restores, client.InNamespace(c.Namespace)); err != nil {
-		return nil, fmt.Errorf("list EtcdRestores: %w", err)
 	}
 	for i := range restores.Items {
 		if er := &restores.Items[i]; er.Spec.PVC != nil && !metav1.IsControlledBy(er, c) {

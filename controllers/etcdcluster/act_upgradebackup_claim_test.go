@@ -39,11 +39,7 @@ func defaultStorageClass() *storagev1.StorageClass {
 // the snapshot, a failed one refuses the step, and the record names the claim.
 func TestUpgradeBackupIntoOwnClaim(t *testing.T) {
 	s := fixture.Scheme()
-	cluster := &etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up", Generation: 4},
-		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
-		Status:     etcdv1beta2.EtcdClusterStatus{CurrentVersion: "3.6.16"},
-	}
+	cluster := upgradingCluster(4)
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, defaultStorageClass(),
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "slow"}, Provisioner: "y"}).
 		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}, &etcdv1beta2.EtcdBackup{}).WithInterceptorFuncs(withUIDs(interceptor.Funcs{})).Build()
@@ -65,12 +61,9 @@ func TestUpgradeBackupIntoOwnClaim(t *testing.T) {
 		return planner.Plan(d, o.planner), o
 	}
 
-	a, o := plan()
-	if a.Kind != planner.TakeUpgradeBackup || a.ClaimBytes != 4<<30 {
+	a := planTakeAndAct(ctx, t, r, cluster, plan)
+	if a.ClaimBytes != 4<<30 {
 		t.Fatalf("first action %s, want TakeUpgradeBackup into a 4 GiB claim", a)
-	}
-	if _, err := r.act(ctx, cluster, o, a); err != nil {
-		t.Fatal(err)
 	}
 	var pvc corev1.PersistentVolumeClaim
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: a.Name}, &pvc); err != nil {
@@ -165,11 +158,7 @@ func TestUpgradeBackupIntoOwnClaim(t *testing.T) {
 // the act refuses one it only meets on create.
 func TestUpgradeBackupClaimNotTheClusters(t *testing.T) {
 	s := fixture.Scheme()
-	cluster := &etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up"},
-		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
-		Status:     etcdv1beta2.EtcdClusterStatus{CurrentVersion: "3.6.16"},
-	}
+	cluster := upgradingCluster(0)
 	name := upgradeBackupName(cluster, "3.7.3")
 	foreign := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster, defaultStorageClass(), foreign).Build()
@@ -210,11 +199,7 @@ func TestUpgradeBackupClaimNotTheClusters(t *testing.T) {
 // of that name (a UID that differs).
 func TestUpgradeBackupForgedEtcdBackupRefused(t *testing.T) {
 	s := fixture.Scheme()
-	cluster := &etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up", Generation: 4},
-		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
-		Status:     etcdv1beta2.EtcdClusterStatus{CurrentVersion: "3.6.16"},
-	}
+	cluster := upgradingCluster(4)
 	name := upgradeBackupName(cluster, "3.7.3")
 	forged := claimBackupFor(cluster, name, "3.7.3", 1<<30)
 	forged.UID = "uid-tenants"
@@ -298,11 +283,7 @@ func TestUpgradeBackupClaimReuse(t *testing.T) {
 		{"ours, its labels changed", "fixed", "8Gi", "uid-claim", false, planner.Wait, "not this cluster's", "8Gi"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cluster := &etcdv1beta2.EtcdCluster{
-				ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up", Generation: 4},
-				Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
-				Status:     etcdv1beta2.EtcdClusterStatus{CurrentVersion: "3.6.16"},
-			}
+			cluster := upgradingCluster(4)
 			name := upgradeBackupName(cluster, "3.7.3")
 			cluster.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{Created: []etcdv1beta2.UpgradeBackupCreated{{Name: name, ClaimUID: "uid-claim"}}}
 			pvc := backupClaimFor(cluster, name, 1)
@@ -357,11 +338,7 @@ func TestUpgradeBackupClaimReuse(t *testing.T) {
 // claim with its labels stripped is not taken as gone under its running backup.
 func TestUpgradeBackupClaimReadFresh(t *testing.T) {
 	s := fixture.Scheme()
-	cluster := &etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up", Generation: 4},
-		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
-		Status:     etcdv1beta2.EtcdClusterStatus{CurrentVersion: "3.6.16"},
-	}
+	cluster := upgradingCluster(4)
 	name := upgradeBackupName(cluster, "3.7.3")
 	tenants := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: "uid-tenants"}}
 	now := time.Now()
@@ -528,12 +505,7 @@ func TestPruneClaimBackups(t *testing.T) {
 		t.Helper()
 		var claims corev1.PersistentVolumeClaimList
 		var backups etcdv1beta2.EtcdBackupList
-		if err := c.List(ctx, &claims); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.List(ctx, &backups); err != nil {
-			t.Fatal(err)
-		}
+		listAll(ctx, t, c, &claims, &backups) // controller_invalidspec_test.go
 		for _, p := range claims.Items {
 			cl = append(cl, p.Name)
 		}
@@ -600,10 +572,7 @@ func TestPruneClaimBackups(t *testing.T) {
 // claim (its backup may still write to it) and stops nothing else.
 func TestPruneClaimBackupsPastAFailure(t *testing.T) {
 	s := fixture.Scheme()
-	cluster := &etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up", Generation: 2},
-		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
-	}
+	cluster := upgradingCluster(2)
 	const stuck, other = "up-before-3.6.16-0000aaaa", "up-before-3.6.16-0000bbbb"
 	var objs []client.Object
 	cluster.Status.UpgradeBackup = &etcdv1beta2.UpgradeBackupStatus{}

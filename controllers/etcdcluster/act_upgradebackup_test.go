@@ -18,6 +18,30 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/test/fixture"
 )
 
+// upgradingCluster is the cluster "up" of three members running 3.6.16, its spec at
+// generation gen asking for 3.7.3: the upgrade the upgrade-backup tests step through.
+func upgradingCluster(gen int64) *etcdv1beta2.EtcdCluster {
+	return &etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up", Generation: gen},
+		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
+		Status:     etcdv1beta2.EtcdClusterStatus{CurrentVersion: "3.6.16"},
+	}
+}
+
+// planTakeAndAct plans once, wants TakeUpgradeBackup (no backup taken yet), and
+// executes it.
+func planTakeAndAct(ctx context.Context, t *testing.T, r *Reconciler, cluster *etcdv1beta2.EtcdCluster, plan func() (planner.Action, *observation)) planner.Action {
+	t.Helper()
+	a, o := plan()
+	if a.Kind != planner.TakeUpgradeBackup {
+		t.Fatalf("first action %s, want TakeUpgradeBackup", a)
+	}
+	if _, err := r.act(ctx, cluster, o, a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // upgradingObserved is a healthy three-member cluster on 3.6.16 led by member 1, its
 // spec on 3.7.3 (created on 3.6: no snapshot wait).
 func upgradingObserved(now time.Time) planner.Observed {
@@ -83,13 +107,7 @@ func TestUpgradeBackupRefusesStepWhenBackupFails(t *testing.T) {
 	}
 
 	// 1. No backup yet: TakeUpgradeBackup, executed.
-	a, o := plan()
-	if a.Kind != planner.TakeUpgradeBackup {
-		t.Fatalf("first action %s, want TakeUpgradeBackup", a)
-	}
-	if _, err := r.act(ctx, cluster, o, a); err != nil {
-		t.Fatal(err)
-	}
+	a := planTakeAndAct(ctx, t, r, cluster, plan)
 	var eb etcdv1beta2.EtcdBackup
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: a.Name}, &eb); err != nil {
 		t.Fatalf("one-shot backup %s: %v", a.Name, err)
@@ -124,7 +142,7 @@ func TestUpgradeBackupRefusesStepWhenBackupFails(t *testing.T) {
 	if err := c.Status().Update(ctx, &eb); err != nil {
 		t.Fatal(err)
 	}
-	a, o = plan()
+	a, o := plan()
 	if a.Kind != planner.Wait || a.Reason != etcdv1beta2.ReasonUpgradeBackupFailed || !strings.Contains(a.Message, "connection refused") {
 		t.Fatalf("after the failed backup: %s %s %q, want Wait(UpgradeBackupFailed) with its reason", a, a.Reason, a.Message)
 	}
@@ -239,11 +257,7 @@ func TestUpgradeBackupNotTheOperators(t *testing.T) {
 // upgrade-backup required the step waits instead, naming both.
 func TestUpgradeBackupNoTarget(t *testing.T) {
 	s := fixture.Scheme()
-	cluster := &etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "up", Namespace: "default", UID: "uid-up"},
-		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: "3.7.3"},
-		Status:     etcdv1beta2.EtcdClusterStatus{CurrentVersion: "3.6.16"},
-	}
+	cluster := upgradingCluster(0)
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cluster).Build()
 	rec := record.NewFakeRecorder(10)
 	now := time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)

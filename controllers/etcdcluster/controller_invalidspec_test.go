@@ -121,11 +121,16 @@ func podsAndServices(ctx context.Context, t *testing.T, c client.Client) (corev1
 	t.Helper()
 	var pods corev1.PodList
 	var services corev1.ServiceList
-	if err := c.List(ctx, &pods); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.List(ctx, &services); err != nil {
-		t.Fatal(err)
-	}
+	listAll(ctx, t, c, &pods, &services)
 	return pods, services
+}
+
+// listAll fills each of lists with everything of its kind c serves.
+func listAll(ctx context.Context, t *testing.T, c client.Client, lists ...client.ObjectList) {
+	t.Helper()
+	for _, l := range lists {
+		if err := c.List(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -13,39 +13,23 @@ import (
 )
 
 var (
-	actionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "etcd_operator_actions_total",
-		Help: "Membership and lifecycle steps taken, by kind and result (ok, error, or waiting: refused by etcd for a moment and retried shortly).",
-	}, []string{"namespace", "cluster", "kind", "result"})
-	clusterMembers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_cluster_members",
-		Help: "Members of a cluster as last observed, by readiness.",
-	}, []string{"namespace", "cluster", "state"})
-	clusterAvailableGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_cluster_available",
-		Help: "1 while the cluster's Available condition is True (a quorum of members serve through Ready pods), else 0.",
-	}, []string{"namespace", "cluster"})
-	clusterDBSize = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_cluster_db_size_bytes",
-		Help: "Size of the largest member's database file as last reported by the members (the largest: the first to reach the quota raises NOSPACE).",
-	}, []string{"namespace", "cluster"})
-	clusterDBSizeInUse = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_cluster_db_size_in_use_bytes",
-		Help: "Largest in-use size of a member's database as last reported; db_size_bytes minus this is what a defragmentation would free.",
-	}, []string{"namespace", "cluster"})
-	clusterQuota = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_cluster_quota_backend_bytes",
-		Help: "The members' quota-backend-bytes: as they report it (etcd >= 3.6), else as configured (etcd's default 2 GiB unless set).",
-	}, []string{"namespace", "cluster"})
-	clusterReconciled = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_cluster_reconciled",
-		Help: "1 while the cluster's Reconciled condition is True (the operator observes it and its last step succeeded), else 0; written with every status write.",
-	}, []string{"namespace", "cluster"})
-	clusterAlarms = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_cluster_alarms",
-		Help: "Members with an active etcd alarm, by alarm type (NOSPACE, CORRUPT), as last listed.",
-	}, []string{"namespace", "cluster", "alarm"})
+	actionsTotal          = counterVec("etcd_operator_actions_total", "Membership and lifecycle steps taken, by kind and result (ok, error, or waiting: refused by etcd for a moment and retried shortly).", "namespace", "cluster", "kind", "result")
+	clusterMembers        = gaugeVec("etcd_operator_cluster_members", "Members of a cluster as last observed, by readiness.", "namespace", "cluster", "state")
+	clusterAvailableGauge = gaugeVec("etcd_operator_cluster_available", "1 while the cluster's Available condition is True (a quorum of members serve through Ready pods), else 0.", "namespace", "cluster")
+	clusterDBSize         = gaugeVec("etcd_operator_cluster_db_size_bytes", "Size of the largest member's database file as last reported by the members (the largest: the first to reach the quota raises NOSPACE).", "namespace", "cluster")
+	clusterDBSizeInUse    = gaugeVec("etcd_operator_cluster_db_size_in_use_bytes", "Largest in-use size of a member's database as last reported; db_size_bytes minus this is what a defragmentation would free.", "namespace", "cluster")
+	clusterQuota          = gaugeVec("etcd_operator_cluster_quota_backend_bytes", "The members' quota-backend-bytes: as they report it (etcd >= 3.6), else as configured (etcd's default 2 GiB unless set).", "namespace", "cluster")
+	clusterReconciled     = gaugeVec("etcd_operator_cluster_reconciled", "1 while the cluster's Reconciled condition is True (the operator observes it and its last step succeeded), else 0; written with every status write.", "namespace", "cluster")
+	clusterAlarms         = gaugeVec("etcd_operator_cluster_alarms", "Members with an active etcd alarm, by alarm type (NOSPACE, CORRUPT), as last listed.", "namespace", "cluster", "alarm")
 )
+
+// gaugeVec and counterVec declare a labelled series in one line: its name, help and label names.
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
 
 func init() {
 	metrics.Registry.MustRegister(actionsTotal, clusterMembers, clusterAvailableGauge,

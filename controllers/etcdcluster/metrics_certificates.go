@@ -6,10 +6,7 @@ import (
 )
 
 // certificateExpiry is set by reportCertificates (status_certificates.go).
-var certificateExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Name: "etcd_operator_certificate_expiry_seconds",
-	Help: "When the earliest certificate of a kind (peer, server, client, ca) of the TLS Secrets a cluster's spec names (with built-in issuing, the generation in effect) and of the member Secrets a member pod still mounts expires, as Unix time in seconds.",
-}, []string{"namespace", "cluster", "kind"})
+var certificateExpiry = gaugeVec("etcd_operator_certificate_expiry_seconds", "When the earliest certificate of a kind (peer, server, client, ca) of the TLS Secrets a cluster's spec names (with built-in issuing, the generation in effect) and of the member Secrets a member pod still mounts expires, as Unix time in seconds.", "namespace", "cluster", "kind")
 
 func init() { metrics.Registry.MustRegister(certificateExpiry) }
 

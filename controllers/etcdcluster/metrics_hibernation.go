@@ -1,7 +1,6 @@
 package etcdcluster
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
@@ -12,10 +11,7 @@ import (
 // etcd_operator_cluster_members{state="unready"} and etcd_operator_cluster_available read
 // as an outage; this gauge lets alerts tell the two apart
 // (etcd_operator_cluster_available == 0 unless etcd_operator_cluster_hibernated == 1).
-var clusterHibernated = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Name: "etcd_operator_cluster_hibernated",
-	Help: "1 while the cluster is hibernated or being hibernated (spec.size 0: member pods stopped, claims and membership kept), else 0.",
-}, []string{"namespace", "cluster"})
+var clusterHibernated = gaugeVec("etcd_operator_cluster_hibernated", "1 while the cluster is hibernated or being hibernated (spec.size 0: member pods stopped, claims and membership kept), else 0.", "namespace", "cluster")
 
 func init() { metrics.Registry.MustRegister(clusterHibernated) }
 

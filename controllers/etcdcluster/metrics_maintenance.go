@@ -8,14 +8,8 @@ import (
 )
 
 var (
-	lastDefragTime = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_cluster_last_defragmentation_timestamp_seconds",
-		Help: "When the last defragmentation run (scheduled, threshold or NOSPACE) of the cluster ended, in Unix seconds.",
-	}, []string{"namespace", "cluster"})
-	lastDefragFreed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_operator_cluster_last_defragmentation_freed_bytes",
-		Help: "Bytes the last defragmentation run gave back, summed over the members.",
-	}, []string{"namespace", "cluster"})
+	lastDefragTime  = gaugeVec("etcd_operator_cluster_last_defragmentation_timestamp_seconds", "When the last defragmentation run (scheduled, threshold or NOSPACE) of the cluster ended, in Unix seconds.", "namespace", "cluster")
+	lastDefragFreed = gaugeVec("etcd_operator_cluster_last_defragmentation_freed_bytes", "Bytes the last defragmentation run gave back, summed over the members.", "namespace", "cluster")
 )
 
 func init() {

@@ -126,21 +126,40 @@ func TestManagedPredicate(t *testing.T) {
 	}
 }
 
+// shardCluster is a one-member cluster with meta's name and UID in namespace default,
+// labelled for shard.
+func shardCluster(meta metav1.ObjectMeta, shard string) *etcdv1beta2.EtcdCluster {
+	meta.Namespace, meta.Labels = "default", map[string]string{testShardKey: shard}
+	return &etcdv1beta2.EtcdCluster{ObjectMeta: meta, Spec: etcdv1beta2.EtcdClusterSpec{Size: 1, Version: "3.6.16"}}
+}
+
+// wantNoPodsNorStatus fails t if c holds a member pod or cl has a status written: what
+// an instance must not do for a cluster moved away (when says when it moved).
+func wantNoPodsNorStatus(ctx context.Context, t *testing.T, c client.Client, cl *etcdv1beta2.EtcdCluster, when string) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 0 {
+		t.Errorf("%d member pods created for a cluster moved away%s", len(pods.Items), when)
+	}
+	var got etcdv1beta2.EtcdCluster
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cl), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != "" || len(got.Status.Conditions) > 0 {
+		t.Errorf("status written for a cluster moved away: %+v", got.Status)
+	}
+}
+
 // TestReconcileReleasesAMovedCluster: shard 1's instance bootstraps its cluster; once
 // the cluster is labelled for shard 2, a reconcile on shard 1 changes nothing (no pod
 // deleted or created, no status written, no event) and forgets what it kept of it.
 func TestReconcileReleasesAMovedCluster(t *testing.T) {
 	s := fixture.Scheme()
-	cl := &etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default", UID: "uid-db",
-			Labels: map[string]string{testShardKey: "1"}},
-		Spec: etcdv1beta2.EtcdClusterSpec{Size: 1, Version: "3.6.16"},
-	}
-	other := &etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "default", UID: "uid-theirs",
-			Labels: map[string]string{testShardKey: "2"}},
-		Spec: etcdv1beta2.EtcdClusterSpec{Size: 1, Version: "3.6.16"},
-	}
+	cl := shardCluster(metav1.ObjectMeta{Name: "db", UID: "uid-db"}, "1")
+	other := shardCluster(metav1.ObjectMeta{Name: "theirs", UID: "uid-theirs"}, "2")
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cl, other).
 		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).Build()
 	rec := record.NewFakeRecorder(100)
@@ -236,11 +255,7 @@ func (r *Reconciler) keepsAnything(key string) bool {
 // joined writes those now; two instances writing them would fight over their settings.
 func TestReconcileWritesNothingForAClusterMovedBeforeItsFirstWrite(t *testing.T) {
 	s := fixture.Scheme()
-	cl := &etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default", UID: "uid-db",
-			Labels: map[string]string{testShardKey: "1"}},
-		Spec: etcdv1beta2.EtcdClusterSpec{Size: 1, Version: "3.6.16"},
-	}
+	cl := shardCluster(metav1.ObjectMeta{Name: "db", UID: "uid-db"}, "1")
 	moved := false
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cl).
 		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).
@@ -281,20 +296,7 @@ func TestReconcileWritesNothingForAClusterMovedBeforeItsFirstWrite(t *testing.T)
 	for _, b := range budgets.Items {
 		t.Errorf("PodDisruptionBudget %s created for a cluster moved away", b.Name)
 	}
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods); err != nil {
-		t.Fatal(err)
-	}
-	if len(pods.Items) != 0 {
-		t.Errorf("%d member pods created for a cluster moved away", len(pods.Items))
-	}
-	var got etcdv1beta2.EtcdCluster
-	if err := c.Get(ctx, client.ObjectKeyFromObject(cl), &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Status.Phase != "" || len(got.Status.Conditions) > 0 {
-		t.Errorf("status written for a cluster moved away: %+v", got.Status)
-	}
+	wantNoPodsNorStatus(ctx, t, c, cl, "")
 	if evs := fixture.DrainEvents(rec); len(evs) > 0 {
 		t.Errorf("events about a cluster moved away: %v", evs)
 	}
@@ -307,11 +309,7 @@ func TestReconcileWritesNothingForAClusterMovedBeforeItsFirstWrite(t *testing.T)
 // as the cache of the instance being left may lag the one of the instance joined.
 func TestReconcileReleasesAClusterMovedWhileObserving(t *testing.T) {
 	s := fixture.Scheme()
-	cl := &etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default", UID: "uid-db",
-			Labels: map[string]string{testShardKey: "1"}},
-		Spec: etcdv1beta2.EtcdClusterSpec{Size: 1, Version: "3.6.16"},
-	}
+	cl := shardCluster(metav1.ObjectMeta{Name: "db", UID: "uid-db"}, "1")
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(cl).
 		WithStatusSubresource(&etcdv1beta2.EtcdCluster{}).Build()
 	apiReads := 0
@@ -339,18 +337,5 @@ func TestReconcileReleasesAClusterMovedWhileObserving(t *testing.T) {
 	if apiReads < 2 {
 		t.Errorf("the API server was asked for the cluster %d times; want a check before the first write and one before the step", apiReads)
 	}
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods); err != nil {
-		t.Fatal(err)
-	}
-	if len(pods.Items) != 0 {
-		t.Errorf("%d member pods created for a cluster moved away before the step", len(pods.Items))
-	}
-	var got etcdv1beta2.EtcdCluster
-	if err := c.Get(ctx, client.ObjectKeyFromObject(cl), &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Status.Phase != "" || len(got.Status.Conditions) > 0 {
-		t.Errorf("status written for a cluster moved away: %+v", got.Status)
-	}
+	wantNoPodsNorStatus(ctx, t, c, cl, " before the step")
 }

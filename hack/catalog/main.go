@@ -61,6 +61,16 @@ func (o *output) register(fs *flag.FlagSet, example string) {
 	fs.BoolVar(&o.push, "push", false, "push to the registry named in --tag")
 }
 
+// parse registers o's flags on fs (example: a --tag for the help text), parses args and
+// checks that o says where the image goes.
+func (o *output) parse(fs *flag.FlagSet, example string, args []string) error {
+	o.register(fs, example)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return o.check()
+}
+
 func (o *output) check() error {
 	if o.tag == "" || (o.tar == "" && o.oci == "" && !o.push) {
 		return errors.New("need --tag and at least one of --tar, --oci, --push")
@@ -97,11 +107,7 @@ func runBundle(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("catalog bundle", flag.ContinueOnError)
 	dir := fs.String("dir", "bundle", "registry+v1 bundle directory (manifests/, metadata/)")
 	var out output
-	out.register(fs, "etcd-operator-bundle:v0.2.0")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := out.check(); err != nil {
+	if err := out.parse(fs, "etcd-operator-bundle:v0.2.0", args); err != nil {
 		return err
 	}
 	spec, err := olmimage.BundleSpec(*dir)
@@ -137,11 +143,7 @@ func runCatalog(args []string, stdout io.Writer) error {
 	var bundles bundleFlags
 	fs.Var(&bundles, "bundle", "DIR=IMAGE of a bundle in the catalog, oldest first (repeat)")
 	var out output
-	out.register(fs, "etcd-operator-catalog:v0.2.0")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := out.check(); err != nil {
+	if err := out.parse(fs, "etcd-operator-catalog:v0.2.0", args); err != nil {
 		return err
 	}
 	if *opmDir == "" {

@@ -7,23 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-
+	"github.com/etcd-operator/etcd-operator/internal/ociimage"
 	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
 // layoutLabels reads the labels of the one image in an OCI layout directory.
 func layoutLabels(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := idx.IndexManifest()
+	idx, m, err := ociimage.ReadLayout(dir)
 	if err != nil || len(m.Manifests) != 1 {
 		t.Fatalf("layout has %v images (err %v), want 1", m, err)
 	}

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-
 	"github.com/etcd-operator/etcd-operator/internal/ociimage"
 )
 
@@ -60,15 +58,7 @@ func TestMultiPlatformIndex(t *testing.T) {
 		"--ca-bundle", files["ca"], "--tag", testTag, "--oci", out}, &stdout); err != nil {
 		t.Fatal(err)
 	}
-	p, err := layout.FromPath(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm, err := top.IndexManifest()
+	top, tm, err := ociimage.ReadLayout(out)
 	if err != nil || len(tm.Manifests) != 1 {
 		t.Fatalf("layout holds %v (%v), want one entry", tm, err)
 	}

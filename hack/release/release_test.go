@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"io"
 	"os"
@@ -12,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	v1layout "github.com/google/go-containerregistry/pkg/v1/layout"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
@@ -120,6 +120,19 @@ func TestPackageChartRefusesAValuesFileItCannotPin(t *testing.T) {
 	}
 }
 
+// writeChecksums runs WriteChecksums on dir and returns the file it wrote.
+func writeChecksums(t *testing.T, dir string) []byte {
+	t.Helper()
+	if err := WriteChecksums(dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ChecksumsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
 // TestChecksums: SHA256SUMS lists every file but itself in sha256sum's format, sorted,
 // and verifying it catches a changed file and a missing one.
 func TestChecksums(t *testing.T) {
@@ -133,13 +146,7 @@ func TestChecksums(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := WriteChecksums(dir); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, ChecksumsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := writeChecksums(t, dir)
 	// sha256 of "b\n" as `printf 'b\n' | sha256sum` prints it.
 	want := "0263829989b6fd954f72baaf2fc64bc2e2f01d692d4de72986ea808f6e99813f  b.txt\n"
 	lines := strings.SplitAfter(string(raw), "\n")
@@ -216,13 +223,7 @@ func TestChecksumsCoverThePlugins(t *testing.T) {
 	if err := checkPlugins(dir, platforms); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteChecksums(dir); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, ChecksumsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := writeChecksums(t, dir)
 	var listed []string
 	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
 		if f := line[66:]; strings.HasPrefix(f, "kubectl-etcd-") {
@@ -261,12 +262,11 @@ func TestChartPackageAndIndexRecordTheStamp(t *testing.T) {
 		outs = append(outs, out)
 	}
 	tgz := filepath.Join(outs[0], "etcd-operator-9.8.7.tgz")
-	f, err := os.Open(tgz)
+	pkg, err := os.ReadFile(tgz)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	zr, err := gzip.NewReader(bytes.NewReader(pkg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,15 +347,7 @@ func TestCatalogNamesBundlesByDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := v1layout.FromPath(layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ii, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := ii.IndexManifest()
+	_, idx, err := ociimage.ReadLayout(layout)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,19 @@ func ParsePeriodicKey(key, name string) (revision int64, at time.Time, ok bool) 
 	return rev, t, true
 }
 
+// NewestFirst compares two backups, each by its time, revision and key, for a sort
+// that puts the newest first: the later time, then the higher revision, then the
+// greater key (so that equal ones still sort the same every time).
+func NewestFirst(aAt time.Time, aRev int64, aKey string, bAt time.Time, bRev int64, bKey string) int {
+	if c := bAt.Compare(aAt); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(bRev, aRev); c != 0 {
+		return c
+	}
+	return strings.Compare(bKey, aKey)
+}
+
 // Periodic lists the periodic backups of key in the store, newest first: by the time in
 // the name, then by revision.
 func Periodic(ctx context.Context, s Store, key string) ([]Object, error) {
@@ -60,15 +73,7 @@ func Periodic(ctx context.Context, s Store, key string) ([]Object, error) {
 			ns = append(ns, named{o, rev, at})
 		}
 	}
-	slices.SortFunc(ns, func(a, b named) int {
-		if c := b.at.Compare(a.at); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.rev, a.rev); c != 0 {
-			return c
-		}
-		return strings.Compare(b.Key, a.Key)
-	})
+	slices.SortFunc(ns, func(a, b named) int { return NewestFirst(a.at, a.rev, a.Key, b.at, b.rev, b.Key) })
 	out := make([]Object, len(ns))
 	for i, n := range ns {
 		out[i] = n.Object

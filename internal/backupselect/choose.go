@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/backup"
 )
 
 // Entry is one stored backup object.
@@ -92,13 +94,7 @@ func Choose(entries []Entry, sel Selector) (Entry, error) {
 // SortNewestFirst orders entries by time, newest first, then by revision and key.
 func SortNewestFirst(entries []Entry) {
 	slices.SortFunc(entries, func(a, b Entry) int {
-		if c := b.Time.Compare(a.Time); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.Revision, a.Revision); c != 0 {
-			return c
-		}
-		return strings.Compare(b.Key, a.Key)
+		return backup.NewestFirst(a.Time, a.Revision, a.Key, b.Time, b.Revision, b.Key)
 	})
 }
 

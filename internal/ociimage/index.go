@@ -78,20 +78,30 @@ func PushIndex(ref string, idx v1.ImageIndex) error {
 	return remote.WriteIndex(r, idx, loginFromConfig())
 }
 
+// ReadLayout opens the OCI layout in dir: its top index (index.json) and that index's
+// manifest, which lists the layout's entries.
+func ReadLayout(dir string) (v1.ImageIndex, *v1.IndexManifest, error) {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	top, err := p.ImageIndex()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := top.IndexManifest()
+	if err != nil {
+		return nil, nil, err
+	}
+	return top, m, nil
+}
+
 // PushLayout pushes every image and index of the OCI layout in dir that carries a
 // RefNameAnnotation to the reference it names, as Push and PushIndex do (logged in as
 // the docker config says), and returns those references with their digests
 // (ref@sha256:…). An entry without a name is an error: it has nowhere to go.
 func PushLayout(dir string) ([]string, error) {
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		return nil, err
-	}
-	top, err := p.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	m, err := top.IndexManifest()
+	top, m, err := ReadLayout(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -101,25 +111,23 @@ func PushLayout(dir string) ([]string, error) {
 		if ref == "" {
 			return pushed, fmt.Errorf("%s: %s has no %s annotation", dir, d.Digest, RefNameAnnotation)
 		}
+		var err error
 		switch {
 		case d.MediaType.IsIndex():
-			idx, err := top.ImageIndex(d.Digest)
-			if err == nil {
+			var idx v1.ImageIndex
+			if idx, err = top.ImageIndex(d.Digest); err == nil {
 				err = PushIndex(ref, idx)
 			}
-			if err != nil {
-				return pushed, fmt.Errorf("push %s: %w", ref, err)
-			}
 		case d.MediaType.IsImage():
-			img, err := top.Image(d.Digest)
-			if err == nil {
+			var img v1.Image
+			if img, err = top.Image(d.Digest); err == nil {
 				err = Push(ref, img)
-			}
-			if err != nil {
-				return pushed, fmt.Errorf("push %s: %w", ref, err)
 			}
 		default:
 			return pushed, fmt.Errorf("%s: %s has media type %s, neither an image nor an index", dir, ref, d.MediaType)
+		}
+		if err != nil {
+			return pushed, fmt.Errorf("push %s: %w", ref, err)
 		}
 		pushed = append(pushed, ref+"@"+d.Digest.String())
 	}

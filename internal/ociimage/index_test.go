@@ -17,15 +17,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
-// TestPushLayoutPushesEveryNamedEntry: a layout holding an index and an image, as a
-// release's images/ does, is pushed entry by entry to the names it carries, and the
-// registry then serves each under that name with the same digest; the index's
-// platforms come from its images' configs.
-func TestPushLayoutPushesEveryNamedEntry(t *testing.T) {
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	reg := strings.TrimPrefix(srv.URL, "http://")
-	dir := t.TempDir()
+// twoArchOperatorIndex builds an operator image for amd64 and for arm64 from files in
+// dir and the index over both, as make release does.
+func twoArchOperatorIndex(t *testing.T, dir string) ([]v1.Image, v1.ImageIndex) {
+	t.Helper()
 	var imgs []v1.Image
 	for _, arch := range []string{"amd64", "arm64"} {
 		spec := OperatorSpec(writeFile(t, dir, "manager-"+arch, arch), writeFile(t, dir, "ca", "c"))
@@ -40,6 +35,19 @@ func TestPushLayoutPushesEveryNamedEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return imgs, idx
+}
+
+// TestPushLayoutPushesEveryNamedEntry: a layout holding an index and an image, as a
+// release's images/ does, is pushed entry by entry to the names it carries, and the
+// registry then serves each under that name with the same digest; the index's
+// platforms come from its images' configs.
+func TestPushLayoutPushesEveryNamedEntry(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	reg := strings.TrimPrefix(srv.URL, "http://")
+	dir := t.TempDir()
+	imgs, idx := twoArchOperatorIndex(t, dir)
 	m, err := idx.IndexManifest()
 	if err != nil {
 		t.Fatal(err)

@@ -67,20 +67,7 @@ func TestPushLogsInAsTheDockerConfigSays(t *testing.T) {
 	configDir := isolateLogins(t)
 
 	dir := t.TempDir()
-	var imgs []v1.Image
-	for _, arch := range []string{"amd64", "arm64"} {
-		spec := OperatorSpec(writeFile(t, dir, "manager-"+arch, arch), writeFile(t, dir, "ca", "c"))
-		spec.Architecture = arch
-		img, err := Build(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		imgs = append(imgs, img)
-	}
-	idx, err := Index(imgs...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	imgs, idx := twoArchOperatorIndex(t, dir)
 	lay := filepath.Join(dir, "layout")
 	if err := WriteIndexLayout(lay, reg+"/release/op:v1", idx); err != nil {
 		t.Fatal(err)

@@ -45,13 +45,7 @@ func (v *view) waitForSnapshotPast(target Version, need []upgradeStep) (Action, 
 		return Action{}, false
 	}
 	prev := fmt.Sprintf("%d.%d", target.Major, target.Minor-1)
-	minorStep := false
-	for _, s := range need {
-		if s.run.Major == target.Major && s.run.Minor == target.Minor-1 {
-			minorStep = true
-		}
-	}
-	if !minorStep {
+	if !stepsFromMinorBefore(target, need) {
 		return Action{}, false
 	}
 	since := v.o.VersionSince

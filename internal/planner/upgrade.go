@@ -115,6 +115,18 @@ func (v *view) planUpgrade() Action {
 		Message: fmt.Sprintf("moving leadership from %s to %s before upgrading %s", v.leader.Name, to.Name, v.leader.Name)}
 }
 
+// stepsFromMinorBefore reports whether need holds a step that runs the minor just
+// before target's: a minor step, the only kind waitForStorage and waitForSnapshotPast
+// hold.
+func stepsFromMinorBefore(target Version, need []upgradeStep) bool {
+	for _, s := range need {
+		if s.run.Major == target.Major && s.run.Minor == target.Minor-1 {
+			return true
+		}
+	}
+	return false
+}
+
 // waitForStorage holds a minor step until the previous one has finished inside etcd:
 // a member restarted on the next minor needs every database at least at the previous
 // minor's storage version, which etcd writes only some seconds after the last member
@@ -123,13 +135,7 @@ func (v *view) planUpgrade() Action {
 // member on 3.7 while its database is still at 3.5, and it crash-loops.
 // Members that report no storage version (etcd < 3.6) are not held.
 func (v *view) waitForStorage(target Version, need []upgradeStep) (Action, bool) {
-	minorStep := false
-	for _, s := range need {
-		if s.run.Major == target.Major && s.run.Minor == target.Minor-1 {
-			minorStep = true
-		}
-	}
-	if !minorStep {
+	if !stepsFromMinorBefore(target, need) {
 		return Action{}, false
 	}
 	for _, m := range v.voters {

@@ -173,15 +173,36 @@ var metricsFiles = []string{
 }
 
 // declaredMetrics reads the label names of the metrics a file declares, from its calls
-// prometheus.New<Kind>Vec(prometheus.<Kind>Opts{Namespace, Subsystem, Name}, []string{...}).
+// prometheus.New<Kind>Vec(prometheus.<Kind>Opts{Namespace, Subsystem, Name}, []string{...})
+// and the controllers' one-line gaugeVec/counterVec("name", "help", "label", ...).
 func declaredMetrics(path string, c *metricCatalogue) error {
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 	if err != nil {
 		return err
 	}
 	ast.Inspect(f, func(n ast.Node) bool {
+		if fd, isFunc := n.(*ast.FuncDecl); isFunc && (fd.Name.Name == "gaugeVec" || fd.Name.Name == "counterVec") {
+			return false // the one-line constructors themselves: their calls are read below
+		}
 		call, ok := n.(*ast.CallExpr)
-		if !ok || len(call.Args) != 2 {
+		if !ok {
+			return true
+		}
+		if fn, isIdent := call.Fun.(*ast.Ident); isIdent && (fn.Name == "gaugeVec" || fn.Name == "counterVec") && len(call.Args) >= 2 {
+			labels := map[string]bool{}
+			for _, a := range append([]ast.Expr{call.Args[0]}, call.Args[2:]...) {
+				if stringLit(a) == "" {
+					err = fmt.Errorf("%s: %s with arguments that are not literals", path, fn.Name)
+					return false
+				}
+			}
+			for _, a := range call.Args[2:] {
+				labels[stringLit(a)] = true
+			}
+			c.operatorLabels[stringLit(call.Args[0])] = labels
+			return true
+		}
+		if len(call.Args) != 2 {
 			return true
 		}
 		sel, ok := call.Fun.(*ast.SelectorExpr)

@@ -6,15 +6,22 @@ import (
 	"testing"
 )
 
-func TestReadCSVFollowsTheReleasedChain(t *testing.T) {
+// releasedAndCurrentCSV reads the CSVs of the released bundle and of the current one.
+func releasedAndCurrentCSV(t *testing.T) (prev, cur CSV) {
+	t.Helper()
 	prev, err := ReadCSV(releasedBundle)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur, err := ReadCSV(currentBundle)
+	cur, err = ReadCSV(currentBundle)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return prev, cur
+}
+
+func TestReadCSVFollowsTheReleasedChain(t *testing.T) {
+	prev, cur := releasedAndCurrentCSV(t)
 	if prev.Name != "etcd-operator.v0.1.0" || prev.Replaces != "" {
 		t.Errorf("released: %+v, want etcd-operator.v0.1.0 replacing nothing", prev)
 	}
@@ -50,14 +57,7 @@ func TestReadCSVInstallModes(t *testing.T) {
 		}
 		return m
 	}
-	prev, err := ReadCSV(releasedBundle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur, err := ReadCSV(currentBundle)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prev, cur := releasedAndCurrentCSV(t)
 	if p := supported(prev); !p["OwnNamespace"] || !p["AllNamespaces"] {
 		t.Errorf("released install modes %v, want OwnNamespace and AllNamespaces", prev.InstallModes)
 	}
