@@ -353,7 +353,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// Reported, and the step counted, by the deferred flush (updateStatus, status.go).
 	obs.planned = &plannedStep{action: action, summary: summary, at: now,
 		ran: true, actErr: actErr, stepErr: stepErr, waited: waited}
-	return wakeBy(r.cmSettle.requeue(clusterKey(&c), tlsLooked, now, result), tlsDue, now), nil // act_tls_certmanager.go
+	result = wakeBy(r.cmSettle.requeue(clusterKey(&c), tlsLooked, now, result), tlsDue, now) // act_tls_certmanager.go
+	return wakeBy(result, obs.warningsDue, now), nil                                         // observe_kubeletwarnings.go
 }
 
 // wakeBy requeues no later than due (zero: no such time): a built-in issuing step falls
