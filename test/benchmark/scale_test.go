@@ -212,7 +212,10 @@ func (s *scaleRun) operatorCreateAll(b *testing.B, names []string, size int) tim
 		if err := s.e.C.List(ctx, &cs, client.InNamespace("default")); err != nil {
 			return err
 		}
-		pods := podsByCluster(b, s.e)
+		pods, err := podsByCluster(s.e)
+		if err != nil {
+			return err
+		}
 		now := time.Since(start)
 		available := 0
 		for i := range cs.Items {
@@ -308,9 +311,13 @@ func (s *scaleRun) staticCreateAll(b *testing.B, prefix string, n, size int) tim
 	// First seen, since start: a cluster's pods all exist (the create above), all Ready.
 	podsAt, readyAt := map[string]time.Duration{}, map[string]time.Duration{}
 	s.e.Eventually(15*time.Minute, fmt.Sprintf("%d static pods Ready", n*size), func() error {
+		pods, err := podsByCluster(s.e)
+		if err != nil {
+			return err
+		}
 		ready := 0
 		now := time.Since(start)
-		for cluster, p := range podsByCluster(b, s.e) {
+		for cluster, p := range pods {
 			if !strings.HasPrefix(cluster, prefix+"-") {
 				continue
 			}
@@ -374,8 +381,12 @@ func staticObjects(b *testing.B, r *render.Renderer, owner *corev1.ConfigMap, si
 // readyPodsByCluster counts the Ready pods of the namespace by their cluster label: one
 // list for all clusters.
 func readyPodsByCluster(b *testing.B, e *framework.Env) map[string]int {
+	pods, err := podsByCluster(e)
+	if err != nil {
+		b.Fatal(err)
+	}
 	out := map[string]int{}
-	for cluster, p := range podsByCluster(b, e) {
+	for cluster, p := range pods {
 		if p.ready > 0 {
 			out[cluster] = p.ready
 		}
@@ -387,11 +398,11 @@ func readyPodsByCluster(b *testing.B, e *framework.Env) map[string]int {
 type podCount struct{ exist, ready int }
 
 // podsByCluster counts the pods of the namespace by their cluster label: one list for
-// all clusters.
-func podsByCluster(b *testing.B, e *framework.Env) map[string]podCount {
+// all clusters. Its error is for a poll to retry: a busy API server times a list out.
+func podsByCluster(e *framework.Env) (map[string]podCount, error) {
 	var pods corev1.PodList
 	if err := e.C.List(context.Background(), &pods, client.InNamespace("default"), client.HasLabels{render.LabelCluster}); err != nil {
-		b.Fatal(err)
+		return nil, err
 	}
 	out := map[string]podCount{}
 	for i := range pods.Items {
@@ -406,7 +417,7 @@ func podsByCluster(b *testing.B, e *framework.Env) map[string]podCount {
 		}
 		out[p.Labels[render.LabelCluster]] = c
 	}
-	return out
+	return out, nil
 }
 
 func (s *scaleRun) waitPodsGone(b *testing.B, prefix string) {
