@@ -89,6 +89,7 @@ func runManager(args []string) int {
 		allowAmbientS3   = fs.Bool("allow-ambient-s3-credentials", false, "let EtcdBackups and EtcdRestores with spec.s3.credentialsSource Environment use this operator's own S3 identity (environment, web identity token, instance role); off, they are refused and must name a Secret: a tenant could otherwise read and write every bucket the operator may")
 		kubeAPIQPS       = fs.Float64("kube-api-qps", 50, "requests per second the operator may make to the Kubernetes API server, sustained (client-go's own default, 20 with a burst of 30, throttles an operator managing ~100 clusters)")
 		kubeAPIBurst     = fs.Int("kube-api-burst", 100, "requests the operator may make to the Kubernetes API server in a burst above --kube-api-qps")
+		clusterWorkers   = fs.Int("cluster-workers", etcdcluster.DefaultWorkers, "EtcdClusters reconciled at once; a reconcile waits on etcd (up to seconds for a member still starting) and holds its worker meanwhile, so a fleet created or repaired at once queues behind them (README \"A large fleet\")")
 		shardKey         = fs.String("shard-key", "", "label or annotation of EtcdClusters whose value splits a fleet between operator instances (e.g. etcd.database.coreos.com/shard); with --shard, this instance manages only the clusters whose value is its own (a label wins over an annotation of the same key). Default: no sharding")
 		shardValue       = fs.String("shard", "", "this instance's shard: the value of --shard-key on the clusters it manages (a DNS label: lowercase letters, digits, '-'); it also names the instance's leader-election Lease, so the shards elect their leaders apart (the --shard-default instance keeps the unsharded Lease)")
 		shardDefault     = fs.Bool("shard-default", false, "with --shard-key: also manage the clusters without the key, and run the EtcdBackup and EtcdRestore controllers (which are not sharded). Start exactly one instance of a fleet with it: it elects on the unsharded Lease, so an unsharded instance rolled to it hands over")
@@ -131,6 +132,10 @@ func runManager(args []string) int {
 	shard, err := etcdcluster.ParseShard(*shardKey, *shardValue, *shardDefault)
 	if err != nil {
 		log.Error(err, "bad sharding flags")
+		return 2
+	}
+	if *clusterWorkers < 1 {
+		log.Error(fmt.Errorf("--cluster-workers=%d: want at least 1", *clusterWorkers), "bad --cluster-workers")
 		return 2
 	}
 
@@ -206,6 +211,7 @@ func runManager(args []string) int {
 		PriorityClasses:           priorityClasses,
 		WatchNamespace:            *watchNamespace,
 		ClusterIssuers:            clusterIssuers,
+		ClusterWorkers:            *clusterWorkers,
 	}); err != nil {
 		log.Error(err, "unable to set up controllers")
 		return 1

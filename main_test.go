@@ -44,3 +44,14 @@ func TestSoftMemoryLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterWorkersBelowOneRefused: --cluster-workers=0 would start a controller that
+// never reconciles; the operator refuses to start instead (exit 2, before it contacts
+// the API server).
+func TestClusterWorkersBelowOneRefused(t *testing.T) {
+	for _, v := range []string{"0", "-3"} {
+		if code := runManager([]string{"--cluster-workers=" + v}); code != 2 {
+			t.Errorf("--cluster-workers=%s: exit %d, want 2", v, code)
+		}
+	}
+}

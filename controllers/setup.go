@@ -102,6 +102,9 @@ type Options struct {
 	// WatchNamespace is the one namespace the operator manages (--watch-namespace, also
 	// given to ApplyCacheOptions); empty: all.
 	WatchNamespace string
+	// ClusterWorkers is how many EtcdClusters are reconciled at once (--cluster-workers);
+	// zero: etcdcluster.DefaultWorkers.
+	ClusterWorkers int
 }
 
 // ApplyCacheOptions sets what the manager caches and what its client reads around the
@@ -262,6 +265,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		PinKey:                opts.PinKey,
 		WatchNamespace:        opts.WatchNamespace,
 		ClusterIssuers:        opts.ClusterIssuers,
+		Workers:               opts.ClusterWorkers,
 		S3Access:              s3,
 		Hasher:                hasher,
 	}).SetupWithManager(mgr); err != nil {

@@ -49,6 +49,10 @@ const (
 	etcdCallBudget = 10 * time.Second
 )
 
+// DefaultWorkers is how many EtcdClusters are reconciled at once unless
+// --cluster-workers says otherwise.
+const DefaultWorkers = 4
+
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=etcd.database.coreos.com,resources=etcdclusters/finalizers,verbs=update
@@ -105,6 +109,12 @@ type Reconciler struct {
 	// one cluster another cluster of the same issuer accepts on its client port.
 	ClusterIssuers []string
 
+	// Workers is how many EtcdClusters are reconciled at once (--cluster-workers); zero
+	// means DefaultWorkers. A reconcile of a cluster whose member is starting holds its
+	// worker while etcd's answers wait on that member, so a fleet created at once
+	// queues behind them.
+	Workers int
+
 	// WatchNamespace is the one namespace the operator manages (--watch-namespace);
 	// empty: all. The manager's caches get it from controllers.ApplyCacheOptions; the
 	// Certificates cache, made apart (act_tls_certmanager.go), from here.
@@ -158,6 +168,9 @@ func NewReconciler(settings Reconciler) (*Reconciler, error) {
 	if r.Hasher == nil {
 		r.Hasher = &snapshotcheck.Hasher{}
 	}
+	if r.Workers <= 0 {
+		r.Workers = DefaultWorkers
+	}
 	return &r, nil
 }
 
@@ -180,7 +193,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.PersistentVolumeClaim{}). // claims growing report progress
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Node{}, r.nodeCordonHandler(), builder.WithPredicates(cordonChanged)). // watch_cordon.go
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4})
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers})
 	if err := r.watchCertificates(mgr, b); err != nil { // act_tls_certmanager.go
 		return err
 	}
@@ -340,7 +353,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// Reported, and the step counted, by the deferred flush (updateStatus, status.go).
 	obs.planned = &plannedStep{action: action, summary: summary, at: now,
 		ran: true, actErr: actErr, stepErr: stepErr, waited: waited}
-	return wakeBy(r.cmSettle.requeue(clusterKey(&c), tlsLooked, now, result), tlsDue, now), nil // act_tls_certmanager.go
+	result = wakeBy(r.cmSettle.requeue(clusterKey(&c), tlsLooked, now, result), tlsDue, now) // act_tls_certmanager.go
+	return wakeBy(result, obs.warningsDue, now), nil                                         // observe_kubeletwarnings.go
 }
 
 // wakeBy requeues no later than due (zero: no such time): a built-in issuing step falls

@@ -26,9 +26,11 @@ type observation struct {
 	planner   planner.Observed
 	clusterID uint64                 // from the leader's (else any member's) status; 0 if none answered
 	pods      map[string]*corev1.Pod // by name
-	// warnings are the kubelet's set-up warnings of the pods it is still setting up.
-	warnings map[string]*kubeletWarning
-	members  []etcdadmin.Member // nil when no endpoint answered
+	// warnings are the kubelet's set-up warnings of the pods it is still setting up;
+	// warningsDue is when a pod not yet looked at for them is due to be (zero: none).
+	warnings    map[string]*kubeletWarning
+	warningsDue time.Time
+	members     []etcdadmin.Member // nil when no endpoint answered
 	// statuses are each dialled endpoint's status answer, failed ones included.
 	statuses []etcdadmin.EndpointStatus
 	// admin is the cluster's client, kept across reconciles (memory_admins.go); nil when no
@@ -91,7 +93,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	}
 	o.pods = ownPods(c, pods)
 	endpoints, epOfPod := r.dialTargets(c, o.pods, r.recoveryUnderway(c, pods))
-	o.warnings = r.kubeletWarnings(ctx, o.pods)
+	o.warnings, o.warningsDue = r.kubeletWarnings(ctx, o.pods)
 
 	var answers etcdAnswers
 	o.auth = r.observeAuth(ctx, c) // act_auth.go

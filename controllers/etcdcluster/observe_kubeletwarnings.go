@@ -11,17 +11,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// kubeletWarnings reads, for each member pod the kubelet is still setting up (bound to a
-// node, no container running, nothing wrong in its statuses), the newest set-up warning
-// the kubelet recorded as an event. A real kubelet says "ContainerCreating" for a pod
-// whose TLS Secret does not exist and explains why only in a FailedMount event; without
-// this, status would say the pod is merely starting. Events are read uncached and only
-// for such pods, so a healthy cluster costs nothing. A failed read is logged and leaves
-// the pod without a warning: it must not stop the reconcile.
-func (r *Reconciler) kubeletWarnings(ctx context.Context, pods map[string]*corev1.Pod) map[string]*kubeletWarning {
-	var out map[string]*kubeletWarning
+// kubeletWarnings reads, for each member pod the kubelet has been setting up for at least
+// setupWarningAfter (bound to a node, no container running, nothing wrong in its
+// statuses), the newest set-up warning the kubelet recorded as an event. A real kubelet
+// says "ContainerCreating" for a pod whose TLS Secret does not exist and explains why only
+// in a FailedMount event; without this, status would say the pod is merely starting.
+// Events are read uncached and only for such pods, so a healthy cluster costs nothing.
+// A failed read is logged and leaves the pod without a warning: it must not stop the
+// reconcile. due is when the youngest pod skipped for its age reaches setupWarningAfter
+// (zero if none was): the reconcile is to come back by then.
+func (r *Reconciler) kubeletWarnings(ctx context.Context, pods map[string]*corev1.Pod) (out map[string]*kubeletWarning, due time.Time) {
+	now := r.Now()
 	for name, p := range pods {
 		if !beingSetUp(p) {
+			continue
+		}
+		// Every pod spends a moment being set up; its events are read only once that
+		// lasts. A namespace's events are not cached by the API server, so each read is
+		// a scan of all of them in etcd: a fleet created at once read them 3-6 times per
+		// member pod (BenchmarkScale), on the API server its new pods wait on.
+		if at := setUpSince(p).Add(setupWarningAfter); now.Before(at) {
+			if due.IsZero() || at.Before(due) {
+				due = at
+			}
 			continue
 		}
 		var evs corev1.EventList
@@ -37,7 +49,23 @@ func (r *Reconciler) kubeletWarnings(ctx context.Context, pods map[string]*corev
 			out[name] = w
 		}
 	}
-	return out
+	return out, due
+}
+
+// setupWarningAfter is how long a pod is set up before its set-up warnings are read:
+// longer than the kubelet takes to start a pod whose volumes mount, even on a busy node,
+// and short beside the tens of seconds in which a stuck pod is to be reported.
+const setupWarningAfter = 10 * time.Second
+
+// setUpSince is when the pod was bound to its node (its PodScheduled condition), else
+// when it was created.
+func setUpSince(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return p.CreationTimestamp.Time
 }
 
 // beingSetUp: bound to a node, not being deleted, and no container has started or

@@ -1,12 +1,16 @@
 package etcdcluster
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func TestSetupWarning(t *testing.T) {
@@ -91,5 +95,69 @@ func TestSetupWarningMakesPodFailing(t *testing.T) {
 	unscheduled := podWith("c", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending })
 	if beingSetUp(unscheduled) {
 		t.Error("a pod on no node is the scheduler's, not the kubelet's")
+	}
+}
+
+// eventsReader is a client.Reader that answers every List of events with evs and counts
+// the lists.
+type eventsReader struct {
+	evs   []corev1.Event
+	lists int
+}
+
+func (r *eventsReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return errors.New("not served")
+}
+
+func (r *eventsReader) List(_ context.Context, l client.ObjectList, _ ...client.ListOption) error {
+	r.lists++
+	l.(*corev1.EventList).Items = append([]corev1.Event(nil), r.evs...)
+	return nil
+}
+
+// TestKubeletWarningsReadOnlyForPodsSetUpForLong: the events of a pod bound moments ago
+// are not read (a fleet created at once read each namespace's events several times per
+// pod); the reconcile is told when that pod is due, and a pod set up for longer than
+// setupWarningAfter gets its kubelet warning as before.
+func TestKubeletWarningsReadOnlyForPodsSetUpForLong(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	settingUp := func(name string, boundAgo time.Duration) *corev1.Pod {
+		return podWith(name, func(p *corev1.Pod) {
+			p.UID = types.UID("uid-" + name)
+			p.Spec.NodeName = "node-1"
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
+				LastTransitionTime: metav1.NewTime(now.Add(-boundAgo))}}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "etcd", State: waiting("ContainerCreating", "")}}
+		})
+	}
+	rd := &eventsReader{evs: []corev1.Event{{Type: corev1.EventTypeWarning, Reason: "FailedMount", Message: `secret "absent-peer" not found`}}}
+	r := &Reconciler{APIReader: rd, Now: func() time.Time { return now }}
+
+	young := settingUp("young", 3*time.Second)
+	ws, due := r.kubeletWarnings(context.Background(), map[string]*corev1.Pod{"young": young})
+	if rd.lists != 0 || ws != nil {
+		t.Fatalf("a pod bound 3 s ago: %d event lists, warnings %v; want none", rd.lists, ws)
+	}
+	if want := now.Add(setupWarningAfter - 3*time.Second); !due.Equal(want) {
+		t.Fatalf("due %v, want %v (when the pod has been set up for %v)", due, want, setupWarningAfter)
+	}
+
+	old := settingUp("old", setupWarningAfter+time.Second)
+	ws, due = r.kubeletWarnings(context.Background(), map[string]*corev1.Pod{"young": young, "old": old})
+	if rd.lists != 1 || ws["old"] == nil || ws["old"].Reason != "FailedMount" || ws["young"] != nil {
+		t.Fatalf("%d event lists, warnings %v: want one list, old's FailedMount and nothing for young", rd.lists, ws)
+	}
+	if !due.Equal(now.Add(setupWarningAfter - 3*time.Second)) {
+		t.Fatalf("due %v: want young's", due)
+	}
+
+	// Without a PodScheduled time, the pod's creation counts.
+	unstamped := podWith("unstamped", func(p *corev1.Pod) {
+		p.CreationTimestamp = metav1.NewTime(now.Add(-time.Minute))
+		p.Spec.NodeName = "node-1"
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "etcd", State: waiting("ContainerCreating", "")}}
+	})
+	if ws, _ := r.kubeletWarnings(context.Background(), map[string]*corev1.Pod{"unstamped": unstamped}); rd.lists != 2 || ws["unstamped"] == nil {
+		t.Fatalf("a pod created a minute ago without a PodScheduled time: %d lists, warnings %v; want it read", rd.lists, ws)
 	}
 }

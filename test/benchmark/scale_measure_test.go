@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/pprof"
@@ -225,21 +226,35 @@ func apiserverClusterRequests(b *testing.B, e *framework.Env) map[string]float64
 	return out
 }
 
-// histogram is controller-runtime's reconcile time histogram of the EtcdCluster
-// controller: cumulative counts per upper bound.
+// histogram is one of the EtcdCluster controller's histograms: cumulative counts per
+// upper bound, the number of samples and their sum.
 type histogram struct {
 	bounds []float64
 	counts []float64
 	count  float64
+	sum    float64
 }
 
+// reconcileHistogram is controller-runtime's reconcile time histogram of the
+// EtcdCluster controller.
 func reconcileHistogram(b *testing.B) histogram {
+	return operatorHistogram(b, "controller_runtime_reconcile_time_seconds", "controller")
+}
+
+// queueHistogram is how long the EtcdCluster controller's requests waited in its
+// workqueue for a worker (controller-runtime's workqueue_queue_duration_seconds, whose
+// buckets are decades: 0.1, 1, 10 s).
+func queueHistogram(b *testing.B) histogram {
+	return operatorHistogram(b, "workqueue_queue_duration_seconds", "name")
+}
+
+func operatorHistogram(b *testing.B, metric, controllerLabel string) histogram {
 	for _, mf := range gatherOperator(b) {
-		if mf.GetName() != "controller_runtime_reconcile_time_seconds" {
+		if mf.GetName() != metric {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			if label(m, "controller") != "etcdcluster" {
+			if label(m, controllerLabel) != "etcdcluster" {
 				continue
 			}
 			var h histogram
@@ -248,14 +263,35 @@ func reconcileHistogram(b *testing.B) histogram {
 				h.counts = append(h.counts, float64(bk.GetCumulativeCount()))
 			}
 			h.count = float64(m.GetHistogram().GetSampleCount())
+			h.sum = m.GetHistogram().GetSampleSum()
 			return h
 		}
 	}
 	return histogram{}
 }
 
+// above is the share of the samples above bound (one of the histogram's bounds).
+func (h histogram) above(bound float64) float64 {
+	if h.count == 0 {
+		return math.NaN()
+	}
+	for i, ub := range h.bounds {
+		if ub == bound {
+			return 1 - h.counts[i]/h.count
+		}
+	}
+	return math.NaN()
+}
+
+func (h histogram) mean() float64 {
+	if h.count == 0 {
+		return math.NaN()
+	}
+	return h.sum / h.count
+}
+
 func (h histogram) minus(o histogram) histogram {
-	d := histogram{bounds: h.bounds, counts: make([]float64, len(h.counts)), count: h.count - o.count}
+	d := histogram{bounds: h.bounds, counts: make([]float64, len(h.counts)), count: h.count - o.count, sum: h.sum - o.sum}
 	for i := range h.counts {
 		d.counts[i] = h.counts[i]
 		if i < len(o.counts) {
@@ -286,8 +322,15 @@ func (h histogram) quantile(q float64) float64 {
 }
 
 // operatorCPU is a CPU profile of this process; stop sums the samples of the
-// operator's goroutines (framework.OperatorProfileLabel).
-type operatorCPU struct{ buf bytes.Buffer }
+// operator's goroutines (framework.OperatorProfileLabel) and, when
+// ETCD_OPERATOR_SCALE_PROFILES names a directory and the profile has a name, keeps the
+// profile there as <name>.pprof (read it with go tool pprof -tagfocus etcd-operator).
+type operatorCPU struct {
+	buf  bytes.Buffer
+	name string
+}
+
+const scaleProfilesEnv = "ETCD_OPERATOR_SCALE_PROFILES"
 
 func startOperatorCPU(b *testing.B) *operatorCPU {
 	p := &operatorCPU{}
@@ -299,6 +342,13 @@ func startOperatorCPU(b *testing.B) *operatorCPU {
 
 func (p *operatorCPU) stop(b *testing.B) (operator, total float64) {
 	pprof.StopCPUProfile()
+	if dir := os.Getenv(scaleProfilesEnv); dir != "" && p.name != "" {
+		path := filepath.Join(dir, p.name+".pprof")
+		if err := os.WriteFile(path, p.buf.Bytes(), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("CPU profile kept: %s", path)
+	}
 	prof, err := profile.Parse(&p.buf)
 	if err != nil {
 		b.Fatal(err)

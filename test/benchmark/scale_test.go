@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
+	"github.com/etcd-operator/etcd-operator/controllers/etcdcluster"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
@@ -24,6 +25,10 @@ import (
 // scaleCountsEnv lists the numbers of size-1 clusters BenchmarkScale manages, e.g.
 // "10,30,100"; the default keeps a run near a quarter of an hour on a 2-core machine.
 const scaleCountsEnv = "ETCD_OPERATOR_SCALE_N"
+
+// scaleWorkersEnv, when set, is the operator's --cluster-workers for the whole run
+// (default: the operator's own default).
+const scaleWorkersEnv = "ETCD_OPERATOR_SCALE_WORKERS"
 
 // Windows of BenchmarkScale. The idle window is a minute so that every cluster passes
 // through its steady resync (30 s) at least once; settle lets the reconciles that follow
@@ -57,6 +62,14 @@ func BenchmarkScale(b *testing.B) {
 	e.StopOperatorNow()
 	api := &apiCounter{}
 	e.WrapOperatorTransport = api.wrap
+	if v := os.Getenv(scaleWorkersEnv); v != "" {
+		w, err := strconv.Atoi(v)
+		if err != nil || w <= 0 {
+			b.Fatalf("%s=%q: want a positive number", scaleWorkersEnv, v)
+		}
+		e.ClusterWorkers = w
+	}
+	b.Logf("EtcdCluster workers: %d (0: the operator's default, %d)", e.ClusterWorkers, etcdcluster.DefaultWorkers)
 	e.StartOperator()
 	logBenchLimits(b, e)
 	r, err := render.New()
@@ -125,11 +138,13 @@ func (s *scaleRun) round(b *testing.B, n, size int) {
 
 	rss0, heap0 := processRSS(), goHeap()
 	createCPU := startOperatorCPU(b)
+	createCPU.name = prefix + "-create"
 	viaOperator := s.operatorCreateAll(b, names, size)
 
 	time.Sleep(scaleSettle) // a measurement window's start, not a synchronisation
 	createCPUs, createTotal := createCPU.stop(b)
 	idleCPU := startOperatorCPU(b)
+	idleCPU.name = prefix + "-idle"
 	before := s.snapshot(b)
 	time.Sleep(scaleIdle) // the idle window being measured
 	after := s.snapshot(b)
@@ -161,9 +176,15 @@ func (s *scaleRun) round(b *testing.B, n, size int) {
 }
 
 // operatorCreateAll applies every cluster at once and waits until each is Available
-// with all its pods Ready.
+// with all its pods Ready. Where the time goes is logged: per cluster, apply → its
+// member pods exist (the operator's first reconcile of it), → they are Ready (the
+// kubelet and etcd), → Available (the operator's reconcile that sees them Ready), as
+// the 250 ms polls first see each; and for the whole creation the reconciles per
+// cluster, their duration, how long requests waited for one of the controller's
+// workers, and the API requests sent by verb and resource.
 func (s *scaleRun) operatorCreateAll(b *testing.B, names []string, size int) time.Duration {
 	ctx := context.Background()
+	before, rec0, queue0 := s.snapshot(b), reconcileHistogram(b), queueHistogram(b)
 	start := time.Now()
 	for _, name := range names {
 		c := &etcdv1beta2.EtcdCluster{
@@ -174,20 +195,43 @@ func (s *scaleRun) operatorCreateAll(b *testing.B, names []string, size int) tim
 			b.Fatal(err)
 		}
 	}
+	applied := time.Since(start)
 	want := map[string]bool{}
 	for _, n := range names {
 		want[n] = true
+	}
+	// First seen, since start: all member pods exist, all Ready, Available.
+	podsAt, readyAt, availableAt := map[string]time.Duration{}, map[string]time.Duration{}, map[string]time.Duration{}
+	firstSeen := func(m map[string]time.Duration, name string, now time.Duration) {
+		if _, ok := m[name]; !ok {
+			m[name] = now
+		}
 	}
 	s.e.Eventually(15*time.Minute, fmt.Sprintf("%d clusters Available", len(names)), func() error {
 		var cs etcdv1beta2.EtcdClusterList
 		if err := s.e.C.List(ctx, &cs, client.InNamespace("default")); err != nil {
 			return err
 		}
-		ready := readyPodsByCluster(b, s.e)
+		pods, err := podsByCluster(s.e)
+		if err != nil {
+			return err
+		}
+		now := time.Since(start)
 		available := 0
 		for i := range cs.Items {
 			c := &cs.Items[i]
-			if want[c.Name] && framework.AvailableWith(c, size) && ready[c.Name] == size {
+			if !want[c.Name] {
+				continue
+			}
+			p := pods[c.Name]
+			if p.exist >= size {
+				firstSeen(podsAt, c.Name, now)
+			}
+			if p.ready == size {
+				firstSeen(readyAt, c.Name, now)
+			}
+			if framework.AvailableWith(c, size) && p.ready == size {
+				firstSeen(availableAt, c.Name, now)
 				available++
 			}
 		}
@@ -196,7 +240,47 @@ func (s *scaleRun) operatorCreateAll(b *testing.B, names []string, size int) tim
 		}
 		return nil
 	})
-	return time.Since(start)
+	took := time.Since(start)
+	after, rec, queue := s.snapshot(b), reconcileHistogram(b).minus(rec0), queueHistogram(b).minus(queue0)
+	var toPods, podsToReady, readyToAvailable []time.Duration
+	for _, n := range names {
+		toPods = append(toPods, podsAt[n])
+		// A phase seen in the same poll as the one before it counts as 0.
+		podsToReady = append(podsToReady, max(readyAt[n]-podsAt[n], 0))
+		readyToAvailable = append(readyToAvailable, max(availableAt[n]-readyAt[n], 0))
+	}
+	b.Logf("creating: %d clusters applied in %v; per cluster p50/p90/max: apply → pods exist %s, → pods Ready %s, → Available %s",
+		len(names), applied.Round(time.Millisecond), spread(toPods), spread(podsToReady), spread(readyToAvailable))
+	n := float64(len(names))
+	var apiTotal float64
+	apiLines := deltaLines(before.api, after.api, func(d float64) float64 { return d / n }, func(_ string, d float64) { apiTotal += d })
+	b.Logf("creating: per cluster %.1f reconciles, %.1f API requests [%s], %.1f etcd calls; reconcile p50 %.3f s, p99 %.3f s, mean %.3f s, %.0f worker-seconds in all (%.1f workers busy on average); queue wait mean %.3f s, %.0f%% over 1 s, %.0f%% over 10 s",
+		(after.reconciles-before.reconciles)/n, apiTotal/n, strings.Join(apiLines, ", "), sumValues(after.etcd, before.etcd)/n,
+		rec.quantile(0.5), rec.quantile(0.99), rec.mean(), rec.sum, rec.sum/took.Seconds(),
+		queue.mean(), 100*queue.above(1), 100*queue.above(10))
+	b.ReportMetric((after.reconciles-before.reconciles)/n, "create-reconciles/cluster")
+	b.ReportMetric(queue.mean(), "create-queue-wait-mean-s")
+	b.ReportMetric(rec.quantile(0.99), "create-reconcile-p99-s")
+	return took
+}
+
+// spread is "p50/p90/max" of ds in seconds.
+func spread(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return fmt.Sprintf("%.1f/%.1f/%.1f s", at(0.5).Seconds(), at(0.9).Seconds(), s[len(s)-1].Seconds())
+}
+
+func sumValues(after, before map[string]float64) float64 {
+	var d float64
+	for k, v := range after {
+		d += v - before[k]
+	}
+	return d
 }
 
 // staticCreateAll creates n clusters' Services and member pods directly (see
@@ -223,12 +307,27 @@ func (s *scaleRun) staticCreateAll(b *testing.B, prefix string, n, size int) tim
 			}
 		}
 	}
+	created := time.Since(start)
+	// First seen, since start: a cluster's pods all exist (the create above), all Ready.
+	podsAt, readyAt := map[string]time.Duration{}, map[string]time.Duration{}
 	s.e.Eventually(15*time.Minute, fmt.Sprintf("%d static pods Ready", n*size), func() error {
+		pods, err := podsByCluster(s.e)
+		if err != nil {
+			return err
+		}
 		ready := 0
-		for cluster, r := range readyPodsByCluster(b, s.e) {
-			if strings.HasPrefix(cluster, prefix+"-") {
-				ready += r
+		now := time.Since(start)
+		for cluster, p := range pods {
+			if !strings.HasPrefix(cluster, prefix+"-") {
+				continue
 			}
+			if _, ok := podsAt[cluster]; !ok && p.exist >= size {
+				podsAt[cluster] = now
+			}
+			if _, ok := readyAt[cluster]; !ok && p.ready == size {
+				readyAt[cluster] = now
+			}
+			ready += p.ready
 		}
 		if ready < n*size {
 			return fmt.Errorf("%d/%d Ready", ready, n*size)
@@ -236,6 +335,13 @@ func (s *scaleRun) staticCreateAll(b *testing.B, prefix string, n, size int) tim
 		return nil
 	})
 	took := time.Since(start)
+	var toReady, podsToReady []time.Duration
+	for cluster, t := range readyAt {
+		toReady = append(toReady, t)
+		podsToReady = append(podsToReady, max(t-podsAt[cluster], 0))
+	}
+	b.Logf("static: %d pods created in %v; per cluster p50/p90/max: start → pods Ready %s, pods exist → Ready %s",
+		n*size, created.Round(time.Millisecond), spread(toReady), spread(podsToReady))
 	for _, o := range owners {
 		if err := s.e.C.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 			b.Fatal(err)
@@ -275,18 +381,43 @@ func staticObjects(b *testing.B, r *render.Renderer, owner *corev1.ConfigMap, si
 // readyPodsByCluster counts the Ready pods of the namespace by their cluster label: one
 // list for all clusters.
 func readyPodsByCluster(b *testing.B, e *framework.Env) map[string]int {
-	var pods corev1.PodList
-	if err := e.C.List(context.Background(), &pods, client.InNamespace("default"), client.HasLabels{render.LabelCluster}); err != nil {
+	pods, err := podsByCluster(e)
+	if err != nil {
 		b.Fatal(err)
 	}
 	out := map[string]int{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if framework.PodReady(p) && p.DeletionTimestamp == nil {
-			out[p.Labels[render.LabelCluster]]++
+	for cluster, p := range pods {
+		if p.ready > 0 {
+			out[cluster] = p.ready
 		}
 	}
 	return out
+}
+
+// podCount is how many of a cluster's pods exist (not being deleted) and are Ready.
+type podCount struct{ exist, ready int }
+
+// podsByCluster counts the pods of the namespace by their cluster label: one list for
+// all clusters. Its error is for a poll to retry: a busy API server times a list out.
+func podsByCluster(e *framework.Env) (map[string]podCount, error) {
+	var pods corev1.PodList
+	if err := e.C.List(context.Background(), &pods, client.InNamespace("default"), client.HasLabels{render.LabelCluster}); err != nil {
+		return nil, err
+	}
+	out := map[string]podCount{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		c := out[p.Labels[render.LabelCluster]]
+		c.exist++
+		if framework.PodReady(p) {
+			c.ready++
+		}
+		out[p.Labels[render.LabelCluster]] = c
+	}
+	return out, nil
 }
 
 func (s *scaleRun) waitPodsGone(b *testing.B, prefix string) {
@@ -347,8 +478,9 @@ func (s *scaleRun) churn(b *testing.B, name string, size int) {
 }
 
 // repair creates a 3-member probe cluster beside the others, deletes one of its member
-// pods (its data goes with it) and measures delete → the operator's first repair event
-// (a member removed or added, a pod created) and → Available with 3 members again.
+// pods (its data goes with it) and measures delete → the operator's status no longer
+// counting that member Ready (detection), → the operator's first repair event (a member
+// removed or added, a pod created) and → Available with 3 members again.
 func (s *scaleRun) repair(b *testing.B, name string) {
 	ctx := context.Background()
 	s.e.Create(&etcdv1beta2.EtcdCluster{
@@ -370,12 +502,20 @@ func (s *scaleRun) repair(b *testing.B, name string) {
 	if err := s.e.C.Delete(ctx, &victim, client.GracePeriodSeconds(0)); err != nil {
 		b.Fatal(err)
 	}
-	var repairStart time.Duration
+	var repairStart, detected time.Duration
 	var first string
 	until(b, 5*time.Minute, func() bool {
+		// Detection: the operator's status no longer counts the member Ready (its first
+		// reconcile after the pod went); the repair waits DefaultReplaceGoneAfter on top.
+		if detected == 0 && !slices.Contains(s.e.Cluster(name).Status.Members.Ready, victim.Name) {
+			detected = time.Since(start)
+		}
 		for _, ev := range s.repairEvents(b, name) {
 			if !seen[ev.UID] {
 				repairStart, first = time.Since(start), ev.Reason+": "+ev.Message
+				if detected == 0 {
+					detected = repairStart
+				}
 				return true
 			}
 		}
@@ -386,10 +526,11 @@ func (s *scaleRun) repair(b *testing.B, name string) {
 		return framework.AvailableWith(c, 3) && readyPodsByCluster(b, s.e)[name] == 3
 	})
 	healthy := time.Since(start)
+	b.ReportMetric(detected.Seconds(), "death-to-detected-s")
 	b.ReportMetric(repairStart.Seconds(), "death-to-repair-s")
 	b.ReportMetric(healthy.Seconds(), "death-to-healthy-s")
-	b.Logf("member pod %s deleted: first repair step after %v (%s), Available with 3 after %v",
-		victim.Name, repairStart.Round(time.Millisecond), first, healthy.Round(time.Millisecond))
+	b.Logf("member pod %s deleted: status shows it not Ready after %v, first repair step after %v (%s), Available with 3 after %v",
+		victim.Name, detected.Round(time.Millisecond), repairStart.Round(time.Millisecond), first, healthy.Round(time.Millisecond))
 }
 
 // repairEvents are the probe cluster's events that start a repair.

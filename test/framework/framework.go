@@ -67,6 +67,10 @@ type Env struct {
 	// BackupNowSpacing, when set, is the backup-now spacing of the operators
 	// StartOperator starts from now on (default 1 s); set it while no operator runs.
 	BackupNowSpacing time.Duration
+	// ClusterWorkers, when set, is the EtcdCluster controller's worker count of the
+	// operators StartOperator starts from now on (--cluster-workers; default the
+	// operator's); set it while no operator runs.
+	ClusterWorkers int
 
 	// pinKey is the operators' restore-pin key, got or created as main does, once per
 	// Env, in OperatorNamespace: a restarted operator signs and verifies with the same one.
@@ -181,7 +185,7 @@ func (e *Env) newManager(logger logr.Logger, tune func(*ctrl.Options), tuneContr
 		ClientServiceMetadata: true,
 		// backup-now runs one after another (restore_pick_test); the 5-minute spacing is
 		// checked by the EtcdBackup controller's tests and the hostile-tenant suite.
-		BackupNowSpacing: spacing}
+		BackupNowSpacing: spacing, ClusterWorkers: e.ClusterWorkers}
 	for _, f := range tuneControllers {
 		f(&copts)
 	}

@@ -160,6 +160,7 @@ func allValues() map[string]any {
 		"goMemLimit":                   "200MiB",
 		"kubeAPIQPS":                   80.5,
 		"kubeAPIBurst":                 160,
+		"clusterWorkers":               16,
 		"extraArgs":                    []any{"--zap-log-level=debug"},
 		"replicaCount":                 2,
 		"resources":                    map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}},
@@ -442,7 +443,7 @@ func TestChartValues(t *testing.T) {
 	// The flags the operator's defaults leave off: given, each is passed; by default none is.
 	for _, want := range []string{"--client-service-types=NodePort", "--client-service-types=LoadBalancer", "--allow-client-service-metadata",
 		"--allowed-priority-classes=etcd-high", "--allowed-priority-classes=system-cluster-critical", "--allowed-cluster-issuers=shared-ca",
-		"--max-backup-bytes=1073741824", "--backup-hash-timeout=15m", "--kube-api-qps=80.5", "--kube-api-burst=160"} {
+		"--max-backup-bytes=1073741824", "--backup-hash-timeout=15m", "--kube-api-qps=80.5", "--kube-api-burst=160", "--cluster-workers=16"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %q lack %s", c.Args, want)
 		}
@@ -636,6 +637,7 @@ func TestChartSchemaRefusesBadValues(t *testing.T) {
 		"bytes as a size":         {"maxBackupBytes": "16Gi"},
 		"timeout without units":   {"backupHashTimeout": "600"},
 		"zero qps":                {"kubeAPIQPS": 0},
+		"no workers":              {"clusterWorkers": 0},
 		"unknown scope":           {"scopeAnnotation": "all"},
 		"shard not a DNS label":   {"shard": map[string]any{"key": "shard", "value": "Shard_2"}},
 		"shard key not a key":     {"shard": map[string]any{"key": "my shard", "value": "2"}},
