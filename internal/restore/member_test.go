@@ -32,8 +32,22 @@ func TestRestoreFromMemberWithoutQuorum(t *testing.T) {
 		}
 		want[k], rev = v, r.Header.Revision
 	}
-	cli.Close()
 	survivor := src.Members[0]
+	// The last write is acknowledged once a quorum has it; the survivor, a follower,
+	// may apply it later. It must hold rev before the others go, or its snapshot is
+	// (rightly) older than the recovery asks for.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := cli.Status(ctx, survivor.ClientURL)
+		if err == nil && st.Header.Revision >= rev {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("survivor %s did not reach revision %d: %v, %v", survivor.ClientURL, rev, st, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cli.Close()
 	for _, m := range src.Members[1:] {
 		m.Kill(t)
 	}

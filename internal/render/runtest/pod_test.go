@@ -401,9 +401,29 @@ func waitProbe(t *testing.T, p *runningPod, pr *corev1.Probe, want bool, budget 
 
 // put and get use etcd's JSON gateway on the client URL, so the test needs no client
 // library and goes through the advertised URL (DNS name, scheme) exactly.
+// put writes k=v through the member at clientURL. A connection the member drops (a
+// member just restarted can reset one while it settles under load) is tried again for
+// a while: writing the same value twice changes nothing the test reads.
 func put(t *testing.T, hc *http.Client, clientURL, k, v string) {
 	t.Helper()
-	gateway(t, hc, clientURL+"/v3/kv/put", map[string]string{"key": b64(k), "value": b64(v)}, nil)
+	body, _ := json.Marshal(map[string]string{"key": b64(k), "value": b64(v)})
+	url := clientURL + "/v3/kv/put"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("POST %s: %d %s", url, resp.StatusCode, b)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("POST %s: %v", url, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 func get(t *testing.T, hc *http.Client, clientURL, k string) string {
