@@ -588,9 +588,18 @@ func TestMixedVersion(t *testing.T) {
 	if _, err := a.EnsurePromoted(ctx, res.Member.ID); err != nil {
 		t.Fatal(err)
 	}
-	st := a.Status(ctx, nm.ClientURL)[0]
-	if st.Err != nil || st.Version != "3.7.3" || st.IsLearner || st.MemberID != res.Member.ID {
-		t.Fatalf("new member status %+v", st)
+	// The promotion is committed when EnsurePromoted returns; the new member reports it
+	// once it has applied that entry itself, which under load can come a little later.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := a.Status(ctx, nm.ClientURL)[0]
+		if st.Err == nil && st.Version == "3.7.3" && !st.IsLearner && st.MemberID == res.Member.ID {
+			break
+		}
+		if time.Now().After(deadline) || (st.Err == nil && (st.Version != "3.7.3" || st.MemberID != res.Member.ID)) {
+			t.Fatalf("new member status %+v", st)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	a.SetEndpoints(nm.ClientURL)
 	if v, err := a.Versions(ctx); err != nil || v.Server != "3.7.3" || v.Cluster != "3.6.0" {
