@@ -22,6 +22,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 )
 
 func newAdmin(t *testing.T, eps []string, mod ...func(*etcdadmin.Config)) *etcdadmin.Admin {
@@ -590,17 +591,13 @@ func TestMixedVersion(t *testing.T) {
 	}
 	// The promotion is committed when EnsurePromoted returns; the new member reports it
 	// once it has applied that entry itself, which under load can come a little later.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Eventually(t, 30*time.Second, 100*time.Millisecond, "the new member reports its promotion", func() error {
 		st := a.Status(ctx, nm.ClientURL)[0]
-		if st.Err == nil && st.Version == "3.7.3" && !st.IsLearner && st.MemberID == res.Member.ID {
-			break
+		if st.Err != nil || st.Version != "3.7.3" || st.IsLearner || st.MemberID != res.Member.ID {
+			return fmt.Errorf("new member status %+v", st)
 		}
-		if time.Now().After(deadline) || (st.Err == nil && (st.Version != "3.7.3" || st.MemberID != res.Member.ID)) {
-			t.Fatalf("new member status %+v", st)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	a.SetEndpoints(nm.ClientURL)
 	if v, err := a.Versions(ctx); err != nil || v.Server != "3.7.3" || v.Cluster != "3.6.0" {
 		t.Fatalf("versions %+v, %v", v, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 )
 
 // TestRestoreFromMemberWithoutQuorum is the quorum-loss recovery step: two of three
@@ -36,17 +37,16 @@ func TestRestoreFromMemberWithoutQuorum(t *testing.T) {
 	// The last write is acknowledged once a quorum has it; the survivor, a follower,
 	// may apply it later. It must hold rev before the others go, or its snapshot is
 	// (rightly) older than the recovery asks for.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Eventually(t, 30*time.Second, 100*time.Millisecond, fmt.Sprintf("survivor %s at revision %d", survivor.ClientURL, rev), func() error {
 		st, err := cli.Status(ctx, survivor.ClientURL)
-		if err == nil && st.Header.Revision >= rev {
-			break
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("survivor %s did not reach revision %d: %v, %v", survivor.ClientURL, rev, st, err)
+		if st.Header.Revision < rev {
+			return fmt.Errorf("at revision %d", st.Header.Revision)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	cli.Close()
 	for _, m := range src.Members[1:] {
 		m.Kill(t)
