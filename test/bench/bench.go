@@ -153,6 +153,12 @@ func Start(ctx context.Context, opts Options) (_ *Bench, err error) {
 		return nil, err
 	}
 
+	release, err := reserveInotify(ctx, inotifyNeed(opts.Nodes), opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
 	if b.pki, err = newPKI(filepath.Join(b.dir, "pki")); err != nil {
 		return nil, fmt.Errorf("bench pki: %w", err)
 	}

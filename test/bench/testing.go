@@ -38,7 +38,8 @@ func NewForTest(t testing.TB, opts Options) *Bench {
 	if opts.Log == nil {
 		opts.Log = t.Logf
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// Three minutes to start, after waiting for inotify room (see reserveInotify).
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute+inotifyWaitBudget)
 	defer cancel()
 	b, err := Start(ctx, opts)
 	if err != nil {
