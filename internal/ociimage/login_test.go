@@ -1,6 +1,7 @@
 package ociimage
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -123,6 +124,26 @@ func TestPushLogsInAsTheDockerConfigSays(t *testing.T) {
 	}
 	if d, w := digestOf(t, got), digestOf(t, imgs[0]); d != w {
 		t.Errorf("%s/op:v1 is %s, pushed %s", reg, d, w)
+	}
+
+	// Pull (make run-bundle's bundle and catalog images) logs in the same way;
+	// PullAnonymous does not.
+	ctx := context.Background()
+	pulled, err := Pull(ctx, reg+"/op:v1")
+	if err != nil {
+		t.Fatalf("Pull with the login in $DOCKER_CONFIG/config.json: %v", err)
+	}
+	if d, w := digestOf(t, pulled), digestOf(t, imgs[0]); d != w {
+		t.Errorf("Pull of %s/op:v1 got %s, pushed %s", reg, d, w)
+	}
+	if _, err := PullAnonymous(ctx, reg+"/op:v1"); err == nil || !strings.Contains(err.Error(), "UNAUTHORIZED") {
+		t.Errorf("PullAnonymous from a registry asking for a login: %v, want 401 Unauthorized", err)
+	}
+	if err := os.Remove(filepath.Join(configDir, "config.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Pull(ctx, reg+"/op:v1"); err == nil || !strings.Contains(err.Error(), "UNAUTHORIZED") {
+		t.Errorf("Pull without a login: %v, want 401 Unauthorized", err)
 	}
 }
 

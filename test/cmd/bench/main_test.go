@@ -115,14 +115,14 @@ func TestUpExecFaultDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	regAddr := strings.TrimSpace(string(reg))
-	pause, err := ociimage.Pull(context.Background(), regAddr+"/pause:3.10")
+	pause, err := ociimage.PullAnonymous(context.Background(), regAddr+"/pause:3.10")
 	if err != nil {
 		t.Fatalf("pull the bench's pause image from the host through %s: %v", regAddr, err)
 	}
 	if err := ociimage.Push(regAddr+"/pushed-from-host:v1", pause); err != nil {
 		t.Fatalf("push through %s: %v", regAddr, err)
 	}
-	if _, err := ociimage.Pull(context.Background(), regAddr+"/pushed-from-host:v1"); err != nil {
+	if _, err := ociimage.PullAnonymous(context.Background(), regAddr+"/pushed-from-host:v1"); err != nil {
 		t.Fatalf("pull back what the host pushed: %v", err)
 	}
 
