@@ -60,7 +60,7 @@ func reserveInotify(ctx context.Context, need int, logf func(string, ...any)) (r
 	deadline := time.Now().Add(inotifyWaitBudget)
 	logged := false
 	for {
-		ok, used, reserved, err := tryReserveInotify(dir, mine, need, limit)
+		ok, used, reserved, err := tryReserveInotify(dir, mine, need, limit, countInotify)
 		if err != nil {
 			return nil, err
 		}
@@ -85,9 +85,9 @@ func reserveInotify(ctx context.Context, need int, logf func(string, ...any)) (r
 	}
 }
 
-// tryReserveInotify takes the directory's lock, counts, and writes this process's
-// reservation if need fits.
-func tryReserveInotify(dir, mine string, need, limit int) (ok bool, used inotifyUse, reserved int, err error) {
+// tryReserveInotify takes the directory's lock, counts (count: countInotify but in
+// tests), and writes this process's reservation if need fits.
+func tryReserveInotify(dir, mine string, need, limit int, count func() inotifyUse) (ok bool, used inotifyUse, reserved int, err error) {
 	lock, err := os.Open(dir)
 	if err != nil {
 		return false, used, 0, err
@@ -100,7 +100,7 @@ func tryReserveInotify(dir, mine string, need, limit int) (ok bool, used inotify
 	if reserved, err = otherReservations(dir, mine); err != nil {
 		return false, used, 0, err
 	}
-	used = countInotify()
+	used = count()
 	if used.total+reserved+need > limit-inotifySlack {
 		return false, used, reserved, nil
 	}
@@ -156,6 +156,7 @@ func inotifyLimit() (int, error) {
 type inotifyUse struct {
 	total  int
 	byComm map[string]int
+	self   int // this process's own
 }
 
 func (u inotifyUse) String() string {
@@ -176,6 +177,7 @@ func (u inotifyUse) String() string {
 // The bench shares the host's PID namespace, so /proc shows every bench's processes.
 func countInotify() inotifyUse {
 	u := inotifyUse{byComm: map[string]int{}}
+	self := strconv.Itoa(os.Getpid())
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
 		if _, err := strconv.Atoi(p.Name()); err != nil {
@@ -198,6 +200,9 @@ func countInotify() inotifyUse {
 		comm, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "comm"))
 		u.byComm[strings.TrimSpace(string(comm))] += n
 		u.total += n
+		if p.Name() == self {
+			u.self = n
+		}
 	}
 	return u
 }

@@ -35,10 +35,12 @@ func TestInotifyReservation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	used := countInotify().total
-	limit := used + 30 + 10 + inotifySlack // room for exactly 10 more
+	// 50 in use (fixed: the machine's own count changes as other benches start), 30
+	// reserved by the other process: room for exactly 10 more.
+	fixed := func() inotifyUse { return inotifyUse{total: 50, byComm: map[string]int{"kubelet": 50}} }
+	limit := 50 + 30 + 10 + inotifySlack
 
-	ok, _, reserved, err := tryReserveInotify(dir, mine, 11, limit)
+	ok, _, reserved, err := tryReserveInotify(dir, mine, 11, limit, fixed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,9 +54,7 @@ func TestInotifyReservation(t *testing.T) {
 		t.Fatalf("a dead process's reservation was kept: %v", err)
 	}
 
-	// Ten fit (unless this machine opened more instances meanwhile: count again).
-	limit = countInotify().total + 30 + 10 + inotifySlack
-	ok, _, _, err = tryReserveInotify(dir, mine, 10, limit)
+	ok, _, _, err = tryReserveInotify(dir, mine, 10, limit, fixed)
 	if err != nil || !ok {
 		t.Fatalf("need 10 with room for 10: ok=%v err=%v", ok, err)
 	}
@@ -79,18 +79,7 @@ func TestCountInotifySeesOwnInstances(t *testing.T) {
 	}
 	defer syscall.Close(fd)
 	after := countInotify()
-	// Other processes may open or close instances meanwhile; this process's own count
-	// is exact.
-	self := func(u inotifyUse) int { return u.byComm[selfComm(t)] }
-	if self(after) != self(before)+1 {
-		t.Fatalf("this process's instances: %d before, %d after opening one", self(before), self(after))
+	if after.self != before.self+1 {
+		t.Fatalf("this process's instances: %d before, %d after opening one", before.self, after.self)
 	}
-}
-
-func selfComm(t *testing.T) string {
-	b, err := os.ReadFile("/proc/self/comm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b[:len(b)-1])
 }
