@@ -79,16 +79,59 @@ func idOf(t *testing.T, ms []etcdadmin.Member, peerURL string) uint64 {
 	return m.ID
 }
 
-// followerOf returns the status of a member that is not the leader.
+// followerOf returns the status of a member that is not the leader. A status probe is
+// bounded by 2 s, which a member on a loaded machine can miss: it asks until one answers.
 func followerOf(t *testing.T, a *etcdadmin.Admin) etcdadmin.EndpointStatus {
 	t.Helper()
-	for _, s := range a.Status(context.Background()) {
-		if s.Err == nil && s.Leader != 0 && !s.IsLeader() {
-			return s
+	var f etcdadmin.EndpointStatus
+	poll.Eventually(t, 30*time.Second, 100*time.Millisecond, "a follower answers its status", func() error {
+		sts := a.Status(context.Background())
+		for _, s := range sts {
+			if s.Err == nil && s.Leader != 0 && !s.IsLeader() {
+				f = s
+				return nil
+			}
 		}
-	}
-	t.Fatal("no follower answered")
-	return etcdadmin.EndpointStatus{}
+		return fmt.Errorf("no follower answered: %+v", sts)
+	})
+	return f
+}
+
+// statusOfAll returns the status of every endpoint (the configured ones if none are
+// given) once each has answered: one probe is bounded by 2 s, which a member on a
+// loaded machine can miss, and a test that needs the members' IDs needs every answer.
+func statusOfAll(t *testing.T, ctx context.Context, a *etcdadmin.Admin, endpoints ...string) []etcdadmin.EndpointStatus {
+	t.Helper()
+	var sts []etcdadmin.EndpointStatus
+	poll.Eventually(t, 30*time.Second, 100*time.Millisecond, "every endpoint answers its status", func() error {
+		sts = a.Status(ctx, endpoints...)
+		for _, s := range sts {
+			if s.Err != nil {
+				return s.Err
+			}
+		}
+		return nil
+	})
+	return sts
+}
+
+// allHealthy waits until every endpoint (the configured ones if none are given) reports
+// healthy. Health is one status probe and one linearizable read, each bounded by 2 s,
+// right after a member started, joined or was removed: on a loaded machine a member
+// can miss that once (or sit out a short election) and answer the next time.
+func allHealthy(t *testing.T, ctx context.Context, a *etcdadmin.Admin, what string, endpoints ...string) []etcdadmin.EndpointHealth {
+	t.Helper()
+	var hs []etcdadmin.EndpointHealth
+	poll.Eventually(t, 30*time.Second, 100*time.Millisecond, what, func() error {
+		hs = a.Health(ctx, endpoints...)
+		for _, h := range hs {
+			if !h.Healthy || h.Err != nil || h.MemberID == 0 {
+				return fmt.Errorf("health %+v", h)
+			}
+		}
+		return nil
+	})
+	return hs
 }
 
 func countVoters(ms []etcdadmin.Member) (voters, learners int) {
@@ -140,35 +183,36 @@ func TestListStatusHealthVersion(t *testing.T) {
 		t.Fatalf("three endpoints answered as %d members", len(froms))
 	}
 
-	sts := a.Status(ctx)
-	leaders := 0
-	for _, s := range sts {
-		if s.Err != nil {
-			t.Fatalf("status %s: %v", s.Endpoint, s.Err)
+	// Every member answers, all name the same leader, it alone says so, and Leader()
+	// finds it. Asked until they agree: a probe can miss its 2 s bound on a loaded
+	// machine, and an election there (a missed heartbeat) changes the leader meanwhile.
+	poll.Eventually(t, 30*time.Second, 100*time.Millisecond, "the members agree on one leader, which Leader() finds", func() error {
+		sts := a.Status(ctx)
+		leaders := 0
+		for _, s := range sts {
+			if s.Err != nil {
+				return fmt.Errorf("status %s: %w", s.Endpoint, s.Err)
+			}
+			if s.Leader != sts[0].Leader || s.Leader == 0 {
+				return fmt.Errorf("members disagree on the leader: %+v", sts)
+			}
+			if s.IsLeader() {
+				leaders++
+			}
+			if _, ok := etcdadmin.FindByID(ms, s.MemberID); !ok || s.Version != "3.7.3" || s.DBSize <= 0 || s.Revision < 1 || s.RaftIndex == 0 {
+				return fmt.Errorf("status %+v", s)
+			}
 		}
-		if s.Leader != sts[0].Leader || s.Leader == 0 {
-			t.Fatalf("members disagree on the leader: %+v", sts)
+		if leaders != 1 {
+			return fmt.Errorf("%d endpoints claim leadership: %+v", leaders, sts)
 		}
-		if s.IsLeader() {
-			leaders++
+		if id, ep, err := a.Leader(ctx); err != nil || id != sts[0].Leader {
+			return fmt.Errorf("Leader() = %x %s %v, want %x", id, ep, err, sts[0].Leader)
 		}
-		if _, ok := etcdadmin.FindByID(ms, s.MemberID); !ok || s.Version != "3.7.3" || s.DBSize <= 0 || s.Revision < 1 || s.RaftIndex == 0 {
-			t.Fatalf("status %+v", s)
-		}
-	}
-	if leaders != 1 {
-		t.Fatalf("%d endpoints claim leadership", leaders)
-	}
-	id, ep, err := a.Leader(ctx)
-	if err != nil || id != sts[0].Leader {
-		t.Fatalf("Leader() = %x %s %v, want %x", id, ep, err, sts[0].Leader)
-	}
+		return nil
+	})
 
-	for _, h := range a.Health(ctx) {
-		if !h.Healthy || h.Err != nil || h.MemberID == 0 {
-			t.Fatalf("health %+v", h)
-		}
-	}
+	allHealthy(t, ctx, a, "every member healthy")
 
 	cv, err := a.ClusterVersion(ctx)
 	if err != nil || cv != "3.7.0" {
@@ -246,11 +290,12 @@ func TestLearnerAddStartPromote(t *testing.T) {
 	t.Logf("as expected: %v", err)
 
 	c.StartJoining(nm, initialCluster(res.Members, res.Member.ID, nm.Name))
-	// A started learner is healthy (it follows the leader) but is no voter.
-	if h := a2.Health(ctx, nm.ClientURL)[0]; !h.Healthy || h.MemberID != res.Member.ID {
+	// A started learner is healthy (it follows the leader) but is no voter. (Asked until
+	// it answers: a member that has just joined a loaded machine can miss a 2 s probe.)
+	if h := allHealthy(t, ctx, a2, "the started learner healthy", nm.ClientURL)[0]; h.MemberID != res.Member.ID {
 		t.Fatalf("learner health %+v", h)
 	}
-	if st := a2.Status(ctx, nm.ClientURL)[0]; !st.IsLearner || st.IsLeader() {
+	if st := statusOfAll(t, ctx, a2, nm.ClientURL)[0]; !st.IsLearner || st.IsLeader() {
 		t.Fatalf("learner status %+v", st)
 	}
 	start := time.Now()
@@ -280,11 +325,7 @@ func TestLearnerAddStartPromote(t *testing.T) {
 		t.Fatalf("promoted member after start: %+v", m)
 	}
 	a2.SetEndpoints(c.Endpoints()...)
-	for _, h := range a2.Health(ctx) {
-		if !h.Healthy {
-			t.Fatalf("health after promote: %+v", h)
-		}
-	}
+	allHealthy(t, ctx, a2, "every member healthy after the promotion")
 }
 
 // Leadership is moved off a member before it is removed; the admin finds the
@@ -305,13 +346,19 @@ func TestMoveLeaderThenRemoveOldLeader(t *testing.T) {
 	}
 	// An admin that only knows the followers must still reach the leader.
 	fa := newAdmin(t, followerEPs)
-	target := a.Status(ctx, followerEPs[0])[0].MemberID
+	target := statusOfAll(t, ctx, a, followerEPs[0])[0].MemberID
 	if err := fa.MoveLeader(ctx, target); err != nil {
 		t.Fatal(err)
 	}
-	if id, _, err := a.Leader(ctx); err != nil || id != target {
-		t.Fatalf("leader after move = %x, %v; want %x", id, err, target)
-	}
+	// MoveLeader returns once the old leader follows the target; the third member learns
+	// of the new term with the target's next message, and Leader() asks every member
+	// (each probe bounded by 2 s): on a loaded machine one look can come too early.
+	poll.Eventually(t, 30*time.Second, 100*time.Millisecond, fmt.Sprintf("Leader() finds the new leader %x", target), func() error {
+		if id, _, err := a.Leader(ctx); err != nil || id != target {
+			return fmt.Errorf("leader after move = %x, %v", id, err)
+		}
+		return nil
+	})
 	// Moving to the current leader is a no-op.
 	if err := a.MoveLeader(ctx, target); err != nil {
 		t.Fatal(err)
@@ -361,11 +408,7 @@ func TestRemoveKilledMember(t *testing.T) {
 		t.Fatalf("members after remove: %v", got)
 	}
 	a.SetEndpoints(c.Endpoints()...)
-	for _, h := range a.Health(ctx) {
-		if !h.Healthy {
-			t.Fatalf("survivor unhealthy: %+v", h)
-		}
-	}
+	allHealthy(t, ctx, a, "both survivors healthy after the removal")
 	if _, err := a.Client().Put(ctx, "after", "remove"); err != nil {
 		t.Fatal(err)
 	}
@@ -471,17 +514,20 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 
 	// The storage version (sent with the snapshot) is written once the
-	// cluster version is decided, a few seconds after start.
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	// cluster version is decided, a few seconds after start. And every member
+	// must hold the last write: it was acknowledged once applied by the member
+	// that served it, and the snapshot comes from the member with the highest
+	// revision among those that answer a status probe (bounded by 2 s), which
+	// on a loaded machine may be a follower that has not applied it yet.
+	poll.Eventually(t, 30*time.Second, 100*time.Millisecond, fmt.Sprintf("every member at storage version 3.7.0 and revision %d", lastRev), func() error {
 		sts := a.Status(ctx)
-		if !slices.ContainsFunc(sts, func(s etcdadmin.EndpointStatus) bool { return s.Err != nil || s.StorageVersion != "3.7.0" }) {
-			break
+		if slices.ContainsFunc(sts, func(s etcdadmin.EndpointStatus) bool {
+			return s.Err != nil || s.StorageVersion != "3.7.0" || s.Revision < lastRev
+		}) {
+			return fmt.Errorf("status %+v", sts)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("storage version not set: %+v", sts)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	snap, err := a.Snapshot(ctx, etcdadmin.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -636,18 +682,14 @@ func TestQuorumLoss(t *testing.T) {
 		t.Fatalf("MemberListFrom a dead member: %v", err)
 	}
 	// The survivor loses its leader after an election timeout.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.Eventually(t, 30*time.Second, 200*time.Millisecond, "the survivor of a lost quorum reports unhealthy", func() error {
 		h := a.Health(ctx, survivor)[0]
-		if !h.Healthy {
-			t.Logf("survivor unhealthy as expected: %v", h.Err)
-			break
+		if h.Healthy {
+			return fmt.Errorf("health %+v", h)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("survivor of a lost quorum still reports healthy")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		t.Logf("survivor unhealthy as expected: %v", h.Err)
+		return nil
+	})
 	if _, _, err := a.Leader(ctx); !errors.Is(err, etcdadmin.ErrNoLeader) {
 		t.Fatalf("Leader without quorum: %v", err)
 	}

@@ -21,7 +21,7 @@ func TestAlarms(t *testing.T) {
 	if err != nil || len(got) != 0 {
 		t.Fatalf("a fresh cluster: alarms %v, %v", got, err)
 	}
-	sts := a.Status(ctx)
+	sts := statusOfAll(t, ctx, a) // the members' IDs: every one must answer
 	for _, s := range sts {
 		// etcd's default quota, 2 GiB, reported by the member itself.
 		if s.Err != nil || s.DBSizeQuota != 2<<30 {
