@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/planner"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 )
 
 // The NOSPACE remediation's steps against a real etcd, in the order the planner gives
@@ -40,7 +41,18 @@ func TestActNoSpaceRemediationOnRealEtcd(t *testing.T) {
 		}
 		rev = resp.Header.Revision
 	}
-	sts := admin.Status(ctx)
+	// The members' IDs and endpoints, from every member's answer: a status probe is
+	// bounded by 2 s, which a member on a loaded machine can miss once (an ID of 0).
+	var sts []etcdadmin.EndpointStatus
+	poll.Eventually(t, 30*time.Second, 100*time.Millisecond, "every member answers its status", func() error {
+		sts = admin.Status(ctx)
+		for _, st := range sts {
+			if st.Err != nil {
+				return st.Err
+			}
+		}
+		return nil
+	})
 	raw := pb.NewMaintenanceClient(admin.Client().ActiveConnection())
 	if _, err := raw.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: sts[0].MemberID, Alarm: pb.AlarmType_NOSPACE}); err != nil {
 		t.Fatal(err)
