@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 	"github.com/etcd-operator/etcd-operator/internal/test/testpki"
 	"github.com/etcd-operator/etcd-operator/test/bench"
@@ -408,22 +409,18 @@ func put(t *testing.T, hc *http.Client, clientURL, k, v string) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"key": b64(k), "value": b64(v)})
 	url := clientURL + "/v3/kv/put"
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Eventually(t, 30*time.Second, 500*time.Millisecond, "POST "+url, func() error {
 		resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("POST %s: %d %s", url, resp.StatusCode, b)
-			}
-			return
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("POST %s: %v", url, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %d %s", url, resp.StatusCode, b)
 		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func get(t *testing.T, hc *http.Client, clientURL, k string) string {
