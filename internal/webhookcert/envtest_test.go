@@ -200,7 +200,7 @@ func serve(t *testing.T, certDir string) string {
 		<-done
 	})
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	poll.Eventually(t, 10*time.Second, 50*time.Millisecond, "webhook server listening", func() error {
+	poll.Eventually(t, 30*time.Second, 50*time.Millisecond, "webhook server listening", func() error {
 		select {
 		case err := <-done:
 			t.Fatalf("webhook server exited: %v", err)
@@ -322,7 +322,7 @@ func TestProvisionerAgainstAPIServer(t *testing.T) {
 	if err := admin.Patch(ctx, crd, client.MergeFrom(orig)); err != nil {
 		t.Fatal(err)
 	}
-	poll.Eventually(t, 10*time.Second, 50*time.Millisecond, "caBundle re-injected", func() error {
+	poll.Eventually(t, 30*time.Second, 50*time.Millisecond, "caBundle re-injected", func() error {
 		if !bytes.Equal(caBundle(getCRD(t, admin, CRDNames[0])), b.CACert) {
 			return errors.New("caBundle still reset")
 		}
@@ -338,7 +338,7 @@ func TestProvisionerAgainstAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var renewed *Bundle
-	poll.Eventually(t, 10*time.Second, 50*time.Millisecond, "serving certificate renewed in the Secret", func() error {
+	poll.Eventually(t, 30*time.Second, 50*time.Millisecond, "serving certificate renewed in the Secret", func() error {
 		renewed = BundleFromData(getSecret(t, admin, testService+"-cert").Data)
 		if plan, why := Decide(renewed, testNames, time.Now()); plan != Keep {
 			return errors.New(why)
@@ -350,7 +350,7 @@ func TestProvisionerAgainstAPIServer(t *testing.T) {
 	}
 	want := parseCerts(t, renewed.Cert)[0]
 	// The certificate watcher reloads on file events, else every 10 seconds.
-	poll.Eventually(t, 20*time.Second, 50*time.Millisecond, "server serving the renewed certificate", func() error {
+	poll.Eventually(t, 30*time.Second, 50*time.Millisecond, "server serving the renewed certificate", func() error {
 		leaf, err := handshake(addr, testNames[2], caBundle(getCRD(t, admin, CRDNames[0])))
 		if err != nil {
 			return err
