@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/restore"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 )
 
 // backupOf writes keys into a fresh 3-member cluster and stores a snapshot of it.
@@ -27,18 +28,35 @@ func backupOf(t *testing.T, s backup.Store, key string, keys int, c backup.Compr
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	want := map[string]string{}
+	var rev int64
 	for i := range keys {
 		k, v := fmt.Sprintf("/k/%05d", i), strings.Repeat(fmt.Sprint(i), 10)
-		if _, err := cli.Put(ctx, k, v); err != nil {
+		r, err := cli.Put(ctx, k, v)
+		if err != nil {
 			t.Fatal(err)
 		}
-		want[k] = v
+		want[k], rev = v, r.Header.Revision
 	}
 	admin, err := etcdadmin.New(etcdadmin.Config{Endpoints: src.Endpoints()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer admin.Close()
+	// The snapshot comes from the member with the highest revision among those that
+	// answer a status probe (bounded by 2 s). The last write was acknowledged by the
+	// member that served it; a follower may apply it later, and on a loaded machine the
+	// one that has it may miss the probe: every member must hold it first.
+	poll.Eventually(t, 30*time.Second, 100*time.Millisecond, fmt.Sprintf("every member at revision %d", rev), func() error {
+		for _, st := range admin.Status(ctx) {
+			if st.Err != nil {
+				return st.Err
+			}
+			if st.Revision < rev {
+				return fmt.Errorf("%s at revision %d", st.Endpoint, st.Revision)
+			}
+		}
+		return nil
+	})
 	snap, err := admin.Snapshot(ctx, etcdadmin.SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
