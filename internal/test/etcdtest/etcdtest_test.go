@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 )
 
 func alive(pid int) bool {
@@ -47,9 +49,10 @@ func TestClusterLifecycleAndCleanup(t *testing.T) {
 		}
 
 		c.Restart(victim)
-		if err := c.Healthy(victim); err != nil {
-			t.Fatalf("restarted member unhealthy: %v", err)
-		}
+		// Restart returned on a healthy answer; asked again here, one /health (bounded by
+		// 2 s, a linearizable read) can miss on a loaded machine while the rejoined member
+		// catches up, so it is asked until it answers.
+		poll.Eventually(t, 30*time.Second, 100*time.Millisecond, "the restarted member healthy", func() error { return c.Healthy(victim) })
 		pids = append(pids, victim.PID())
 
 		// A member that cannot start makes StartJoining fail fast, not hang:
