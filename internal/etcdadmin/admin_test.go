@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,6 +133,33 @@ func allHealthy(t *testing.T, ctx context.Context, a *etcdadmin.Admin, what stri
 		return nil
 	})
 	return hs
+}
+
+// peerDropped waits until no member at endpoints counts an active peer connection to
+// member id (etcd's etcd_network_active_peers gauge, labelled with both IDs in hex).
+func peerDropped(t *testing.T, endpoints []string, id uint64) {
+	t.Helper()
+	hc := &http.Client{Timeout: 5 * time.Second}
+	remote := fmt.Sprintf("Remote=%q", etcdadmin.FormatID(id))
+	poll.Eventually(t, 30*time.Second, 100*time.Millisecond, fmt.Sprintf("no live member connected to %s", etcdadmin.FormatID(id)), func() error {
+		for _, ep := range endpoints {
+			resp, err := hc.Get(ep + "/metrics")
+			if err != nil {
+				return err
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return err
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(line, "etcd_network_active_peers{") && strings.Contains(line, remote) && !strings.HasSuffix(line, " 0") {
+					return fmt.Errorf("%s: %s", ep, line)
+				}
+			}
+		}
+		return nil
+	})
 }
 
 func countVoters(ms []etcdadmin.Member) (voters, learners int) {
@@ -432,6 +460,11 @@ func TestAddWhileDeadMemberListed(t *testing.T) {
 	deadID := idOf(t, ms, dead.PeerURL)
 	dead.Kill(t)
 	alive := c.Endpoints()
+	// etcd refuses the add because the member asked no longer has a connection to the
+	// dead one; it notices when its peer streams end, which on a loaded machine can come
+	// after the add below is sent (and then the add is rightly accepted, which is not
+	// the case under test). Each live member must have noticed first.
+	peerDropped(t, alive, deadID)
 
 	// Gives up after its budget, naming the cause.
 	short := newAdmin(t, alive, func(c *etcdadmin.Config) { c.Retry.Budget = 2 * time.Second })
