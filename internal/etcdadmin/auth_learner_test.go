@@ -1,11 +1,13 @@
 package etcdadmin_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 )
 
 // With auth on, a learner is probed (status, health) and promoted by the Admin that
@@ -32,17 +34,12 @@ func TestAuthLearnerJoins(t *testing.T) {
 		t.Fatalf("status of a learner not started: %+v", st)
 	}
 	c.StartJoining(nm, initialCluster(res.Members, res.Member.ID, nm.Name))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st := a.Status(ctx, nm.ClientURL)[0]
-		if st.Err == nil && st.IsLearner {
-			break
+	poll.Eventually(t, 30*time.Second, 200*time.Millisecond, "the learner's status with auth on", func() error {
+		if st := a.Status(ctx, nm.ClientURL)[0]; st.Err != nil || !st.IsLearner {
+			return fmt.Errorf("learner status %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("learner status with auth on: %+v", st)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	if _, err := a.EnsurePromoted(ctx, res.Member.ID); err != nil {
 		t.Fatal(err)
 	}

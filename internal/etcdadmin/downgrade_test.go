@@ -7,6 +7,7 @@ import (
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
+	"github.com/etcd-operator/etcd-operator/internal/test/poll"
 )
 
 // etcd's downgrade API against a real 3.6 member: enabling reports the downgrade in
@@ -50,19 +51,14 @@ func TestDowngradeEnableCancel(t *testing.T) {
 // waitStatus polls the first endpoint's status until ok accepts it.
 func waitStatus(t *testing.T, a *etcdadmin.Admin, ok func(etcdadmin.EndpointStatus) error) etcdadmin.EndpointStatus {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s := a.Status(timeout(t, 5*time.Second))[0]
-		err := s.Err
-		if err == nil {
-			err = ok(s)
+	var s etcdadmin.EndpointStatus
+	// 200 ms: etcd migrates the storage version on its own ticker.
+	poll.Eventually(t, 30*time.Second, 200*time.Millisecond, "the member's status", func() error {
+		s = a.Status(timeout(t, 5*time.Second))[0]
+		if s.Err != nil {
+			return s.Err
 		}
-		if err == nil {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond) // polling etcd, which migrates on its own ticker
-	}
+		return ok(s)
+	})
+	return s
 }
