@@ -178,9 +178,10 @@ func askMembersQuorum(ctx context.Context, admin *etcdadmin.Admin, endpoints []s
 	if err == nil {
 		ans.members = members
 	}
-	if !quorum {
+	if !quorum && ans.members != nil {
 		// Without quorum the planner may pick a recovery's survivor from this one
-		// observation's answers: none of them may rest on a probe cut short.
+		// observation's answers: none of them may rest on a probe cut short. (Without
+		// any member list it names no survivor: a cluster still forming is not re-asked.)
 		reaskCutShort(ctx, admin, ans.statuses, within)
 	}
 	return ans, quorum

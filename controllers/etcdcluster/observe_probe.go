@@ -25,8 +25,8 @@ import (
 // being gone, ReplaceUnhealthyAfter, LearnerTimeout, QuorumLossGrace), which a starting
 // member ends as soon as it serves and its pod turns Ready. The one decision taken on a
 // single observation's answers, the survivor of a quorum-loss recovery, is taken only
-// without quorum, and then every member cut short is asked again with the long bound
-// (askMembersQuorum).
+// without quorum from a member list, and then every member cut short is asked again with
+// the long bound (askMembersQuorum).
 const startingProbeTimeout = 400 * time.Millisecond
 
 // probeTimeout is the status probe bound of pod's member: startingProbeTimeout while the
