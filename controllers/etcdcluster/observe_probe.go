@@ -74,8 +74,16 @@ func etcdNeverReady(p *corev1.Pod) bool {
 }
 
 // probeBounds is each dialled endpoint's status probe bound (probeTimeout of its pod), for
-// etcdadmin.Admin.StatusWithin.
-func probeBounds(admin *etcdadmin.Admin, pods map[string]*corev1.Pod, epOfPod map[string]string) func(endpoint string) time.Duration {
+// etcdadmin.Admin.StatusWithin; nil (every probe the full ProbeTimeout) while the cluster
+// has not formed (status.bootstrapped false). The short bound is for a formed cluster's
+// new and replaced members: BenchmarkScale at 100 clusters created at once measured the
+// initial members' pods Ready in 30 s (p50) with it against 17 s without it, in runs
+// beside each other (1.80× the static path against 1.28×; the mechanism is not found),
+// while the churn it is for (a formed cluster growing) needs it.
+func probeBounds(admin *etcdadmin.Admin, formed bool, pods map[string]*corev1.Pod, epOfPod map[string]string) func(endpoint string) time.Duration {
+	if !formed {
+		return nil
+	}
 	bound := map[string]time.Duration{}
 	for name, ep := range epOfPod {
 		if p := pods[name]; p != nil {

@@ -51,8 +51,8 @@ func TestProbeTimeout(t *testing.T) {
 	}
 }
 
-// The bound of each dialled endpoint is its own pod's; an endpoint of no known pod keeps
-// the full ProbeTimeout.
+// The bound of each dialled endpoint is its own pod's; an endpoint of no known pod, and
+// every member of a cluster that has not formed yet, keeps the full ProbeTimeout.
 func TestProbeBounds(t *testing.T) {
 	starting := &corev1.Pod{}
 	ready := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
@@ -63,7 +63,10 @@ func TestProbeBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	within := probeBounds(admin, pods, epOfPod)
+	if probeBounds(admin, false, pods, epOfPod) != nil {
+		t.Error("a cluster that has not formed got probe bounds; want every probe the full ProbeTimeout")
+	}
+	within := probeBounds(admin, true, pods, epOfPod)
 	if got := within("http://10.0.0.1:2379"); got != startingProbeTimeout {
 		t.Errorf("starting member's endpoint: %v, want %v", got, startingProbeTimeout)
 	}

@@ -154,7 +154,7 @@ func (r *Reconciler) observePaused(ctx context.Context, c *etcdv1beta2.EtcdClust
 			log.FromContext(ctx).V(1).Info("paused: no etcd client", "err", err.Error())
 			return
 		}
-		ans = askMembers(ctx, admin, endpoints, probeBounds(admin, own, epOfPod))
+		ans = askMembers(ctx, admin, endpoints, probeBounds(admin, c.Status.Bootstrapped, own, epOfPod))
 	}
 	reportMembers(&c.Status.Members, ans.members, ans.statuses, memberDetailsLimit(c.Spec.Size))
 }
