@@ -90,8 +90,9 @@ func (r *Reconciler) act(ctx context.Context, c *etcdv1beta2.EtcdCluster, o *obs
 
 // etcdWait is a step etcd refused for a condition that clears on its own within
 // seconds: a member add while etcd does not yet count every member as connected for 5 s
-// (ErrUnhealthyCluster, e.g. right after the previous member started), a promotion of a
-// learner still catching up (ErrLearnerNotReady). The step asks etcdadmin not to retry
+// (ErrUnhealthyCluster, e.g. right after the previous member started), a voter's removal
+// refused for the same reason (right after a promotion), a promotion of a learner still
+// catching up (ErrLearnerNotReady). The step asks etcdadmin not to retry
 // those inside the call, which would hold one of the reconciler's few workers for up to
 // its budget; the reconcile requeues after etcdWaitRequeue instead, quietly, until the
 // step has waited etcdWaitLimit (memory_backoff.go), after which it fails like any other.

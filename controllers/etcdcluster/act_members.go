@@ -82,8 +82,11 @@ func (r *Reconciler) removeMember(ctx context.Context, c *etcdv1beta2.EtcdCluste
 	if err != nil {
 		return err
 	}
-	if _, err := admin.EnsureRemoved(ctx, a.ID); err != nil {
-		return fmt.Errorf("remove member %s: %w", a.Name, err)
+	// etcd refuses to remove a voter while fewer of the others than a quorum have been
+	// connected for 5 s (a member promoted or restarted just before): that clears on its
+	// own, so the reconcile requeues instead of retrying inside the call (etcdWait).
+	if _, err := admin.EnsureRemoved(etcdadmin.WithoutRetryOn(ctx, etcdadmin.ErrUnhealthyCluster), a.ID); err != nil {
+		return asEtcdWait(fmt.Errorf("remove member %s: %w", a.Name, err), etcdadmin.ErrUnhealthyCluster)
 	}
 	if a.DeletePod && a.Name != "" {
 		if err := r.deleteMember(ctx, c, o, a.Name); err != nil {

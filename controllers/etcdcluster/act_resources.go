@@ -20,7 +20,7 @@ import (
 // observed, so it is returned for ensureBudget to apply after observing (one chart
 // render per reconcile).
 func (r *Reconciler) ensureServices(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*policyv1.PodDisruptionBudget, error) {
-	objs, err := r.renderer.Render(render.Input{Cluster: c, ClusterDomain: r.ClusterDomain})
+	objs, err := r.services.render(clusterKey(c), r.renderer, render.Input{Cluster: c, ClusterDomain: r.ClusterDomain}) // memory_rendered.go
 	if err != nil {
 		return nil, fmt.Errorf("render services: %w", err)
 	}

@@ -23,6 +23,9 @@ type memory struct {
 	// to restore them from (observe_totalloss_backups.go).
 	loss        lossClock
 	lostBackups lostBackupCache
+	// services: the chart's last render of each cluster's Services and budget
+	// (memory_rendered.go).
+	services renderedServices
 }
 
 func newMemory() *memory {
@@ -39,6 +42,7 @@ func (m *memory) forget(key string) {
 	m.ownWrites.forget(key)
 	m.loss.forgetCluster(key)
 	m.lostBackups.forgetCluster(key)
+	m.services.forget(key)
 }
 
 // deleteCluster deletes from m the keys of cluster (namespace/name) that go on with a

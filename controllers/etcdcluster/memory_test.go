@@ -48,6 +48,10 @@ func remember(t *testing.T, m *memory, cluster, uid string, now time.Time) {
 		t.Fatal(err)
 	}
 	m.ownWrites.set(cluster, "42")
+	if m.services.m == nil {
+		m.services.m = map[string]renderedEntry{}
+	}
+	m.services.m[cluster] = renderedEntry{}
 	m.loss.observe(cluster+"/"+uid, true, now)
 	m.lostBackups.put(cluster+"/"+uid, lostBackups{at: now})
 	// A listing running and one waiting (the namespace's bound set around them).

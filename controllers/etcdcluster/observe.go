@@ -106,7 +106,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 			return nil, err
 		}
 		o.admin = admin
-		answers = askEtcd(ctx, admin, endpoints)
+		answers = askEtcd(ctx, admin, endpoints, probeBounds(admin, c.Status.Bootstrapped, o.pods, epOfPod)) // observe_probe.go
 	}
 
 	nodes := nodeCache{} // each Node is read once per observation (observe_cordon.go)

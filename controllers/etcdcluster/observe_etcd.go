@@ -141,10 +141,11 @@ type etcdAnswers struct {
 	space    spaceObservation           // sizes and alarms (observe_space.go)
 }
 
-// askEtcd asks every endpoint for its status, then the cluster for its member list,
-// then each member for its own list, and the sizes and alarms.
-func askEtcd(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) etcdAnswers {
-	ans, quorum := askMembersQuorum(ctx, admin, endpoints)
+// askEtcd asks every endpoint for its status (each bounded by within; observe_probe.go),
+// then the cluster for its member list, then each member for its own list, and the sizes
+// and alarms.
+func askEtcd(ctx context.Context, admin *etcdadmin.Admin, endpoints []string, within func(string) time.Duration) etcdAnswers {
+	ans, quorum := askMembersQuorum(ctx, admin, endpoints, within)
 	if ans.members != nil {
 		ans.lists = ownMemberLists(ctx, admin, answering(ans.statuses))
 	}
@@ -153,15 +154,16 @@ func askEtcd(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) et
 }
 
 // askMembers asks every endpoint for its status, then the cluster for its member list:
-// all that status.members needs (status_members.go).
-func askMembers(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) etcdAnswers {
-	ans, _ := askMembersQuorum(ctx, admin, endpoints)
+// all that status.members needs (status_members.go). within bounds each status probe as
+// in askEtcd; nil: the client's ProbeTimeout for all.
+func askMembers(ctx context.Context, admin *etcdadmin.Admin, endpoints []string, within func(string) time.Duration) etcdAnswers {
+	ans, _ := askMembersQuorum(ctx, admin, endpoints, within)
 	return ans
 }
 
 // askMembersQuorum is askMembers, also telling whether the linearizable list answered.
-func askMembersQuorum(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) (etcdAnswers, bool) {
-	ans := etcdAnswers{statuses: admin.Status(ctx, endpoints...)}
+func askMembersQuorum(ctx context.Context, admin *etcdadmin.Admin, endpoints []string, within func(string) time.Duration) (etcdAnswers, bool) {
+	ans := etcdAnswers{statuses: admin.StatusWithin(ctx, within, endpoints...)}
 	// A linearizable list first: it cannot be stale. Without a quorum it fails, and a
 	// serializable list from any live member still tells the planner who the members
 	// are, so it can tell "quorum lost" from "not created yet".
@@ -176,7 +178,35 @@ func askMembersQuorum(ctx context.Context, admin *etcdadmin.Admin, endpoints []s
 	if err == nil {
 		ans.members = members
 	}
+	if !quorum && ans.members != nil {
+		// Without quorum the planner may pick a recovery's survivor from this one
+		// observation's answers: none of them may rest on a probe cut short. (Without
+		// any member list it names no survivor: a cluster still forming is not re-asked.)
+		reaskCutShort(ctx, admin, ans.statuses, within)
+	}
 	return ans, quorum
+}
+
+// reaskCutShort asks again, with the client's full ProbeTimeout, every endpoint whose
+// probe failed under a shorter bound (within), and puts the new answers in statuses.
+func reaskCutShort(ctx context.Context, admin *etcdadmin.Admin, statuses []etcdadmin.EndpointStatus, within func(string) time.Duration) {
+	if within == nil {
+		return
+	}
+	var again []string
+	at := map[string]int{}
+	for i, st := range statuses {
+		if st.Err != nil && within(st.Endpoint) > 0 {
+			again = append(again, st.Endpoint)
+			at[st.Endpoint] = i
+		}
+	}
+	if len(again) == 0 {
+		return
+	}
+	for _, st := range admin.Status(ctx, again...) {
+		statuses[at[st.Endpoint]] = st
+	}
 }
 
 // answering is the endpoints whose status came back. One that just did not answer is

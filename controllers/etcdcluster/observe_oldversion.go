@@ -97,7 +97,7 @@ func (r *Reconciler) askOldMembers(ctx context.Context, c *etcdv1beta2.EtcdClust
 		log.FromContext(ctx).V(1).Info("old CoreOS cluster: no etcd client", "err", err.Error())
 		return etcdAnswers{}
 	}
-	return askMembers(ctx, admin, endpoints)
+	return askMembers(ctx, admin, endpoints, nil)
 }
 
 // oldestOfPod is the oldest etcd version a pod names: its version annotation, its etcd

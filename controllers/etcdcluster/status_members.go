@@ -140,7 +140,7 @@ func (r *Reconciler) observePaused(ctx context.Context, c *etcdv1beta2.EtcdClust
 	r.observeBuiltinTLS(ctx, c, w, pods)
 	r.observeCertManagerTLS(ctx, c, w) // act_tls_certmanager.go
 	own := ownPods(c, pods)
-	endpoints, _ := r.dialTargets(c, own, r.recoveryUnderway(c, pods))
+	endpoints, epOfPod := r.dialTargets(c, own, r.recoveryUnderway(c, pods))
 	var ans etcdAnswers
 	if len(endpoints) > 0 {
 		// With auth on, the root credentials (read only: a cluster whose auth is on never
@@ -154,7 +154,7 @@ func (r *Reconciler) observePaused(ctx context.Context, c *etcdv1beta2.EtcdClust
 			log.FromContext(ctx).V(1).Info("paused: no etcd client", "err", err.Error())
 			return
 		}
-		ans = askMembers(ctx, admin, endpoints)
+		ans = askMembers(ctx, admin, endpoints, probeBounds(admin, c.Status.Bootstrapped, own, epOfPod))
 	}
 	reportMembers(&c.Status.Members, ans.members, ans.statuses, memberDetailsLimit(c.Spec.Size))
 }

@@ -33,6 +33,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -241,6 +242,8 @@ func (a *Admin) Client() *clientv3.Client { return a.client }
 type oneClient struct {
 	client      *clientv3.Client
 	maintenance clientv3.Maintenance
+	// answered: the endpoint has answered a status probe on this client (Answered).
+	answered atomic.Bool
 }
 
 // dialOne returns the client bound to exactly one endpoint, for requests that must reach

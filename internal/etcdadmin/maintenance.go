@@ -48,16 +48,44 @@ func (s EndpointStatus) IsLeader() bool {
 // status, concurrently, each bounded by ProbeTimeout. It never fails as a
 // whole: look at each result's Err. Results are in the order of the endpoints.
 func (a *Admin) Status(ctx context.Context, endpoints ...string) []EndpointStatus {
+	return a.StatusWithin(ctx, nil, endpoints...)
+}
+
+// StatusWithin is Status with each endpoint's probe bounded by within(endpoint) when
+// that is shorter than ProbeTimeout (0, or a nil within: ProbeTimeout). A caller that
+// knows a member cannot be serving yet (its process is still starting) need not wait
+// the whole ProbeTimeout for it; what to make of an answer cut short is the caller's.
+func (a *Admin) StatusWithin(ctx context.Context, within func(endpoint string) time.Duration, endpoints ...string) []EndpointStatus {
 	if len(endpoints) == 0 {
 		endpoints = a.Endpoints()
 	}
 	out := make([]EndpointStatus, len(endpoints))
 	var wg sync.WaitGroup
 	for i, ep := range endpoints {
-		wg.Go(func() { out[i] = a.statusOf(ctx, ep) })
+		wg.Go(func() {
+			pctx := ctx
+			if within != nil {
+				if d := within(ep); d > 0 && d < a.cfg.ProbeTimeout {
+					var cancel context.CancelFunc
+					pctx, cancel = context.WithTimeout(ctx, d)
+					defer cancel()
+				}
+			}
+			out[i] = a.statusOf(pctx, ep)
+		})
 	}
 	wg.Wait()
 	return out
+}
+
+// Answered reports whether ep has answered a status probe of this client since it was
+// last configured (SetEndpoints drops what is known of an endpoint that leaves the list,
+// so a member whose process stopped and whose endpoint came back starts unanswered).
+func (a *Admin) Answered(ep string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	o, ok := a.ones[ep]
+	return ok && o.answered.Load()
 }
 
 func (a *Admin) statusOf(ctx context.Context, ep string) EndpointStatus {
@@ -76,6 +104,7 @@ func (a *Admin) statusOf(ctx context.Context, ep string) EndpointStatus {
 		err = a.withDiagnosis(context.WithoutCancel(ctx), err, ep)
 		return EndpointStatus{Endpoint: ep, Err: &Error{Op: "Status", Target: ep, Kind: kind, Err: err, Attempts: 1}}
 	}
+	o.answered.Store(true)
 	s := EndpointStatus{
 		Endpoint:         ep,
 		Leader:           r.Leader,

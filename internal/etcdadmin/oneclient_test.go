@@ -2,6 +2,7 @@ package etcdadmin
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -70,5 +71,74 @@ func TestOneClientKeptUntilItsEndpointLeaves(t *testing.T) {
 	}
 	if _, err := a.dialOne(ep); err == nil {
 		t.Fatal("a closed Admin dialled")
+	}
+}
+
+// A probe bounded by StatusWithin ends at its own bound, not at ProbeTimeout: an
+// endpoint that accepts connections and never answers (an etcd still starting has its
+// listener open before it serves) fails the probe, and is not Answered; a serving member
+// is, from its first answer on.
+func TestStatusWithinBoundsEachProbe(t *testing.T) {
+	t.Parallel()
+	c := etcdtest.StartCluster(t, 1, etcdtest.DefaultVersion)
+	served := c.Endpoints()[0]
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // accepts and keeps every connection, answering nothing
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, conn)
+		}
+	}()
+	silent := "http://" + ln.Addr().String()
+	// A ProbeTimeout far beyond the test's own bound: only the shorter bound can end
+	// the silent endpoint's probe in time.
+	a, err := New(Config{Endpoints: []string{served, silent}, ProbeTimeout: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Answered(served) || a.Answered(silent) {
+		t.Fatal("endpoints Answered before any probe")
+	}
+	within := func(ep string) time.Duration {
+		if ep == silent {
+			return 200 * time.Millisecond
+		}
+		return 0 // ProbeTimeout
+	}
+	done := make(chan []EndpointStatus, 1)
+	go func() { done <- a.StatusWithin(context.Background(), within, served, silent) }()
+	var st []EndpointStatus
+	select {
+	case st = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the silent endpoint's probe did not end at its own bound")
+	}
+	if st[0].Err != nil || st[0].MemberID == 0 {
+		t.Fatalf("serving member: %+v", st[0])
+	}
+	if st[1].Err == nil {
+		t.Fatalf("silent endpoint answered: %+v", st[1])
+	}
+	if !a.Answered(served) || a.Answered(silent) {
+		t.Fatalf("Answered: serving member %v (want true), silent endpoint %v (want false)", a.Answered(served), a.Answered(silent))
+	}
+	a.SetEndpoints(silent) // the member leaves the list: what was known of it goes
+	a.SetEndpoints(served, silent)
+	if a.Answered(served) {
+		t.Fatal("an endpoint that left the list and came back is still Answered")
 	}
 }

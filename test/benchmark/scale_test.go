@@ -3,6 +3,8 @@ package benchmark
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -54,8 +56,10 @@ const (
 //     (etcd_operator_etcd_requests_total) and its reconciles;
 //   - reconcile time p50/p99 (controller-runtime's histogram) while one cluster's size
 //     flips every 5 s and the others idle;
-//   - with all of them still managed, a member pod of a 3-member probe cluster deleted →
-//     the operator's first repair event, and → Available with 3 again.
+//   - with all of them still managed, member pods of a 3-member probe cluster deleted
+//     one after the other (ETCD_OPERATOR_SCALE_REPAIRS, default 8) → the status shows
+//     the member not Ready, → the operator's first repair event, and → Available with 3
+//     again, as p50/p99/max.
 func BenchmarkScale(b *testing.B) {
 	counts := scaleCounts(b)
 	e := framework.Setup(b)
@@ -477,32 +481,67 @@ func (s *scaleRun) churn(b *testing.B, name string, size int) {
 	s.e.WaitAvailable(name, size, 5*time.Minute)
 }
 
-// repair creates a 3-member probe cluster beside the others, deletes one of its member
-// pods (its data goes with it) and measures delete → the operator's status no longer
-// counting that member Ready (detection), → the operator's first repair event (a member
-// removed or added, a pod created) and → Available with 3 members again.
+// scaleRepairsEnv sets how many member pods the repair probe deletes per round, one
+// after the other (default scaleRepairs).
+const scaleRepairsEnv = "ETCD_OPERATOR_SCALE_REPAIRS"
+
+// scaleRepairs is the default number of repair samples per round: enough for a median
+// and a worst case at ~12 s each (the planner's DefaultReplaceGoneAfter is 10 s of it);
+// with fewer than 100 samples the p99 is the largest.
+const scaleRepairs = 8
+
+// repair creates a 3-member probe cluster beside the others, then deletes its member
+// pods one after the other (their data goes with them; the next victim only once the
+// cluster is Available with 3 members again), and measures per deletion: delete → the
+// operator's status no longer counting that member Ready (detection), → the operator's
+// first repair event (a member removed or added, a pod created) and → Available with 3
+// members again; it reports p50, p99 and the largest of each.
 func (s *scaleRun) repair(b *testing.B, name string) {
-	ctx := context.Background()
+	samples := scaleRepairs
+	if v := os.Getenv(scaleRepairsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("%s=%q: want a positive number", scaleRepairsEnv, v)
+		}
+		samples = n
+	}
 	s.e.Create(&etcdv1beta2.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: etcdv1beta2.DefaultVersion},
 	})
 	s.e.WaitAvailable(name, 3, 5*time.Minute)
+	var detected, repaired, healthy []time.Duration
+	for i := range samples {
+		d, r, h := s.repairOnce(b, name, i)
+		detected, repaired, healthy = append(detected, d), append(repaired, r), append(healthy, h)
+	}
+	for _, m := range []struct {
+		unit string
+		ds   []time.Duration
+	}{{"death-to-detected", detected}, {"death-to-repair", repaired}, {"death-to-healthy", healthy}} {
+		b.ReportMetric(quantile(m.ds, 0.5).Seconds(), m.unit+"-p50-s")
+		b.ReportMetric(quantile(m.ds, 0.99).Seconds(), m.unit+"-p99-s")
+		b.ReportMetric(slices.Max(m.ds).Seconds(), m.unit+"-max-s")
+	}
+	b.Logf("repair, %d member pods deleted one after the other: status shows it not Ready p50/p99/max %s, first repair step %s, Available with 3 again %s",
+		samples, quantiles(detected), quantiles(repaired), quantiles(healthy))
+}
+
+// repairOnce deletes one member pod of the probe cluster (the i-th by name, so that
+// leader and followers take turns) and waits until the cluster is whole again.
+func (s *scaleRun) repairOnce(b *testing.B, name string, i int) (detected, repairStart, healthy time.Duration) {
+	ctx := context.Background()
 	seen := map[types.UID]bool{}
 	for _, ev := range s.repairEvents(b, name) {
 		seen[ev.UID] = true
 	}
 	pods := s.e.MemberPods(name)
-	var victim corev1.Pod
-	for _, p := range pods {
-		victim = p
-		break
-	}
+	names := slices.Sorted(maps.Keys(pods))
+	victim := pods[names[i%len(names)]]
 	start := time.Now()
 	if err := s.e.C.Delete(ctx, &victim, client.GracePeriodSeconds(0)); err != nil {
 		b.Fatal(err)
 	}
-	var repairStart, detected time.Duration
 	var first string
 	until(b, 5*time.Minute, func() bool {
 		// Detection: the operator's status no longer counts the member Ready (its first
@@ -525,12 +564,22 @@ func (s *scaleRun) repair(b *testing.B, name string) {
 		c := s.e.Cluster(name)
 		return framework.AvailableWith(c, 3) && readyPodsByCluster(b, s.e)[name] == 3
 	})
-	healthy := time.Since(start)
-	b.ReportMetric(detected.Seconds(), "death-to-detected-s")
-	b.ReportMetric(repairStart.Seconds(), "death-to-repair-s")
-	b.ReportMetric(healthy.Seconds(), "death-to-healthy-s")
+	healthy = time.Since(start)
 	b.Logf("member pod %s deleted: status shows it not Ready after %v, first repair step after %v (%s), Available with 3 after %v",
 		victim.Name, detected.Round(time.Millisecond), repairStart.Round(time.Millisecond), first, healthy.Round(time.Millisecond))
+	return detected, repairStart, healthy
+}
+
+// quantile is the q-quantile of ds by nearest rank (the largest for q = 0.99 and fewer
+// than 100 samples).
+func quantile(ds []time.Duration, q float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(math.Ceil(q*float64(len(s))))-1)]
+}
+
+func quantiles(ds []time.Duration) string {
+	return fmt.Sprintf("%.2f/%.2f/%.2f s", quantile(ds, 0.5).Seconds(), quantile(ds, 0.99).Seconds(), slices.Max(ds).Seconds())
 }
 
 // repairEvents are the probe cluster's events that start a repair.
