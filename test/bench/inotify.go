@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // inotify instances are limited per user, machine-wide (fs.inotify.max_user_instances,
@@ -93,10 +94,10 @@ func tryReserveInotify(dir, mine string, need, limit int, count func() inotifyUs
 		return false, used, 0, err
 	}
 	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
 		return false, used, 0, err
 	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it too
+	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN) //nolint:errcheck // closing releases it too
 	if reserved, err = otherReservations(dir, mine); err != nil {
 		return false, used, 0, err
 	}
@@ -140,8 +141,8 @@ func otherReservations(dir, mine string) (int, error) {
 }
 
 func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || err == syscall.EPERM
+	err := unix.Kill(pid, 0)
+	return err == nil || err == unix.EPERM
 }
 
 func inotifyLimit() (int, error) {
@@ -164,7 +165,7 @@ func (u inotifyUse) String() string {
 	for n := range u.byComm {
 		names = append(names, n)
 	}
-	sort.Slice(names, func(i, j int) bool { return u.byComm[names[i]] > u.byComm[names[j]] })
+	slices.SortFunc(names, func(a, b string) int { return u.byComm[b] - u.byComm[a] })
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
 		parts = append(parts, fmt.Sprintf("%s=%d", n, u.byComm[n]))

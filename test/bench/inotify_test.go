@@ -5,8 +5,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // A reservation is written only when the instances in use, the others' reservations and
@@ -63,7 +64,7 @@ func TestInotifyReservation(t *testing.T) {
 	}
 
 	// Once the other process exits, its reservation no longer counts.
-	_ = child.Process.Signal(syscall.SIGKILL)
+	_ = child.Process.Kill()
 	_ = child.Wait()
 	if n, err := otherReservations(dir, mine); err != nil || n != 0 {
 		t.Fatalf("reservations after the other process exited: %d, %v", n, err)
@@ -73,11 +74,11 @@ func TestInotifyReservation(t *testing.T) {
 // The instances this process opens are counted.
 func TestCountInotifySeesOwnInstances(t *testing.T) {
 	before := countInotify()
-	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC)
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Close(fd)
+	defer unix.Close(fd)
 	after := countInotify()
 	if after.self != before.self+1 {
 		t.Fatalf("this process's instances: %d before, %d after opening one", before.self, after.self)
