@@ -188,7 +188,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.etcdLog = mgr.GetLogger().WithName("etcdcluster").WithName("etcd")
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&etcdv1beta2.EtcdCluster{}, builder.WithPredicates(r.managedPredicate())). // shard.go
-		Owns(&corev1.Pod{}).
+		Owns(&corev1.Pod{}, builder.WithPredicates(r.interruptOnMemberPodGone())).     // watch_membergone.go
 		Owns(&corev1.Service{}).
 		Owns(&corev1.PersistentVolumeClaim{}). // claims growing report progress
 		Owns(&policyv1.PodDisruptionBudget{}).
@@ -282,7 +282,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return r.observeFailed(ctx, &c, tlsErr)
 	}
 
-	obs, err := r.observe(ctx, &c)
+	obs, err := r.observe(ctx, &c, status)
+	if errors.Is(err, errMemberPodGone) { // watch_membergone.go: not a failure
+		// The pod event that interrupted it has queued the cluster again already.
+		lg.V(1).Info("observation interrupted", "reason", err.Error())
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		return r.observeFailed(ctx, &c, err)
 	}

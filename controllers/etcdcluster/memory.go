@@ -26,10 +26,13 @@ type memory struct {
 	// services: the chart's last render of each cluster's Services and budget
 	// (memory_rendered.go).
 	services renderedServices
+	// inflight: each cluster's observation while it asks etcd, and when one was last cut
+	// short by a member pod's deletion (watch_membergone.go).
+	inflight *observationsInFlight
 }
 
 func newMemory() *memory {
-	return &memory{health: newHealthTracker(), events: newEventMemo(), backoff: newStepBackoff()}
+	return &memory{health: newHealthTracker(), events: newEventMemo(), backoff: newStepBackoff(), inflight: &observationsInFlight{}}
 }
 
 // forget drops all that is kept of the cluster namespace/name (key), under any UID: the
@@ -43,6 +46,7 @@ func (m *memory) forget(key string) {
 	m.loss.forgetCluster(key)
 	m.lostBackups.forgetCluster(key)
 	m.services.forget(key)
+	m.inflight.forget(key)
 }
 
 // deleteCluster deletes from m the keys of cluster (namespace/name) that go on with a

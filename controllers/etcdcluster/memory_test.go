@@ -52,6 +52,10 @@ func remember(t *testing.T, m *memory, cluster, uid string, now time.Time) {
 		m.services.m = map[string]renderedEntry{}
 	}
 	m.services.m[cluster] = renderedEntry{}
+	// An observation cut short and its successor still asking etcd.
+	m.inflight.begin(context.Background(), cluster)
+	m.inflight.interrupt(cluster, now)
+	m.inflight.begin(context.Background(), cluster)
 	m.loss.observe(cluster+"/"+uid, true, now)
 	m.lostBackups.put(cluster+"/"+uid, lostBackups{at: now})
 	// A listing running and one waiting (the namespace's bound set around them).

@@ -77,8 +77,11 @@ func (o *observation) close() {}
 
 // observe reads the cluster as it is: what status recorded, the member pods and claims
 // from the API server (observe_kube.go), the members from etcd (observe_etcd.go), and
-// joins them into the planner's view (observe_join.go).
-func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*observation, error) {
+// joins them into the planner's view (observe_join.go). A member counted Ready whose pod
+// went is reported through status before etcd is asked (status_membergone.go), and a
+// member pod deleted while etcd is being asked ends the observation with errMemberPodGone
+// (watch_membergone.go).
+func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster, status *statusWriter) (*observation, error) {
 	now := r.Now()
 	o := &observation{planner: recordedState(c, now)}
 	pods, err := r.listMemberPods(ctx, c)
@@ -95,18 +98,26 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster) (*
 	endpoints, epOfPod := r.dialTargets(c, o.pods, r.recoveryUnderway(c, pods))
 	o.warnings, o.warningsDue = r.kubeletWarnings(ctx, o.pods)
 
+	r.reportGoneMembers(ctx, c, o.pods, status)
+
 	var answers etcdAnswers
 	o.auth = r.observeAuth(ctx, c) // act_auth.go
 	if len(endpoints) > 0 {
-		admin, err := r.connect(ctx, c, endpoints, &o.auth)
+		ectx, done := r.inflight.begin(ctx, clusterKey(c))
+		admin, err := r.connect(ectx, c, endpoints, &o.auth)
+		if err == nil {
+			err = o.auth.blocking() // act_auth.go
+		}
+		if err == nil {
+			o.admin = admin
+			answers = askEtcd(ectx, admin, endpoints, probeBounds(admin, c.Status.Bootstrapped, o.pods, epOfPod)) // observe_probe.go
+		}
+		if done() {
+			return nil, errMemberPodGone
+		}
 		if err != nil {
 			return nil, err
 		}
-		if err := o.auth.blocking(); err != nil { // act_auth.go
-			return nil, err
-		}
-		o.admin = admin
-		answers = askEtcd(ctx, admin, endpoints, probeBounds(admin, c.Status.Bootstrapped, o.pods, epOfPod)) // observe_probe.go
 	}
 
 	nodes := nodeCache{} // each Node is read once per observation (observe_cordon.go)

@@ -71,7 +71,7 @@ func TestObserveCordonedNode(t *testing.T) {
 				objs = append(objs, tc.spare)
 			}
 			f := newProofFixture(t, nil, objs...)
-			o, err := f.r.observe(context.Background(), f.cluster)
+			o, err := f.r.observe(context.Background(), f.cluster, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +95,7 @@ func TestObserveCordonedNode(t *testing.T) {
 // Without a pod on a cordoned node, Nodes are not listed and nothing leaves.
 func TestObserveNoCordonNoMove(t *testing.T) {
 	f := newProofFixture(t, nil, podOn("c-a", "n-up"), readyNode("n-up"))
-	o, err := f.r.observe(context.Background(), f.cluster)
+	o, err := f.r.observe(context.Background(), f.cluster, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func TestObserveWithoutEtcd(t *testing.T) {
 		s.PendingMember = &etcdv1beta2.PendingMember{Name: "c-c", ID: etcdadmin.FormatID(3), AddedAt: metav1.NewTime(proofNow.Add(-time.Minute))}
 	})
 
-	o, err := f.r.observe(context.Background(), f.cluster)
+	o, err := f.r.observe(context.Background(), f.cluster, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
