@@ -92,7 +92,7 @@ E2E_SHARDS       ?= 3
 E2E_LATE_SHARDS  ?= 1
 
 .PHONY: test
-test: tools helm verify test-tiers ## All three tiers at once: unit then integration in one lane, e2e on E2E_SHARDS workers beside it.
+test: tools helm verify test-tiers bench-binaries ## All three tiers at once: unit then integration in one lane, e2e on E2E_SHARDS workers beside it.
 	hack/go-test-shards.sh $(E2E_SHARDS)+$(E2E_LATE_SHARDS) "$(GO_TEST_FLAGS)" ./test/e2e $(filter-out ./test/e2e,$(TEST_E2E)) \
 	  -- "$(MAKE) --no-print-directory test-unit" "$(MAKE) --no-print-directory test-integration"
 
@@ -107,8 +107,19 @@ test-integration: tools ## Tests against real processes: envtest, etcd, MinIO, C
 	exit $$rc
 
 .PHONY: test-e2e
-test-e2e: tools helm ## End-to-end tests on the local bench (real nodes); root. E2E_SHARDS=1 runs them one at a time.
+test-e2e: tools helm bench-binaries ## End-to-end tests on the local bench (real nodes); root. E2E_SHARDS=1 runs them one at a time.
 	hack/go-test-shards.sh $(E2E_SHARDS) "$(GO_TEST_FLAGS)" ./test/e2e $(filter-out ./test/e2e,$(TEST_E2E))
+
+# Every e2e test process builds the operator image's binary (and pause's) for its bench:
+# static, -trimpath, so none of it comes from the tests' own compiles. With a cold Go build
+# cache the first test of every worker compiled all of it at once, which on 2 cores took
+# 10 minutes and starved the benches starting beside it (their API servers timed out; a
+# cold .ci/run failed 12 e2e tests on 2026-12-06). Compiled here once, before any bench,
+# each process only links (seconds). Same command and environment as test/bench/images.goBuild.
+.PHONY: bench-binaries
+bench-binaries:
+	d=$$(mktemp -d) && CGO_ENABLED=0 GOOS=linux GOARCH=$$(go env GOARCH) go build -trimpath -o $$d/ . ./test/cmd/pause; \
+	rc=$$?; rm -rf $$d; exit $$rc
 
 .PHONY: test-tiers
 test-tiers: ## Fail unless every package with tests is in exactly one tier.
