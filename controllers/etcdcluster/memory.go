@@ -29,6 +29,9 @@ type memory struct {
 	// inflight: each cluster's observation while it asks etcd, and when one was last cut
 	// short by a member pod's deletion (watch_membergone.go).
 	inflight *observationsInFlight
+	// setupReads: when each starting member pod's events were read, and what was found
+	// (memory_setupreads.go).
+	setupReads setupReads
 }
 
 func newMemory() *memory {
@@ -47,6 +50,7 @@ func (m *memory) forget(key string) {
 	m.lostBackups.forgetCluster(key)
 	m.services.forget(key)
 	m.inflight.forget(key)
+	m.setupReads.forget(key)
 }
 
 // deleteCluster deletes from m the keys of cluster (namespace/name) that go on with a

@@ -56,6 +56,7 @@ func remember(t *testing.T, m *memory, cluster, uid string, now time.Time) {
 	m.inflight.begin(context.Background(), cluster)
 	m.inflight.interrupt(cluster, now)
 	m.inflight.begin(context.Background(), cluster)
+	m.setupReads.put(cluster+"/pod-uid", setupRead{next: now})
 	m.loss.observe(cluster+"/"+uid, true, now)
 	m.lostBackups.put(cluster+"/"+uid, lostBackups{at: now})
 	// A listing running and one waiting (the namespace's bound set around them).

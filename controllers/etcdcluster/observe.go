@@ -96,7 +96,7 @@ func (r *Reconciler) observe(ctx context.Context, c *etcdv1beta2.EtcdCluster, st
 	}
 	o.pods = ownPods(c, pods)
 	endpoints, epOfPod := r.dialTargets(c, o.pods, r.recoveryUnderway(c, pods))
-	o.warnings, o.warningsDue = r.kubeletWarnings(ctx, o.pods)
+	o.warnings, o.warningsDue = r.kubeletWarnings(ctx, clusterKey(c), o.pods)
 
 	r.reportGoneMembers(ctx, c, o.pods, status)
 

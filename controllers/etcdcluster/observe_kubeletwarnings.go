@@ -16,12 +16,16 @@ import (
 // statuses), the newest set-up warning the kubelet recorded as an event. A real kubelet
 // says "ContainerCreating" for a pod whose TLS Secret does not exist and explains why only
 // in a FailedMount event; without this, status would say the pod is merely starting.
-// Events are read uncached and only for such pods, so a healthy cluster costs nothing.
-// A failed read is logged and leaves the pod without a warning: it must not stop the
-// reconcile. due is when the youngest pod skipped for its age reaches setupWarningAfter
-// (zero if none was): the reconcile is to come back by then.
-func (r *Reconciler) kubeletWarnings(ctx context.Context, pods map[string]*corev1.Pod) (out map[string]*kubeletWarning, due time.Time) {
+// Events are read uncached and only for such pods, so a healthy cluster costs nothing,
+// and a pod's are read again only after an interval that doubles from setupWarningAfter
+// up to setupReadMaxEvery (memory_setupreads.go): meanwhile the last read's finding
+// stands. A failed read is logged and leaves the pod without a warning: it must not stop
+// the reconcile. due is when the youngest pod skipped for its age reaches
+// setupWarningAfter (zero if none was): the reconcile is to come back by then. cluster
+// is the cluster's namespace/name.
+func (r *Reconciler) kubeletWarnings(ctx context.Context, cluster string, pods map[string]*corev1.Pod) (out map[string]*kubeletWarning, due time.Time) {
 	now := r.Now()
+	read := map[string]bool{} // the pods whose reads are remembered, by key
 	for name, p := range pods {
 		if !beingSetUp(p) {
 			continue
@@ -36,21 +40,45 @@ func (r *Reconciler) kubeletWarnings(ctx context.Context, pods map[string]*corev
 			}
 			continue
 		}
+		key := cluster + "/" + string(p.UID)
+		read[key] = true
+		last, seen := r.setupReads.get(key)
+		if seen && now.Before(last.next) {
+			if last.warning != nil {
+				if out == nil {
+					out = map[string]*kubeletWarning{}
+				}
+				out[name] = last.warning
+			}
+			continue
+		}
+		every := setupWarningAfter
+		if seen {
+			every = min(2*last.every, setupReadMaxEvery)
+		}
 		var evs corev1.EventList
 		if err := r.freshReader().List(ctx, &evs, client.InNamespace(p.Namespace),
 			client.MatchingFields{"involvedObject.uid": string(p.UID)}); err != nil {
 			log.FromContext(ctx).V(1).Info("cannot read the pod's events", "pod", name, "error", err.Error())
+			r.setupReads.put(key, setupRead{next: now.Add(every), every: every})
 			continue
 		}
-		if w := setupWarning(evs.Items); w != nil {
+		w := setupWarning(evs.Items)
+		r.setupReads.put(key, setupRead{next: now.Add(every), every: every, warning: w})
+		if w != nil {
 			if out == nil {
 				out = map[string]*kubeletWarning{}
 			}
 			out[name] = w
 		}
 	}
+	r.setupReads.keepOnly(cluster, read)
 	return out, due
 }
+
+// setupReadMaxEvery bounds the interval between two reads of a starting pod's events: a
+// warning that changes (another Secret missing) shows within it.
+const setupReadMaxEvery = time.Minute
 
 // setupWarningAfter is how long a pod is set up before its set-up warnings are read:
 // longer than the kubelet takes to start a pod whose volumes mount, even on a busy node,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -131,10 +132,10 @@ func TestKubeletWarningsReadOnlyForPodsSetUpForLong(t *testing.T) {
 		})
 	}
 	rd := &eventsReader{evs: []corev1.Event{{Type: corev1.EventTypeWarning, Reason: "FailedMount", Message: `secret "absent-peer" not found`}}}
-	r := &Reconciler{APIReader: rd, Now: func() time.Time { return now }}
+	r := &Reconciler{APIReader: rd, Now: func() time.Time { return now }, memory: newMemory()}
 
 	young := settingUp("young", 3*time.Second)
-	ws, due := r.kubeletWarnings(context.Background(), map[string]*corev1.Pod{"young": young})
+	ws, due := r.kubeletWarnings(context.Background(), "ns/c", map[string]*corev1.Pod{"young": young})
 	if rd.lists != 0 || ws != nil {
 		t.Fatalf("a pod bound 3 s ago: %d event lists, warnings %v; want none", rd.lists, ws)
 	}
@@ -143,7 +144,7 @@ func TestKubeletWarningsReadOnlyForPodsSetUpForLong(t *testing.T) {
 	}
 
 	old := settingUp("old", setupWarningAfter+time.Second)
-	ws, due = r.kubeletWarnings(context.Background(), map[string]*corev1.Pod{"young": young, "old": old})
+	ws, due = r.kubeletWarnings(context.Background(), "ns/c", map[string]*corev1.Pod{"young": young, "old": old})
 	if rd.lists != 1 || ws["old"] == nil || ws["old"].Reason != "FailedMount" || ws["young"] != nil {
 		t.Fatalf("%d event lists, warnings %v: want one list, old's FailedMount and nothing for young", rd.lists, ws)
 	}
@@ -157,7 +158,49 @@ func TestKubeletWarningsReadOnlyForPodsSetUpForLong(t *testing.T) {
 		p.Spec.NodeName = "node-1"
 		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "etcd", State: waiting("ContainerCreating", "")}}
 	})
-	if ws, _ := r.kubeletWarnings(context.Background(), map[string]*corev1.Pod{"unstamped": unstamped}); rd.lists != 2 || ws["unstamped"] == nil {
+	if ws, _ := r.kubeletWarnings(context.Background(), "ns/c", map[string]*corev1.Pod{"unstamped": unstamped}); rd.lists != 2 || ws["unstamped"] == nil {
 		t.Fatalf("a pod created a minute ago without a PodScheduled time: %d lists, warnings %v; want it read", rd.lists, ws)
+	}
+}
+
+// A starting pod's events are read again only after an interval that doubles from
+// setupWarningAfter up to setupReadMaxEvery; in between, the last read's warning stands.
+// A pod no longer being set up leaves nothing behind.
+func TestKubeletWarningsReadAgainAfterAGrowingInterval(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	pod := podWith("stuck", func(p *corev1.Pod) {
+		p.UID = "uid-stuck"
+		p.Spec.NodeName = "node-1"
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(now.Add(-setupWarningAfter))}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "etcd", State: waiting("ContainerCreating", "")}}
+	})
+	rd := &eventsReader{evs: []corev1.Event{{Type: corev1.EventTypeWarning, Reason: "FailedMount", Message: `secret "absent-peer" not found`}}}
+	clock := now
+	r := &Reconciler{APIReader: rd, Now: func() time.Time { return clock }, memory: newMemory()}
+	pods := map[string]*corev1.Pod{"stuck": pod}
+
+	var readsAt []time.Duration
+	for step := time.Duration(0); step <= 4*time.Minute; step += time.Second {
+		clock = now.Add(step)
+		before := rd.lists
+		ws, _ := r.kubeletWarnings(context.Background(), "ns/c", pods)
+		if ws["stuck"] == nil || ws["stuck"].Reason != "FailedMount" {
+			t.Fatalf("at +%v: warnings %v, want the FailedMount read before", step, ws)
+		}
+		if rd.lists != before {
+			readsAt = append(readsAt, step)
+		}
+	}
+	want := []time.Duration{0, 10 * time.Second, 30 * time.Second, 70 * time.Second, 130 * time.Second, 190 * time.Second}
+	if !slices.Equal(readsAt, want) {
+		t.Fatalf("events read at %v, want %v (intervals 10 s, 20 s, 40 s, then every %v)", readsAt, want, setupReadMaxEvery)
+	}
+
+	// Once the pod runs, nothing is kept of it.
+	pod.Status.Phase = corev1.PodRunning
+	r.kubeletWarnings(context.Background(), "ns/c", pods)
+	if len(r.setupReads.m) != 0 {
+		t.Fatalf("kept %v for a pod that is no longer being set up", r.setupReads.m)
 	}
 }
