@@ -3,8 +3,8 @@ package etcdcluster
 import (
 	"context"
 	"errors"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
