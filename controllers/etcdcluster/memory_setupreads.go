@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"strings"
 	"sync"
 	"time"
 )
@@ -44,7 +45,7 @@ func (s *setupReads) keepOnly(cluster string, keep map[string]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range s.m {
-		if len(k) > len(cluster) && k[:len(cluster)+1] == cluster+"/" && !keep[k] {
+		if strings.HasPrefix(k, cluster+"/") && !keep[k] {
 			delete(s.m, k)
 		}
 	}

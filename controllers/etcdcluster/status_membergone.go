@@ -23,13 +23,14 @@ func (r *Reconciler) reportGoneMembers(ctx context.Context, c *etcdv1beta2.EtcdC
 	if len(gone) == 0 || w == nil {
 		return
 	}
-	c.Status.Members.Ready = slices.DeleteFunc(slices.Clone(c.Status.Members.Ready), func(n string) bool { return slices.Contains(gone, n) })
+	// c's status is the reconcile's own copy (the writer diffs it against a deep copy).
+	c.Status.Members.Ready = slices.DeleteFunc(c.Status.Members.Ready, func(n string) bool { return slices.Contains(gone, n) })
 	for _, n := range gone {
 		if !slices.Contains(c.Status.Members.Unready, n) {
-			c.Status.Members.Unready = append(slices.Clone(c.Status.Members.Unready), n)
+			c.Status.Members.Unready = append(c.Status.Members.Unready, n)
 		}
 	}
-	if c.Status.Members.Leader != "" && slices.Contains(gone, c.Status.Members.Leader) {
+	if slices.Contains(gone, c.Status.Members.Leader) {
 		c.Status.Members.Leader = ""
 	}
 	if err := w.checkpoint(ctx); err != nil {

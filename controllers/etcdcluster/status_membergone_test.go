@@ -7,20 +7,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // A Ready member whose pod is gone or terminating is reported not Ready in one write
 // before etcd is asked; with every Ready member's pod in place nothing is written.
 func TestReportGoneMembers(t *testing.T) {
 	patches := 0
-	r, ec, c, _ := statusWriterFixture(t, interceptor.Funcs{
-		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			patches++
-			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
-		},
-	})
+	r, ec, c, _ := statusWriterFixture(t, countingStatusPatches(&patches))
 	w := r.statusWriterFor(ec)
 	ec.Status.Members.Ready = []string{"c-a", "c-b", "c-c"}
 	ec.Status.Members.Unready = []string{"c-d"}

@@ -33,6 +33,16 @@ func statusWriterFixture(t *testing.T, funcs interceptor.Funcs) (*Reconciler, *e
 	return r, &got, c, rec
 }
 
+// countingStatusPatches counts the status patches the fixture's client serves in n.
+func countingStatusPatches(n *int) interceptor.Funcs {
+	return interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			*n++
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	}
+}
+
 func stored(t *testing.T, c client.Client) *etcdv1beta2.EtcdCluster {
 	t.Helper()
 	var got etcdv1beta2.EtcdCluster
@@ -136,12 +146,7 @@ func TestStatusWriterExportsReconciled(t *testing.T) {
 // server no request per resync. A change after it is still written.
 func TestStatusWriterSkipsUnchangedStatus(t *testing.T) {
 	patches := 0
-	r, ec, c, _ := statusWriterFixture(t, interceptor.Funcs{
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			patches++
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-		},
-	})
+	r, ec, c, _ := statusWriterFixture(t, countingStatusPatches(&patches))
 	ec.Status.Phase = etcdv1beta2.ClusterPhaseRunning
 	if err := r.statusWriterFor(ec).flush(context.Background(), nil); err != nil {
 		t.Fatal(err)
