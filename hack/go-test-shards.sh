@@ -32,13 +32,17 @@ shift 3
 ((shards >= 1)) || { echo "$0: SHARDS must be at least 1" >&2; exit 2; }
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+sampler=
+trap '[[ -z $sampler ]] || kill "$sampler" 2>/dev/null; rm -rf "$work"' EXIT
 # Interrupted: the workers' test processes stop their benches (they handle SIGTERM)
 # before the scratch directory goes.
 trap 'trap - INT TERM; kill -TERM 0 2>/dev/null; wait; exit 130' INT TERM
 # Every test process pushes the bench's images to a registry of its own: their
 # compressed layers are made once and shared (test/bench/images.LayerCacheEnv).
 export ETCD_OPERATOR_BENCH_LAYER_CACHE=$work/layers
+# ... and the binaries in those images (the operator, pause) are built once, by the first
+# test process, for the whole run (test/bench/images.BinaryCacheEnv).
+export ETCD_OPERATOR_BENCH_BINARY_CACHE=$work/bin
 
 # `go test` flags: build flags (-race, -cover, -tags=..., -gcflags=..., -ldflags=...)
 # build the test binary, the others become its own (-timeout 45m -> -test.timeout 45m);
@@ -76,6 +80,43 @@ while (($#)) && [[ $1 != -- ]]; do others+=("$1"); shift; done
 echo 0 >"$work/next"
 
 pkgdir=$(go list -f '{{.Dir}}' "$sharded")
+
+# Admission. A bench starting (control plane, nodes, images, an etcd cluster) takes a core
+# for a minute; on a machine the running benches and the command lane already keep busy,
+# it starved them: on 2 cores, kubelets missed their node leases and etcd its heartbeats,
+# and tests that pass alone failed (CI of 2026-12-06). So a worker takes its next entry
+# only when the CPUs were at least ADMIT_IDLE_PCT% idle over the last 10 s (sampled
+# every 2 s from /proc/stat), or when no other worker is running an entry, or after
+# waiting ADMIT_MAX_WAIT seconds (a busy machine slows the run down, never stops it). On
+# a machine with room to spare nobody waits.
+admit_idle=${ADMIT_IDLE_PCT:-30} admit_max_wait=${ADMIT_MAX_WAIT:-120}
+mkdir -p "$work/running"
+cpusampler() { # writes the CPUs' idle percentage over the last 10 s to $work/cpuidle
+  local -a busy=() total=()
+  local u n s i w q sq st b
+  while :; do
+    read -r _ u n s i w q sq st _ </proc/stat
+    b=$((u + n + s + q + sq + st))
+    busy+=("$b") total+=($((b + i + w)))
+    if ((${#busy[@]} > 6)); then busy=("${busy[@]:1}") total=("${total[@]:1}"); fi
+    if ((total[-1] > total[0])); then
+      echo $((100 - 100 * (busy[-1] - busy[0]) / (total[-1] - total[0]))) >"$work/cpuidle.tmp"
+      mv "$work/cpuidle.tmp" "$work/cpuidle"
+    fi
+    sleep 2
+  done
+}
+admit() { # admit PREFIX: waits until this worker may start its next entry
+  local prefix=$1 waited=0 idle others
+  while ((waited < admit_max_wait)); do
+    others=$(find "$work/running" -type f ! -name "$prefix" | wc -l)
+    idle=$(cat "$work/cpuidle" 2>/dev/null || echo 100)
+    ((others > 0 && idle < admit_idle)) || break
+    sleep 2
+    waited=$((waited + 2))
+  done
+  ((waited == 0)) || echo "=== admission: waited ${waited}s (CPUs ${idle}% idle over 10 s, $others other entries running)"
+}
 take() { # prints the next queued test, or nothing when the queue is empty
   (
     flock 9
@@ -90,7 +131,9 @@ worker() { # worker PREFIX: runs queued tests until none is left; fails if any f
   {
     local rc=0 name start status
     while name=$(take) && [[ -n $name ]]; do
+      admit "${prefix//\//_}"
       start=$SECONDS
+      touch "$work/running/${prefix//\//_}"
       if [[ $name == @other ]]; then
         # shellcheck disable=SC2086 # flags are words
         if go test $flags -p 1 "${others[@]}"; then status=ok; else status=FAIL rc=1; fi
@@ -100,6 +143,7 @@ worker() { # worker PREFIX: runs queued tests until none is left; fails if any f
       else
         status=FAIL rc=1
       fi
+      rm -f "$work/running/${prefix//\//_}"
       echo "=== shard result: $name $status $((SECONDS - start))"
     done
     exit $rc
@@ -131,6 +175,10 @@ latelane() { # the command lane (if any), then L more workers; fails if any part
   return $rc
 }
 
+if [[ -r /proc/stat ]]; then
+  cpusampler &
+  sampler=$!
+fi
 pids=()
 if ((${#commands[@]} || late)); then
   latelane &

@@ -214,7 +214,7 @@ resolvConf: %[6]q
 podLogsDir: %[7]q
 failSwapOn: false
 protectKernelDefaults: false
-nodeLeaseDurationSeconds: 8
+nodeLeaseDurationSeconds: 10
 nodeStatusUpdateFrequency: 2s
 nodeStatusReportFrequency: 10s
 syncFrequency: 5s

@@ -380,8 +380,8 @@ func testNodeDown(ctx context.Context, t *testing.T, b *bench.Bench) {
 		t.Fatal(err)
 	}
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
-	// Grace period 10s plus a monitor period; allow generous slack on a busy machine.
-	waitObj(t, c, n, 40*time.Second, "Ready=Unknown", func() bool {
+	// Grace period 20s plus a monitor period; allow generous slack on a busy machine.
+	waitObj(t, c, n, 50*time.Second, "Ready=Unknown", func() bool {
 		for _, cond := range n.Status.Conditions {
 			if cond.Type == corev1.NodeReady {
 				return cond.Status == corev1.ConditionUnknown

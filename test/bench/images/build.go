@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/etcd-operator/etcd-operator/internal/ociimage"
 )
 
@@ -54,8 +56,16 @@ func BuildPause(repoRoot, outDir string) (string, error) {
 }
 
 // goBuild runs `CGO_ENABLED=0 go build -trimpath -o out pkg` in repoRoot: the images
-// have no C library, so every binary must be static (checked afterwards).
+// have no C library, so every binary must be static (checked afterwards). With
+// BinaryCacheEnv set, it returns the binary built there by the first process instead.
 func goBuild(repoRoot, pkg, out string) (string, error) {
+	if dir := os.Getenv(BinaryCacheEnv); dir != "" {
+		return cachedBuild(dir, repoRoot, pkg, filepath.Base(out))
+	}
+	return goBuildUncached(repoRoot, pkg, out)
+}
+
+func goBuildUncached(repoRoot, pkg, out string) (string, error) {
 	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
@@ -68,4 +78,43 @@ func goBuild(repoRoot, pkg, out string) (string, error) {
 		return "", errors.Join(err, os.Remove(out))
 	}
 	return out, nil
+}
+
+// BinaryCacheEnv names a directory where test processes started one after another on
+// one checkout (hack/go-test-shards.sh runs one per test and sets it to a directory of
+// its run) share the binaries they put in images: the first builds each one, the others
+// use it. Linking the operator costs about 8 CPU-seconds, which every e2e test paid
+// again, on a 2-core machine minutes of a make test run. The directory must not outlive
+// the checkout's state: the cache is keyed by name only.
+const BinaryCacheEnv = "ETCD_OPERATOR_BENCH_BINARY_CACHE"
+
+// cachedBuild returns dir/name, building pkg there first unless an earlier process did;
+// a lock on the directory makes concurrent processes wait for one build.
+func cachedBuild(dir, repoRoot, pkg, name string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return "", fmt.Errorf("lock %s: %w", dir, err)
+	}
+	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN) //nolint:errcheck // closing releases it too
+	out := filepath.Join(dir, name)
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
+	tmp, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	built, err := goBuildUncached(repoRoot, pkg, filepath.Join(tmp, name))
+	if err != nil {
+		return "", err
+	}
+	return out, os.Rename(built, out)
 }

@@ -27,3 +27,49 @@ func TestRepoRootAndPauseBuild(t *testing.T) {
 		t.Error("built pause outside a checkout")
 	}
 }
+
+// With BinaryCacheEnv set, the first build lands in the cache and later ones (other test
+// processes of the same run) get that file back without building: its inode and
+// modification time stay the same.
+func TestBinaryCacheBuildsOnce(t *testing.T) {
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	t.Setenv(BinaryCacheEnv, cache)
+	first, err := BuildPause(root, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(first) != cache {
+		t.Fatalf("built %s, not in the cache %s", first, cache)
+	}
+	before, err := os.Stat(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := BuildPause(root, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second != first || !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("second build %s (%v) is not the cached %s (%v)", second, after.ModTime(), first, before.ModTime())
+	}
+	if err := ociimage.CheckStatic(second); err != nil {
+		t.Error(err)
+	}
+	entries, err := os.ReadDir(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() != "pause" && e.Name() != ".lock" {
+			t.Errorf("the cache holds %s besides pause and its lock", e.Name())
+		}
+	}
+}
