@@ -18,7 +18,7 @@
 # first bench starts, and no more than SHARDS benches run at once; output lines are prefixed with their worker;
 # the exit status is non-zero if any test or the other packages failed.
 # SHARDS may be written N+L: L more workers join the N once the command lane has ended
-# (at once when there are no COMMANDs). The command lane's tiers start envtest and etcd
+# (at once when there are no COMMANDs); 0+L runs the command lane first, alone. The command lane's tiers start envtest and etcd
 # processes and compile most of the tree; when they are done, their share of the machine
 # and of the inotify instances can carry one more bench.
 set -euo pipefail
@@ -29,7 +29,7 @@ shards=${1%%+*} late=0 flags=$2 sharded=$3
 [[ $1 != *+* ]] || late=${1#*+}
 shift 3
 [[ $shards =~ ^[0-9]+$ && $late =~ ^[0-9]+$ ]] || { echo "$0: SHARDS must be N or N+L" >&2; exit 2; }
-((shards >= 1)) || { echo "$0: SHARDS must be at least 1" >&2; exit 2; }
+((shards + late >= 1)) || { echo "$0: SHARDS must be at least 1 (N+L: N + L)" >&2; exit 2; }
 
 work=$(mktemp -d)
 sampler=
@@ -106,16 +106,25 @@ cpusampler() { # writes the CPUs' idle percentage over the last 10 s to $work/cp
     sleep 2
   done
 }
-admit() { # admit PREFIX: waits until this worker may start its next entry
-  local prefix=$1 waited=0 idle others
-  while ((waited < admit_max_wait)); do
-    others=$(find "$work/running" -type f ! -name "$prefix" | wc -l)
-    idle=$(cat "$work/cpuidle" 2>/dev/null || echo 100)
-    ((others > 0 && idle < admit_idle)) || break
+admit() { # admit PREFIX: waits until this worker may start its next entry, then marks it running
+  local prefix=$1 waited=0 verdict
+  # Deciding and marking under one lock: two workers asking at once (the run's start) must
+  # not both see the other idle.
+  while :; do
+    verdict=$({
+      flock 8
+      others=$(find "$work/running" -type f ! -name "$prefix" | wc -l)
+      idle=$(cat "$work/cpuidle" 2>/dev/null || echo 0) # no sample yet: the run is starting
+      if ((others == 0 || idle >= admit_idle || waited >= admit_max_wait)); then
+        touch "$work/running/$prefix"
+        echo "admitted: CPUs ${idle}% idle over 10 s, $others other entries running"
+      fi
+    } 8>"$work/admit.lock")
+    [[ -z $verdict ]] || break
     sleep 2
     waited=$((waited + 2))
   done
-  ((waited == 0)) || echo "=== admission: waited ${waited}s (CPUs ${idle}% idle over 10 s, $others other entries running)"
+  ((waited == 0)) || echo "=== admission: waited ${waited}s, $verdict"
 }
 take() { # prints the next queued test, or nothing when the queue is empty
   (
@@ -133,7 +142,6 @@ worker() { # worker PREFIX: runs queued tests until none is left; fails if any f
     while name=$(take) && [[ -n $name ]]; do
       admit "${prefix//\//_}"
       start=$SECONDS
-      touch "$work/running/${prefix//\//_}"
       if [[ $name == @other ]]; then
         # shellcheck disable=SC2086 # flags are words
         if go test $flags -p 1 "${others[@]}"; then status=ok; else status=FAIL rc=1; fi

@@ -2,6 +2,8 @@ package images
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -60,7 +62,9 @@ func BuildPause(repoRoot, outDir string) (string, error) {
 // BinaryCacheEnv set, it returns the binary built there by the first process instead.
 func goBuild(repoRoot, pkg, out string) (string, error) {
 	if dir := os.Getenv(BinaryCacheEnv); dir != "" {
-		return cachedBuild(dir, repoRoot, pkg, filepath.Base(out))
+		// Keyed by checkout as well: a build from another directory is not this one.
+		sum := sha256.Sum256([]byte(filepath.Clean(repoRoot)))
+		return cachedBuild(filepath.Join(dir, hex.EncodeToString(sum[:8])), repoRoot, pkg, filepath.Base(out))
 	}
 	return goBuildUncached(repoRoot, pkg, out)
 }
@@ -85,7 +89,7 @@ func goBuildUncached(repoRoot, pkg, out string) (string, error) {
 // its run) share the binaries they put in images: the first builds each one, the others
 // use it. Linking the operator costs about 8 CPU-seconds, which every e2e test paid
 // again, on a 2-core machine minutes of a make test run. The directory must not outlive
-// the checkout's state: the cache is keyed by name only.
+// the checkout's state: the cache is keyed by checkout and binary name, not by content.
 const BinaryCacheEnv = "ETCD_OPERATOR_BENCH_BINARY_CACHE"
 
 // cachedBuild returns dir/name, building pkg there first unless an earlier process did;

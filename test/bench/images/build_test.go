@@ -3,6 +3,7 @@ package images
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/etcd-operator/etcd-operator/internal/ociimage"
@@ -42,7 +43,7 @@ func TestBinaryCacheBuildsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Dir(first) != cache {
+	if !strings.HasPrefix(first, cache+string(filepath.Separator)) {
 		t.Fatalf("built %s, not in the cache %s", first, cache)
 	}
 	before, err := os.Stat(first)
@@ -63,7 +64,7 @@ func TestBinaryCacheBuildsOnce(t *testing.T) {
 	if err := ociimage.CheckStatic(second); err != nil {
 		t.Error(err)
 	}
-	entries, err := os.ReadDir(cache)
+	entries, err := os.ReadDir(filepath.Dir(first))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,5 +72,9 @@ func TestBinaryCacheBuildsOnce(t *testing.T) {
 		if e.Name() != "pause" && e.Name() != ".lock" {
 			t.Errorf("the cache holds %s besides pause and its lock", e.Name())
 		}
+	}
+	// Another directory's build is not this checkout's: it fails as it would uncached.
+	if _, err := BuildPause(t.TempDir(), t.TempDir()); err == nil {
+		t.Error("the cache answered for a directory that is not a checkout")
 	}
 }
