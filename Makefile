@@ -93,7 +93,7 @@ E2E_SHARDS       ?= 2
 # node leases, etcd under the tests' write loads stalled past the clients' 16 s retries,
 # a CoreOS-style member failed its liveness probe), and the heaviest tests, which start
 # first, failed every time; each of them passed alone. On a faster machine
-# E2E_SHARDS_BESIDE_LANE=2 E2E_SHARDS=3 was the schedule until then (about 28 min).
+# E2E_SHARDS_BESIDE_LANE=3 E2E_SHARDS=4 was the schedule until then (about 28 min).
 E2E_SHARDS_BESIDE_LANE ?= 0
 
 .PHONY: test
