@@ -89,7 +89,7 @@ BENCHMARKS       := ./test/benchmark/...
 E2E_SHARDS       ?= 2
 # make test runs this many of them beside its unit and integration lane, the others once
 # that lane has ended. None: on a slower 2-core machine (2026-12-06) the lane's envtest
-# servers and compiles beside even one or two benches starved them (kubelets missed their
+# servers and compiles beside two benches starved them (kubelets missed their
 # node leases, etcd under the tests' write loads stalled past the clients' 16 s retries,
 # a CoreOS-style member failed its liveness probe), and the heaviest tests, which start
 # first, failed every time; each of them passed alone. On a faster machine
