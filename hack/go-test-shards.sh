@@ -225,8 +225,9 @@ rc=0
 for p in "${pids[@]}"; do wait "$p" || rc=1; done
 
 # A CI log is often read from its tail: the failures come last, a few lines each (a
-# test's own error lines, not its bench's logs), and the whole output of each failed
-# entry is kept where the summary says.
+# test's own output lines, not its bench's logs: the last ones, since t.Log and t.Error
+# lines look alike and a test's failures mostly come at its end, after its logging), and
+# the whole output of each failed entry is kept where the summary says.
 if [[ -s $work/failed ]]; then
   kept=$(mktemp -d "${TMPDIR:-/tmp}/go-test-shards-failed-XXXX")
   echo "=== failures ($(wc -l <"$work/failed")); whole outputs in $kept"
@@ -235,7 +236,7 @@ if [[ -s $work/failed ]]; then
     echo "--- $name"
     lines=$(grep -E -e '--- FAIL|^\s+[A-Za-z0-9_]+\.go:[0-9]+: |^panic: ' "$work/out/$name" || true)
     [[ -n $lines ]] || lines=$(tail -n 4 "$work/out/$name") # not a Go test's output
-    head -n 8 <<<"$lines" | cut -c1-240
+    tail -n 8 <<<"$lines" | cut -c1-240
   done <"$work/failed"
 fi
 exit $rc
