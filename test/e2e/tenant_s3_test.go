@@ -39,6 +39,9 @@ type hostileS3 struct {
 	listPages    atomic.Int64
 	tarpitWaits  atomic.Int64 // requests held
 	tarpitActive atomic.Int64
+	tarpitLists  atomic.Int64 // of the requests held, listings
+	tarpitReads  atomic.Int64 // of the requests held, object reads (GET or HEAD of a key)
+	tarpitPeak   atomic.Int64 // most requests held at once
 }
 
 const (
@@ -82,7 +85,13 @@ func (h *hostileS3) serve(w http.ResponseWriter, r *http.Request) {
 	switch bucket {
 	case "tarpit":
 		h.tarpitWaits.Add(1)
-		h.tarpitActive.Add(1)
+		switch {
+		case q.Get("list-type") != "":
+			h.tarpitLists.Add(1)
+		case key != "":
+			h.tarpitReads.Add(1)
+		}
+		raiseTo(&h.tarpitPeak, h.tarpitActive.Add(1))
 		defer h.tarpitActive.Add(-1)
 		select {
 		case <-h.release:
@@ -139,5 +148,11 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotFound)
 	if r.Method != http.MethodHead {
 		io.WriteString(w, `<Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>`)
+	}
+}
+
+// raiseTo sets v to n if n is larger.
+func raiseTo(v *atomic.Int64, n int64) {
+	for cur := v.Load(); n > cur && !v.CompareAndSwap(cur, n); cur = v.Load() {
 	}
 }
