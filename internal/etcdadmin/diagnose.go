@@ -34,8 +34,7 @@ func (a *Admin) diagnose(ctx context.Context, ep string) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", host)
 	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
+		if isTimeout(err) {
 			return fmt.Errorf("no answer from %s within %v (down or partitioned)", host, diagnoseTimeout)
 		}
 		return err

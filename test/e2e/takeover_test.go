@@ -139,7 +139,7 @@ func deleteTakenOver(t *testing.T, e *framework.Env, cases []takeoverCase) {
 			t.Fatal(err)
 		}
 	}
-	e.Eventually(3*time.Minute, "the first wave's member pods gone", func() error {
+	e.Eventually(3*time.Minute, "the deleted wave's member pods gone", func() error {
 		for _, tc := range cases {
 			pods, err := e.ListMemberPods(tc.name)
 			if err != nil {

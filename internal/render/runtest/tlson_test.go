@@ -1,9 +1,7 @@
 package runtest
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -155,7 +153,7 @@ func TestRenderedPodsTurnTLSOn(t *testing.T) {
 	if resp, err := hc.Get(httpURL(0) + "/version"); err == nil {
 		resp.Body.Close()
 		t.Errorf("plaintext still served after the last step")
-	} else if timedOut(err) {
+	} else if etcdtest.TimedOut(err) {
 		t.Errorf("a plaintext request timed out, which tells no refusal from a hung member: %v", err)
 	} else {
 		t.Logf("plaintext after the last step: %v", err)
@@ -180,9 +178,4 @@ func memberID(t *testing.T, hc *http.Client, url, name string) string {
 	}
 	t.Fatalf("no member %s in %+v", name, list.Members)
 	return ""
-}
-
-func timedOut(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -455,6 +455,13 @@ func probeHealth(hc *http.Client, clientURL string) error {
 	return nil
 }
 
+// TimedOut says whether err is a timeout: a probe that timed out tells a refusal from
+// nothing, since a hung or dead member fails it too.
+func TimedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 // tail returns the last n lines of a file, for failure reports.
 func tail(path string, n int) string {
 	b, err := os.ReadFile(path)

@@ -3,7 +3,6 @@ package etcdtest
 import (
 	"crypto/x509"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"syscall"
@@ -133,13 +132,8 @@ func TestTLSCluster(t *testing.T) {
 	// The member's alert (TLS 1.3: after the client's handshake, at its first read), or
 	// a reset when the member closes with the request unread; never a timeout.
 	err = probeHealth(hc, m.ClientURL)
-	if err == nil || isTimeout(err) {
+	if err == nil || TimedOut(err) {
 		t.Fatalf("a client without a certificate: want it refused by the member, got %v", err)
 	}
 	t.Logf("without a certificate: %v", err)
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
