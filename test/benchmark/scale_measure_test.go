@@ -17,6 +17,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/pprof/profile"
 	dto "github.com/prometheus/client_model/go"
@@ -191,18 +192,33 @@ func label(m *dto.Metric, name string) string {
 var requestTotalLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
 
 // apiserverClusterRequests reads the API server's /metrics: requests on EtcdClusters by
-// "VERB subresource" ("PATCH status", "GET -").
+// "VERB subresource" ("PATCH status", "GET -"). A read that fails is tried again for up
+// to two minutes: with hundreds of members starting on the same cores, the API server
+// answers late (a 300-cluster round once ended on one such timeout).
 func apiserverClusterRequests(b *testing.B, e *framework.Env) map[string]float64 {
 	cfg := rest.CopyConfig(e.Bench.RestConfig())
+	cfg.Timeout = 30 * time.Second
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	resp, err := hc.Get(strings.TrimSuffix(cfg.Host, "/") + "/metrics")
+	var out map[string]float64
+	framework.Eventually(b, 2*time.Minute, "the API server's metrics", func() (err error) {
+		out, err = readClusterRequests(hc, strings.TrimSuffix(cfg.Host, "/")+"/metrics")
+		return err
+	})
+	return out
+}
+
+func readClusterRequests(hc *http.Client, url string) (map[string]float64, error) {
+	resp, err := hc.Get(url)
 	if err != nil {
-		b.Fatal(err)
+		return nil, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
 	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -223,7 +239,7 @@ func apiserverClusterRequests(b *testing.B, e *framework.Env) map[string]float64
 		}
 		out[labels["verb"]+" "+sub] += v
 	}
-	return out
+	return out, sc.Err()
 }
 
 // histogram is one of the EtcdCluster controller's histograms: cumulative counts per

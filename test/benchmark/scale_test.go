@@ -54,12 +54,12 @@ const (
 //     resource (its own transport counts them), the API server's status writes to
 //     EtcdClusters (apiserver_request_total), its etcd calls per minute per cluster
 //     (etcd_operator_etcd_requests_total) and its reconciles;
-//   - reconcile time p50/p99 (controller-runtime's histogram) while one cluster's size
-//     flips every 5 s and the others idle;
-//   - with all of them still managed, member pods of a 3-member probe cluster deleted
-//     one after the other (ETCD_OPERATOR_SCALE_REPAIRS, default 8) → the status shows
-//     the member not Ready, → the operator's first repair event, and → Available with 3
-//     again, as p50/p99/max.
+//   - while 10% of the clusters (at least one) flip their size between size and size+2
+//     every 5 s, for at least a minute: reconcile time p50/p99 (controller-runtime's
+//     histogram, every cluster's reconciles) and, in a 3-member probe cluster beside
+//     them, member pods deleted one after the other (ETCD_OPERATOR_SCALE_REPAIRS,
+//     default 8) → the status shows the member not Ready, → the operator's first repair
+//     event, and → Available with 3 again, as p50/p99/max.
 func BenchmarkScale(b *testing.B) {
 	counts := scaleCounts(b)
 	e := framework.Setup(b)
@@ -164,8 +164,7 @@ func (s *scaleRun) round(b *testing.B, n, size int) {
 	b.Logf("process RSS %.0f → %.0f MiB (%+.2f MiB/cluster), Go heap %.0f → %.0f MiB (%+.2f MiB/cluster)",
 		mib(rss0), mib(rss1), (mib(rss1)-mib(rss0))/float64(n), mib(heap0), mib(heap1), (mib(heap1)-mib(heap0))/float64(n))
 
-	s.churn(b, names[0], size)
-	s.repair(b, prefix+"-probe")
+	s.churnAndRepair(b, names, size, prefix+"-probe")
 	s.deleteAll(b, append(names, prefix+"-probe"))
 
 	if operatorFirst {
@@ -455,30 +454,91 @@ func (s *scaleRun) deleteAll(b *testing.B, names []string) {
 	s.waitPodsGone(b, prefix+"-")
 }
 
-// churn flips one cluster's size between size and size+2 every scaleChurnEvery while
-// the others idle, and reports the reconcile time quantiles of that window.
-func (s *scaleRun) churn(b *testing.B, name string, size int) {
-	h0 := reconcileHistogram(b)
-	end := time.Now().Add(scaleChurn)
-	flips := 0
-	for time.Now().Before(end) {
-		want := size + 2
-		if flips%2 == 1 {
-			want = size
+// churnShare is the share of a round's clusters whose size changes during the churn
+// window (issue 32: reactions are measured while 10% of the clusters change size).
+const churnShare = 0.10
+
+// churning flips the size of each of names between size and size+2 every
+// scaleChurnEvery, all at once, until stop is called; stop then puts every cluster back
+// at size and returns the flips made and the patches that failed. It runs in its own
+// goroutine so that the repair probe measures detection while the fleet churns; a patch
+// that fails (a busy API server) is counted, not fatal, and the next tick tries again.
+func (s *scaleRun) churning(names []string, size int) (stop func() (flips, failed int)) {
+	done := make(chan struct{})
+	result := make(chan [2]int, 1)
+	go func() {
+		flips, failed := 0, 0
+		t := time.NewTicker(scaleChurnEvery) // the churn's pace
+		defer t.Stop()
+		for {
+			want := size + 2
+			if flips%2 == 1 {
+				want = size
+			}
+			for _, name := range names {
+				if err := s.patchSize(name, want); err != nil {
+					failed++
+				}
+			}
+			flips++
+			select {
+			case <-done:
+				result <- [2]int{flips, failed}
+				return
+			case <-t.C:
+			}
 		}
-		s.e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = want })
-		flips++
-		time.Sleep(scaleChurnEvery) // the churn's pace
+	}()
+	return func() (int, int) {
+		close(done)
+		r := <-result
+		return r[0], r[1]
 	}
-	h1 := reconcileHistogram(b)
-	d := h1.minus(h0)
+}
+
+func (s *scaleRun) patchSize(name string, size int) error {
+	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"size":%d}}`, size))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.e.C.Patch(ctx, c, patch)
+}
+
+// churnAndRepair runs the repair probe (a 3-member cluster beside the others, made
+// whole first) while churnShare of the round's clusters (at least one) change size,
+// for at least scaleChurn, and reports the reconcile time quantiles over that window
+// (every cluster's reconciles, the probe's included) beside the probe's detection,
+// first repair step and recovery. The churned clusters are then put back at size and
+// waited for.
+func (s *scaleRun) churnAndRepair(b *testing.B, names []string, size int, probe string) {
+	churned := names[:max(1, int(math.Round(churnShare*float64(len(names)))))]
+	s.e.Create(&etcdv1beta2.EtcdCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: probe},
+		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: etcdv1beta2.DefaultVersion},
+	})
+	s.e.WaitAvailable(probe, 3, 5*time.Minute)
+	h0 := reconcileHistogram(b)
+	start := time.Now()
+	stop := s.churning(churned, size)
+	s.repair(b, probe)
+	if rest := scaleChurn - time.Since(start); rest > 0 {
+		time.Sleep(rest) // the rest of the churn window being measured
+	}
+	flips, failed := stop()
+	window := time.Since(start)
+	d := reconcileHistogram(b).minus(h0)
 	p50, p99 := d.quantile(0.5), d.quantile(0.99)
 	b.ReportMetric(p50, "reconcile-p50-s")
 	b.ReportMetric(p99, "reconcile-p99-s")
-	b.Logf("churn: %d size flips of %s in %v; %.0f reconciles (all clusters), p50 %.3f s, p99 %.3f s",
-		flips, name, scaleChurn, d.count, p50, p99)
-	s.e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = size })
-	s.e.WaitAvailable(name, size, 5*time.Minute)
+	b.ReportMetric(float64(len(churned)), "churned-clusters")
+	b.Logf("churn: %d of %d clusters flipped between size %d and %d every %v, %d times in %v (%d patches failed); %.0f reconciles (all clusters), p50 %.3f s, p99 %.3f s",
+		len(churned), len(names), size, size+2, scaleChurnEvery, flips, window.Round(time.Second), failed, d.count, p50, p99)
+	for _, name := range churned {
+		s.e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = size })
+	}
+	for _, name := range churned {
+		s.e.WaitAvailable(name, size, 10*time.Minute)
+	}
 }
 
 // scaleRepairsEnv sets how many member pods the repair probe deletes per round, one
@@ -490,8 +550,8 @@ const scaleRepairsEnv = "ETCD_OPERATOR_SCALE_REPAIRS"
 // with fewer than 100 samples the p99 is the largest.
 const scaleRepairs = 8
 
-// repair creates a 3-member probe cluster beside the others, then deletes its member
-// pods one after the other (their data goes with them; the next victim only once the
+// repair deletes the member pods of the 3-member probe cluster name (whole when it is
+// called) one after the other (their data goes with them; the next victim only once the
 // cluster is Available with 3 members again), and measures per deletion: delete → the
 // operator's status no longer counting that member Ready (detection), → the operator's
 // first repair event (a member removed or added, a pod created) and → Available with 3
@@ -505,11 +565,6 @@ func (s *scaleRun) repair(b *testing.B, name string) {
 		}
 		samples = n
 	}
-	s.e.Create(&etcdv1beta2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       etcdv1beta2.EtcdClusterSpec{Size: 3, Version: etcdv1beta2.DefaultVersion},
-	})
-	s.e.WaitAvailable(name, 3, 5*time.Minute)
 	var detected, repaired, healthy []time.Duration
 	for i := range samples {
 		d, r, h := s.repairOnce(b, name, i)
