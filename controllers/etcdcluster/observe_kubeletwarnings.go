@@ -26,6 +26,15 @@ import (
 func (r *Reconciler) kubeletWarnings(ctx context.Context, cluster string, pods map[string]*corev1.Pod) (out map[string]*kubeletWarning, due time.Time) {
 	now := r.Now()
 	read := map[string]bool{} // the pods whose reads are remembered, by key
+	found := func(name string, w *kubeletWarning) {
+		if w == nil {
+			return
+		}
+		if out == nil {
+			out = map[string]*kubeletWarning{}
+		}
+		out[name] = w
+	}
 	for name, p := range pods {
 		if !beingSetUp(p) {
 			continue
@@ -44,12 +53,7 @@ func (r *Reconciler) kubeletWarnings(ctx context.Context, cluster string, pods m
 		read[key] = true
 		last, seen := r.setupReads.get(key)
 		if seen && now.Before(last.next) {
-			if last.warning != nil {
-				if out == nil {
-					out = map[string]*kubeletWarning{}
-				}
-				out[name] = last.warning
-			}
+			found(name, last.warning)
 			continue
 		}
 		every := setupWarningAfter
@@ -65,12 +69,7 @@ func (r *Reconciler) kubeletWarnings(ctx context.Context, cluster string, pods m
 		}
 		w := setupWarning(evs.Items)
 		r.setupReads.put(key, setupRead{next: now.Add(every), every: every, warning: w})
-		if w != nil {
-			if out == nil {
-				out = map[string]*kubeletWarning{}
-			}
-			out[name] = w
-		}
+		found(name, w)
 	}
 	r.setupReads.keepOnly(cluster, read)
 	return out, due

@@ -48,6 +48,14 @@ type Options struct {
 	// which test/bench/olm.Install deploys. The first bench of a process that asks pays
 	// for them (about 8 s to build and push); benches without OLM never do.
 	OLM bool
+	// NodeAgentsFirst gives each node's agents (containerd with its shims, the kubelet,
+	// kube-proxy) the CPU before its pods under contention, as a real node's reserved
+	// CPU would (their cgroup's cpu.shares is nodeAgentsCPUShares against the kubelet's
+	// kubepods at 1024 per CPU). For benches that pack hundreds of pods onto a few
+	// cores: without it the kubelets there miss their node leases, the nodes turn
+	// NotReady and the control plane evicts every pod (BenchmarkScale, 300 clusters on 2
+	// cores, 2026-12-07).
+	NodeAgentsFirst bool
 }
 
 // Timings are measured by Start.

@@ -109,6 +109,16 @@ func (t *cgroupTree) mkdirAll(h, rel string) error {
 	return nil
 }
 
+// setCPUShares writes rel's (below t.Rel) cpu.shares in the cpu hierarchy: its weight
+// against its siblings when the CPU is contended.
+func (t *cgroupTree) setCPUShares(rel string, shares int) error {
+	f := filepath.Join(cgroupV1Root, "cpu", t.Rel, rel, "cpu.shares")
+	if err := os.WriteFile(f, []byte(strconv.Itoa(shares)), 0o644); err != nil {
+		return fmt.Errorf("set %s: %w", f, err)
+	}
+	return nil
+}
+
 // procsFiles are the cgroup.procs files of rel (below t.Rel) in every hierarchy.
 func (t *cgroupTree) procsFiles(rel string) []string {
 	var out []string

@@ -145,8 +145,20 @@ func (b *Bench) writeNodeFiles(n *realNode) error {
 			return err
 		}
 	}
-	return b.cgroups.ensure(filepath.Join(n.cgroupRel(), nodeDaemonsCgroup))
+	agents := filepath.Join(n.cgroupRel(), nodeDaemonsCgroup)
+	if err := b.cgroups.ensure(agents); err != nil {
+		return err
+	}
+	if b.opts.NodeAgentsFirst {
+		return b.cgroups.setCPUShares(agents, nodeAgentsCPUShares)
+	}
+	return nil
 }
+
+// nodeAgentsCPUShares is the agents' cpu.shares with Options.NodeAgentsFirst: 8 times
+// what the kubelet gives a 2-CPU node's pods (its kubepods cgroup), so that the agents
+// get ~90% of the node's CPU whenever they want it and the pods the rest.
+const nodeAgentsCPUShares = 16384
 
 // bootNode starts a node's containerd, kubelet and kube-proxy (again, after NodeDown).
 func (b *Bench) bootNode(n *realNode) error {
