@@ -471,15 +471,16 @@ func (s *scaleRun) deleteAll(b *testing.B, names []string) {
 const churnShare = 0.10
 
 // churning flips the size of each of names between size and size+2 every
-// scaleChurnEvery, all at once, until stop is called; stop then puts every cluster back
-// at size and returns the flips made and the patches that failed. It runs in its own
-// goroutine so that the repair probe measures detection while the fleet churns; a patch
-// that fails (a busy API server) is counted, not fatal, and the next tick tries again.
+// scaleChurnEvery, all at once, until stop is called; stop returns the flips made and
+// the patches that failed, and leaves the clusters at whatever size the last flip set.
+// It runs in its own goroutine so that the repair probe measures detection while the
+// fleet churns; a patch that fails (a busy API server) is counted, not fatal, and the
+// next tick tries again.
 func (s *scaleRun) churning(names []string, size int) (stop func() (flips, failed int)) {
-	done := make(chan struct{})
-	result := make(chan [2]int, 1)
+	var flips, failed int // written by the goroutine only, read by stop after it ends
+	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
-		flips, failed := 0, 0
+		defer close(finished)
 		t := time.NewTicker(scaleChurnEvery) // the churn's pace
 		defer t.Stop()
 		for {
@@ -495,7 +496,6 @@ func (s *scaleRun) churning(names []string, size int) (stop func() (flips, faile
 			flips++
 			select {
 			case <-done:
-				result <- [2]int{flips, failed}
 				return
 			case <-t.C:
 			}
@@ -503,8 +503,8 @@ func (s *scaleRun) churning(names []string, size int) (stop func() (flips, faile
 	}()
 	return func() (int, int) {
 		close(done)
-		r := <-result
-		return r[0], r[1]
+		<-finished
+		return flips, failed
 	}
 }
 
