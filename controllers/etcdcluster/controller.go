@@ -204,6 +204,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // operator restarted between any two calls resumes from what it observes.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	lg := log.FromContext(ctx)
+	clock := startPhases() // metrics_phases.go
+	defer clock.stop()
 	var c etcdv1beta2.EtcdCluster
 	if err := r.getCluster(ctx, req.NamespacedName, &c); err != nil { // memory_ownwrites.go
 		if apierrors.IsNotFound(err) {
@@ -237,7 +239,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	status := r.statusWriterFor(&c)
-	defer func() { err = status.flush(ctx, err) }()
+	defer func() { clock.enter(phaseStatus); err = status.flush(ctx, err) }()
 
 	// Input the API server's schema cannot judge (names, env clashing with flags, a
 	// cluster domain stored before its pattern existed) is reported on the resource;
@@ -282,7 +284,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return r.observeFailed(ctx, &c, tlsErr)
 	}
 
+	clock.enter(phaseObserve)
 	obs, err := r.observe(ctx, &c, status)
+	clock.enter(phasePlan)
 	if errors.Is(err, errMemberPodGone) { // watch_membergone.go: not a failure
 		// The pod event that interrupted it has queued the cluster again already.
 		lg.V(1).Info("observation interrupted", "reason", err.Error())
@@ -333,7 +337,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		lg.Info("moved to another instance before acting: released", "action", action.String(), "shard", r.Shard.String())
 		return ctrl.Result{}, nil
 	}
+	clock.enter(phaseAct)
+	stepStart := time.Now()
 	result, actErr := r.act(ctx, &c, obs, action)
+	recordStep(action.Kind, stepStart)
 	if hook := r.AfterAction; hook != nil && actErr == nil {
 		hook(ctx, c.Namespace+"/"+c.Name, action)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -265,14 +267,18 @@ func queueHistogram(b *testing.B) histogram {
 }
 
 func operatorHistogram(b *testing.B, metric, controllerLabel string) histogram {
+	return operatorHistograms(b, metric, controllerLabel)["etcdcluster"]
+}
+
+// operatorHistograms is each series of one of the operator's histograms by the value of
+// its label byLabel.
+func operatorHistograms(b *testing.B, metric, byLabel string) map[string]histogram {
+	out := map[string]histogram{}
 	for _, mf := range gatherOperator(b) {
 		if mf.GetName() != metric {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			if label(m, controllerLabel) != "etcdcluster" {
-				continue
-			}
 			var h histogram
 			for _, bk := range m.GetHistogram().GetBucket() {
 				h.bounds = append(h.bounds, bk.GetUpperBound())
@@ -280,10 +286,26 @@ func operatorHistogram(b *testing.B, metric, controllerLabel string) histogram {
 			}
 			h.count = float64(m.GetHistogram().GetSampleCount())
 			h.sum = m.GetHistogram().GetSampleSum()
-			return h
+			out[label(m, byLabel)] = h
 		}
 	}
-	return histogram{}
+	return out
+}
+
+// slowParts says, for each series of a histogram by label (a reconcile's phases, its
+// steps, etcd operations), how many samples fell between before and after, their p99 and
+// the share over 1 s: where a reconcile p99 above the goal comes from. Series without
+// samples in between are left out.
+func slowParts(before, after map[string]histogram) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(after)) {
+		d := after[name].minus(before[name])
+		if d.count == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f× p99 %.2f s, %.0f%% > 1 s", name, d.count, d.quantile(0.99), 100*d.above(1)))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // above is the share of the samples above bound (one of the histogram's bounds).

@@ -508,6 +508,16 @@ func (s *scaleRun) churning(names []string, size int) (stop func() (flips, faile
 	}
 }
 
+// reconcileParts are the histograms saying where a reconcile's time goes: its phases,
+// its steps by kind and the operator's etcd operations by kind.
+func reconcileParts(b *testing.B) [3]map[string]histogram {
+	return [3]map[string]histogram{
+		operatorHistograms(b, "etcd_operator_cluster_reconcile_phase_seconds", "phase"),
+		operatorHistograms(b, "etcd_operator_cluster_step_seconds", "kind"),
+		operatorHistograms(b, "etcd_operator_etcdadmin_request_duration_seconds", "op"),
+	}
+}
+
 func (s *scaleRun) patchSize(name string, size int) error {
 	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
 	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"size":%d}}`, size))
@@ -530,6 +540,7 @@ func (s *scaleRun) churnAndRepair(b *testing.B, names []string, size int, probe 
 	})
 	s.e.WaitAvailable(probe, 3, 5*time.Minute)
 	h0 := reconcileHistogram(b)
+	parts0 := reconcileParts(b)
 	start := time.Now()
 	stop := s.churning(churned, size)
 	s.repair(b, probe)
@@ -545,6 +556,10 @@ func (s *scaleRun) churnAndRepair(b *testing.B, names []string, size int, probe 
 	b.ReportMetric(float64(len(churned)), "churned-clusters")
 	b.Logf("churn: %d of %d clusters flipped between size %d and %d every %v, %d times in %v (%d patches failed); %.0f reconciles (all clusters), p50 %.3f s, p99 %.3f s",
 		len(churned), len(names), size, size+2, scaleChurnEvery, flips, window.Round(time.Second), failed, d.count, p50, p99)
+	parts := reconcileParts(b)
+	for i, what := range []string{"reconcile phases", "steps", "etcd operations"} {
+		b.Logf("churn: %s: %s", what, slowParts(parts0[i], parts[i]))
+	}
 	for _, name := range churned {
 		s.e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = size })
 	}
