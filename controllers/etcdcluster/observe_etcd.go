@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -141,57 +142,115 @@ type etcdAnswers struct {
 	space    spaceObservation           // sizes and alarms (observe_space.go)
 }
 
-// askEtcd asks every endpoint for its status (each bounded by within; observe_probe.go),
-// then the cluster for its member list, then each member for its own list, and the sizes
-// and alarms.
+// askEtcd asks every endpoint for its status (each bounded by within; observe_probe.go)
+// and each that answers for its own member list, the cluster for its member list and
+// its alarms, and takes the sizes from the statuses.
 func askEtcd(ctx context.Context, admin *etcdadmin.Admin, endpoints []string, within func(string) time.Duration) etcdAnswers {
-	ans, quorum := askMembersQuorum(ctx, admin, endpoints, within)
-	if ans.members != nil {
-		ans.lists = ownMemberLists(ctx, admin, answering(ans.statuses))
-	}
-	ans.space = askSpace(ctx, admin, ans.statuses, quorum)
+	ans, _ := askMembersQuorum(ctx, admin, endpoints, within, true)
 	return ans
 }
 
-// askMembers asks every endpoint for its status, then the cluster for its member list:
-// all that status.members needs (status_members.go). within bounds each status probe as
-// in askEtcd; nil: the client's ProbeTimeout for all.
+// askMembers asks every endpoint for its status and the cluster for its member list: all
+// that status.members needs (status_members.go). within bounds each status probe as in
+// askEtcd; nil: the client's ProbeTimeout for all.
 func askMembers(ctx context.Context, admin *etcdadmin.Admin, endpoints []string, within func(string) time.Duration) etcdAnswers {
-	ans, _ := askMembersQuorum(ctx, admin, endpoints, within)
+	ans, _ := askMembersQuorum(ctx, admin, endpoints, within, false)
 	return ans
 }
 
-// askMembersQuorum is askMembers, also telling whether the linearizable list answered.
-func askMembersQuorum(ctx context.Context, admin *etcdadmin.Admin, endpoints []string, within func(string) time.Duration) (etcdAnswers, bool) {
-	ans := etcdAnswers{statuses: admin.StatusWithin(ctx, within, endpoints...)}
-	// A linearizable list first: it cannot be stale. Without a quorum it fails, and a
-	// serializable list from any live member still tells the planner who the members
-	// are, so it can tell "quorum lost" from "not created yet".
-	listCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	members, err := admin.MemberList(listCtx)
-	cancel()
-	quorum := err == nil
-	if err != nil {
-		log.FromContext(ctx).V(1).Info("linearizable member list unavailable", "err", err.Error())
-		members, err = admin.MemberListSerializable(ctx)
+// askMembersQuorum is askMembers (askEtcd with all), also telling whether the
+// linearizable list answered.
+//
+// The questions are asked at once, not one after the other: an endpoint's own member
+// list right after its status answered, beside the cluster's member list and its alarms.
+// Etcd's answers are most of a reconcile's time, and under churn, on a busy machine, four
+// waits in a row made its p99 (issue 32; etcd_operator_cluster_reconcile_phase_seconds
+// shows the observe phase). The order never mattered to what is concluded: a member's
+// own list may lag the linearizable one whenever it is read (the planner's orphan rule
+// waits out young pods for that reason), and the alarm list is a fact whenever it is
+// answered.
+func askMembersQuorum(ctx context.Context, admin *etcdadmin.Admin, endpoints []string, within func(string) time.Duration, all bool) (etcdAnswers, bool) {
+	var (
+		ans      etcdAnswers
+		own      []etcdadmin.OwnMemberList // by endpoint; only with all
+		members  []etcdadmin.Member
+		listErr  error
+		alarms   alarmAnswer
+		together sync.WaitGroup
+	)
+	together.Go(func() { ans.statuses, own = askEndpoints(ctx, admin, endpoints, within, all) })
+	together.Go(func() {
+		// A linearizable list: it cannot be stale. Without a quorum it fails, and a
+		// serializable list from any live member still tells the planner who the
+		// members are, so it can tell "quorum lost" from "not created yet".
+		listCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		members, listErr = admin.MemberList(listCtx)
+	})
+	if all {
+		together.Go(func() { alarms = askAlarms(ctx, admin) }) // observe_space.go
 	}
-	if err == nil {
+	together.Wait()
+
+	quorum := listErr == nil
+	if listErr != nil {
+		log.FromContext(ctx).V(1).Info("linearizable member list unavailable", "err", listErr.Error())
+		members, listErr = admin.MemberListSerializable(ctx)
+	}
+	if listErr == nil {
 		ans.members = members
 	}
 	if !quorum && ans.members != nil {
 		// Without quorum the planner may pick a recovery's survivor from this one
 		// observation's answers: none of them may rest on a probe cut short. (Without
 		// any member list it names no survivor: a cluster still forming is not re-asked.)
-		reaskCutShort(ctx, admin, ans.statuses, within)
+		again := reaskCutShort(ctx, admin, ans.statuses, within)
+		if all && len(again) > 0 {
+			own = append(own, admin.MemberLists(ctx, again...)...)
+		}
+	}
+	if all {
+		if ans.members != nil {
+			ans.lists = ownMemberLists(own)
+		}
+		ans.space = spaceFrom(ans.statuses, alarms)
 	}
 	return ans, quorum
 }
 
+// askEndpoints asks each endpoint for its status (bounded by within) and, with ownLists,
+// each that answers for its own member list right after. One that did not answer is not
+// asked for its list: that would wait a second timeout on it (the reconcile of a cluster
+// with a starting or dying member took 5 s instead of 2 s, BenchmarkScale's reconcile
+// p99), and a list it cannot give is one witness fewer, which only makes the planner wait.
+func askEndpoints(ctx context.Context, admin *etcdadmin.Admin, endpoints []string, within func(string) time.Duration, ownLists bool) ([]etcdadmin.EndpointStatus, []etcdadmin.OwnMemberList) {
+	statuses := make([]etcdadmin.EndpointStatus, len(endpoints))
+	lists := make([]etcdadmin.OwnMemberList, len(endpoints))
+	var wg sync.WaitGroup
+	for i, ep := range endpoints {
+		wg.Go(func() {
+			statuses[i] = admin.StatusWithin(ctx, within, ep)[0]
+			if ownLists && statuses[i].Err == nil {
+				lists[i] = admin.MemberLists(ctx, ep)[0]
+			}
+		})
+	}
+	wg.Wait()
+	var answered []etcdadmin.OwnMemberList
+	for i := range lists {
+		if lists[i].Endpoint != "" {
+			answered = append(answered, lists[i])
+		}
+	}
+	return statuses, answered
+}
+
 // reaskCutShort asks again, with the client's full ProbeTimeout, every endpoint whose
-// probe failed under a shorter bound (within), and puts the new answers in statuses.
-func reaskCutShort(ctx context.Context, admin *etcdadmin.Admin, statuses []etcdadmin.EndpointStatus, within func(string) time.Duration) {
+// probe failed under a shorter bound (within), puts the new answers in statuses and
+// returns the endpoints that answered this time.
+func reaskCutShort(ctx context.Context, admin *etcdadmin.Admin, statuses []etcdadmin.EndpointStatus, within func(string) time.Duration) (answeredNow []string) {
 	if within == nil {
-		return
+		return nil
 	}
 	var again []string
 	at := map[string]int{}
@@ -206,29 +265,18 @@ func reaskCutShort(ctx context.Context, admin *etcdadmin.Admin, statuses []etcda
 	}
 	for _, st := range admin.Status(ctx, again...) {
 		statuses[at[st.Endpoint]] = st
-	}
-}
-
-// answering is the endpoints whose status came back. One that just did not answer is
-// not asked again for its own member list in the same observation: that would wait a
-// second timeout on it (the reconcile of a cluster with a starting or dying member took
-// 5 s instead of 2 s, BenchmarkScale's reconcile p99), and a list it cannot give is one
-// witness fewer, which only makes the planner wait.
-func answering(statuses []etcdadmin.EndpointStatus) []string {
-	var out []string
-	for _, s := range statuses {
-		if s.Err == nil {
-			out = append(out, s.Endpoint)
+		if st.Err == nil {
+			answeredNow = append(answeredNow, st.Endpoint)
 		}
 	}
-	return out
+	return answeredNow
 }
 
-// ownMemberLists asks each member for the member list as it alone sees it: the
-// witnesses the planner needs before it calls a pod an orphan.
-func ownMemberLists(ctx context.Context, admin *etcdadmin.Admin, endpoints []string) []planner.MemberList {
+// ownMemberLists are the member lists as each member alone sees it that were answered:
+// the witnesses the planner needs before it calls a pod an orphan.
+func ownMemberLists(lists []etcdadmin.OwnMemberList) []planner.MemberList {
 	var out []planner.MemberList
-	for _, l := range admin.MemberLists(ctx, endpoints...) {
+	for _, l := range lists {
 		if l.Err != nil {
 			continue
 		}

@@ -1,7 +1,6 @@
 package etcdcluster
 
 import (
-	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
-	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/render"
 )
 
@@ -96,24 +94,5 @@ func TestDialTargets(t *testing.T) {
 	}
 	if (&Reconciler{}).recoveryUnderway(c, all) {
 		t.Error("without a key, a marker was trusted")
-	}
-}
-
-// Only endpoints whose status answered are asked for their own member list.
-func TestAnswering(t *testing.T) {
-	down := errors.New("no answer")
-	for _, tc := range []struct {
-		name string
-		in   []etcdadmin.EndpointStatus
-		want []string
-	}{
-		{"none", nil, nil},
-		{"all answer", []etcdadmin.EndpointStatus{{Endpoint: "a"}, {Endpoint: "b"}}, []string{"a", "b"}},
-		{"one down", []etcdadmin.EndpointStatus{{Endpoint: "a"}, {Endpoint: "b", Err: down}, {Endpoint: "c"}}, []string{"a", "c"}},
-		{"all down", []etcdadmin.EndpointStatus{{Endpoint: "a", Err: down}}, nil},
-	} {
-		if got := answering(tc.in); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
 	}
 }

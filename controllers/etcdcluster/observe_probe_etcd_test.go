@@ -34,7 +34,10 @@ func TestReaskCutShortOnRealEtcd(t *testing.T) {
 		}
 		return 0 // probed with the full bound already
 	}
-	reaskCutShort(ctx, admin, statuses, short)
+	answeredNow := reaskCutShort(ctx, admin, statuses, short)
+	if len(answeredNow) != 1 || answeredNow[0] != served {
+		t.Fatalf("answered when asked again: %v, want only %s", answeredNow, served)
+	}
 	if statuses[0].Err != nil || statuses[0].MemberID == 0 {
 		t.Fatalf("the member cut short was not asked again with the full bound: %+v", statuses[0])
 	}

@@ -36,21 +36,30 @@ type spaceObservation struct {
 // needs a quorum; without one the observation goes on without it.
 const alarmListTimeout = 5 * time.Second
 
-// askSpace reads the alarm list when the cluster has a quorum (its linearizable member
-// list was answered) and the sizes from the members' status answers.
-func askSpace(ctx context.Context, admin *etcdadmin.Admin, statuses []etcdadmin.EndpointStatus, quorum bool) spaceObservation {
-	s := spaceSizes(statuses)
-	if !quorum {
-		return s
-	}
+// alarmAnswer is the alarm list as etcd answered it; known is false when it did not.
+type alarmAnswer struct {
+	known  bool
+	alarms []etcdadmin.Alarm
+}
+
+// askAlarms reads the alarm list. It is asked beside the member list (observe_etcd.go),
+// so without a quorum its timeout runs alongside the member list's, not after it.
+func askAlarms(ctx context.Context, admin *etcdadmin.Admin) alarmAnswer {
 	actx, cancel := context.WithTimeout(ctx, alarmListTimeout)
 	defer cancel()
 	alarms, err := admin.Alarms(actx)
 	if err != nil {
 		log.FromContext(ctx).V(1).Info("alarm list unavailable", "err", err.Error())
-		return s
+		return alarmAnswer{}
 	}
-	s.alarmsKnown, s.alarms = true, alarms
+	return alarmAnswer{known: true, alarms: alarms}
+}
+
+// spaceFrom is the sizes the members' status answers report and the alarms, when the
+// alarm list was answered (complete then: empty means none).
+func spaceFrom(statuses []etcdadmin.EndpointStatus, alarms alarmAnswer) spaceObservation {
+	s := spaceSizes(statuses)
+	s.alarmsKnown, s.alarms = alarms.known, alarms.alarms
 	return s
 }
 
