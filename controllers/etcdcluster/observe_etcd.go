@@ -162,20 +162,19 @@ func askMembers(ctx context.Context, admin *etcdadmin.Admin, endpoints []string,
 // linearizable list answered.
 //
 // The questions are asked at once, not one after the other: an endpoint's own member
-// list right after its status answered, beside the cluster's member list and its alarms.
-// Etcd's answers are most of a reconcile's time, and under churn, on a busy machine, four
-// waits in a row made its p99 (issue 32; etcd_operator_cluster_reconcile_phase_seconds
-// shows the observe phase). The order never mattered to what is concluded: a member's
-// own list may lag the linearizable one whenever it is read (the planner's orphan rule
-// waits out young pods for that reason), and the alarm list is a fact whenever it is
-// answered.
+// list right after its status answered, beside the cluster's member list. Etcd's answers
+// are most of a reconcile's time, and under churn, on a busy machine, waits in a row made
+// its p99 (issue 32; etcd_operator_cluster_reconcile_phase_seconds shows the observe
+// phase). The order never mattered to what is concluded: a member's own list may lag the
+// linearizable one whenever it is read (the planner's orphan rule waits out young pods
+// for that reason). The alarms come from the statuses, the alarm list only when one
+// reports an alarm (askSpace).
 func askMembersQuorum(ctx context.Context, admin *etcdadmin.Admin, endpoints []string, within func(string) time.Duration, all bool) (etcdAnswers, bool) {
 	var (
 		ans      etcdAnswers
 		own      []etcdadmin.OwnMemberList // by endpoint; only with all
 		members  []etcdadmin.Member
 		listErr  error
-		alarms   alarmAnswer
 		together sync.WaitGroup
 	)
 	together.Go(func() { ans.statuses, own = askEndpoints(ctx, admin, endpoints, within, all) })
@@ -187,9 +186,6 @@ func askMembersQuorum(ctx context.Context, admin *etcdadmin.Admin, endpoints []s
 		defer cancel()
 		members, listErr = admin.MemberList(listCtx)
 	})
-	if all {
-		together.Go(func() { alarms = askAlarms(ctx, admin) }) // observe_space.go
-	}
 	together.Wait()
 
 	quorum := listErr == nil
@@ -213,7 +209,7 @@ func askMembersQuorum(ctx context.Context, admin *etcdadmin.Admin, endpoints []s
 		if ans.members != nil {
 			ans.lists = ownMemberLists(own)
 		}
-		ans.space = spaceFrom(ans.statuses, alarms)
+		ans.space = askSpace(ctx, admin, ans.statuses, quorum) // observe_space.go
 	}
 	return ans, quorum
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 	"github.com/etcd-operator/etcd-operator/internal/test/etcdtest"
 )
@@ -37,6 +39,17 @@ func TestAskEtcdOnRealEtcd(t *testing.T) {
 	}
 	if !ans.space.alarmsKnown || len(ans.space.alarms) != 0 || !ans.space.sizesKnown || ans.space.dbSize == 0 {
 		t.Fatalf("space %+v, want the alarm list known (none) and the member's sizes", ans.space)
+	}
+
+	// An alarm raised shows in the statuses, and the alarm list is then read.
+	raw := pb.NewMaintenanceClient(admin.Client().ActiveConnection())
+	if _, err := raw.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: ans.members[0].ID, Alarm: pb.AlarmType_NOSPACE}); err != nil {
+		t.Fatal(err)
+	}
+	ans = askEtcd(ctx, admin, []string{served}, nil)
+	want := etcdadmin.Alarm{MemberID: ans.members[0].ID, Type: etcdadmin.AlarmNoSpace}
+	if !ans.space.alarmsKnown || len(ans.space.alarms) != 1 || ans.space.alarms[0] != want {
+		t.Fatalf("space %+v after NOSPACE was raised, want the alarm %+v", ans.space, want)
 	}
 
 	// status.members asks only for statuses and the member list.

@@ -2,6 +2,7 @@ package etcdcluster
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -36,30 +37,29 @@ type spaceObservation struct {
 // needs a quorum; without one the observation goes on without it.
 const alarmListTimeout = 5 * time.Second
 
-// alarmAnswer is the alarm list as etcd answered it; known is false when it did not.
-type alarmAnswer struct {
-	known  bool
-	alarms []etcdadmin.Alarm
-}
-
-// askAlarms reads the alarm list. It is asked beside the member list (observe_etcd.go),
-// so without a quorum its timeout runs alongside the member list's, not after it.
-func askAlarms(ctx context.Context, admin *etcdadmin.Admin) alarmAnswer {
+// askSpace takes the sizes from the members' status answers and, when the cluster has a
+// quorum (its linearizable member list was answered), the alarms: none when every
+// member that answered reports none in its status (etcdadmin.MayReportAlarm), else the
+// cluster's alarm list. The list is a raft proposal, written to every member's WAL: read
+// at every observation it was most of what an idle cluster cost etcd, and under churn
+// one of an observation's slowest answers (issue 32).
+func askSpace(ctx context.Context, admin *etcdadmin.Admin, statuses []etcdadmin.EndpointStatus, quorum bool) spaceObservation {
+	s := spaceSizes(statuses)
+	if !quorum || !s.sizesKnown {
+		return s
+	}
+	if !slices.ContainsFunc(statuses, etcdadmin.EndpointStatus.MayReportAlarm) {
+		s.alarmsKnown = true
+		return s
+	}
 	actx, cancel := context.WithTimeout(ctx, alarmListTimeout)
 	defer cancel()
 	alarms, err := admin.Alarms(actx)
 	if err != nil {
 		log.FromContext(ctx).V(1).Info("alarm list unavailable", "err", err.Error())
-		return alarmAnswer{}
+		return s
 	}
-	return alarmAnswer{known: true, alarms: alarms}
-}
-
-// spaceFrom is the sizes the members' status answers report and the alarms, when the
-// alarm list was answered (complete then: empty means none).
-func spaceFrom(statuses []etcdadmin.EndpointStatus, alarms alarmAnswer) spaceObservation {
-	s := spaceSizes(statuses)
-	s.alarmsKnown, s.alarms = alarms.known, alarms.alarms
+	s.alarmsKnown, s.alarms = true, alarms
 	return s
 }
 

@@ -1,6 +1,7 @@
 package etcdcluster
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -10,25 +11,24 @@ import (
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 )
 
-// The sizes come from whoever answered, the largest of each; the alarms are known only
-// when the alarm list was answered (without a quorum it is not).
-func TestSpaceFrom(t *testing.T) {
+// Without a quorum nothing is known of alarms; with one and no status that may report
+// an alarm, none are known without asking the list (a nil admin must not be used). The
+// sizes come from whoever answered, the largest of each.
+func TestAskSpaceFromStatuses(t *testing.T) {
 	sts := []etcdadmin.EndpointStatus{
 		{DBSize: 5 << 20, DBSizeInUse: 1 << 20, DBSizeQuota: 2 << 30},
-		{DBSize: 3 << 20, DBSizeInUse: 2 << 20, DBSizeQuota: 4 << 30},
+		{DBSize: 3 << 20, DBSizeInUse: 2 << 20, DBSizeQuota: 4 << 30, Errors: []string{"etcdserver: no leader"}},
 		{Err: errors.New("refused")},
 	}
-	s := spaceFrom(sts, alarmAnswer{})
 	want := spaceObservation{sizesKnown: true, dbSize: 5 << 20, dbInUse: 2 << 20, quota: 4 << 30}
-	if s.alarmsKnown || s.sizesKnown != want.sizesKnown || s.dbSize != want.dbSize || s.dbInUse != want.dbInUse || s.quota != want.quota {
-		t.Fatalf("space = %+v, want %+v", s, want)
+	for _, quorum := range []bool{false, true} {
+		s := askSpace(context.Background(), nil, sts, quorum)
+		if s.alarmsKnown != quorum || len(s.alarms) != 0 || s.sizesKnown != want.sizesKnown || s.dbSize != want.dbSize || s.dbInUse != want.dbInUse || s.quota != want.quota {
+			t.Fatalf("quorum %v: space = %+v, want %+v with alarms known (none) only with a quorum", quorum, s, want)
+		}
 	}
-	if s := spaceFrom([]etcdadmin.EndpointStatus{{Err: errors.New("x")}}, alarmAnswer{known: true}); s.sizesKnown || !s.alarmsKnown {
-		t.Fatalf("no status answered but the alarm list did: %+v", s)
-	}
-	noSpace := []etcdadmin.Alarm{{MemberID: 7, Type: etcdadmin.AlarmNoSpace}}
-	if s := spaceFrom(sts, alarmAnswer{known: true, alarms: noSpace}); !s.alarmsKnown || len(s.alarms) != 1 || s.alarms[0] != noSpace[0] {
-		t.Fatalf("alarm list answered: %+v", s)
+	if s := askSpace(context.Background(), nil, []etcdadmin.EndpointStatus{{Err: errors.New("x")}}, true); s.sizesKnown || s.alarmsKnown {
+		t.Fatalf("no status answered, yet known: %+v", s)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 // Alarm types etcd raises, as AlarmList names them.
@@ -24,6 +25,24 @@ const (
 type Alarm struct {
 	MemberID uint64
 	Type     string // AlarmNoSpace, AlarmCorrupt, or what a newer etcd names
+}
+
+// MayReportAlarm says whether a member's status answer carries anything besides "no
+// leader" in its errors: etcd lists there every alarm the member has applied (as text
+// whose format is the API's string form of an alarm, not a contract, so it is not
+// parsed). A status that answered with nothing there is a member that knows of no alarm;
+// one that may report an alarm is a reason to ask the cluster's list (Alarms), a raft
+// proposal each time, which the status probe is not.
+func (s EndpointStatus) MayReportAlarm() bool {
+	if s.Err != nil {
+		return false
+	}
+	for _, e := range s.Errors {
+		if e != rpctypes.ErrNoLeader.Error() {
+			return true
+		}
+	}
+	return false
 }
 
 // Alarms lists the cluster's active alarms, sorted by type then member. The list is

@@ -27,6 +27,9 @@ func TestAlarms(t *testing.T) {
 		if s.Err != nil || s.DBSizeQuota != 2<<30 {
 			t.Fatalf("status %+v: want the default quota 2 GiB", s)
 		}
+		if s.MayReportAlarm() {
+			t.Fatalf("status %+v of a cluster without alarms may report one", s)
+		}
 	}
 	noSpace, corrupt := sts[0].MemberID, sts[1].MemberID
 	raw := pb.NewMaintenanceClient(a.Client().ActiveConnection())
@@ -36,6 +39,13 @@ func TestAlarms(t *testing.T) {
 	} {
 		if _, err := raw.Alarm(ctx, r); err != nil {
 			t.Fatalf("raise %v: %v", r, err)
+		}
+	}
+	// Every member reports them in its status, the ones raised on others too: the
+	// list is replicated state each member applies.
+	for _, s := range statusOfAll(t, ctx, a) {
+		if !s.MayReportAlarm() {
+			t.Fatalf("status %+v of a member after two alarms were raised reports none", s)
 		}
 	}
 	got, err = a.Alarms(ctx)
@@ -50,5 +60,10 @@ func TestAlarms(t *testing.T) {
 	}
 	if got, err = a.Alarms(ctx); err != nil || len(got) != 0 {
 		t.Fatalf("after disarm: alarms %v, %v", got, err)
+	}
+	for _, s := range statusOfAll(t, ctx, a) {
+		if s.MayReportAlarm() {
+			t.Fatalf("status %+v after the alarms were disarmed may report one", s)
+		}
 	}
 }

@@ -192,6 +192,7 @@ func (s *scaleRun) round(b *testing.B, n, size int) {
 func (s *scaleRun) operatorCreateAll(b *testing.B, names []string, size int) time.Duration {
 	ctx := context.Background()
 	before, rec0, queue0 := s.snapshot(b), reconcileHistogram(b), queueHistogram(b)
+	parts0 := reconcileParts(b)
 	start := time.Now()
 	for _, name := range names {
 		c := &etcdv1beta2.EtcdCluster{
@@ -265,6 +266,7 @@ func (s *scaleRun) operatorCreateAll(b *testing.B, names []string, size int) tim
 		(after.reconciles-before.reconciles)/n, apiTotal/n, strings.Join(apiLines, ", "), sumValues(after.etcd, before.etcd)/n,
 		rec.quantile(0.5), rec.quantile(0.99), rec.mean(), rec.sum, rec.sum/took.Seconds(),
 		queue.mean(), 100*queue.above(1), 100*queue.above(10))
+	logParts(b, "creating", parts0, reconcileParts(b))
 	b.ReportMetric((after.reconciles-before.reconciles)/n, "create-reconciles/cluster")
 	b.ReportMetric(queue.mean(), "create-queue-wait-mean-s")
 	b.ReportMetric(rec.quantile(0.99), "create-reconcile-p99-s")
@@ -518,6 +520,13 @@ func reconcileParts(b *testing.B) [3]map[string]histogram {
 	}
 }
 
+// logParts logs, for a window of a round, where the reconciles' time went.
+func logParts(b *testing.B, window string, before, after [3]map[string]histogram) {
+	for i, what := range []string{"reconcile phases", "steps", "etcd operations"} {
+		b.Logf("%s: %s: %s", window, what, slowParts(before[i], after[i]))
+	}
+}
+
 func (s *scaleRun) patchSize(name string, size int) error {
 	c := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
 	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"size":%d}}`, size))
@@ -556,10 +565,7 @@ func (s *scaleRun) churnAndRepair(b *testing.B, names []string, size int, probe 
 	b.ReportMetric(float64(len(churned)), "churned-clusters")
 	b.Logf("churn: %d of %d clusters flipped between size %d and %d every %v, %d times in %v (%d patches failed); %.0f reconciles (all clusters), p50 %.3f s, p99 %.3f s",
 		len(churned), len(names), size, size+2, scaleChurnEvery, flips, window.Round(time.Second), failed, d.count, p50, p99)
-	parts := reconcileParts(b)
-	for i, what := range []string{"reconcile phases", "steps", "etcd operations"} {
-		b.Logf("churn: %s: %s", what, slowParts(parts0[i], parts[i]))
-	}
+	logParts(b, "churn", parts0, reconcileParts(b))
 	for _, name := range churned {
 		s.e.Update(name, func(c *etcdv1beta2.EtcdCluster) { c.Spec.Size = size })
 	}
