@@ -58,3 +58,40 @@ func TestAskEtcdOnRealEtcd(t *testing.T) {
 		t.Fatalf("askMembers: %+v, want the member list only", members)
 	}
 }
+
+// When no member that answered knows a leader (here the last of three, the others
+// stopped), the linearizable list is abandoned as soon as the statuses are in, not
+// waited on for its 5 s: the member list comes from the serializable read.
+func TestAskEtcdWithoutLeaderOnRealEtcd(t *testing.T) {
+	ec := etcdtest.StartCluster(t, 3, etcdtest.DefaultVersion)
+	last := ec.Members[2]
+	admin, err := etcdadmin.New(etcdadmin.Config{Endpoints: []string{last.ClientURL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	ec.Members[0].Stop(t)
+	ec.Members[1].Stop(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Until the member notices it lost its leader (its election timeout).
+	for st := admin.Status(ctx, last.ClientURL)[0]; st.Err != nil || st.Leader != 0; st = admin.Status(ctx, last.ClientURL)[0] {
+		if ctx.Err() != nil {
+			t.Fatalf("the last member still names a leader: %+v", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	start := time.Now()
+	ans, quorum := askMembersQuorum(ctx, admin, []string{last.ClientURL}, nil, true)
+	took := time.Since(start)
+	if quorum || len(ans.members) != 3 || len(ans.lists) != 1 || ans.space.alarmsKnown {
+		t.Fatalf("quorum %v, members %+v, own lists %d, alarms known %v: want no quorum, the three members from the serializable list, one own list, alarms unknown",
+			quorum, ans.members, len(ans.lists), ans.space.alarmsKnown)
+	}
+	// Not a timing goal: the linearizable list's own bound is 5 s, and reaching it means
+	// it was waited for.
+	if took >= 5*time.Second {
+		t.Fatalf("the observation took %v: the linearizable list was waited for", took)
+	}
+}
