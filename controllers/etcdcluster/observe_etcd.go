@@ -203,7 +203,15 @@ func askMembersQuorum(ctx context.Context, admin *etcdadmin.Admin, endpoints []s
 	together.Wait()
 
 	quorum := listErr == nil
-	if listErr != nil {
+	switch {
+	case quorum:
+	case !slices.ContainsFunc(ans.statuses, answeredStatus):
+		// No member answered even its status: none would answer a list either, and
+		// asking would wait out the call timeout on members that do not serve yet
+		// (etcd answers nothing before it has joined), which made a forming cluster's
+		// observations take seconds. Without a list the planner only waits.
+		log.FromContext(ctx).V(1).Info("no member answered: no member list", "err", listErr.Error())
+	default:
 		log.FromContext(ctx).V(1).Info("linearizable member list unavailable", "err", listErr.Error(), "abandoned", abandoned)
 		members, listErr = admin.MemberListSerializable(ctx)
 	}
@@ -259,6 +267,9 @@ func askEndpoints(ctx context.Context, admin *etcdadmin.Admin, endpoints []strin
 	}
 	return statuses, got
 }
+
+// answeredStatus: the member answered its status.
+func answeredStatus(s etcdadmin.EndpointStatus) bool { return s.Err == nil }
 
 // knowsLeader: the member answered and named a leader.
 func knowsLeader(s etcdadmin.EndpointStatus) bool {

@@ -4,9 +4,12 @@ package etcdcluster
 
 import (
 	"context"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
@@ -93,5 +96,54 @@ func TestAskEtcdWithoutLeaderOnRealEtcd(t *testing.T) {
 	// it was waited for.
 	if took >= 5*time.Second {
 		t.Fatalf("the observation took %v: the linearizable list was waited for", took)
+	}
+}
+
+// A member that accepts connections but answers nothing (etcd before it has joined its
+// cluster) is not asked for a serializable member list once its status did not answer:
+// the one MemberList on the wire is the linearizable one, abandoned.
+func TestAskEtcdNoneAnsweringOnRealSocket(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0") // never accepted: the kernel's backlog holds the connections
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	ep := "http://" + silent.Addr().String()
+	reg := prometheus.NewRegistry()
+	m, err := etcdadmin.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := etcdadmin.New(etcdadmin.Config{Endpoints: []string{ep}, ProbeTimeout: 300 * time.Millisecond, CallTimeout: 2 * time.Second, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	ans, quorum := askMembersQuorum(ctx, admin, []string{ep}, nil, true)
+	if quorum || ans.members != nil || ans.lists != nil || ans.statuses[0].Err == nil {
+		t.Fatalf("quorum %v, members %+v, own lists %+v, statuses %+v: want nothing answered", quorum, ans.members, ans.lists, ans.statuses)
+	}
+	lists := 0.0
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "etcd_operator_etcd_requests_total" {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "method" && strings.HasSuffix(l.GetValue(), "/MemberList") {
+					lists += s.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if lists != 1 {
+		t.Fatalf("%v MemberList calls on the wire, want only the linearizable one", lists)
 	}
 }
