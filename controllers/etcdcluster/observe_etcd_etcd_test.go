@@ -22,13 +22,7 @@ import (
 func TestAskEtcdOnRealEtcd(t *testing.T) {
 	ec := etcdtest.StartCluster(t, 1, etcdtest.DefaultVersion)
 	served, dead := ec.Endpoints()[0], "http://127.0.0.1:1"
-	admin, err := etcdadmin.New(etcdadmin.Config{Endpoints: []string{served}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	admin, ctx := testAdmin(t, etcdadmin.Config{Endpoints: []string{served}})
 
 	ans := askEtcd(ctx, admin, []string{served, dead}, nil)
 	if len(ans.statuses) != 2 || ans.statuses[0].Err != nil || ans.statuses[1].Err == nil {
@@ -68,15 +62,9 @@ func TestAskEtcdOnRealEtcd(t *testing.T) {
 func TestAskEtcdWithoutLeaderOnRealEtcd(t *testing.T) {
 	ec := etcdtest.StartCluster(t, 3, etcdtest.DefaultVersion)
 	last := ec.Members[2]
-	admin, err := etcdadmin.New(etcdadmin.Config{Endpoints: []string{last.ClientURL}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	admin, ctx := testAdmin(t, etcdadmin.Config{Endpoints: []string{last.ClientURL}})
 	ec.Members[0].Stop(t)
 	ec.Members[1].Stop(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	// Until the member notices it lost its leader (its election timeout).
 	for st := admin.Status(ctx, last.ClientURL)[0]; st.Err != nil || st.Leader != 0; st = admin.Status(ctx, last.ClientURL)[0] {
 		if ctx.Err() != nil {
@@ -114,13 +102,7 @@ func TestAskEtcdNoneAnsweringOnRealSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, err := etcdadmin.New(etcdadmin.Config{Endpoints: []string{ep}, ProbeTimeout: 300 * time.Millisecond, CallTimeout: 2 * time.Second, Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	admin, ctx := testAdmin(t, etcdadmin.Config{Endpoints: []string{ep}, ProbeTimeout: 300 * time.Millisecond, CallTimeout: 2 * time.Second, Metrics: m})
 
 	ans, quorum := askMembersQuorum(ctx, admin, []string{ep}, nil, true)
 	if quorum || ans.members != nil || ans.lists != nil || ans.statuses[0].Err == nil {
@@ -146,4 +128,18 @@ func TestAskEtcdNoneAnsweringOnRealSocket(t *testing.T) {
 	if lists != 1 {
 		t.Fatalf("%v MemberList calls on the wire, want only the linearizable one", lists)
 	}
+}
+
+// testAdmin is an etcd admin client closed when the test ends, and a context bounding the
+// test's calls to it.
+func testAdmin(t *testing.T, cfg etcdadmin.Config) (*etcdadmin.Admin, context.Context) {
+	t.Helper()
+	admin, err := etcdadmin.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return admin, ctx
 }

@@ -3,7 +3,6 @@
 package etcdcluster
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -18,13 +17,7 @@ import (
 func TestReaskCutShortOnRealEtcd(t *testing.T) {
 	ec := etcdtest.StartCluster(t, 1, etcdtest.DefaultVersion)
 	served := ec.Endpoints()[0]
-	admin, err := etcdadmin.New(etcdadmin.Config{Endpoints: []string{served}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	admin, ctx := testAdmin(t, etcdadmin.Config{Endpoints: []string{served}}) // observe_etcd_etcd_test.go
 
 	cut := errors.New("probe cut short")
 	statuses := []etcdadmin.EndpointStatus{{Endpoint: served, Err: cut}, {Endpoint: "http://127.0.0.1:1", Err: cut}}
