@@ -41,8 +41,8 @@ const alarmListTimeout = 5 * time.Second
 // quorum (its linearizable member list was answered), the alarms: none when every
 // member that answered reports none in its status (etcdadmin.MayReportAlarm), else the
 // cluster's alarm list. The list is a raft proposal, written to every member's WAL: read
-// at every observation it was most of what an idle cluster cost etcd, and under churn
-// one of an observation's slowest answers (issue 32).
+// at every observation it was the only write among an observation's calls, and under
+// churn one of its slowest answers (issue 32).
 func askSpace(ctx context.Context, admin *etcdadmin.Admin, statuses []etcdadmin.EndpointStatus, quorum bool) spaceObservation {
 	s := spaceSizes(statuses)
 	if !quorum || !s.sizesKnown {

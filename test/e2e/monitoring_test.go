@@ -312,6 +312,13 @@ func TestAlertsOnRealPrometheus(t *testing.T) {
 		// above makes a step of the operator fail). Each must return data once its
 		// failure matcher is dropped, so its series and other labels are right.
 		failuresOnly := map[string]string{"Failed steps by cluster": `, result="error"`}
+		// Panels of a counter that has no series until the first time it counts: the
+		// operator's retries of a request etcd refused or let time out. Since an
+		// observation abandons the member list of a cluster without a leader and reads
+		// the alarm list only when a member reports an alarm (observe_etcd.go,
+		// observe_space.go), the faults above made no retry in CI, so it may stay empty;
+		// its labels are TestMetrics' (internal/etcdadmin). It must still name the metric.
+		untilCounted := map[string]string{"Request retries by cause": "etcd_operator_etcdadmin_retries_total"}
 		// Rates need two samples in their window: poll, then report what stayed empty.
 		var empty []string
 		err := framework.Poll(time.Minute, func() error {
@@ -328,7 +335,10 @@ func TestAlertsOnRealPrometheus(t *testing.T) {
 				if err != nil {
 					return fmt.Errorf("panel %q: %v", q.title, err)
 				}
-				if len(res) == 0 {
+				if metric, ok := untilCounted[q.title]; ok && !strings.Contains(expr, metric+"{") {
+					return fmt.Errorf("panel %q no longer queries %s: %s", q.title, metric, expr)
+				}
+				if len(res) == 0 && untilCounted[q.title] == "" {
 					empty = append(empty, fmt.Sprintf("%s: %s", q.title, q.expr))
 				}
 			}
