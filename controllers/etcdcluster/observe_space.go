@@ -38,11 +38,13 @@ type spaceObservation struct {
 const alarmListTimeout = 5 * time.Second
 
 // askSpace takes the sizes from the members' status answers and, when the cluster has a
-// quorum (its linearizable member list was answered), the alarms: none when every
-// member that answered reports none in its status (etcdadmin.MayReportAlarm), else the
-// cluster's alarm list. The list is a raft proposal, written to every member's WAL: read
-// at every observation it was the only write among an observation's calls, and under
-// churn one of its slowest answers (issue 32).
+// quorum (its linearizable member list was answered), the alarms: none when at least one
+// member answered its status and none that answered may report one
+// (etcdadmin.MayReportAlarm), else the cluster's alarm list. The list is a raft
+// proposal, written to every member's WAL: read at every observation it was the only
+// write among an observation's calls, and under churn one of its slowest answers (issue
+// 32). With no status answered, nothing is concluded about alarms (the metrics keep
+// their last values) rather than asking the list of members that did not answer in time.
 func askSpace(ctx context.Context, admin *etcdadmin.Admin, statuses []etcdadmin.EndpointStatus, quorum bool) spaceObservation {
 	s := spaceSizes(statuses)
 	if !quorum || !s.sizesKnown {
