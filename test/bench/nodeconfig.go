@@ -75,6 +75,8 @@ type nodePaths struct {
 	CNIConfDir, CNIDataDir                                                 string
 	KubeletRoot, KubeletConfig, PodLogs, ResolvConf                        string
 	KubeProxyConfig                                                        string
+	// MountNamespace pins the node's own mount namespace (see bootNode).
+	MountNamespace string
 }
 
 func pathsFor(benchDir string, n nodeNet) nodePaths {
@@ -95,6 +97,7 @@ func pathsFor(benchDir string, n nodeNet) nodePaths {
 		PodLogs:          filepath.Join(d, "pods"),
 		ResolvConf:       filepath.Join(d, "resolv.conf"),
 		KubeProxyConfig:  filepath.Join(d, "kube-proxy.yaml"),
+		MountNamespace:   filepath.Join(d, "mnt"),
 	}
 }
 
