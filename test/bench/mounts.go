@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -16,12 +15,7 @@ import (
 
 // mountPoints lists this mount namespace's mount points at or below dir.
 func mountPoints(dir string) ([]string, error) {
-	return mountPointsIn("/proc/self/mountinfo", dir)
-}
-
-// mountPointsIn lists the mount points at or below dir in the mountinfo file at path.
-func mountPointsIn(path, dir string) ([]string, error) {
-	f, err := os.Open(path)
+	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
@@ -109,42 +103,4 @@ func removeNetnsPins() error {
 func (b *Bench) hasMounts() bool {
 	mps, err := mountPoints(b.dir)
 	return err != nil || len(mps) > 0
-}
-
-// newMountNamespace makes a fresh mount namespace, a copy of this one's mount table with
-// private propagation, pinned at pin (a bind mount of its nsfs file there) so processes
-// can join it later with `nsenter --mount=pin`. A namespace already pinned there is
-// released first.
-func newMountNamespace(pin string) error {
-	if err := releaseMountNamespace(pin); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(pin, os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	f.Close()
-	out, err := exec.Command("unshare", "--mount="+pin, "--propagation", "private", "true").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("mount namespace pinned at %s: %v: %s", pin, err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
-// releaseMountNamespace removes the pin newMountNamespace left at pin; the namespace and
-// everything mounted in it go once no process is left in it either.
-func releaseMountNamespace(pin string) error {
-	if err := unix.Unmount(pin, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("release mount namespace %s: %w", pin, err)
-	}
-	if err := os.Remove(pin); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
-}
-
-// nodeMountPoints lists the mount points at or below dir in the mount table of process
-// pid (a node's containerd: the node's own table).
-func nodeMountPoints(pid int, dir string) ([]string, error) {
-	return mountPointsIn(fmt.Sprintf("/proc/%d/mountinfo", pid), dir)
 }

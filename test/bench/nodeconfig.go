@@ -75,8 +75,6 @@ type nodePaths struct {
 	CNIConfDir, CNIDataDir                                                 string
 	KubeletRoot, KubeletConfig, PodLogs, ResolvConf                        string
 	KubeProxyConfig                                                        string
-	// MountNamespace pins the node's own mount namespace (see bootNode).
-	MountNamespace string
 }
 
 func pathsFor(benchDir string, n nodeNet) nodePaths {
@@ -97,7 +95,6 @@ func pathsFor(benchDir string, n nodeNet) nodePaths {
 		PodLogs:          filepath.Join(d, "pods"),
 		ResolvConf:       filepath.Join(d, "resolv.conf"),
 		KubeProxyConfig:  filepath.Join(d, "kube-proxy.yaml"),
-		MountNamespace:   filepath.Join(d, "mnt"),
 	}
 }
 

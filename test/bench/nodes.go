@@ -14,11 +14,8 @@ import (
 // Real nodes: per node, containerd + runc, the kubelet and kube-proxy, each in the node's
 // own network namespace, with the node's private containerd state, kubelet root and pod
 // CIDR, and its processes and containers in the node's cgroup subtree under the bench's
-// own (REAL-NODE.md has the recipe these follow). Each node has its own mount namespace
-// (a child of the bench's private one) shared by its containerd, kubelet and kube-proxy, so
-// the kubelet's volume mounts are what containerd sees, and what one node mounts (its
-// containers' root file systems, volumes, pod network namespace pins) is in its own mount
-// table only, as on a real machine.
+// own (REAL-NODE.md has the recipe these follow). All nodes share the bench's private mount
+// namespace, so the kubelet's volume mounts are what containerd sees.
 
 // nodeBinDir is where hack/tools.sh puts the kubelet and kube-proxy.
 func nodeBinDir() string { return filepath.Join(CacheDir(), "k8s-node-"+K8sVersion) }
@@ -118,7 +115,7 @@ func (b *Bench) startControlPlaneProxy() error {
 	if err := os.WriteFile(cpProxy, []byte(kubeProxyConfig(b.nodes[0].net.Name, controlPlaneIP, b.nodeKubeconfig, b.clusterCIDRs())), 0o644); err != nil {
 		return err
 	}
-	p, err := b.startInNode("", "", "control", "kube-proxy-control-plane", filepath.Join(nodeBinDir(), "kube-proxy"),
+	p, err := b.startInNode("", "control", "kube-proxy-control-plane", filepath.Join(nodeBinDir(), "kube-proxy"),
 		"--config="+cpProxy, "--v=1")
 	if err != nil {
 		return err
@@ -165,12 +162,9 @@ const nodeAgentsCPUShares = 16384
 
 // bootNode starts a node's containerd, kubelet and kube-proxy (again, after NodeDown).
 func (b *Bench) bootNode(n *realNode) error {
-	if err := newMountNamespace(n.paths.MountNamespace); err != nil {
-		return err
-	}
 	cg := filepath.Join(n.cgroupRel(), nodeDaemonsCgroup)
 	short := strings.TrimPrefix(n.net.Name, "bench-")
-	cd, err := b.startInNode(n.net.Name, n.paths.MountNamespace, cg, short+"-containerd", "/usr/bin/containerd", "--config", n.paths.ContainerdConfig)
+	cd, err := b.startInNode(n.net.Name, cg, short+"-containerd", "/usr/bin/containerd", "--config", n.paths.ContainerdConfig)
 	if err != nil {
 		return err
 	}
@@ -191,7 +185,7 @@ func (b *Bench) bootNode(n *realNode) error {
 	b.kubeletStart.Lock()
 	defer b.kubeletStart.Unlock()
 	before := socketInode(devicePluginSocket)
-	kl, err := b.startInNode(n.net.Name, n.paths.MountNamespace, cg, short+"-kubelet", filepath.Join(nodeBinDir(), "kubelet"),
+	kl, err := b.startInNode(n.net.Name, cg, short+"-kubelet", filepath.Join(nodeBinDir(), "kubelet"),
 		"--config="+n.paths.KubeletConfig,
 		"--kubeconfig="+b.nodeKubeconfig,
 		"--root-dir="+n.paths.KubeletRoot,
@@ -214,7 +208,7 @@ func (b *Bench) bootNode(n *realNode) error {
 		cd.stop(time.Second)
 		return err
 	}
-	kp, err := b.startInNode(n.net.Name, n.paths.MountNamespace, cg, short+"-kube-proxy", filepath.Join(nodeBinDir(), "kube-proxy"),
+	kp, err := b.startInNode(n.net.Name, cg, short+"-kube-proxy", filepath.Join(nodeBinDir(), "kube-proxy"),
 		"--config="+n.paths.KubeProxyConfig, "--v=1")
 	if err != nil {
 		kl.stop(time.Second)
@@ -227,26 +221,18 @@ func (b *Bench) bootNode(n *realNode) error {
 	return nil
 }
 
-// startInNode runs bin in network namespace ns and the mount namespace pinned at mnt (""
-// for the bench's own) as a member of cgroup rel (below the bench's tree) in every
-// hierarchy. A shell joins the cgroup and execs nsenter, which execs bin: the recorded pid
-// is bin's, and everything bin starts (containerd's shims and containers) stays inside the
-// tree.
-func (b *Bench) startInNode(ns, mnt, rel, name, bin string, args ...string) (*process, error) {
+// startInNode runs bin in network namespace ns ("" for the bench's own) as a member of
+// cgroup rel (below the bench's tree) in every hierarchy. A shell joins the cgroup and
+// execs nsenter, which execs bin: the recorded pid is bin's, and everything bin starts
+// (containerd's shims and containers) stays inside the tree.
+func (b *Bench) startInNode(ns, rel, name, bin string, args ...string) (*process, error) {
 	var script strings.Builder
 	for _, f := range b.cgroups.procsFiles(rel) {
 		fmt.Fprintf(&script, "echo $$ > %s || exit 1; ", shellQuote(f))
 	}
 	script.WriteString("exec ")
-	if ns != "" || mnt != "" {
-		script.WriteString("nsenter")
-		if mnt != "" {
-			script.WriteString(" --mount=" + shellQuote(mnt))
-		}
-		if ns != "" {
-			script.WriteString(" --net=" + shellQuote(netnsPath(ns)))
-		}
-		script.WriteString(" -- ")
+	if ns != "" {
+		script.WriteString("nsenter --net=" + shellQuote(netnsPath(ns)) + " -- ")
 	}
 	script.WriteString(shellQuote(bin))
 	for _, a := range args {
@@ -320,9 +306,7 @@ func (b *Bench) powerOff(n *realNode) error {
 			p.stop(time.Second) // reaps; the process is already dead
 		}
 	}
-	// With nobody left in it, the pin is all that holds the node's mount namespace: its
-	// mounts go with it, as a machine's do when it stops (NodeUp makes a fresh one).
-	return errors.Join(err, releaseMountNamespace(n.paths.MountNamespace))
+	return err
 }
 
 // stopNodes powers every node off, releases their mounts and namespaces and removes the
@@ -422,24 +406,4 @@ func (b *Bench) advertiseIP() string {
 		return controlPlaneIP6
 	}
 	return controlPlaneIP
-}
-
-// NodeMounts lists the mount points below a node's directory as the calling process
-// sees them and as the node's own daemons do (its containerd's mount table).
-func (b *Bench) NodeMounts(node string) (here, inNode []string, err error) {
-	n, err := b.node(node)
-	if err != nil {
-		return nil, nil, err
-	}
-	n.mu.Lock()
-	cd := n.containerd
-	n.mu.Unlock()
-	if cd == nil {
-		return nil, nil, fmt.Errorf("node %s has no containerd running", node)
-	}
-	if here, err = mountPoints(n.paths.Dir); err != nil {
-		return nil, nil, err
-	}
-	inNode, err = nodeMountPoints(cd.cmd.Process.Pid, n.paths.Dir)
-	return here, inNode, err
 }
