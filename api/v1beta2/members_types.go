@@ -31,7 +31,9 @@ type MemberDetail struct {
 	// +optional
 	Version string `json:"version,omitempty"`
 	// DBSize is the size of the member's database file, rounded down to a whole KiB
-	// (below 1 MiB) or MiB, so that status changes only with real growth.
+	// (below 1 MiB) or MiB; it changes only when the size moved by more than a
+	// sixteenth or 64 KiB since the last value shown, so that status follows growth
+	// and not etcd's page-by-page noise.
 	// +optional
 	DBSize *resource.Quantity `json:"dbSize,omitempty"`
 	// DBSizeInUse is the part of the database file in use (what a defragmentation keeps),

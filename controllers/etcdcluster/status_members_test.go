@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/etcdadmin"
 )
@@ -128,6 +131,48 @@ func TestRoundedSizeIgnoresSmallChanges(t *testing.T) {
 		if got := roundedSize(c.a).Cmp(*roundedSize(c.b)) == 0; got != c.same {
 			t.Errorf("roundedSize(%d) vs (%d): same=%v, want %v", c.a, c.b, got, c.same)
 		}
+	}
+}
+
+// A reported size stays while the member's size moves within the slack (an idle
+// member's pages, a few writes), and follows a move past it, up or down (growth, a
+// defragmentation).
+func TestReportedSizeKeepsWithinSlack(t *testing.T) {
+	q := func(b int64) *resource.Quantity { return resource.NewQuantity(b, resource.BinarySI) }
+	for _, c := range []struct {
+		name string
+		old  *resource.Quantity
+		b    int64
+		want int64
+	}{
+		{"first report, rounded to KiB", nil, 20<<10 + 17, 20 << 10},
+		{"first report, rounded to MiB", nil, 3<<20 + 5000, 3 << 20},
+		{"idle pages up", q(16 << 10), 20 << 10, 16 << 10},
+		{"idle pages down", q(20 << 10), 16 << 10, 20 << 10},
+		{"small database grows past 64 KiB", q(16 << 10), 96 << 10, 96 << 10},
+		{"1 GiB database, 40 MiB more", q(1 << 30), 1<<30 + 40<<20, 1 << 30},
+		{"1 GiB database, 80 MiB more", q(1 << 30), 1<<30 + 80<<20 + 123, 1<<30 + 80<<20},
+		{"defragmented", q(1 << 30), 100<<20 + 7, 100 << 20},
+	} {
+		if got := reportedSize(c.old, c.b).Value(); got != c.want {
+			t.Errorf("%s: reportedSize(%v, %d) = %d, want %d", c.name, c.old, c.b, got, c.want)
+		}
+	}
+}
+
+// An idle member whose in-use size moves by a page between observations leaves
+// status.members unchanged, so the reconcile writes nothing.
+func TestReportMembersUnchangedByPageMoves(t *testing.T) {
+	members := []etcdadmin.Member{{ID: 1, Name: "a"}}
+	status := func(inUse int64) []etcdadmin.EndpointStatus {
+		return []etcdadmin.EndpointStatus{{MemberID: 1, Leader: 1, Version: "3.6.16", DBSize: 20 << 10, DBSizeInUse: inUse}}
+	}
+	var st etcdv1beta2.MembersStatus
+	reportMembers(&st, members, status(16<<10), 3)
+	before := st.DeepCopy()
+	reportMembers(&st, members, status(20<<10), 3)
+	if !apiequality.Semantic.DeepEqual(before, &st) {
+		t.Errorf("status changed by a page: %+v → %+v", before.Details, st.Details)
 	}
 }
 
