@@ -22,8 +22,9 @@ import (
 
 // TestNoSpaceRemediated fills a 3-member cluster with a 16 MiB quota by overwriting one
 // key until etcd refuses writes with NOSPACE. The old revisions are what fills it, so a
-// compaction frees them: the operator compacts, defragments every member (followers
-// first, the one that led last), verifies the space is back and only then disarms;
+// compaction frees them: the operator compacts, defragments every member whose file is
+// over 90% of the quota (followers first, the one that led last), verifies the space is
+// back and only then disarms;
 // writes work again, without anyone touching etcd.
 func TestNoSpaceRemediated(t *testing.T) {
 	e := framework.Setup(t)
@@ -80,9 +81,33 @@ func TestNoSpaceRemediated(t *testing.T) {
 		}
 		return nil
 	})
-	want := []string{"Compacted", "Defragmented", "Defragmented", "Defragmented", etcdv1beta2.ReasonAlarmDisarmed}
-	if !slices.Equal(reasons, want) {
-		t.Fatalf("steps %v, want %v", reasons, want)
+	// Which members are defragmented depends on how big each one's file grew: the members
+	// do not allocate pages alike (CI saw 16.3, 15.3 and under 15.1 MB after the same puts),
+	// and a member already 10% below its quota needs no defragmentation for the disarm. So
+	// the order is checked (compaction first, the disarm last, each member at most once)
+	// and every member left out must be below the line now: a file does not shrink without
+	// a defragmentation, so a member skipped while over the line would still be over it.
+	if len(reasons) < 3 || reasons[0] != "Compacted" || reasons[len(reasons)-1] != etcdv1beta2.ReasonAlarmDisarmed {
+		t.Fatalf("steps %v, want Compacted, a Defragmented per member over the line, %s", reasons, etcdv1beta2.ReasonAlarmDisarmed)
+	}
+	defragmented := map[string]bool{}
+	for _, ev := range steps[1 : len(steps)-1] {
+		if ev.Reason != "Defragmented" {
+			t.Fatalf("steps %v: only defragmentations between the compaction and the disarm", reasons)
+		}
+		if defragmented[ev.Message] {
+			t.Errorf("defragmented twice: %q", ev.Message)
+		}
+		defragmented[ev.Message] = true
+	}
+	for id, s := range memberSpace(t, e, name) {
+		mine := fmt.Sprintf("(%x)", id)
+		if slices.ContainsFunc(steps, func(ev corev1.Event) bool { return strings.Contains(ev.Message, mine) }) {
+			continue
+		}
+		if s.DbSize*100 > (16<<20)*90 {
+			t.Errorf("member %x was not defragmented, yet its database is %d bytes, over 90%% of the 16 MiB quota", id, s.DbSize)
+		}
 	}
 	// A step repeated with the same message (a compaction planned again from a stale
 	// view) is folded into one event whose count grows.
@@ -91,8 +116,9 @@ func TestNoSpaceRemediated(t *testing.T) {
 			t.Errorf("step %s %q recorded %d times, want once", ev.Reason, ev.Message, ev.Count)
 		}
 	}
-	if last := steps[3].Message; !strings.Contains(last, fmt.Sprintf("(%x)", leader)) {
-		t.Errorf("last defragmentation %q is not of the leader %x: followers go first", last, leader)
+	leaderMark := fmt.Sprintf("(%x)", leader)
+	if i := slices.IndexFunc(steps, func(ev corev1.Event) bool { return strings.Contains(ev.Message, leaderMark) }); i >= 0 && i != len(steps)-2 {
+		t.Errorf("steps %v: the leader %x was defragmented before a follower: followers go first", reasons, leader)
 	}
 	// The disarming reconcile writes status after its event, which may be stored first,
 	// so status is polled, not read once.
