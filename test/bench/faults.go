@@ -76,6 +76,8 @@ func (f *Faults) NodeUp(node string) error {
 	if !down {
 		return fmt.Errorf("node %s is not down", node)
 	}
+	// The node's mounts went with its mount namespace at power-off; these guard the
+	// bench's own table, where nothing of the node should be mounted, before the removal.
 	if err := unmountUnder(n.paths.ContainerdState); err != nil {
 		return err
 	}

@@ -15,7 +15,12 @@ import (
 
 // mountPoints lists this mount namespace's mount points at or below dir.
 func mountPoints(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	return mountPointsIn("/proc/self/mountinfo", dir)
+}
+
+// mountPointsIn lists the mount points at or below dir in the mountinfo file at path.
+func mountPointsIn(path, dir string) ([]string, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -103,4 +108,10 @@ func removeNetnsPins() error {
 func (b *Bench) hasMounts() bool {
 	mps, err := mountPoints(b.dir)
 	return err != nil || len(mps) > 0
+}
+
+// nodeMountPoints lists the mount points at or below dir in the mount table of process
+// pid (a node's containerd: the node's own table).
+func nodeMountPoints(pid int, dir string) ([]string, error) {
+	return mountPointsIn(fmt.Sprintf("/proc/%d/mountinfo", pid), dir)
 }

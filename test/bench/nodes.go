@@ -14,8 +14,11 @@ import (
 // Real nodes: per node, containerd + runc, the kubelet and kube-proxy, each in the node's
 // own network namespace, with the node's private containerd state, kubelet root and pod
 // CIDR, and its processes and containers in the node's cgroup subtree under the bench's
-// own (REAL-NODE.md has the recipe these follow). All nodes share the bench's private mount
-// namespace, so the kubelet's volume mounts are what containerd sees.
+// own (REAL-NODE.md has the recipe these follow). Each node has its own mount namespace
+// (a child of the bench's private one) shared by its containerd, kubelet and kube-proxy, so
+// the kubelet's volume mounts are what containerd sees, and what one node mounts (its
+// containers' root file systems, volumes, pod network namespace pins) is in its own mount
+// table only, as on a real machine.
 
 // nodeBinDir is where hack/tools.sh puts the kubelet and kube-proxy.
 func nodeBinDir() string { return filepath.Join(CacheDir(), "k8s-node-"+K8sVersion) }
@@ -28,6 +31,7 @@ type realNode struct {
 
 	mu                          sync.Mutex
 	containerd, kubelet, kproxy *process
+	mounts                      *process // holds the node's mount namespace (bootNode)
 	down                        bool
 }
 
@@ -115,7 +119,7 @@ func (b *Bench) startControlPlaneProxy() error {
 	if err := os.WriteFile(cpProxy, []byte(kubeProxyConfig(b.nodes[0].net.Name, controlPlaneIP, b.nodeKubeconfig, b.clusterCIDRs())), 0o644); err != nil {
 		return err
 	}
-	p, err := b.startInNode("", "control", "kube-proxy-control-plane", filepath.Join(nodeBinDir(), "kube-proxy"),
+	p, err := b.startInNode("", "", "control", "kube-proxy-control-plane", filepath.Join(nodeBinDir(), "kube-proxy"),
 		"--config="+cpProxy, "--v=1")
 	if err != nil {
 		return err
@@ -164,8 +168,23 @@ const nodeAgentsCPUShares = 16384
 func (b *Bench) bootNode(n *realNode) error {
 	cg := filepath.Join(n.cgroupRel(), nodeDaemonsCgroup)
 	short := strings.TrimPrefix(n.net.Name, "bench-")
-	cd, err := b.startInNode(n.net.Name, cg, short+"-containerd", "/usr/bin/containerd", "--config", n.paths.ContainerdConfig)
+	// The node's mount namespace lives as long as this process, which does nothing else:
+	// it is in the node's cgroup, so a power-off kills it with the rest and the
+	// namespace, with everything mounted in it, goes as a machine's mounts do. (Pinning
+	// the namespace with a bind mount of its file, `unshare --mount=FILE`, failed in CI
+	// with EINVAL, the kernel's loop check, on 4 of 4 benches.)
+	mounts, err := b.startInNode("", "", cg, short+"-mounts", "unshare", "--mount", "--propagation", "private", "sleep", "infinity")
 	if err != nil {
+		return err
+	}
+	mnt, err := waitOwnMountNamespace(mounts, 10*time.Second)
+	if err != nil {
+		mounts.stop(time.Second)
+		return err
+	}
+	cd, err := b.startInNode(n.net.Name, mnt, cg, short+"-containerd", "/usr/bin/containerd", "--config", n.paths.ContainerdConfig)
+	if err != nil {
+		mounts.stop(time.Second)
 		return err
 	}
 	if err := waitSocket(n.paths.ContainerdSock, 30*time.Second, cd); err != nil {
@@ -185,7 +204,7 @@ func (b *Bench) bootNode(n *realNode) error {
 	b.kubeletStart.Lock()
 	defer b.kubeletStart.Unlock()
 	before := socketInode(devicePluginSocket)
-	kl, err := b.startInNode(n.net.Name, cg, short+"-kubelet", filepath.Join(nodeBinDir(), "kubelet"),
+	kl, err := b.startInNode(n.net.Name, mnt, cg, short+"-kubelet", filepath.Join(nodeBinDir(), "kubelet"),
 		"--config="+n.paths.KubeletConfig,
 		"--kubeconfig="+b.nodeKubeconfig,
 		"--root-dir="+n.paths.KubeletRoot,
@@ -208,7 +227,7 @@ func (b *Bench) bootNode(n *realNode) error {
 		cd.stop(time.Second)
 		return err
 	}
-	kp, err := b.startInNode(n.net.Name, cg, short+"-kube-proxy", filepath.Join(nodeBinDir(), "kube-proxy"),
+	kp, err := b.startInNode(n.net.Name, mnt, cg, short+"-kube-proxy", filepath.Join(nodeBinDir(), "kube-proxy"),
 		"--config="+n.paths.KubeProxyConfig, "--v=1")
 	if err != nil {
 		kl.stop(time.Second)
@@ -216,23 +235,31 @@ func (b *Bench) bootNode(n *realNode) error {
 		return err
 	}
 	n.mu.Lock()
-	n.containerd, n.kubelet, n.kproxy, n.down = cd, kl, kp, false
+	n.containerd, n.kubelet, n.kproxy, n.mounts, n.down = cd, kl, kp, mounts, false
 	n.mu.Unlock()
 	return nil
 }
 
-// startInNode runs bin in network namespace ns ("" for the bench's own) as a member of
-// cgroup rel (below the bench's tree) in every hierarchy. A shell joins the cgroup and
-// execs nsenter, which execs bin: the recorded pid is bin's, and everything bin starts
-// (containerd's shims and containers) stays inside the tree.
-func (b *Bench) startInNode(ns, rel, name, bin string, args ...string) (*process, error) {
+// startInNode runs bin in network namespace ns and the mount namespace at mnt (a
+// /proc/PID/ns/mnt; "" for the bench's own) as a member of cgroup rel (below the bench's tree) in every
+// hierarchy. A shell joins the cgroup and execs nsenter, which execs bin: the recorded pid
+// is bin's, and everything bin starts (containerd's shims and containers) stays inside the
+// tree.
+func (b *Bench) startInNode(ns, mnt, rel, name, bin string, args ...string) (*process, error) {
 	var script strings.Builder
 	for _, f := range b.cgroups.procsFiles(rel) {
 		fmt.Fprintf(&script, "echo $$ > %s || exit 1; ", shellQuote(f))
 	}
 	script.WriteString("exec ")
-	if ns != "" {
-		script.WriteString("nsenter --net=" + shellQuote(netnsPath(ns)) + " -- ")
+	if ns != "" || mnt != "" {
+		script.WriteString("nsenter")
+		if mnt != "" {
+			script.WriteString(" --mount=" + shellQuote(mnt))
+		}
+		if ns != "" {
+			script.WriteString(" --net=" + shellQuote(netnsPath(ns)))
+		}
+		script.WriteString(" -- ")
 	}
 	script.WriteString(shellQuote(bin))
 	for _, a := range args {
@@ -298,7 +325,7 @@ func waitNewSocket(path string, before uint64, budget time.Duration, p *process)
 func (b *Bench) powerOff(n *realNode) error {
 	n.mu.Lock()
 	n.down = true
-	procs := []*process{n.kproxy, n.kubelet, n.containerd}
+	procs := []*process{n.kproxy, n.kubelet, n.containerd, n.mounts}
 	n.mu.Unlock()
 	err := b.cgroups.killAll(n.cgroupRel(), 15*time.Second)
 	for _, p := range procs {
@@ -357,7 +384,7 @@ func (b *Bench) node(name string) (*realNode, error) {
 func (b *Bench) nodeDaemonsExited() error {
 	for _, n := range b.nodes {
 		n.mu.Lock()
-		down, procs := n.down, []*process{n.containerd, n.kubelet, n.kproxy}
+		down, procs := n.down, []*process{n.containerd, n.kubelet, n.kproxy, n.mounts}
 		n.mu.Unlock()
 		if down {
 			continue
@@ -406,4 +433,47 @@ func (b *Bench) advertiseIP() string {
 		return controlPlaneIP6
 	}
 	return controlPlaneIP
+}
+
+// NodeMounts lists the mount points below a node's directory as the calling process
+// sees them and as the node's own daemons do (its containerd's mount table).
+func (b *Bench) NodeMounts(node string) (here, inNode []string, err error) {
+	n, err := b.node(node)
+	if err != nil {
+		return nil, nil, err
+	}
+	n.mu.Lock()
+	cd := n.containerd
+	n.mu.Unlock()
+	if cd == nil {
+		return nil, nil, fmt.Errorf("node %s has no containerd running", node)
+	}
+	if here, err = mountPoints(n.paths.Dir); err != nil {
+		return nil, nil, err
+	}
+	inNode, err = nodeMountPoints(cd.cmd.Process.Pid, n.paths.Dir)
+	return here, inNode, err
+}
+
+// waitOwnMountNamespace waits until p (unshare, exec'ing a process that only waits) is
+// in a mount namespace other than the caller's and returns its /proc path, for nsenter.
+func waitOwnMountNamespace(p *process, budget time.Duration) (string, error) {
+	self, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return "", err
+	}
+	path := fmt.Sprintf("/proc/%d/ns/mnt", p.cmd.Process.Pid)
+	deadline := time.Now().Add(budget)
+	for {
+		if ns, err := os.Readlink(path); err == nil && ns != self {
+			return path, nil
+		}
+		if gone, err := p.exited(); gone {
+			return "", fmt.Errorf("%s exited before it had its own mount namespace: %v", p.name, err)
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("%s had no mount namespace of its own within %v", p.name, budget)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
