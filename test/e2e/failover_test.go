@@ -843,10 +843,7 @@ func TestOperatorKilledBetweenReplaceSteps(t *testing.T) {
 	// error, the hook never reports it and no later operator promotes again (CI saw
 	// exactly that). Only the hook's report cancels an operator here, and the hook runs
 	// after a step returned.
-	promoted := func() bool {
-		return slices.ContainsFunc(done, func(s string) bool { return strings.HasPrefix(s, "PromoteLearner") })
-	}
-	for replaced := false; !replaced || !promoted(); {
+	for replaced := false; !replaced || !stepReported(done, "PromoteLearner"); {
 		select {
 		case s := <-steps:
 			done = append(done, s)
@@ -892,7 +889,7 @@ func TestOperatorKilledBetweenReplaceSteps(t *testing.T) {
 	verifyLoad(t, load)
 	// Remove, add learner, promote: each at least once, each interrupted.
 	for _, k := range []string{"ReplaceMember", "AddLearner", "PromoteLearner"} {
-		if !slices.ContainsFunc(done, func(s string) bool { return strings.HasPrefix(s, k) }) {
+		if !stepReported(done, k) {
 			t.Errorf("no interrupted %s step: %v", k, done)
 		}
 	}
@@ -912,4 +909,10 @@ func TestOperatorKilledBetweenReplaceSteps(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// stepReported: one of the steps an AfterAction hook reported (each a planner action's
+// String, which begins with its kind) is of the given kind.
+func stepReported(reported []string, kind string) bool {
+	return slices.ContainsFunc(reported, func(s string) bool { return strings.HasPrefix(s, kind) })
 }

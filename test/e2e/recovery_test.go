@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -152,7 +151,7 @@ func testQuorumLossRecovery(t *testing.T, withTLS bool) {
 	e.AfterAction = nil
 	e.StartOperator()
 	for _, k := range []string{"ForceNewCluster", "FinishRecovery"} {
-		if !slices.ContainsFunc(interrupted, func(s string) bool { return strings.HasPrefix(s, k) }) {
+		if !stepReported(interrupted, k) {
 			t.Errorf("no interrupted %s step: %v", k, interrupted)
 		}
 	}
