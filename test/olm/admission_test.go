@@ -110,7 +110,13 @@ func TestSizeWarnings(t *testing.T) {
 // name, the chart's names prefixed with the release's) with the same spec.
 func sameInChart(t *testing.T, policy []*unstructured.Unstructured) {
 	t.Helper()
-	r := mustRender(t, nil)
+	sameInChartWith(t, nil, policy)
+}
+
+// sameInChartWith is sameInChart for the chart rendered with vals.
+func sameInChartWith(t *testing.T, vals map[string]any, policy []*unstructured.Unstructured) {
+	t.Helper()
+	r := mustRender(t, vals)
 	for _, want := range policy {
 		found := false
 		for _, o := range r.objs {

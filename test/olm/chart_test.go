@@ -149,22 +149,23 @@ func allValues() map[string]any {
 		"clusterDomain":                "example.local",
 		"allowExternalBackupEndpoints": true,
 		"scopeAnnotation":              "clusterwide",
-		"shard":                        map[string]any{"key": "etcd.database.coreos.com/shard", "value": "eu-2", "default": true},
-		"allowAmbientS3Credentials":    true,
-		"clientServiceTypes":           []any{"NodePort", "LoadBalancer"},
-		"allowClientServiceMetadata":   true,
-		"allowedPriorityClasses":       []any{"etcd-high", "system-cluster-critical"},
-		"allowedClusterIssuers":        []any{"shared-ca"},
-		"maxBackupBytes":               1 << 30,
-		"backupHashTimeout":            "15m",
-		"goMemLimit":                   "200MiB",
-		"kubeAPIQPS":                   80.5,
-		"kubeAPIBurst":                 160,
-		"clusterWorkers":               16,
-		"extraArgs":                    []any{"--zap-log-level=debug"},
-		"replicaCount":                 2,
-		"resources":                    map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}},
-		"nodeSelector":                 map[string]any{"node-role.kubernetes.io/infra": ""},
+		"shard": map[string]any{"key": "etcd.database.coreos.com/shard", "value": "eu-2", "default": true,
+			"guard": map[string]any{"enabled": true, "adminGroups": []any{"system:masters", "fleet-admins"}}},
+		"allowAmbientS3Credentials":  true,
+		"clientServiceTypes":         []any{"NodePort", "LoadBalancer"},
+		"allowClientServiceMetadata": true,
+		"allowedPriorityClasses":     []any{"etcd-high", "system-cluster-critical"},
+		"allowedClusterIssuers":      []any{"shared-ca"},
+		"maxBackupBytes":             1 << 30,
+		"backupHashTimeout":          "15m",
+		"goMemLimit":                 "200MiB",
+		"kubeAPIQPS":                 80.5,
+		"kubeAPIBurst":               160,
+		"clusterWorkers":             16,
+		"extraArgs":                  []any{"--zap-log-level=debug"},
+		"replicaCount":               2,
+		"resources":                  map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}},
+		"nodeSelector":               map[string]any{"node-role.kubernetes.io/infra": ""},
 		"tolerations": []any{map[string]any{
 			"key": "node-role.kubernetes.io/infra", "operator": "Exists", "effect": "NoSchedule",
 		}},
@@ -677,6 +678,31 @@ func TestChartRefusesShardValuesWithoutKey(t *testing.T) {
 	}
 	if _, err := renderChart(t, map[string]any{"shard": map[string]any{"key": "shard", "value": "b"}}, "etcd-operator", "etcd-operator-system"); err != nil {
 		t.Errorf("a key with its value: %v", err)
+	}
+}
+
+// TestChartRendersShardGuardOnlyInTheDefaultRelease: the fleet's one shard guard is
+// rendered by its shard.default release; asked of another release it is refused, naming
+// shard.default, so a fleet does not get one copy per release.
+func TestChartRendersShardGuardOnlyInTheDefaultRelease(t *testing.T) {
+	guarded := func(dflt bool) map[string]any {
+		return map[string]any{"shard": map[string]any{"key": "shard", "value": "b", "default": dflt, "guard": map[string]any{"enabled": true}}}
+	}
+	if _, err := renderChart(t, guarded(false), "etcd-operator", "etcd-operator-system"); err == nil || !strings.Contains(err.Error(), "shard.default") {
+		t.Errorf("shard.guard.enabled without shard.default: %v, want a refusal naming shard.default", err)
+	}
+	r, err := renderChart(t, guarded(true), "etcd-operator", "etcd-operator-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, o := range r.objs {
+		if strings.HasSuffix(o.GetName(), "-etcdcluster-shard-guard") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d shard guard objects rendered, want the policy and its binding", n)
 	}
 }
 
