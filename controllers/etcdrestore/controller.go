@@ -283,7 +283,7 @@ func (r *Reconciler) reconcile(ctx context.Context, er *etcdv1beta2.EtcdRestore)
 		r.setStatus(er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, err.Error())
 		return ctrl.Result{}, nil
 	}
-	c, err := r.newCluster(ctx, er, auth, recordedMeta(er))
+	c, err := r.newCluster(ctx, er, auth, r.recordedMeta(er))
 	if p, ok := errors.AsType[*checkPending](err); ok {
 		if failedBefore(er) {
 			return ctrl.Result{RequeueAfter: p.after}, nil // checked again; the failure stands until it passes
@@ -300,7 +300,7 @@ func (r *Reconciler) reconcile(ctx context.Context, er *etcdv1beta2.EtcdRestore)
 			// Created meanwhile (by us before a restart, or by someone else): look again.
 			return ctrl.Result{RequeueAfter: time.Second}, nil
 		}
-		if apierrors.IsInvalid(err) {
+		if refusedByAPIServer(err) {
 			r.setStatus(er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, clusterRefusedMessage(name, err))
 			return ctrl.Result{}, nil
 		}
@@ -416,6 +416,19 @@ func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRes
 	}
 	if err != nil {
 		return r.backupFailed(ctx, er, untouched(err, old))
+	}
+	// The API server judges the new cluster before the old one is deleted (a dry run:
+	// admission runs before the store finds the name taken), so a cluster it would refuse
+	// (its schema, an admission policy such as a shard guard that does not exempt the
+	// operator) does not cost the one it would replace.
+	switch err := r.Create(ctx, c.DeepCopy(), client.DryRunAll); {
+	case err == nil || apierrors.IsAlreadyExists(err):
+	case refusedByAPIServer(err):
+		r.setStatus(er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec,
+			fmt.Sprintf("%s; EtcdCluster %s (uid %s) was not touched", clusterRefusedMessage(c.Name, err), old.Name, old.UID))
+		return ctrl.Result{}, nil
+	default:
+		return ctrl.Result{}, fmt.Errorf("dry-run create of EtcdCluster %s: %w", c.Name, err)
 	}
 	src, _ := render.Restore(c)
 	// On record before the delete, so it survives an operator restart right after it;
@@ -764,6 +777,13 @@ func membersCannotStart(c *etcdv1beta2.EtcdCluster) string {
 
 // clusterRefusedMessage explains an EtcdCluster the API server refused to create for a
 // restore; a retry cannot succeed without a change to the EtcdRestore.
+// refusedByAPIServer: the API server judged the object and refused it, by its schema
+// (Invalid) or by an admission policy or webhook (Forbidden, which RBAC also answers when
+// the operator lacks a right): trying the same object again gets the same answer.
+func refusedByAPIServer(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err)
+}
+
 func clusterRefusedMessage(name string, err error) string {
 	return fmt.Sprintf("the API server refused the EtcdCluster %s this restore would create; nothing was created. "+
 		"Fix the EtcdRestore (e.g. its %s annotation): %v", name, RestoreClusterSpecAnnotation, err)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -18,7 +19,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	etcdv1beta2 "github.com/etcd-operator/etcd-operator/api/v1beta2"
 	"github.com/etcd-operator/etcd-operator/internal/backup"
@@ -579,6 +582,46 @@ func TestForgedReplacedRecordCarriesNoAuth(t *testing.T) {
 	}
 }
 
+// A replaced-cluster record's shard key (label and annotation) is carried only when the
+// operator signed the record for this restore: the operator creates the cluster with an
+// identity a shard guard lets through, so an unsigned record (a tenant's own annotation
+// on its EtcdRestore) would otherwise pick the cluster's shard for it. The rest of the
+// record's metadata, which the tenant could set on a cluster itself, is carried either way.
+func TestForgedReplacedRecordCarriesNoShard(t *testing.T) {
+	const shardKey = "example.com/shard"
+	srv, aws := goodBackupStore(t)
+	ctx := context.Background()
+	rec := `{"name":"new","uid":"made-up","meta":{"labels":{"example.com/shard":"loose","team":"x"},"annotations":{"example.com/shard":"loose"}}}`
+	for _, tc := range []struct {
+		name, sig string
+		wantShard string
+	}{
+		{"unsigned", "", ""},
+		{"signed for another restore", pinsign.SignReplaced(testPinKey, "another-restore", rec), ""},
+		{"signed by the operator for this restore", pinsign.SignReplaced(testPinKey, "uid-forged", rec), "loose"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			er := fixture.S3Restore("forged", "new", restoreBucket+"/c/good.db")
+			er.UID = "uid-forged"
+			er.Spec.S3.Endpoint = srv.Endpoint()
+			er.Annotations = map[string]string{ReplacedClusterAnnotation: rec, ReplacedClusterSignatureAnnotation: tc.sig}
+			f := newRestoreFixture(t, aws.DeepCopy(), er)
+			f.r.ShardKey = shardKey
+			f.reconcile(t, "forged")
+			var c etcdv1beta2.EtcdCluster
+			if err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "new"}, &c); err != nil {
+				t.Fatalf("cluster not created: %v", err)
+			}
+			if c.Labels[shardKey] != tc.wantShard || c.Annotations[shardKey] != tc.wantShard {
+				t.Errorf("new cluster's shard label %q, annotation %q; want %q", c.Labels[shardKey], c.Annotations[shardKey], tc.wantShard)
+			}
+			if c.Labels["team"] != "x" {
+				t.Errorf("new cluster's labels %v: the record's other labels are carried either way", c.Labels)
+			}
+		})
+	}
+}
+
 // The carried auth is checked before the old cluster is deleted: a replaced cluster
 // whose auth annotations the new one could not be created with (stored before admission
 // checked them) is left in place, and so is an auth cluster when the operator has no key
@@ -613,6 +656,40 @@ func TestReplaceRefusedBeforeDeleteForAuth(t *testing.T) {
 				t.Fatalf("the old cluster was deleted (err %v, deletion %v)", err, old.DeletionTimestamp)
 			}
 		})
+	}
+}
+
+// The API server judges the new cluster before the old one is deleted: one an admission
+// policy would refuse (here a shard guard that does not exempt the operator, played by
+// the client refusing the create as the API server does, with 403 Forbidden) leaves the
+// old cluster in place and the restore failed with the API server's word.
+func TestReplaceRefusedBeforeDeleteByAdmission(t *testing.T) {
+	srv, aws := goodBackupStore(t)
+	ctx := context.Background()
+	prod := &etcdv1beta2.EtcdCluster{ObjectMeta: metav1.ObjectMeta{Name: "prod", Namespace: "default", UID: "uid-old-prod",
+		Labels: map[string]string{"etcd.database.coreos.com/shard": "b"}}, Spec: etcdv1beta2.EtcdClusterSpec{Size: 3}}
+	er := fixture.S3Restore("rollback", "prod", restoreBucket+"/c/good.db")
+	er.Spec.S3.Endpoint = srv.Endpoint()
+	er.Annotations = map[string]string{ReplaceExistingClusterAnnotation: "true"}
+	f := newRestoreFixture(t, aws, prod, er)
+	refused := 0
+	f.r.Client = interceptor.NewClient(f.c.(client.WithWatch), interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if _, ok := obj.(*etcdv1beta2.EtcdCluster); ok {
+			refused++
+			return apierrors.NewForbidden(schema.GroupResource{Group: "etcd.database.coreos.com", Resource: "etcdclusters"}, obj.GetName(),
+				errors.New("ValidatingAdmissionPolicy 'etcdcluster-shard-guard' denied request: metadata.labels[etcd.database.coreos.com/shard]: only the fleet's administrators set, change or remove it"))
+		}
+		return c.Create(ctx, obj, opts...)
+	}})
+	f.reconcile(t, "rollback")
+	if refused == 0 {
+		t.Fatal("no EtcdCluster create was asked of the API server before the delete")
+	}
+	f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "only the fleet's administrators")
+	f.wantCondition(t, "rollback", metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec, "was not touched")
+	var old etcdv1beta2.EtcdCluster
+	if err := f.c.Get(ctx, client.ObjectKeyFromObject(prod), &old); err != nil || !old.DeletionTimestamp.IsZero() || old.UID != prod.UID {
+		t.Fatalf("the old cluster was deleted (err %v, deletion %v)", err, old.DeletionTimestamp)
 	}
 }
 

@@ -279,13 +279,19 @@ func (r *Reconciler) trustedAuth(er *etcdv1beta2.EtcdRestore) (map[string]string
 	if !ok || rc.Auth == nil {
 		return nil, nil
 	}
-	if !pinsign.VerifyReplaced(r.PinKey, string(er.UID), er.Annotations[ReplacedClusterAnnotation], er.Annotations[ReplacedClusterSignatureAnnotation]) {
+	if !r.signedRecord(er) {
 		return nil, fmt.Errorf("annotation %s carries etcd authentication of the replaced EtcdCluster %s, but its signature (%s) does not verify "+
 			"with the operator's signing key: the cluster is not created without the auth its restored data has on. Delete this "+
 			"EtcdRestore and restore again, creating the cluster with its auth annotations yourself",
 			ReplacedClusterAnnotation, rc.Name, ReplacedClusterSignatureAnnotation)
 	}
 	return rc.Auth, nil
+}
+
+// signedRecord: the replaced-cluster record is the one the operator wrote for this
+// restore (its signature verifies with the operator's key).
+func (r *Reconciler) signedRecord(er *etcdv1beta2.EtcdRestore) bool {
+	return pinsign.VerifyReplaced(r.PinKey, string(er.UID), er.Annotations[ReplacedClusterAnnotation], er.Annotations[ReplacedClusterSignatureAnnotation])
 }
 
 // carryAuth puts the auth annotations carried from a replaced cluster on the cluster to

@@ -12,9 +12,14 @@ import (
 // annotation). Without them a cluster of shard b came back without its key, to the
 // default shard, and one scoped to a namespace-wide operator to the cluster-wide one.
 // They go into the replaced-cluster record before the delete, so they survive it (and
-// an operator restart). The tenant could set every one of them on the new cluster
-// anyway, so they need no signature; the API server judges them when it is created
-// (refused: ReasonBackupInvalidSpec with its message). Other annotations are not
+// an operator restart). The tenant could set all but one of them on the new cluster
+// anyway, so those need no signature; the API server judges them when it is created
+// (refused: ReasonBackupInvalidSpec with its message). The exception is the shard key:
+// a fleet may let only its administrators set it (config/shard-guard), and the operator
+// creates the cluster with its own identity, which such a guard lets through; so the
+// shard key's label and annotation are carried only from a record the operator signed,
+// and a record written or changed by anyone else brings the cluster back without them
+// (to the default shard). Other annotations are not
 // carried: the operator's own (restore source, pins, markers) belong to the old
 // cluster's life, and its settings (pod, Service, etcd flags) are the restore's spec to
 // give, as they are for a restore into a new name.
@@ -62,8 +67,16 @@ func carryMeta(c *etcdv1beta2.EtcdCluster, m carriedMeta) {
 	}
 }
 
-// recordedMeta is the metadata the replaced-cluster record carries (none without one).
-func recordedMeta(er *etcdv1beta2.EtcdRestore) carriedMeta {
-	rc, _ := replacedRecord(er)
-	return rc.Meta
+// recordedMeta is the metadata the replaced-cluster record carries (none without one),
+// without the shard key's label and annotation unless the operator's signature of the
+// record verifies.
+func (r *Reconciler) recordedMeta(er *etcdv1beta2.EtcdRestore) carriedMeta {
+	rc, ok := replacedRecord(er)
+	if !ok || r.ShardKey == "" || r.signedRecord(er) {
+		return rc.Meta
+	}
+	m := carriedMeta{Labels: maps.Clone(rc.Meta.Labels), Annotations: maps.Clone(rc.Meta.Annotations)}
+	delete(m.Labels, r.ShardKey)
+	delete(m.Annotations, r.ShardKey)
+	return m
 }

@@ -685,8 +685,11 @@ func TestChartRefusesShardValuesWithoutKey(t *testing.T) {
 // rendered by its shard.default release; asked of another release it is refused, naming
 // shard.default, so a fleet does not get one copy per release.
 func TestChartRendersShardGuardOnlyInTheDefaultRelease(t *testing.T) {
+	// A group with quotes and a backslash reaches CEL as a JSON string, not as YAML or CEL.
+	const odd = `fleet"admins'\\`
 	guarded := func(dflt bool) map[string]any {
-		return map[string]any{"shard": map[string]any{"key": "shard", "value": "b", "default": dflt, "guard": map[string]any{"enabled": true}}}
+		return map[string]any{"shard": map[string]any{"key": "shard", "value": "b", "default": dflt,
+			"guard": map[string]any{"enabled": true, "adminGroups": []any{odd}}}}
 	}
 	if _, err := renderChart(t, guarded(false), "etcd-operator", "etcd-operator-system"); err == nil || !strings.Contains(err.Error(), "shard.default") {
 		t.Errorf("shard.guard.enabled without shard.default: %v, want a refusal naming shard.default", err)
@@ -699,6 +702,13 @@ func TestChartRendersShardGuardOnlyInTheDefaultRelease(t *testing.T) {
 	for _, o := range r.objs {
 		if strings.HasSuffix(o.GetName(), "-etcdcluster-shard-guard") {
 			n++
+		}
+		if o.GetKind() == "ValidatingAdmissionPolicy" && strings.HasSuffix(o.GetName(), "-etcdcluster-shard-guard") {
+			conds, _, _ := unstructured.NestedSlice(o.Object, "spec", "matchConditions")
+			want := `g in ["fleet\"admins'\\\\"]`
+			if len(conds) != 1 || !strings.Contains(conds[0].(map[string]any)["expression"].(string), want) {
+				t.Errorf("matchConditions %v: want the group as the CEL string %s", conds, want)
+			}
 		}
 	}
 	if n != 2 {

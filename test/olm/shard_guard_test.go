@@ -18,9 +18,10 @@ import (
 
 // TestShardGuardAdmission applies config/shard-guard's policy to a real API server: a
 // tenant (a user with every right on EtcdClusters, impersonated) may not create a cluster
-// with the shard label or annotation, nor set, change or remove either on one; it may
-// create clusters without them and change everything else. An administrator
-// (system:masters) and the operator's service accounts may set them. The chart renders
+// with the shard label or annotation, nor set, change or remove either on one (whatever
+// the value, "<unset>" too); it may create clusters without them and change everything
+// else. An administrator (system:masters) and the operator's service account may set
+// them; another service account of the operator's namespace may not. The chart renders
 // the same policy for shard.guard.enabled.
 func TestShardGuardAdmission(t *testing.T) {
 	cfg := startWithChartCRDs(t)
@@ -58,6 +59,8 @@ func TestShardGuardAdmission(t *testing.T) {
 	}
 	tenant := as("tenant", "tenants")
 	operator := as("system:serviceaccount:etcd-operator-system:etcd-operator-controller-manager",
+		"system:serviceaccounts", "system:serviceaccounts:etcd-operator-system")
+	neighbour := as("system:serviceaccount:etcd-operator-system:another-operator",
 		"system:serviceaccounts", "system:serviceaccounts:etcd-operator-system")
 
 	gvr := func(version string) schema.GroupVersionResource {
@@ -114,6 +117,12 @@ func TestShardGuardAdmission(t *testing.T) {
 		if _, err := create(operator, version, map[string]any{key: "b"}, map[string]any{key: "b"}); err != nil {
 			t.Errorf("%s, the operator's create with the label and annotation (a restore): %v", version, err)
 		}
+		if err := refused(func() error { _, err := create(neighbour, version, map[string]any{key: "b"}, nil); return err }(), "metadata.labels"); err != nil {
+			t.Errorf("%s, another service account of the operator's namespace: %v", version, err)
+		}
+		if err := refused(func() error { _, err := create(tenant, version, nil, map[string]any{key: "<unset>"}); return err }(), "metadata.annotations"); err != nil {
+			t.Errorf("%s, a tenant's create with the annotation \"<unset>\": %v", version, err)
+		}
 	}
 
 	update := func(d dynamic.Interface, name string, change func(labels, ann map[string]string)) error {
@@ -159,8 +168,22 @@ func TestShardGuardAdmission(t *testing.T) {
 	if err := update(tenant, plain.GetName(), func(l, a map[string]string) { l["team"] = "db"; a["note"] = "x" }); err != nil {
 		t.Errorf("a tenant changes other labels of a cluster on a shard: %v", err)
 	}
+	if err := update(admin, plain.GetName(), func(_, a map[string]string) { a[key] = "a" }); err != nil {
+		t.Errorf("an administrator annotates a cluster: %v", err)
+	}
+	for name, change := range map[string]func(l, a map[string]string){
+		"removes the annotation":      func(_, a map[string]string) { delete(a, key) },
+		"sets the annotation <unset>": func(_, a map[string]string) { a[key] = "<unset>" },
+	} {
+		if err := refused(update(tenant, plain.GetName(), change), "metadata.annotations"); err != nil {
+			t.Errorf("a tenant %s of a cluster on a shard: %v", name, err)
+		}
+	}
 
-	sameInChartWith(t, map[string]any{"shard": map[string]any{
-		"key": key, "value": "a", "default": true, "guard": map[string]any{"enabled": true},
-	}}, policy)
+	// The chart's release named the same way: its service account and namespace are the
+	// ones config/shard-guard names.
+	sameInChartWith(t, map[string]any{
+		"shard":          map[string]any{"key": key, "value": "a", "default": true, "guard": map[string]any{"enabled": true}},
+		"serviceAccount": map[string]any{"create": true, "name": "etcd-operator-controller-manager"},
+	}, policy)
 }
