@@ -71,9 +71,12 @@ const maxNodes = 5
 
 // Bench is a running bench. All methods are safe for concurrent use.
 type Bench struct {
-	opts       Options
-	dir        string
-	removeDir  bool
+	opts      Options
+	dir       string
+	removeDir bool
+	// testDir: the directory is a test's temporary one (NewForTest), removed by the test's
+	// cleanup, which a stopping signal skips: the signal handler removes it instead.
+	testDir    atomic.Bool
 	pki        *pki
 	apiPort    int
 	restConfig *rest.Config

@@ -50,6 +50,7 @@ func NewForTest(t testing.TB, opts Options) *Bench {
 		t.Logf("bench logs kept in %s", opts.Dir)
 		t.Fatalf("bench start: %v", err)
 	}
+	b.testDir.Store(!keep)
 	t.Cleanup(func() {
 		b.Stop()
 		// A mount left under the directory (a volume, a container's root) would make
@@ -98,6 +99,9 @@ func RunTestMain(m *testing.M) {
 		if b := running.Load(); b != nil {
 			fmt.Fprintf(os.Stderr, "bench: %v: stopping the bench in %s\n", s, b.dir)
 			b.Stop()
+			if b.testDir.Load() && !b.hasMounts() {
+				os.RemoveAll(b.dir)
+			}
 		}
 	})
 	os.Exit(m.Run())
