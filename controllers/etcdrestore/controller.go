@@ -775,8 +775,6 @@ func membersCannotStart(c *etcdv1beta2.EtcdCluster) string {
 	return ""
 }
 
-// clusterRefusedMessage explains an EtcdCluster the API server refused to create for a
-// restore; a retry cannot succeed without a change to the EtcdRestore.
 // refusedByAPIServer: the API server judged the object and refused it, by its schema
 // (Invalid) or by an admission policy or webhook (Forbidden, which RBAC also answers when
 // the operator lacks a right): trying the same object again gets the same answer.
@@ -784,6 +782,8 @@ func refusedByAPIServer(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err)
 }
 
+// clusterRefusedMessage explains an EtcdCluster the API server refused to create for a
+// restore; a retry cannot succeed without a change to the EtcdRestore.
 func clusterRefusedMessage(name string, err error) string {
 	return fmt.Sprintf("the API server refused the EtcdCluster %s this restore would create; nothing was created. "+
 		"Fix the EtcdRestore (e.g. its %s annotation): %v", name, RestoreClusterSpecAnnotation, err)

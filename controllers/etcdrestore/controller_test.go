@@ -556,11 +556,7 @@ func TestForgedReplacedRecordCarriesNoAuth(t *testing.T) {
 		{"signed by the operator for this restore", pinsign.SignReplaced(testPinKey, "uid-forged", rec), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			er := fixture.S3Restore("forged", "new", restoreBucket+"/c/good.db")
-			er.UID = "uid-forged"
-			er.Spec.S3.Endpoint = srv.Endpoint()
-			er.Annotations = map[string]string{ReplacedClusterAnnotation: rec, ReplacedClusterSignatureAnnotation: tc.sig}
-			f := newRestoreFixture(t, aws.DeepCopy(), er)
+			f := forgedRecordFixture(t, srv.Endpoint(), aws, rec, tc.sig)
 			f.reconcile(t, "forged")
 			var c etcdv1beta2.EtcdCluster
 			err := f.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "new"}, &c)
@@ -601,11 +597,7 @@ func TestForgedReplacedRecordCarriesNoShard(t *testing.T) {
 		{"signed by the operator for this restore", pinsign.SignReplaced(testPinKey, "uid-forged", rec), "loose"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			er := fixture.S3Restore("forged", "new", restoreBucket+"/c/good.db")
-			er.UID = "uid-forged"
-			er.Spec.S3.Endpoint = srv.Endpoint()
-			er.Annotations = map[string]string{ReplacedClusterAnnotation: rec, ReplacedClusterSignatureAnnotation: tc.sig}
-			f := newRestoreFixture(t, aws.DeepCopy(), er)
+			f := forgedRecordFixture(t, srv.Endpoint(), aws, rec, tc.sig)
 			f.r.ShardKey = shardKey
 			f.reconcile(t, "forged")
 			var c etcdv1beta2.EtcdCluster
@@ -620,6 +612,17 @@ func TestForgedReplacedRecordCarriesNoShard(t *testing.T) {
 			}
 		})
 	}
+}
+
+// forgedRecordFixture is a restore "forged" (uid-forged) of c/good.db into a new
+// cluster "new", carrying the replaced-cluster record rec with signature sig.
+func forgedRecordFixture(t *testing.T, endpoint string, aws *corev1.Secret, rec, sig string) *restoreFixture {
+	t.Helper()
+	er := fixture.S3Restore("forged", "new", restoreBucket+"/c/good.db")
+	er.UID = "uid-forged"
+	er.Spec.S3.Endpoint = endpoint
+	er.Annotations = map[string]string{ReplacedClusterAnnotation: rec, ReplacedClusterSignatureAnnotation: sig}
+	return newRestoreFixture(t, aws.DeepCopy(), er)
 }
 
 // The carried auth is checked before the old cluster is deleted: a replaced cluster

@@ -700,10 +700,11 @@ func TestChartRendersShardGuardOnlyInTheDefaultRelease(t *testing.T) {
 	}
 	n := 0
 	for _, o := range r.objs {
-		if strings.HasSuffix(o.GetName(), "-etcdcluster-shard-guard") {
-			n++
+		if !strings.HasSuffix(o.GetName(), "-etcdcluster-shard-guard") {
+			continue
 		}
-		if o.GetKind() == "ValidatingAdmissionPolicy" && strings.HasSuffix(o.GetName(), "-etcdcluster-shard-guard") {
+		n++
+		if o.GetKind() == "ValidatingAdmissionPolicy" {
 			conds, _, _ := unstructured.NestedSlice(o.Object, "spec", "matchConditions")
 			want := `g in ["fleet\"admins'\\\\"]`
 			if len(conds) != 1 || !strings.Contains(conds[0].(map[string]any)["expression"].(string), want) {
