@@ -216,6 +216,9 @@ func TestAuthAnnotationsAdmission(t *testing.T) {
 		{"root Secret not a name", map[string]any{auth: "enabled", rootSecret: "Bad_Name"}, rootSecret},
 		{"root Secret without auth", map[string]any{rootSecret: "root-pw"}, rootSecret},
 		{"empty auth", map[string]any{auth: ""}, auth},
+		// The policy once stood "<unset>" in for a missing annotation, so that value passed.
+		{"auth \"<unset>\"", map[string]any{auth: "<unset>"}, auth},
+		{"root Secret \"<unset>\" without auth", map[string]any{rootSecret: "<unset>"}, rootSecret},
 		{"auth with the operator's Secret", map[string]any{auth: "enabled"}, ""},
 		{"auth with a named Secret", map[string]any{auth: "enabled", rootSecret: "root-pw"}, ""},
 	} {
@@ -247,6 +250,12 @@ func TestAuthAnnotationsAdmission(t *testing.T) {
 	}
 	if err := refused(update(on, func(a map[string]string) { delete(a, auth); delete(a, rootSecret) }), auth); err != nil {
 		t.Errorf("auth removed: %v", err)
+	}
+	if err := refused(update(on, func(a map[string]string) { a[auth] = "<unset>" }), auth); err != nil {
+		t.Errorf("auth changed to \"<unset>\": %v", err)
+	}
+	if err := refused(update(on, func(a map[string]string) { delete(a, rootSecret) }), rootSecret); err != nil {
+		t.Errorf("root Secret removed: %v", err)
 	}
 	if err := refused(update(on, func(a map[string]string) { a[rootSecret] = "other-pw" }), rootSecret); err != nil {
 		t.Errorf("root Secret changed: %v", err)
