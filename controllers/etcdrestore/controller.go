@@ -425,7 +425,7 @@ func (r *Reconciler) replaceCluster(ctx context.Context, er *etcdv1beta2.EtcdRes
 	case err == nil || apierrors.IsAlreadyExists(err):
 	case refusedByAPIServer(err):
 		r.setStatus(er, metav1.ConditionFalse, etcdv1beta2.ReasonBackupInvalidSpec,
-			fmt.Sprintf("%s; EtcdCluster %s (uid %s) was not touched", clusterRefusedMessage(c.Name, err), old.Name, old.UID))
+			clusterRefusedMessage(c.Name, err)+"; "+notTouched(old))
 		return ctrl.Result{}, nil
 	default:
 		return ctrl.Result{}, fmt.Errorf("dry-run create of EtcdCluster %s: %w", c.Name, err)
@@ -472,7 +472,12 @@ func untouched(err error, old *etcdv1beta2.EtcdCluster) error {
 	if !errors.As(err, &be) {
 		be = &backupstorage.Error{Reason: etcdv1beta2.ReasonStorageError, Err: err}
 	}
-	return &backupstorage.Error{Reason: be.Reason, Err: fmt.Errorf("%w; EtcdCluster %s (uid %s) was not touched", be.Err, old.Name, old.UID)}
+	return &backupstorage.Error{Reason: be.Reason, Err: fmt.Errorf("%w; %s", be.Err, notTouched(old))}
+}
+
+// notTouched says that a restore stopped before it changed the cluster it would replace.
+func notTouched(old *etcdv1beta2.EtcdCluster) string {
+	return fmt.Sprintf("EtcdCluster %s (uid %s) was not touched", old.Name, old.UID)
 }
 
 // createdBy: the cluster's restore annotation is what er writes when it creates it (the
