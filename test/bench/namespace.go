@@ -121,7 +121,17 @@ func reexecInNamespace(opts NamespaceOptions) (int, error) {
 		return 0, fmt.Errorf("re-exec in new mount+net namespaces (needs root or user namespaces): %w", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		// A child that ended without stopping its benches (a panic, such as go test's
+		// -test.timeout, or SIGKILL) left their nodes' processes (containerd's shims,
+		// containers) running in its cgroup trees; the next bench would sweep them, but
+		// there may be none for a long time. Its pid is gone now, so its trees are stale.
+		if serr := sweepStaleTrees(); serr != nil {
+			fmt.Fprintf(os.Stderr, "bench: sweeping what the test process left: %v\n", serr)
+		}
+		done <- err
+	}()
 	for {
 		select {
 		case s := <-sigs:
