@@ -254,3 +254,23 @@ func sweepStaleTrees() error {
 	}
 	return errors.Join(errs...)
 }
+
+// cpuUsage is the CPU time every process in rel's subtree (below t.Rel) has used while
+// in it: the cpuacct hierarchy's cpuacct.usage, in nanoseconds. It counts processes
+// that have exited, so two readings give the CPU a subtree used between them.
+func (t *cgroupTree) cpuUsage(rel string) (time.Duration, error) {
+	return readCPUUsage(filepath.Join(cgroupV1Root, "cpuacct", t.Rel, rel))
+}
+
+// readCPUUsage reads dir's cpuacct.usage.
+func readCPUUsage(dir string) (time.Duration, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage"))
+	if err != nil {
+		return 0, err
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	if err != nil || ns < 0 {
+		return 0, fmt.Errorf("%s/cpuacct.usage: %q is not a count of nanoseconds", dir, raw)
+	}
+	return time.Duration(ns), nil
+}

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -97,5 +99,68 @@ func TestCgroupMissingTree(t *testing.T) {
 	var none *cgroupTree
 	if err := none.remove(); err != nil {
 		t.Errorf("nil tree remove: %v", err)
+	}
+}
+
+// cpuacct.usage of this process's own cgroup grows by at least the CPU this process
+// burns between two readings (other processes there only add to it).
+func TestReadCPUUsageCountsThisProcess(t *testing.T) {
+	raw, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Skip(err)
+	}
+	dir := ""
+	for _, line := range strings.Split(string(raw), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && slices.Contains(strings.Split(parts[1], ","), "cpuacct") {
+			dir = filepath.Join(cgroupV1Root, "cpuacct", parts[2])
+		}
+	}
+	if dir == "" {
+		t.Skip("no cgroup v1 cpuacct hierarchy")
+	}
+	before, err := readCPUUsage(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self0 := processCPU(t)
+	for x, end := uint64(1), time.Now().Add(100*time.Millisecond); time.Now().Before(end); x = x*6364136223846793005 + 1 {
+		_ = x
+	}
+	burnt := processCPU(t) - self0
+	after, err := readCPUUsage(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// getrusage counts in ticks here and there; allow one 10 ms tick of difference.
+	if after-before < burnt-10*time.Millisecond {
+		t.Errorf("cpuacct.usage of %s grew by %v while this process alone used %v", dir, after-before, burnt)
+	}
+}
+
+func processCPU(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func TestReadCPUUsageRejectsWhatIsNotACount(t *testing.T) {
+	for _, content := range []string{"", "12x\n", "-5\n"} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "cpuacct.usage"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := readCPUUsage(dir); err == nil {
+			t.Errorf("cpuacct.usage %q read as %v, want an error", content, d)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cpuacct.usage"), []byte("1500000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := readCPUUsage(dir); err != nil || d != 1500*time.Millisecond {
+		t.Errorf("cpuacct.usage 1500000000 read as %v, %v; want 1.5s", d, err)
 	}
 }

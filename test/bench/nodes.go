@@ -477,3 +477,32 @@ func waitOwnMountNamespace(p *process, budget time.Duration) (string, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// NodesCPU is the CPU time every node of a bench has used so far, split as a real
+// node's accounting splits it: the pods (the kubelet's kubepods cgroup: containers,
+// their sandboxes, the probes' targets) and the node's agents (containerd with its
+// shims and every runc it runs, the kubelet, kube-proxy). Two readings give the CPU
+// the nodes used between them; the bench's control plane and this process are in
+// neither.
+type NodesCPU struct {
+	Pods, Agents time.Duration
+}
+
+// NodesCPU reads every node's cgroup counters. A node whose kubelet has not yet made
+// its kubepods cgroup is an error, not a zero.
+func (b *Bench) NodesCPU() (NodesCPU, error) {
+	var sum NodesCPU
+	for _, n := range b.nodes {
+		pods, err := b.cgroups.cpuUsage(filepath.Join(n.cgroupRel(), "kubepods"))
+		if err != nil {
+			return NodesCPU{}, fmt.Errorf("node %s: pods' CPU: %w", n.net.Name, err)
+		}
+		agents, err := b.cgroups.cpuUsage(filepath.Join(n.cgroupRel(), nodeDaemonsCgroup))
+		if err != nil {
+			return NodesCPU{}, fmt.Errorf("node %s: agents' CPU: %w", n.net.Name, err)
+		}
+		sum.Pods += pods
+		sum.Agents += agents
+	}
+	return sum, nil
+}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/etcd-operator/etcd-operator/test/bench"
 	"github.com/etcd-operator/etcd-operator/test/framework"
 )
 
@@ -435,4 +436,40 @@ func memInfo() string {
 	}
 	return fmt.Sprintf("%d CPUs, %.1f GiB RAM, %.1f GiB free", runtime.NumCPU(),
 		float64(si.Totalram)*float64(si.Unit)/(1<<30), float64(si.Freeram)*float64(si.Unit)/(1<<30))
+}
+
+// nodesCPU reads the CPU the bench's nodes have used so far (their pods and their
+// agents); the difference of two readings is a window's.
+func (s *scaleRun) nodesCPU(b *testing.B) bench.NodesCPU {
+	c, err := s.e.Bench.NodesCPU()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// nodesCPUPerMember is what the nodes used between two readings, per member pod: in
+// the pods and in the agents, in CPU seconds.
+func nodesCPUPerMember(from, to bench.NodesCPU, members int) (pods, agents float64) {
+	return (to.Pods - from.Pods).Seconds() / float64(members), (to.Agents - from.Agents).Seconds() / float64(members)
+}
+
+// reportNodesIdle reports what a member costs its node in the idle window, per minute
+// (and returns the sum):
+// CPU in the pod (etcd's ticks, the probes it answers) and in the node's agents (the
+// kubelet probing it and syncing its pod, containerd), and from them, with the
+// operator's own idle CPU per member, how many idle members would keep every CPU of
+// this machine busy. Beyond that count the members cannot all stay healthy here
+// whatever the operator does: it bounds what a round on this machine can measure.
+func (s *scaleRun) reportNodesIdle(b *testing.B, members int, from, to bench.NodesCPU, operatorPerMember float64) (perMember float64) {
+	pods, agents := nodesCPUPerMember(from, to, members)
+	pods, agents = pods/scaleIdle.Minutes(), agents/scaleIdle.Minutes()
+	operator := operatorPerMember / scaleIdle.Minutes()
+	fill := float64(runtime.NumCPU()) * 60 / (pods + agents + operator)
+	b.ReportMetric(pods, "idle-member-cpu-s/min/member")
+	b.ReportMetric(agents, "idle-agents-cpu-s/min/member")
+	b.ReportMetric(fill, "idle-members-filling-the-machine")
+	b.Logf("idle: per member per minute %.3f CPU-s in its pod, %.3f in its node's agents, %.4f in the operator; %d CPUs would be busy with ~%.0f idle members",
+		pods, agents, operator, runtime.NumCPU(), fill)
+	return pods + agents + operator
 }
