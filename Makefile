@@ -75,12 +75,12 @@ TEST_UNIT        := ./api/v1 ./hack/bundle/... ./hack/image ./hack/release ./hac
                     ./internal/planner/... ./internal/render ./internal/test/testenv ./internal/operatorimage \
                     ./internal/backupstorage ./internal/restoreorigin ./internal/test/fixture \
                     ./internal/schedule ./internal/backupcrypt ./internal/backupselect ./internal/tlsproof ./internal/certissue ./internal/certmanager ./internal/pinsign ./internal/etcdauth ./internal/kubectletcd \
-                    ./test/cmd/pause ./test/monitoring $(TEST_SPLIT)
+                    ./test/cmd/pause ./test/monitoring ./internal/test/onsignal $(TEST_SPLIT)
 TEST_INTEGRATION := . ./api/v1beta2 ./hack/catalog/... ./internal/backup \
                     ./internal/etcdadmin ./internal/test/etcdtest ./internal/render/runtest \
                     ./internal/restore ./internal/webhook/... ./internal/webhookcert ./internal/pinkey ./internal/kubectletcd/etcdctltest ./test/bench \
                     ./test/bench/clusterdns ./test/bench/images ./test/bench/olm ./test/olm \
-                    ./internal/test/promtest ./test/monitoring/promtool
+                    ./internal/test/promtest ./test/monitoring/promtool ./internal/test/testenv/signaltest
 TEST_E2E         := ./test/e2e ./test/bench/e2e ./test/cmd/bench
 BENCHMARKS       := ./test/benchmark/...
 # The e2e tiers run on this many workers at once (each test has a bench of its own; they

@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/etcd-operator/etcd-operator/internal/test/onsignal"
 	"github.com/etcd-operator/etcd-operator/internal/test/testenv"
 )
 
@@ -95,7 +94,7 @@ func RunTestMain(m *testing.M) {
 	}
 	// A test binary told to stop (Ctrl-C, a killed `go test`) powers its nodes off first:
 	// containerd's shims and the containers would otherwise outlive it.
-	stopOnSignal(func(s os.Signal) {
+	onsignal.Register(func(s os.Signal) {
 		if b := running.Load(); b != nil {
 			fmt.Fprintf(os.Stderr, "bench: %v: stopping the bench in %s\n", s, b.dir)
 			b.Stop()
@@ -105,29 +104,4 @@ func RunTestMain(m *testing.M) {
 		}
 	})
 	os.Exit(m.Run())
-}
-
-// stopOnSignal runs stop on the first SIGINT, SIGTERM or SIGHUP, then exits 128+signal.
-//
-// A signal sent to a whole process group (a CI job killed, a terminal closed) reaches
-// the test binary and whatever reads its output (go-test-shards' tee, go test) at once,
-// and the reader is usually gone first. Go kills a program that writes to standard
-// output or error through a pipe nobody reads (SIGPIPE), unless the program is notified
-// of SIGPIPE: then the write only fails. Without that, stop's first log line (or any
-// test's log line before it) killed the binary before the nodes were powered off, and
-// containerd's shims, the containers and hundreds of cgroups stayed behind.
-func stopOnSignal(stop func(os.Signal)) {
-	pipes := make(chan os.Signal, 1)
-	signal.Notify(pipes, syscall.SIGPIPE)
-	go func() {
-		for range pipes { // the failed write is reported to its writer; nothing to do here
-		}
-	}()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	go func() {
-		s := <-sigs
-		stop(s)
-		os.Exit(128 + int(s.(syscall.Signal)))
-	}()
 }
