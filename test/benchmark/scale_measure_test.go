@@ -438,34 +438,58 @@ func memInfo() string {
 		float64(si.Totalram)*float64(si.Unit)/(1<<30), float64(si.Freeram)*float64(si.Unit)/(1<<30))
 }
 
-// nodesCPU reads the CPU the bench's nodes have used so far (their pods and their
-// agents); the difference of two readings is a window's.
-func (s *scaleRun) nodesCPU(b *testing.B) bench.NodesCPU {
+// nodesReading is the CPU the bench's nodes have used so far (their pods and their
+// agents) and when it was read; two readings give a window's.
+type nodesReading struct {
+	at  time.Time
+	cpu bench.NodesCPU
+}
+
+func (s *scaleRun) nodesCPU(b *testing.B) nodesReading {
 	c, err := s.e.Bench.NodesCPU()
 	if err != nil {
 		b.Fatal(err)
 	}
-	return c
+	return nodesReading{at: time.Now(), cpu: c}
 }
 
-// nodesCPUPerMember is what the nodes used between two readings, per member pod: in
-// the pods and in the agents, in CPU seconds.
-func nodesCPUPerMember(from, to bench.NodesCPU, members int) (pods, agents float64) {
-	return (to.Pods - from.Pods).Seconds() / float64(members), (to.Agents - from.Agents).Seconds() / float64(members)
+// nodesRestWindow is how long the nodes' CPU is measured with no member on them.
+const nodesRestWindow = 30 * time.Second
+
+// measureNodesAtRest measures what the nodes cost with no member on them (their agents'
+// housekeeping, cluster DNS), in CPU-seconds a second, so that it is not counted as the
+// members': at 10 members it is as much again as their own agents' share.
+func (s *scaleRun) measureNodesAtRest(b *testing.B) {
+	from := s.nodesCPU(b)
+	time.Sleep(nodesRestWindow) // the window being measured
+	to := s.nodesCPU(b)
+	secs := to.at.Sub(from.at).Seconds()
+	s.restPods = (to.cpu.Pods - from.cpu.Pods).Seconds() / secs
+	s.restAgents = (to.cpu.Agents - from.cpu.Agents).Seconds() / secs
+	b.Logf("nodes with no member: %.3f CPUs busy in their pods (cluster DNS), %.3f in their agents", s.restPods, s.restAgents)
 }
 
-// reportNodesIdle reports what a member costs its node in the idle window, per minute
-// (and returns the sum):
+// nodesCPUPerMember is what the nodes used between two readings beyond their cost at
+// rest, per member pod: in the pods and in the agents, in CPU seconds.
+func (s *scaleRun) nodesCPUPerMember(from, to nodesReading, members int) (pods, agents float64) {
+	secs := to.at.Sub(from.at).Seconds()
+	pods = max(0, (to.cpu.Pods-from.cpu.Pods).Seconds()-s.restPods*secs) / float64(members)
+	agents = max(0, (to.cpu.Agents-from.cpu.Agents).Seconds()-s.restAgents*secs) / float64(members)
+	return pods, agents
+}
+
+// reportNodesIdle reports what a member costs its node in the idle window beyond the
+// nodes' cost at rest, per minute (and returns the sum):
 // CPU in the pod (etcd's ticks, the probes it answers) and in the node's agents (the
 // kubelet probing it and syncing its pod, containerd), and from them, with the
 // operator's own idle CPU per member, how many idle members would keep every CPU of
 // this machine busy. Beyond that count the members cannot all stay healthy here
 // whatever the operator does: it bounds what a round on this machine can measure.
-func (s *scaleRun) reportNodesIdle(b *testing.B, members int, from, to bench.NodesCPU, operatorPerMember float64) (perMember float64) {
-	pods, agents := nodesCPUPerMember(from, to, members)
+func (s *scaleRun) reportNodesIdle(b *testing.B, members int, from, to nodesReading, operatorPerMember float64) (perMember float64) {
+	pods, agents := s.nodesCPUPerMember(from, to, members)
 	pods, agents = pods/scaleIdle.Minutes(), agents/scaleIdle.Minutes()
 	operator := operatorPerMember / scaleIdle.Minutes()
-	fill := float64(runtime.NumCPU()) * 60 / (pods + agents + operator)
+	fill := (float64(runtime.NumCPU()) - s.restPods - s.restAgents) * 60 / (pods + agents + operator)
 	b.ReportMetric(pods, "idle-member-cpu-s/min/member")
 	b.ReportMetric(agents, "idle-agents-cpu-s/min/member")
 	b.ReportMetric(fill, "idle-members-filling-the-machine")
