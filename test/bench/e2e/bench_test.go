@@ -125,10 +125,21 @@ func testNodes(ctx context.Context, t *testing.T, b *bench.Bench) {
 			}},
 		},
 	}
+	cpu0, err := b.NodesCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
 	waitPod(t, c, pod, 60*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	// The nodes' CPU counters see the pod's work in the pods' cgroup and the sandbox and
+	// container starts in the agents'.
+	if cpu1, err := b.NodesCPU(); err != nil {
+		t.Error(err)
+	} else if cpu1.Pods <= cpu0.Pods || cpu1.Agents <= cpu0.Agents {
+		t.Errorf("the nodes' CPU did not grow while a pod ran: pods %v → %v, agents %v → %v", cpu0.Pods, cpu1.Pods, cpu0.Agents, cpu1.Agents)
+	}
 	if !strings.HasPrefix(pod.Spec.NodeName, "bench-node-") {
 		t.Errorf("pod bound to %q", pod.Spec.NodeName)
 	}
