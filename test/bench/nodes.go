@@ -42,6 +42,11 @@ func (n *realNode) cgroupRel() string { return strings.TrimPrefix(n.net.Name, "b
 // beside the kubelet's kubepods, so that killing the subtree is a node's power cut.
 const nodeDaemonsCgroup = "daemons"
 
+// nodeAgents are the cgroups below nodeDaemonsCgroup, one per agent, so that each one's
+// CPU can be read apart (NodesCPU); the node's mount namespace holder is in
+// nodeDaemonsCgroup itself.
+var nodeAgents = []string{"containerd", "kubelet", "kube-proxy"}
+
 // processNetwork sets up, once per process, the bench namespace's bridge and the route
 // that lets locally generated packets reach ClusterIPs (kube-proxy's OUTPUT DNAT needs a
 // route first). They outlive a bench, like the registry on the bridge, and go with the
@@ -150,8 +155,10 @@ func (b *Bench) writeNodeFiles(n *realNode) error {
 		}
 	}
 	agents := filepath.Join(n.cgroupRel(), nodeDaemonsCgroup)
-	if err := b.cgroups.ensure(agents); err != nil {
-		return err
+	for _, a := range nodeAgents {
+		if err := b.cgroups.ensure(filepath.Join(agents, a)); err != nil {
+			return err
+		}
 	}
 	if b.opts.NodeAgentsFirst {
 		return b.cgroups.setCPUShares(agents, nodeAgentsCPUShares)
@@ -182,7 +189,7 @@ func (b *Bench) bootNode(n *realNode) error {
 		mounts.stop(time.Second)
 		return err
 	}
-	cd, err := b.startInNode(n.net.Name, mnt, cg, short+"-containerd", "/usr/bin/containerd", "--config", n.paths.ContainerdConfig)
+	cd, err := b.startInNode(n.net.Name, mnt, filepath.Join(cg, "containerd"), short+"-containerd", "/usr/bin/containerd", "--config", n.paths.ContainerdConfig)
 	if err != nil {
 		mounts.stop(time.Second)
 		return err
@@ -204,7 +211,7 @@ func (b *Bench) bootNode(n *realNode) error {
 	b.kubeletStart.Lock()
 	defer b.kubeletStart.Unlock()
 	before := socketInode(devicePluginSocket)
-	kl, err := b.startInNode(n.net.Name, mnt, cg, short+"-kubelet", filepath.Join(nodeBinDir(), "kubelet"),
+	kl, err := b.startInNode(n.net.Name, mnt, filepath.Join(cg, "kubelet"), short+"-kubelet", filepath.Join(nodeBinDir(), "kubelet"),
 		"--config="+n.paths.KubeletConfig,
 		"--kubeconfig="+b.nodeKubeconfig,
 		"--root-dir="+n.paths.KubeletRoot,
@@ -227,7 +234,7 @@ func (b *Bench) bootNode(n *realNode) error {
 		cd.stop(time.Second)
 		return err
 	}
-	kp, err := b.startInNode(n.net.Name, mnt, cg, short+"-kube-proxy", filepath.Join(nodeBinDir(), "kube-proxy"),
+	kp, err := b.startInNode(n.net.Name, mnt, filepath.Join(cg, "kube-proxy"), short+"-kube-proxy", filepath.Join(nodeBinDir(), "kube-proxy"),
 		"--config="+n.paths.KubeProxyConfig, "--v=1")
 	if err != nil {
 		kl.stop(time.Second)
@@ -486,12 +493,15 @@ func waitOwnMountNamespace(p *process, budget time.Duration) (string, error) {
 // neither.
 type NodesCPU struct {
 	Pods, Agents time.Duration
+	// Agent is Agents by agent: "containerd" (with its shims and every runc it runs),
+	// "kubelet", "kube-proxy".
+	Agent map[string]time.Duration
 }
 
 // NodesCPU reads every node's cgroup counters. A node whose kubelet has not yet made
 // its kubepods cgroup is an error, not a zero.
 func (b *Bench) NodesCPU() (NodesCPU, error) {
-	var sum NodesCPU
+	sum := NodesCPU{Agent: map[string]time.Duration{}}
 	for _, n := range b.nodes {
 		pods, err := b.cgroups.cpuUsage(filepath.Join(n.cgroupRel(), "kubepods"))
 		if err != nil {
@@ -503,6 +513,13 @@ func (b *Bench) NodesCPU() (NodesCPU, error) {
 		}
 		sum.Pods += pods
 		sum.Agents += agents
+		for _, a := range nodeAgents {
+			d, err := b.cgroups.cpuUsage(filepath.Join(n.cgroupRel(), nodeDaemonsCgroup, a))
+			if err != nil {
+				return NodesCPU{}, fmt.Errorf("node %s: %s's CPU: %w", n.net.Name, a, err)
+			}
+			sum.Agent[a] += d
+		}
 	}
 	return sum, nil
 }

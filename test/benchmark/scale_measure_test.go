@@ -493,7 +493,17 @@ func (s *scaleRun) reportNodesIdle(b *testing.B, members int, from, to nodesRead
 	b.ReportMetric(pods, "idle-member-cpu-s/min/member")
 	b.ReportMetric(agents, "idle-agents-cpu-s/min/member")
 	b.ReportMetric(fill, "idle-members-filling-the-machine")
-	b.Logf("idle: per member per minute %.3f CPU-s in its pod, %.3f in its node's agents, %.4f in the operator; %d CPUs would be busy with ~%.0f idle members",
-		pods, agents, operator, runtime.NumCPU(), fill)
+	b.Logf("idle: per member per minute %.3f CPU-s in its pod, %.3f in its node's agents (%s in the %v, the nodes' cost at rest included), %.4f in the operator; %d CPUs would be busy with ~%.0f idle members",
+		pods, agents, agentsPerMember(from, to, members), scaleIdle, operator, runtime.NumCPU(), fill)
 	return pods + agents + operator
+}
+
+// agentsPerMember is the agents' CPU between two readings by agent, per member pod (the
+// nodes' cost at rest included: it is measured for all agents together only).
+func agentsPerMember(from, to nodesReading, members int) string {
+	var parts []string
+	for _, a := range slices.Sorted(maps.Keys(to.cpu.Agent)) {
+		parts = append(parts, fmt.Sprintf("%s %.2f", a, (to.cpu.Agent[a]-from.cpu.Agent[a]).Seconds()/float64(members)))
+	}
+	return strings.Join(parts, ", ") + " s"
 }
