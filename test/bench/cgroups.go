@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,7 +33,11 @@ type cgroupTree struct {
 }
 
 // ownCgroup is the path of this process's memory cgroup: the one the machine gives us.
-func ownCgroup() (string, error) {
+func ownCgroup() (string, error) { return ownCgroupIn("memory") }
+
+// ownCgroupIn is the path of this process's cgroup in the v1 hierarchy of controller h
+// (a hierarchy may hold several controllers: "cpu,cpuacct").
+func ownCgroupIn(h string) (string, error) {
 	f, err := os.Open("/proc/self/cgroup")
 	if err != nil {
 		return "", err
@@ -41,11 +46,11 @@ func ownCgroup() (string, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) == 3 && parts[1] == "memory" {
+		if len(parts) == 3 && slices.Contains(strings.Split(parts[1], ","), h) {
 			return parts[2], nil
 		}
 	}
-	return "", errors.New("no memory cgroup in /proc/self/cgroup (the bench's real nodes need cgroup v1)")
+	return "", fmt.Errorf("no %s cgroup in /proc/self/cgroup (the bench's real nodes need cgroup v1)", h)
 }
 
 // newCgroupTree creates <own cgroup>/<name> in every hierarchy, copying cpuset.cpus and

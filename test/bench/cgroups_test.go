@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -105,20 +104,11 @@ func TestCgroupMissingTree(t *testing.T) {
 // cpuacct.usage of this process's own cgroup grows by at least the CPU this process
 // burns between two readings (other processes there only add to it).
 func TestReadCPUUsageCountsThisProcess(t *testing.T) {
-	raw, err := os.ReadFile("/proc/self/cgroup")
+	own, err := ownCgroupIn("cpuacct")
 	if err != nil {
 		t.Skip(err)
 	}
-	dir := ""
-	for _, line := range strings.Split(string(raw), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) == 3 && slices.Contains(strings.Split(parts[1], ","), "cpuacct") {
-			dir = filepath.Join(cgroupV1Root, "cpuacct", parts[2])
-		}
-	}
-	if dir == "" {
-		t.Skip("no cgroup v1 cpuacct hierarchy")
-	}
+	dir := filepath.Join(cgroupV1Root, "cpuacct", own)
 	before, err := readCPUUsage(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -478,6 +478,16 @@ func (s *scaleRun) nodesCPUPerMember(from, to nodesReading, members int) (pods, 
 	return pods, agents
 }
 
+// reportNodesCreating reports what the nodes used per member since from, on one path
+// of a round's creation (path and window name it in the log, metric in the results).
+func (s *scaleRun) reportNodesCreating(b *testing.B, path, window, metric string, from nodesReading, members int) {
+	to := s.nodesCPU(b)
+	pods, agents := s.nodesCPUPerMember(from, to, members)
+	b.ReportMetric(pods+agents, metric)
+	b.Logf("%s: the nodes' CPU per member %s: %.2f s in the pods, %.2f s in the agents (%s)",
+		path, window, pods, agents, agentsPerMember(from, to, members))
+}
+
 // reportNodesIdle reports what a member costs its node in the idle window beyond the
 // nodes' cost at rest, per minute (and returns the sum):
 // CPU in the pod (etcd's ticks, the probes it answers) and in the node's agents (the

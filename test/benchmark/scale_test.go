@@ -300,11 +300,7 @@ func (s *scaleRun) operatorCreateAll(b *testing.B, names []string, size int) tim
 	})
 	took := time.Since(start)
 	after, rec, queue := s.snapshot(b), reconcileHistogram(b).minus(rec0), queueHistogram(b).minus(queue0)
-	cpu1 := s.nodesCPU(b)
-	podsCPU, agentsCPU := s.nodesCPUPerMember(cpu0, cpu1, len(names)*size)
-	b.ReportMetric(podsCPU+agentsCPU, "create-nodes-cpu-s/member")
-	b.Logf("creating: the nodes' CPU per member from the first apply to the last Available: %.2f s in the pods, %.2f s in the agents (%s)",
-		podsCPU, agentsCPU, agentsPerMember(cpu0, cpu1, len(names)*size))
+	s.reportNodesCreating(b, "creating", "from the first apply to the last Available", "create-nodes-cpu-s/member", cpu0, len(names)*size)
 	var toPods, podsToReady, readyToAvailable []time.Duration
 	for _, n := range names {
 		toPods = append(toPods, podsAt[n])
@@ -408,11 +404,7 @@ func (s *scaleRun) staticCreateAll(b *testing.B, prefix string, n, size int) tim
 		return nil
 	})
 	took := time.Since(start)
-	cpu1 := s.nodesCPU(b)
-	podsCPU, agentsCPU := s.nodesCPUPerMember(cpu0, cpu1, n*size)
-	b.ReportMetric(podsCPU+agentsCPU, "static-nodes-cpu-s/member")
-	b.Logf("static: the nodes' CPU per member from the first create to the last pod Ready: %.2f s in the pods, %.2f s in the agents (%s)",
-		podsCPU, agentsCPU, agentsPerMember(cpu0, cpu1, n*size))
+	s.reportNodesCreating(b, "static", "from the first create to the last pod Ready", "static-nodes-cpu-s/member", cpu0, n*size)
 	var toReady, podsToReady []time.Duration
 	for cluster, t := range readyAt {
 		toReady = append(toReady, t)

@@ -101,24 +101,28 @@ func TestSignalStopsEnvtest(t *testing.T) {
 // childrenOf lists the processes whose parent is pid.
 func childrenOf(pid int) []int {
 	var out []int
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, f := range stats {
-		raw, err := os.ReadFile(f)
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		child, err := strconv.Atoi(filepath.Base(d))
 		if err != nil {
 			continue
 		}
-		// The command name is in parentheses and may hold spaces: fields follow the last ')'.
-		rest := string(raw[strings.LastIndexByte(string(raw), ')')+1:])
-		fields := strings.Fields(rest)
-		if len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
-			continue
-		}
-		child, err := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-		if err == nil {
+		if f := statFields(child); len(f) > 1 && f[1] == strconv.Itoa(pid) {
 			out = append(out, child)
 		}
 	}
 	return out
+}
+
+// statFields are the fields of /proc/pid/stat after the command name (state, ppid, ...);
+// nil if the process is gone. The name is in parentheses and may hold spaces, so the
+// fields are those after the last ')'.
+func statFields(pid int) []string {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
 }
 
 func comm(pid int) string {
@@ -128,10 +132,6 @@ func comm(pid int) string {
 
 // alive: the process exists and is not a zombie.
 func alive(pid int) bool {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+	f := statFields(pid)
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
